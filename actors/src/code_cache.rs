@@ -1,0 +1,243 @@
+//! Analysed bytecode caches: `CodeCacheActor` (the shared L2) and `CodeL1` (one per executor
+//! thread).
+//!
+//! Owns: the L2 map code hash -> analysed `Bytecode`, bounded to `capacity` entries with
+//! least-recently-used eviction. Handles `GetCode`, `InsertCode`, `GetCodeCacheStats`. Sends
+//! nothing. Mailbox: bounded by the node config. Restart: it holds only a cache, so losing it
+//! costs misses, never correctness.
+//!
+//! Analysing code (the jump table) costs ~29 µs for 24 KiB; a clone of analysed code is a
+//! reference-count bump, so sharing analysed code between threads saves that work per call.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::num::NonZeroUsize;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll, Wake, Waker};
+
+use actix::{Actor, Addr, Context, Handler, Recipient};
+use alloy_primitives::B256;
+use hearth_messages::code_cache::{CodeCacheStats, GetCode, GetCodeCacheStats, InsertCode};
+use revm::bytecode::Bytecode;
+
+/// The L2 core: an LRU map with hit/miss/eviction counts. No actix types, tested directly.
+#[derive(Debug)]
+pub struct CodeCache {
+    entries: HashMap<B256, (Bytecode, u64)>,
+    /// last-use tick -> hash, oldest first.
+    recency: BTreeMap<u64, B256>,
+    capacity: usize,
+    tick: u64,
+    stats: CodeCacheStats,
+}
+
+impl CodeCache {
+    /// An empty cache holding at most `capacity` entries.
+    pub fn new(capacity: NonZeroUsize) -> Self {
+        Self {
+            entries: HashMap::new(),
+            recency: BTreeMap::new(),
+            capacity: capacity.get(),
+            tick: 0,
+            stats: CodeCacheStats::default(),
+        }
+    }
+
+    /// Looks up `hash`, marking it recently used.
+    pub fn get(&mut self, hash: &B256) -> Option<Bytecode> {
+        self.tick += 1;
+        let tick = self.tick;
+        match self.entries.get_mut(hash) {
+            Some((code, used)) => {
+                self.recency.remove(used);
+                *used = tick;
+                self.recency.insert(tick, *hash);
+                self.stats.hits += 1;
+                Some(code.clone())
+            }
+            None => {
+                self.stats.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Inserts `code`, evicting the least recently used entry when full.
+    pub fn insert(&mut self, hash: B256, code: Bytecode) {
+        self.tick += 1;
+        if let Some((_, used)) = self.entries.insert(hash, (code, self.tick)) {
+            self.recency.remove(&used);
+        }
+        self.recency.insert(self.tick, hash);
+        while self.entries.len() > self.capacity {
+            let Some((_, oldest)) = self.recency.pop_first() else { break };
+            self.entries.remove(&oldest);
+            self.stats.evictions += 1;
+        }
+    }
+
+    /// Counters and size.
+    pub fn stats(&self) -> CodeCacheStats {
+        CodeCacheStats { entries: self.entries.len() as u64, ..self.stats }
+    }
+}
+
+/// The shared L2 code cache actor.
+#[derive(Debug)]
+pub struct CodeCacheActor {
+    cache: CodeCache,
+}
+
+impl CodeCacheActor {
+    /// A cache of `capacity` entries.
+    pub fn new(capacity: NonZeroUsize) -> Self {
+        Self { cache: CodeCache::new(capacity) }
+    }
+
+    /// Starts the actor with its mailbox bounded from the first message on.
+    pub fn start_bounded(self, mailbox: NonZeroUsize) -> Addr<Self> {
+        Self::create(move |ctx| {
+            ctx.set_mailbox_capacity(mailbox.get());
+            self
+        })
+    }
+}
+
+impl Actor for CodeCacheActor {
+    type Context = Context<Self>;
+}
+
+impl Handler<GetCode> for CodeCacheActor {
+    type Result = Option<Bytecode>;
+
+    fn handle(&mut self, msg: GetCode, _ctx: &mut Self::Context) -> Self::Result {
+        self.cache.get(&msg.0)
+    }
+}
+
+impl Handler<InsertCode> for CodeCacheActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: InsertCode, _ctx: &mut Self::Context) -> Self::Result {
+        self.cache.insert(msg.0, msg.1);
+    }
+}
+
+impl Handler<GetCodeCacheStats> for CodeCacheActor {
+    type Result = actix::MessageResult<GetCodeCacheStats>;
+
+    fn handle(&mut self, _msg: GetCodeCacheStats, _ctx: &mut Self::Context) -> Self::Result {
+        actix::MessageResult(self.cache.stats())
+    }
+}
+
+/// The L2's recipients, as an executor holds them.
+#[derive(Debug, Clone)]
+pub struct CodeL2 {
+    /// Lookups.
+    pub get: Recipient<GetCode>,
+    /// Inserts.
+    pub insert: Recipient<InsertCode>,
+}
+
+/// Entries an executor thread keeps in its own L1 (a few hot contracts; the L2 has the rest).
+pub const CODE_L1_ENTRIES: usize = 64;
+
+/// An executor thread's private L1 in front of the shared L2.
+#[derive(Debug)]
+pub struct CodeL1 {
+    entries: HashMap<B256, Bytecode>,
+    l2: Option<CodeL2>,
+}
+
+impl CodeL1 {
+    /// An empty L1, backed by `l2` when given.
+    pub fn new(l2: Option<CodeL2>) -> Self {
+        Self { entries: HashMap::with_capacity(CODE_L1_ENTRIES), l2 }
+    }
+
+    /// The analysed code for `hash`: from L1, else L2, else `load` (then offered to both).
+    pub(crate) fn get_or_load<E>(
+        &mut self,
+        hash: B256,
+        load: impl FnOnce() -> Result<Bytecode, E>,
+    ) -> Result<Bytecode, E> {
+        if let Some(code) = self.entries.get(&hash) {
+            return Ok(code.clone());
+        }
+        let from_l2 = self.l2.as_ref().and_then(|l2| block_on(l2.get.send(GetCode(hash))).ok().flatten());
+        let code = match from_l2 {
+            Some(code) => code,
+            None => {
+                let code = load()?;
+                if let Some(l2) = &self.l2 {
+                    // A full L2 mailbox only costs a future miss: never wait for it.
+                    let _ = l2.insert.try_send(InsertCode(hash, code.clone()));
+                }
+                code
+            }
+        };
+        if self.entries.len() >= CODE_L1_ENTRIES {
+            // Small and per-thread: dropping an arbitrary entry is enough, the L2 keeps LRU.
+            if let Some(victim) = self.entries.keys().next().copied() {
+                self.entries.remove(&victim);
+            }
+        }
+        self.entries.insert(hash, code.clone());
+        Ok(code)
+    }
+}
+
+/// Runs a future to completion on the current (non-async) thread. Executor threads belong to
+/// a `SyncArbiter` and have no runtime; the only futures awaited here are actor replies.
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct ThreadWaker(std::thread::Thread);
+    impl Wake for ThreadWaker {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    let mut cx = TaskContext::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        match future.as_mut().poll(&mut cx) {
+            Poll::Ready(output) => return output,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_primitives::Bytes;
+
+    fn code(n: u8) -> (B256, Bytecode) {
+        (B256::repeat_byte(n), Bytecode::new_raw(Bytes::from(vec![0x60, n, 0x00])))
+    }
+
+    #[test]
+    fn hot_entry_survives_churn() {
+        let mut cache = CodeCache::new(NonZeroUsize::new(4).expect("4 is non-zero"));
+        let (hot, hot_code) = code(0);
+        cache.insert(hot, hot_code);
+        for n in 1..=50u8 {
+            let (h, c) = code(n);
+            cache.insert(h, c);
+            assert!(cache.get(&hot).is_some(), "hot entry evicted after {n} inserts");
+        }
+        let stats = cache.stats();
+        assert_eq!(stats.entries, 4);
+        assert_eq!(stats.evictions, 47);
+        assert_eq!(stats.hits, 50);
+    }
+
+    #[test]
+    fn miss_is_counted() {
+        let mut cache = CodeCache::new(NonZeroUsize::new(2).expect("2 is non-zero"));
+        assert!(cache.get(&B256::ZERO).is_none());
+        assert_eq!(cache.stats().misses, 1);
+    }
+}

@@ -1,0 +1,151 @@
+//! `ExecDb`: the database revm runs against inside one executor thread.
+//!
+//! It reads through three layers: what the current block already changed (`BlockChanges`),
+//! the per-thread code L1 / shared code L2, and the immutable `StateView` of the parent block.
+//! `commit` records each transaction's changes so the next transaction of the block sees them,
+//! and at the end the changes become the block's `StateDiff`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use alloy_primitives::{Address, B256, U256};
+use hearth_storage::{AccountChange, AccountFields, EMPTY_CODE_HASH, StateDiff, StateView, StorageError};
+use revm::bytecode::Bytecode;
+use revm::database_interface::{Database, DatabaseCommit, DatabaseRef};
+use revm::primitives::AddressMap;
+use revm::state::{Account, AccountInfo};
+
+use crate::code_cache::CodeL1;
+
+/// What the transactions of a block executed so far have changed.
+#[derive(Debug, Default)]
+pub(crate) struct BlockChanges {
+    /// `None`: deleted.
+    accounts: HashMap<Address, Option<AccountInfo>>,
+    storage: HashMap<Address, HashMap<U256, U256>>,
+    wiped: HashSet<Address>,
+    codes: HashMap<B256, Bytecode>,
+}
+
+impl BlockChanges {
+    /// The block's changes as a diff for the state owner.
+    pub(crate) fn into_diff(mut self) -> StateDiff {
+        let mut diff = StateDiff::default();
+        for (address, info) in self.accounts {
+            let storage: BTreeMap<U256, U256> =
+                self.storage.remove(&address).unwrap_or_default().into_iter().collect();
+            diff.accounts.insert(
+                address,
+                AccountChange {
+                    info: info.map(|i| AccountFields {
+                        nonce: i.nonce,
+                        balance: i.balance,
+                        code_hash: i.code_hash,
+                    }),
+                    storage_wiped: self.wiped.contains(&address),
+                    storage,
+                },
+            );
+        }
+        for (hash, code) in self.codes {
+            diff.codes.insert(hash, code.original_bytes());
+        }
+        diff
+    }
+}
+
+/// revm's database for one call or one block.
+#[derive(Debug)]
+pub(crate) struct ExecDb<'a> {
+    base: StateView,
+    codes: &'a mut CodeL1,
+    changes: BlockChanges,
+}
+
+impl<'a> ExecDb<'a> {
+    pub(crate) fn new(base: StateView, codes: &'a mut CodeL1) -> Self {
+        Self { base, codes, changes: BlockChanges::default() }
+    }
+
+    pub(crate) fn into_changes(self) -> BlockChanges {
+        self.changes
+    }
+
+    fn commit_account(&mut self, address: Address, account: Account) {
+        if !account.is_touched() {
+            return;
+        }
+        if account.is_selfdestructed() {
+            self.changes.accounts.insert(address, None);
+            self.changes.wiped.insert(address);
+            self.changes.storage.remove(&address);
+            return;
+        }
+        if account.is_created() {
+            self.changes.wiped.insert(address);
+            self.changes.storage.remove(&address);
+        }
+        let mut info = account.info.clone();
+        if let Some(code) = info.code.take()
+            && info.code_hash != EMPTY_CODE_HASH
+        {
+            self.changes.codes.entry(info.code_hash).or_insert(code);
+        }
+        // EIP-161: a touched account left empty is removed from the state.
+        if info.nonce == 0 && info.balance.is_zero() && info.code_hash == EMPTY_CODE_HASH {
+            self.changes.accounts.insert(address, None);
+            self.changes.storage.remove(&address);
+            return;
+        }
+        let slots = self.changes.storage.entry(address).or_default();
+        for (slot, value) in account.changed_storage_slots() {
+            slots.insert(*slot, value.present_value);
+        }
+        self.changes.accounts.insert(address, Some(info));
+    }
+}
+
+impl Database for ExecDb<'_> {
+    type Error = StorageError;
+
+    fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, Self::Error> {
+        if let Some(info) = self.changes.accounts.get(&address) {
+            return Ok(info.clone());
+        }
+        self.base.basic_ref(address)
+    }
+
+    fn code_by_hash(&mut self, code_hash: B256) -> Result<Bytecode, Self::Error> {
+        if code_hash == EMPTY_CODE_HASH {
+            return Ok(Bytecode::default());
+        }
+        if let Some(code) = self.changes.codes.get(&code_hash) {
+            return Ok(code.clone());
+        }
+        let base = &self.base;
+        self.codes.get_or_load(code_hash, || base.code_by_hash_ref(code_hash))
+    }
+
+    fn storage(&mut self, address: Address, index: U256) -> Result<U256, Self::Error> {
+        if let Some(value) = self.changes.storage.get(&address).and_then(|s| s.get(&index)) {
+            return Ok(*value);
+        }
+        if self.changes.wiped.contains(&address)
+            || matches!(self.changes.accounts.get(&address), Some(None))
+        {
+            return Ok(U256::ZERO);
+        }
+        self.base.storage_ref(address, index)
+    }
+
+    fn block_hash(&mut self, number: u64) -> Result<B256, Self::Error> {
+        self.base.block_hash_ref(number)
+    }
+}
+
+impl DatabaseCommit for ExecDb<'_> {
+    fn commit(&mut self, changes: AddressMap<Account>) {
+        for (address, account) in changes {
+            self.commit_account(address, account);
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! `ExecutorActor`: one revm executor thread of the pool.
+//!
+//! Owns: a per-thread L1 of analysed code (in front of the shared `CodeCacheActor`) and a
+//! read handle to the store. Handles `Call`, `EstimateGas` and `BuildBlock`. Sends `GetCode` /
+//! `InsertCode` to the L2. Runs on a `SyncArbiter` (N OS threads); its queue has no bound of
+//! its own, so every sender goes through `ExecutorClient`, which holds the admission bound.
+//! Restart: stateless apart from caches; `SyncArbiter` rebuilds a thread's actor if it stops.
+
+use alloy_consensus::{Eip658Value, Header, Receipt, ReceiptEnvelope, Transaction, TxReceipt};
+use alloy_eips::Typed2718;
+use alloy_eips::eip7685::EMPTY_REQUESTS_HASH;
+use alloy_primitives::{Address, B256, Bloom, Bytes, TxKind, U256};
+use hearth_messages::ExecError;
+use hearth_messages::executor::{
+    BlockEnvSpec, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas,
+    EstimateOutcome, PooledTx,
+};
+use hearth_storage::{BlockDraft, ChainDb, StoredBody, receipts_root, transactions_root};
+use revm::context::result::{EVMError, ExecutionResult, HaltReason, InvalidTransaction, Output};
+use revm::context::{BlockEnv, CfgEnv, Context, TxEnv};
+use revm::context_interface::block::BlobExcessGasAndPrice;
+use revm::context_interface::either::Either;
+use revm::primitives::eip4844::BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE;
+use revm::primitives::hardfork::SpecId;
+use revm::{ExecuteCommitEvm, ExecuteEvm, MainBuilder, MainContext};
+
+use crate::code_cache::{CodeL1, CodeL2};
+use crate::exec_db::ExecDb;
+
+/// Gas of a plain value transfer.
+const TRANSFER_GAS: u64 = 21_000;
+
+/// What every executor thread is configured with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExecConfig {
+    /// The chain id transactions must carry.
+    pub chain_id: u64,
+    /// The hard fork rules.
+    pub spec: SpecId,
+    /// The most gas an eth_call / eth_estimateGas may use.
+    pub gas_cap: u64,
+}
+
+/// One executor thread.
+#[derive(Debug)]
+pub struct ExecutorActor {
+    db: ChainDb,
+    config: ExecConfig,
+    codes: CodeL1,
+}
+
+impl ExecutorActor {
+    /// An executor reading `db`, sharing analysed code through `l2` when given.
+    pub fn new(db: ChainDb, config: ExecConfig, l2: Option<CodeL2>) -> Self {
+        Self { db, config, codes: CodeL1::new(l2) }
+    }
+
+    fn cfg(&self) -> CfgEnv {
+        let mut cfg = CfgEnv::new_with_spec(self.config.spec);
+        cfg.chain_id = self.config.chain_id;
+        cfg
+    }
+
+    /// Runs `request` with `gas` against the post-state of `block`, without committing.
+    fn run_call(&mut self, request: &CallRequest, block: u64, gas: u64) -> Result<ExecutionResult, ExecError> {
+        let header = self.db.header(block)?.ok_or(ExecError::UnknownBlock)?;
+        let mut cfg = self.cfg();
+        // eth_call semantics, as geth: no fee unless a price is given, no nonce check unless a
+        // nonce is given, calls may come from contract addresses, and the gas cap (not the
+        // block's gas limit) bounds the call.
+        let priced = request.gas_price.is_some() || request.max_fee_per_gas.is_some();
+        cfg.disable_base_fee = !priced;
+        cfg.disable_nonce_check = request.nonce.is_none();
+        cfg.disable_eip3607 = true;
+        cfg.disable_block_gas_limit = true;
+        cfg.tx_chain_id_check = false;
+        let tx = call_tx_env(request, gas, self.config.chain_id);
+        let view = self.db.state_at(block);
+        let mut evm = Context::mainnet()
+            .with_db(ExecDb::new(view, &mut self.codes))
+            .with_cfg(cfg)
+            .with_block(block_env_of(&header))
+            .build_mainnet();
+        evm.transact(tx).map(|r| r.result).map_err(exec_error)
+    }
+
+    fn call(&mut self, msg: Call) -> Result<CallOutcome, ExecError> {
+        let gas = msg.request.gas.unwrap_or(self.config.gas_cap).min(self.config.gas_cap);
+        let result = self.run_call(&msg.request, msg.block, gas)?;
+        Ok(outcome(result))
+    }
+
+    /// Binary search for the smallest gas limit that succeeds, as geth does.
+    fn estimate(&mut self, msg: EstimateGas) -> Result<EstimateOutcome, ExecError> {
+        let header = self.db.header(msg.block)?.ok_or(ExecError::UnknownBlock)?;
+        let request = &msg.request;
+        let mut hi = request.gas.unwrap_or(header.gas_limit).min(self.config.gas_cap);
+        // A plain transfer to an account without code always costs exactly 21,000.
+        if let Some(to) = request.to
+            && request.input.is_empty()
+            && self.db.state_at(msg.block).code_of(&to)?.is_empty()
+            && hi >= TRANSFER_GAS
+        {
+            let result = self.run_call(request, msg.block, TRANSFER_GAS)?;
+            if result.is_success() {
+                return Ok(EstimateOutcome::Gas(TRANSFER_GAS));
+            }
+        }
+        let first = self.run_call(request, msg.block, hi)?;
+        if !first.is_success() {
+            return Ok(EstimateOutcome::Failed(outcome(first)));
+        }
+        let used = first.tx_gas_used();
+        let mut lo = used.saturating_sub(1);
+        // Most calls succeed with what they used plus the 63/64 reserve: try that first.
+        let optimistic = (used + 2_300) * 64 / 63;
+        if optimistic < hi {
+            if self.run_call(request, msg.block, optimistic)?.is_success() {
+                hi = optimistic;
+            } else {
+                lo = optimistic;
+            }
+        }
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.run_call(request, msg.block, mid)?.is_success() {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Ok(EstimateOutcome::Gas(hi))
+    }
+
+    /// Executes the candidates in order on top of the parent and assembles the block.
+    fn build_block(&mut self, msg: BuildBlock) -> Result<BuiltBlock, ExecError> {
+        let BuildBlock { parent, env, txs } = msg;
+        let number = parent.number + 1;
+        let view = self.db.state_at(parent.number);
+        let cfg = self.cfg();
+        let mut evm = Context::mainnet()
+            .with_db(ExecDb::new(view, &mut self.codes))
+            .with_cfg(cfg)
+            .with_block(block_env_for(number, &env))
+            .build_mainnet();
+
+        let mut body = StoredBody { transactions: Vec::new(), senders: Vec::new() };
+        let mut receipts = Vec::new();
+        let mut invalid = Vec::new();
+        let mut gas_used = 0u64;
+        let mut logs_bloom = Bloom::ZERO;
+        for candidate in txs {
+            // What does not fit stays pending for the next block.
+            if gas_used + candidate.tx.gas_limit() > env.gas_limit {
+                continue;
+            }
+            let result = match evm.transact_commit(tx_env(&candidate)) {
+                Ok(result) => result,
+                // A later nonce of a sender whose earlier transaction failed: keep it pooled.
+                Err(EVMError::Transaction(InvalidTransaction::NonceTooHigh { .. })) => continue,
+                Err(EVMError::Transaction(_)) => {
+                    invalid.push(candidate.hash);
+                    continue;
+                }
+                Err(other) => return Err(exec_error(other)),
+            };
+            gas_used += result.tx_gas_used();
+            let receipt = Receipt {
+                status: Eip658Value::Eip658(result.is_success()),
+                cumulative_gas_used: gas_used,
+                logs: result.into_logs(),
+            };
+            let receipt = ReceiptEnvelope::from_typed(candidate.tx.tx_type(), receipt.with_bloom());
+            logs_bloom.accrue_bloom(&receipt.bloom());
+            receipts.push(receipt);
+            body.senders.push(candidate.sender);
+            body.transactions.push(candidate.tx.as_ref().clone());
+        }
+        let changes = evm.ctx.journaled_state.database.into_changes();
+
+        let header = Header {
+            parent_hash: parent.hash_slow(),
+            ommers_hash: alloy_consensus::constants::EMPTY_OMMER_ROOT_HASH,
+            beneficiary: env.coinbase,
+            state_root: B256::ZERO,
+            transactions_root: transactions_root(&body),
+            receipts_root: receipts_root(&receipts),
+            logs_bloom,
+            difficulty: U256::ZERO,
+            number,
+            gas_limit: env.gas_limit,
+            gas_used,
+            timestamp: env.timestamp,
+            extra_data: Bytes::new(),
+            mix_hash: env.prevrandao,
+            nonce: Default::default(),
+            base_fee_per_gas: Some(env.base_fee),
+            withdrawals_root: Some(hearth_storage::trie::EMPTY_ROOT),
+            blob_gas_used: Some(0),
+            excess_blob_gas: Some(0),
+            parent_beacon_block_root: Some(B256::ZERO),
+            requests_hash: Some(EMPTY_REQUESTS_HASH),
+            ..Default::default()
+        };
+        Ok(BuiltBlock {
+            draft: BlockDraft { header, body, receipts },
+            diff: changes.into_diff(),
+            invalid,
+        })
+    }
+}
+
+impl actix::Actor for ExecutorActor {
+    type Context = actix::SyncContext<Self>;
+}
+
+impl actix::Handler<Call> for ExecutorActor {
+    type Result = Result<CallOutcome, ExecError>;
+
+    fn handle(&mut self, msg: Call, _ctx: &mut Self::Context) -> Self::Result {
+        self.call(msg)
+    }
+}
+
+impl actix::Handler<EstimateGas> for ExecutorActor {
+    type Result = Result<EstimateOutcome, ExecError>;
+
+    fn handle(&mut self, msg: EstimateGas, _ctx: &mut Self::Context) -> Self::Result {
+        self.estimate(msg)
+    }
+}
+
+impl actix::Handler<BuildBlock> for ExecutorActor {
+    type Result = Result<BuiltBlock, ExecError>;
+
+    fn handle(&mut self, msg: BuildBlock, _ctx: &mut Self::Context) -> Self::Result {
+        self.build_block(msg)
+    }
+}
+
+fn exec_error(error: EVMError<hearth_storage::StorageError>) -> ExecError {
+    match error {
+        EVMError::Database(e) => ExecError::Storage(e),
+        EVMError::Transaction(e) => ExecError::Invalid(e.to_string()),
+        other => ExecError::Invalid(other.to_string()),
+    }
+}
+
+fn outcome(result: ExecutionResult) -> CallOutcome {
+    let gas_used = result.tx_gas_used();
+    match result {
+        ExecutionResult::Success { output, .. } => {
+            let output = match output {
+                Output::Call(bytes) | Output::Create(bytes, _) => bytes,
+            };
+            CallOutcome::Success { output, gas_used }
+        }
+        ExecutionResult::Revert { output, .. } => CallOutcome::Revert { output, gas_used },
+        ExecutionResult::Halt { reason, .. } => CallOutcome::Halt { reason: halt_message(&reason), gas_used },
+    }
+}
+
+/// geth's wording for the common halts, so clients that match on messages keep working.
+fn halt_message(reason: &HaltReason) -> String {
+    match reason {
+        HaltReason::OutOfGas(_) => "out of gas".to_owned(),
+        HaltReason::OpcodeNotFound | HaltReason::InvalidFEOpcode => "invalid opcode".to_owned(),
+        HaltReason::StackUnderflow => "stack underflow".to_owned(),
+        HaltReason::StackOverflow => "stack limit reached 1024".to_owned(),
+        HaltReason::InvalidJump => "invalid jump destination".to_owned(),
+        HaltReason::StateChangeDuringStaticCall => "write protection".to_owned(),
+        HaltReason::CallTooDeep => "max call depth exceeded".to_owned(),
+        HaltReason::OutOfFunds => "insufficient balance for transfer".to_owned(),
+        HaltReason::CreateContractSizeLimit => "max code size exceeded".to_owned(),
+        HaltReason::CreateCollision => "contract address collision".to_owned(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The block environment a call at block `header` sees: that block's own header.
+fn block_env_of(header: &Header) -> BlockEnv {
+    BlockEnv {
+        number: U256::from(header.number),
+        beneficiary: header.beneficiary,
+        timestamp: U256::from(header.timestamp),
+        gas_limit: header.gas_limit,
+        basefee: header.base_fee_per_gas.unwrap_or_default(),
+        difficulty: header.difficulty,
+        prevrandao: Some(header.mix_hash),
+        blob_excess_gas_and_price: Some(BlobExcessGasAndPrice::new(
+            header.excess_blob_gas.unwrap_or_default(),
+            BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE,
+        )),
+        ..Default::default()
+    }
+}
+
+fn block_env_for(number: u64, env: &BlockEnvSpec) -> BlockEnv {
+    BlockEnv {
+        number: U256::from(number),
+        beneficiary: env.coinbase,
+        timestamp: U256::from(env.timestamp),
+        gas_limit: env.gas_limit,
+        basefee: env.base_fee,
+        difficulty: U256::ZERO,
+        prevrandao: Some(env.prevrandao),
+        blob_excess_gas_and_price: Some(BlobExcessGasAndPrice::new(0, BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE)),
+        ..Default::default()
+    }
+}
+
+fn call_tx_env(request: &CallRequest, gas: u64, chain_id: u64) -> TxEnv {
+    let (tx_type, gas_price, priority) = match (request.max_fee_per_gas, request.gas_price) {
+        (Some(max_fee), _) => (2, max_fee, Some(request.max_priority_fee_per_gas.unwrap_or(0))),
+        (None, Some(price)) => (if request.access_list.is_some() { 1 } else { 0 }, price, None),
+        (None, None) => (if request.access_list.is_some() { 1 } else { 0 }, 0, None),
+    };
+    TxEnv {
+        tx_type,
+        caller: request.from.unwrap_or(Address::ZERO),
+        gas_limit: gas,
+        gas_price,
+        kind: request.to.map_or(TxKind::Create, TxKind::Call),
+        value: request.value.unwrap_or_default(),
+        data: request.input.clone(),
+        nonce: request.nonce.unwrap_or_default(),
+        chain_id: Some(chain_id),
+        access_list: request.access_list.clone().unwrap_or_default(),
+        gas_priority_fee: priority,
+        ..Default::default()
+    }
+}
+
+/// The revm transaction for a signed, pooled transaction.
+pub(crate) fn tx_env(pooled: &PooledTx) -> TxEnv {
+    let tx = pooled.tx.as_ref();
+    TxEnv {
+        tx_type: tx.ty(),
+        caller: pooled.sender,
+        gas_limit: tx.gas_limit(),
+        gas_price: tx.max_fee_per_gas(),
+        kind: tx.kind(),
+        value: tx.value(),
+        data: tx.input().clone(),
+        nonce: tx.nonce(),
+        chain_id: tx.chain_id(),
+        access_list: tx.access_list().cloned().unwrap_or_default(),
+        gas_priority_fee: tx.max_priority_fee_per_gas(),
+        blob_hashes: tx.blob_versioned_hashes().map(<[B256]>::to_vec).unwrap_or_default(),
+        max_fee_per_blob_gas: tx.max_fee_per_blob_gas().unwrap_or_default(),
+        authorization_list: tx
+            .authorization_list()
+            .map(|list| list.iter().cloned().map(Either::Left).collect())
+            .unwrap_or_default(),
+        ..Default::default()
+    }
+}

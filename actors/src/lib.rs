@@ -1,0 +1,19 @@
+//! Hearth actors: one module per actor, each owning one piece of state.
+//!
+//! `StateActor` is the only writer of storage; `ExecutorActor`s (on a `SyncArbiter`) run revm;
+//! `CodeCacheActor` shares analysed bytecode; `MempoolActor` holds pending transactions;
+//! `MinerActor` decides when blocks are made. See ARCHITECTURE.md for the message flow.
+
+pub mod code_cache;
+mod exec_db;
+pub mod executor;
+pub mod mempool;
+pub mod miner;
+pub mod state;
+pub mod dev;
+
+pub use code_cache::{CodeCache, CodeCacheActor, CodeL1, CodeL2};
+pub use executor::{ExecConfig, ExecutorActor};
+pub use mempool::{MempoolActor, MempoolConfig};
+pub use miner::{Clock, MinerActor, MinerConfig, MinerPeers, system_clock};
+pub use state::{GenesisSpec, StateActor, init_genesis};

@@ -1,0 +1,214 @@
+//! Messages to the executor pool (`ExecutorActor`s on a `SyncArbiter`) and its client.
+
+use std::sync::Arc;
+
+use actix::{Message, Recipient};
+use alloy_consensus::{Header, TxEnvelope};
+use alloy_eips::eip2930::AccessList;
+use alloy_primitives::{Address, B256, Bytes, U256};
+use hearth_storage::{BlockDraft, StateDiff};
+use tokio::sync::Semaphore;
+
+use crate::ExecError;
+
+/// The fields of an `eth_call` / `eth_estimateGas` request, already validated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallRequest {
+    /// Sender; zero address when absent.
+    pub from: Option<Address>,
+    /// Callee; `None` runs `input` as init code.
+    pub to: Option<Address>,
+    /// Gas limit; the gas cap when absent.
+    pub gas: Option<u64>,
+    /// Legacy gas price.
+    pub gas_price: Option<u128>,
+    /// EIP-1559 fee cap.
+    pub max_fee_per_gas: Option<u128>,
+    /// EIP-1559 tip cap.
+    pub max_priority_fee_per_gas: Option<u128>,
+    /// Wei sent along.
+    pub value: Option<U256>,
+    /// Calldata.
+    pub input: Bytes,
+    /// Nonce to check; unchecked when absent.
+    pub nonce: Option<u64>,
+    /// EIP-2930 access list.
+    pub access_list: Option<AccessList>,
+}
+
+/// Runs a read-only call against the state after block `block`. Serves `eth_call`.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// What to run.
+    pub request: CallRequest,
+    /// The block whose post-state and header the call sees.
+    pub block: u64,
+}
+
+/// What a call that ran produced. A revert is an outcome, not an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// It returned.
+    Success {
+        /// Return data.
+        output: Bytes,
+        /// Gas used.
+        gas_used: u64,
+    },
+    /// It reverted.
+    Revert {
+        /// Revert data.
+        output: Bytes,
+        /// Gas used.
+        gas_used: u64,
+    },
+    /// It halted (out of gas, invalid opcode, ...).
+    Halt {
+        /// Why, in geth's words where they exist.
+        reason: String,
+        /// Gas used.
+        gas_used: u64,
+    },
+}
+
+impl Message for Call {
+    type Result = Result<CallOutcome, ExecError>;
+}
+
+/// Finds the smallest gas limit with which the request succeeds. Serves `eth_estimateGas`.
+#[derive(Debug, Clone)]
+pub struct EstimateGas {
+    /// What to run.
+    pub request: CallRequest,
+    /// The block whose post-state the estimate uses.
+    pub block: u64,
+}
+
+/// The result of an estimate: the gas, or the outcome that made every limit fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EstimateOutcome {
+    /// The smallest gas limit that succeeds.
+    Gas(u64),
+    /// Even the highest limit fails with this outcome.
+    Failed(CallOutcome),
+}
+
+impl Message for EstimateGas {
+    type Result = Result<EstimateOutcome, ExecError>;
+}
+
+/// A transaction ready for a block: decoded, with its sender and hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PooledTx {
+    /// The signed transaction.
+    pub tx: Arc<TxEnvelope>,
+    /// Its recovered sender.
+    pub sender: Address,
+    /// Its hash.
+    pub hash: B256,
+}
+
+/// The environment of the block being built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockEnvSpec {
+    /// Timestamp (seconds).
+    pub timestamp: u64,
+    /// Fee recipient.
+    pub coinbase: Address,
+    /// Block gas limit.
+    pub gas_limit: u64,
+    /// Base fee per gas.
+    pub base_fee: u64,
+    /// PREVRANDAO.
+    pub prevrandao: B256,
+}
+
+/// Executes `txs` in order on top of `parent` and assembles the block. Transactions that do
+/// not fit the gas limit are left for later; ones that fail validation are reported invalid.
+#[derive(Debug, Clone)]
+pub struct BuildBlock {
+    /// The parent header.
+    pub parent: Header,
+    /// The new block's environment.
+    pub env: BlockEnvSpec,
+    /// Candidates in the order to try them.
+    pub txs: Vec<PooledTx>,
+}
+
+/// A block executed but not yet committed.
+#[derive(Debug, Clone)]
+pub struct BuiltBlock {
+    /// Header (without state root), body and receipts.
+    pub draft: BlockDraft,
+    /// What the block changes.
+    pub diff: StateDiff,
+    /// Hashes of transactions that failed validation and must leave the pool.
+    pub invalid: Vec<B256>,
+}
+
+impl Message for BuildBlock {
+    type Result = Result<BuiltBlock, ExecError>;
+}
+
+/// The bounded front of the executor pool. `SyncArbiter` queues without limit, so this client
+/// holds the bound: at most `max_in_flight` requests are queued or running, and one more fails
+/// at once with [`ExecError::Busy`] instead of waiting.
+#[derive(Debug, Clone)]
+pub struct ExecutorClient {
+    calls: Recipient<Call>,
+    estimates: Recipient<EstimateGas>,
+    builds: Recipient<BuildBlock>,
+    permits: Arc<Semaphore>,
+    max_in_flight: usize,
+}
+
+impl ExecutorClient {
+    /// Wraps the pool's recipients with an admission bound of `max_in_flight`.
+    pub fn new(
+        calls: Recipient<Call>,
+        estimates: Recipient<EstimateGas>,
+        builds: Recipient<BuildBlock>,
+        max_in_flight: usize,
+    ) -> Self {
+        Self {
+            calls,
+            estimates,
+            builds,
+            permits: Arc::new(Semaphore::new(max_in_flight)),
+            max_in_flight,
+        }
+    }
+
+    /// Runs `call` on the pool, or fails at once when the pool is at its bound.
+    pub async fn call(&self, call: Call) -> Result<CallOutcome, ExecError> {
+        let _permit = self.admit()?;
+        self.calls.send(call).await?
+    }
+
+    /// Runs an estimate on the pool, or fails at once when the pool is at its bound.
+    pub async fn estimate_gas(&self, estimate: EstimateGas) -> Result<EstimateOutcome, ExecError> {
+        let _permit = self.admit()?;
+        self.estimates.send(estimate).await?
+    }
+
+    /// Builds a block. Block building waits for a permit rather than failing: the miner must
+    /// not drop a block because calls are busy, but it still never exceeds the bound.
+    pub async fn build_block(&self, build: BuildBlock) -> Result<BuiltBlock, ExecError> {
+        let _permit = Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| ExecError::Mailbox(actix::MailboxError::Closed))?;
+        self.builds.send(build).await?
+    }
+
+    /// Requests currently admitted.
+    pub fn in_flight(&self) -> usize {
+        self.max_in_flight - self.permits.available_permits()
+    }
+
+    fn admit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ExecError> {
+        Arc::clone(&self.permits)
+            .try_acquire_owned()
+            .map_err(|_| ExecError::Busy { max_in_flight: self.max_in_flight })
+    }
+}

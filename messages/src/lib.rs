@@ -1,0 +1,17 @@
+//! Hearth messages: every actor message, its reply and error types, and the typed clients.
+//!
+//! Messages live in one module per receiving actor. They own their data, and requests reply
+//! with `Result<T, E>`; notifications (past tense) reply `()`. Clients wrap `Recipient`s so
+//! that the RPC front and tests never name an actor type.
+
+pub mod error;
+pub mod executor;
+pub mod mempool;
+pub mod miner;
+pub mod state;
+pub mod code_cache;
+
+pub use error::{ExecError, MineError, StateError, TxError};
+/// The storage read types (blocks, receipts, state snapshots) the RPC front reads directly.
+pub use hearth_storage as storage;
+pub use hearth_storage::{ChainDb, SealedBlock, StateView, StoredAccount, StoredBody};

@@ -1,0 +1,98 @@
+//! What the RPC front is given at startup: read handles, clients and limits.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use actix::Recipient;
+use alloy_signer_local::PrivateKeySigner;
+use hearth_messages::ChainDb;
+use hearth_messages::executor::ExecutorClient;
+use hearth_messages::mempool::{GetPooledTx, PendingNonce, SubmitTx};
+use hearth_messages::miner::{AutoMine, MineBlocks};
+
+/// A method added by an extension actor: takes the raw `params` JSON, answers a result or a
+/// JSON-RPC error `(code, message)`.
+pub type ExtensionMethod = Arc<
+    dyn Fn(serde_json::Value) -> Pin<Box<dyn Future<Output = Result<serde_json::Value, (i32, String)>>>>
+        + Send
+        + Sync,
+>;
+
+/// RPC methods registered by actors outside the core, by name.
+#[derive(Clone, Default)]
+pub struct Extensions {
+    methods: HashMap<String, ExtensionMethod>,
+}
+
+impl std::fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extensions").field("methods", &self.methods.keys().collect::<Vec<_>>()).finish()
+    }
+}
+
+impl Extensions {
+    /// Registers `name`. A core method of the same name still wins.
+    pub fn register(&mut self, name: impl Into<String>, method: ExtensionMethod) {
+        self.methods.insert(name.into(), method);
+    }
+
+    /// The method registered as `name`.
+    pub fn get(&self, name: &str) -> Option<&ExtensionMethod> {
+        self.methods.get(name)
+    }
+}
+
+/// Request limits, validated at startup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RpcLimits {
+    /// Largest request body in bytes (HTTP 413 above).
+    pub max_body_bytes: usize,
+    /// Most items in one batch (-32005 above).
+    pub max_batch_items: usize,
+    /// Largest response in bytes.
+    pub max_response_bytes: usize,
+    /// Gas cap for eth_call and eth_estimateGas.
+    pub gas_cap: u64,
+}
+
+impl Default for RpcLimits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 5 * 1024 * 1024,
+            max_batch_items: 1000,
+            max_response_bytes: 25 * 1024 * 1024,
+            gas_cap: 50_000_000,
+        }
+    }
+}
+
+/// Everything the RPC front talks to.
+#[derive(Clone, Debug)]
+pub struct RpcContext {
+    /// Read-only store handle: blocks, receipts and state snapshots at any block.
+    pub chain: ChainDb,
+    /// The bounded executor pool.
+    pub executor: ExecutorClient,
+    /// Admits transactions.
+    pub submit_tx: Recipient<SubmitTx>,
+    /// Finds pending transactions.
+    pub get_pooled_tx: Recipient<GetPooledTx>,
+    /// Next nonce counting pending transactions.
+    pub pending_nonce: Recipient<PendingNonce>,
+    /// Asks the miner to mine what is pending (automine).
+    pub auto_mine: Recipient<AutoMine>,
+    /// Mines blocks on demand (evm_mine).
+    pub mine_blocks: Recipient<MineBlocks>,
+    /// Unlocked dev accounts for eth_sendTransaction and eth_accounts, in order.
+    pub signers: Arc<Vec<PrivateKeySigner>>,
+    /// The chain id.
+    pub chain_id: u64,
+    /// Request limits.
+    pub limits: RpcLimits,
+    /// Methods added by extension actors.
+    pub extensions: Extensions,
+    /// Returned by web3_clientVersion.
+    pub client_version: String,
+}

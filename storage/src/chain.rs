@@ -1,0 +1,179 @@
+//! `ChainDb`: the handle to Hearth's store, and the read API every component shares.
+//!
+//! Reads are lock-free for the caller: sled serves concurrent readers, and every record a
+//! reader can see at block N is immutable once block N is committed (later blocks write new
+//! versions under larger keys). The head number is published through an atomic only after the
+//! block's batch is durable, so a reader that loads the head sees a whole block or none of it.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use alloy_consensus::{Header, ReceiptEnvelope};
+use alloy_primitives::{Address, B256, Bytes, U256};
+use alloy_rlp::Decodable;
+
+use crate::StorageError;
+use crate::layout::{self, be_u64};
+use crate::records::{StoredAccount, StoredBody};
+use crate::trie::NodeSource;
+
+/// Shared handle to the store. Cheap to clone; every clone sees the same data and head.
+#[derive(Debug, Clone)]
+pub struct ChainDb {
+    db: sled::Db,
+    /// The last committed block, or `u64::MAX` before genesis.
+    head: Arc<AtomicU64>,
+}
+
+const NO_HEAD: u64 = u64::MAX;
+
+impl ChainDb {
+    /// Opens (or creates) a store in `path`.
+    pub fn open(path: &Path) -> Result<Self, StorageError> {
+        let db = sled::Config::new().path(path).mode(sled::Mode::HighThroughput).open()?;
+        Self::from_db(db)
+    }
+
+    /// A store that lives in memory only (tests, `--ephemeral`).
+    pub fn in_memory() -> Result<Self, StorageError> {
+        let db = sled::Config::new().temporary(true).open()?;
+        Self::from_db(db)
+    }
+
+    fn from_db(db: sled::Db) -> Result<Self, StorageError> {
+        let head = match db.get(layout::HEAD_KEY)? {
+            Some(v) => be_u64(&v).ok_or(StorageError::Corrupt { what: "head pointer" })?,
+            None => NO_HEAD,
+        };
+        Ok(Self { db, head: Arc::new(AtomicU64::new(head)) })
+    }
+
+    /// The number of the last committed block, or `None` before genesis.
+    pub fn head_number(&self) -> Option<u64> {
+        match self.head.load(Ordering::Acquire) {
+            NO_HEAD => None,
+            n => Some(n),
+        }
+    }
+
+    /// Applies one block's batch atomically, makes it durable, then publishes `number` as head.
+    ///
+    /// Only the state owner calls this. The flush is what makes "acknowledged" mean "survives
+    /// kill -9": sled otherwise flushes in the background every 500 ms.
+    pub fn commit_batch(&self, batch: sled::Batch, number: u64) -> Result<(), StorageError> {
+        self.db.apply_batch(batch)?;
+        self.db.flush()?;
+        self.head.store(number, Ordering::Release);
+        Ok(())
+    }
+
+    /// The header of block `number`.
+    pub fn header(&self, number: u64) -> Result<Option<Header>, StorageError> {
+        self.decode(&layout::number_key(layout::HEADER, number), "header")
+    }
+
+    /// The hash of block `number`.
+    pub fn block_hash(&self, number: u64) -> Result<Option<B256>, StorageError> {
+        Ok(self
+            .db
+            .get(layout::number_key(layout::HASH_BY_NUMBER, number))?
+            .map(|v| B256::from_slice(&v)))
+    }
+
+    /// The number of the block with hash `hash`.
+    pub fn block_number(&self, hash: &B256) -> Result<Option<u64>, StorageError> {
+        match self.db.get(layout::hash_key(layout::NUMBER_BY_HASH, hash))? {
+            Some(v) => Ok(Some(be_u64(&v).ok_or(StorageError::Corrupt { what: "block index" })?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The transactions and senders of block `number`.
+    pub fn body(&self, number: u64) -> Result<Option<StoredBody>, StorageError> {
+        self.decode(&layout::number_key(layout::BODY, number), "block body")
+    }
+
+    /// The receipts of block `number`.
+    pub fn receipts(&self, number: u64) -> Result<Option<Vec<ReceiptEnvelope>>, StorageError> {
+        self.decode(&layout::number_key(layout::RECEIPTS, number), "receipts")
+    }
+
+    /// Where transaction `hash` was included: block number and index.
+    pub fn tx_location(&self, hash: &B256) -> Result<Option<(u64, u32)>, StorageError> {
+        match self.db.get(layout::hash_key(layout::TX_LOOKUP, hash))? {
+            Some(v) if v.len() == 12 => {
+                let number = be_u64(&v).ok_or(StorageError::Corrupt { what: "tx index" })?;
+                let index = u32::from_be_bytes([v[8], v[9], v[10], v[11]]);
+                Ok(Some((number, index)))
+            }
+            Some(_) => Err(StorageError::Corrupt { what: "tx index" }),
+            None => Ok(None),
+        }
+    }
+
+    /// The account at `address` as of block `number` (`None`: it does not exist).
+    pub fn account(&self, address: &Address, number: u64) -> Result<Option<StoredAccount>, StorageError> {
+        let from = layout::account_key(address, 0);
+        let to = layout::account_key(address, number);
+        match self.db.range(from..=to).next_back() {
+            Some(entry) => {
+                let (_, value) = entry?;
+                if value.is_empty() {
+                    return Ok(None);
+                }
+                let account = StoredAccount::decode(&mut value.as_ref())
+                    .map_err(|source| StorageError::Decode { what: "account", source })?;
+                Ok(Some(account))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// A storage slot of the account's `incarnation` as of block `number`.
+    pub fn storage(
+        &self,
+        address: &Address,
+        incarnation: u64,
+        slot: &U256,
+        number: u64,
+    ) -> Result<U256, StorageError> {
+        let from = layout::storage_key(address, incarnation, slot, 0);
+        let to = layout::storage_key(address, incarnation, slot, number);
+        match self.db.range(from..=to).next_back() {
+            Some(entry) => {
+                let (_, value) = entry?;
+                Ok(U256::try_from_be_slice(&value).unwrap_or_default())
+            }
+            None => Ok(U256::ZERO),
+        }
+    }
+
+    /// Contract code by its hash.
+    pub fn code(&self, code_hash: &B256) -> Result<Option<Bytes>, StorageError> {
+        Ok(self
+            .db
+            .get(layout::hash_key(layout::CODE, code_hash))?
+            .map(|v| Bytes::copy_from_slice(&v)))
+    }
+
+    /// A read-only view of the state as of block `number`.
+    pub fn state_at(&self, number: u64) -> crate::StateView {
+        crate::StateView::new(self.clone(), number)
+    }
+
+    fn decode<T: Decodable>(&self, key: &[u8], what: &'static str) -> Result<Option<T>, StorageError> {
+        match self.db.get(key)? {
+            Some(v) => Ok(Some(
+                T::decode(&mut v.as_ref()).map_err(|source| StorageError::Decode { what, source })?,
+            )),
+            None => Ok(None),
+        }
+    }
+}
+
+impl NodeSource for ChainDb {
+    fn node(&self, hash: &B256) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(self.db.get(layout::hash_key(layout::TRIE_NODE, hash))?.map(|v| v.to_vec()))
+    }
+}

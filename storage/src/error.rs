@@ -1,0 +1,28 @@
+//! The storage layer's error type.
+
+use alloy_primitives::B256;
+
+/// Anything that can go wrong reading or writing Hearth's storage.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// The embedded database failed (I/O, corruption detected by sled).
+    #[error("database error: {0}; check the --datadir disk and permissions")]
+    Db(#[from] sled::Error),
+    /// A trie node referenced by hash is not in the node store: the store is incomplete.
+    #[error("trie node {0} is missing from the node store; the datadir is incomplete or corrupt")]
+    MissingTrieNode(B256),
+    /// A stored record could not be decoded.
+    #[error("stored {what} could not be decoded: {source}; the datadir is corrupt")]
+    Decode {
+        /// Which kind of record.
+        what: &'static str,
+        /// The RLP error.
+        source: alloy_rlp::Error,
+    },
+    /// A stored record has the wrong shape (length, node kind).
+    #[error("stored {what} is malformed; the datadir is corrupt")]
+    Corrupt {
+        /// Which kind of record.
+        what: &'static str,
+    },
+}

@@ -1,0 +1,24 @@
+//! Hearth storage: the Merkle-Patricia trie, versioned state, blocks and receipts on sled.
+//!
+//! Main types: [`ChainDb`] (the shared store handle and its read API), [`StateView`] (the state
+//! as of one block, a revm `DatabaseRef`), [`write_block`] (the one way a block is written) and
+//! [`trie::Trie`]. Invariants: a block is written by one atomic, flushed batch; records visible
+//! at block N never change after N is committed; trie nodes are addressed by hash and never
+//! deleted (archive).
+
+mod chain;
+mod commit;
+mod error;
+mod layout;
+mod records;
+mod state;
+pub mod trie;
+
+pub use chain::ChainDb;
+pub use commit::{BlockDraft, receipts_root, transactions_root, write_block};
+pub use error::StorageError;
+pub use records::{
+    Code, EMPTY_CODE_HASH, SealedBlock, StoredAccount, StoredBody, account_trie_key,
+    storage_trie_key,
+};
+pub use state::{AccountChange, AccountFields, StateDiff, StateView};

@@ -1,0 +1,122 @@
+//! `StateView`: the state as of one block, for revm; and `StateDiff`: what a block changed.
+
+use std::collections::BTreeMap;
+
+use alloy_primitives::{Address, B256, Bytes, U256};
+use revm::bytecode::Bytecode;
+use revm::database_interface::{DBErrorMarker, DatabaseRef};
+use revm::state::AccountInfo;
+
+use crate::records::{EMPTY_CODE_HASH, StoredAccount};
+use crate::{ChainDb, StorageError};
+
+impl DBErrorMarker for StorageError {}
+
+/// The state as of block `number`: a consistent snapshot that stays valid while later blocks
+/// commit, because versions at or below `number` never change.
+#[derive(Debug, Clone)]
+pub struct StateView {
+    db: ChainDb,
+    number: u64,
+}
+
+impl StateView {
+    pub(crate) const fn new(db: ChainDb, number: u64) -> Self {
+        Self { db, number }
+    }
+
+    /// The block this view reads at.
+    pub const fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// The stored account, if it exists.
+    pub fn account(&self, address: &Address) -> Result<Option<StoredAccount>, StorageError> {
+        self.db.account(address, self.number)
+    }
+
+    /// A storage slot (zero when absent or when the account does not exist).
+    pub fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StorageError> {
+        match self.account(address)? {
+            Some(account) => self.db.storage(address, account.incarnation, slot, self.number),
+            None => Ok(U256::ZERO),
+        }
+    }
+
+    /// The code of an account (empty when it has none).
+    pub fn code_of(&self, address: &Address) -> Result<Bytes, StorageError> {
+        match self.account(address)? {
+            Some(account) if account.code_hash != EMPTY_CODE_HASH => {
+                Ok(self.db.code(&account.code_hash)?.unwrap_or_default())
+            }
+            _ => Ok(Bytes::new()),
+        }
+    }
+
+    /// The underlying store.
+    pub const fn db(&self) -> &ChainDb {
+        &self.db
+    }
+}
+
+impl DatabaseRef for StateView {
+    type Error = StorageError;
+
+    fn basic_ref(&self, address: Address) -> Result<Option<AccountInfo>, Self::Error> {
+        Ok(self.account(&address)?.map(|a| AccountInfo {
+            balance: a.balance,
+            nonce: a.nonce,
+            code_hash: a.code_hash,
+            code: None,
+            ..Default::default()
+        }))
+    }
+
+    fn code_by_hash_ref(&self, code_hash: B256) -> Result<Bytecode, Self::Error> {
+        if code_hash == EMPTY_CODE_HASH {
+            return Ok(Bytecode::default());
+        }
+        let code = self.db.code(&code_hash)?.ok_or(StorageError::Corrupt { what: "code" })?;
+        Ok(Bytecode::new_raw(code))
+    }
+
+    fn storage_ref(&self, address: Address, index: U256) -> Result<U256, Self::Error> {
+        self.storage(&address, &index)
+    }
+
+    fn block_hash_ref(&self, number: u64) -> Result<B256, Self::Error> {
+        // BLOCKHASH only reaches the 256 most recent blocks; revm checks the window.
+        Ok(self.db.block_hash(number)?.unwrap_or_default())
+    }
+}
+
+/// The new state of one account after a block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountChange {
+    /// `None`: the account was deleted (self-destructed, or touched while empty).
+    pub info: Option<AccountFields>,
+    /// The account's storage was wiped (created or re-created) before `storage` applies.
+    pub storage_wiped: bool,
+    /// Slots written, with their new values (zero deletes the slot).
+    pub storage: BTreeMap<U256, U256>,
+}
+
+/// The account fields a transaction can change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccountFields {
+    /// Transaction count.
+    pub nonce: u64,
+    /// Balance in wei.
+    pub balance: U256,
+    /// keccak256 of the code.
+    pub code_hash: B256,
+}
+
+/// Everything a block changed in the state, in address order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateDiff {
+    /// Changed accounts.
+    pub accounts: BTreeMap<Address, AccountChange>,
+    /// New contract code by hash.
+    pub codes: BTreeMap<B256, Bytes>,
+}
