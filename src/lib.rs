@@ -1,1 +1,9 @@
-//! hearth
+//! The `hearth` node: command line, configuration and wiring of the actors.
+//!
+//! `main.rs` parses flags ([`cli::Cli`]), validates them into a [`config::NodeConfig`], and
+//! starts a [`node::Node`] inside an actix `System`. Tests and examples start a `Node` the same
+//! way, on in-memory storage.
+
+pub mod cli;
+pub mod config;
+pub mod node;

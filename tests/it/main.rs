@@ -1,1 +1,2 @@
 //! it
+mod conformance;

@@ -1,0 +1,380 @@
+//! `RpcError`: every way a JSON-RPC request can fail, and its mapping to a JSON-RPC error
+//! object (`code`, `message`, optional `data`).
+//!
+//! The codes follow DESIGN.md ("JSON-RPC conventions") and geth, which execution-apis follows:
+//! `-32700` parse error, `-32600` invalid request, `-32601` method not found, `-32602` invalid
+//! params, `3` execution reverted (revert bytes in `data`), `-32000` transaction rejected or
+//! resource not found (geth's messages), `-32005` a limit was hit, `-32603` internal.
+//! [`RpcError::code`] is one exhaustive `match`: a new variant (here or in the wrapped message
+//! errors) does not compile until it picks a code.
+
+use actix::MailboxError;
+use alloy_primitives::{Bytes, U256};
+use hearth_messages::storage::StorageError;
+use hearth_messages::{ExecError, MineError, TxError};
+use serde_json::Value;
+
+/// A failed JSON-RPC request.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    /// The body is not valid JSON.
+    #[error("parse error: {0}")]
+    Parse(String),
+    /// The JSON is not a JSON-RPC 2.0 request object (or batch of them).
+    #[error("invalid request: {0}")]
+    InvalidRequest(&'static str),
+    /// No core method and no extension has this name.
+    #[error("the method {0} does not exist/is not available")]
+    MethodNotFound(String),
+    /// The params are missing, malformed or contradictory; the message says which and why.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// The batch has more items than `RpcLimits::max_batch_items`.
+    #[error("batch too large: {len} items, at most {max}")]
+    BatchTooLarge {
+        /// Items in the batch.
+        len: usize,
+        /// The configured bound.
+        max: usize,
+    },
+    /// The encoded response is larger than `RpcLimits::max_response_bytes`.
+    #[error("response too large: more than {max} bytes")]
+    ResponseTooLarge {
+        /// The configured bound.
+        max: usize,
+    },
+    /// The EVM reverted; `output` is the revert data.
+    #[error("{}", revert_message(output))]
+    Reverted {
+        /// The revert data, returned hex-encoded in `error.data`.
+        output: Bytes,
+    },
+    /// The EVM halted (out of gas, invalid opcode, ...); the reason is in geth's words.
+    #[error("{reason}")]
+    Halted {
+        /// Why it halted.
+        reason: String,
+    },
+    /// eth_estimateGas ran out of gas even at the highest limit it may use.
+    #[error("gas required exceeds allowance ({allowance})")]
+    GasExceedsAllowance {
+        /// The highest gas limit tried.
+        allowance: u64,
+    },
+    /// The executor says the estimate failed but reports a successful run.
+    #[error("internal error: the estimate failed with a successful outcome")]
+    EstimateInconsistent,
+    /// A state query names a block after the head, or a hash we do not know.
+    #[error("header not found")]
+    HeaderNotFound,
+    /// eth_getLogs names a block hash we do not know.
+    #[error("unknown block")]
+    UnknownBlock,
+    /// eth_getLogs `fromBlock` is after `toBlock`.
+    #[error("invalid block range params")]
+    InvalidBlockRange,
+    /// eth_getLogs spans more blocks than we scan for one request.
+    #[error("query exceeds max block range {max}")]
+    BlockRangeTooLarge {
+        /// The bound on `toBlock - fromBlock + 1`.
+        max: u64,
+    },
+    /// eth_feeHistory names a newest block after the head.
+    #[error("request beyond head block: requested {requested}, head {head}")]
+    BeyondHead {
+        /// The requested newest block.
+        requested: u64,
+        /// The head.
+        head: u64,
+    },
+    /// eth_sendTransaction from an address we hold no key for.
+    #[error("unknown account")]
+    UnknownAccount,
+    /// eth_sendRawTransaction bytes that do not decode as an EIP-2718 transaction.
+    #[error("rlp: {0}")]
+    TxDecode(String),
+    /// Signing a transaction for eth_sendTransaction failed.
+    #[error("signing failed: {0}")]
+    Signing(#[from] alloy_signer::Error),
+    /// The executor could not run the request.
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    /// The mempool did not admit the transaction.
+    #[error(transparent)]
+    Tx(#[from] TxError),
+    /// The miner could not mine (evm_mine).
+    #[error(transparent)]
+    Mine(#[from] MineError),
+    /// Reading the store failed.
+    #[error("storage: {0}")]
+    Storage(#[from] StorageError),
+    /// A committed block lacks one of its records: the store is inconsistent.
+    #[error("internal error: block {number} has no {what} in storage")]
+    MissingRecord {
+        /// The block.
+        number: u64,
+        /// Which record.
+        what: &'static str,
+    },
+    /// An actor we talk to is gone or did not answer.
+    #[error("internal error: {actor} is unavailable: {source}")]
+    Mailbox {
+        /// Which actor.
+        actor: &'static str,
+        /// What actix reported.
+        source: MailboxError,
+    },
+    /// A result could not be encoded as JSON.
+    #[error("internal error: cannot encode the result: {0}")]
+    Encode(#[from] serde_json::Error),
+    /// An extension method failed with its own code.
+    #[error("{message}")]
+    Extension {
+        /// The code the extension chose.
+        code: i32,
+        /// Its message.
+        message: String,
+    },
+}
+
+impl RpcError {
+    /// The JSON-RPC `error.code` for this error.
+    pub const fn code(&self) -> i32 {
+        match self {
+            Self::Parse(_) => -32700,
+            Self::InvalidRequest(_) => -32600,
+            Self::MethodNotFound(_) => -32601,
+            Self::InvalidParams(_) => -32602,
+            Self::Reverted { .. } => 3,
+            // Transaction rejected, call halted, or a resource not found: geth uses -32000.
+            Self::Halted { .. }
+            | Self::GasExceedsAllowance { .. }
+            | Self::HeaderNotFound
+            | Self::UnknownBlock
+            | Self::InvalidBlockRange
+            | Self::BeyondHead { .. }
+            | Self::UnknownAccount
+            | Self::TxDecode(_)
+            | Self::Exec(ExecError::UnknownBlock | ExecError::Invalid(_))
+            | Self::Mine(MineError::Exec(ExecError::UnknownBlock | ExecError::Invalid(_)))
+            | Self::Mine(MineError::Timestamp { .. })
+            | Self::Tx(
+                TxError::InvalidSignature
+                | TxError::WrongChainId { .. }
+                | TxError::NonceTooLow { .. }
+                | TxError::InsufficientFunds { .. }
+                | TxError::IntrinsicGasTooLow { .. }
+                | TxError::GasLimitTooHigh { .. }
+                | TxError::TipAboveFeeCap
+                | TxError::ReplacementUnderpriced
+                | TxError::AlreadyKnown
+                | TxError::UnsupportedType,
+            ) => -32000,
+            // A bound was hit: the caller may retry later.
+            Self::BatchTooLarge { .. }
+            | Self::ResponseTooLarge { .. }
+            | Self::BlockRangeTooLarge { .. }
+            | Self::Exec(ExecError::Busy { .. })
+            | Self::Mine(MineError::Exec(ExecError::Busy { .. }))
+            | Self::Tx(TxError::PoolFull) => -32005,
+            // The node failed, not the request.
+            Self::EstimateInconsistent
+            | Self::Signing(_)
+            | Self::Storage(_)
+            | Self::MissingRecord { .. }
+            | Self::Mailbox { .. }
+            | Self::Encode(_)
+            | Self::Exec(ExecError::Storage(_) | ExecError::Mailbox(_))
+            | Self::Mine(
+                MineError::Exec(ExecError::Storage(_) | ExecError::Mailbox(_))
+                | MineError::State(_)
+                | MineError::Mailbox(_),
+            )
+            | Self::Tx(TxError::Storage(_) | TxError::Mailbox(_)) => -32603,
+            Self::Extension { code, .. } => *code,
+        }
+    }
+
+    /// The JSON-RPC `error.data`, when the error carries any: the hex revert data of a revert.
+    pub fn data(&self) -> Option<Value> {
+        match self {
+            Self::Reverted { output } => Some(Value::String(output.to_string())),
+            _ => None,
+        }
+    }
+
+    /// Whether this is the executor pool shedding load; a single request failing this way is
+    /// answered with HTTP 503 so that load balancers and clients back off.
+    pub const fn is_busy(&self) -> bool {
+        matches!(self, Self::Exec(ExecError::Busy { .. }))
+    }
+
+    /// A `MailboxError` from sending to `actor`.
+    pub(crate) const fn mailbox(actor: &'static str, source: MailboxError) -> Self {
+        Self::Mailbox { actor, source }
+    }
+}
+
+/// `Error(string)`: what `revert("reason")` and `require(cond, "reason")` return.
+const ERROR_SELECTOR: [u8; 4] = [0x08, 0xc3, 0x79, 0xa0];
+/// `Panic(uint256)`: what failed asserts, overflows, division by zero, ... return.
+const PANIC_SELECTOR: [u8; 4] = [0x4e, 0x48, 0x7b, 0x71];
+
+/// geth's message for revert data: "execution reverted", plus ": <reason>" when the data is
+/// an ABI-encoded `Error(string)` or `Panic(uint256)`.
+pub(crate) fn revert_message(output: &[u8]) -> String {
+    match revert_reason(output) {
+        Some(reason) => format!("execution reverted: {reason}"),
+        None => "execution reverted".to_owned(),
+    }
+}
+
+/// The human reason inside revert data, if it is a well-formed `Error(string)` or
+/// `Panic(uint256)`.
+fn revert_reason(output: &[u8]) -> Option<String> {
+    let (selector, args) = output.split_first_chunk::<4>()?;
+    if *selector == ERROR_SELECTOR {
+        decode_abi_string(args)
+    } else if *selector == PANIC_SELECTOR {
+        let code = U256::try_from_be_slice(args.get(..32)?)?;
+        Some(panic_reason(code))
+    } else {
+        None
+    }
+}
+
+/// Decodes the single ABI `string` argument of `Error(string)`: a 32-byte offset, then at
+/// that offset a 32-byte length and the UTF-8 bytes.
+fn decode_abi_string(args: &[u8]) -> Option<String> {
+    let offset = abi_word_as_usize(args.get(..32)?)?;
+    let length_end = offset.checked_add(32)?;
+    let length = abi_word_as_usize(args.get(offset..length_end)?)?;
+    let bytes = args.get(length_end..length_end.checked_add(length)?)?;
+    String::from_utf8(bytes.to_vec()).ok()
+}
+
+/// A 32-byte big-endian ABI word as a `usize`, if it fits.
+fn abi_word_as_usize(word: &[u8]) -> Option<usize> {
+    usize::try_from(U256::try_from_be_slice(word)?).ok()
+}
+
+/// geth's wording for Solidity panic codes (accounts/abi/abi.go).
+fn panic_reason(code: U256) -> String {
+    let known = match u64::try_from(code) {
+        Ok(0x00) => Some("generic panic"),
+        Ok(0x01) => Some("assert(false)"),
+        Ok(0x11) => Some("arithmetic underflow or overflow"),
+        Ok(0x12) => Some("division or modulo by zero"),
+        Ok(0x21) => Some("enum overflow"),
+        Ok(0x22) => Some("invalid encoded storage byte array accessed"),
+        Ok(0x31) => Some("out-of-bounds array access; popping on an empty array"),
+        Ok(0x32) => Some("out-of-bounds access of an array or bytesSlice"),
+        Ok(0x41) => Some("out of memory"),
+        Ok(0x51) => Some("uninitialized function"),
+        _ => None,
+    };
+    match known {
+        Some(reason) => reason.to_owned(),
+        None => format!("unknown panic code: {code:#x}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::{Address, hex};
+
+    use super::*;
+
+    /// ABI encoding of `Error("Not enough Ether provided.")`, as solc emits it.
+    const REVERT_NOT_ENOUGH_ETHER: &str = "08c379a0\
+        0000000000000000000000000000000000000000000000000000000000000020\
+        000000000000000000000000000000000000000000000000000000000000001a\
+        4e6f7420656e6f7567682045746865722070726f76696465642e000000000000";
+
+    #[test]
+    fn error_string_revert_has_the_reason_and_hex_data() {
+        let output = Bytes::from(hex::decode(REVERT_NOT_ENOUGH_ETHER).unwrap());
+        let err = RpcError::Reverted { output: output.clone() };
+        assert_eq!(err.code(), 3);
+        assert_eq!(err.to_string(), "execution reverted: Not enough Ether provided.");
+        assert_eq!(err.data(), Some(Value::String(format!("0x{REVERT_NOT_ENOUGH_ETHER}"))));
+    }
+
+    #[test]
+    fn empty_or_custom_revert_has_no_reason() {
+        let empty = RpcError::Reverted { output: Bytes::new() };
+        assert_eq!((empty.code(), empty.to_string()), (3, "execution reverted".to_owned()));
+        assert_eq!(empty.data(), Some(Value::String("0x".into())));
+        // A custom error selector is passed through as data only.
+        let custom = RpcError::Reverted { output: Bytes::from_static(&[0xde, 0xad, 0xbe, 0xef]) };
+        assert_eq!(custom.to_string(), "execution reverted");
+    }
+
+    #[test]
+    fn truncated_error_string_is_not_decoded() {
+        let mut bytes = hex::decode(REVERT_NOT_ENOUGH_ETHER).unwrap();
+        bytes.truncate(4 + 64 + 10);
+        assert_eq!(revert_message(&bytes), "execution reverted");
+        // An offset that points far outside the data must not panic.
+        let mut huge_offset = ERROR_SELECTOR.to_vec();
+        huge_offset.extend_from_slice(&[0xff; 32]);
+        assert_eq!(revert_message(&huge_offset), "execution reverted");
+    }
+
+    #[test]
+    fn panic_codes_use_geths_words() {
+        let mut output = PANIC_SELECTOR.to_vec();
+        output.extend_from_slice(&U256::from(0x11).to_be_bytes::<32>());
+        assert_eq!(revert_message(&output), "execution reverted: arithmetic underflow or overflow");
+        let mut unknown = PANIC_SELECTOR.to_vec();
+        unknown.extend_from_slice(&U256::from(0x99).to_be_bytes::<32>());
+        assert_eq!(revert_message(&unknown), "execution reverted: unknown panic code: 0x99");
+    }
+
+    #[test]
+    fn codes_follow_the_conventions() {
+        let cases: Vec<(RpcError, i32)> = vec![
+            (RpcError::Parse("eof".into()), -32700),
+            (RpcError::InvalidRequest("empty batch"), -32600),
+            (RpcError::MethodNotFound("eth_foo".into()), -32601),
+            (RpcError::InvalidParams("bad".into()), -32602),
+            (RpcError::HeaderNotFound, -32000),
+            (RpcError::Halted { reason: "out of gas".into() }, -32000),
+            (RpcError::Exec(ExecError::UnknownBlock), -32000),
+            (RpcError::Exec(ExecError::Busy { max_in_flight: 4 }), -32005),
+            (RpcError::Exec(ExecError::Mailbox(MailboxError::Closed)), -32603),
+            (RpcError::Tx(TxError::NonceTooLow { expected: 2, got: 1 }), -32000),
+            (RpcError::Tx(TxError::PoolFull), -32005),
+            (RpcError::Tx(TxError::Mailbox("closed".into())), -32603),
+            (RpcError::BatchTooLarge { len: 2, max: 1 }, -32005),
+            (RpcError::ResponseTooLarge { max: 1 }, -32005),
+            (RpcError::BlockRangeTooLarge { max: 1 }, -32005),
+            (RpcError::Mine(MineError::Timestamp { parent: 2, got: 1 }), -32000),
+            (RpcError::Mine(MineError::Mailbox(MailboxError::Timeout)), -32603),
+            (RpcError::Extension { code: 42, message: "x".into() }, 42),
+        ];
+        for (err, code) in cases {
+            assert_eq!(err.code(), code, "{err}");
+        }
+    }
+
+    #[test]
+    fn geth_messages_pass_through() {
+        let err = RpcError::Tx(TxError::InsufficientFunds {
+            sender: Address::ZERO,
+            balance: U256::from(1),
+            cost: U256::from(2),
+        });
+        assert!(err.to_string().starts_with("insufficient funds for gas * price + value"));
+        assert_eq!(
+            RpcError::MethodNotFound("eth_foo".into()).to_string(),
+            "the method eth_foo does not exist/is not available"
+        );
+        assert_eq!(
+            RpcError::GasExceedsAllowance { allowance: 30_000 }.to_string(),
+            "gas required exceeds allowance (30000)"
+        );
+        assert!(RpcError::Exec(ExecError::Busy { max_in_flight: 1 }).is_busy());
+        assert!(!RpcError::Tx(TxError::PoolFull).is_busy());
+    }
+}

@@ -1,0 +1,83 @@
+//! Command-line flags. Each flag is typed as given; `config.rs` turns them into a validated
+//! `NodeConfig`.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// Default JSON-RPC port, as every dev tool expects.
+pub const DEFAULT_HTTP_PORT: u16 = 8545;
+/// Default chain id (anvil and Hardhat use the same).
+pub const DEFAULT_CHAIN_ID: u64 = 31337;
+/// Default number of dev accounts.
+pub const DEFAULT_ACCOUNTS: u32 = 10;
+/// Default balance of each dev account, in ETH.
+pub const DEFAULT_BALANCE_ETH: u64 = 10_000;
+/// Default block gas limit.
+pub const DEFAULT_GAS_LIMIT: u64 = 30_000_000;
+/// Default gas cap of eth_call / eth_estimateGas.
+pub const DEFAULT_RPC_GAS_CAP: u64 = 50_000_000;
+/// Default capacity of every actor mailbox.
+pub const DEFAULT_MAILBOX: usize = 1024;
+/// Default number of analysed contracts kept in the shared code cache.
+pub const DEFAULT_CODE_CACHE_ENTRIES: usize = 4096;
+/// Default bound on pooled transactions.
+pub const DEFAULT_TXPOOL_MAX_COUNT: usize = 100_000;
+
+/// Hearth: an Ethereum execution node built on actors.
+#[derive(Debug, Parser)]
+#[command(name = "hearth", version, about)]
+pub struct Cli {
+    /// Run a development chain (the only mode today; accepted for familiarity).
+    #[arg(long)]
+    pub dev: bool,
+    /// Address the JSON-RPC server binds.
+    #[arg(long = "http.addr", default_value = "127.0.0.1")]
+    pub http_addr: IpAddr,
+    /// Port of the JSON-RPC server (0 picks a free one).
+    #[arg(long = "http.port", default_value_t = DEFAULT_HTTP_PORT)]
+    pub http_port: u16,
+    /// Where the chain is stored (default: $HOME/.hearth/dev).
+    #[arg(long, conflicts_with = "ephemeral")]
+    pub datadir: Option<PathBuf>,
+    /// Keep the chain in memory only.
+    #[arg(long)]
+    pub ephemeral: bool,
+    /// Chain id.
+    #[arg(long = "chain-id", default_value_t = DEFAULT_CHAIN_ID)]
+    pub chain_id: u64,
+    /// Number of funded dev accounts.
+    #[arg(long, default_value_t = DEFAULT_ACCOUNTS)]
+    pub accounts: u32,
+    /// Balance of each dev account, in ETH.
+    #[arg(long, default_value_t = DEFAULT_BALANCE_ETH)]
+    pub balance: u64,
+    /// Mnemonic the dev accounts derive from (m/44'/60'/0'/0/i).
+    #[arg(long, default_value = hearth_actors::dev::DEFAULT_MNEMONIC)]
+    pub mnemonic: String,
+    /// Executor threads (default: number of cores).
+    #[arg(long = "executor.threads")]
+    pub executor_threads: Option<usize>,
+    /// Calls admitted to the executor pool at once; more fail with -32005 (default: 2 x cores).
+    #[arg(long = "executor.max-in-flight")]
+    pub executor_max_in_flight: Option<usize>,
+    /// Gas cap of eth_call and eth_estimateGas.
+    #[arg(long = "rpc.gascap", default_value_t = DEFAULT_RPC_GAS_CAP)]
+    pub rpc_gascap: u64,
+    /// Block gas limit.
+    #[arg(long = "gas-limit", default_value_t = DEFAULT_GAS_LIMIT)]
+    pub gas_limit: u64,
+    /// Capacity of every actor mailbox.
+    #[arg(long = "actors.mailbox", default_value_t = DEFAULT_MAILBOX)]
+    pub actors_mailbox: usize,
+    /// Analysed contracts kept in the shared code cache (1..=1048576).
+    #[arg(long = "cache.code-entries", default_value_t = DEFAULT_CODE_CACHE_ENTRIES)]
+    pub cache_code_entries: usize,
+    /// Most transactions the pool holds.
+    #[arg(long = "txpool.max-count", default_value_t = DEFAULT_TXPOOL_MAX_COUNT)]
+    pub txpool_max_count: usize,
+    /// Do not mine on each transaction (mine with evm_mine only).
+    #[arg(long = "no-mining")]
+    pub no_mining: bool,
+}

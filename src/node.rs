@@ -1,0 +1,189 @@
+//! Wiring: the only place that sees every crate. Opens storage, writes genesis, starts every
+//! actor with a bounded mailbox, and hands the RPC front its clients.
+//!
+//! Message flow for a transaction (see ARCHITECTURE.md):
+//! RPC -> MempoolActor (SubmitTx) -> RPC -> MinerActor (AutoMine) -> MempoolActor (TakePending)
+//! -> executor pool (BuildBlock) -> StateActor (CommitBlock) -> subscribers (BlockCommitted)
+//! -> MempoolActor (TxsMined) -> reply.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use actix::{Addr, SyncArbiter};
+use alloy_primitives::Address;
+use alloy_signer_local::PrivateKeySigner;
+use hearth_actors::miner::{Clock, system_clock};
+use hearth_actors::{
+    CodeCacheActor, CodeL2, ExecConfig, ExecutorActor, GenesisSpec, MempoolActor, MempoolConfig,
+    MinerActor, MinerConfig, MinerPeers, StateActor, init_genesis,
+};
+use hearth_messages::executor::ExecutorClient;
+use hearth_messages::state::{BlockCommitted, SubscribeBlocks};
+use hearth_rpc::{Extensions, RpcContext};
+use hearth_storage::{ChainDb, StorageError};
+use revm::primitives::hardfork::SpecId;
+use tracing::info;
+
+use crate::config::{NodeConfig, StorageMode};
+
+/// The hard fork the dev chain runs.
+pub const SPEC: SpecId = SpecId::PRAGUE;
+/// Base fee of the genesis block (1 gwei, as anvil).
+pub const GENESIS_BASE_FEE: u64 = 1_000_000_000;
+
+/// Starting the node failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// The datadir could not be opened.
+    #[error("cannot open the chain in {path} (set with --datadir): {source}")]
+    OpenStorage {
+        /// The directory.
+        path: String,
+        /// Why.
+        source: StorageError,
+    },
+    /// Genesis could not be written.
+    #[error("cannot write genesis: {0}")]
+    Genesis(StorageError),
+    /// Dev keys could not be derived.
+    #[error("cannot derive dev accounts from --mnemonic: {0}")]
+    Keys(String),
+    /// The RPC port could not be bound.
+    #[error("cannot bind JSON-RPC on {addr} (set with --http.addr/--http.port): {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A running node: handles to every actor. Must be started inside an actix `System`.
+#[derive(Debug)]
+pub struct Node {
+    /// Shared read handle to the store.
+    pub chain: ChainDb,
+    /// The state owner.
+    pub state: Addr<StateActor>,
+    /// The mempool.
+    pub mempool: Addr<MempoolActor>,
+    /// The miner.
+    pub miner: Addr<MinerActor>,
+    /// The shared code cache.
+    pub code_cache: Addr<CodeCacheActor>,
+    /// The bounded executor pool.
+    pub executor: ExecutorClient,
+    /// Dev account keys.
+    pub signers: Arc<Vec<PrivateKeySigner>>,
+    config: NodeConfig,
+}
+
+impl Node {
+    /// Opens storage and starts every actor, with the wall clock stamping blocks.
+    pub fn start(config: NodeConfig) -> Result<Self, NodeError> {
+        Self::start_with_clock(config, system_clock())
+    }
+
+    /// Like [`Node::start`], with block timestamps from `clock` (tests pass a fixed one).
+    pub fn start_with_clock(config: NodeConfig, clock: Clock) -> Result<Self, NodeError> {
+        let chain = match &config.storage {
+            StorageMode::Disk(path) => ChainDb::open(path).map_err(|source| NodeError::OpenStorage {
+                path: path.display().to_string(),
+                source,
+            })?,
+            StorageMode::Ephemeral => ChainDb::in_memory()
+                .map_err(|source| NodeError::OpenStorage { path: "memory".into(), source })?,
+        };
+        let signers = hearth_actors::dev::dev_signers(&config.mnemonic, config.accounts)
+            .map_err(|e| NodeError::Keys(e.to_string()))?;
+        let genesis = GenesisSpec {
+            alloc: signers.iter().map(|s| (s.address(), config.balance_wei)).collect(),
+            gas_limit: config.gas_limit,
+            base_fee: GENESIS_BASE_FEE,
+            timestamp: clock(),
+        };
+        let head = init_genesis(&chain, &genesis).map_err(NodeError::Genesis)?;
+        info!(target: "node", head, "chain opened");
+
+        let mailbox = config.mailbox;
+        let code_cache = CodeCacheActor::new(config.code_cache_entries).start_bounded(mailbox);
+        info!(target: "node", entries = config.code_cache_entries.get(), "code cache sized");
+        let l2 = CodeL2 { get: code_cache.clone().recipient(), insert: code_cache.clone().recipient() };
+        let exec_config = ExecConfig { chain_id: config.chain_id, spec: SPEC, gas_cap: config.rpc.gas_cap };
+        let exec_chain = chain.clone();
+        let pool = SyncArbiter::start(config.executor_threads.get(), move || {
+            ExecutorActor::new(exec_chain.clone(), exec_config, Some(l2.clone()))
+        });
+        let executor = ExecutorClient::new(
+            pool.clone().recipient(),
+            pool.clone().recipient(),
+            pool.recipient(),
+            config.max_in_flight.get(),
+        );
+        let state = StateActor::new(chain.clone()).start_bounded(mailbox);
+        let mempool = MempoolActor::new(
+            chain.clone(),
+            MempoolConfig {
+                chain_id: config.chain_id,
+                spec: SPEC,
+                block_gas_limit: config.gas_limit,
+                max_count: config.txpool_max_count.get(),
+            },
+        )
+        .start_bounded(mailbox);
+        let miner = MinerActor::new(
+            chain.clone(),
+            MinerPeers {
+                take_pending: mempool.clone().recipient(),
+                txs_mined: mempool.clone().recipient(),
+                executor: executor.clone(),
+                commit: state.clone().recipient(),
+            },
+            MinerConfig { automine: config.automine, gas_limit: config.gas_limit, coinbase: Address::ZERO, clock },
+        )
+        .start_bounded(mailbox);
+        info!(target: "node", threads = config.executor_threads.get(), max_in_flight = config.max_in_flight.get(), "actors started");
+        Ok(Self { chain, state, mempool, miner, code_cache, executor, signers: Arc::new(signers), config })
+    }
+
+    /// Subscribes `recipient` to every committed block (extension actors use this).
+    pub async fn subscribe_blocks(&self, recipient: actix::Recipient<BlockCommitted>) {
+        // The state actor is alive for the node's lifetime; a closed mailbox means shutdown.
+        let _ = self.state.send(SubscribeBlocks(recipient)).await;
+    }
+
+    /// What the RPC front needs, with `extensions` added to the core method table.
+    pub fn rpc_context(&self, extensions: Extensions) -> RpcContext {
+        RpcContext {
+            chain: self.chain.clone(),
+            executor: self.executor.clone(),
+            submit_tx: self.mempool.clone().recipient(),
+            get_pooled_tx: self.mempool.clone().recipient(),
+            pending_nonce: self.mempool.clone().recipient(),
+            auto_mine: self.miner.clone().recipient(),
+            mine_blocks: self.miner.clone().recipient(),
+            signers: Arc::clone(&self.signers),
+            chain_id: self.config.chain_id,
+            limits: self.config.rpc,
+            extensions,
+            client_version: format!("hearth/v{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+
+    /// Binds the JSON-RPC server on the configured address. Returns the server (await it to
+    /// run until shutdown) and the bound address.
+    pub fn serve_rpc(
+        &self,
+        extensions: Extensions,
+    ) -> Result<(actix_web::dev::Server, SocketAddr), NodeError> {
+        let addr = self.config.http_addr;
+        let workers = self.config.executor_threads.get().max(2);
+        hearth_rpc::serve(addr, self.rpc_context(extensions), workers)
+            .map_err(|source| NodeError::Bind { addr, source })
+    }
+
+    /// The configuration the node runs with.
+    pub const fn config(&self) -> &NodeConfig {
+        &self.config
+    }
+}
