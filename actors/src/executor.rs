@@ -352,6 +352,5 @@ pub(crate) fn tx_env(pooled: &PooledTx) -> TxEnv {
             .authorization_list()
             .map(|list| list.iter().cloned().map(Either::Left).collect())
             .unwrap_or_default(),
-        ..Default::default()
     }
 }

@@ -121,15 +121,15 @@ impl Pool {
         let head = db.head_number().unwrap_or_default();
         let mut queues: Vec<Vec<&PooledTx>> = Vec::new();
         for (sender, nonces) in &self.by_sender {
-            let mut next = db.account(sender, head).ok().flatten().map_or(0, |a| a.nonce);
+            let state_nonce = db.account(sender, head).ok().flatten().map_or(0, |a| a.nonce);
             let mut queue = Vec::new();
-            for (nonce, hash) in nonces.range(next..) {
+            // Executable: nonces state_nonce, state_nonce + 1, ... with no gap.
+            for (expected, (nonce, hash)) in (state_nonce..).zip(nonces.range(state_nonce..)) {
                 let tx = &self.by_hash[hash];
-                if *nonce != next || tx.tx.max_fee_per_gas() < u128::from(base_fee) {
+                if *nonce != expected || tx.tx.max_fee_per_gas() < u128::from(base_fee) {
                     break;
                 }
                 queue.push(tx);
-                next += 1;
             }
             if !queue.is_empty() {
                 queue.reverse(); // pop() takes the lowest nonce

@@ -1,7 +1,41 @@
 //! Hearth's JSON-RPC front: HTTP transport, limits, the method table, param decoding and the
 //! mapping from internal errors to JSON-RPC codes. It owns nothing mutable: it parses, admits,
 //! routes to actors through typed clients and recipients, and encodes.
+//!
+//! Entry points: [`serve`] runs the HTTP server; [`handle_body`] answers one request body
+//! without HTTP (the server uses it, and so can tests). Layers, outside in:
+//! `transport` (the JSON-RPC envelope, batches, limits), `methods` (the method table),
+//! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`, `logs`,
+//! `dev`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
 
+mod blocks;
+mod call;
 mod context;
+mod dev;
+mod error;
+mod eth;
+mod eth_tx;
+mod fees;
+mod logs;
+mod methods;
+mod net;
+mod params;
+mod server;
+mod transport;
 
 pub use context::{ExtensionMethod, Extensions, RpcContext, RpcLimits};
+pub use error::RpcError;
+pub use server::serve;
+pub use transport::RpcReply;
+
+/// Handles one raw request body and returns what to answer: a JSON body with its HTTP status,
+/// or no body (HTTP 204 for notifications only, 413 for an oversized body).
+pub async fn handle_body(ctx: &RpcContext, body: &[u8]) -> RpcReply {
+    transport::handle_with(&ctx.limits, body, |method, params| {
+        methods::dispatch(ctx, method, params)
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests;

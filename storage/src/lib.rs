@@ -21,4 +21,4 @@ pub use records::{
     Code, EMPTY_CODE_HASH, SealedBlock, StoredAccount, StoredBody, account_trie_key,
     storage_trie_key,
 };
-pub use state::{AccountChange, AccountFields, StateDiff, StateView};
+pub use state::{AccountChange, AccountFields, AccountProof, SlotProof, StateDiff, StateView};

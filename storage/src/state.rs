@@ -120,3 +120,46 @@ pub struct StateDiff {
     /// New contract code by hash.
     pub codes: BTreeMap<B256, Bytes>,
 }
+
+/// An EIP-1186 proof of an account and some of its slots at one block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountProof {
+    /// The account, if it exists.
+    pub account: Option<StoredAccount>,
+    /// State trie nodes from the root to the account's leaf (or where it would be).
+    pub account_proof: Vec<Bytes>,
+    /// Each requested slot: its value and the storage trie nodes down to it.
+    pub storage: Vec<SlotProof>,
+}
+
+/// One storage slot and its proof.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotProof {
+    /// The slot.
+    pub slot: U256,
+    /// Its value (zero when absent).
+    pub value: U256,
+    /// Storage trie nodes from the account's storage root down to the slot.
+    pub proof: Vec<Bytes>,
+}
+
+impl StateView {
+    /// Proves `address` and `slots` against this block's state root.
+    pub fn proof(&self, address: &Address, slots: &[U256]) -> Result<AccountProof, StorageError> {
+        let header =
+            self.db.header(self.number)?.ok_or(StorageError::Corrupt { what: "header of a view" })?;
+        let to_bytes = |nodes: Vec<Vec<u8>>| nodes.into_iter().map(Bytes::from).collect::<Vec<_>>();
+        let account_proof = crate::trie::Trie::at_root(header.state_root)
+            .proof(&self.db, crate::records::account_trie_key(address).as_slice())?;
+        let account = self.account(address)?;
+        let storage_trie = crate::trie::Trie::at_root(
+            account.as_ref().map_or(crate::trie::EMPTY_ROOT, |a| a.storage_root),
+        );
+        let mut storage = Vec::with_capacity(slots.len());
+        for slot in slots {
+            let proof = storage_trie.proof(&self.db, crate::records::storage_trie_key(slot).as_slice())?;
+            storage.push(SlotProof { slot: *slot, value: self.storage(address, slot)?, proof: to_bytes(proof) });
+        }
+        Ok(AccountProof { account, account_proof: to_bytes(account_proof), storage })
+    }
+}

@@ -1,0 +1,123 @@
+//! eth_call and eth_estimateGas, run on the bounded executor pool.
+//!
+//! A full pool fails at once with -32005 (HTTP 503 for a single request). A revert is error
+//! code 3 with the revert bytes in `data`; a halt is -32000 with geth's message (e.g. "out of
+//! gas"). Gas defaults to, and is capped at, `RpcLimits::gas_cap`.
+
+use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag};
+use hearth_messages::executor::{Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome};
+use serde_json::Value;
+
+use crate::blocks::{quantity, state_block, to_json};
+use crate::context::RpcContext;
+use crate::error::RpcError;
+use crate::params::{Params, TxObject};
+
+/// Reads `[txObject, block?, stateOverrides?]`; we do not support state overrides.
+fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, u64), RpcError> {
+    params.at_most(3)?;
+    let tx: TxObject = params.required(0)?;
+    let block: BlockId = params
+        .optional(1)?
+        .unwrap_or(BlockId::Number(BlockNumberOrTag::Latest));
+    if params.has(2)? {
+        return Err(RpcError::InvalidParams(
+            "invalid argument 2: state overrides are not supported".into(),
+        ));
+    }
+    let number = state_block(ctx, block)?;
+    Ok((tx.into_call_request(ctx.limits.gas_cap), number))
+}
+
+/// eth_call: the call's output as hex.
+pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    let (request, block) = call_args(ctx, params)?;
+    match ctx.executor.call(Call { request, block }).await? {
+        CallOutcome::Success { output, .. } => to_json(&output),
+        CallOutcome::Revert { output, .. } => Err(RpcError::Reverted { output }),
+        CallOutcome::Halt { reason, .. } => Err(RpcError::Halted { reason }),
+    }
+}
+
+/// eth_estimateGas: the smallest gas limit with which the transaction succeeds.
+pub(crate) async fn estimate_gas(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    let (request, block) = call_args(ctx, params)?;
+    Ok(quantity(estimate(ctx, request, block).await?))
+}
+
+/// Runs an estimate and maps a failing outcome to geth's errors. Shared with
+/// eth_sendTransaction, which estimates when no gas is given.
+pub(crate) async fn estimate(
+    ctx: &RpcContext,
+    request: CallRequest,
+    block: u64,
+) -> Result<u64, RpcError> {
+    // The highest limit the executor may try: what the caller gave, capped (see TxObject).
+    let allowance = request.gas.unwrap_or(ctx.limits.gas_cap);
+    match ctx
+        .executor
+        .estimate_gas(EstimateGas { request, block })
+        .await?
+    {
+        EstimateOutcome::Gas(gas) => Ok(gas),
+        EstimateOutcome::Failed(outcome) => Err(estimate_failure(outcome, allowance)),
+    }
+}
+
+/// The error for an estimate that fails even at `allowance` gas.
+fn estimate_failure(outcome: CallOutcome, allowance: u64) -> RpcError {
+    match outcome {
+        CallOutcome::Revert { output, .. } => RpcError::Reverted { output },
+        // Running out of gas at the highest limit means no limit we may use is enough.
+        CallOutcome::Halt { reason, .. } if reason.contains("out of gas") => {
+            RpcError::GasExceedsAllowance { allowance }
+        }
+        CallOutcome::Halt { reason, .. } => RpcError::Halted { reason },
+        CallOutcome::Success { .. } => RpcError::EstimateInconsistent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::Bytes;
+
+    use super::*;
+
+    #[test]
+    fn estimate_failures_map_to_geth_errors() {
+        let oog = CallOutcome::Halt {
+            reason: "out of gas".into(),
+            gas_used: 100,
+        };
+        let err = estimate_failure(oog, 100);
+        assert_eq!(
+            (err.code(), err.to_string()),
+            (-32000, "gas required exceeds allowance (100)".into())
+        );
+
+        let invalid = CallOutcome::Halt {
+            reason: "invalid opcode: INVALID".into(),
+            gas_used: 1,
+        };
+        assert_eq!(
+            estimate_failure(invalid, 100).to_string(),
+            "invalid opcode: INVALID"
+        );
+
+        let revert = CallOutcome::Revert {
+            output: Bytes::from_static(&[1, 2]),
+            gas_used: 1,
+        };
+        let err = estimate_failure(revert, 100);
+        assert_eq!(
+            (err.code(), err.data()),
+            (3, Some(Value::String("0x0102".into())))
+        );
+
+        let success = CallOutcome::Success {
+            output: Bytes::new(),
+            gas_used: 1,
+        };
+        assert_eq!(estimate_failure(success, 100).code(), -32603);
+    }
+}

@@ -1,0 +1,255 @@
+//! Fee suggestions: eth_gasPrice, eth_maxPriorityFeePerGas, eth_feeHistory.
+//!
+//! A dev chain has no fee market to observe, so like anvil we suggest a fixed 1 gwei tip and
+//! price gas at the latest base fee plus that tip. eth_feeHistory follows geth's algorithm.
+
+use alloy_consensus::{Header, Transaction as _};
+use alloy_eips::eip1559::{BaseFeeParams, calc_next_block_base_fee};
+use alloy_rpc_types_eth::{BlockNumberOrTag, FeeHistory};
+use hearth_messages::SealedBlock;
+use serde_json::Value;
+
+use crate::blocks::{head, quantity, read_block, tag_number, to_json};
+use crate::context::RpcContext;
+use crate::error::RpcError;
+use crate::params::{HexOrDecimal, Params, Percentiles};
+
+/// The priority fee we suggest: 1 gwei.
+pub(crate) const SUGGESTED_TIP: u128 = 1_000_000_000;
+
+/// geth's bound on eth_feeHistory's blockCount; larger counts are cut to it.
+const MAX_FEE_HISTORY_BLOCKS: u64 = 1024;
+
+/// The base fee of the head block (zero before London or without one).
+pub(crate) fn latest_base_fee(ctx: &RpcContext) -> Result<u64, RpcError> {
+    let number = head(ctx)?;
+    let header = ctx.chain.header(number)?.ok_or(RpcError::MissingRecord {
+        number,
+        what: "header",
+    })?;
+    Ok(header.base_fee_per_gas.unwrap_or(0))
+}
+
+/// eth_gasPrice: the latest base fee plus the suggested tip.
+pub(crate) fn gas_price(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    let price = u128::from(latest_base_fee(ctx)?) + SUGGESTED_TIP;
+    to_json(&alloy_primitives::U256::from(price))
+}
+
+/// eth_maxPriorityFeePerGas: the suggested tip.
+pub(crate) fn max_priority_fee(params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    Ok(quantity(SUGGESTED_TIP as u64))
+}
+
+/// eth_feeHistory: `[blockCount, newestBlock, rewardPercentiles?]`.
+///
+/// `baseFeePerGas` has one entry per block plus the next block's base fee; `reward` (only when
+/// percentiles are given) has, per block, the effective tip at each percentile of gas used.
+pub(crate) fn fee_history(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(3)?;
+    let HexOrDecimal(requested) = params.required(0)?;
+    let newest_tag: BlockNumberOrTag = params.required(1)?;
+    let Percentiles(percentiles) = params.optional(2)?.unwrap_or_default();
+
+    let head = head(ctx)?;
+    let newest = tag_number(newest_tag, head);
+    if newest > head {
+        return Err(RpcError::BeyondHead {
+            requested: newest,
+            head,
+        });
+    }
+    // As geth: cut the count to the bound and to the blocks that exist.
+    let count = requested.min(MAX_FEE_HISTORY_BLOCKS).min(newest + 1);
+    if count == 0 {
+        return to_json(&FeeHistory::default());
+    }
+    let oldest = newest + 1 - count;
+
+    let mut history = FeeHistory {
+        oldest_block: oldest,
+        ..FeeHistory::default()
+    };
+    let mut rewards = Vec::new();
+    let mut newest_header = None;
+    for number in oldest..=newest {
+        let missing = RpcError::MissingRecord {
+            number,
+            what: "header",
+        };
+        // Rewards need the transactions and receipts; otherwise the header is enough.
+        let header = if percentiles.is_empty() {
+            ctx.chain.header(number)?.ok_or(missing)?
+        } else {
+            let block = read_block(ctx, number)?.ok_or(missing)?;
+            rewards.push(block_rewards(&block, &percentiles));
+            block.header
+        };
+        history
+            .base_fee_per_gas
+            .push(u128::from(header.base_fee_per_gas.unwrap_or(0)));
+        history.gas_used_ratio.push(gas_used_ratio(&header));
+        newest_header = Some(header);
+    }
+    if let Some(header) = newest_header {
+        history
+            .base_fee_per_gas
+            .push(u128::from(next_base_fee(&header)));
+    }
+    // No blobs on this chain: zero blob fees and usage, in the shapes geth returns.
+    history.base_fee_per_blob_gas = vec![0; history.base_fee_per_gas.len()];
+    history.blob_gas_used_ratio = vec![0.0; history.gas_used_ratio.len()];
+    if !percentiles.is_empty() {
+        history.reward = Some(rewards);
+    }
+    to_json(&history)
+}
+
+fn gas_used_ratio(header: &Header) -> f64 {
+    if header.gas_limit == 0 {
+        0.0
+    } else {
+        header.gas_used as f64 / header.gas_limit as f64
+    }
+}
+
+/// The base fee of the block after `header`, by the EIP-1559 rule.
+fn next_base_fee(header: &Header) -> u64 {
+    match header.base_fee_per_gas {
+        Some(base_fee) => calc_next_block_base_fee(
+            header.gas_used,
+            header.gas_limit,
+            base_fee,
+            BaseFeeParams::ethereum(),
+        ),
+        None => 0,
+    }
+}
+
+/// geth's reward percentiles for one block: sort its transactions by effective tip, then for
+/// each percentile take the tip of the transaction at which the cumulative gas used reaches
+/// that share of the block's gas used. An empty block rewards zero.
+fn block_rewards(block: &SealedBlock, percentiles: &[f64]) -> Vec<u128> {
+    let base_fee = block.header.base_fee_per_gas.unwrap_or(0);
+    let mut previous_cumulative = 0;
+    let mut txs: Vec<(u128, u64)> = block
+        .body
+        .transactions
+        .iter()
+        .zip(&block.receipts)
+        .map(|(tx, receipt)| {
+            let gas_used = receipt
+                .cumulative_gas_used()
+                .saturating_sub(previous_cumulative);
+            previous_cumulative = receipt.cumulative_gas_used();
+            (tx.effective_tip_per_gas(base_fee).unwrap_or(0), gas_used)
+        })
+        .collect();
+    if txs.is_empty() {
+        return vec![0; percentiles.len()];
+    }
+    // Stable, so equal tips keep block order as in geth.
+    txs.sort_by_key(|(tip, _)| *tip);
+
+    let mut rewards = Vec::with_capacity(percentiles.len());
+    let mut index = 0;
+    let mut cumulative = txs[0].1;
+    for percentile in percentiles {
+        let threshold = (block.header.gas_used as f64 * percentile / 100.0) as u64;
+        while cumulative < threshold && index + 1 < txs.len() {
+            index += 1;
+            cumulative += txs[index].1;
+        }
+        rewards.push(txs[index].0);
+    }
+    rewards
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_consensus::{
+        Receipt, ReceiptEnvelope, ReceiptWithBloom, Signed, TxEip1559, TxEnvelope,
+    };
+    use alloy_primitives::{Address, B256, Signature};
+    use hearth_messages::StoredBody;
+
+    use super::*;
+
+    fn tx(tip: u128) -> TxEnvelope {
+        let tx = TxEip1559 {
+            max_fee_per_gas: 100 + tip,
+            max_priority_fee_per_gas: tip,
+            ..Default::default()
+        };
+        Signed::new_unchecked(tx, Signature::test_signature(), B256::ZERO).into()
+    }
+
+    fn receipt(cumulative: u64) -> ReceiptEnvelope {
+        let receipt = Receipt {
+            status: true.into(),
+            cumulative_gas_used: cumulative,
+            logs: vec![],
+        };
+        ReceiptEnvelope::Eip1559(ReceiptWithBloom::new(receipt, Default::default()))
+    }
+
+    /// A block with base fee 100 and transactions `(tip, gas_used)` in that order.
+    fn block(txs: &[(u128, u64)]) -> SealedBlock {
+        let mut cumulative = 0;
+        let mut receipts = Vec::new();
+        for (_, gas) in txs {
+            cumulative += gas;
+            receipts.push(receipt(cumulative));
+        }
+        SealedBlock {
+            header: Header {
+                base_fee_per_gas: Some(100),
+                gas_used: cumulative,
+                ..Default::default()
+            },
+            hash: B256::ZERO,
+            body: StoredBody {
+                transactions: txs.iter().map(|(tip, _)| tx(*tip)).collect(),
+                senders: vec![Address::ZERO; txs.len()],
+            },
+            receipts,
+        }
+    }
+
+    #[test]
+    fn rewards_follow_gas_weighted_percentiles() {
+        // Sorted by tip: 1 (gas 10), 5 (gas 30), 9 (gas 60); total 100.
+        let block = block(&[(9, 60), (1, 10), (5, 30)]);
+        assert_eq!(
+            block_rewards(&block, &[0.0, 10.0, 11.0, 40.0, 41.0, 100.0]),
+            vec![1, 1, 5, 5, 9, 9]
+        );
+    }
+
+    #[test]
+    fn empty_block_rewards_zero() {
+        assert_eq!(block_rewards(&block(&[]), &[10.0, 90.0]), vec![0, 0]);
+    }
+
+    #[test]
+    fn next_base_fee_follows_eip1559() {
+        let full = Header {
+            base_fee_per_gas: Some(1_000),
+            gas_used: 30,
+            gas_limit: 30,
+            ..Default::default()
+        };
+        // A full block raises the base fee by 1/8: 1000 + 1000 * (30 - 15) / 15 / 8.
+        assert_eq!(next_base_fee(&full), 1_125);
+        let target = Header {
+            base_fee_per_gas: Some(1_000),
+            gas_used: 15,
+            gas_limit: 30,
+            ..Default::default()
+        };
+        assert_eq!(next_base_fee(&target), 1_000);
+        assert_eq!(next_base_fee(&Header::default()), 0);
+    }
+}

@@ -1,0 +1,120 @@
+//! eth_getLogs: the logs of a block range (or one block by hash) that match a filter.
+//!
+//! Each block's header bloom is checked first, so only blocks that may hold a match are read
+//! whole. A range is inclusive, defaults to "latest" at both ends, is cut at the head, and may
+//! span at most [`MAX_BLOCK_RANGE`] blocks (-32005 above). As geth: `fromBlock > toBlock` is
+//! -32000 "invalid block range params", an unknown `blockHash` is -32000 "unknown block".
+
+use alloy_eips::BlockNumHash;
+use alloy_rpc_types_eth::{BlockNumberOrTag, Filter, FilterBlockOption};
+use serde_json::Value;
+
+use crate::blocks::{head, read_block, tag_number, to_json};
+use crate::context::RpcContext;
+use crate::error::RpcError;
+use crate::params::Params;
+
+/// The most blocks one eth_getLogs request scans.
+pub(crate) const MAX_BLOCK_RANGE: u64 = 10_000;
+
+/// eth_getLogs: `[filter]`.
+pub(crate) fn get_logs(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let filter: Filter = params.required(0)?;
+    let Some((from, to)) = block_range(ctx, &filter.block_option)? else {
+        return Ok(Value::Array(Vec::new()));
+    };
+
+    let mut logs = Vec::new();
+    for number in from..=to {
+        let Some(header) = ctx.chain.header(number)? else {
+            continue;
+        };
+        if !filter.matches_bloom(header.logs_bloom) {
+            continue;
+        }
+        let Some(block) = read_block(ctx, number)? else {
+            continue;
+        };
+        let tx_hashes = block.body.transactions.iter().map(|tx| *tx.tx_hash());
+        // Adds each matching log with its block, transaction and block-wide log index.
+        filter.append_matching_block_logs(
+            &mut logs,
+            BlockNumHash {
+                number,
+                hash: block.hash,
+            },
+            block.header.timestamp,
+            tx_hashes.zip(&block.receipts),
+            false,
+        );
+    }
+    to_json(&logs)
+}
+
+/// The inclusive block range to scan, or `None` when it lies wholly after the head.
+fn block_range(
+    ctx: &RpcContext,
+    option: &FilterBlockOption,
+) -> Result<Option<(u64, u64)>, RpcError> {
+    let head = head(ctx)?;
+    match *option {
+        FilterBlockOption::AtBlockHash(hash) => {
+            let number = ctx
+                .chain
+                .block_number(&hash)?
+                .ok_or(RpcError::UnknownBlock)?;
+            Ok(Some((number, number)))
+        }
+        FilterBlockOption::Range {
+            from_block,
+            to_block,
+        } => {
+            let from = tag_number(from_block.unwrap_or(BlockNumberOrTag::Latest), head);
+            let to = tag_number(to_block.unwrap_or(BlockNumberOrTag::Latest), head);
+            range_within(from, to, head)
+        }
+    }
+}
+
+/// Checks and cuts `from..=to` to the head.
+fn range_within(from: u64, to: u64, head: u64) -> Result<Option<(u64, u64)>, RpcError> {
+    if from > to {
+        return Err(RpcError::InvalidBlockRange);
+    }
+    let to = to.min(head);
+    if from > to {
+        return Ok(None);
+    }
+    if to - from >= MAX_BLOCK_RANGE {
+        return Err(RpcError::BlockRangeTooLarge {
+            max: MAX_BLOCK_RANGE,
+        });
+    }
+    Ok(Some((from, to)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_checked_and_cut_at_the_head() {
+        assert_eq!(range_within(1, 5, 10).unwrap(), Some((1, 5)));
+        assert_eq!(range_within(5, 50, 10).unwrap(), Some((5, 10)));
+        assert_eq!(range_within(11, 50, 10).unwrap(), None);
+        assert_eq!(
+            range_within(6, 5, 10).unwrap_err().to_string(),
+            "invalid block range params"
+        );
+        assert_eq!(
+            range_within(0, MAX_BLOCK_RANGE - 1, u64::MAX).unwrap(),
+            Some((0, MAX_BLOCK_RANGE - 1))
+        );
+        let err = range_within(0, MAX_BLOCK_RANGE, u64::MAX).unwrap_err();
+        assert_eq!(
+            (err.code(), err.to_string()),
+            (-32005, "query exceeds max block range 10000".into())
+        );
+    }
+}

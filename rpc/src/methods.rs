@@ -1,0 +1,64 @@
+//! The method table: one `match` from method name to handler. Extension methods are consulted
+//! only when the table has no entry, so a core method always wins over an extension.
+
+use serde_json::Value;
+
+use crate::context::RpcContext;
+use crate::error::RpcError;
+use crate::params::Params;
+use crate::{blocks, call, dev, eth, eth_tx, fees, logs, net};
+
+/// Runs `method` with its raw `params` and returns the result.
+pub(crate) async fn dispatch(
+    ctx: &RpcContext,
+    method: String,
+    params: Option<Value>,
+) -> Result<Value, RpcError> {
+    let params = Params::new(params);
+    let p = &params;
+    match method.as_str() {
+        "web3_clientVersion" => net::client_version(ctx, p),
+        "web3_sha3" => net::sha3(p),
+        "net_version" => net::version(ctx, p),
+        "net_listening" => net::listening(p),
+
+        "eth_chainId" => eth::chain_id(ctx, p),
+        "eth_blockNumber" => eth::block_number(ctx, p),
+        "eth_accounts" => eth::accounts(ctx, p),
+        "eth_syncing" => eth::syncing(p),
+        "eth_getBalance" => eth::get_balance(ctx, p),
+        "eth_getTransactionCount" => eth::get_transaction_count(ctx, p).await,
+        "eth_getCode" => eth::get_code(ctx, p),
+        "eth_getStorageAt" => eth::get_storage_at(ctx, p),
+
+        "eth_call" => call::call(ctx, p).await,
+        "eth_estimateGas" => call::estimate_gas(ctx, p).await,
+
+        "eth_gasPrice" => fees::gas_price(ctx, p),
+        "eth_maxPriorityFeePerGas" => fees::max_priority_fee(p),
+        "eth_feeHistory" => fees::fee_history(ctx, p),
+
+        "eth_sendRawTransaction" => eth_tx::send_raw_transaction(ctx, p).await,
+        "eth_sendTransaction" => eth_tx::send_transaction(ctx, p).await,
+        "eth_getTransactionByHash" => eth_tx::get_transaction_by_hash(ctx, p).await,
+        "eth_getTransactionReceipt" => eth_tx::get_transaction_receipt(ctx, p),
+
+        "eth_getBlockByNumber" => blocks::get_block_by_number(ctx, p),
+        "eth_getBlockByHash" => blocks::get_block_by_hash(ctx, p),
+        "eth_getBlockTransactionCountByNumber" => blocks::tx_count_by_number(ctx, p),
+        "eth_getBlockTransactionCountByHash" => blocks::tx_count_by_hash(ctx, p),
+        "eth_getTransactionByBlockNumberAndIndex" => blocks::tx_by_number_and_index(ctx, p),
+        "eth_getTransactionByBlockHashAndIndex" => blocks::tx_by_hash_and_index(ctx, p),
+
+        "eth_getLogs" => logs::get_logs(ctx, p),
+
+        "evm_mine" => dev::mine(ctx, p).await,
+
+        _ => match ctx.extensions.get(&method) {
+            Some(extension) => extension(params.into_value())
+                .await
+                .map_err(|(code, message)| RpcError::Extension { code, message }),
+            None => Err(RpcError::MethodNotFound(method)),
+        },
+    }
+}

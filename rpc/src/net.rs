@@ -1,0 +1,34 @@
+//! Node and network facts: web3_clientVersion, web3_sha3, net_version, net_listening.
+
+use alloy_primitives::{Bytes, keccak256};
+use serde_json::Value;
+
+use crate::blocks::to_json;
+use crate::context::RpcContext;
+use crate::error::RpcError;
+use crate::params::Params;
+
+/// web3_clientVersion: the version string the node was started with.
+pub(crate) fn client_version(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    Ok(Value::String(ctx.client_version.clone()))
+}
+
+/// web3_sha3: `[data]`; keccak-256 of the data.
+pub(crate) fn sha3(params: &Params) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let data: Bytes = params.required(0)?;
+    to_json(&keccak256(&data))
+}
+
+/// net_version: the chain id as a decimal string (the network id of a dev chain).
+pub(crate) fn version(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    Ok(Value::String(ctx.chain_id.to_string()))
+}
+
+/// net_listening: the RPC server is listening, which is what a dev node can say.
+pub(crate) fn listening(params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    Ok(Value::Bool(true))
+}

@@ -1,0 +1,829 @@
+//! Strict decoding of JSON-RPC params into typed values.
+//!
+//! We follow geth's rules (execution-apis): quantities are `0x`-prefixed hex without leading
+//! zeros, data is `0x`-prefixed hex of even length, addresses are exactly 20 bytes, hashes
+//! exactly 32. A value that breaks a rule is a `-32602` naming the argument and the problem,
+//! never a silent zero. Each method reads its positional arguments through [`Params`], and every
+//! argument type implements [`FromParam`], which decodes one `serde_json::Value` by hand so the
+//! error says exactly what is wrong.
+
+use alloy_eips::eip2930::AccessList;
+use alloy_primitives::{Address, B256, Bytes, U256, hex};
+use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag, Filter, FilterBlockOption, FilterSet, Topic};
+use hearth_messages::executor::CallRequest;
+use serde_json::{Map, Value};
+
+use crate::error::RpcError;
+
+/// The arguments of one request. Core methods take positional arguments only; by-name
+/// arguments are kept as given so extension methods can read them.
+#[derive(Debug, Clone)]
+pub(crate) enum Params {
+    /// `params` was an array (or absent, or `null`: no arguments).
+    Positional(Vec<Value>),
+    /// `params` was an object.
+    ByName(Map<String, Value>),
+}
+
+impl Params {
+    /// Takes the request's `params` member, which the envelope checked is absent, `null`, an
+    /// array or an object.
+    pub(crate) fn new(raw: Option<Value>) -> Self {
+        match raw {
+            Some(Value::Array(values)) => Self::Positional(values),
+            Some(Value::Object(map)) => Self::ByName(map),
+            // Absent or null; scalars never get here (the envelope answers -32600).
+            _ => Self::Positional(Vec::new()),
+        }
+    }
+
+    /// The positional arguments; by-name params are valid JSON-RPC but no core method defines
+    /// names for its arguments (geth answers the same).
+    fn positional(&self) -> Result<&[Value], RpcError> {
+        match self {
+            Self::Positional(values) => Ok(values),
+            Self::ByName(_) => Err(RpcError::InvalidParams(
+                "non-array args: params must be an array of positional arguments".into(),
+            )),
+        }
+    }
+
+    /// Fails when more than `max` arguments were given.
+    pub(crate) fn at_most(&self, max: usize) -> Result<(), RpcError> {
+        if self.positional()?.len() > max {
+            return Err(RpcError::InvalidParams(format!(
+                "too many arguments, want at most {max}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Argument `index`, which must be present and not `null`.
+    pub(crate) fn required<T: FromParam>(&self, index: usize) -> Result<T, RpcError> {
+        self.optional(index)?.ok_or_else(|| {
+            RpcError::InvalidParams(format!("missing value for required argument {index}"))
+        })
+    }
+
+    /// Argument `index`, or `None` when it is absent or `null`.
+    pub(crate) fn optional<T: FromParam>(&self, index: usize) -> Result<Option<T>, RpcError> {
+        match self.positional()?.get(index) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => T::from_param(value).map(Some).map_err(|reason| {
+                RpcError::InvalidParams(format!("invalid argument {index}: {reason}"))
+            }),
+        }
+    }
+
+    /// Whether argument `index` is present and not `null`.
+    pub(crate) fn has(&self, index: usize) -> Result<bool, RpcError> {
+        Ok(!matches!(
+            self.positional()?.get(index),
+            None | Some(Value::Null)
+        ))
+    }
+
+    /// The arguments as given, for extension methods (an empty array when there were none).
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            Self::Positional(values) => Value::Array(values),
+            Self::ByName(map) => Value::Object(map),
+        }
+    }
+}
+
+/// A type that can be decoded from one JSON-RPC argument (or one field of an object argument).
+pub(crate) trait FromParam: Sized {
+    /// Decodes `value`, or says what is wrong with it.
+    fn from_param(value: &Value) -> Result<Self, String>;
+}
+
+// ---- scalars -------------------------------------------------------------------------------
+
+/// The string inside `value`, or an error naming what the JSON was instead.
+fn expect_str<'a>(value: &'a Value, expected: &str) -> Result<&'a str, String> {
+    value
+        .as_str()
+        .ok_or_else(|| format!("expected {expected}, got {}", json_kind(value)))
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The hex digits after a mandatory `0x` (or `0X`, as geth also accepts).
+fn strip_hex_prefix(s: &str) -> Result<&str, String> {
+    s.strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .ok_or_else(|| "hex string without 0x prefix".to_owned())
+}
+
+/// A quantity: `0x` then 1 to 64 hex digits, no leading zero unless the value is `0x0`.
+pub(crate) fn parse_quantity(s: &str) -> Result<U256, String> {
+    let digits = strip_hex_prefix(s)?;
+    if digits.is_empty() {
+        return Err("hex string \"0x\" has no digits".to_owned());
+    }
+    if digits.len() > 1 && digits.starts_with('0') {
+        return Err("hex number with leading zero digits".to_owned());
+    }
+    if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("invalid hex string".to_owned());
+    }
+    if digits.len() > 64 {
+        return Err("hex number > 256 bits".to_owned());
+    }
+    U256::from_str_radix(digits, 16).map_err(|e| format!("invalid hex number: {e}"))
+}
+
+/// Data: `0x` then an even number of hex digits (possibly none).
+pub(crate) fn parse_data(s: &str) -> Result<Bytes, String> {
+    let digits = strip_hex_prefix(s)?;
+    if digits.len() % 2 != 0 {
+        return Err("hex string of odd length".to_owned());
+    }
+    hex::decode(digits)
+        .map(Bytes::from)
+        .map_err(|_| "invalid hex string".to_owned())
+}
+
+/// Exactly `N` bytes of data; `what` names the type in the error.
+fn parse_fixed<const N: usize>(s: &str, what: &str) -> Result<[u8; N], String> {
+    let digits = strip_hex_prefix(s)?;
+    if digits.len() != 2 * N {
+        return Err(format!(
+            "hex string has length {}, want {} for {what}",
+            digits.len(),
+            2 * N
+        ));
+    }
+    let mut out = [0u8; N];
+    hex::decode_to_slice(digits, &mut out).map_err(|_| "invalid hex string".to_owned())?;
+    Ok(out)
+}
+
+impl FromParam for U256 {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        parse_quantity(expect_str(value, "a hex quantity string")?)
+    }
+}
+
+impl FromParam for u64 {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let n = U256::from_param(value)?;
+        Self::try_from(n).map_err(|_| "hex number > 64 bits".to_owned())
+    }
+}
+
+impl FromParam for u128 {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let n = U256::from_param(value)?;
+        Self::try_from(n).map_err(|_| "hex number > 128 bits".to_owned())
+    }
+}
+
+impl FromParam for Address {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        parse_fixed::<20>(expect_str(value, "an address string")?, "address").map(Self::from)
+    }
+}
+
+impl FromParam for B256 {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        parse_fixed::<32>(expect_str(value, "a 32-byte hash string")?, "hash").map(Self::from)
+    }
+}
+
+impl FromParam for Bytes {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        parse_data(expect_str(value, "a hex data string")?)
+    }
+}
+
+impl FromParam for bool {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        value
+            .as_bool()
+            .ok_or_else(|| format!("expected a boolean, got {}", json_kind(value)))
+    }
+}
+
+impl FromParam for AccessList {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        serde_json::from_value(value.clone()).map_err(|e| format!("invalid access list: {e}"))
+    }
+}
+
+/// A storage slot for eth_getStorageAt: a quantity or 32-byte data. Like geth we accept any
+/// 1 to 64 hex digits, leading zeros included, and read them as a big-endian number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StorageSlot(pub(crate) U256);
+
+impl FromParam for StorageSlot {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let digits = strip_hex_prefix(expect_str(value, "a hex storage slot")?)?;
+        if digits.is_empty() || digits.len() > 64 {
+            return Err(format!(
+                "hex string has length {}, want 1 to 64 for a slot",
+                digits.len()
+            ));
+        }
+        if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err("invalid hex string".to_owned());
+        }
+        U256::from_str_radix(digits, 16)
+            .map(Self)
+            .map_err(|e| format!("invalid slot: {e}"))
+    }
+}
+
+/// A count that geth reads as "hex or decimal" (eth_feeHistory blockCount, evm_mine): a JSON
+/// integer, a decimal string, or a strict hex quantity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HexOrDecimal(pub(crate) u64);
+
+impl FromParam for HexOrDecimal {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        match value {
+            Value::Number(n) => n
+                .as_u64()
+                .map(Self)
+                .ok_or_else(|| format!("expected a non-negative integer, got {n}")),
+            Value::String(s) if s.starts_with("0x") || s.starts_with("0X") => {
+                u64::from_param(value).map(Self)
+            }
+            Value::String(s) => s
+                .parse()
+                .map(Self)
+                .map_err(|_| format!("invalid number {s:?}")),
+            other => Err(format!("expected a number, got {}", json_kind(other))),
+        }
+    }
+}
+
+// ---- blocks --------------------------------------------------------------------------------
+
+/// A block number or tag: "latest" | "earliest" | "pending" | "safe" | "finalized" | quantity.
+impl FromParam for BlockNumberOrTag {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let s = expect_str(value, "a block number or tag")?;
+        Ok(match s {
+            "latest" => Self::Latest,
+            "earliest" => Self::Earliest,
+            "pending" => Self::Pending,
+            "safe" => Self::Safe,
+            "finalized" => Self::Finalized,
+            _ => Self::Number(u64::from_param(value)?),
+        })
+    }
+}
+
+/// A block for a state query: a number or tag, a bare 32-byte hash (geth accepts it), or an
+/// EIP-1898 object `{"blockNumber": ..}` / `{"blockHash": .., "requireCanonical": ..}`.
+impl FromParam for BlockId {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        match value {
+            // 0x + 64 digits is a hash; no block number is that long.
+            Value::String(s) if s.len() == 66 => B256::from_param(value).map(Self::hash),
+            Value::String(_) => BlockNumberOrTag::from_param(value).map(Self::Number),
+            Value::Object(map) => {
+                let fields = Fields(map);
+                let number: Option<BlockNumberOrTag> = fields.get("blockNumber")?;
+                let hash: Option<B256> = fields.get("blockHash")?;
+                let require_canonical: Option<bool> = fields.get("requireCanonical")?;
+                match (number, hash) {
+                    (Some(_), Some(_)) => Err("cannot specify both blockHash and blockNumber, \
+                                               choose one or the other"
+                        .to_owned()),
+                    (Some(number), None) => Ok(Self::Number(number)),
+                    (None, Some(hash)) => Ok(Self::Hash(alloy_eips::RpcBlockHash {
+                        block_hash: hash,
+                        require_canonical,
+                    })),
+                    (None, None) => Err("either blockHash or blockNumber must be given".to_owned()),
+                }
+            }
+            other => Err(format!(
+                "expected a block number, tag or hash, got {}",
+                json_kind(other)
+            )),
+        }
+    }
+}
+
+// ---- objects -------------------------------------------------------------------------------
+
+/// The members of an object argument, decoded one by one so errors name the field.
+struct Fields<'a>(&'a Map<String, Value>);
+
+impl Fields<'_> {
+    /// Field `name`, `None` when absent or `null`.
+    fn get<T: FromParam>(&self, name: &str) -> Result<Option<T>, String> {
+        match self.0.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => T::from_param(value)
+                .map(Some)
+                .map_err(|e| format!("field {name}: {e}")),
+        }
+    }
+}
+
+fn expect_object<'a>(value: &'a Value, what: &str) -> Result<Fields<'a>, String> {
+    value
+        .as_object()
+        .map(Fields)
+        .ok_or_else(|| format!("expected {what}, got {}", json_kind(value)))
+}
+
+/// A transaction object for eth_call, eth_estimateGas and eth_sendTransaction.
+///
+/// We decode it ourselves rather than through `TransactionRequest`'s serde so that every field
+/// gets the strict hex rules above (serde's quantity decoding accepts leading zeros).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct TxObject {
+    /// `from`.
+    pub(crate) from: Option<Address>,
+    /// `to`; absent or `null` creates a contract.
+    pub(crate) to: Option<Address>,
+    /// `gas`.
+    pub(crate) gas: Option<u64>,
+    /// `gasPrice` (legacy and EIP-2930).
+    pub(crate) gas_price: Option<u128>,
+    /// `maxFeePerGas` (EIP-1559).
+    pub(crate) max_fee_per_gas: Option<u128>,
+    /// `maxPriorityFeePerGas` (EIP-1559).
+    pub(crate) max_priority_fee_per_gas: Option<u128>,
+    /// `value`.
+    pub(crate) value: Option<U256>,
+    /// `input`, or its older name `data`.
+    pub(crate) input: Option<Bytes>,
+    /// `nonce`.
+    pub(crate) nonce: Option<u64>,
+    /// `accessList`.
+    pub(crate) access_list: Option<AccessList>,
+    /// `chainId`.
+    pub(crate) chain_id: Option<u64>,
+}
+
+impl FromParam for TxObject {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let fields = expect_object(value, "a transaction object")?;
+        let input: Option<Bytes> = fields.get("input")?;
+        let data: Option<Bytes> = fields.get("data")?;
+        let input = match (input, data) {
+            (Some(input), Some(data)) if input != data => {
+                return Err("both \"data\" and \"input\" are set and not equal. \
+                            Please use \"input\" to pass transaction call data"
+                    .to_owned());
+            }
+            (input, data) => input.or(data),
+        };
+        let object = Self {
+            from: fields.get("from")?,
+            to: fields.get("to")?,
+            gas: fields.get("gas")?,
+            gas_price: fields.get("gasPrice")?,
+            max_fee_per_gas: fields.get("maxFeePerGas")?,
+            max_priority_fee_per_gas: fields.get("maxPriorityFeePerGas")?,
+            value: fields.get("value")?,
+            input,
+            nonce: fields.get("nonce")?,
+            access_list: fields.get("accessList")?,
+            chain_id: fields.get("chainId")?,
+        };
+        let has_1559_fee =
+            object.max_fee_per_gas.is_some() || object.max_priority_fee_per_gas.is_some();
+        if object.gas_price.is_some() && has_1559_fee {
+            return Err(
+                "both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified".to_owned(),
+            );
+        }
+        Ok(object)
+    }
+}
+
+impl TxObject {
+    /// The executor's request, with `gas` defaulting to and capped at `gas_cap`.
+    pub(crate) fn into_call_request(self, gas_cap: u64) -> CallRequest {
+        CallRequest {
+            from: self.from,
+            to: self.to,
+            gas: Some(self.gas.map_or(gas_cap, |gas| gas.min(gas_cap))),
+            gas_price: self.gas_price,
+            max_fee_per_gas: self.max_fee_per_gas,
+            max_priority_fee_per_gas: self.max_priority_fee_per_gas,
+            value: self.value,
+            input: self.input.unwrap_or_default(),
+            nonce: self.nonce,
+            access_list: self.access_list,
+        }
+    }
+}
+
+/// geth's bound on topic positions in a log filter.
+const MAX_TOPICS: usize = 4;
+
+/// An eth_getLogs filter object, decoded into alloy's `Filter` (whose matching we reuse).
+/// `fromBlock`/`toBlock` stay as tags here; `logs.rs` resolves them against the head.
+impl FromParam for Filter {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let fields = expect_object(value, "a filter object")?;
+        let block_hash: Option<B256> = fields.get("blockHash")?;
+        let from_block: Option<BlockNumberOrTag> = fields.get("fromBlock")?;
+        let to_block: Option<BlockNumberOrTag> = fields.get("toBlock")?;
+        let block_option = match block_hash {
+            Some(_) if from_block.is_some() || to_block.is_some() => {
+                return Err("cannot specify both blockHash and fromBlock/toBlock, \
+                            choose one or the other"
+                    .to_owned());
+            }
+            Some(hash) => FilterBlockOption::AtBlockHash(hash),
+            None => FilterBlockOption::Range {
+                from_block,
+                to_block,
+            },
+        };
+        let address = match fields.0.get("address") {
+            None | Some(Value::Null) => FilterSet::default(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(Address::from_param)
+                .collect::<Result<FilterSet<Address>, _>>()
+                .map_err(|e| format!("field address: {e}"))?,
+            Some(single) => FilterSet::from(
+                Address::from_param(single).map_err(|e| format!("field address: {e}"))?,
+            ),
+        };
+        let topics = match fields.0.get("topics") {
+            None | Some(Value::Null) => Default::default(),
+            Some(Value::Array(positions)) => parse_topics(positions)?,
+            Some(other) => {
+                return Err(format!(
+                    "field topics: expected an array, got {}",
+                    json_kind(other)
+                ));
+            }
+        };
+        Ok(Self {
+            block_option,
+            address,
+            topics,
+        })
+    }
+}
+
+/// Topic positions: each `null` (any), a hash, or an array of hashes (any of them; a `null`
+/// inside the array also means any, as in geth).
+fn parse_topics(positions: &[Value]) -> Result<[Topic; MAX_TOPICS], String> {
+    if positions.len() > MAX_TOPICS {
+        return Err(format!(
+            "field topics: too many topics, at most {MAX_TOPICS}"
+        ));
+    }
+    let mut topics: [Topic; MAX_TOPICS] = Default::default();
+    for (position, value) in positions.iter().enumerate() {
+        let name = format!("field topics[{position}]");
+        topics[position] = match value {
+            Value::Null => Topic::default(),
+            Value::Array(alternatives) => {
+                let mut set = Vec::with_capacity(alternatives.len());
+                for alternative in alternatives {
+                    if alternative.is_null() {
+                        // An "or null" matches anything: the whole position is a wildcard.
+                        set.clear();
+                        break;
+                    }
+                    set.push(B256::from_param(alternative).map_err(|e| format!("{name}: {e}"))?);
+                }
+                Topic::from(set)
+            }
+            single => Topic::from(B256::from_param(single).map_err(|e| format!("{name}: {e}"))?),
+        };
+    }
+    Ok(topics)
+}
+
+/// eth_feeHistory reward percentiles: increasing numbers between 0 and 100.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Percentiles(pub(crate) Vec<f64>);
+
+impl FromParam for Percentiles {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let items = value
+            .as_array()
+            .ok_or_else(|| format!("expected an array of percentiles, got {}", json_kind(value)))?;
+        let mut percentiles = Vec::with_capacity(items.len());
+        for item in items {
+            let p = item
+                .as_f64()
+                .ok_or_else(|| format!("invalid reward percentile: {item}"))?;
+            if !(0.0..=100.0).contains(&p) {
+                return Err(format!("invalid reward percentile: {p}"));
+            }
+            if percentiles.last().is_some_and(|last| *last > p) {
+                return Err(format!(
+                    "invalid reward percentile: {p} is below the one before it"
+                ));
+            }
+            percentiles.push(p);
+        }
+        Ok(Self(percentiles))
+    }
+}
+
+/// evm_mine's optional argument: a timestamp, or `{ "timestamp": .., "blocks": .. }` (anvil).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct MineOptions {
+    /// Timestamp of the first block mined.
+    pub(crate) timestamp: Option<u64>,
+    /// How many blocks; one when absent.
+    pub(crate) blocks: Option<u64>,
+}
+
+impl FromParam for MineOptions {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        if let Value::Object(map) = value {
+            let fields = Fields(map);
+            let timestamp: Option<HexOrDecimal> = fields.get("timestamp")?;
+            let blocks: Option<HexOrDecimal> = fields.get("blocks")?;
+            return Ok(Self {
+                timestamp: timestamp.map(|t| t.0),
+                blocks: blocks.map(|b| b.0),
+            });
+        }
+        let timestamp = HexOrDecimal::from_param(value)?;
+        Ok(Self {
+            timestamp: Some(timestamp.0),
+            blocks: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::address;
+    use serde_json::json;
+
+    use super::*;
+
+    fn decode<T: FromParam>(value: Value) -> Result<T, String> {
+        T::from_param(&value)
+    }
+
+    #[test]
+    fn quantities_are_strict() {
+        assert_eq!(decode::<u64>(json!("0x0")), Ok(0));
+        assert_eq!(decode::<u64>(json!("0x1f")), Ok(31));
+        assert_eq!(decode::<u64>(json!("0X1F")), Ok(31));
+        assert_eq!(
+            decode::<u64>(json!("0x01")),
+            Err("hex number with leading zero digits".into())
+        );
+        assert_eq!(
+            decode::<u64>(json!("0x")),
+            Err("hex string \"0x\" has no digits".into())
+        );
+        assert_eq!(
+            decode::<u64>(json!("1f")),
+            Err("hex string without 0x prefix".into())
+        );
+        assert_eq!(
+            decode::<u64>(json!("0xzz")),
+            Err("invalid hex string".into())
+        );
+        assert_eq!(
+            decode::<u64>(json!("0x10000000000000000")),
+            Err("hex number > 64 bits".into())
+        );
+        assert_eq!(
+            decode::<u64>(json!(5)),
+            Err("expected a hex quantity string, got a number".into())
+        );
+        assert_eq!(
+            decode::<U256>(json!(format!("0x1{}", "0".repeat(64)))),
+            Err("hex number > 256 bits".into())
+        );
+        assert_eq!(
+            decode::<U256>(json!(format!("0x{}", "f".repeat(64)))),
+            Ok(U256::MAX)
+        );
+    }
+
+    #[test]
+    fn addresses_hashes_and_data_are_strict() {
+        let a = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
+        assert_eq!(
+            decode::<Address>(json!(a)),
+            Ok(address!("f39fd6e51aad88f6f4ce6ab8827279cfffb92266"))
+        );
+        assert_eq!(
+            decode::<Address>(json!("0xf39fd6e51aad88f6f4ce6ab8827279cfffb922")),
+            Err("hex string has length 38, want 40 for address".into())
+        );
+        assert_eq!(
+            decode::<Address>(json!("f39fd6e51aad88f6f4ce6ab8827279cfffb92266")),
+            Err("hex string without 0x prefix".into())
+        );
+        assert_eq!(
+            decode::<B256>(json!("0x00")),
+            Err("hex string has length 2, want 64 for hash".into())
+        );
+        assert_eq!(decode::<Bytes>(json!("0x")), Ok(Bytes::new()));
+        assert_eq!(
+            decode::<Bytes>(json!("0xabc")),
+            Err("hex string of odd length".into())
+        );
+        assert_eq!(
+            decode::<Bytes>(json!("0xgg")),
+            Err("invalid hex string".into())
+        );
+        assert_eq!(
+            decode::<Bytes>(json!("0x00ff")),
+            Ok(Bytes::from_static(&[0, 0xff]))
+        );
+    }
+
+    #[test]
+    fn storage_slots_take_quantities_or_words() {
+        assert_eq!(
+            decode::<StorageSlot>(json!("0x0")),
+            Ok(StorageSlot(U256::ZERO))
+        );
+        assert_eq!(
+            decode::<StorageSlot>(json!(format!("0x{:064x}", 5))),
+            Ok(StorageSlot(U256::from(5)))
+        );
+        assert!(decode::<StorageSlot>(json!(format!("0x{}", "0".repeat(65)))).is_err());
+        assert!(decode::<StorageSlot>(json!("5")).is_err());
+    }
+
+    #[test]
+    fn block_params() {
+        assert_eq!(
+            decode::<BlockNumberOrTag>(json!("latest")),
+            Ok(BlockNumberOrTag::Latest)
+        );
+        assert_eq!(
+            decode::<BlockNumberOrTag>(json!("finalized")),
+            Ok(BlockNumberOrTag::Finalized)
+        );
+        assert_eq!(
+            decode::<BlockNumberOrTag>(json!("0x10")),
+            Ok(BlockNumberOrTag::Number(16))
+        );
+        assert!(decode::<BlockNumberOrTag>(json!("Latest")).is_err());
+        assert!(decode::<BlockNumberOrTag>(json!("0x010")).is_err());
+        assert!(decode::<BlockNumberOrTag>(json!(16)).is_err());
+
+        let hash = B256::repeat_byte(0xab);
+        assert_eq!(
+            decode::<BlockId>(json!(hash.to_string())),
+            Ok(BlockId::hash(hash))
+        );
+        assert_eq!(
+            decode::<BlockId>(json!("pending")),
+            Ok(BlockId::Number(BlockNumberOrTag::Pending))
+        );
+        assert_eq!(
+            decode::<BlockId>(json!({"blockNumber": "0x2"})),
+            Ok(BlockId::number(2))
+        );
+        assert_eq!(
+            decode::<BlockId>(json!({"blockHash": hash, "requireCanonical": true})),
+            Ok(BlockId::Hash(alloy_eips::RpcBlockHash {
+                block_hash: hash,
+                require_canonical: Some(true)
+            }))
+        );
+        assert!(decode::<BlockId>(json!({"blockHash": hash, "blockNumber": "0x1"})).is_err());
+        assert!(decode::<BlockId>(json!({})).is_err());
+        assert_eq!(
+            decode::<BlockId>(json!({"blockNumber": "0x01"})),
+            Err("field blockNumber: hex number with leading zero digits".into())
+        );
+    }
+
+    #[test]
+    fn tx_object_accepts_input_or_data_but_not_both_different() {
+        let tx: TxObject = decode(json!({"to": Address::ZERO, "data": "0x01"})).unwrap();
+        assert_eq!(tx.input, Some(Bytes::from_static(&[1])));
+        let tx: TxObject = decode(json!({"input": "0x01", "data": "0x01"})).unwrap();
+        assert_eq!(tx.input, Some(Bytes::from_static(&[1])));
+        let err = decode::<TxObject>(json!({"input": "0x01", "data": "0x02"})).unwrap_err();
+        assert!(
+            err.starts_with("both \"data\" and \"input\" are set and not equal"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn tx_object_errors_name_the_field() {
+        assert_eq!(
+            decode::<TxObject>(json!({"to": "0x1234"})),
+            Err("field to: hex string has length 4, want 40 for address".into())
+        );
+        assert_eq!(
+            decode::<TxObject>(json!({"gas": "0x0100"})),
+            Err("field gas: hex number with leading zero digits".into())
+        );
+        assert!(decode::<TxObject>(json!({"gasPrice": "0x1", "maxFeePerGas": "0x1"})).is_err());
+        assert!(decode::<TxObject>(json!("0x")).is_err());
+    }
+
+    #[test]
+    fn call_request_gas_defaults_to_and_is_capped_by_the_cap() {
+        let none: TxObject = decode(json!({})).unwrap();
+        assert_eq!(none.into_call_request(1_000).gas, Some(1_000));
+        let high: TxObject = decode(json!({"gas": "0xffffff"})).unwrap();
+        assert_eq!(high.into_call_request(1_000).gas, Some(1_000));
+        let low: TxObject = decode(json!({"gas": "0x10"})).unwrap();
+        assert_eq!(low.into_call_request(1_000).gas, Some(16));
+    }
+
+    #[test]
+    fn params_positions_and_counts() {
+        let params = Params::new(Some(json!(["0x1", null])));
+        assert_eq!(params.required::<u64>(0).unwrap(), 1);
+        assert!(params.optional::<u64>(1).unwrap().is_none());
+        let missing = params.required::<u64>(1).unwrap_err();
+        assert_eq!(missing.to_string(), "missing value for required argument 1");
+        assert_eq!(missing.code(), -32602);
+        assert!(params.at_most(2).is_ok());
+        assert_eq!(
+            params.at_most(1).unwrap_err().to_string(),
+            "too many arguments, want at most 1"
+        );
+        let bad = params.required::<Address>(0).unwrap_err();
+        assert_eq!(
+            bad.to_string(),
+            "invalid argument 0: hex string has length 1, want 40 for address"
+        );
+        assert!(Params::new(None).at_most(0).is_ok());
+        let by_name = Params::new(Some(json!({"a": 1})));
+        assert_eq!(by_name.at_most(1).unwrap_err().code(), -32602);
+        assert_eq!(by_name.into_value(), json!({"a": 1}));
+    }
+
+    #[test]
+    fn filter_objects() {
+        let a = Address::repeat_byte(1);
+        let t = B256::repeat_byte(2);
+        let filter: Filter = decode(json!({
+            "fromBlock": "0x1", "address": [a], "topics": [t, null, [t, null]]
+        }))
+        .unwrap();
+        assert_eq!(
+            filter.block_option,
+            FilterBlockOption::Range {
+                from_block: Some(BlockNumberOrTag::Number(1)),
+                to_block: None
+            }
+        );
+        assert!(filter.address.contains(&a));
+        assert!(filter.topics[0].contains(&t));
+        assert!(filter.topics[1].is_empty() && filter.topics[2].is_empty());
+
+        let single: Filter = decode(json!({"address": a, "topics": [[t]]})).unwrap();
+        assert!(single.address.contains(&a) && single.topics[0].contains(&t));
+
+        assert!(decode::<Filter>(json!({"blockHash": t, "fromBlock": "0x1"})).is_err());
+        assert!(decode::<Filter>(json!({"topics": [null, null, null, null, null]})).is_err());
+        assert!(decode::<Filter>(json!({"address": "0x12"})).is_err());
+        assert!(decode::<Filter>(json!({"topics": ["0x12"]})).is_err());
+    }
+
+    #[test]
+    fn percentiles_and_counts() {
+        assert_eq!(
+            decode::<Percentiles>(json!([10, 50.5, 90])),
+            Ok(Percentiles(vec![10.0, 50.5, 90.0]))
+        );
+        assert!(decode::<Percentiles>(json!([50, 10])).is_err());
+        assert!(decode::<Percentiles>(json!([101])).is_err());
+        assert_eq!(decode::<HexOrDecimal>(json!(4)), Ok(HexOrDecimal(4)));
+        assert_eq!(decode::<HexOrDecimal>(json!("4")), Ok(HexOrDecimal(4)));
+        assert_eq!(decode::<HexOrDecimal>(json!("0x4")), Ok(HexOrDecimal(4)));
+        assert!(decode::<HexOrDecimal>(json!(-1)).is_err());
+        assert_eq!(
+            decode::<MineOptions>(json!({"timestamp": "0x10", "blocks": 3})),
+            Ok(MineOptions {
+                timestamp: Some(16),
+                blocks: Some(3)
+            })
+        );
+        assert_eq!(
+            decode::<MineOptions>(json!(100)),
+            Ok(MineOptions {
+                timestamp: Some(100),
+                blocks: None
+            })
+        );
+    }
+}

@@ -1,0 +1,1091 @@
+//! Method tests through `handle_body` with a real `RpcContext`: an in-memory store holding two
+//! hand-written blocks, and one stub actor standing in for the executor, mempool and miner.
+//! Whole-node behaviour (real EVM, mining) is tested in `tests/it`.
+
+use std::sync::Arc;
+
+use actix::{Actor, Addr, Context, Handler, Message, MessageResult};
+use alloy_consensus::{
+    Header, Receipt, ReceiptEnvelope, SignableTransaction, Transaction as _, TxEip1559, TxEnvelope,
+    TxLegacy, TxReceipt, transaction::SignerRecoverable,
+};
+use alloy_eips::eip2718::Encodable2718;
+use alloy_primitives::{Address, B256, Bloom, Bytes, Log, LogData, TxKind, U256, keccak256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use hearth_messages::executor::{
+    BuildBlock, BuiltBlock, Call, CallOutcome, EstimateGas, EstimateOutcome, ExecutorClient,
+    PooledTx,
+};
+use hearth_messages::mempool::{GetPooledTx, PendingNonce, SubmitTx};
+use hearth_messages::miner::{AutoMine, MineBlocks};
+use hearth_messages::storage::{
+    AccountChange, AccountFields, BlockDraft, EMPTY_CODE_HASH, StateDiff, write_block,
+};
+use hearth_messages::{ChainDb, ExecError, MineError, StoredBody, TxError};
+use serde_json::{Value, json};
+
+use crate::{Extensions, RpcContext, RpcLimits, handle_body};
+
+/// Hardhat/anvil dev account 0 (0xf39f..2266).
+const ALICE_KEY: &str = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+const GWEI: u128 = 1_000_000_000;
+const CONTRACT: Address = Address::repeat_byte(0xcc);
+const BOB: Address = Address::repeat_byte(0xb0);
+/// What the stub's PendingNonce answers.
+const PENDING_NONCE: u64 = 7;
+
+// ---- the stub actor ------------------------------------------------------------------------
+
+/// Executor, mempool and miner in one: canned answers, and a record of what it was sent.
+#[derive(Default)]
+struct Stub {
+    submitted: Vec<TxEnvelope>,
+    auto_mines: usize,
+    mined: Vec<(u64, Option<u64>)>,
+}
+
+impl Actor for Stub {
+    type Context = Context<Self>;
+}
+
+/// eth_call by the first input byte: 1 returns 0xabcd, 2 reverts with Error("nope"), 3 runs
+/// out of gas; anything else returns nothing.
+impl Handler<Call> for Stub {
+    type Result = Result<CallOutcome, ExecError>;
+    fn handle(&mut self, msg: Call, _: &mut Context<Self>) -> Self::Result {
+        Ok(match msg.request.input.first() {
+            Some(1) => CallOutcome::Success {
+                output: Bytes::from_static(&[0xab, 0xcd]),
+                gas_used: 1,
+            },
+            Some(2) => CallOutcome::Revert {
+                output: error_string("nope"),
+                gas_used: 1,
+            },
+            Some(3) => CallOutcome::Halt {
+                reason: "out of gas".into(),
+                gas_used: 1,
+            },
+            _ => CallOutcome::Success {
+                output: Bytes::new(),
+                gas_used: 1,
+            },
+        })
+    }
+}
+
+/// Estimates 21000 unless the input starts with 2 (revert).
+impl Handler<EstimateGas> for Stub {
+    type Result = Result<EstimateOutcome, ExecError>;
+    fn handle(&mut self, msg: EstimateGas, _: &mut Context<Self>) -> Self::Result {
+        Ok(match msg.request.input.first() {
+            Some(2) => EstimateOutcome::Failed(CallOutcome::Revert {
+                output: error_string("nope"),
+                gas_used: 1,
+            }),
+            _ => EstimateOutcome::Gas(21_000),
+        })
+    }
+}
+
+impl Handler<BuildBlock> for Stub {
+    type Result = Result<BuiltBlock, ExecError>;
+    fn handle(&mut self, _: BuildBlock, _: &mut Context<Self>) -> Self::Result {
+        Err(ExecError::UnknownBlock)
+    }
+}
+
+impl Handler<SubmitTx> for Stub {
+    type Result = Result<B256, TxError>;
+    fn handle(&mut self, msg: SubmitTx, _: &mut Context<Self>) -> Self::Result {
+        let hash = *msg.tx.tx_hash();
+        self.submitted.push(msg.tx);
+        Ok(hash)
+    }
+}
+
+/// Finds what was submitted (the stub never mines it into the store).
+impl Handler<GetPooledTx> for Stub {
+    type Result = Option<PooledTx>;
+    fn handle(&mut self, msg: GetPooledTx, _: &mut Context<Self>) -> Self::Result {
+        let tx = self.submitted.iter().find(|tx| *tx.tx_hash() == msg.0)?;
+        let sender = tx.recover_signer().ok()?;
+        Some(PooledTx {
+            tx: Arc::new(tx.clone()),
+            sender,
+            hash: msg.0,
+        })
+    }
+}
+
+impl Handler<PendingNonce> for Stub {
+    type Result = Result<u64, TxError>;
+    fn handle(&mut self, _: PendingNonce, _: &mut Context<Self>) -> Self::Result {
+        Ok(PENDING_NONCE)
+    }
+}
+
+impl Handler<AutoMine> for Stub {
+    type Result = Result<Option<u64>, MineError>;
+    fn handle(&mut self, _: AutoMine, _: &mut Context<Self>) -> Self::Result {
+        self.auto_mines += 1;
+        Ok(None)
+    }
+}
+
+impl Handler<MineBlocks> for Stub {
+    type Result = Result<u64, MineError>;
+    fn handle(&mut self, msg: MineBlocks, _: &mut Context<Self>) -> Self::Result {
+        self.mined.push((msg.count, msg.timestamp));
+        Ok(1 + msg.count)
+    }
+}
+
+/// What the stub recorded: (submitted, automine requests, mine requests).
+struct Recorded;
+
+impl Message for Recorded {
+    type Result = (Vec<TxEnvelope>, usize, Vec<(u64, Option<u64>)>);
+}
+
+impl Handler<Recorded> for Stub {
+    type Result = MessageResult<Recorded>;
+    fn handle(&mut self, _: Recorded, _: &mut Context<Self>) -> Self::Result {
+        MessageResult((self.submitted.clone(), self.auto_mines, self.mined.clone()))
+    }
+}
+
+/// ABI encoding of `Error(reason)`.
+fn error_string(reason: &str) -> Bytes {
+    let mut out = vec![0x08, 0xc3, 0x79, 0xa0];
+    out.extend_from_slice(&U256::from(32).to_be_bytes::<32>());
+    out.extend_from_slice(&U256::from(reason.len()).to_be_bytes::<32>());
+    let mut padded = reason.as_bytes().to_vec();
+    padded.resize(reason.len().div_ceil(32) * 32, 0);
+    out.extend_from_slice(&padded);
+    out.into()
+}
+
+// ---- the fixture chain ---------------------------------------------------------------------
+
+/// The context, the stub behind it, and the facts of the two stored blocks.
+struct Fixture {
+    ctx: RpcContext,
+    stub: Addr<Stub>,
+    alice: PrivateKeySigner,
+    genesis: B256,
+    block1: B256,
+    /// Block 1, tx 0: Alice sends Bob 1 ETH (EIP-1559), one log.
+    transfer: B256,
+    /// Block 1, tx 1: Alice creates a contract (legacy), two logs.
+    create: B256,
+}
+
+fn topic(n: u8) -> B256 {
+    B256::repeat_byte(n)
+}
+
+fn log(topics: Vec<B256>) -> Log {
+    Log {
+        address: CONTRACT,
+        data: LogData::new_unchecked(topics, Bytes::from_static(&[1])),
+    }
+}
+
+fn sign<T: SignableTransaction<alloy_primitives::Signature>>(
+    signer: &PrivateKeySigner,
+    tx: T,
+) -> TxEnvelope
+where
+    TxEnvelope: From<alloy_consensus::Signed<T>>,
+{
+    let signature = signer
+        .sign_hash_sync(&tx.signature_hash())
+        .expect("signing works");
+    tx.into_signed(signature).into()
+}
+
+fn account(nonce: u64, eth: u64, code_hash: B256) -> AccountChange {
+    AccountChange {
+        info: Some(AccountFields {
+            nonce,
+            balance: U256::from(eth) * U256::from(10u64.pow(18)),
+            code_hash,
+        }),
+        storage_wiped: false,
+        storage: Default::default(),
+    }
+}
+
+/// Genesis (Alice 10 ETH, a contract with slot 1 = 42) and block 1 (two transactions; Alice
+/// then has 9 ETH and nonce 2, slot 1 = 43).
+fn fixture(max_in_flight: usize) -> Fixture {
+    let alice: PrivateKeySigner = ALICE_KEY.parse().expect("valid key");
+    let db = ChainDb::in_memory().expect("in-memory store");
+    let code = Bytes::from_static(&[0x60, 0x01]);
+    let code_hash = keccak256(&code);
+
+    let mut genesis_diff = StateDiff::default();
+    genesis_diff
+        .accounts
+        .insert(alice.address(), account(0, 10, EMPTY_CODE_HASH));
+    let mut contract = account(1, 0, code_hash);
+    contract.storage.insert(U256::from(1), U256::from(42));
+    genesis_diff.accounts.insert(CONTRACT, contract);
+    genesis_diff.codes.insert(code_hash, code);
+    let genesis_header = Header {
+        number: 0,
+        gas_limit: 30_000_000,
+        base_fee_per_gas: Some(GWEI as u64),
+        withdrawals_root: Some(B256::ZERO),
+        ..Default::default()
+    };
+    let empty = StoredBody {
+        transactions: vec![],
+        senders: vec![],
+    };
+    let draft = BlockDraft {
+        header: genesis_header,
+        body: empty,
+        receipts: vec![],
+    };
+    let genesis = write_block(&db, draft, &genesis_diff).expect("genesis written");
+
+    let transfer = sign(
+        &alice,
+        TxEip1559 {
+            chain_id: 31337,
+            nonce: 0,
+            gas_limit: 21_000,
+            max_fee_per_gas: 3 * GWEI,
+            max_priority_fee_per_gas: GWEI,
+            to: TxKind::Call(BOB),
+            value: U256::from(1),
+            ..Default::default()
+        },
+    );
+    let create = sign(
+        &alice,
+        TxLegacy {
+            chain_id: Some(31337),
+            nonce: 1,
+            gas_price: 2 * GWEI,
+            gas_limit: 100_000,
+            to: TxKind::Create,
+            input: Bytes::from_static(&[0x60, 0x01]),
+            ..Default::default()
+        },
+    );
+    let receipts = vec![
+        ReceiptEnvelope::Eip1559(
+            Receipt {
+                status: true.into(),
+                cumulative_gas_used: 21_000,
+                logs: vec![log(vec![topic(1)])],
+            }
+            .into_with_bloom(),
+        ),
+        ReceiptEnvelope::Legacy(
+            Receipt {
+                status: true.into(),
+                cumulative_gas_used: 74_000,
+                logs: vec![log(vec![topic(2)]), log(vec![topic(1), topic(3)])],
+            }
+            .into_with_bloom(),
+        ),
+    ];
+    let mut bloom = Bloom::default();
+    for receipt in &receipts {
+        bloom |= *receipt.logs_bloom();
+    }
+    let header = Header {
+        number: 1,
+        parent_hash: genesis.hash,
+        gas_limit: 30_000_000,
+        gas_used: 74_000,
+        timestamp: 12,
+        base_fee_per_gas: Some(GWEI as u64),
+        withdrawals_root: Some(B256::ZERO),
+        logs_bloom: bloom,
+        ..Default::default()
+    };
+    let mut diff = StateDiff::default();
+    diff.accounts
+        .insert(alice.address(), account(2, 9, EMPTY_CODE_HASH));
+    let mut contract = AccountChange {
+        storage_wiped: false,
+        ..account(1, 0, code_hash)
+    };
+    contract.storage.insert(U256::from(1), U256::from(43));
+    diff.accounts.insert(CONTRACT, contract);
+    let body = StoredBody {
+        transactions: vec![transfer.clone(), create.clone()],
+        senders: vec![alice.address(); 2],
+    };
+    let block1 = write_block(
+        &db,
+        BlockDraft {
+            header,
+            body,
+            receipts,
+        },
+        &diff,
+    )
+    .expect("block 1 written");
+
+    let stub = Stub::default().start();
+    let executor = ExecutorClient::new(
+        stub.clone().recipient(),
+        stub.clone().recipient(),
+        stub.clone().recipient(),
+        max_in_flight,
+    );
+    let mut extensions = Extensions::default();
+    extensions.register(
+        "ext_echo",
+        Arc::new(|params| Box::pin(async move { Ok(params) })),
+    );
+    extensions.register(
+        "eth_chainId",
+        Arc::new(|_| {
+            Box::pin(async { Err((1, "an extension must not shadow a core method".into())) })
+        }),
+    );
+    let ctx = RpcContext {
+        chain: db,
+        executor,
+        submit_tx: stub.clone().recipient(),
+        get_pooled_tx: stub.clone().recipient(),
+        pending_nonce: stub.clone().recipient(),
+        auto_mine: stub.clone().recipient(),
+        mine_blocks: stub.clone().recipient(),
+        signers: Arc::new(vec![alice.clone()]),
+        chain_id: 31337,
+        limits: RpcLimits::default(),
+        extensions,
+        client_version: "hearth/test".into(),
+    };
+    Fixture {
+        ctx,
+        stub,
+        alice,
+        genesis: genesis.hash,
+        block1: block1.hash,
+        transfer: *transfer.tx_hash(),
+        create: *create.tx_hash(),
+    }
+}
+
+impl Fixture {
+    /// The whole response to `method(params)`, with its HTTP status.
+    async fn request(&self, method: &str, params: Value) -> (u16, Value) {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let reply = handle_body(&self.ctx, body.to_string().as_bytes()).await;
+        let json = serde_json::from_slice(&reply.body.expect("a response")).expect("JSON");
+        (reply.status, json)
+    }
+
+    /// The result of `method(params)`, failing on an error.
+    async fn ok(&self, method: &str, params: Value) -> Value {
+        let (_, response) = self.request(method, params).await;
+        assert!(
+            response.get("error").is_none(),
+            "{method} failed: {response}"
+        );
+        response["result"].clone()
+    }
+
+    /// The error `(code, message)` of `method(params)`, failing on success.
+    async fn err(&self, method: &str, params: Value) -> (i64, String) {
+        let (_, response) = self.request(method, params).await;
+        let error = &response["error"];
+        assert!(error.is_object(), "{method} should fail: {response}");
+        (
+            error["code"].as_i64().expect("code"),
+            error["message"].as_str().expect("message").to_owned(),
+        )
+    }
+
+    async fn recorded(&self) -> (Vec<TxEnvelope>, usize, Vec<(u64, Option<u64>)>) {
+        self.stub.send(Recorded).await.expect("stub alive")
+    }
+}
+
+fn eth(n: u64) -> String {
+    format!("{:#x}", U256::from(n) * U256::from(10u64.pow(18)))
+}
+
+// ---- tests ---------------------------------------------------------------------------------
+
+#[actix::test]
+async fn identity_methods() {
+    let f = fixture(4);
+    assert_eq!(f.ok("web3_clientVersion", json!([])).await, "hearth/test");
+    assert_eq!(f.ok("net_version", json!([])).await, "31337");
+    assert_eq!(f.ok("net_listening", json!([])).await, true);
+    assert_eq!(
+        f.ok("eth_chainId", json!([])).await,
+        "0x7a69",
+        "core methods win over extensions"
+    );
+    assert_eq!(f.ok("eth_blockNumber", json!(null)).await, "0x1");
+    assert_eq!(f.ok("eth_syncing", json!([])).await, false);
+    assert_eq!(
+        f.ok("eth_accounts", json!([])).await,
+        json!([f.alice.address()])
+    );
+    assert_eq!(
+        f.ok("web3_sha3", json!(["0x68656c6c6f20776f726c64"])).await,
+        "0x47173285a8d7341e5e972fc677286384f802f8ef42a5ec5f03bbfa254cb01fad"
+    );
+    assert_eq!(
+        f.err("eth_chainId", json!([1])).await.0,
+        -32602,
+        "extra params"
+    );
+    assert_eq!(
+        f.err("eth_chainId", json!({"a": 1})).await.0,
+        -32602,
+        "by-name params"
+    );
+}
+
+#[actix::test]
+async fn extensions_get_the_raw_params() {
+    let f = fixture(4);
+    assert_eq!(f.ok("ext_echo", json!({"a": 1})).await, json!({"a": 1}));
+    assert_eq!(f.ok("ext_echo", json!([1, 2])).await, json!([1, 2]));
+    let (code, message) = f.err("ext_nope", json!([])).await;
+    assert_eq!(
+        (code, message.as_str()),
+        (
+            -32601,
+            "the method ext_nope does not exist/is not available"
+        )
+    );
+}
+
+#[actix::test]
+async fn state_queries_read_at_any_block() {
+    let f = fixture(4);
+    let alice = f.alice.address();
+    assert_eq!(f.ok("eth_getBalance", json!([alice, "0x0"])).await, eth(10));
+    assert_eq!(f.ok("eth_getBalance", json!([alice])).await, eth(9));
+    assert_eq!(
+        f.ok("eth_getBalance", json!([alice, "pending"])).await,
+        eth(9)
+    );
+    assert_eq!(
+        f.ok("eth_getBalance", json!([alice, {"blockHash": f.genesis}]))
+            .await,
+        eth(10)
+    );
+    assert_eq!(
+        f.ok("eth_getBalance", json!([alice, f.genesis])).await,
+        eth(10)
+    );
+    assert_eq!(
+        f.ok("eth_getBalance", json!([alice, {"blockNumber": "0x1"}]))
+            .await,
+        eth(9)
+    );
+    assert_eq!(f.ok("eth_getBalance", json!([BOB, "latest"])).await, "0x0");
+    assert_eq!(
+        f.err("eth_getBalance", json!([alice, "0x2"])).await,
+        (-32000, "header not found".into())
+    );
+    let unknown = json!([alice, {"blockHash": B256::repeat_byte(9)}]);
+    assert_eq!(
+        f.err("eth_getBalance", unknown).await,
+        (-32000, "header not found".into())
+    );
+    assert_eq!(
+        f.err("eth_getBalance", json!(["0xabc", "latest"])).await.0,
+        -32602
+    );
+    assert_eq!(
+        f.err("eth_getBalance", json!([alice, "0x01"])).await.0,
+        -32602
+    );
+
+    assert_eq!(
+        f.ok("eth_getTransactionCount", json!([alice, "earliest"]))
+            .await,
+        "0x0"
+    );
+    assert_eq!(
+        f.ok("eth_getTransactionCount", json!([alice, "latest"]))
+            .await,
+        "0x2"
+    );
+    assert_eq!(
+        f.ok("eth_getTransactionCount", json!([alice, "pending"]))
+            .await,
+        "0x7"
+    );
+
+    assert_eq!(
+        f.ok("eth_getCode", json!([CONTRACT, "latest"])).await,
+        "0x6001"
+    );
+    assert_eq!(f.ok("eth_getCode", json!([alice, "latest"])).await, "0x");
+    let slot = |v: u64| format!("0x{v:064x}");
+    assert_eq!(
+        f.ok("eth_getStorageAt", json!([CONTRACT, "0x1", "0x0"]))
+            .await,
+        slot(42)
+    );
+    assert_eq!(
+        f.ok("eth_getStorageAt", json!([CONTRACT, slot(1), "latest"]))
+            .await,
+        slot(43)
+    );
+    assert_eq!(
+        f.ok("eth_getStorageAt", json!([CONTRACT, "0x2"])).await,
+        slot(0)
+    );
+}
+
+#[actix::test]
+async fn blocks_and_transactions() {
+    let f = fixture(4);
+    let block = f.ok("eth_getBlockByNumber", json!(["latest", false])).await;
+    assert_eq!(block["hash"], json!(f.block1));
+    assert_eq!(block["parentHash"], json!(f.genesis));
+    assert_eq!(block["transactions"], json!([f.transfer, f.create]));
+    for field in [
+        "sha3Uncles",
+        "miner",
+        "stateRoot",
+        "transactionsRoot",
+        "receiptsRoot",
+        "logsBloom",
+        "difficulty",
+        "number",
+        "gasLimit",
+        "gasUsed",
+        "timestamp",
+        "extraData",
+        "mixHash",
+        "nonce",
+        "baseFeePerGas",
+        "withdrawalsRoot",
+        "size",
+        "totalDifficulty",
+    ] {
+        assert!(block[field].is_string(), "{field} missing: {block}");
+    }
+    assert_eq!(
+        (block["uncles"].clone(), block["withdrawals"].clone()),
+        (json!([]), json!([]))
+    );
+    assert_eq!(block["number"], "0x1");
+    assert_eq!(
+        f.ok("eth_getBlockByHash", json!([f.block1, false])).await,
+        block
+    );
+    assert_eq!(
+        f.ok("eth_getBlockByNumber", json!(["0x2", false])).await,
+        Value::Null
+    );
+    assert_eq!(
+        f.ok("eth_getBlockByHash", json!([B256::repeat_byte(9), false]))
+            .await,
+        Value::Null
+    );
+    assert_eq!(
+        f.err("eth_getBlockByNumber", json!(["latest"])).await.0,
+        -32602
+    );
+
+    let full = f.ok("eth_getBlockByNumber", json!(["0x1", true])).await;
+    let tx = &full["transactions"][0];
+    assert_eq!(
+        (tx["hash"].clone(), tx["blockHash"].clone()),
+        (json!(f.transfer), json!(f.block1))
+    );
+    assert_eq!(
+        (tx["type"].clone(), tx["transactionIndex"].clone()),
+        (json!("0x2"), json!("0x0"))
+    );
+    assert_eq!(tx["from"], json!(f.alice.address()));
+    // An EIP-1559 transaction's gasPrice is what it paid: base fee + tip.
+    assert_eq!(tx["gasPrice"], format!("{:#x}", 2 * GWEI));
+
+    assert_eq!(
+        f.ok("eth_getTransactionByHash", json!([f.create])).await["transactionIndex"],
+        "0x1"
+    );
+    assert_eq!(
+        f.ok("eth_getTransactionByHash", json!([B256::repeat_byte(7)]))
+            .await,
+        Value::Null
+    );
+    assert_eq!(
+        f.ok("eth_getBlockTransactionCountByNumber", json!(["0x1"]))
+            .await,
+        "0x2"
+    );
+    assert_eq!(
+        f.ok("eth_getBlockTransactionCountByNumber", json!(["0x0"]))
+            .await,
+        "0x0"
+    );
+    assert_eq!(
+        f.ok("eth_getBlockTransactionCountByNumber", json!(["0x5"]))
+            .await,
+        Value::Null
+    );
+    assert_eq!(
+        f.ok("eth_getBlockTransactionCountByHash", json!([f.block1]))
+            .await,
+        "0x2"
+    );
+    assert_eq!(
+        f.ok("eth_getBlockTransactionCountByHash", json!([B256::ZERO]))
+            .await,
+        Value::Null
+    );
+    let second = f
+        .ok(
+            "eth_getTransactionByBlockHashAndIndex",
+            json!([f.block1, "0x1"]),
+        )
+        .await;
+    assert_eq!(second["hash"], json!(f.create));
+    assert_eq!(
+        f.ok(
+            "eth_getTransactionByBlockNumberAndIndex",
+            json!(["0x1", "0x1"])
+        )
+        .await,
+        second
+    );
+    assert_eq!(
+        f.ok(
+            "eth_getTransactionByBlockNumberAndIndex",
+            json!(["0x1", "0x2"])
+        )
+        .await,
+        Value::Null
+    );
+}
+
+#[actix::test]
+async fn receipts_carry_per_transaction_gas_and_block_wide_log_indexes() {
+    let f = fixture(4);
+    let first = f.ok("eth_getTransactionReceipt", json!([f.transfer])).await;
+    assert_eq!(first["gasUsed"], "0x5208");
+    assert_eq!(
+        first["effectiveGasPrice"],
+        format!("{:#x}", 2 * GWEI),
+        "min(maxFee, base + tip)"
+    );
+    assert_eq!(
+        (first["to"].clone(), first["contractAddress"].clone()),
+        (json!(BOB), Value::Null)
+    );
+    assert_eq!(first["logs"][0]["logIndex"], "0x0");
+
+    let second = f.ok("eth_getTransactionReceipt", json!([f.create])).await;
+    assert_eq!(second["gasUsed"], format!("{:#x}", 74_000 - 21_000));
+    assert_eq!(second["cumulativeGasUsed"], format!("{:#x}", 74_000));
+    assert_eq!(second["effectiveGasPrice"], format!("{:#x}", 2 * GWEI));
+    assert_eq!(
+        second["contractAddress"],
+        json!(f.alice.address().create(1))
+    );
+    assert_eq!(second["to"], Value::Null);
+    assert_eq!(
+        (second["status"].clone(), second["type"].clone()),
+        (json!("0x1"), json!("0x0"))
+    );
+    assert_eq!(
+        (
+            second["transactionIndex"].clone(),
+            second["blockHash"].clone()
+        ),
+        (json!("0x1"), json!(f.block1))
+    );
+    assert_eq!(second["from"], json!(f.alice.address()));
+    assert!(second["logsBloom"].is_string());
+    let indexes: Vec<&Value> = second["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| &l["logIndex"])
+        .collect();
+    assert_eq!(indexes, [&json!("0x1"), &json!("0x2")]);
+    assert_eq!(second["logs"][0]["transactionHash"], json!(f.create));
+    assert_eq!(
+        f.ok("eth_getTransactionReceipt", json!([B256::repeat_byte(7)]))
+            .await,
+        Value::Null
+    );
+}
+
+#[actix::test]
+async fn logs_match_address_topics_and_ranges() {
+    let f = fixture(4);
+    let all = f
+        .ok("eth_getLogs", json!([{"fromBlock": "earliest"}]))
+        .await;
+    assert_eq!(all.as_array().unwrap().len(), 3);
+    assert_eq!(all[2]["logIndex"], "0x2");
+    assert_eq!(all[2]["transactionIndex"], "0x1");
+    assert_eq!(all[2]["removed"], false);
+    assert_eq!(
+        f.ok("eth_getLogs", json!([{}])).await,
+        all,
+        "latest..latest is block 1"
+    );
+    assert_eq!(
+        f.ok("eth_getLogs", json!([{"blockHash": f.block1}])).await,
+        all
+    );
+    assert_eq!(
+        f.ok("eth_getLogs", json!([{"address": [BOB, CONTRACT]}]))
+            .await,
+        all
+    );
+    assert_eq!(
+        f.ok("eth_getLogs", json!([{"address": BOB}])).await,
+        json!([])
+    );
+    assert_eq!(
+        f.ok(
+            "eth_getLogs",
+            json!([{"toBlock": "0x0", "fromBlock": "0x0"}])
+        )
+        .await,
+        json!([])
+    );
+
+    let topic1 = f.ok("eth_getLogs", json!([{"topics": [topic(1)]}])).await;
+    assert_eq!(topic1.as_array().unwrap().len(), 2);
+    let either = f
+        .ok("eth_getLogs", json!([{"topics": [[topic(2), topic(3)]]}]))
+        .await;
+    assert_eq!(either.as_array().unwrap().len(), 1);
+    let second = f
+        .ok("eth_getLogs", json!([{"topics": [null, topic(3)]}]))
+        .await;
+    assert_eq!(second.as_array().unwrap().len(), 1);
+    assert_eq!(second[0]["logIndex"], "0x2");
+
+    assert_eq!(
+        f.ok(
+            "eth_getLogs",
+            json!([{"fromBlock": "0x5", "toBlock": "0x9"}])
+        )
+        .await,
+        json!([])
+    );
+    assert_eq!(
+        f.err(
+            "eth_getLogs",
+            json!([{"fromBlock": "0x1", "toBlock": "0x0"}])
+        )
+        .await,
+        (-32000, "invalid block range params".into())
+    );
+    assert_eq!(
+        f.err(
+            "eth_getLogs",
+            json!([{"blockHash": f.block1, "toBlock": "0x0"}])
+        )
+        .await
+        .0,
+        -32602
+    );
+    assert_eq!(
+        f.err("eth_getLogs", json!([{"blockHash": B256::ZERO}]))
+            .await,
+        (-32000, "unknown block".into())
+    );
+}
+
+#[actix::test]
+async fn calls_map_outcomes_to_codes() {
+    let f = fixture(4);
+    let call = |data: &str| json!([{"to": CONTRACT, "data": data}, "latest"]);
+    assert_eq!(f.ok("eth_call", call("0x01")).await, "0xabcd");
+    let (_, reverted) = f.request("eth_call", call("0x02")).await;
+    assert_eq!(reverted["error"]["code"], 3);
+    assert_eq!(reverted["error"]["message"], "execution reverted: nope");
+    assert_eq!(reverted["error"]["data"], json!(error_string("nope")));
+    assert_eq!(
+        f.err("eth_call", call("0x03")).await,
+        (-32000, "out of gas".into())
+    );
+    assert_eq!(
+        f.err("eth_call", json!([{"to": CONTRACT}, "0x9"])).await,
+        (-32000, "header not found".into())
+    );
+    assert_eq!(
+        f.err("eth_call", json!([{"to": CONTRACT}, "latest", {}]))
+            .await
+            .0,
+        -32602
+    );
+    assert_eq!(
+        f.err(
+            "eth_call",
+            json!([{"to": CONTRACT, "input": "0x01", "data": "0x02"}])
+        )
+        .await
+        .0,
+        -32602
+    );
+
+    assert_eq!(
+        f.ok("eth_estimateGas", json!([{"to": CONTRACT}])).await,
+        "0x5208"
+    );
+    assert_eq!(
+        f.err("eth_estimateGas", json!([{"to": CONTRACT, "data": "0x02"}]))
+            .await
+            .0,
+        3
+    );
+}
+
+#[actix::test]
+async fn a_busy_executor_sheds_with_503_for_single_requests_only() {
+    let f = fixture(0);
+    let (status, response) = f.request("eth_call", json!([{"to": CONTRACT}])).await;
+    assert_eq!(
+        (status, response["error"]["code"].clone()),
+        (503, json!(-32005))
+    );
+    let batch =
+        json!([{"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [{"to": CONTRACT}]}]);
+    let reply = handle_body(&f.ctx, batch.to_string().as_bytes()).await;
+    assert_eq!(reply.status, 200);
+}
+
+#[actix::test]
+async fn raw_transactions_are_submitted_then_automined() {
+    let f = fixture(4);
+    let tx = sign(
+        &f.alice,
+        TxEip1559 {
+            chain_id: 31337,
+            nonce: 2,
+            gas_limit: 21_000,
+            ..Default::default()
+        },
+    );
+    let raw = Bytes::from(tx.encoded_2718());
+    assert_eq!(
+        f.ok("eth_sendRawTransaction", json!([raw])).await,
+        json!(tx.tx_hash())
+    );
+    let (submitted, auto_mines, _) = f.recorded().await;
+    assert_eq!((submitted, auto_mines), (vec![tx.clone()], 1));
+    // The stub never mines: the transaction is pending.
+    let pending = f
+        .ok("eth_getTransactionByHash", json!([tx.tx_hash()]))
+        .await;
+    assert_eq!(
+        (pending["hash"].clone(), pending["blockHash"].clone()),
+        (json!(tx.tx_hash()), Value::Null)
+    );
+    assert_eq!(pending["blockNumber"], Value::Null);
+    assert_eq!(
+        f.ok("eth_getTransactionReceipt", json!([tx.tx_hash()]))
+            .await,
+        Value::Null
+    );
+
+    let (code, message) = f.err("eth_sendRawTransaction", json!(["0xdeadbeef"])).await;
+    assert!(
+        code == -32000 && message.starts_with("rlp: "),
+        "{code} {message}"
+    );
+    assert_eq!(
+        f.err("eth_sendRawTransaction", json!(["0x03f8"])).await,
+        (-32000, "transaction type not supported".into())
+    );
+    assert_eq!(
+        f.err("eth_sendRawTransaction", json!(["0x"])).await.0,
+        -32000
+    );
+    assert_eq!(
+        f.err("eth_sendRawTransaction", json!(["0x0"])).await.0,
+        -32602
+    );
+}
+
+#[actix::test]
+async fn send_transaction_fills_signs_and_submits() {
+    let f = fixture(4);
+    let hash = f
+        .ok(
+            "eth_sendTransaction",
+            json!([{"from": f.alice.address(), "to": BOB, "value": "0x5"}]),
+        )
+        .await;
+    let (submitted, auto_mines, _) = f.recorded().await;
+    assert_eq!(auto_mines, 1);
+    let tx = &submitted[0];
+    assert_eq!(hash, json!(tx.tx_hash()));
+    assert_eq!(tx.recover_signer().unwrap(), f.alice.address());
+    assert_eq!(
+        (tx.nonce(), tx.gas_limit(), tx.chain_id()),
+        (PENDING_NONCE, 21_000, Some(31337))
+    );
+    assert_eq!((tx.to(), tx.value()), (Some(BOB), U256::from(5)));
+    // EIP-1559 with a 1 gwei tip and a fee cap of twice the base fee plus the tip.
+    assert_eq!(
+        (tx.max_priority_fee_per_gas(), tx.max_fee_per_gas()),
+        (Some(GWEI), 3 * GWEI)
+    );
+
+    let legacy =
+        json!([{"from": f.alice.address(), "gasPrice": "0x7", "gas": "0x5300", "nonce": "0x0"}]);
+    f.ok("eth_sendTransaction", legacy).await;
+    let (submitted, _, _) = f.recorded().await;
+    let tx = &submitted[1];
+    assert!(matches!(tx, TxEnvelope::Legacy(_)));
+    assert_eq!(
+        (tx.nonce(), tx.gas_limit(), tx.gas_price(), tx.to()),
+        (0, 0x5300, Some(7), None)
+    );
+
+    let stranger = json!([{"from": BOB, "to": BOB}]);
+    assert_eq!(
+        f.err("eth_sendTransaction", stranger).await,
+        (-32000, "unknown account".into())
+    );
+    assert_eq!(
+        f.err("eth_sendTransaction", json!([{"to": BOB}])).await,
+        (-32000, "unknown account".into())
+    );
+    let reverting = json!([{"from": f.alice.address(), "to": CONTRACT, "data": "0x02"}]);
+    assert_eq!(
+        f.err("eth_sendTransaction", reverting).await.0,
+        3,
+        "estimate failures are returned"
+    );
+    let wrong_chain = json!([{"from": f.alice.address(), "to": BOB, "chainId": "0x1"}]);
+    assert_eq!(f.err("eth_sendTransaction", wrong_chain).await.0, -32000);
+}
+
+#[actix::test]
+async fn fees() {
+    let f = fixture(4);
+    assert_eq!(
+        f.ok("eth_gasPrice", json!([])).await,
+        format!("{:#x}", 2 * GWEI)
+    );
+    assert_eq!(
+        f.ok("eth_maxPriorityFeePerGas", json!([])).await,
+        "0x3b9aca00"
+    );
+    let history = f
+        .ok("eth_feeHistory", json!(["0x5", "latest", [0, 100]]))
+        .await;
+    assert_eq!(
+        history["oldestBlock"], "0x0",
+        "cut to the two blocks that exist"
+    );
+    assert_eq!(history["baseFeePerGas"].as_array().unwrap().len(), 3);
+    assert_eq!(history["gasUsedRatio"].as_array().unwrap().len(), 2);
+    assert_eq!(history["baseFeePerBlobGas"].as_array().unwrap().len(), 3);
+    assert_eq!(history["blobGasUsedRatio"].as_array().unwrap().len(), 2);
+    // Genesis is empty: rewards 0. Block 1: both transactions tip 1 gwei.
+    assert_eq!(
+        history["reward"],
+        json!([["0x0", "0x0"], ["0x3b9aca00", "0x3b9aca00"]])
+    );
+    let plain = f.ok("eth_feeHistory", json!([1, "0x1"])).await;
+    assert_eq!(plain["oldestBlock"], "0x1");
+    assert!(plain.get("reward").is_none());
+    let (code, message) = f.err("eth_feeHistory", json!(["0x1", "0x5"])).await;
+    assert_eq!(
+        (code, message.as_str()),
+        (-32000, "request beyond head block: requested 5, head 1")
+    );
+    assert_eq!(
+        f.err("eth_feeHistory", json!(["0x1", "latest", [50, 10]]))
+            .await
+            .0,
+        -32602
+    );
+}
+
+#[actix::test]
+async fn evm_mine_asks_the_miner() {
+    let f = fixture(4);
+    assert_eq!(f.ok("evm_mine", json!([])).await, "0x0");
+    assert_eq!(f.ok("evm_mine", json!(["0x64"])).await, "0x0");
+    assert_eq!(
+        f.ok("evm_mine", json!([{"timestamp": 200, "blocks": 3}]))
+            .await,
+        "0x0"
+    );
+    assert_eq!(f.err("evm_mine", json!([{"blocks": 0}])).await.0, -32602);
+    let (_, _, mined) = f.recorded().await;
+    assert_eq!(mined, vec![(1, None), (1, Some(100)), (3, Some(200))]);
+}
+
+/// The HTTP server: status codes and bodies over a real socket.
+#[actix::test]
+async fn http_server_answers_post_with_status_codes() {
+    let f = fixture(4);
+    let ctx = RpcContext {
+        limits: RpcLimits {
+            max_body_bytes: 200,
+            ..RpcLimits::default()
+        },
+        ..f.ctx.clone()
+    };
+    let (server, addr) = crate::serve("127.0.0.1:0".parse().unwrap(), ctx, 1).unwrap();
+    let handle = server.handle();
+    actix::spawn(server);
+    // Blocking socket I/O runs off the actix thread so the server keeps running.
+    let post = |body: String| tokio::task::spawn_blocking(move || http_post(addr, &body));
+
+    let (status, body) = post(r#"{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}"#.into())
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["result"],
+        "0x7a69"
+    );
+    let (status, body) = post(r#"{"jsonrpc":"2.0","method":"eth_chainId"}"#.into())
+        .await
+        .unwrap();
+    assert_eq!((status, body.as_str()), (204, ""));
+    let (status, _) = post(format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"{}"}}"#,
+        "x".repeat(300)
+    ))
+    .await
+    .unwrap();
+    assert_eq!(status, 413);
+    handle.stop(false).await;
+}
+
+/// One HTTP/1.1 POST to `/`; the status and body.
+fn http_post(addr: std::net::SocketAddr, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connects");
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("writes");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("reads");
+    let status = response[9..12].parse().expect("a status code");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}

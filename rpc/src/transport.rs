@@ -1,0 +1,554 @@
+//! The JSON-RPC 2.0 envelope: parsing a body into requests, running them (a batch
+//! concurrently, answers kept in order), and encoding the answers with their HTTP status.
+//!
+//! This layer knows nothing about methods: [`handle_with`] takes the method runner as a
+//! closure, so the envelope rules are tested here without actors. The rules follow the
+//! JSON-RPC 2.0 spec and geth: malformed JSON is `-32700` with id `null`; a value that is not a
+//! request, or an empty batch, is `-32600`; a batch over the limit is one `-32005` error; each
+//! batch item is answered on its own; a notification (no `id` member) gets no answer, and a
+//! body of notifications only gets HTTP 204.
+
+use std::future::Future;
+
+use futures_util::future::join_all;
+use serde::Serialize;
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::context::RpcLimits;
+use crate::error::RpcError;
+
+/// What to send back for one HTTP request body: the HTTP status and the JSON body, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpcReply {
+    /// 200; 503 for a single request shed by the busy executor pool; 204 when the body held
+    /// only notifications; 413 when it is larger than `RpcLimits::max_body_bytes`.
+    pub status: u16,
+    /// The JSON response; `None` with 204 and 413.
+    pub body: Option<Vec<u8>>,
+}
+
+impl RpcReply {
+    /// HTTP 200 with `body`.
+    const fn ok(body: Vec<u8>) -> Self {
+        Self {
+            status: 200,
+            body: Some(body),
+        }
+    }
+
+    /// HTTP 503 with `body`: the single request was shed, retry later.
+    const fn busy(body: Vec<u8>) -> Self {
+        Self {
+            status: 503,
+            body: Some(body),
+        }
+    }
+
+    /// HTTP 204: only notifications, nothing to answer.
+    const fn no_content() -> Self {
+        Self {
+            status: 204,
+            body: None,
+        }
+    }
+
+    /// HTTP 413: the body is over the limit.
+    const fn payload_too_large() -> Self {
+        Self {
+            status: 413,
+            body: None,
+        }
+    }
+}
+
+/// A well-formed request object.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Request {
+    /// `None`: a notification, which gets no answer.
+    pub(crate) id: Option<Value>,
+    /// The method name.
+    pub(crate) method: String,
+    /// `params` as given: absent, `null`, an array or an object.
+    pub(crate) params: Option<Value>,
+}
+
+/// One item of a body: a request to run, or an error to answer in its place.
+#[derive(Debug)]
+pub(crate) enum Item {
+    /// Run it.
+    Call(Request),
+    /// Answer this error with this id (`null` when the id could not be read).
+    Invalid {
+        /// The id to answer with.
+        id: Value,
+        /// Why the item is not a request.
+        error: RpcError,
+    },
+}
+
+/// A body after parsing.
+#[derive(Debug)]
+pub(crate) enum Envelope {
+    /// One request object (or one invalid value, answered as one error).
+    Single(Item),
+    /// A non-empty batch within the limit.
+    Batch(Vec<Item>),
+    /// The whole body is answered with this one error, id `null`.
+    Reject(RpcError),
+}
+
+/// Parses a body: JSON, then the JSON-RPC envelope of each request.
+pub(crate) fn parse_body(body: &[u8], limits: &RpcLimits) -> Envelope {
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(value) => value,
+        Err(e) => return Envelope::Reject(RpcError::Parse(e.to_string())),
+    };
+    match value {
+        Value::Array(items) if items.is_empty() => {
+            Envelope::Reject(RpcError::InvalidRequest("empty batch"))
+        }
+        Value::Array(items) if items.len() > limits.max_batch_items => {
+            Envelope::Reject(RpcError::BatchTooLarge {
+                len: items.len(),
+                max: limits.max_batch_items,
+            })
+        }
+        Value::Array(items) => Envelope::Batch(items.into_iter().map(parse_item).collect()),
+        single => Envelope::Single(parse_item(single)),
+    }
+}
+
+/// Checks one value against the JSON-RPC 2.0 request object rules.
+fn parse_item(value: Value) -> Item {
+    let Value::Object(mut object) = value else {
+        return invalid(Value::Null, "a request must be a JSON object");
+    };
+    // The id is read first so that later errors can be answered with it.
+    let id = match object.remove("id") {
+        None => None,
+        Some(id @ (Value::Null | Value::String(_) | Value::Number(_))) => Some(id),
+        Some(_) => return invalid(Value::Null, "id must be a string, a number or null"),
+    };
+    let answer_id = id.clone().unwrap_or(Value::Null);
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid(answer_id, "jsonrpc must be \"2.0\"");
+    }
+    let method = match object.remove("method") {
+        Some(Value::String(method)) => method,
+        _ => return invalid(answer_id, "method must be a string"),
+    };
+    let params = match object.remove("params") {
+        params @ (None | Some(Value::Null | Value::Array(_) | Value::Object(_))) => params,
+        Some(_) => return invalid(answer_id, "params must be an array or an object"),
+    };
+    Item::Call(Request { id, method, params })
+}
+
+fn invalid(id: Value, reason: &'static str) -> Item {
+    Item::Invalid {
+        id,
+        error: RpcError::InvalidRequest(reason),
+    }
+}
+
+/// Runs a whole body with `run` as the method table and encodes the reply.
+///
+/// `run(method, params)` answers one request; batch items run concurrently.
+pub(crate) async fn handle_with<F, Fut>(limits: &RpcLimits, body: &[u8], run: F) -> RpcReply
+where
+    F: Fn(String, Option<Value>) -> Fut,
+    Fut: Future<Output = Result<Value, RpcError>>,
+{
+    if body.len() > limits.max_body_bytes {
+        return RpcReply::payload_too_large();
+    }
+    match parse_body(body, limits) {
+        Envelope::Reject(error) => RpcReply::ok(encode_error(&Value::Null, &error)),
+        Envelope::Single(item) => match answer(item, &run).await {
+            None => RpcReply::no_content(),
+            Some(answer) => {
+                let encoded = within_limit(answer.encoded, &answer.id, 0, limits);
+                if answer.busy {
+                    RpcReply::busy(encoded)
+                } else {
+                    RpcReply::ok(encoded)
+                }
+            }
+        },
+        Envelope::Batch(items) => {
+            // join_all polls every item concurrently and returns results in input order.
+            let answers = join_all(items.into_iter().map(|item| answer(item, &run))).await;
+            let mut body = vec![b'['];
+            let mut any = false;
+            for answer in answers.into_iter().flatten() {
+                if any {
+                    body.push(b',');
+                }
+                any = true;
+                let encoded = within_limit(answer.encoded, &answer.id, body.len(), limits);
+                body.extend_from_slice(&encoded);
+            }
+            body.push(b']');
+            // A batch stays HTTP 200 even when some items were shed as busy.
+            if any {
+                RpcReply::ok(body)
+            } else {
+                RpcReply::no_content()
+            }
+        }
+    }
+}
+
+/// The encoded answer to one item.
+struct Answer {
+    id: Value,
+    encoded: Vec<u8>,
+    busy: bool,
+}
+
+/// Runs one item; `None` for a notification.
+async fn answer<F, Fut>(item: Item, run: &F) -> Option<Answer>
+where
+    F: Fn(String, Option<Value>) -> Fut,
+    Fut: Future<Output = Result<Value, RpcError>>,
+{
+    let Request { id, method, params } = match item {
+        Item::Call(request) => request,
+        Item::Invalid { id, error } => {
+            let encoded = encode_error(&id, &error);
+            return Some(Answer {
+                id,
+                encoded,
+                busy: false,
+            });
+        }
+    };
+    let id_field = id.as_ref().map(Value::to_string).unwrap_or_default();
+    let span = tracing::debug_span!(target: "rpc", "request", method = %method, id = %id_field);
+    let outcome = run(method, params).instrument(span.clone()).await;
+    if let Err(error) = &outcome {
+        span.in_scope(
+            || tracing::debug!(target: "rpc", code = error.code(), %error, "request failed"),
+        );
+    }
+    // A notification still ran (e.g. it may have sent a transaction); only the answer is dropped.
+    let id = id?;
+    let busy = matches!(&outcome, Err(error) if error.is_busy());
+    let encoded = match &outcome {
+        Ok(result) => encode(&id, Some(result), None),
+        Err(error) => encode_error(&id, error),
+    };
+    Some(Answer { id, encoded, busy })
+}
+
+/// `encoded` if `already + encoded` fits `max_response_bytes`, else the "response too large"
+/// error for `id`. `already` is what earlier batch items used.
+fn within_limit(encoded: Vec<u8>, id: &Value, already: usize, limits: &RpcLimits) -> Vec<u8> {
+    if already.saturating_add(encoded.len()) <= limits.max_response_bytes {
+        return encoded;
+    }
+    tracing::debug!(target: "rpc", len = encoded.len(), "response over the limit");
+    encode_error(
+        id,
+        &RpcError::ResponseTooLarge {
+            max: limits.max_response_bytes,
+        },
+    )
+}
+
+/// A response object, in the member order geth uses.
+#[derive(Serialize)]
+struct ResponseObject<'a> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorObject>,
+}
+
+#[derive(Serialize)]
+struct ErrorObject {
+    code: i32,
+    message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<Value>,
+}
+
+fn encode_error(id: &Value, error: &RpcError) -> Vec<u8> {
+    let object = ErrorObject {
+        code: error.code(),
+        message: error.to_string(),
+        data: error.data(),
+    };
+    encode(id, None, Some(object))
+}
+
+fn encode(id: &Value, result: Option<&Value>, error: Option<ErrorObject>) -> Vec<u8> {
+    let response = ResponseObject {
+        jsonrpc: "2.0",
+        id,
+        result,
+        error,
+    };
+    // Encoding a `Value` cannot fail (its map keys are strings); answer something valid anyway.
+    serde_json::to_vec(&response).unwrap_or_else(|e| {
+        tracing::error!(target: "rpc", error = %e, "cannot encode a response");
+        br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#
+            .to_vec()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::time::Duration;
+
+    use hearth_messages::ExecError;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A method table for tests: `echo` returns its params, `busy` sheds, `fail` is invalid
+    /// params, `sleep` waits the milliseconds in params[0] then returns them; anything else is
+    /// unknown.
+    async fn fake(method: String, params: Option<Value>) -> Result<Value, RpcError> {
+        match method.as_str() {
+            "echo" => Ok(params.unwrap_or(Value::Null)),
+            "busy" => Err(RpcError::Exec(ExecError::Busy { max_in_flight: 1 })),
+            "fail" => Err(RpcError::InvalidParams("bad".into())),
+            "sleep" => {
+                let ms = params.as_ref().and_then(|p| p[0].as_u64()).unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(json!(ms))
+            }
+            _ => Err(RpcError::MethodNotFound(method)),
+        }
+    }
+
+    async fn run(body: &str) -> RpcReply {
+        handle_with(&RpcLimits::default(), body.as_bytes(), fake).await
+    }
+
+    fn json_body(reply: &RpcReply) -> Value {
+        serde_json::from_slice(reply.body.as_deref().expect("a body")).expect("valid JSON")
+    }
+
+    #[tokio::test]
+    async fn malformed_json_is_a_parse_error_with_null_id() {
+        let reply = run(r#"{"jsonrpc":"2.0","method":"echo","id":1"#).await;
+        assert_eq!(reply.status, 200);
+        let body = json_body(&reply);
+        assert_eq!(body["error"]["code"], -32700);
+        assert_eq!(body["id"], Value::Null);
+    }
+
+    #[tokio::test]
+    async fn empty_batch_and_non_requests_are_invalid_requests() {
+        for body in ["[]", "1", "\"x\"", "null", r#"{"jsonrpc":"2.0","id":1}"#] {
+            let reply = json_body(&run(body).await);
+            assert_eq!(reply["error"]["code"], -32600, "{body}");
+        }
+        let wrong_version = json_body(&run(r#"{"jsonrpc":"1.0","method":"echo","id":7}"#).await);
+        assert_eq!(
+            (
+                wrong_version["error"]["code"].clone(),
+                wrong_version["id"].clone()
+            ),
+            (json!(-32600), json!(7))
+        );
+        let bad_params =
+            json_body(&run(r#"{"jsonrpc":"2.0","method":"echo","params":1,"id":1}"#).await);
+        assert_eq!(bad_params["error"]["code"], -32600);
+        let bad_id = json_body(&run(r#"{"jsonrpc":"2.0","method":"echo","id":[1]}"#).await);
+        assert_eq!(
+            (bad_id["error"]["code"].clone(), bad_id["id"].clone()),
+            (json!(-32600), Value::Null)
+        );
+    }
+
+    #[tokio::test]
+    async fn single_request_echoes_id_and_result() {
+        let reply = run(r#"{"jsonrpc":"2.0","method":"echo","params":[1,"a"],"id":"x"}"#).await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(
+            json_body(&reply),
+            json!({"jsonrpc":"2.0","id":"x","result":[1,"a"]})
+        );
+        // A null id is a request (not a notification) and is answered.
+        let null_id = run(r#"{"jsonrpc":"2.0","method":"echo","id":null}"#).await;
+        assert_eq!(
+            json_body(&null_id),
+            json!({"jsonrpc":"2.0","id":null,"result":null})
+        );
+    }
+
+    #[tokio::test]
+    async fn unknown_method_is_32601() {
+        let body = json_body(&run(r#"{"jsonrpc":"2.0","method":"eth_nope","id":1}"#).await);
+        assert_eq!(body["error"]["code"], -32601);
+        assert_eq!(
+            body["error"]["message"],
+            "the method eth_nope does not exist/is not available"
+        );
+    }
+
+    #[tokio::test]
+    async fn notifications_get_no_answer() {
+        let single = run(r#"{"jsonrpc":"2.0","method":"echo"}"#).await;
+        assert_eq!((single.status, single.body), (204, None));
+        let batch =
+            run(r#"[{"jsonrpc":"2.0","method":"echo"},{"jsonrpc":"2.0","method":"fail"}]"#).await;
+        assert_eq!((batch.status, batch.body), (204, None));
+        let mixed =
+            run(r#"[{"jsonrpc":"2.0","method":"echo"},{"jsonrpc":"2.0","method":"echo","id":2}]"#)
+                .await;
+        assert_eq!(
+            json_body(&mixed),
+            json!([{"jsonrpc":"2.0","id":2,"result":null}])
+        );
+    }
+
+    #[tokio::test]
+    async fn batch_items_are_answered_on_their_own_in_order() {
+        let reply = run(
+            r#"[{"jsonrpc":"2.0","method":"echo","params":[1],"id":1}, 5,
+                {"jsonrpc":"2.0","method":"fail","id":3}, {"jsonrpc":"2.0","method":"busy","id":4}]"#,
+        )
+        .await;
+        assert_eq!(reply.status, 200, "a batch stays 200 even with a busy item");
+        let body = json_body(&reply);
+        assert_eq!(body[0], json!({"jsonrpc":"2.0","id":1,"result":[1]}));
+        assert_eq!(
+            (body[1]["id"].clone(), body[1]["error"]["code"].clone()),
+            (Value::Null, json!(-32600))
+        );
+        assert_eq!(body[2]["error"]["code"], -32602);
+        assert_eq!(body[3]["error"]["code"], -32005);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn batch_items_run_concurrently() {
+        let started = tokio::time::Instant::now();
+        let reply = run(
+            r#"[{"jsonrpc":"2.0","method":"sleep","params":[300],"id":1},
+                {"jsonrpc":"2.0","method":"sleep","params":[100],"id":2}]"#,
+        )
+        .await;
+        // Sequentially this would take 400 ms of (paused, auto-advanced) time.
+        assert_eq!(started.elapsed(), Duration::from_millis(300));
+        assert_eq!(
+            json_body(&reply),
+            json!([{"jsonrpc":"2.0","id":1,"result":300},{"jsonrpc":"2.0","id":2,"result":100}])
+        );
+    }
+
+    #[tokio::test]
+    async fn busy_single_request_is_http_503() {
+        let reply = run(r#"{"jsonrpc":"2.0","method":"busy","id":1}"#).await;
+        assert_eq!(reply.status, 503);
+        assert_eq!(json_body(&reply)["error"]["code"], -32005);
+    }
+
+    #[tokio::test]
+    async fn batch_over_the_limit_is_one_error() {
+        let limits = RpcLimits {
+            max_batch_items: 2,
+            ..RpcLimits::default()
+        };
+        let item = r#"{"jsonrpc":"2.0","method":"echo","id":1}"#;
+        let body = format!("[{item},{item},{item}]");
+        let reply = handle_with(&limits, body.as_bytes(), fake).await;
+        let body = json_body(&reply);
+        assert_eq!(body["error"]["code"], -32005);
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("batch too large")
+        );
+        assert_eq!(body["id"], Value::Null);
+    }
+
+    #[tokio::test]
+    async fn body_over_the_limit_is_413() {
+        let limits = RpcLimits {
+            max_body_bytes: 10,
+            ..RpcLimits::default()
+        };
+        let reply = handle_with(
+            &limits,
+            br#"{"jsonrpc":"2.0","method":"echo","id":1}"#,
+            fake,
+        )
+        .await;
+        assert_eq!(
+            reply,
+            RpcReply {
+                status: 413,
+                body: None
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn responses_over_the_limit_become_errors() {
+        let limits = RpcLimits {
+            max_response_bytes: 60,
+            ..RpcLimits::default()
+        };
+        let big = r#"{"jsonrpc":"2.0","method":"echo","params":["0123456789012345678901234567890123456789"],"id":1}"#;
+        let reply = handle_with(&limits, big.as_bytes(), fake).await;
+        let body = json_body(&reply);
+        assert_eq!(
+            (body["id"].clone(), body["error"]["code"].clone()),
+            (json!(1), json!(-32005))
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("response too large")
+        );
+        // In a batch the first item fits and the second pushes the total over.
+        let small = r#"{"jsonrpc":"2.0","method":"echo","id":2}"#;
+        let batch = format!("[{small},{small}]");
+        let reply = handle_with(&limits, batch.as_bytes(), fake).await;
+        let body = json_body(&reply);
+        assert_eq!(body[0]["result"], Value::Null);
+        assert_eq!(body[1]["error"]["code"], -32005);
+    }
+
+    #[tokio::test]
+    async fn notifications_still_run() {
+        let calls = RefCell::new(Vec::new());
+        let reply = handle_with(
+            &RpcLimits::default(),
+            br#"{"jsonrpc":"2.0","method":"x"}"#,
+            |m, _| {
+                calls.borrow_mut().push(m);
+                async { Ok(Value::Null) }
+            },
+        )
+        .await;
+        assert_eq!(
+            reply,
+            RpcReply {
+                status: 204,
+                body: None
+            }
+        );
+        assert_eq!(calls.into_inner(), vec!["x".to_owned()]);
+    }
+
+    #[test]
+    fn parse_item_keeps_params_as_given() {
+        let item = parse_item(json!({"jsonrpc":"2.0","method":"m","params":{"a":1},"id":1}));
+        let Item::Call(request) = item else {
+            panic!("a call")
+        };
+        assert_eq!(request.params, Some(json!({"a":1})));
+        assert_eq!(request.id, Some(json!(1)));
+    }
+}

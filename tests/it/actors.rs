@@ -1,0 +1,247 @@
+//! Message-sequence tests: actors driven by messages, peers replaced by probes, assertions on
+//! replies and on exactly what each probe received.
+
+use std::sync::Arc;
+
+use alloy_primitives::{Address, B256, Bytes, U256};
+use hearth::config::NodeConfig;
+use hearth_actors::{MinerActor, MinerConfig, MinerPeers};
+use hearth_messages::executor::{Call, CallOutcome, CallRequest, ExecutorClient, PooledTx};
+use hearth_messages::mempool::{PendingNonce, PoolSize, SubmitTx, TakePending, TxsMined};
+use hearth_messages::miner::{AutoMine, MineBlocks};
+use hearth_messages::state::{BlockCommitted, CommitBlock, SubscribeBlocks};
+use hearth_messages::{ExecError, StateError, TxError};
+use hearth_storage::{BlockDraft, StateDiff, StoredBody};
+
+use crate::support::{GENESIS_TIME, Probe, TestNode, fixtures};
+
+fn manual_mining() -> NodeConfig {
+    let mut config = NodeConfig::for_tests();
+    config.automine = false;
+    config
+}
+
+#[actix::test]
+async fn state_actor_refuses_a_block_that_does_not_extend_the_head() {
+    let node = TestNode::start();
+    let draft = BlockDraft {
+        header: alloy_consensus::Header { number: 5, ..Default::default() },
+        body: StoredBody { transactions: vec![], senders: vec![] },
+        receipts: vec![],
+    };
+    let reply = node.node.state.send(CommitBlock { draft, diff: StateDiff::default() }).await.unwrap();
+    assert!(matches!(reply, Err(StateError::NotNext { head: 0, got: 5 })), "{reply:?}");
+    assert_eq!(node.node.chain.head_number(), Some(0), "nothing was written");
+}
+
+#[actix::test]
+async fn subscribers_get_each_committed_block_once_in_order() {
+    let node = TestNode::start();
+    let (probe, mut seen) = Probe::<BlockCommitted>::start(|_| ());
+    node.node.state.send(SubscribeBlocks(probe)).await.unwrap();
+
+    let last = node.node.miner.send(MineBlocks { count: 2, timestamp: None }).await.unwrap().unwrap();
+    assert_eq!(last, 2);
+    assert_eq!(seen.recv().await.unwrap().block.number(), 1);
+    assert_eq!(seen.recv().await.unwrap().block.number(), 2);
+    assert!(seen.try_recv().is_err(), "exactly two notifications");
+}
+
+#[actix::test]
+async fn mempool_orders_by_nonce_and_counts_pending_and_queued() {
+    let node = TestNode::start_with(manual_mining());
+    let alice = node.signer(0);
+    let bob = node.signer(1).address();
+    let pool = &node.node.mempool;
+
+    let first = pool.send(SubmitTx { tx: fixtures::transfer(&alice, 0, bob, 1) }).await.unwrap().unwrap();
+    assert_eq!(pool.send(PendingNonce(alice.address())).await.unwrap(), Ok(1));
+    // Nonce 2 leaves a gap: queued, not executable, and the pending nonce stays at 1.
+    pool.send(SubmitTx { tx: fixtures::transfer(&alice, 2, bob, 1) }).await.unwrap().unwrap();
+    assert_eq!(pool.send(PoolSize).await.unwrap(), (1, 1));
+    assert_eq!(pool.send(PendingNonce(alice.address())).await.unwrap(), Ok(1));
+
+    let pending = pool.send(TakePending { gas_limit: 30_000_000, base_fee: 1 }).await.unwrap();
+    assert_eq!(pending.iter().map(|t| t.hash).collect::<Vec<_>>(), vec![first]);
+
+    // Filling the gap makes both executable, in nonce order.
+    pool.send(SubmitTx { tx: fixtures::transfer(&alice, 1, bob, 1) }).await.unwrap().unwrap();
+    assert_eq!(pool.send(PoolSize).await.unwrap(), (3, 0));
+    let nonces: Vec<u64> = pool
+        .send(TakePending { gas_limit: 30_000_000, base_fee: 1 })
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| alloy_consensus::Transaction::nonce(t.tx.as_ref()))
+        .collect();
+    assert_eq!(nonces, vec![0, 1, 2]);
+    // The gas budget cuts the list.
+    let budget = pool.send(TakePending { gas_limit: 42_000, base_fee: 1 }).await.unwrap();
+    assert_eq!(budget.len(), 2);
+}
+
+#[actix::test]
+async fn mempool_rejections_leave_the_pool_as_it_was() {
+    let node = TestNode::start_with(manual_mining());
+    let alice = node.signer(0);
+    let bob = node.signer(1).address();
+    let pool = &node.node.mempool;
+    pool.send(SubmitTx { tx: fixtures::transfer(&alice, 0, bob, 1) }).await.unwrap().unwrap();
+
+    let poor = alloy_signer_local::PrivateKeySigner::from_bytes(&B256::repeat_byte(7)).unwrap();
+    let cases: Vec<(alloy_consensus::TxEnvelope, fn(&TxError) -> bool)> = vec![
+        (fixtures::transfer(&alice, 0, bob, 1), |e| *e == TxError::AlreadyKnown),
+        (fixtures::transfer(&alice, 0, bob, 2), |e| *e == TxError::ReplacementUnderpriced),
+        (fixtures::legacy_transfer(&alice, 1, bob, 10_000_000_000, Some(1)), |e| {
+            *e == TxError::WrongChainId { expected: 31337, got: 1 }
+        }),
+        (fixtures::transfer(&poor, 0, bob, 1), |e| matches!(e, TxError::InsufficientFunds { .. })),
+        (fixtures::eip1559(&alice, 1, Some(bob), U256::ZERO, Bytes::new(), 20_000), |e| {
+            matches!(e, TxError::IntrinsicGasTooLow { gas: 20_000, intrinsic: 21_000 })
+        }),
+        (fixtures::eip1559(&alice, 1, Some(bob), U256::ZERO, Bytes::new(), 40_000_000), |e| {
+            matches!(e, TxError::GasLimitTooHigh { .. })
+        }),
+    ];
+    for (tx, expected) in cases {
+        let err = pool.send(SubmitTx { tx }).await.unwrap().expect_err("must be rejected");
+        assert!(expected(&err), "unexpected error: {err}");
+        assert_eq!(pool.send(PoolSize).await.unwrap(), (1, 0), "pool changed after: {err}");
+    }
+    // Mine it; now the same nonce is too low.
+    node.node.miner.send(MineBlocks { count: 1, timestamp: None }).await.unwrap().unwrap();
+    let err = pool
+        .send(SubmitTx { tx: fixtures::transfer(&alice, 0, bob, 5) })
+        .await
+        .unwrap()
+        .expect_err("nonce used");
+    assert_eq!(err, TxError::NonceTooLow { expected: 1, got: 0 });
+    assert_eq!(pool.send(PoolSize).await.unwrap(), (0, 0), "mined transaction left the pool");
+}
+
+#[actix::test]
+async fn a_replacement_with_a_ten_percent_bump_replaces() {
+    let node = TestNode::start_with(manual_mining());
+    let alice = node.signer(0);
+    let bob = node.signer(1).address();
+    let pool = &node.node.mempool;
+    pool.send(SubmitTx { tx: fixtures::legacy_transfer(&alice, 0, bob, 10_000_000_000, Some(31337)) })
+        .await
+        .unwrap()
+        .unwrap();
+    let bumped = fixtures::legacy_transfer(&alice, 0, bob, 11_000_000_000, Some(31337));
+    let hash = pool.send(SubmitTx { tx: bumped }).await.unwrap().unwrap();
+    let pending = pool.send(TakePending { gas_limit: 30_000_000, base_fee: 1 }).await.unwrap();
+    assert_eq!(pending.iter().map(|t| t.hash).collect::<Vec<_>>(), vec![hash]);
+}
+
+/// The miner, with a probe in place of the mempool: it asks for pending transactions, builds
+/// on the real executor and state owner, and reports exactly what it mined.
+#[actix::test]
+async fn miner_mines_what_the_pool_offers_and_reports_it() {
+    tokio::time::pause();
+    let node = TestNode::start_with(manual_mining());
+    let alice = node.signer(0);
+    let tx = fixtures::transfer(&alice, 0, node.signer(1).address(), 7);
+    let pooled = PooledTx { hash: *tx.tx_hash(), sender: alice.address(), tx: Arc::new(tx) };
+    let offer = pooled.clone();
+    let offered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let once = Arc::clone(&offered);
+    // Offers the transaction once, then nothing: as a pool that saw it mined.
+    let (take_pending, mut asked) = Probe::<TakePending>::start(move |_| {
+        if once.swap(true, std::sync::atomic::Ordering::SeqCst) { vec![] } else { vec![offer.clone()] }
+    });
+    let (txs_mined, mut mined) = Probe::<TxsMined>::start(|_| ());
+    let miner = MinerActor::new(
+        node.node.chain.clone(),
+        MinerPeers {
+            take_pending,
+            txs_mined,
+            executor: node.node.executor.clone(),
+            commit: node.node.state.clone().recipient(),
+        },
+        MinerConfig {
+            automine: true,
+            gas_limit: 30_000_000,
+            coinbase: Address::ZERO,
+            clock: Arc::new(|| GENESIS_TIME),
+        },
+    )
+    .start_bounded(fixtures::one());
+
+    assert_eq!(miner.send(AutoMine).await.unwrap().unwrap(), Some(1));
+    let report = mined.recv().await.unwrap();
+    assert_eq!((report.included, report.invalid), (vec![pooled.hash], vec![]));
+    // Asked twice: once for block 1, once more to find nothing left.
+    assert_eq!(asked.recv().await.unwrap().gas_limit, 30_000_000);
+    assert!(asked.recv().await.is_some());
+    assert!(asked.try_recv().is_err());
+    assert!(mined.try_recv().is_err(), "no empty block is reported");
+    assert_eq!(node.node.chain.head_number(), Some(1));
+    let header = node.node.chain.header(1).unwrap().unwrap();
+    assert_eq!(header.timestamp, GENESIS_TIME + 1, "one second after genesis");
+
+    // Nothing pending: automine makes no block.
+    assert_eq!(miner.send(AutoMine).await.unwrap().unwrap(), None);
+    assert_eq!(node.node.chain.head_number(), Some(1));
+}
+
+#[actix::test]
+async fn executor_client_sheds_load_beyond_its_bound() {
+    let (calls, mut seen) = Probe::<Call>::start(|_| Ok(CallOutcome::Success { output: Bytes::new(), gas_used: 0 }));
+    let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let client = ExecutorClient::new(calls, estimates, builds, 1);
+    let call = Call { request: CallRequest::default(), block: 0 };
+
+    let first = client.call(call.clone());
+    tokio::pin!(first);
+    assert!(futures_util::poll!(&mut first).is_pending(), "first call admitted and waiting");
+    assert_eq!(client.in_flight(), 1);
+    let second = client.call(call.clone()).await;
+    assert!(matches!(second, Err(ExecError::Busy { max_in_flight: 1 })), "{second:?}");
+    assert!(first.await.is_ok());
+    assert_eq!(client.in_flight(), 0, "permit returned");
+    assert!(client.call(call).await.is_ok(), "admitted again once a permit is free");
+    assert_eq!(seen.recv().await.unwrap().block, 0);
+    assert!(seen.recv().await.is_some());
+    assert!(seen.try_recv().is_err(), "the shed call never reached the pool");
+}
+
+#[actix::test]
+async fn executor_runs_calls_against_past_blocks() {
+    let node = TestNode::start();
+    let alice = node.signer(0);
+    let bob = node.signer(1).address();
+    // A contract that returns BALANCE(bob): runtime = BALANCE(PUSH20 bob) MSTORE RETURN.
+    let mut runtime = vec![0x73];
+    runtime.extend_from_slice(bob.as_slice());
+    runtime.extend_from_slice(&[0x31, 0x60, 0x00, 0x52, 0x60, 0x20, 0x60, 0x00, 0xf3]);
+    node.node.mempool.send(SubmitTx { tx: fixtures::transfer(&alice, 0, bob, 1_000) }).await.unwrap().unwrap();
+    node.node.miner.send(AutoMine).await.unwrap().unwrap();
+
+    let before = node
+        .node
+        .executor
+        .call(Call { request: CallRequest { input: deploy_and_run(&runtime), ..Default::default() }, block: 0 })
+        .await
+        .unwrap();
+    let after = node
+        .node
+        .executor
+        .call(Call { request: CallRequest { input: deploy_and_run(&runtime), ..Default::default() }, block: 1 })
+        .await
+        .unwrap();
+    let balance = |o: &CallOutcome| match o {
+        CallOutcome::Success { output, .. } => U256::from_be_slice(output),
+        other => panic!("call failed: {other:?}"),
+    };
+    assert_eq!(balance(&after) - balance(&before), U256::from(1_000));
+    let unknown = node.node.executor.call(Call { request: CallRequest::default(), block: 99 }).await;
+    assert!(matches!(unknown, Err(ExecError::UnknownBlock)));
+}
+
+/// Init code that runs `runtime` directly (a create call's output is what it returns).
+fn deploy_and_run(runtime: &[u8]) -> Bytes {
+    Bytes::copy_from_slice(runtime)
+}

@@ -1,0 +1,126 @@
+//! Runs the real `hearth` binary as a child process and talks JSON-RPC to it over HTTP on
+//! loopback: for restart, kill -9 and exit-code tests.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::{Value, json};
+
+/// A fresh, empty directory under the system temp dir, removed on drop.
+pub(crate) struct TempDir(PathBuf);
+
+impl TempDir {
+    pub(crate) fn new(tag: &str) -> Self {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("hearth-test-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("temp dir");
+        Self(path)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running `hearth` process.
+pub(crate) struct NodeProcess {
+    child: Child,
+    pub(crate) addr: SocketAddr,
+}
+
+impl NodeProcess {
+    /// Starts `hearth --datadir DIR --http.port 0 ARGS` and waits for its listening line.
+    pub(crate) fn start(datadir: &Path, args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .arg("--datadir")
+            .arg(datadir)
+            .args(["--http.port", "0"])
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("hearth starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let addr = loop {
+            let line = lines.next().expect("hearth exited before listening").expect("utf-8 log");
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                let addr = rest.split_whitespace().next().expect("address");
+                break addr.parse().expect("socket address");
+            }
+        };
+        // Keep draining the log so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Self { child, addr }
+    }
+
+    /// One JSON-RPC call; the whole response object.
+    pub(crate) fn call(&self, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+        let (status, body) = post(self.addr, &body).expect("node answers");
+        assert!(status == 200 || status == 503, "HTTP {status}");
+        serde_json::from_str(&body).expect("JSON response")
+    }
+
+    /// One JSON-RPC call; its result, failing the test on an error.
+    pub(crate) fn ok(&self, method: &str, params: Value) -> Value {
+        let response = self.call(method, params);
+        assert!(response.get("error").is_none(), "{method}: {response}");
+        response["result"].clone()
+    }
+
+    /// SIGTERM, then waits for a clean exit.
+    pub(crate) fn stop(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        let exit = self.child.wait().expect("child exits");
+        assert!(exit.success(), "clean shutdown, got {exit}");
+    }
+
+    /// SIGKILL: no chance to flush or clean up.
+    pub(crate) fn kill_9(mut self) {
+        self.child.kill().expect("SIGKILL");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal HTTP/1.1 POST of a JSON body; returns (status, body).
+pub(crate) fn post(addr: SocketAddr, body: &str) -> std::io::Result<(u16, String)> {
+    let mut stream = TcpStream::connect(addr)?;
+    write!(
+        stream,
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other("no status line"))?;
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    Ok((status, body))
+}
