@@ -75,7 +75,8 @@ pub async fn install(node: &Node, mailbox: NonZeroUsize) -> (Addr<TxCounterActor
                     .get(0)
                     .and_then(|v| serde_json::from_value(v.clone()).ok())
                     .ok_or((-32602, "expected [address]".to_owned()))?;
-                let count = addr.send(GetTxCount(sender)).await.map_err(|e| (-32603, e.to_string()))?;
+                let count =
+                    addr.send(GetTxCount(sender)).await.map_err(|e| (-32603, e.to_string()))?;
                 Ok(serde_json::json!(format!("{count:#x}")))
             })
         }),
@@ -102,11 +103,13 @@ mod tests {
 
     #[actix::test]
     async fn counts_each_senders_mined_transactions_over_rpc() {
-        let node = Node::start_with_clock(NodeConfig::for_tests(), Arc::new(|| 1_700_000_000)).unwrap();
+        let node =
+            Node::start_with_clock(NodeConfig::for_tests(), Arc::new(|| 1_700_000_000)).unwrap();
         let (_counter, extensions) = install(&node, NonZeroUsize::new(16).unwrap()).await;
         let ctx = node.rpc_context(extensions);
         let rpc = |method: &str, params: serde_json::Value| {
-            let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+            let body =
+                json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
             let ctx = ctx.clone();
             async move {
                 let reply = hearth_rpc::handle_body(&ctx, body.as_bytes()).await;

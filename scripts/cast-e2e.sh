@@ -59,7 +59,7 @@ echo "$BAL"
 
 step "raw signed transfer (eth_sendRawTransaction) and its receipt"
 TX=$("$CAST" send --private-key "$ALICE_KEY" "$BOB" --value 1ether --json | jq -r .transactionHash)
-"$CAST" receipt "$TX" status | grep -q 1 || fail "receipt status"
+"$CAST" receipt "$TX" --json | jq -e '.status == "0x1"' >/dev/null || fail "receipt status"
 [ "$("$CAST" balance "$BOB")" = 10001000000000000000000 ] || fail "bob's balance"
 
 step "unlocked transfer (eth_sendTransaction)"

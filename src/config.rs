@@ -93,7 +93,11 @@ fn non_zero(flag: &'static str, value: usize) -> Result<NonZeroUsize, ConfigErro
 }
 
 fn in_range(flag: &'static str, value: u64, min: u64, max: u64) -> Result<u64, ConfigError> {
-    if (min..=max).contains(&value) { Ok(value) } else { Err(ConfigError::OutOfRange { flag, min, max, got: value }) }
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ConfigError::OutOfRange { flag, min, max, got: value })
+    }
 }
 
 impl TryFrom<Cli> for NodeConfig {
@@ -109,14 +113,16 @@ impl TryFrom<Cli> for NodeConfig {
                 StorageMode::Disk(PathBuf::from(home).join(".hearth").join("dev"))
             }
         };
-        let executor_threads = non_zero("--executor.threads", cli.executor_threads.unwrap_or(cores))?;
+        let executor_threads =
+            non_zero("--executor.threads", cli.executor_threads.unwrap_or(cores))?;
         let max_in_flight =
             non_zero("--executor.max-in-flight", cli.executor_max_in_flight.unwrap_or(2 * cores))?;
         in_range("--accounts", u64::from(cli.accounts), 0, MAX_ACCOUNTS)?;
         in_range("--gas-limit", cli.gas_limit, MIN_GAS_LIMIT, u64::MAX)?;
         in_range("--rpc.gascap", cli.rpc_gascap, MIN_GAS_LIMIT, u64::MAX)?;
         in_range("--cache.code-entries", cli.cache_code_entries as u64, 1, MAX_CODE_CACHE_ENTRIES)?;
-        hearth_actors::dev::dev_signers(&cli.mnemonic, 1).map_err(|e| ConfigError::Mnemonic(e.to_string()))?;
+        hearth_actors::dev::dev_signers(&cli.mnemonic, 1)
+            .map_err(|e| ConfigError::Mnemonic(e.to_string()))?;
         Ok(Self {
             storage,
             http_addr: SocketAddr::new(cli.http_addr, cli.http_port),
@@ -169,7 +175,10 @@ mod tests {
         assert_eq!(config.http_addr.to_string(), "127.0.0.1:8545");
         assert_eq!(config.storage, StorageMode::Ephemeral);
         assert!(config.automine);
-        assert_eq!(config.balance_wei, U256::from(10_000u64) * U256::from(10u64).pow(U256::from(18)));
+        assert_eq!(
+            config.balance_wei,
+            U256::from(10_000u64) * U256::from(10u64).pow(U256::from(18))
+        );
     }
 
     #[test]
@@ -194,7 +203,11 @@ mod tests {
 
     #[test]
     fn malformed_values_are_parse_errors() {
-        for args in [["hearth", "--http.port", "99999"], ["hearth", "--chain-id", "-1"], ["hearth", "--balance", "x"]] {
+        for args in [
+            ["hearth", "--http.port", "99999"],
+            ["hearth", "--chain-id", "-1"],
+            ["hearth", "--balance", "x"],
+        ] {
             let err = Cli::try_parse_from(args).expect_err("must fail");
             assert_eq!(err.exit_code(), 2);
         }

@@ -87,9 +87,8 @@ impl Node {
     /// Like [`Node::start`], with block timestamps from `clock` (tests pass a fixed one).
     pub fn start_with_clock(config: NodeConfig, clock: Clock) -> Result<Self, NodeError> {
         let chain = match &config.storage {
-            StorageMode::Disk(path) => ChainDb::open(path).map_err(|source| NodeError::OpenStorage {
-                path: path.display().to_string(),
-                source,
+            StorageMode::Disk(path) => ChainDb::open(path).map_err(|source| {
+                NodeError::OpenStorage { path: path.display().to_string(), source }
             })?,
             StorageMode::Ephemeral => ChainDb::in_memory()
                 .map_err(|source| NodeError::OpenStorage { path: "memory".into(), source })?,
@@ -108,8 +107,10 @@ impl Node {
         let mailbox = config.mailbox;
         let code_cache = CodeCacheActor::new(config.code_cache_entries).start_bounded(mailbox);
         info!(target: "node", entries = config.code_cache_entries.get(), "code cache sized");
-        let l2 = CodeL2 { get: code_cache.clone().recipient(), insert: code_cache.clone().recipient() };
-        let exec_config = ExecConfig { chain_id: config.chain_id, spec: SPEC, gas_cap: config.rpc.gas_cap };
+        let l2 =
+            CodeL2 { get: code_cache.clone().recipient(), insert: code_cache.clone().recipient() };
+        let exec_config =
+            ExecConfig { chain_id: config.chain_id, spec: SPEC, gas_cap: config.rpc.gas_cap };
         let exec_chain = chain.clone();
         let pool = SyncArbiter::start(config.executor_threads.get(), move || {
             ExecutorActor::new(exec_chain.clone(), exec_config, Some(l2.clone()))
@@ -139,11 +140,25 @@ impl Node {
                 executor: executor.clone(),
                 commit: state.clone().recipient(),
             },
-            MinerConfig { automine: config.automine, gas_limit: config.gas_limit, coinbase: Address::ZERO, clock },
+            MinerConfig {
+                automine: config.automine,
+                gas_limit: config.gas_limit,
+                coinbase: Address::ZERO,
+                clock,
+            },
         )
         .start_bounded(mailbox);
         info!(target: "node", threads = config.executor_threads.get(), max_in_flight = config.max_in_flight.get(), "actors started");
-        Ok(Self { chain, state, mempool, miner, code_cache, executor, signers: Arc::new(signers), config })
+        Ok(Self {
+            chain,
+            state,
+            mempool,
+            miner,
+            code_cache,
+            executor,
+            signers: Arc::new(signers),
+            config,
+        })
     }
 
     /// Subscribes `recipient` to every committed block (extension actors use this).

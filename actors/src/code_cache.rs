@@ -166,7 +166,8 @@ impl CodeL1 {
         if let Some(code) = self.entries.get(&hash) {
             return Ok(code.clone());
         }
-        let from_l2 = self.l2.as_ref().and_then(|l2| block_on(l2.get.send(GetCode(hash))).ok().flatten());
+        let from_l2 =
+            self.l2.as_ref().and_then(|l2| block_on(l2.get.send(GetCode(hash))).ok().flatten());
         let code = match from_l2 {
             Some(code) => code,
             None => {

@@ -8,7 +8,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use alloy_primitives::{Address, B256, U256};
-use hearth_storage::{AccountChange, AccountFields, EMPTY_CODE_HASH, StateDiff, StateView, StorageError};
+use hearth_storage::{
+    AccountChange, AccountFields, EMPTY_CODE_HASH, StateDiff, StateView, StorageError,
+};
 use revm::bytecode::Bytecode;
 use revm::database_interface::{Database, DatabaseCommit, DatabaseRef};
 use revm::primitives::AddressMap;

@@ -62,7 +62,12 @@ impl ExecutorActor {
     }
 
     /// Runs `request` with `gas` against the post-state of `block`, without committing.
-    fn run_call(&mut self, request: &CallRequest, block: u64, gas: u64) -> Result<ExecutionResult, ExecError> {
+    fn run_call(
+        &mut self,
+        request: &CallRequest,
+        block: u64,
+        gas: u64,
+    ) -> Result<ExecutionResult, ExecError> {
         let header = self.db.header(block)?.ok_or(ExecError::UnknownBlock)?;
         let mut cfg = self.cfg();
         // eth_call semantics, as geth: no fee unless a price is given, no nonce check unless a
@@ -256,7 +261,9 @@ fn outcome(result: ExecutionResult) -> CallOutcome {
             CallOutcome::Success { output, gas_used }
         }
         ExecutionResult::Revert { output, .. } => CallOutcome::Revert { output, gas_used },
-        ExecutionResult::Halt { reason, .. } => CallOutcome::Halt { reason: halt_message(&reason), gas_used },
+        ExecutionResult::Halt { reason, .. } => {
+            CallOutcome::Halt { reason: halt_message(&reason), gas_used }
+        }
     }
 }
 
@@ -304,7 +311,10 @@ fn block_env_for(number: u64, env: &BlockEnvSpec) -> BlockEnv {
         basefee: env.base_fee,
         difficulty: U256::ZERO,
         prevrandao: Some(env.prevrandao),
-        blob_excess_gas_and_price: Some(BlobExcessGasAndPrice::new(0, BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE)),
+        blob_excess_gas_and_price: Some(BlobExcessGasAndPrice::new(
+            0,
+            BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE,
+        )),
         ..Default::default()
     }
 }

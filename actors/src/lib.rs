@@ -5,12 +5,12 @@
 //! `MinerActor` decides when blocks are made. See ARCHITECTURE.md for the message flow.
 
 pub mod code_cache;
+pub mod dev;
 mod exec_db;
 pub mod executor;
 pub mod mempool;
 pub mod miner;
 pub mod state;
-pub mod dev;
 
 pub use code_cache::{CodeCache, CodeCacheActor, CodeL1, CodeL2};
 pub use executor::{ExecConfig, ExecutorActor};

@@ -69,7 +69,10 @@ impl Pool {
             return Err(TxError::WrongChainId { expected: self.config.chain_id, got });
         }
         if tx.gas_limit() > self.config.block_gas_limit {
-            return Err(TxError::GasLimitTooHigh { gas: tx.gas_limit(), block_limit: self.config.block_gas_limit });
+            return Err(TxError::GasLimitTooHigh {
+                gas: tx.gas_limit(),
+                block_limit: self.config.block_gas_limit,
+            });
         }
         if let Some(tip) = tx.max_priority_fee_per_gas()
             && tip > tx.max_fee_per_gas()

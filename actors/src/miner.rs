@@ -114,11 +114,10 @@ impl MineJob {
         only_if_pending: bool,
     ) -> Result<Option<Arc<SealedBlock>>, MineError> {
         let head = self.db.head_number().unwrap_or_default();
-        let parent = self
-            .db
-            .header(head)
-            .map_err(|e| MineError::State(e.into()))?
-            .ok_or(MineError::State(hearth_messages::StateError::NotNext { head, got: head }))?;
+        let parent =
+            self.db.header(head).map_err(|e| MineError::State(e.into()))?.ok_or(
+                MineError::State(hearth_messages::StateError::NotNext { head, got: head }),
+            )?;
         let base_fee = alloy_eips::calc_next_block_base_fee(
             parent.gas_used,
             parent.gas_limit,
@@ -146,14 +145,16 @@ impl MineJob {
             prevrandao: keccak256(parent.hash_slow()),
         };
         let built = self.peers.executor.build_block(BuildBlock { parent, env, txs }).await?;
-        let included: Vec<_> = built.draft.body.transactions.iter().map(|tx| *tx.tx_hash()).collect();
+        let included: Vec<_> =
+            built.draft.body.transactions.iter().map(|tx| *tx.tx_hash()).collect();
         let invalid = built.invalid;
         if included.is_empty() && only_if_pending {
             // Nothing executed (all invalid or too big): clean the pool, make no empty block.
             self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
             return Ok(None);
         }
-        let block = self.peers.commit.send(CommitBlock { draft: built.draft, diff: built.diff }).await??;
+        let block =
+            self.peers.commit.send(CommitBlock { draft: built.draft, diff: built.diff }).await??;
         self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
         Ok(Some(block))
     }

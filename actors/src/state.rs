@@ -52,7 +52,10 @@ impl StateActor {
         let head = self.db.head_number();
         let expected = head.map_or(0, |h| h + 1);
         if msg.draft.header.number != expected {
-            return Err(StateError::NotNext { head: head.unwrap_or_default(), got: msg.draft.header.number });
+            return Err(StateError::NotNext {
+                head: head.unwrap_or_default(),
+                got: msg.draft.header.number,
+            });
         }
         let block = Arc::new(write_block(&self.db, msg.draft, &msg.diff)?);
         info!(target: "actors::state", number = block.number(), hash = %block.hash, txs = block.body.transactions.len(), "block committed");
@@ -117,7 +120,11 @@ pub fn init_genesis(db: &ChainDb, spec: &GenesisSpec) -> Result<u64, StorageErro
         diff.accounts.insert(
             *address,
             AccountChange {
-                info: Some(AccountFields { nonce: 0, balance: *balance, code_hash: EMPTY_CODE_HASH }),
+                info: Some(AccountFields {
+                    nonce: 0,
+                    balance: *balance,
+                    code_hash: EMPTY_CODE_HASH,
+                }),
                 storage_wiped: false,
                 storage: Default::default(),
             },
@@ -138,7 +145,11 @@ pub fn init_genesis(db: &ChainDb, spec: &GenesisSpec) -> Result<u64, StorageErro
         requests_hash: Some(EMPTY_REQUESTS_HASH),
         ..Default::default()
     };
-    let draft = BlockDraft { header, body: StoredBody { transactions: vec![], senders: vec![] }, receipts: vec![] };
+    let draft = BlockDraft {
+        header,
+        body: StoredBody { transactions: vec![], senders: vec![] },
+        receipts: vec![],
+    };
     let block = write_block(db, draft, &diff)?;
     info!(target: "actors::state", hash = %block.hash, state_root = %block.header.state_root, "genesis written");
     Ok(0)

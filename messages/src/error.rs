@@ -50,7 +50,9 @@ pub enum TxError {
         got: u64,
     },
     /// The sender cannot pay for gas and value.
-    #[error("insufficient funds for gas * price + value: address {sender} have {balance} want {cost}")]
+    #[error(
+        "insufficient funds for gas * price + value: address {sender} have {balance} want {cost}"
+    )]
     InsufficientFunds {
         /// The sender.
         sender: Address,

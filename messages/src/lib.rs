@@ -4,12 +4,12 @@
 //! with `Result<T, E>`; notifications (past tense) reply `()`. Clients wrap `Recipient`s so
 //! that the RPC front and tests never name an actor type.
 
+pub mod code_cache;
 pub mod error;
 pub mod executor;
 pub mod mempool;
 pub mod miner;
 pub mod state;
-pub mod code_cache;
 
 pub use error::{ExecError, MineError, StateError, TxError};
 /// The storage read types (blocks, receipts, state snapshots) the RPC front reads directly.

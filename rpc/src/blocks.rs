@@ -49,10 +49,9 @@ pub(crate) fn state_block(ctx: &RpcContext, block: BlockId) -> Result<u64, RpcEr
     let number = match block {
         BlockId::Number(tag) => tag_number(tag, head),
         // Every stored block is canonical on a dev chain, so requireCanonical holds.
-        BlockId::Hash(hash) => ctx
-            .chain
-            .block_number(&hash.block_hash)?
-            .ok_or(RpcError::HeaderNotFound)?,
+        BlockId::Hash(hash) => {
+            ctx.chain.block_number(&hash.block_hash)?.ok_or(RpcError::HeaderNotFound)?
+        }
     };
     if number > head {
         return Err(RpcError::HeaderNotFound);
@@ -80,24 +79,13 @@ pub(crate) fn read_block(ctx: &RpcContext, number: u64) -> Result<Option<SealedB
     // The header, hash, body and receipts are written in one atomic batch, so a block with a
     // header and without the rest means the store is damaged.
     let missing = |what| RpcError::MissingRecord { number, what };
-    let hash = ctx
-        .chain
-        .block_hash(number)?
-        .ok_or_else(|| missing("hash"))?;
+    let hash = ctx.chain.block_hash(number)?.ok_or_else(|| missing("hash"))?;
     let body = ctx.chain.body(number)?.ok_or_else(|| missing("body"))?;
-    let receipts = ctx
-        .chain
-        .receipts(number)?
-        .ok_or_else(|| missing("receipts"))?;
+    let receipts = ctx.chain.receipts(number)?.ok_or_else(|| missing("receipts"))?;
     if body.transactions.len() != body.senders.len() || body.transactions.len() != receipts.len() {
         return Err(missing("matching transactions, senders and receipts"));
     }
-    Ok(Some(SealedBlock {
-        header,
-        hash,
-        body,
-        receipts,
-    }))
+    Ok(Some(SealedBlock { header, hash, body, receipts }))
 }
 
 /// The block with hash `hash`, or `None` if we do not know it.
@@ -135,19 +123,13 @@ pub(crate) fn rpc_transaction(block: &SealedBlock, index: usize) -> Option<Trans
         base_fee: block.header.base_fee_per_gas,
         block_timestamp: Some(block.header.timestamp),
     };
-    Some(Transaction::from_transaction(
-        Recovered::new_unchecked(tx.clone(), sender),
-        info,
-    ))
+    Some(Transaction::from_transaction(Recovered::new_unchecked(tx.clone(), sender), info))
 }
 
 /// A pooled transaction as an RPC object: block hash, number and index are `null`.
 pub(crate) fn pending_transaction(pooled: &PooledTx) -> Transaction {
     let tx: TxEnvelope = (*pooled.tx).clone();
-    let info = TransactionInfo {
-        hash: Some(pooled.hash),
-        ..TransactionInfo::default()
-    };
+    let info = TransactionInfo { hash: Some(pooled.hash), ..TransactionInfo::default() };
     Transaction::from_transaction(Recovered::new_unchecked(tx, pooled.sender), info)
 }
 
@@ -159,9 +141,7 @@ pub(crate) fn rpc_receipt(block: &SealedBlock, index: usize) -> Option<Transacti
     let earlier = &block.receipts[..index];
     // Receipts store cumulative gas; this transaction's share is the step from the previous one.
     let cumulative_before = earlier.last().map_or(0, |r| r.cumulative_gas_used());
-    let gas_used = receipt
-        .cumulative_gas_used()
-        .saturating_sub(cumulative_before);
+    let gas_used = receipt.cumulative_gas_used().saturating_sub(cumulative_before);
     // logIndex counts logs across the whole block.
     let mut log_index = earlier.iter().map(|r| r.logs().len() as u64).sum::<u64>();
     let tx_hash = *tx.tx_hash();
@@ -201,19 +181,10 @@ pub(crate) fn rpc_receipt(block: &SealedBlock, index: usize) -> Option<Transacti
 pub(crate) fn rpc_block(block: &SealedBlock, full: bool) -> Block {
     let transactions = if full {
         BlockTransactions::Full(
-            (0..block.body.transactions.len())
-                .filter_map(|i| rpc_transaction(block, i))
-                .collect(),
+            (0..block.body.transactions.len()).filter_map(|i| rpc_transaction(block, i)).collect(),
         )
     } else {
-        BlockTransactions::Hashes(
-            block
-                .body
-                .transactions
-                .iter()
-                .map(|tx| *tx.tx_hash())
-                .collect(),
-        )
+        BlockTransactions::Hashes(block.body.transactions.iter().map(|tx| *tx.tx_hash()).collect())
     };
     let header = Header {
         hash: block.hash,
@@ -223,16 +194,8 @@ pub(crate) fn rpc_block(block: &SealedBlock, full: bool) -> Block {
         size: Some(U256::from(block.size())),
     };
     // Shanghai blocks carry a (here always empty) withdrawals list.
-    let withdrawals = block
-        .header
-        .withdrawals_root
-        .map(|_| Withdrawals::default());
-    Block {
-        header,
-        uncles: Vec::new(),
-        transactions,
-        withdrawals,
-    }
+    let withdrawals = block.header.withdrawals_root.map(|_| Withdrawals::default());
+    Block { header, uncles: Vec::new(), transactions, withdrawals }
 }
 
 // ---- methods -------------------------------------------------------------------------------

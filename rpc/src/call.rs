@@ -17,9 +17,7 @@ use crate::params::{Params, TxObject};
 fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, u64), RpcError> {
     params.at_most(3)?;
     let tx: TxObject = params.required(0)?;
-    let block: BlockId = params
-        .optional(1)?
-        .unwrap_or(BlockId::Number(BlockNumberOrTag::Latest));
+    let block: BlockId = params.optional(1)?.unwrap_or(BlockId::Number(BlockNumberOrTag::Latest));
     if params.has(2)? {
         return Err(RpcError::InvalidParams(
             "invalid argument 2: state overrides are not supported".into(),
@@ -54,11 +52,7 @@ pub(crate) async fn estimate(
 ) -> Result<u64, RpcError> {
     // The highest limit the executor may try: what the caller gave, capped (see TxObject).
     let allowance = request.gas.unwrap_or(ctx.limits.gas_cap);
-    match ctx
-        .executor
-        .estimate_gas(EstimateGas { request, block })
-        .await?
-    {
+    match ctx.executor.estimate_gas(EstimateGas { request, block }).await? {
         EstimateOutcome::Gas(gas) => Ok(gas),
         EstimateOutcome::Failed(outcome) => Err(estimate_failure(outcome, allowance)),
     }
@@ -85,39 +79,21 @@ mod tests {
 
     #[test]
     fn estimate_failures_map_to_geth_errors() {
-        let oog = CallOutcome::Halt {
-            reason: "out of gas".into(),
-            gas_used: 100,
-        };
+        let oog = CallOutcome::Halt { reason: "out of gas".into(), gas_used: 100 };
         let err = estimate_failure(oog, 100);
         assert_eq!(
             (err.code(), err.to_string()),
             (-32000, "gas required exceeds allowance (100)".into())
         );
 
-        let invalid = CallOutcome::Halt {
-            reason: "invalid opcode: INVALID".into(),
-            gas_used: 1,
-        };
-        assert_eq!(
-            estimate_failure(invalid, 100).to_string(),
-            "invalid opcode: INVALID"
-        );
+        let invalid = CallOutcome::Halt { reason: "invalid opcode: INVALID".into(), gas_used: 1 };
+        assert_eq!(estimate_failure(invalid, 100).to_string(), "invalid opcode: INVALID");
 
-        let revert = CallOutcome::Revert {
-            output: Bytes::from_static(&[1, 2]),
-            gas_used: 1,
-        };
+        let revert = CallOutcome::Revert { output: Bytes::from_static(&[1, 2]), gas_used: 1 };
         let err = estimate_failure(revert, 100);
-        assert_eq!(
-            (err.code(), err.data()),
-            (3, Some(Value::String("0x0102".into())))
-        );
+        assert_eq!((err.code(), err.data()), (3, Some(Value::String("0x0102".into()))));
 
-        let success = CallOutcome::Success {
-            output: Bytes::new(),
-            gas_used: 1,
-        };
+        let success = CallOutcome::Success { output: Bytes::new(), gas_used: 1 };
         assert_eq!(estimate_failure(success, 100).code(), -32603);
     }
 }

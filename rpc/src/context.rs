@@ -15,7 +15,9 @@ use hearth_messages::miner::{AutoMine, MineBlocks};
 /// A method added by an extension actor: takes the raw `params` JSON, answers a result or a
 /// JSON-RPC error `(code, message)`.
 pub type ExtensionMethod = Arc<
-    dyn Fn(serde_json::Value) -> Pin<Box<dyn Future<Output = Result<serde_json::Value, (i32, String)>>>>
+    dyn Fn(
+            serde_json::Value,
+        ) -> Pin<Box<dyn Future<Output = Result<serde_json::Value, (i32, String)>>>>
         + Send
         + Sync,
 >;
@@ -28,7 +30,9 @@ pub struct Extensions {
 
 impl std::fmt::Debug for Extensions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Extensions").field("methods", &self.methods.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("Extensions")
+            .field("methods", &self.methods.keys().collect::<Vec<_>>())
+            .finish()
     }
 }
 

@@ -18,13 +18,7 @@ pub(crate) async fn mine(ctx: &RpcContext, params: &Params) -> Result<Value, Rpc
             "invalid argument 0: blocks must be at least 1".into(),
         ));
     }
-    let reply = ctx
-        .mine_blocks
-        .send(MineBlocks {
-            count,
-            timestamp: options.timestamp,
-        })
-        .await;
+    let reply = ctx.mine_blocks.send(MineBlocks { count, timestamp: options.timestamp }).await;
     let last = reply.map_err(|e| RpcError::mailbox("miner", e))??;
     tracing::debug!(target: "rpc::dev", count, last, "evm_mine");
     Ok(Value::String("0x0".to_owned()))

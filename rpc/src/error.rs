@@ -296,30 +296,17 @@ mod tests {
         let output = Bytes::from(hex::decode(REVERT_NOT_ENOUGH_ETHER).unwrap());
         let err = RpcError::Reverted { output };
         assert_eq!(err.code(), 3);
-        assert_eq!(
-            err.to_string(),
-            "execution reverted: Not enough Ether provided."
-        );
-        assert_eq!(
-            err.data(),
-            Some(Value::String(format!("0x{REVERT_NOT_ENOUGH_ETHER}")))
-        );
+        assert_eq!(err.to_string(), "execution reverted: Not enough Ether provided.");
+        assert_eq!(err.data(), Some(Value::String(format!("0x{REVERT_NOT_ENOUGH_ETHER}"))));
     }
 
     #[test]
     fn empty_or_custom_revert_has_no_reason() {
-        let empty = RpcError::Reverted {
-            output: Bytes::new(),
-        };
-        assert_eq!(
-            (empty.code(), empty.to_string()),
-            (3, "execution reverted".to_owned())
-        );
+        let empty = RpcError::Reverted { output: Bytes::new() };
+        assert_eq!((empty.code(), empty.to_string()), (3, "execution reverted".to_owned()));
         assert_eq!(empty.data(), Some(Value::String("0x".into())));
         // A custom error selector is passed through as data only.
-        let custom = RpcError::Reverted {
-            output: Bytes::from_static(&[0xde, 0xad, 0xbe, 0xef]),
-        };
+        let custom = RpcError::Reverted { output: Bytes::from_static(&[0xde, 0xad, 0xbe, 0xef]) };
         assert_eq!(custom.to_string(), "execution reverted");
     }
 
@@ -338,16 +325,10 @@ mod tests {
     fn panic_codes_use_geths_words() {
         let mut output = PANIC_SELECTOR.to_vec();
         output.extend_from_slice(&U256::from(0x11).to_be_bytes::<32>());
-        assert_eq!(
-            revert_message(&output),
-            "execution reverted: arithmetic underflow or overflow"
-        );
+        assert_eq!(revert_message(&output), "execution reverted: arithmetic underflow or overflow");
         let mut unknown = PANIC_SELECTOR.to_vec();
         unknown.extend_from_slice(&U256::from(0x99).to_be_bytes::<32>());
-        assert_eq!(
-            revert_message(&unknown),
-            "execution reverted: unknown panic code: 0x99"
-        );
+        assert_eq!(revert_message(&unknown), "execution reverted: unknown panic code: 0x99");
     }
 
     #[test]
@@ -358,45 +339,19 @@ mod tests {
             (RpcError::MethodNotFound("eth_foo".into()), -32601),
             (RpcError::InvalidParams("bad".into()), -32602),
             (RpcError::HeaderNotFound, -32000),
-            (
-                RpcError::Halted {
-                    reason: "out of gas".into(),
-                },
-                -32000,
-            ),
+            (RpcError::Halted { reason: "out of gas".into() }, -32000),
             (RpcError::Exec(ExecError::UnknownBlock), -32000),
             (RpcError::Exec(ExecError::Busy { max_in_flight: 4 }), -32005),
-            (
-                RpcError::Exec(ExecError::Mailbox(MailboxError::Closed)),
-                -32603,
-            ),
-            (
-                RpcError::Tx(TxError::NonceTooLow {
-                    expected: 2,
-                    got: 1,
-                }),
-                -32000,
-            ),
+            (RpcError::Exec(ExecError::Mailbox(MailboxError::Closed)), -32603),
+            (RpcError::Tx(TxError::NonceTooLow { expected: 2, got: 1 }), -32000),
             (RpcError::Tx(TxError::PoolFull), -32005),
             (RpcError::Tx(TxError::Mailbox("closed".into())), -32603),
             (RpcError::BatchTooLarge { len: 2, max: 1 }, -32005),
             (RpcError::ResponseTooLarge { max: 1 }, -32005),
             (RpcError::BlockRangeTooLarge { max: 1 }, -32005),
-            (
-                RpcError::Mine(MineError::Timestamp { parent: 2, got: 1 }),
-                -32000,
-            ),
-            (
-                RpcError::Mine(MineError::Mailbox(MailboxError::Timeout)),
-                -32603,
-            ),
-            (
-                RpcError::Extension {
-                    code: 42,
-                    message: "x".into(),
-                },
-                42,
-            ),
+            (RpcError::Mine(MineError::Timestamp { parent: 2, got: 1 }), -32000),
+            (RpcError::Mine(MineError::Mailbox(MailboxError::Timeout)), -32603),
+            (RpcError::Extension { code: 42, message: "x".into() }, 42),
         ];
         for (err, code) in cases {
             assert_eq!(err.code(), code, "{err}");
@@ -410,10 +365,7 @@ mod tests {
             balance: U256::from(1),
             cost: U256::from(2),
         });
-        assert!(
-            err.to_string()
-                .starts_with("insufficient funds for gas * price + value")
-        );
+        assert!(err.to_string().starts_with("insufficient funds for gas * price + value"));
         assert_eq!(
             RpcError::MethodNotFound("eth_foo".into()).to_string(),
             "the method eth_foo does not exist/is not available"

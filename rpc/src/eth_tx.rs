@@ -66,11 +66,7 @@ async fn fill_and_sign(
     if let Some(got) = request.chain_id
         && got != chain_id
     {
-        return Err(TxError::WrongChainId {
-            expected: chain_id,
-            got,
-        }
-        .into());
+        return Err(TxError::WrongChainId { expected: chain_id, got }.into());
     }
     let nonce = match request.nonce {
         Some(nonce) => nonce,
@@ -81,11 +77,7 @@ async fn fill_and_sign(
         None => {
             // Estimated at the head; the nonce is left unchecked because pooled transactions
             // may already have moved it past the head's.
-            let call = TxObject {
-                from: Some(signer.address()),
-                nonce: None,
-                ..request.clone()
-            };
+            let call = TxObject { from: Some(signer.address()), nonce: None, ..request.clone() };
             estimate(ctx, call.into_call_request(ctx.limits.gas_cap), head(ctx)?).await?
         }
     };
@@ -98,16 +90,7 @@ async fn fill_and_sign(
         return match request.access_list {
             Some(access_list) => sign(
                 signer,
-                TxEip2930 {
-                    chain_id,
-                    nonce,
-                    gas_price,
-                    gas_limit,
-                    to,
-                    value,
-                    access_list,
-                    input,
-                },
+                TxEip2930 { chain_id, nonce, gas_price, gas_limit, to, value, access_list, input },
             ),
             None => sign(
                 signer,
@@ -124,13 +107,10 @@ async fn fill_and_sign(
         };
     }
     let base_fee = u128::from(latest_base_fee(ctx)?);
-    let max_fee_per_gas = request
-        .max_fee_per_gas
-        .unwrap_or(2 * base_fee + SUGGESTED_TIP);
+    let max_fee_per_gas = request.max_fee_per_gas.unwrap_or(2 * base_fee + SUGGESTED_TIP);
     // A default tip never exceeds an explicit fee cap; an explicit one is the caller's to check.
-    let max_priority_fee_per_gas = request
-        .max_priority_fee_per_gas
-        .unwrap_or(SUGGESTED_TIP.min(max_fee_per_gas));
+    let max_priority_fee_per_gas =
+        request.max_priority_fee_per_gas.unwrap_or(SUGGESTED_TIP.min(max_fee_per_gas));
     sign(
         signer,
         TxEip1559 {

@@ -23,10 +23,8 @@ const MAX_FEE_HISTORY_BLOCKS: u64 = 1024;
 /// The base fee of the head block (zero before London or without one).
 pub(crate) fn latest_base_fee(ctx: &RpcContext) -> Result<u64, RpcError> {
     let number = head(ctx)?;
-    let header = ctx.chain.header(number)?.ok_or(RpcError::MissingRecord {
-        number,
-        what: "header",
-    })?;
+    let header =
+        ctx.chain.header(number)?.ok_or(RpcError::MissingRecord { number, what: "header" })?;
     Ok(header.base_fee_per_gas.unwrap_or(0))
 }
 
@@ -56,10 +54,7 @@ pub(crate) fn fee_history(ctx: &RpcContext, params: &Params) -> Result<Value, Rp
     let head = head(ctx)?;
     let newest = tag_number(newest_tag, head);
     if newest > head {
-        return Err(RpcError::BeyondHead {
-            requested: newest,
-            head,
-        });
+        return Err(RpcError::BeyondHead { requested: newest, head });
     }
     // As geth: cut the count to the bound and to the blocks that exist.
     let count = requested.min(MAX_FEE_HISTORY_BLOCKS).min(newest + 1);
@@ -68,17 +63,11 @@ pub(crate) fn fee_history(ctx: &RpcContext, params: &Params) -> Result<Value, Rp
     }
     let oldest = newest + 1 - count;
 
-    let mut history = FeeHistory {
-        oldest_block: oldest,
-        ..FeeHistory::default()
-    };
+    let mut history = FeeHistory { oldest_block: oldest, ..FeeHistory::default() };
     let mut rewards = Vec::new();
     let mut newest_header = None;
     for number in oldest..=newest {
-        let missing = RpcError::MissingRecord {
-            number,
-            what: "header",
-        };
+        let missing = RpcError::MissingRecord { number, what: "header" };
         // Rewards need the transactions and receipts; otherwise the header is enough.
         let header = if percentiles.is_empty() {
             ctx.chain.header(number)?.ok_or(missing)?
@@ -87,16 +76,12 @@ pub(crate) fn fee_history(ctx: &RpcContext, params: &Params) -> Result<Value, Rp
             rewards.push(block_rewards(&block, &percentiles));
             block.header
         };
-        history
-            .base_fee_per_gas
-            .push(u128::from(header.base_fee_per_gas.unwrap_or(0)));
+        history.base_fee_per_gas.push(u128::from(header.base_fee_per_gas.unwrap_or(0)));
         history.gas_used_ratio.push(gas_used_ratio(&header));
         newest_header = Some(header);
     }
     if let Some(header) = newest_header {
-        history
-            .base_fee_per_gas
-            .push(u128::from(next_base_fee(&header)));
+        history.base_fee_per_gas.push(u128::from(next_base_fee(&header)));
     }
     // No blobs on this chain: zero blob fees and usage, in the shapes geth returns.
     history.base_fee_per_blob_gas = vec![0; history.base_fee_per_gas.len()];
@@ -108,11 +93,7 @@ pub(crate) fn fee_history(ctx: &RpcContext, params: &Params) -> Result<Value, Rp
 }
 
 fn gas_used_ratio(header: &Header) -> f64 {
-    if header.gas_limit == 0 {
-        0.0
-    } else {
-        header.gas_used as f64 / header.gas_limit as f64
-    }
+    if header.gas_limit == 0 { 0.0 } else { header.gas_used as f64 / header.gas_limit as f64 }
 }
 
 /// The base fee of the block after `header`, by the EIP-1559 rule.
@@ -140,9 +121,7 @@ fn block_rewards(block: &SealedBlock, percentiles: &[f64]) -> Vec<u128> {
         .iter()
         .zip(&block.receipts)
         .map(|(tx, receipt)| {
-            let gas_used = receipt
-                .cumulative_gas_used()
-                .saturating_sub(previous_cumulative);
+            let gas_used = receipt.cumulative_gas_used().saturating_sub(previous_cumulative);
             previous_cumulative = receipt.cumulative_gas_used();
             (tx.effective_tip_per_gas(base_fee).unwrap_or(0), gas_used)
         })
@@ -187,11 +166,8 @@ mod tests {
     }
 
     fn receipt(cumulative: u64) -> ReceiptEnvelope {
-        let receipt = Receipt {
-            status: true.into(),
-            cumulative_gas_used: cumulative,
-            logs: vec![],
-        };
+        let receipt =
+            Receipt { status: true.into(), cumulative_gas_used: cumulative, logs: vec![] };
         ReceiptEnvelope::Eip1559(ReceiptWithBloom::new(receipt, Default::default()))
     }
 

@@ -40,10 +40,7 @@ pub(crate) fn get_logs(ctx: &RpcContext, params: &Params) -> Result<Value, RpcEr
         // Adds each matching log with its block, transaction and block-wide log index.
         filter.append_matching_block_logs(
             &mut logs,
-            BlockNumHash {
-                number,
-                hash: block.hash,
-            },
+            BlockNumHash { number, hash: block.hash },
             block.header.timestamp,
             tx_hashes.zip(&block.receipts),
             false,
@@ -60,16 +57,10 @@ fn block_range(
     let head = head(ctx)?;
     match *option {
         FilterBlockOption::AtBlockHash(hash) => {
-            let number = ctx
-                .chain
-                .block_number(&hash)?
-                .ok_or(RpcError::UnknownBlock)?;
+            let number = ctx.chain.block_number(&hash)?.ok_or(RpcError::UnknownBlock)?;
             Ok(Some((number, number)))
         }
-        FilterBlockOption::Range {
-            from_block,
-            to_block,
-        } => {
+        FilterBlockOption::Range { from_block, to_block } => {
             let from = tag_number(from_block.unwrap_or(BlockNumberOrTag::Latest), head);
             let to = tag_number(to_block.unwrap_or(BlockNumberOrTag::Latest), head);
             range_within(from, to, head)
@@ -87,9 +78,7 @@ fn range_within(from: u64, to: u64, head: u64) -> Result<Option<(u64, u64)>, Rpc
         return Ok(None);
     }
     if to - from >= MAX_BLOCK_RANGE {
-        return Err(RpcError::BlockRangeTooLarge {
-            max: MAX_BLOCK_RANGE,
-        });
+        return Err(RpcError::BlockRangeTooLarge { max: MAX_BLOCK_RANGE });
     }
     Ok(Some((from, to)))
 }
@@ -103,10 +92,7 @@ mod tests {
         assert_eq!(range_within(1, 5, 10).unwrap(), Some((1, 5)));
         assert_eq!(range_within(5, 50, 10).unwrap(), Some((5, 10)));
         assert_eq!(range_within(11, 50, 10).unwrap(), None);
-        assert_eq!(
-            range_within(6, 5, 10).unwrap_err().to_string(),
-            "invalid block range params"
-        );
+        assert_eq!(range_within(6, 5, 10).unwrap_err().to_string(), "invalid block range params");
         assert_eq!(
             range_within(0, MAX_BLOCK_RANGE - 1, u64::MAX).unwrap(),
             Some((0, MAX_BLOCK_RANGE - 1))

@@ -51,9 +51,7 @@ impl Params {
     /// Fails when more than `max` arguments were given.
     pub(crate) fn at_most(&self, max: usize) -> Result<(), RpcError> {
         if self.positional()?.len() > max {
-            return Err(RpcError::InvalidParams(format!(
-                "too many arguments, want at most {max}"
-            )));
+            return Err(RpcError::InvalidParams(format!("too many arguments, want at most {max}")));
         }
         Ok(())
     }
@@ -77,10 +75,7 @@ impl Params {
 
     /// Whether argument `index` is present and not `null`.
     pub(crate) fn has(&self, index: usize) -> Result<bool, RpcError> {
-        Ok(!matches!(
-            self.positional()?.get(index),
-            None | Some(Value::Null)
-        ))
+        Ok(!matches!(self.positional()?.get(index), None | Some(Value::Null)))
     }
 
     /// The arguments as given, for extension methods (an empty array when there were none).
@@ -102,9 +97,7 @@ pub(crate) trait FromParam: Sized {
 
 /// The string inside `value`, or an error naming what the JSON was instead.
 fn expect_str<'a>(value: &'a Value, expected: &str) -> Result<&'a str, String> {
-    value
-        .as_str()
-        .ok_or_else(|| format!("expected {expected}, got {}", json_kind(value)))
+    value.as_str().ok_or_else(|| format!("expected {expected}, got {}", json_kind(value)))
 }
 
 fn json_kind(value: &Value) -> &'static str {
@@ -149,20 +142,14 @@ pub(crate) fn parse_data(s: &str) -> Result<Bytes, String> {
     if digits.len() % 2 != 0 {
         return Err("hex string of odd length".to_owned());
     }
-    hex::decode(digits)
-        .map(Bytes::from)
-        .map_err(|_| "invalid hex string".to_owned())
+    hex::decode(digits).map(Bytes::from).map_err(|_| "invalid hex string".to_owned())
 }
 
 /// Exactly `N` bytes of data; `what` names the type in the error.
 fn parse_fixed<const N: usize>(s: &str, what: &str) -> Result<[u8; N], String> {
     let digits = strip_hex_prefix(s)?;
     if digits.len() != 2 * N {
-        return Err(format!(
-            "hex string has length {}, want {} for {what}",
-            digits.len(),
-            2 * N
-        ));
+        return Err(format!("hex string has length {}, want {} for {what}", digits.len(), 2 * N));
     }
     let mut out = [0u8; N];
     hex::decode_to_slice(digits, &mut out).map_err(|_| "invalid hex string".to_owned())?;
@@ -209,9 +196,7 @@ impl FromParam for Bytes {
 
 impl FromParam for bool {
     fn from_param(value: &Value) -> Result<Self, String> {
-        value
-            .as_bool()
-            .ok_or_else(|| format!("expected a boolean, got {}", json_kind(value)))
+        value.as_bool().ok_or_else(|| format!("expected a boolean, got {}", json_kind(value)))
     }
 }
 
@@ -230,17 +215,12 @@ impl FromParam for StorageSlot {
     fn from_param(value: &Value) -> Result<Self, String> {
         let digits = strip_hex_prefix(expect_str(value, "a hex storage slot")?)?;
         if digits.is_empty() || digits.len() > 64 {
-            return Err(format!(
-                "hex string has length {}, want 1 to 64 for a slot",
-                digits.len()
-            ));
+            return Err(format!("hex string has length {}, want 1 to 64 for a slot", digits.len()));
         }
         if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err("invalid hex string".to_owned());
         }
-        U256::from_str_radix(digits, 16)
-            .map(Self)
-            .map_err(|e| format!("invalid slot: {e}"))
+        U256::from_str_radix(digits, 16).map(Self).map_err(|e| format!("invalid slot: {e}"))
     }
 }
 
@@ -259,10 +239,7 @@ impl FromParam for HexOrDecimal {
             Value::String(s) if s.starts_with("0x") || s.starts_with("0X") => {
                 u64::from_param(value).map(Self)
             }
-            Value::String(s) => s
-                .parse()
-                .map(Self)
-                .map_err(|_| format!("invalid number {s:?}")),
+            Value::String(s) => s.parse().map(Self).map_err(|_| format!("invalid number {s:?}")),
             other => Err(format!("expected a number, got {}", json_kind(other))),
         }
     }
@@ -310,10 +287,7 @@ impl FromParam for BlockId {
                     (None, None) => Err("either blockHash or blockNumber must be given".to_owned()),
                 }
             }
-            other => Err(format!(
-                "expected a block number, tag or hash, got {}",
-                json_kind(other)
-            )),
+            other => Err(format!("expected a block number, tag or hash, got {}", json_kind(other))),
         }
     }
 }
@@ -328,9 +302,7 @@ impl Fields<'_> {
     fn get<T: FromParam>(&self, name: &str) -> Result<Option<T>, String> {
         match self.0.get(name) {
             None | Some(Value::Null) => Ok(None),
-            Some(value) => T::from_param(value)
-                .map(Some)
-                .map_err(|e| format!("field {name}: {e}")),
+            Some(value) => T::from_param(value).map(Some).map_err(|e| format!("field {name}: {e}")),
         }
     }
 }
@@ -402,7 +374,7 @@ impl FromParam for TxObject {
             object.max_fee_per_gas.is_some() || object.max_priority_fee_per_gas.is_some();
         if object.gas_price.is_some() && has_1559_fee {
             return Err(
-                "both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified".to_owned(),
+                "both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified".to_owned()
             );
         }
         Ok(object)
@@ -445,10 +417,7 @@ impl FromParam for Filter {
                     .to_owned());
             }
             Some(hash) => FilterBlockOption::AtBlockHash(hash),
-            None => FilterBlockOption::Range {
-                from_block,
-                to_block,
-            },
+            None => FilterBlockOption::Range { from_block, to_block },
         };
         let address = match fields.0.get("address") {
             None | Some(Value::Null) => FilterSet::default(),
@@ -465,17 +434,10 @@ impl FromParam for Filter {
             None | Some(Value::Null) => Default::default(),
             Some(Value::Array(positions)) => parse_topics(positions)?,
             Some(other) => {
-                return Err(format!(
-                    "field topics: expected an array, got {}",
-                    json_kind(other)
-                ));
+                return Err(format!("field topics: expected an array, got {}", json_kind(other)));
             }
         };
-        Ok(Self {
-            block_option,
-            address,
-            topics,
-        })
+        Ok(Self { block_option, address, topics })
     }
 }
 
@@ -483,9 +445,7 @@ impl FromParam for Filter {
 /// inside the array also means any, as in geth).
 fn parse_topics(positions: &[Value]) -> Result<[Topic; MAX_TOPICS], String> {
     if positions.len() > MAX_TOPICS {
-        return Err(format!(
-            "field topics: too many topics, at most {MAX_TOPICS}"
-        ));
+        return Err(format!("field topics: too many topics, at most {MAX_TOPICS}"));
     }
     let mut topics: [Topic; MAX_TOPICS] = Default::default();
     for (position, value) in positions.iter().enumerate() {
@@ -521,16 +481,12 @@ impl FromParam for Percentiles {
             .ok_or_else(|| format!("expected an array of percentiles, got {}", json_kind(value)))?;
         let mut percentiles = Vec::with_capacity(items.len());
         for item in items {
-            let p = item
-                .as_f64()
-                .ok_or_else(|| format!("invalid reward percentile: {item}"))?;
+            let p = item.as_f64().ok_or_else(|| format!("invalid reward percentile: {item}"))?;
             if !(0.0..=100.0).contains(&p) {
                 return Err(format!("invalid reward percentile: {p}"));
             }
             if percentiles.last().is_some_and(|last| *last > p) {
-                return Err(format!(
-                    "invalid reward percentile: {p} is below the one before it"
-                ));
+                return Err(format!("invalid reward percentile: {p} is below the one before it"));
             }
             percentiles.push(p);
         }
@@ -553,16 +509,10 @@ impl FromParam for MineOptions {
             let fields = Fields(map);
             let timestamp: Option<HexOrDecimal> = fields.get("timestamp")?;
             let blocks: Option<HexOrDecimal> = fields.get("blocks")?;
-            return Ok(Self {
-                timestamp: timestamp.map(|t| t.0),
-                blocks: blocks.map(|b| b.0),
-            });
+            return Ok(Self { timestamp: timestamp.map(|t| t.0), blocks: blocks.map(|b| b.0) });
         }
         let timestamp = HexOrDecimal::from_param(value)?;
-        Ok(Self {
-            timestamp: Some(timestamp.0),
-            blocks: None,
-        })
+        Ok(Self { timestamp: Some(timestamp.0), blocks: None })
     }
 }
 
@@ -582,26 +532,11 @@ mod tests {
         assert_eq!(decode::<u64>(json!("0x0")), Ok(0));
         assert_eq!(decode::<u64>(json!("0x1f")), Ok(31));
         assert_eq!(decode::<u64>(json!("0X1F")), Ok(31));
-        assert_eq!(
-            decode::<u64>(json!("0x01")),
-            Err("hex number with leading zero digits".into())
-        );
-        assert_eq!(
-            decode::<u64>(json!("0x")),
-            Err("hex string \"0x\" has no digits".into())
-        );
-        assert_eq!(
-            decode::<u64>(json!("1f")),
-            Err("hex string without 0x prefix".into())
-        );
-        assert_eq!(
-            decode::<u64>(json!("0xzz")),
-            Err("invalid hex string".into())
-        );
-        assert_eq!(
-            decode::<u64>(json!("0x10000000000000000")),
-            Err("hex number > 64 bits".into())
-        );
+        assert_eq!(decode::<u64>(json!("0x01")), Err("hex number with leading zero digits".into()));
+        assert_eq!(decode::<u64>(json!("0x")), Err("hex string \"0x\" has no digits".into()));
+        assert_eq!(decode::<u64>(json!("1f")), Err("hex string without 0x prefix".into()));
+        assert_eq!(decode::<u64>(json!("0xzz")), Err("invalid hex string".into()));
+        assert_eq!(decode::<u64>(json!("0x10000000000000000")), Err("hex number > 64 bits".into()));
         assert_eq!(
             decode::<u64>(json!(5)),
             Err("expected a hex quantity string, got a number".into())
@@ -610,10 +545,7 @@ mod tests {
             decode::<U256>(json!(format!("0x1{}", "0".repeat(64)))),
             Err("hex number > 256 bits".into())
         );
-        assert_eq!(
-            decode::<U256>(json!(format!("0x{}", "f".repeat(64)))),
-            Ok(U256::MAX)
-        );
+        assert_eq!(decode::<U256>(json!(format!("0x{}", "f".repeat(64)))), Ok(U256::MAX));
     }
 
     #[test]
@@ -636,26 +568,14 @@ mod tests {
             Err("hex string has length 2, want 64 for hash".into())
         );
         assert_eq!(decode::<Bytes>(json!("0x")), Ok(Bytes::new()));
-        assert_eq!(
-            decode::<Bytes>(json!("0xabc")),
-            Err("hex string of odd length".into())
-        );
-        assert_eq!(
-            decode::<Bytes>(json!("0xgg")),
-            Err("invalid hex string".into())
-        );
-        assert_eq!(
-            decode::<Bytes>(json!("0x00ff")),
-            Ok(Bytes::from_static(&[0, 0xff]))
-        );
+        assert_eq!(decode::<Bytes>(json!("0xabc")), Err("hex string of odd length".into()));
+        assert_eq!(decode::<Bytes>(json!("0xgg")), Err("invalid hex string".into()));
+        assert_eq!(decode::<Bytes>(json!("0x00ff")), Ok(Bytes::from_static(&[0, 0xff])));
     }
 
     #[test]
     fn storage_slots_take_quantities_or_words() {
-        assert_eq!(
-            decode::<StorageSlot>(json!("0x0")),
-            Ok(StorageSlot(U256::ZERO))
-        );
+        assert_eq!(decode::<StorageSlot>(json!("0x0")), Ok(StorageSlot(U256::ZERO)));
         assert_eq!(
             decode::<StorageSlot>(json!(format!("0x{:064x}", 5))),
             Ok(StorageSlot(U256::from(5)))
@@ -666,35 +586,20 @@ mod tests {
 
     #[test]
     fn block_params() {
-        assert_eq!(
-            decode::<BlockNumberOrTag>(json!("latest")),
-            Ok(BlockNumberOrTag::Latest)
-        );
-        assert_eq!(
-            decode::<BlockNumberOrTag>(json!("finalized")),
-            Ok(BlockNumberOrTag::Finalized)
-        );
-        assert_eq!(
-            decode::<BlockNumberOrTag>(json!("0x10")),
-            Ok(BlockNumberOrTag::Number(16))
-        );
+        assert_eq!(decode::<BlockNumberOrTag>(json!("latest")), Ok(BlockNumberOrTag::Latest));
+        assert_eq!(decode::<BlockNumberOrTag>(json!("finalized")), Ok(BlockNumberOrTag::Finalized));
+        assert_eq!(decode::<BlockNumberOrTag>(json!("0x10")), Ok(BlockNumberOrTag::Number(16)));
         assert!(decode::<BlockNumberOrTag>(json!("Latest")).is_err());
         assert!(decode::<BlockNumberOrTag>(json!("0x010")).is_err());
         assert!(decode::<BlockNumberOrTag>(json!(16)).is_err());
 
         let hash = B256::repeat_byte(0xab);
-        assert_eq!(
-            decode::<BlockId>(json!(hash.to_string())),
-            Ok(BlockId::hash(hash))
-        );
+        assert_eq!(decode::<BlockId>(json!(hash.to_string())), Ok(BlockId::hash(hash)));
         assert_eq!(
             decode::<BlockId>(json!("pending")),
             Ok(BlockId::Number(BlockNumberOrTag::Pending))
         );
-        assert_eq!(
-            decode::<BlockId>(json!({"blockNumber": "0x2"})),
-            Ok(BlockId::number(2))
-        );
+        assert_eq!(decode::<BlockId>(json!({"blockNumber": "0x2"})), Ok(BlockId::number(2)));
         assert_eq!(
             decode::<BlockId>(json!({"blockHash": hash, "requireCanonical": true})),
             Ok(BlockId::Hash(alloy_eips::RpcBlockHash {
@@ -717,10 +622,7 @@ mod tests {
         let tx: TxObject = decode(json!({"input": "0x01", "data": "0x01"})).unwrap();
         assert_eq!(tx.input, Some(Bytes::from_static(&[1])));
         let err = decode::<TxObject>(json!({"input": "0x01", "data": "0x02"})).unwrap_err();
-        assert!(
-            err.starts_with("both \"data\" and \"input\" are set and not equal"),
-            "{err}"
-        );
+        assert!(err.starts_with("both \"data\" and \"input\" are set and not equal"), "{err}");
     }
 
     #[test]
@@ -813,17 +715,11 @@ mod tests {
         assert!(decode::<HexOrDecimal>(json!(-1)).is_err());
         assert_eq!(
             decode::<MineOptions>(json!({"timestamp": "0x10", "blocks": 3})),
-            Ok(MineOptions {
-                timestamp: Some(16),
-                blocks: Some(3)
-            })
+            Ok(MineOptions { timestamp: Some(16), blocks: Some(3) })
         );
         assert_eq!(
             decode::<MineOptions>(json!(100)),
-            Ok(MineOptions {
-                timestamp: Some(100),
-                blocks: None
-            })
+            Ok(MineOptions { timestamp: Some(100), blocks: None })
         );
     }
 }

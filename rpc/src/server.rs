@@ -46,9 +46,7 @@ async fn endpoint(ctx: web::Data<RpcContext>, body: web::Bytes) -> HttpResponse 
     let RpcReply { status, body } = handle_body(&ctx, &body).await;
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     match body {
-        Some(body) => HttpResponse::build(status)
-            .content_type(ContentType::json())
-            .body(body),
+        Some(body) => HttpResponse::build(status).content_type(ContentType::json()).body(body),
         None => HttpResponse::build(status).finish(),
     }
 }

@@ -31,34 +31,22 @@ pub struct RpcReply {
 impl RpcReply {
     /// HTTP 200 with `body`.
     const fn ok(body: Vec<u8>) -> Self {
-        Self {
-            status: 200,
-            body: Some(body),
-        }
+        Self { status: 200, body: Some(body) }
     }
 
     /// HTTP 503 with `body`: the single request was shed, retry later.
     const fn busy(body: Vec<u8>) -> Self {
-        Self {
-            status: 503,
-            body: Some(body),
-        }
+        Self { status: 503, body: Some(body) }
     }
 
     /// HTTP 204: only notifications, nothing to answer.
     const fn no_content() -> Self {
-        Self {
-            status: 204,
-            body: None,
-        }
+        Self { status: 204, body: None }
     }
 
     /// HTTP 413: the body is over the limit.
     const fn payload_too_large() -> Self {
-        Self {
-            status: 413,
-            body: None,
-        }
+        Self { status: 413, body: None }
     }
 }
 
@@ -146,10 +134,7 @@ fn parse_item(value: Value) -> Item {
 }
 
 fn invalid(id: Value, reason: &'static str) -> Item {
-    Item::Invalid {
-        id,
-        error: RpcError::InvalidRequest(reason),
-    }
+    Item::Invalid { id, error: RpcError::InvalidRequest(reason) }
 }
 
 /// Runs a whole body with `run` as the method table and encodes the reply.
@@ -169,11 +154,7 @@ where
             None => RpcReply::no_content(),
             Some(answer) => {
                 let encoded = within_limit(answer.encoded, &answer.id, 0, limits);
-                if answer.busy {
-                    RpcReply::busy(encoded)
-                } else {
-                    RpcReply::ok(encoded)
-                }
+                if answer.busy { RpcReply::busy(encoded) } else { RpcReply::ok(encoded) }
             }
         },
         Envelope::Batch(items) => {
@@ -191,11 +172,7 @@ where
             }
             body.push(b']');
             // A batch stays HTTP 200 even when some items were shed as busy.
-            if any {
-                RpcReply::ok(body)
-            } else {
-                RpcReply::no_content()
-            }
+            if any { RpcReply::ok(body) } else { RpcReply::no_content() }
         }
     }
 }
@@ -217,11 +194,7 @@ where
         Item::Call(request) => request,
         Item::Invalid { id, error } => {
             let encoded = encode_error(&id, &error);
-            return Some(Answer {
-                id,
-                encoded,
-                busy: false,
-            });
+            return Some(Answer { id, encoded, busy: false });
         }
     };
     let id_field = id.as_ref().map(Value::to_string).unwrap_or_default();
@@ -249,12 +222,7 @@ fn within_limit(encoded: Vec<u8>, id: &Value, already: usize, limits: &RpcLimits
         return encoded;
     }
     tracing::debug!(target: "rpc", len = encoded.len(), "response over the limit");
-    encode_error(
-        id,
-        &RpcError::ResponseTooLarge {
-            max: limits.max_response_bytes,
-        },
-    )
+    encode_error(id, &RpcError::ResponseTooLarge { max: limits.max_response_bytes })
 }
 
 /// A response object, in the member order geth uses.
@@ -277,21 +245,12 @@ struct ErrorObject {
 }
 
 fn encode_error(id: &Value, error: &RpcError) -> Vec<u8> {
-    let object = ErrorObject {
-        code: error.code(),
-        message: error.to_string(),
-        data: error.data(),
-    };
+    let object = ErrorObject { code: error.code(), message: error.to_string(), data: error.data() };
     encode(id, None, Some(object))
 }
 
 fn encode(id: &Value, result: Option<&Value>, error: Option<ErrorObject>) -> Vec<u8> {
-    let response = ResponseObject {
-        jsonrpc: "2.0",
-        id,
-        result,
-        error,
-    };
+    let response = ResponseObject { jsonrpc: "2.0", id, result, error };
     // Encoding a `Value` cannot fail (its map keys are strings); answer something valid anyway.
     serde_json::to_vec(&response).unwrap_or_else(|e| {
         tracing::error!(target: "rpc", error = %e, "cannot encode a response");
@@ -352,10 +311,7 @@ mod tests {
         }
         let wrong_version = json_body(&run(r#"{"jsonrpc":"1.0","method":"echo","id":7}"#).await);
         assert_eq!(
-            (
-                wrong_version["error"]["code"].clone(),
-                wrong_version["id"].clone()
-            ),
+            (wrong_version["error"]["code"].clone(), wrong_version["id"].clone()),
             (json!(-32600), json!(7))
         );
         let bad_params =
@@ -372,26 +328,17 @@ mod tests {
     async fn single_request_echoes_id_and_result() {
         let reply = run(r#"{"jsonrpc":"2.0","method":"echo","params":[1,"a"],"id":"x"}"#).await;
         assert_eq!(reply.status, 200);
-        assert_eq!(
-            json_body(&reply),
-            json!({"jsonrpc":"2.0","id":"x","result":[1,"a"]})
-        );
+        assert_eq!(json_body(&reply), json!({"jsonrpc":"2.0","id":"x","result":[1,"a"]}));
         // A null id is a request (not a notification) and is answered.
         let null_id = run(r#"{"jsonrpc":"2.0","method":"echo","id":null}"#).await;
-        assert_eq!(
-            json_body(&null_id),
-            json!({"jsonrpc":"2.0","id":null,"result":null})
-        );
+        assert_eq!(json_body(&null_id), json!({"jsonrpc":"2.0","id":null,"result":null}));
     }
 
     #[tokio::test]
     async fn unknown_method_is_32601() {
         let body = json_body(&run(r#"{"jsonrpc":"2.0","method":"eth_nope","id":1}"#).await);
         assert_eq!(body["error"]["code"], -32601);
-        assert_eq!(
-            body["error"]["message"],
-            "the method eth_nope does not exist/is not available"
-        );
+        assert_eq!(body["error"]["message"], "the method eth_nope does not exist/is not available");
     }
 
     #[tokio::test]
@@ -404,10 +351,7 @@ mod tests {
         let mixed =
             run(r#"[{"jsonrpc":"2.0","method":"echo"},{"jsonrpc":"2.0","method":"echo","id":2}]"#)
                 .await;
-        assert_eq!(
-            json_body(&mixed),
-            json!([{"jsonrpc":"2.0","id":2,"result":null}])
-        );
+        assert_eq!(json_body(&mixed), json!([{"jsonrpc":"2.0","id":2,"result":null}]));
     }
 
     #[tokio::test]
@@ -431,10 +375,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn batch_items_run_concurrently() {
         let started = tokio::time::Instant::now();
-        let reply = run(
-            r#"[{"jsonrpc":"2.0","method":"sleep","params":[300],"id":1},
-                {"jsonrpc":"2.0","method":"sleep","params":[100],"id":2}]"#,
-        )
+        let reply = run(r#"[{"jsonrpc":"2.0","method":"sleep","params":[300],"id":1},
+                {"jsonrpc":"2.0","method":"sleep","params":[100],"id":2}]"#)
         .await;
         // Sequentially this would take 400 ms of (paused, auto-advanced) time.
         assert_eq!(started.elapsed(), Duration::from_millis(300));
@@ -453,64 +395,32 @@ mod tests {
 
     #[tokio::test]
     async fn batch_over_the_limit_is_one_error() {
-        let limits = RpcLimits {
-            max_batch_items: 2,
-            ..RpcLimits::default()
-        };
+        let limits = RpcLimits { max_batch_items: 2, ..RpcLimits::default() };
         let item = r#"{"jsonrpc":"2.0","method":"echo","id":1}"#;
         let body = format!("[{item},{item},{item}]");
         let reply = handle_with(&limits, body.as_bytes(), fake).await;
         let body = json_body(&reply);
         assert_eq!(body["error"]["code"], -32005);
-        assert!(
-            body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("batch too large")
-        );
+        assert!(body["error"]["message"].as_str().unwrap().starts_with("batch too large"));
         assert_eq!(body["id"], Value::Null);
     }
 
     #[tokio::test]
     async fn body_over_the_limit_is_413() {
-        let limits = RpcLimits {
-            max_body_bytes: 10,
-            ..RpcLimits::default()
-        };
-        let reply = handle_with(
-            &limits,
-            br#"{"jsonrpc":"2.0","method":"echo","id":1}"#,
-            fake,
-        )
-        .await;
-        assert_eq!(
-            reply,
-            RpcReply {
-                status: 413,
-                body: None
-            }
-        );
+        let limits = RpcLimits { max_body_bytes: 10, ..RpcLimits::default() };
+        let reply =
+            handle_with(&limits, br#"{"jsonrpc":"2.0","method":"echo","id":1}"#, fake).await;
+        assert_eq!(reply, RpcReply { status: 413, body: None });
     }
 
     #[tokio::test]
     async fn responses_over_the_limit_become_errors() {
-        let limits = RpcLimits {
-            max_response_bytes: 60,
-            ..RpcLimits::default()
-        };
+        let limits = RpcLimits { max_response_bytes: 60, ..RpcLimits::default() };
         let big = r#"{"jsonrpc":"2.0","method":"echo","params":["0123456789012345678901234567890123456789"],"id":1}"#;
         let reply = handle_with(&limits, big.as_bytes(), fake).await;
         let body = json_body(&reply);
-        assert_eq!(
-            (body["id"].clone(), body["error"]["code"].clone()),
-            (json!(1), json!(-32005))
-        );
-        assert!(
-            body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("response too large")
-        );
+        assert_eq!((body["id"].clone(), body["error"]["code"].clone()), (json!(1), json!(-32005)));
+        assert!(body["error"]["message"].as_str().unwrap().starts_with("response too large"));
         // In a batch the first item fits and the second pushes the total over.
         let small = r#"{"jsonrpc":"2.0","method":"echo","id":2}"#;
         let batch = format!("[{small},{small}]");
@@ -523,31 +433,20 @@ mod tests {
     #[tokio::test]
     async fn notifications_still_run() {
         let calls = RefCell::new(Vec::new());
-        let reply = handle_with(
-            &RpcLimits::default(),
-            br#"{"jsonrpc":"2.0","method":"x"}"#,
-            |m, _| {
+        let reply =
+            handle_with(&RpcLimits::default(), br#"{"jsonrpc":"2.0","method":"x"}"#, |m, _| {
                 calls.borrow_mut().push(m);
                 async { Ok(Value::Null) }
-            },
-        )
-        .await;
-        assert_eq!(
-            reply,
-            RpcReply {
-                status: 204,
-                body: None
-            }
-        );
+            })
+            .await;
+        assert_eq!(reply, RpcReply { status: 204, body: None });
         assert_eq!(calls.into_inner(), vec!["x".to_owned()]);
     }
 
     #[test]
     fn parse_item_keeps_params_as_given() {
         let item = parse_item(json!({"jsonrpc":"2.0","method":"m","params":{"a":1},"id":1}));
-        let Item::Call(request) = item else {
-            panic!("a call")
-        };
+        let Item::Call(request) = item else { panic!("a call") };
         assert_eq!(request.params, Some(json!({"a":1})));
         assert_eq!(request.id, Some(json!(1)));
     }

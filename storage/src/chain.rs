@@ -113,7 +113,11 @@ impl ChainDb {
     }
 
     /// The account at `address` as of block `number` (`None`: it does not exist).
-    pub fn account(&self, address: &Address, number: u64) -> Result<Option<StoredAccount>, StorageError> {
+    pub fn account(
+        &self,
+        address: &Address,
+        number: u64,
+    ) -> Result<Option<StoredAccount>, StorageError> {
         let from = layout::account_key(address, 0);
         let to = layout::account_key(address, number);
         match self.db.range(from..=to).next_back() {
@@ -162,10 +166,15 @@ impl ChainDb {
         crate::StateView::new(self.clone(), number)
     }
 
-    fn decode<T: Decodable>(&self, key: &[u8], what: &'static str) -> Result<Option<T>, StorageError> {
+    fn decode<T: Decodable>(
+        &self,
+        key: &[u8],
+        what: &'static str,
+    ) -> Result<Option<T>, StorageError> {
         match self.db.get(key)? {
             Some(v) => Ok(Some(
-                T::decode(&mut v.as_ref()).map_err(|source| StorageError::Decode { what, source })?,
+                T::decode(&mut v.as_ref())
+                    .map_err(|source| StorageError::Decode { what, source })?,
             )),
             None => Ok(None),
         }

@@ -112,7 +112,10 @@ pub fn write_block(
 /// The transactions root of a block body (our trie, key rlp(index), value the EIP-2718 bytes).
 pub fn transactions_root(body: &StoredBody) -> B256 {
     crate::trie::ordered_root(
-        body.transactions.iter().enumerate().map(|(i, tx)| (alloy_rlp::encode(i), tx.encoded_2718())),
+        body.transactions
+            .iter()
+            .enumerate()
+            .map(|(i, tx)| (alloy_rlp::encode(i), tx.encoded_2718())),
     )
 }
 
@@ -122,4 +125,3 @@ pub fn receipts_root(receipts: &[ReceiptEnvelope]) -> B256 {
         receipts.iter().enumerate().map(|(i, r)| (alloy_rlp::encode(i), r.encoded_2718())),
     )
 }
-

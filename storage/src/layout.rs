@@ -53,7 +53,12 @@ pub(crate) fn account_key(address: &Address, number: u64) -> [u8; 29] {
     key
 }
 
-pub(crate) fn storage_key(address: &Address, incarnation: u64, slot: &U256, number: u64) -> [u8; 69] {
+pub(crate) fn storage_key(
+    address: &Address,
+    incarnation: u64,
+    slot: &U256,
+    number: u64,
+) -> [u8; 69] {
     let mut key = [0u8; 69];
     key[0] = STORAGE;
     key[1..21].copy_from_slice(address.as_slice());

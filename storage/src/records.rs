@@ -7,9 +7,8 @@ use alloy_rlp::{RlpDecodable, RlpEncodable};
 use crate::trie::EMPTY_ROOT;
 
 /// keccak256 of empty code.
-pub const EMPTY_CODE_HASH: B256 = alloy_primitives::b256!(
-    "c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470"
-);
+pub const EMPTY_CODE_HASH: B256 =
+    alloy_primitives::b256!("c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470");
 
 /// An account as stored: the trie fields plus the storage incarnation.
 ///

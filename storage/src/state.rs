@@ -146,8 +146,10 @@ pub struct SlotProof {
 impl StateView {
     /// Proves `address` and `slots` against this block's state root.
     pub fn proof(&self, address: &Address, slots: &[U256]) -> Result<AccountProof, StorageError> {
-        let header =
-            self.db.header(self.number)?.ok_or(StorageError::Corrupt { what: "header of a view" })?;
+        let header = self
+            .db
+            .header(self.number)?
+            .ok_or(StorageError::Corrupt { what: "header of a view" })?;
         let to_bytes = |nodes: Vec<Vec<u8>>| nodes.into_iter().map(Bytes::from).collect::<Vec<_>>();
         let account_proof = crate::trie::Trie::at_root(header.state_root)
             .proof(&self.db, crate::records::account_trie_key(address).as_slice())?;
@@ -157,8 +159,13 @@ impl StateView {
         );
         let mut storage = Vec::with_capacity(slots.len());
         for slot in slots {
-            let proof = storage_trie.proof(&self.db, crate::records::storage_trie_key(slot).as_slice())?;
-            storage.push(SlotProof { slot: *slot, value: self.storage(address, slot)?, proof: to_bytes(proof) });
+            let proof =
+                storage_trie.proof(&self.db, crate::records::storage_trie_key(slot).as_slice())?;
+            storage.push(SlotProof {
+                slot: *slot,
+                value: self.storage(address, slot)?,
+                proof: to_bytes(proof),
+            });
         }
         Ok(AccountProof { account, account_proof: to_bytes(account_proof), storage })
     }

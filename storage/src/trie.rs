@@ -112,10 +112,7 @@ impl Nibbles {
             let mut buf = [0u8; INLINE_NIBBLES];
             fill(&mut buf[..len]);
             // `len <= 64` so it fits in a u8.
-            Self::Inline {
-                len: len as u8,
-                buf,
-            }
+            Self::Inline { len: len as u8, buf }
         } else {
             let mut v = vec![0u8; len];
             fill(&mut v);
@@ -191,10 +188,7 @@ enum Node {
     /// A shared, non-empty path segment above a branch.
     Extension { path: Nibbles, child: Box<Node> },
     /// Sixteen children by next nibble, plus the value of a key ending here (empty = none).
-    Branch {
-        children: Box<[Node; 16]>,
-        value: Vec<u8>,
-    },
+    Branch { children: Box<[Node; 16]>, value: Vec<u8> },
     /// A node not loaded yet: in the [`NodeSource`] under this hash, unchanged since.
     Hash(B256),
 }
@@ -208,19 +202,12 @@ fn empty_children() -> Box<[Node; 16]> {
 fn prefixed(prefix: &[u8], node: Node) -> Node {
     match node {
         Node::Empty => Node::Empty,
-        Node::Leaf { path, value } => Node::Leaf {
-            path: Nibbles::concat(prefix, &path),
-            value,
-        },
-        Node::Extension { path, child } => Node::Extension {
-            path: Nibbles::concat(prefix, &path),
-            child,
-        },
+        Node::Leaf { path, value } => Node::Leaf { path: Nibbles::concat(prefix, &path), value },
+        Node::Extension { path, child } => {
+            Node::Extension { path: Nibbles::concat(prefix, &path), child }
+        }
         other if prefix.is_empty() => other,
-        other => Node::Extension {
-            path: Nibbles::from_slice(prefix),
-            child: Box::new(other),
-        },
+        other => Node::Extension { path: Nibbles::from_slice(prefix), child: Box::new(other) },
     }
 }
 
@@ -235,10 +222,7 @@ fn put_in_branch(
     match rest.split_first() {
         None => *branch_value = value,
         Some((&i, tail)) => {
-            children[usize::from(i)] = Node::Leaf {
-                path: Nibbles::from_slice(tail),
-                value,
-            }
+            children[usize::from(i)] = Node::Leaf { path: Nibbles::from_slice(tail), value }
         }
     }
 }
@@ -265,11 +249,7 @@ impl Trie {
     /// The trie stored under `root`, resolved lazily from a [`NodeSource`]; [`EMPTY_ROOT`] is
     /// the empty trie and needs no stored node.
     pub fn at_root(root: B256) -> Self {
-        let root = if root == EMPTY_ROOT {
-            Node::Empty
-        } else {
-            Node::Hash(root)
-        };
+        let root = if root == EMPTY_ROOT { Node::Empty } else { Node::Hash(root) };
         Self { root }
     }
 
@@ -456,9 +436,7 @@ fn walk_rlp<'a>(mut node: &'a [u8], path: &[u8]) -> Result<Walk<'a>, StorageErro
                 if value.list {
                     return Err(corrupt());
                 }
-                return Ok(Walk::Value(
-                    (!value.payload.is_empty()).then_some(value.payload),
-                ));
+                return Ok(Walk::Value((!value.payload.is_empty()).then_some(value.payload)));
             };
             let item = match nibble {
                 0 => first,
@@ -530,10 +508,7 @@ fn insert_at(
 ) -> Result<bool, StorageError> {
     match node {
         Node::Empty => {
-            *node = Node::Leaf {
-                path: Nibbles::from_slice(path),
-                value,
-            };
+            *node = Node::Leaf { path: Nibbles::from_slice(path), value };
             Ok(true)
         }
         Node::Hash(hash) => {
@@ -546,10 +521,7 @@ fn insert_at(
             }
             Ok(changed)
         }
-        Node::Leaf {
-            path: leaf_path,
-            value: leaf_value,
-        } => {
+        Node::Leaf { path: leaf_path, value: leaf_value } => {
             if leaf_path.as_slice() == path {
                 if *leaf_value == value {
                     return Ok(false);
@@ -569,29 +541,16 @@ fn insert_at(
                 std::mem::take(leaf_value),
             );
             put_in_branch(&mut children, &mut branch_value, &path[c..], value);
-            *node = prefixed(
-                &path[..c],
-                Node::Branch {
-                    children,
-                    value: branch_value,
-                },
-            );
+            *node = prefixed(&path[..c], Node::Branch { children, value: branch_value });
             Ok(true)
         }
-        Node::Extension {
-            path: ext_path,
-            child,
-        } => {
+        Node::Extension { path: ext_path, child } => {
             let c = common_prefix(ext_path, path);
             if c == ext_path.len() {
                 return insert_at(src, child, &path[c..], value);
             }
             // The key leaves the extension at nibble `c`: split it around a new branch.
-            let Node::Extension {
-                path: ext_path,
-                child,
-            } = std::mem::take(node)
-            else {
+            let Node::Extension { path: ext_path, child } = std::mem::take(node) else {
                 unreachable!("matched as an extension just above")
             };
             let mut children = empty_children();
@@ -602,25 +561,13 @@ fn insert_at(
             children[usize::from(ext_path[c])] = if tail.is_empty() {
                 *child
             } else {
-                Node::Extension {
-                    path: Nibbles::from_slice(tail),
-                    child,
-                }
+                Node::Extension { path: Nibbles::from_slice(tail), child }
             };
             put_in_branch(&mut children, &mut branch_value, &path[c..], value);
-            *node = prefixed(
-                &ext_path[..c],
-                Node::Branch {
-                    children,
-                    value: branch_value,
-                },
-            );
+            *node = prefixed(&ext_path[..c], Node::Branch { children, value: branch_value });
             Ok(true)
         }
-        Node::Branch {
-            children,
-            value: branch_value,
-        } => match path.split_first() {
+        Node::Branch { children, value: branch_value } => match path.split_first() {
             Some((&i, rest)) => insert_at(src, &mut children[usize::from(i)], rest, value),
             None if *branch_value == value => Ok(false),
             None => {
@@ -645,19 +592,14 @@ fn remove_at(src: &dyn NodeSource, node: &mut Node, path: &[u8]) -> Result<bool,
             }
             Ok(changed)
         }
-        Node::Leaf {
-            path: leaf_path, ..
-        } => {
+        Node::Leaf { path: leaf_path, .. } => {
             if leaf_path.as_slice() != path {
                 return Ok(false);
             }
             *node = Node::Empty;
             Ok(true)
         }
-        Node::Extension {
-            path: ext_path,
-            child,
-        } => {
+        Node::Extension { path: ext_path, child } => {
             let Some(rest) = path.strip_prefix(ext_path.as_slice()) else {
                 return Ok(false);
             };
@@ -667,11 +609,7 @@ fn remove_at(src: &dyn NodeSource, node: &mut Node, path: &[u8]) -> Result<bool,
             // The child was a branch. If it collapsed into a leaf or an extension, its path
             // joins ours: an extension may only sit above a branch.
             if !matches!(**child, Node::Branch { .. } | Node::Hash(_)) {
-                let Node::Extension {
-                    path: ext_path,
-                    child,
-                } = std::mem::take(node)
-                else {
+                let Node::Extension { path: ext_path, child } = std::mem::take(node) else {
                     unreachable!("matched as an extension just above")
                 };
                 *node = prefixed(&ext_path, *child);
@@ -701,10 +639,7 @@ fn collapse_branch(src: &dyn NodeSource, node: &mut Node) -> Result<(), StorageE
     let Node::Branch { children, value } = node else {
         return Ok(());
     };
-    let mut occupied = children
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| !matches!(c, Node::Empty));
+    let mut occupied = children.iter().enumerate().filter(|(_, c)| !matches!(c, Node::Empty));
     let only = match (occupied.next(), occupied.next()) {
         (Some(_), Some(_)) => return Ok(()),
         (Some((i, _)), None) if value.is_empty() => i,
@@ -713,10 +648,7 @@ fn collapse_branch(src: &dyn NodeSource, node: &mut Node) -> Result<(), StorageE
             *node = if value.is_empty() {
                 Node::Empty
             } else {
-                Node::Leaf {
-                    path: Nibbles::from_slice(&[]),
-                    value: std::mem::take(value),
-                }
+                Node::Leaf { path: Nibbles::from_slice(&[]), value: std::mem::take(value) }
             };
             return Ok(());
         }
@@ -766,10 +698,7 @@ impl NodeRef {
     fn inline(rlp: &[u8]) -> Self {
         let mut bytes = [0u8; 33];
         bytes[..rlp.len()].copy_from_slice(rlp);
-        Self {
-            len: rlp.len() as u8,
-            bytes,
-        }
+        Self { len: rlp.len() as u8, bytes }
     }
 
     fn as_slice(&self) -> &[u8] {
@@ -810,11 +739,7 @@ fn encode_into(node: &Node, buf: &mut Vec<u8>, emit: &mut dyn FnMut(B256, &[u8])
         Node::Leaf { path, value } => {
             buf.clear();
             let payload_length = hp_length(path.len()) + value.as_slice().length();
-            Header {
-                list: true,
-                payload_length,
-            }
-            .encode(buf);
+            Header { list: true, payload_length }.encode(buf);
             write_hp(buf, path, true);
             value.as_slice().encode(buf);
         }
@@ -822,11 +747,7 @@ fn encode_into(node: &Node, buf: &mut Vec<u8>, emit: &mut dyn FnMut(B256, &[u8])
             let child = node_ref(child, buf, emit);
             buf.clear();
             let payload_length = hp_length(path.len()) + child.as_slice().len();
-            Header {
-                list: true,
-                payload_length,
-            }
-            .encode(buf);
+            Header { list: true, payload_length }.encode(buf);
             write_hp(buf, path, false);
             buf.extend_from_slice(child.as_slice());
         }
@@ -838,11 +759,7 @@ fn encode_into(node: &Node, buf: &mut Vec<u8>, emit: &mut dyn FnMut(B256, &[u8])
             buf.clear();
             let payload_length =
                 refs.iter().map(|r| usize::from(r.len)).sum::<usize>() + value.as_slice().length();
-            Header {
-                list: true,
-                payload_length,
-            }
-            .encode(buf);
+            Header { list: true, payload_length }.encode(buf);
             for r in &refs {
                 buf.extend_from_slice(r.as_slice());
             }
@@ -855,11 +772,7 @@ fn encode_into(node: &Node, buf: &mut Vec<u8>, emit: &mut dyn FnMut(B256, &[u8])
 fn hp_length(nibbles: usize) -> usize {
     let bytes = nibbles / 2 + 1;
     // A single HP byte is always < 0x80 (flags 0..=3 in the high nibble): it encodes as itself.
-    if bytes == 1 {
-        1
-    } else {
-        alloy_rlp::length_of_length(bytes) + bytes
-    }
+    if bytes == 1 { 1 } else { alloy_rlp::length_of_length(bytes) + bytes }
 }
 
 /// Writes the RLP string of the hex-prefix encoding of `path` (flag 2 for a leaf, +1 if the
@@ -867,11 +780,7 @@ fn hp_length(nibbles: usize) -> usize {
 fn write_hp(buf: &mut Vec<u8>, path: &[u8], leaf: bool) {
     let bytes = path.len() / 2 + 1;
     if bytes > 1 {
-        Header {
-            list: false,
-            payload_length: bytes,
-        }
-        .encode(buf);
+        Header { list: false, payload_length: bytes }.encode(buf);
     }
     let flag = if leaf { 0x20 } else { 0x00 };
     let rest = if path.len() % 2 == 1 {
@@ -919,11 +828,7 @@ fn next_item<'a>(buf: &mut &'a [u8]) -> Result<Item<'a>, StorageError> {
     let (payload, rest) = buf.split_at(header.payload_length);
     *buf = rest;
     let raw = &start[..start.len() - rest.len()];
-    Ok(Item {
-        list: header.list,
-        payload,
-        raw,
-    })
+    Ok(Item { list: header.list, payload, raw })
 }
 
 /// The payload of a node's RLP, which must be exactly one list.
@@ -976,10 +881,7 @@ fn decode_node(rlp: &[u8]) -> Result<Node, StorageError> {
             if second.list {
                 return Err(corrupt());
             }
-            return Ok(Node::Leaf {
-                path,
-                value: second.payload.to_vec(),
-            });
+            return Ok(Node::Leaf { path, value: second.payload.to_vec() });
         }
         if path.is_empty() {
             return Err(corrupt());
@@ -988,10 +890,7 @@ fn decode_node(rlp: &[u8]) -> Result<Node, StorageError> {
         if matches!(child, Node::Empty) {
             return Err(corrupt());
         }
-        return Ok(Node::Extension {
-            path,
-            child: Box::new(child),
-        });
+        return Ok(Node::Extension { path, child: Box::new(child) });
     }
     let mut children = empty_children();
     children[0] = decode_child(first)?;
@@ -1003,10 +902,7 @@ fn decode_node(rlp: &[u8]) -> Result<Node, StorageError> {
     if value.list || !items.is_empty() {
         return Err(corrupt());
     }
-    Ok(Node::Branch {
-        children,
-        value: value.payload.to_vec(),
-    })
+    Ok(Node::Branch { children, value: value.payload.to_vec() })
 }
 
 /// A hex-prefix encoded path as stored, read without unpacking it.
@@ -1028,11 +924,7 @@ impl<'a> Hp<'a> {
         if kind > 3 || (!odd && flags & 0x0f != 0) {
             return Err(corrupt());
         }
-        Ok(Self {
-            leaf: kind & 2 != 0,
-            odd_nibble: odd.then_some(flags & 0x0f),
-            bytes,
-        })
+        Ok(Self { leaf: kind & 2 != 0, odd_nibble: odd.then_some(flags & 0x0f), bytes })
     }
 
     fn len(&self) -> usize {
@@ -1040,9 +932,7 @@ impl<'a> Hp<'a> {
     }
 
     fn nibbles(&self) -> impl Iterator<Item = u8> + '_ {
-        self.odd_nibble
-            .into_iter()
-            .chain(self.bytes.iter().flat_map(|b| [b >> 4, b & 0x0f]))
+        self.odd_nibble.into_iter().chain(self.bytes.iter().flat_map(|b| [b >> 4, b & 0x0f]))
     }
 
     fn is_prefix_of(&self, path: &[u8]) -> bool {
@@ -1110,18 +1000,12 @@ mod tests {
             } else {
                 (flag << 4, path)
             };
-            std::iter::once(first)
-                .chain(rest.chunks(2).map(|c| (c[0] << 4) | c[1]))
-                .collect()
+            std::iter::once(first).chain(rest.chunks(2).map(|c| (c[0] << 4) | c[1])).collect()
         }
         fn list(items: &[Vec<u8>]) -> Vec<u8> {
             let payload: Vec<u8> = items.concat();
             let mut out = Vec::new();
-            Header {
-                list: true,
-                payload_length: payload.len(),
-            }
-            .encode(&mut out);
+            Header { list: true, payload_length: payload.len() }.encode(&mut out);
             out.extend(payload);
             out
         }
@@ -1129,11 +1013,7 @@ mod tests {
             alloy_rlp::encode(bytes)
         }
         fn reference(rlp: Vec<u8>) -> Vec<u8> {
-            if rlp.len() < 32 {
-                rlp
-            } else {
-                string(keccak256(&rlp).as_slice())
-            }
+            if rlp.len() < 32 { rlp } else { string(keccak256(&rlp).as_slice()) }
         }
         fn node(entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
             if let [(path, value)] = entries {
@@ -1146,10 +1026,8 @@ mod tests {
                 .min()
                 .unwrap();
             if shared > 0 {
-                let rest: Vec<_> = entries
-                    .iter()
-                    .map(|(p, v)| (p[shared..].to_vec(), v.clone()))
-                    .collect();
+                let rest: Vec<_> =
+                    entries.iter().map(|(p, v)| (p[shared..].to_vec(), v.clone())).collect();
                 return list(&[string(&hp(&first[..shared], false)), reference(node(&rest))]);
             }
             let mut items = Vec::new();
@@ -1159,37 +1037,24 @@ mod tests {
                     .filter(|(p, _)| p.first() == Some(&nibble))
                     .map(|(p, v)| (p[1..].to_vec(), v.clone()))
                     .collect();
-                items.push(if group.is_empty() {
-                    vec![0x80]
-                } else {
-                    reference(node(&group))
-                });
+                items.push(if group.is_empty() { vec![0x80] } else { reference(node(&group)) });
             }
-            let value = entries
-                .iter()
-                .find(|(p, _)| p.is_empty())
-                .map(|(_, v)| v.clone());
+            let value = entries.iter().find(|(p, _)| p.is_empty()).map(|(_, v)| v.clone());
             items.push(string(&value.unwrap_or_default()));
             list(&items)
         }
         if model.is_empty() {
             return EMPTY_ROOT;
         }
-        let entries: Vec<_> = model
-            .iter()
-            .map(|(k, v)| (Nibbles::unpack(k).to_vec(), v.clone()))
-            .collect();
+        let entries: Vec<_> =
+            model.iter().map(|(k, v)| (Nibbles::unpack(k).to_vec(), v.clone())).collect();
         keccak256(node(&entries))
     }
 
     fn commit_into(trie: &mut Trie, nodes: &mut MemoryNodes) -> (B256, usize) {
         let mut emitted = 0;
         let root = trie.commit(&mut |hash, rlp| {
-            assert_eq!(
-                keccak256(&rlp),
-                hash,
-                "sink got a hash that is not keccak(rlp)"
-            );
+            assert_eq!(keccak256(&rlp), hash, "sink got a hash that is not keccak(rlp)");
             emitted += 1;
             nodes.insert(hash, rlp);
         });
@@ -1236,11 +1101,7 @@ mod tests {
         let mut trie = Trie::new();
         let mut model = BTreeMap::new();
         let oracle = |m: &BTreeMap<Vec<u8>, Vec<u8>>| {
-            if s.prefix_free {
-                oracle_root(m)
-            } else {
-                naive_root(m)
-            }
+            if s.prefix_free { oracle_root(m) } else { naive_root(m) }
         };
         for step in 1..=s.ops {
             let key = s.pool[rng.below(s.pool.len())].clone();
@@ -1261,21 +1122,11 @@ mod tests {
                 }
             }
             if step % 7 == 0 {
-                assert_eq!(
-                    trie.root_hash(),
-                    oracle(&model),
-                    "seed {} step {step}",
-                    s.seed
-                );
+                assert_eq!(trie.root_hash(), oracle(&model), "seed {} step {step}", s.seed);
             }
             if step % s.commit_every == 0 {
                 let (root, _) = commit_into(&mut trie, &mut nodes);
-                assert_eq!(
-                    root,
-                    oracle(&model),
-                    "seed {} commit at step {step}",
-                    s.seed
-                );
+                assert_eq!(root, oracle(&model), "seed {} commit at step {step}", s.seed);
                 if rng.below(2) == 0 {
                     trie = Trie::at_root(root);
                 }
@@ -1305,9 +1156,7 @@ mod tests {
 
     fn random_pool(rng: &mut Rng, count: usize, len: usize, alphabet: usize) -> Vec<Vec<u8>> {
         // A small alphabet makes keys share long prefixes (extensions, deep branches).
-        (0..count)
-            .map(|_| (0..len).map(|_| rng.below(alphabet) as u8 * 0x11).collect())
-            .collect()
+        (0..count).map(|_| (0..len).map(|_| rng.below(alphabet) as u8 * 0x11).collect()).collect()
     }
 
     #[test]
@@ -1315,12 +1164,7 @@ mod tests {
         assert_eq!(EMPTY_ROOT, keccak256([EMPTY_STRING_CODE]));
         assert_eq!(Trie::new().root_hash(), EMPTY_ROOT);
         assert_eq!(ordered_root(Vec::new()), EMPTY_ROOT);
-        assert_eq!(
-            Trie::at_root(EMPTY_ROOT)
-                .get(&MemoryNodes::new(), b"x")
-                .unwrap(),
-            None
-        );
+        assert_eq!(Trie::at_root(EMPTY_ROOT).get(&MemoryNodes::new(), b"x").unwrap(), None);
     }
 
     #[test]
@@ -1341,13 +1185,9 @@ mod tests {
 
     #[test]
     fn random_short_keys_with_inline_nodes_match_alloy() {
-        for (seed, len, alphabet) in [
-            (11u64, 1, 16),
-            (12, 2, 4),
-            (13, 3, 3),
-            (14, 4, 2),
-            (15, 8, 2),
-        ] {
+        for (seed, len, alphabet) in
+            [(11u64, 1, 16), (12, 2, 4), (13, 3, 3), (14, 4, 2), (15, 8, 2)]
+        {
             let mut rng = Rng(seed);
             let pool = random_pool(&mut rng, 40, len, alphabet);
             // Values of 1..=6 bytes keep many nodes under 32 bytes: embedded inline.
@@ -1370,9 +1210,7 @@ mod tests {
             let pool = (0..30)
                 .map(|_| {
                     let len = rng.below(4);
-                    (0..len)
-                        .map(|_| [0x00, 0x01, 0x10, 0xab][rng.below(4)])
-                        .collect()
+                    (0..len).map(|_| [0x00, 0x01, 0x10, 0xab][rng.below(4)]).collect()
                 })
                 .collect();
             let max_value = if seed % 2 == 0 { 3 } else { 40 };
@@ -1403,11 +1241,7 @@ mod tests {
         assert_eq!(emitted, nodes.len());
 
         // No-ops leave the trie a bare reference: nothing is re-emitted.
-        let (key, value) = model
-            .iter()
-            .next()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .unwrap();
+        let (key, value) = model.iter().next().map(|(k, v)| (k.clone(), v.clone())).unwrap();
         trie.insert(&nodes, &key, value).unwrap();
         trie.remove(&nodes, &rng.bytes(32)).unwrap();
         assert_eq!(commit_into(&mut trie, &mut nodes), (root, 0));
@@ -1440,8 +1274,7 @@ mod tests {
         let mut nodes = MemoryNodes::new();
         let mut trie = Trie::new();
         for i in 0..50u8 {
-            trie.insert(&nodes, keccak256([i]).as_slice(), vec![i; 40])
-                .unwrap();
+            trie.insert(&nodes, keccak256([i]).as_slice(), vec![i; 40]).unwrap();
         }
         let (root, _) = commit_into(&mut trie, &mut nodes);
         let empty = MemoryNodes::new();
@@ -1462,15 +1295,9 @@ mod tests {
         let bogus = keccak256(b"bogus");
         nodes.insert(bogus, vec![0xc2, 0x80]);
         let trie = Trie::at_root(bogus);
-        assert!(matches!(
-            trie.get(&nodes, b"k"),
-            Err(StorageError::Decode { .. })
-        ));
+        assert!(matches!(trie.get(&nodes, b"k"), Err(StorageError::Decode { .. })));
         nodes.insert(bogus, vec![0x83, 1, 2, 3]);
-        assert!(matches!(
-            trie.get(&nodes, b"k"),
-            Err(StorageError::Corrupt { .. })
-        ));
+        assert!(matches!(trie.get(&nodes, b"k"), Err(StorageError::Corrupt { .. })));
     }
 
     #[test]
@@ -1486,14 +1313,8 @@ mod tests {
         let dirty = trie.clone();
         let (root, _) = commit_into(&mut trie, &mut nodes);
         for key in keys.iter().take(20).chain([&rng.bytes(32)]) {
-            assert_eq!(
-                dirty.proof(&nodes, key).unwrap(),
-                trie.proof(&nodes, key).unwrap()
-            );
-            assert_eq!(
-                dirty.get(&nodes, key).unwrap(),
-                trie.get(&nodes, key).unwrap()
-            );
+            assert_eq!(dirty.proof(&nodes, key).unwrap(), trie.proof(&nodes, key).unwrap());
+            assert_eq!(dirty.get(&nodes, key).unwrap(), trie.get(&nodes, key).unwrap());
         }
         assert_eq!(dirty.root_hash(), root);
     }
@@ -1516,33 +1337,13 @@ mod tests {
     fn known_vectors() {
         // From ethereum/tests TrieTests/trieanyorder.json ("puppy", "dogs"): short keys that
         // are prefixes of each other (branch values, inline nodes).
-        let puppy = [
-            ("do", "verb"),
-            ("horse", "stallion"),
-            ("doge", "coin"),
-            ("dog", "puppy"),
-        ];
-        let root = ordered_root(
-            puppy
-                .iter()
-                .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec())),
-        );
-        assert_eq!(
-            root,
-            b256!("5991bb8c6514148a29db676a14ac506cd2cd5775ace63c30a4fe457715e9ac84")
-        );
-        let dogs = [
-            ("doe", "reindeer"),
-            ("dog", "puppy"),
-            ("dogglesworth", "cat"),
-        ];
-        let root = ordered_root(
-            dogs.iter()
-                .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec())),
-        );
-        assert_eq!(
-            root,
-            b256!("8aad789dff2f538bca5d8ea56e8abe10f4c7ba3a5dea95fea4cd6e7c3a1168d3")
-        );
+        let puppy = [("do", "verb"), ("horse", "stallion"), ("doge", "coin"), ("dog", "puppy")];
+        let root =
+            ordered_root(puppy.iter().map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec())));
+        assert_eq!(root, b256!("5991bb8c6514148a29db676a14ac506cd2cd5775ace63c30a4fe457715e9ac84"));
+        let dogs = [("doe", "reindeer"), ("dog", "puppy"), ("dogglesworth", "cat")];
+        let root =
+            ordered_root(dogs.iter().map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec())));
+        assert_eq!(root, b256!("8aad789dff2f538bca5d8ea56e8abe10f4c7ba3a5dea95fea4cd6e7c3a1168d3"));
     }
 }

@@ -15,6 +15,9 @@ use hearth_storage::{BlockDraft, StateDiff, StoredBody};
 
 use crate::support::{GENESIS_TIME, Probe, TestNode, fixtures};
 
+/// Checks that a rejection is the expected one.
+type IsExpected = fn(&TxError) -> bool;
+
 fn manual_mining() -> NodeConfig {
     let mut config = NodeConfig::for_tests();
     config.automine = false;
@@ -29,7 +32,8 @@ async fn state_actor_refuses_a_block_that_does_not_extend_the_head() {
         body: StoredBody { transactions: vec![], senders: vec![] },
         receipts: vec![],
     };
-    let reply = node.node.state.send(CommitBlock { draft, diff: StateDiff::default() }).await.unwrap();
+    let reply =
+        node.node.state.send(CommitBlock { draft, diff: StateDiff::default() }).await.unwrap();
     assert!(matches!(reply, Err(StateError::NotNext { head: 0, got: 5 })), "{reply:?}");
     assert_eq!(node.node.chain.head_number(), Some(0), "nothing was written");
 }
@@ -40,7 +44,8 @@ async fn subscribers_get_each_committed_block_once_in_order() {
     let (probe, mut seen) = Probe::<BlockCommitted>::start(|_| ());
     node.node.state.send(SubscribeBlocks(probe)).await.unwrap();
 
-    let last = node.node.miner.send(MineBlocks { count: 2, timestamp: None }).await.unwrap().unwrap();
+    let last =
+        node.node.miner.send(MineBlocks { count: 2, timestamp: None }).await.unwrap().unwrap();
     assert_eq!(last, 2);
     assert_eq!(seen.recv().await.unwrap().block.number(), 1);
     assert_eq!(seen.recv().await.unwrap().block.number(), 2);
@@ -54,7 +59,8 @@ async fn mempool_orders_by_nonce_and_counts_pending_and_queued() {
     let bob = node.signer(1).address();
     let pool = &node.node.mempool;
 
-    let first = pool.send(SubmitTx { tx: fixtures::transfer(&alice, 0, bob, 1) }).await.unwrap().unwrap();
+    let first =
+        pool.send(SubmitTx { tx: fixtures::transfer(&alice, 0, bob, 1) }).await.unwrap().unwrap();
     assert_eq!(pool.send(PendingNonce(alice.address())).await.unwrap(), Ok(1));
     // Nonce 2 leaves a gap: queued, not executable, and the pending nonce stays at 1.
     pool.send(SubmitTx { tx: fixtures::transfer(&alice, 2, bob, 1) }).await.unwrap().unwrap();
@@ -89,7 +95,7 @@ async fn mempool_rejections_leave_the_pool_as_it_was() {
     pool.send(SubmitTx { tx: fixtures::transfer(&alice, 0, bob, 1) }).await.unwrap().unwrap();
 
     let poor = alloy_signer_local::PrivateKeySigner::from_bytes(&B256::repeat_byte(7)).unwrap();
-    let cases: Vec<(alloy_consensus::TxEnvelope, fn(&TxError) -> bool)> = vec![
+    let cases: Vec<(alloy_consensus::TxEnvelope, IsExpected)> = vec![
         (fixtures::transfer(&alice, 0, bob, 1), |e| *e == TxError::AlreadyKnown),
         (fixtures::transfer(&alice, 0, bob, 2), |e| *e == TxError::ReplacementUnderpriced),
         (fixtures::legacy_transfer(&alice, 1, bob, 10_000_000_000, Some(1)), |e| {
@@ -125,10 +131,12 @@ async fn a_replacement_with_a_ten_percent_bump_replaces() {
     let alice = node.signer(0);
     let bob = node.signer(1).address();
     let pool = &node.node.mempool;
-    pool.send(SubmitTx { tx: fixtures::legacy_transfer(&alice, 0, bob, 10_000_000_000, Some(31337)) })
-        .await
-        .unwrap()
-        .unwrap();
+    pool.send(SubmitTx {
+        tx: fixtures::legacy_transfer(&alice, 0, bob, 10_000_000_000, Some(31337)),
+    })
+    .await
+    .unwrap()
+    .unwrap();
     let bumped = fixtures::legacy_transfer(&alice, 0, bob, 11_000_000_000, Some(31337));
     let hash = pool.send(SubmitTx { tx: bumped }).await.unwrap().unwrap();
     let pending = pool.send(TakePending { gas_limit: 30_000_000, base_fee: 1 }).await.unwrap();
@@ -149,7 +157,11 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
     let once = Arc::clone(&offered);
     // Offers the transaction once, then nothing: as a pool that saw it mined.
     let (take_pending, mut asked) = Probe::<TakePending>::start(move |_| {
-        if once.swap(true, std::sync::atomic::Ordering::SeqCst) { vec![] } else { vec![offer.clone()] }
+        if once.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            vec![]
+        } else {
+            vec![offer.clone()]
+        }
     });
     let (txs_mined, mut mined) = Probe::<TxsMined>::start(|_| ());
     let miner = MinerActor::new(
@@ -188,7 +200,8 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
 
 #[actix::test]
 async fn executor_client_sheds_load_beyond_its_bound() {
-    let (calls, mut seen) = Probe::<Call>::start(|_| Ok(CallOutcome::Success { output: Bytes::new(), gas_used: 0 }));
+    let (calls, mut seen) =
+        Probe::<Call>::start(|_| Ok(CallOutcome::Success { output: Bytes::new(), gas_used: 0 }));
     let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let client = ExecutorClient::new(calls, estimates, builds, 1);
@@ -217,19 +230,30 @@ async fn executor_runs_calls_against_past_blocks() {
     let mut runtime = vec![0x73];
     runtime.extend_from_slice(bob.as_slice());
     runtime.extend_from_slice(&[0x31, 0x60, 0x00, 0x52, 0x60, 0x20, 0x60, 0x00, 0xf3]);
-    node.node.mempool.send(SubmitTx { tx: fixtures::transfer(&alice, 0, bob, 1_000) }).await.unwrap().unwrap();
+    node.node
+        .mempool
+        .send(SubmitTx { tx: fixtures::transfer(&alice, 0, bob, 1_000) })
+        .await
+        .unwrap()
+        .unwrap();
     node.node.miner.send(AutoMine).await.unwrap().unwrap();
 
     let before = node
         .node
         .executor
-        .call(Call { request: CallRequest { input: deploy_and_run(&runtime), ..Default::default() }, block: 0 })
+        .call(Call {
+            request: CallRequest { input: deploy_and_run(&runtime), ..Default::default() },
+            block: 0,
+        })
         .await
         .unwrap();
     let after = node
         .node
         .executor
-        .call(Call { request: CallRequest { input: deploy_and_run(&runtime), ..Default::default() }, block: 1 })
+        .call(Call {
+            request: CallRequest { input: deploy_and_run(&runtime), ..Default::default() },
+            block: 1,
+        })
         .await
         .unwrap();
     let balance = |o: &CallOutcome| match o {
@@ -237,7 +261,8 @@ async fn executor_runs_calls_against_past_blocks() {
         other => panic!("call failed: {other:?}"),
     };
     assert_eq!(balance(&after) - balance(&before), U256::from(1_000));
-    let unknown = node.node.executor.call(Call { request: CallRequest::default(), block: 99 }).await;
+    let unknown =
+        node.node.executor.call(Call { request: CallRequest::default(), block: 99 }).await;
     assert!(matches!(unknown, Err(ExecError::UnknownBlock)));
 }
 

@@ -14,18 +14,11 @@ use serde_json::Value;
 pub(crate) fn conformance_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CONFORMANCE_DIR") {
         let dir = PathBuf::from(dir);
-        assert!(
-            dir.is_dir(),
-            "CONFORMANCE_DIR={} is not a directory",
-            dir.display()
-        );
+        assert!(dir.is_dir(), "CONFORMANCE_DIR={} is not a directory", dir.display());
         return dir;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        root.join("../shared/conformance"),
-        root.join("shared/conformance"),
-    ];
+    let candidates = [root.join("../shared/conformance"), root.join("shared/conformance")];
     for dir in &candidates {
         if dir.is_dir() {
             return dir.clone();
@@ -84,10 +77,9 @@ fn run_trie_file(file: &str, secure: bool) -> usize {
                     _ => panic!("{file} {name}: bad op {op}"),
                 })
                 .collect(),
-            Value::Object(pairs) => pairs
-                .iter()
-                .map(|(k, v)| (trie_bytes(k), trie_value(v)))
-                .collect(),
+            Value::Object(pairs) => {
+                pairs.iter().map(|(k, v)| (trie_bytes(k), trie_value(v))).collect()
+            }
             other => panic!("{file} {name}: bad `in` {other}"),
         };
         let expected: B256 = case["root"]
@@ -99,11 +91,7 @@ fn run_trie_file(file: &str, secure: bool) -> usize {
         let mut trie = Trie::new();
         let mut model = std::collections::BTreeMap::new();
         for (key, value) in ops {
-            let key = if secure {
-                keccak256(&key).to_vec()
-            } else {
-                key
-            };
+            let key = if secure { keccak256(&key).to_vec() } else { key };
             // `insert` with an empty value removes, as the vectors expect.
             trie.insert(&nodes, &key, value.clone()).unwrap();
             if value.is_empty() {
@@ -195,9 +183,7 @@ fn decode_exact(data: &[u8]) -> alloy_rlp::Result<RlpItem> {
     let mut buf = data;
     let item = decode_item(&mut buf)?;
     if !buf.is_empty() {
-        return Err(alloy_rlp::Error::Custom(
-            "trailing bytes after the RLP item",
-        ));
+        return Err(alloy_rlp::Error::Custom("trailing bytes after the RLP item"));
     }
     Ok(item)
 }
@@ -210,11 +196,7 @@ fn encode_item(item: &RlpItem, out: &mut Vec<u8>) {
             for item in items {
                 encode_item(item, &mut payload);
             }
-            Header {
-                list: true,
-                payload_length: payload.len(),
-            }
-            .encode(out);
+            Header { list: true, payload_length: payload.len() }.encode(out);
             out.extend_from_slice(&payload);
         }
     }
@@ -240,20 +222,15 @@ fn encode_json(v: &Value, out: &mut Vec<u8>) {
             Some(n) => n.encode(out),
             None => code_point_bytes(s).as_slice().encode(out),
         },
-        Value::Number(n) => n
-            .as_u64()
-            .unwrap_or_else(|| panic!("integer {n} out of u64 range"))
-            .encode(out),
+        Value::Number(n) => {
+            n.as_u64().unwrap_or_else(|| panic!("integer {n} out of u64 range")).encode(out)
+        }
         Value::Array(items) => {
             let mut payload = Vec::new();
             for item in items {
                 encode_json(item, &mut payload);
             }
-            Header {
-                list: true,
-                payload_length: payload.len(),
-            }
-            .encode(out);
+            Header { list: true, payload_length: payload.len() }.encode(out);
             out.extend_from_slice(&payload);
         }
         other => panic!("unexpected rlptest input {other}"),
@@ -268,9 +245,7 @@ fn expected_item(v: &Value) -> RlpItem {
             None => RlpItem::Bytes(code_point_bytes(s)),
         },
         Value::Number(n) => {
-            let n = n
-                .as_u64()
-                .unwrap_or_else(|| panic!("integer {n} out of u64 range"));
+            let n = n.as_u64().unwrap_or_else(|| panic!("integer {n} out of u64 range"));
             RlpItem::Bytes(U256::from(n).to_be_bytes_trimmed_vec())
         }
         Value::Array(items) => RlpItem::List(items.iter().map(expected_item).collect()),
@@ -280,9 +255,7 @@ fn expected_item(v: &Value) -> RlpItem {
 
 /// `out` fields: hex with or without `0x`, any case.
 fn out_bytes(file: &str, name: &str, case: &Value) -> Vec<u8> {
-    let out = case["out"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{file} {name}: no `out` string"));
+    let out = case["out"].as_str().unwrap_or_else(|| panic!("{file} {name}: no `out` string"));
     let out = out.strip_prefix("0x").unwrap_or(out);
     hex::decode(out).unwrap_or_else(|e| panic!("{file} {name}: bad hex `out`: {e}"))
 }
@@ -295,11 +268,7 @@ fn conformance_rlptest() {
         let want = out_bytes(file, name, case);
         let mut encoded = Vec::new();
         encode_json(&case["in"], &mut encoded);
-        assert_eq!(
-            hex::encode(&encoded),
-            hex::encode(&want),
-            "{file} {name}: encode"
-        );
+        assert_eq!(hex::encode(&encoded), hex::encode(&want), "{file} {name}: encode");
 
         let decoded = decode_exact(&want).unwrap_or_else(|e| panic!("{file} {name}: decode: {e}"));
         assert_eq!(decoded, expected_item(&case["in"]), "{file} {name}: decode");
@@ -313,16 +282,10 @@ fn conformance_invalid_rlp() {
     let file = "rlp/invalidRLPTest.json";
     let mut ran = 0;
     for (name, case) in &read_json(file) {
-        assert_eq!(
-            case["in"], "INVALID",
-            "{file} {name}: expected an INVALID case"
-        );
+        assert_eq!(case["in"], "INVALID", "{file} {name}: expected an INVALID case");
         let data = out_bytes(file, name, case);
         if let Ok(item) = decode_exact(&data) {
-            panic!(
-                "{file} {name}: decoded invalid RLP {} as {item:?}",
-                hex::encode(&data)
-            );
+            panic!("{file} {name}: decoded invalid RLP {} as {item:?}", hex::encode(&data));
         }
         ran += 1;
     }

@@ -9,16 +9,27 @@ use serde_json::json;
 
 use crate::support::{TestNode, quantity};
 
-fn verify_account(view: &StateView, root: alloy_primitives::B256, address: Address, slots: &[U256]) {
+fn verify_account(
+    view: &StateView,
+    root: alloy_primitives::B256,
+    address: Address,
+    slots: &[U256],
+) {
     let proof = view.proof(&address, slots).expect("proof");
     let expected = proof.account.as_ref().map(|a| a.trie_value());
     verify_proof(root, Nibbles::unpack(keccak256(address)), expected, &proof.account_proof)
         .unwrap_or_else(|e| panic!("account proof of {address} at {}: {e}", view.number()));
-    let storage_root = proof.account.as_ref().map_or(hearth_storage::trie::EMPTY_ROOT, |a| a.storage_root);
+    let storage_root =
+        proof.account.as_ref().map_or(hearth_storage::trie::EMPTY_ROOT, |a| a.storage_root);
     for slot in &proof.storage {
         let expected = (!slot.value.is_zero()).then(|| alloy_rlp::encode(slot.value));
-        verify_proof(storage_root, Nibbles::unpack(keccak256(slot.slot.to_be_bytes::<32>())), expected, &slot.proof)
-            .unwrap_or_else(|e| panic!("slot {} proof at {}: {e}", slot.slot, view.number()));
+        verify_proof(
+            storage_root,
+            Nibbles::unpack(keccak256(slot.slot.to_be_bytes::<32>())),
+            expected,
+            &slot.proof,
+        )
+        .unwrap_or_else(|e| panic!("slot {} proof at {}: {e}", slot.slot, view.number()));
     }
 }
 
@@ -30,9 +41,14 @@ async fn proofs_verify_at_every_block_and_past_state_is_served() {
     let token = node.deploy_bench_token().await;
     let mut bob_balances = vec![];
     for value in 1..=3u64 {
-        node.ok("eth_sendTransaction", json!([{"from": alice, "to": bob, "value": format!("{value:#x}")}])).await;
+        node.ok(
+            "eth_sendTransaction",
+            json!([{"from": alice, "to": bob, "value": format!("{value:#x}")}]),
+        )
+        .await;
         let transfer = format!("0xa9059cbb{:0>64}{:064x}", hex_of(bob), value);
-        node.ok("eth_sendTransaction", json!([{"from": alice, "to": token, "data": transfer}])).await;
+        node.ok("eth_sendTransaction", json!([{"from": alice, "to": token, "data": transfer}]))
+            .await;
         bob_balances.push(node.ok("eth_getBalance", json!([bob, "latest"])).await);
     }
     let head = node.block_number().await;
@@ -60,12 +76,21 @@ async fn proofs_verify_at_every_block_and_past_state_is_served() {
     assert_eq!(quantity(&node.ok("eth_getTransactionCount", json!([alice, "0x1"])).await), 1);
     let slot = format!("{bob_slot:#x}");
     let at = |n: u64| node.ok("eth_getStorageAt", json!([token, slot.clone(), format!("{n:#x}")]));
-    assert_eq!(U256::from_str_radix(at(1).await.as_str().unwrap().trim_start_matches("0x"), 16).unwrap(), U256::ZERO);
-    assert_eq!(U256::from_str_radix(at(7).await.as_str().unwrap().trim_start_matches("0x"), 16).unwrap(), U256::from(6));
+    assert_eq!(
+        U256::from_str_radix(at(1).await.as_str().unwrap().trim_start_matches("0x"), 16).unwrap(),
+        U256::ZERO
+    );
+    assert_eq!(
+        U256::from_str_radix(at(7).await.as_str().unwrap().trim_start_matches("0x"), 16).unwrap(),
+        U256::from(6)
+    );
     // eth_call at a past block sees that block's state.
     let balance_of = format!("0x70a08231{:0>64}", hex_of(bob));
     let at_block_3 = node.ok("eth_call", json!([{"to": token, "data": balance_of}, "0x3"])).await;
-    assert_eq!(U256::from_str_radix(at_block_3.as_str().unwrap().trim_start_matches("0x"), 16).unwrap(), U256::from(1));
+    assert_eq!(
+        U256::from_str_radix(at_block_3.as_str().unwrap().trim_start_matches("0x"), 16).unwrap(),
+        U256::from(1)
+    );
 }
 
 fn hex_of(address: Address) -> String {

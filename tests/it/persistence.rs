@@ -21,7 +21,10 @@ fn observe(node: &NodeProcess, token: &str, txs: &[Value]) -> Vec<Value> {
         node.ok("eth_getTransactionCount", json!([ALICE, "latest"])),
         node.ok("eth_getCode", json!([token, "latest"])),
         node.ok("eth_getStorageAt", json!([token, "0x0", "latest"])),
-        node.ok("eth_call", json!([{"to": token, "data": format!("0x70a08231{:0>64}", &BOB[2..])}, "latest"])),
+        node.ok(
+            "eth_call",
+            json!([{"to": token, "data": format!("0x70a08231{:0>64}", &BOB[2..])}, "latest"]),
+        ),
         node.ok("eth_getLogs", json!([{"fromBlock": "0x0", "toBlock": "latest"}])),
     ];
     for tx in txs {
@@ -35,11 +38,19 @@ fn observe(node: &NodeProcess, token: &str, txs: &[Value]) -> Vec<Value> {
 fn restart_serves_the_same_chain() {
     let dir = TempDir::new("restart");
     let node = NodeProcess::start(dir.path(), &[]);
-    let deploy = node.ok("eth_sendTransaction", json!([{"from": ALICE, "data": fixtures::bench_token_bytecode()}]));
-    let token = node.ok("eth_getTransactionReceipt", json!([deploy]))["contractAddress"].as_str().unwrap().to_owned();
+    let deploy = node.ok(
+        "eth_sendTransaction",
+        json!([{"from": ALICE, "data": fixtures::bench_token_bytecode()}]),
+    );
+    let token = node.ok("eth_getTransactionReceipt", json!([deploy]))["contractAddress"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let transfer_call = format!("0xa9059cbb{:0>64}{:0>64}", &BOB[2..], "2a");
-    let token_tx = node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": token, "data": transfer_call}]));
-    let eth_tx = node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": BOB, "value": "0x1234"}]));
+    let token_tx = node
+        .ok("eth_sendTransaction", json!([{"from": ALICE, "to": token, "data": transfer_call}]));
+    let eth_tx =
+        node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": BOB, "value": "0x1234"}]));
     let txs = [deploy, token_tx, eth_tx];
     let before = observe(&node, &token, &txs);
     assert_eq!(before[0], "0x3");

@@ -16,7 +16,8 @@ impl TempDir {
     pub(crate) fn new(tag: &str) -> Self {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("hearth-test-{tag}-{}-{n}", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("hearth-test-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).expect("temp dir");
         Self(path)
@@ -68,7 +69,8 @@ impl NodeProcess {
 
     /// One JSON-RPC call; the whole response object.
     pub(crate) fn call(&self, method: &str, params: Value) -> Value {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+        let body =
+            json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
         let (status, body) = post(self.addr, &body).expect("node answers");
         assert!(status == 200 || status == 503, "HTTP {status}");
         serde_json::from_str(&body).expect("JSON response")

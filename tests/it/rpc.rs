@@ -26,12 +26,16 @@ async fn transport_errors_use_the_standard_codes() {
     assert_eq!(node.err("eth_getBalance", json!(["0x1234", "latest"])).await.0, -32602);
     assert_eq!(node.err("eth_getBalance", json!([])).await.0, -32602);
     // A notification gets no response, and changes nothing it should not.
-    assert!(node.raw(r#"{"jsonrpc":"2.0","method":"eth_blockNumber","params":[]}"#).await.is_none());
+    assert!(
+        node.raw(r#"{"jsonrpc":"2.0","method":"eth_blockNumber","params":[]}"#).await.is_none()
+    );
     // A batch answers each item on its own, in order.
     let batch = node
-        .raw(r#"[{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]},
+        .raw(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]},
                  {"jsonrpc":"2.0","id":2,"method":"nope","params":[]},
-                 17]"#)
+                 17]"#,
+        )
         .await
         .unwrap();
     let items = batch.as_array().unwrap();
@@ -44,7 +48,9 @@ async fn transport_errors_use_the_standard_codes() {
 #[actix::test]
 async fn chain_identity_and_accounts() {
     let node = TestNode::start();
-    assert!(node.ok("web3_clientVersion", json!([])).await.as_str().unwrap().starts_with("hearth/"));
+    assert!(
+        node.ok("web3_clientVersion", json!([])).await.as_str().unwrap().starts_with("hearth/")
+    );
     assert_eq!(node.ok("net_version", json!([])).await, "31337");
     assert_eq!(node.ok("net_listening", json!([])).await, true);
     assert_eq!(node.ok("eth_chainId", json!([])).await, "0x7a69");
@@ -52,7 +58,10 @@ async fn chain_identity_and_accounts() {
     assert_eq!(node.ok("eth_blockNumber", json!([])).await, "0x0");
     let accounts = node.ok("eth_accounts", json!([])).await;
     assert_eq!(accounts.as_array().unwrap().len(), 10);
-    assert_eq!(accounts[0].as_str().unwrap().to_lowercase(), "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266");
+    assert_eq!(
+        accounts[0].as_str().unwrap().to_lowercase(),
+        "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
+    );
     let balance = node.ok("eth_getBalance", json!([accounts[0], "latest"])).await;
     assert_eq!(balance, "0x21e19e0c9bab2400000", "10,000 ETH");
     assert_eq!(node.ok("eth_getBalance", json!([Address::ZERO, "earliest"])).await, "0x0");
@@ -93,12 +102,24 @@ async fn raw_transactions_of_every_type_are_mined_with_receipts() {
         assert_eq!(receipt["type"], format!("{:#x}", [0, 2, 1][i]));
         let by_hash = node.ok("eth_getTransactionByHash", json!([hash])).await;
         assert_eq!(by_hash["blockNumber"], format!("{:#x}", i + 1));
-        assert_eq!(by_hash["from"].as_str().unwrap().to_lowercase(), alice.address().to_string().to_lowercase());
+        assert_eq!(
+            by_hash["from"].as_str().unwrap().to_lowercase(),
+            alice.address().to_string().to_lowercase()
+        );
     }
     assert_eq!(node.block_number().await, 3);
-    assert_eq!(quantity(&node.ok("eth_getTransactionCount", json!([alice.address(), "latest"])).await), 3);
-    assert_eq!(node.ok("eth_getTransactionByHash", json!([format!("0x{}", "11".repeat(32))])).await, Value::Null);
-    assert_eq!(node.ok("eth_getTransactionReceipt", json!([format!("0x{}", "11".repeat(32))])).await, Value::Null);
+    assert_eq!(
+        quantity(&node.ok("eth_getTransactionCount", json!([alice.address(), "latest"])).await),
+        3
+    );
+    assert_eq!(
+        node.ok("eth_getTransactionByHash", json!([format!("0x{}", "11".repeat(32))])).await,
+        Value::Null
+    );
+    assert_eq!(
+        node.ok("eth_getTransactionReceipt", json!([format!("0x{}", "11".repeat(32))])).await,
+        Value::Null
+    );
 }
 
 #[actix::test]
@@ -106,22 +127,31 @@ async fn rejected_raw_transactions_change_nothing() {
     let node = TestNode::start();
     let alice = node.signer(0);
     let bob = node.signer(1).address();
-    node.ok("eth_sendRawTransaction", json!([hex(&fixtures::transfer(&alice, 0, bob, 1).encoded_2718())])).await;
+    node.ok(
+        "eth_sendRawTransaction",
+        json!([hex(&fixtures::transfer(&alice, 0, bob, 1).encoded_2718())]),
+    )
+    .await;
     let before = node.ok("eth_getBlockByNumber", json!(["latest", false])).await;
 
     let (code, message, _) = node.err("eth_sendRawTransaction", json!(["0xdeadbeef"])).await;
     assert!(code == -32602 || code == -32000, "bad RLP: {code} {message}");
     let stale = fixtures::transfer(&alice, 0, bob, 2);
-    let (code, message, _) = node.err("eth_sendRawTransaction", json!([hex(&stale.encoded_2718())])).await;
+    let (code, message, _) =
+        node.err("eth_sendRawTransaction", json!([hex(&stale.encoded_2718())])).await;
     assert_eq!(code, -32000);
     assert!(message.starts_with("nonce too low"), "{message}");
     let other_chain = fixtures::legacy_transfer(&alice, 1, bob, 2_000_000_000, Some(1));
-    let (code, message, _) = node.err("eth_sendRawTransaction", json!([hex(&other_chain.encoded_2718())])).await;
+    let (code, message, _) =
+        node.err("eth_sendRawTransaction", json!([hex(&other_chain.encoded_2718())])).await;
     assert_eq!(code, -32000);
     assert!(message.contains("chain id"), "{message}");
 
     assert_eq!(node.ok("eth_getBlockByNumber", json!(["latest", false])).await, before);
-    assert_eq!(quantity(&node.ok("eth_getTransactionCount", json!([alice.address(), "pending"])).await), 1);
+    assert_eq!(
+        quantity(&node.ok("eth_getTransactionCount", json!([alice.address(), "pending"])).await),
+        1
+    );
 }
 
 #[actix::test]
@@ -129,13 +159,16 @@ async fn send_transaction_signs_for_dev_accounts_only() {
     let node = TestNode::start();
     let alice = node.signer(0).address();
     let bob = node.signer(1).address();
-    let hash = node.ok("eth_sendTransaction", json!([{"from": alice, "to": bob, "value": ONE_ETH_HEX}])).await;
+    let hash = node
+        .ok("eth_sendTransaction", json!([{"from": alice, "to": bob, "value": ONE_ETH_HEX}]))
+        .await;
     // Automine: the receipt exists as soon as the hash is returned.
     let receipt = node.ok("eth_getTransactionReceipt", json!([hash])).await;
     assert_eq!(receipt["status"], "0x1");
     assert_eq!(node.ok("eth_getBalance", json!([bob, "latest"])).await, "0x21e27c1806e59a40000");
-    let (code, message, _) =
-        node.err("eth_sendTransaction", json!([{"from": Address::repeat_byte(9), "to": bob}])).await;
+    let (code, message, _) = node
+        .err("eth_sendTransaction", json!([{"from": Address::repeat_byte(9), "to": bob}]))
+        .await;
     assert_eq!(code, -32000);
     assert!(message.contains("unknown account"), "{message}");
 }
@@ -145,7 +178,8 @@ async fn blocks_by_number_and_hash() {
     let node = TestNode::start();
     let alice = node.signer(0).address();
     let bob = node.signer(1).address();
-    let tx = node.ok("eth_sendTransaction", json!([{"from": alice, "to": bob, "value": "0x1"}])).await;
+    let tx =
+        node.ok("eth_sendTransaction", json!([{"from": alice, "to": bob, "value": "0x1"}])).await;
 
     let genesis = node.ok("eth_getBlockByNumber", json!(["earliest", false])).await;
     assert_eq!(genesis["number"], "0x0");
@@ -158,7 +192,15 @@ async fn blocks_by_number_and_hash() {
     assert_eq!(by_number["parentHash"], genesis["hash"]);
     assert_eq!(by_number["transactions"], json!([tx]));
     assert_eq!(by_number["gasUsed"], "0x5208");
-    for field in ["stateRoot", "transactionsRoot", "receiptsRoot", "logsBloom", "baseFeePerGas", "timestamp", "size"] {
+    for field in [
+        "stateRoot",
+        "transactionsRoot",
+        "receiptsRoot",
+        "logsBloom",
+        "baseFeePerGas",
+        "timestamp",
+        "size",
+    ] {
         assert!(by_number[field].is_string(), "{field} missing: {by_number}");
     }
     assert_ne!(by_number["stateRoot"], genesis["stateRoot"]);
@@ -168,15 +210,25 @@ async fn blocks_by_number_and_hash() {
     assert_eq!(by_hash["transactions"][0]["blockHash"], by_number["hash"]);
 
     assert_eq!(node.ok("eth_getBlockByNumber", json!(["0x9", false])).await, Value::Null);
-    assert_eq!(node.ok("eth_getBlockByHash", json!([format!("0x{}", "ab".repeat(32)), false])).await, Value::Null);
+    assert_eq!(
+        node.ok("eth_getBlockByHash", json!([format!("0x{}", "ab".repeat(32)), false])).await,
+        Value::Null
+    );
     assert_eq!(node.ok("eth_getBlockTransactionCountByNumber", json!(["0x1"])).await, "0x1");
-    assert_eq!(node.ok("eth_getBlockTransactionCountByHash", json!([by_number["hash"]])).await, "0x1");
+    assert_eq!(
+        node.ok("eth_getBlockTransactionCountByHash", json!([by_number["hash"]])).await,
+        "0x1"
+    );
     assert_eq!(node.ok("eth_getBlockTransactionCountByNumber", json!(["0x0"])).await, "0x0");
     let first = node.ok("eth_getTransactionByBlockNumberAndIndex", json!(["0x1", "0x0"])).await;
     assert_eq!(first["hash"], tx);
-    let same = node.ok("eth_getTransactionByBlockHashAndIndex", json!([by_number["hash"], "0x0"])).await;
+    let same =
+        node.ok("eth_getTransactionByBlockHashAndIndex", json!([by_number["hash"], "0x0"])).await;
     assert_eq!(same, first);
-    assert_eq!(node.ok("eth_getTransactionByBlockNumberAndIndex", json!(["0x1", "0x1"])).await, Value::Null);
+    assert_eq!(
+        node.ok("eth_getTransactionByBlockNumberAndIndex", json!(["0x1", "0x1"])).await,
+        Value::Null
+    );
     let (code, _, _) = node.err("eth_getBlockByNumber", json!(["latest"])).await;
     assert_eq!(code, -32602, "the full-transactions flag is required");
 }
@@ -186,7 +238,11 @@ async fn contracts_calls_reverts_and_estimates() {
     let node = TestNode::start();
     let calldata = fixtures::bench_calldata();
     let token = node.deploy_bench_token().await;
-    assert_eq!(token.to_string(), calldata["contract"].as_str().unwrap(), "same address as on every peer");
+    assert_eq!(
+        token.to_string(),
+        calldata["contract"].as_str().unwrap(),
+        "same address as on every peer"
+    );
     let call = |name: &str| json!([{"to": token, "data": calldata["calldata"][name]}, "latest"]);
 
     let balance = node.ok("eth_call", call("balanceOf(0xf39F..2266)")).await;
@@ -205,8 +261,13 @@ async fn contracts_calls_reverts_and_estimates() {
     // input and data are both accepted; when both are given they must agree.
     let input = calldata["calldata"]["totalSupply()"].clone();
     let supply = node.ok("eth_call", json!([{"to": token, "input": input}, "latest"])).await;
-    assert_eq!(supply, node.ok("eth_call", json!([{"to": token, "data": input, "input": input}, "latest"])).await);
-    let (code, _, _) = node.err("eth_call", json!([{"to": token, "data": "0x01", "input": "0x02"}, "latest"])).await;
+    assert_eq!(
+        supply,
+        node.ok("eth_call", json!([{"to": token, "data": input, "input": input}, "latest"])).await
+    );
+    let (code, _, _) = node
+        .err("eth_call", json!([{"to": token, "data": "0x01", "input": "0x02"}, "latest"]))
+        .await;
     assert_eq!(code, -32602);
     // A call that runs out of gas.
     let (code, message, _) = node
@@ -216,16 +277,35 @@ async fn contracts_calls_reverts_and_estimates() {
     assert!(message.contains("out of gas"), "{message}");
 
     let alice = node.signer(0).address();
-    let transfer = node.ok("eth_estimateGas", json!([{"from": alice, "to": node.signer(1).address(), "value": "0x1"}])).await;
+    let transfer = node
+        .ok(
+            "eth_estimateGas",
+            json!([{"from": alice, "to": node.signer(1).address(), "value": "0x1"}]),
+        )
+        .await;
     assert_eq!(transfer, "0x5208");
-    let estimate = quantity(&node.ok("eth_estimateGas", json!([{"to": token, "data": calldata["calldata"]["hashLoop(2000)"]}])).await);
+    let estimate = quantity(
+        &node
+            .ok(
+                "eth_estimateGas",
+                json!([{"to": token, "data": calldata["calldata"]["hashLoop(2000)"]}]),
+            )
+            .await,
+    );
     let anvil = calldata["gas"]["hashLoop(2000) eth_estimateGas (anvil)"].as_u64().unwrap();
     assert!(estimate.abs_diff(anvil) * 100 < anvil, "estimate {estimate} vs anvil {anvil}");
     // The estimate is enough, and one less is not... or close to it (binary search is exact).
-    let run = |gas: u64| node.call("eth_call", json!([{"to": token, "data": calldata["calldata"]["hashLoop(2000)"], "gas": format!("{gas:#x}")}, "latest"]));
+    let run = |gas: u64| {
+        node.call("eth_call", json!([{"to": token, "data": calldata["calldata"]["hashLoop(2000)"], "gas": format!("{gas:#x}")}, "latest"]))
+    };
     assert!(run(estimate).await.get("error").is_none());
     assert!(run(estimate - 1).await.get("error").is_some());
-    let (code, message, _) = node.err("eth_estimateGas", json!([{"to": token, "data": calldata["calldata"]["alwaysRevert()"]}])).await;
+    let (code, message, _) = node
+        .err(
+            "eth_estimateGas",
+            json!([{"to": token, "data": calldata["calldata"]["alwaysRevert()"]}]),
+        )
+        .await;
     assert_eq!((code, message.as_str()), (3, "execution reverted: BenchToken: always reverts"));
 
     assert!(node.ok("eth_getCode", json!([token, "latest"])).await.as_str().unwrap().len() > 100);
@@ -245,18 +325,25 @@ async fn logs_filter_by_range_hash_address_and_topics() {
         let data = format!("0xa9059cbb{}{:064x}", &topic(to)[2..], 5);
         node.ok("eth_sendTransaction", json!([{"from": alice, "to": token, "data": data}])).await;
     }
-    let transfer_sig = format!("{}", alloy_primitives::keccak256("Transfer(address,address,uint256)"));
+    let transfer_sig =
+        format!("{}", alloy_primitives::keccak256("Transfer(address,address,uint256)"));
 
     let all = node.ok("eth_getLogs", json!([{"fromBlock": "0x0"}])).await;
     assert_eq!(all.as_array().unwrap().len(), 3, "mint + two transfers: {all}");
     assert_eq!(all[0]["blockNumber"], "0x1");
     assert_eq!(all[2]["logIndex"], "0x0");
     assert_eq!(all[2]["removed"], false);
-    let by_address = node.ok("eth_getLogs", json!([{"fromBlock": "earliest", "address": [token, bob]}])).await;
+    let by_address =
+        node.ok("eth_getLogs", json!([{"fromBlock": "earliest", "address": [token, bob]}])).await;
     assert_eq!(by_address, all);
     let none = node.ok("eth_getLogs", json!([{"fromBlock": "0x0", "address": bob}])).await;
     assert_eq!(none, json!([]));
-    let to_bob = node.ok("eth_getLogs", json!([{"fromBlock": "0x0", "topics": [transfer_sig, Value::Null, topic(bob)]}])).await;
+    let to_bob = node
+        .ok(
+            "eth_getLogs",
+            json!([{"fromBlock": "0x0", "topics": [transfer_sig, Value::Null, topic(bob)]}]),
+        )
+        .await;
     assert_eq!(to_bob.as_array().unwrap().len(), 1);
     let either = node.ok("eth_getLogs", json!([{"fromBlock": "0x0", "topics": [Value::Null, Value::Null, [topic(bob), topic(carol)]]}])).await;
     assert_eq!(either.as_array().unwrap().len(), 2);
@@ -266,9 +353,11 @@ async fn logs_filter_by_range_hash_address_and_topics() {
     assert_eq!(by_hash[0]["transactionHash"], block3["transactions"][0]);
     let only_range = node.ok("eth_getLogs", json!([{"fromBlock": "0x2", "toBlock": "0x2"}])).await;
     assert_eq!(only_range.as_array().unwrap().len(), 1);
-    let (code, _, _) = node.err("eth_getLogs", json!([{"fromBlock": "0x3", "toBlock": "0x1"}])).await;
+    let (code, _, _) =
+        node.err("eth_getLogs", json!([{"fromBlock": "0x3", "toBlock": "0x1"}])).await;
     assert!(code == -32000 || code == -32602);
-    let (code, _, _) = node.err("eth_getLogs", json!([{"blockHash": block3["hash"], "fromBlock": "0x1"}])).await;
+    let (code, _, _) =
+        node.err("eth_getLogs", json!([{"blockHash": block3["hash"], "fromBlock": "0x1"}])).await;
     assert_eq!(code, -32602);
 }
 
@@ -291,7 +380,8 @@ async fn fees_and_mining() {
     assert_eq!(history["gasUsedRatio"].as_array().unwrap().len(), 2);
     assert_eq!(history["reward"].as_array().unwrap().len(), 2);
     // Empty blocks: the base fee falls by 1/8 each block.
-    let fees: Vec<u64> = history["baseFeePerGas"].as_array().unwrap().iter().map(quantity).collect();
+    let fees: Vec<u64> =
+        history["baseFeePerGas"].as_array().unwrap().iter().map(quantity).collect();
     assert!(fees.windows(2).all(|w| w[1] < w[0]), "{fees:?}");
 }
 
@@ -302,9 +392,17 @@ async fn pending_nonce_counts_pooled_transactions_when_not_automining() {
     let node = TestNode::start_with(config);
     let alice = node.signer(0);
     let bob = node.signer(1).address();
-    let hash = node.ok("eth_sendRawTransaction", json!([hex(&fixtures::transfer(&alice, 0, bob, 1).encoded_2718())])).await;
+    let hash = node
+        .ok(
+            "eth_sendRawTransaction",
+            json!([hex(&fixtures::transfer(&alice, 0, bob, 1).encoded_2718())]),
+        )
+        .await;
     assert_eq!(node.block_number().await, 0, "no automine");
-    assert_eq!(node.ok("eth_getTransactionCount", json!([alice.address(), "pending"])).await, "0x1");
+    assert_eq!(
+        node.ok("eth_getTransactionCount", json!([alice.address(), "pending"])).await,
+        "0x1"
+    );
     assert_eq!(node.ok("eth_getTransactionCount", json!([alice.address(), "latest"])).await, "0x0");
     let pending = node.ok("eth_getTransactionByHash", json!([hash])).await;
     assert_eq!(pending["hash"], hash);

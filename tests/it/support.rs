@@ -65,7 +65,8 @@ impl TestNode {
     /// Calls `method`, expecting an error: returns (code, message, data).
     pub(crate) async fn err(&self, method: &str, params: Value) -> (i64, String, Value) {
         let response = self.call(method, params).await;
-        let error = response.get("error").unwrap_or_else(|| panic!("{method} should fail: {response}"));
+        let error =
+            response.get("error").unwrap_or_else(|| panic!("{method} should fail: {response}"));
         (
             error["code"].as_i64().expect("code is a number"),
             error["message"].as_str().expect("message is a string").to_owned(),
@@ -82,7 +83,10 @@ impl TestNode {
     pub(crate) async fn deploy_bench_token(&self) -> Address {
         let from = self.signer(0).address();
         let hash = self
-            .ok("eth_sendTransaction", json!([{"from": from, "data": fixtures::bench_token_bytecode()}]))
+            .ok(
+                "eth_sendTransaction",
+                json!([{"from": from, "data": fixtures::bench_token_bytecode()}]),
+            )
             .await;
         let receipt = self.ok("eth_getTransactionReceipt", json!([hash])).await;
         assert_eq!(receipt["status"], "0x1", "deploy failed: {receipt}");
@@ -99,10 +103,13 @@ pub(crate) fn quantity(value: &Value) -> u64 {
 /// Mailbox of a probe.
 const PROBE_MAILBOX: usize = 256;
 
+/// How a probe answers a message.
+type Reply<M> = Box<dyn Fn(&M) -> <M as Message>::Result>;
+
 /// Stands in for a peer actor: records every message it receives and answers with `reply`.
 pub(crate) struct Probe<M: Message> {
     seen: mpsc::Sender<M>,
-    reply: Box<dyn Fn(&M) -> M::Result>,
+    reply: Reply<M>,
 }
 
 impl<M> Probe<M>
@@ -174,7 +181,12 @@ pub(crate) mod fixtures {
     }
 
     /// A signed ETH transfer of `value` wei to `to`.
-    pub(crate) fn transfer(signer: &PrivateKeySigner, nonce: u64, to: Address, value: u64) -> TxEnvelope {
+    pub(crate) fn transfer(
+        signer: &PrivateKeySigner,
+        nonce: u64,
+        to: Address,
+        value: u64,
+    ) -> TxEnvelope {
         eip1559(signer, nonce, Some(to), U256::from(value), Bytes::new(), 21_000)
     }
 
@@ -206,7 +218,8 @@ pub(crate) mod fixtures {
     /// BenchToken's creation bytecode (../shared/peers/build/BenchToken.json).
     pub(crate) fn bench_token_bytecode() -> String {
         let path = peers_dir().join("build/BenchToken.json");
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let artifact: Value = serde_json::from_str(&text).expect("artifact is JSON");
         let code = artifact["bytecode"].as_str().expect("bytecode");
         if code.starts_with("0x") { code.to_owned() } else { format!("0x{code}") }
