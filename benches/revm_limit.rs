@@ -1,0 +1,127 @@
+//! The ceiling for eth_call throughput on this machine: bare revm running BenchToken calls
+//! with no RPC, no actors and an in-memory database, one reused `Evm` per thread (as Hearth's
+//! executors do). Prints calls/s for 1..=N threads beside a spin-loop baseline measured in the
+//! same run, so the parallel speed-up is read against what the machine gives two busy threads.
+//!
+//! ```text
+//! cargo bench --bench revm_limit                 # hashLoop(2000), 5 s per row
+//! REVM_LIMIT_SECS=2 REVM_LIMIT_CALL=balanceOf cargo bench --bench revm_limit
+//! ```
+
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, Bytes, TxKind, U256, address, hex};
+use revm::bytecode::Bytecode;
+use revm::context::{Context, TxEnv};
+use revm::database::{CacheDB, EmptyDB};
+use revm::state::AccountInfo;
+use revm::{ExecuteEvm, MainBuilder, MainContext};
+
+const TOKEN: Address = address!("5FbDB2315678afecb367f032d93F642f64180aa3");
+
+fn calldata(name: &str) -> Bytes {
+    let hex_str = match name {
+        "balanceOf" => "70a08231000000000000000000000000f39fd6e51aad88f6f4ce6ab8827279cfffb92266",
+        "mathLoop" => "2a24c92a00000000000000000000000000000000000000000000000000000000000007d0",
+        _ => "6715131900000000000000000000000000000000000000000000000000000000000007d0",
+    };
+    Bytes::from(hex::decode(hex_str).expect("static hex"))
+}
+
+fn runtime_code() -> Bytes {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/peers/build/BenchToken.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let artifact: serde_json::Value = serde_json::from_str(&text).expect("artifact JSON");
+    let code = artifact["deployedBytecode"].as_str().expect("deployedBytecode");
+    Bytes::from(hex::decode(code.trim_start_matches("0x")).expect("hex bytecode"))
+}
+
+/// Calls per second on one thread for `duration`.
+fn revm_thread(code: Bytes, input: Bytes, duration: Duration) -> f64 {
+    let mut db = CacheDB::new(EmptyDB::default());
+    let bytecode = Bytecode::new_raw(code);
+    db.insert_account_info(
+        TOKEN,
+        AccountInfo { code_hash: bytecode.hash_slow(), code: Some(bytecode), ..Default::default() },
+    );
+    let mut evm = Context::mainnet()
+        .with_db(db)
+        .modify_cfg_chained(|cfg| {
+            cfg.disable_nonce_check = true;
+            cfg.disable_base_fee = true;
+        })
+        .build_mainnet();
+    let tx = TxEnv {
+        caller: Address::ZERO,
+        kind: TxKind::Call(TOKEN),
+        data: input,
+        gas_limit: 50_000_000,
+        value: U256::ZERO,
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let mut calls = 0u64;
+    while start.elapsed() < duration {
+        let result = evm.transact(tx.clone()).expect("call runs");
+        assert!(result.result.is_success());
+        calls += 1;
+    }
+    calls as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Iterations per second of a pure integer loop on one thread: what a core gives.
+fn spin_thread(duration: Duration) -> f64 {
+    let start = Instant::now();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rounds = 0u64;
+    while start.elapsed() < duration {
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+        }
+        rounds += 1;
+    }
+    std::hint::black_box(x);
+    rounds as f64 / start.elapsed().as_secs_f64()
+}
+
+fn parallel<F: Fn() -> f64 + Send + Sync + Clone + 'static>(threads: usize, f: F) -> f64 {
+    let handles: Vec<_> = (0..threads).map(|_| std::thread::spawn(f.clone())).collect();
+    handles.into_iter().map(|h| h.join().expect("bench thread")).sum()
+}
+
+fn main() {
+    // `cargo test` / `cargo bench --no-run` build this; only a real bench run measures.
+    if std::env::args().any(|a| a == "--test" || a == "--list") {
+        return;
+    }
+    let secs: f64 =
+        std::env::var("REVM_LIMIT_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5.0);
+    let call = std::env::var("REVM_LIMIT_CALL").unwrap_or_else(|_| "hashLoop".into());
+    let duration = Duration::from_secs_f64(secs);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let code = runtime_code();
+    let input = calldata(&call);
+    println!("bare revm, BenchToken {call}, {secs} s per row, {cores} cores");
+    println!();
+    println!("| threads | calls/s | per thread | speed-up | spin-loop speed-up |");
+    println!("|---:|---:|---:|---:|---:|");
+    let mut base = (0.0, 0.0);
+    for threads in 1..=cores {
+        eprintln!("measuring {threads} thread(s) ...");
+        let (c, i) = (code.clone(), input.clone());
+        let rate = parallel(threads, move || revm_thread(c.clone(), i.clone(), duration));
+        let spin = parallel(threads, move || spin_thread(duration));
+        if threads == 1 {
+            base = (rate, spin);
+        }
+        println!(
+            "| {threads} | {rate:.0} | {:.0} | {:.2}x | {:.2}x |",
+            rate / threads as f64,
+            rate / base.0,
+            spin / base.1
+        );
+    }
+}
