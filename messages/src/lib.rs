@@ -5,6 +5,7 @@
 //! that the RPC front and tests never name an actor type.
 
 pub mod code_cache;
+pub mod ask;
 pub mod error;
 pub mod executor;
 pub mod mempool;
