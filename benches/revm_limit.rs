@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, Bytes, TxKind, U256, address, hex};
 use revm::bytecode::Bytecode;
-use revm::context::{Context, TxEnv};
+use revm::context::{CfgEnv, Context, TxEnv};
 use revm::database::{CacheDB, EmptyDB};
+use revm::primitives::hardfork::SpecId;
 use revm::state::AccountInfo;
 use revm::{ExecuteEvm, MainBuilder, MainContext};
 
@@ -45,13 +46,11 @@ fn revm_thread(code: Bytes, input: Bytes, duration: Duration) -> f64 {
         TOKEN,
         AccountInfo { code_hash: bytecode.hash_slow(), code: Some(bytecode), ..Default::default() },
     );
-    let mut evm = Context::mainnet()
-        .with_db(db)
-        .modify_cfg_chained(|cfg| {
-            cfg.disable_nonce_check = true;
-            cfg.disable_base_fee = true;
-        })
-        .build_mainnet();
+    // Prague, as the node runs (Osaka would cap a transaction's gas at 2^24).
+    let mut cfg = CfgEnv::new_with_spec(SpecId::PRAGUE);
+    cfg.disable_nonce_check = true;
+    cfg.disable_base_fee = true;
+    let mut evm = Context::mainnet().with_db(db).with_cfg(cfg).build_mainnet();
     let tx = TxEnv {
         caller: Address::ZERO,
         kind: TxKind::Call(TOKEN),

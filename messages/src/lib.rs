@@ -4,8 +4,8 @@
 //! with `Result<T, E>`; notifications (past tense) reply `()`. Clients wrap `Recipient`s so
 //! that the RPC front and tests never name an actor type.
 
-pub mod code_cache;
 pub mod ask;
+pub mod code_cache;
 pub mod error;
 pub mod executor;
 pub mod mempool;
