@@ -19,7 +19,7 @@ use revm::state::{Account, AccountInfo};
 use crate::code_cache::CodeL1;
 
 /// What the transactions of a block executed so far have changed.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct BlockChanges {
     /// `None`: deleted.
     accounts: HashMap<Address, Option<AccountInfo>>,
@@ -61,15 +61,54 @@ pub(crate) struct ExecDb<'a> {
     base: StateView,
     codes: &'a mut CodeL1,
     changes: BlockChanges,
+    /// EIP-161 (Spurious Dragon on): touched accounts left empty are deleted. Before it, an
+    /// empty account that was touched stays in the state.
+    clear_empty: bool,
 }
 
 impl<'a> ExecDb<'a> {
     pub(crate) fn new(base: StateView, codes: &'a mut CodeL1) -> Self {
-        Self { base, codes, changes: BlockChanges::default() }
+        Self { base, codes, changes: BlockChanges::default(), clear_empty: true }
+    }
+
+    /// Sets whether touched empty accounts are deleted (EIP-161).
+    pub(crate) const fn with_clear_empty(mut self, clear_empty: bool) -> Self {
+        self.clear_empty = clear_empty;
+        self
     }
 
     pub(crate) fn into_changes(self) -> BlockChanges {
         self.changes
+    }
+
+    /// The changes so far as a diff, leaving them in place (pre-Byzantium receipts need the
+    /// state root after every transaction).
+    pub(crate) fn diff_so_far(&self) -> StateDiff {
+        self.changes.clone().into_diff()
+    }
+
+    /// Adds `amount` wei to `address` outside any transaction (withdrawals, block rewards).
+    /// A zero credit still touches the account, as the consensus rules say.
+    pub(crate) fn credit(&mut self, address: Address, amount: U256) -> Result<(), StorageError> {
+        let current = self.basic(address)?;
+        if current.is_none() && amount.is_zero() {
+            // A zero credit to an absent account creates nothing.
+            return Ok(());
+        }
+        let mut info = current.unwrap_or_default();
+        info.balance = info.balance.saturating_add(amount);
+        if self.clear_empty && info.is_empty() {
+            self.changes.accounts.insert(address, None);
+            self.changes.storage.remove(&address);
+            return Ok(());
+        }
+        self.changes.accounts.insert(address, Some(info));
+        Ok(())
+    }
+
+    /// Whether `address` has code (system contracts run only when they are deployed).
+    pub(crate) fn has_code(&mut self, address: Address) -> Result<bool, StorageError> {
+        Ok(self.basic(address)?.is_some_and(|info| info.code_hash != EMPTY_CODE_HASH))
     }
 
     fn commit_account(&mut self, address: Address, account: Account) {
@@ -93,7 +132,11 @@ impl<'a> ExecDb<'a> {
             self.changes.codes.entry(info.code_hash).or_insert(code);
         }
         // EIP-161: a touched account left empty is removed from the state.
-        if info.nonce == 0 && info.balance.is_zero() && info.code_hash == EMPTY_CODE_HASH {
+        if self.clear_empty
+            && info.nonce == 0
+            && info.balance.is_zero()
+            && info.code_hash == EMPTY_CODE_HASH
+        {
             self.changes.accounts.insert(address, None);
             self.changes.storage.remove(&address);
             return;
