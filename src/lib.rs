@@ -5,5 +5,6 @@
 //! way, on in-memory storage.
 
 pub mod cli;
+pub mod conformance;
 pub mod config;
 pub mod node;
