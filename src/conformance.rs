@@ -38,7 +38,9 @@ pub enum FixtureError {
         source: serde_json::Error,
     },
     /// A field is missing or malformed.
-    #[error("fixture field is not a valid {what}: {value}; the fixture format is not the one expected (see conformance/README.md)")]
+    #[error(
+        "fixture field is not a valid {what}: {value}; the fixture format is not the one expected (see conformance/README.md)"
+    )]
     Field {
         /// What was expected.
         what: &'static str,

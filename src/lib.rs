@@ -5,6 +5,7 @@
 //! way, on in-memory storage.
 
 pub mod cli;
-pub mod conformance;
 pub mod config;
+pub mod conformance;
+pub mod import;
 pub mod node;

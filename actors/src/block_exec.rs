@@ -187,6 +187,14 @@ pub(crate) fn execute_block(
             (CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, CONSOLIDATION_REQUEST_TYPE),
         ] {
             if !evm.ctx.journaled_state.database.has_code(address)? {
+                // A chain that imports Prague blocks must have the request contracts
+                // (EIP-7002/7251 say such a block is invalid); a dev chain without them
+                // simply produces no requests.
+                if mode == BuildMode::Import {
+                    return Err(ExecError::Invalid(format!(
+                        "request contract {address} has no code; the block is invalid"
+                    )));
+                }
                 continue;
             }
             let result = evm.system_call_commit(address, Bytes::new()).map_err(exec_error)?;

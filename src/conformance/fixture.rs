@@ -98,7 +98,12 @@ pub(crate) fn alloc_diff(alloc: &BTreeMap<Address, AllocAccount>) -> StateDiff {
                     code_hash,
                 }),
                 storage_wiped: false,
-                storage: account.storage.iter().filter(|(_, v)| !v.is_zero()).map(|(k, v)| (*k, *v)).collect(),
+                storage: account
+                    .storage
+                    .iter()
+                    .filter(|(_, v)| !v.is_zero())
+                    .map(|(k, v)| (*k, *v))
+                    .collect(),
             },
         );
     }

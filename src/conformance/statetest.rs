@@ -49,7 +49,9 @@ pub fn run_file(path: &Path, options: &RunOptions) -> Summary {
             for (index, entry) in entries.as_array().into_iter().flatten().enumerate() {
                 match run_entry(case, fork, entry) {
                     Ok(None) => summary.passed += 1,
-                    Ok(Some(why)) => summary.fail(format!("FAIL {name} fork={fork} index={index}: {why}")),
+                    Ok(Some(why)) => {
+                        summary.fail(format!("FAIL {name} fork={fork} index={index}: {why}"))
+                    }
                     Err(e) => summary.fail(format!("FAIL {name} fork={fork} index={index}: {e}")),
                 }
             }
@@ -74,7 +76,8 @@ fn run_entry(case: &Value, fork: &str, entry: &Value) -> Result<Option<String>, 
     let spec = fixture::spec_of(fork).ok_or_else(|| EntryError::Fork(fork.to_owned()))?;
     let env = &case["env"];
     let config = case.get("config");
-    let chain_id = config.and_then(|c| c.get("chainid")).map(fixture::u64_of).transpose()?.unwrap_or(1);
+    let chain_id =
+        config.and_then(|c| c.get("chainid")).map(fixture::u64_of).transpose()?.unwrap_or(1);
     let blob_params =
         fixture::blob_params_for(config.and_then(|c| c.get("blobSchedule")), fork, spec)?;
     let pre = fixture::alloc(&case["pre"])?;
@@ -121,10 +124,7 @@ fn run_entry(case: &Value, fork: &str, entry: &Value) -> Result<Option<String>, 
         difficulty: fixture::u256(&env["currentDifficulty"])?,
         spec: Some(spec),
         chain_id: Some(chain_id),
-        excess_blob_gas: env
-            .get("currentExcessBlobGas")
-            .map(fixture::u64_of)
-            .transpose()?,
+        excess_blob_gas: env.get("currentExcessBlobGas").map(fixture::u64_of).transpose()?,
         blob_params: Some(blob_params),
         parent_beacon_block_root: None,
         withdrawals: Vec::new(),
@@ -134,7 +134,8 @@ fn run_entry(case: &Value, fork: &str, entry: &Value) -> Result<Option<String>, 
     };
     let hash = *tx.tx_hash();
     let pooled = PooledTx { tx: Arc::new(tx), sender, hash };
-    let mut executor = ExecutorActor::new(db.clone(), ExecConfig { chain_id, spec, gas_cap: u64::MAX }, None);
+    let mut executor =
+        ExecutorActor::new(db.clone(), ExecConfig { chain_id, spec, gas_cap: u64::MAX }, None);
     let built = executor.build_block(BuildBlock {
         parent: genesis.clone(),
         env: block_env,
@@ -142,7 +143,9 @@ fn run_entry(case: &Value, fork: &str, entry: &Value) -> Result<Option<String>, 
         mode: BuildMode::Import,
     });
     let built = match (built, expect_exception) {
-        (Err(_), Some(_)) => return Ok(check_root(genesis.state_root, expected_root, &db, 0, entry)),
+        (Err(_), Some(_)) => {
+            return Ok(check_root(genesis.state_root, expected_root, &db, 0, entry));
+        }
         (Err(e), None) => return Ok(Some(format!("transaction rejected: {e}"))),
         (Ok(_), Some(exception)) => {
             return Ok(Some(format!("transaction accepted, expected {exception}")));
