@@ -108,4 +108,8 @@ pub struct ConformanceArgs {
     /// Worker threads (default: number of cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Skip the files `index.json` flags `revme_skips` (EIP-7610 storage collisions, which
+    /// revm alone does not detect; Hearth's executor does, so they run by default).
+    #[arg(long = "skip-known")]
+    pub skip_known: bool,
 }

@@ -3,7 +3,8 @@
 //! through Hearth's own execution path ([`hearth_actors::ExecutorActor::build_block`]) and
 //! storage (`write_block` / `import_block`, our trie), never through a separate EVM harness.
 //!
-//! Shared here: finding the JSON files, the `revme_skips` list from `index.json`, running files
+//! Shared here: finding the JSON files, the `revme_skips` list from `index.json` (skipped only
+//! with `--skip-known`: the executor detects EIP-7610 collisions itself), running files
 //! on all cores with a progress line on stderr, and the summary
 //! (`N passed, M failed, K skipped`).
 
@@ -66,6 +67,8 @@ pub struct RunOptions {
     pub threads: Option<usize>,
     /// Print progress on stderr.
     pub progress: bool,
+    /// Skip the files `index.json` flags `revme_skips` (they run by default).
+    pub skip_known: bool,
 }
 
 /// The outcome of a run.
@@ -75,7 +78,7 @@ pub struct Summary {
     pub passed: usize,
     /// Cases that failed (each has a line in `failures`).
     pub failed: usize,
-    /// Cases skipped (filtered out by `--fork` are not counted; known-skip files are).
+    /// Cases skipped (filtered out by `--fork` are not counted; `--skip-known` files are).
     pub skipped: usize,
     /// One line per failure.
     pub failures: Vec<String>,
@@ -134,7 +137,7 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, FixtureError> {
     Ok(out)
 }
 
-/// The files `index.json` flags `revme_skips` (known revm limitation: EIP-7610 storage
+/// The files `index.json` flags `revme_skips` (revm alone misses their EIP-7610 storage
 /// collisions), as absolute paths. Looks for `index.json` in the ancestors of `paths`.
 pub fn known_skips(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -176,7 +179,7 @@ pub(crate) fn run_files(
     run_file: fn(&Path, &RunOptions) -> Summary,
 ) -> Result<Summary, FixtureError> {
     let files = collect_files(paths)?;
-    let skips: Vec<PathBuf> = known_skips(paths);
+    let skips: Vec<PathBuf> = if options.skip_known { known_skips(paths) } else { Vec::new() };
     let threads = options
         .threads
         .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
@@ -230,7 +233,10 @@ pub(crate) fn run_files(
 /// Prints the skipped files and the summary line; returns whether everything passed.
 pub fn report(summary: &Summary) -> bool {
     for file in &summary.skipped_files {
-        println!("skipped (known revm limitation, EIP-7610 storage collision): {}", file.display());
+        println!(
+            "skipped (--skip-known: revm alone misses EIP-7610 storage collisions): {}",
+            file.display()
+        );
     }
     println!("{}", summary.line());
     summary.failed == 0

@@ -66,7 +66,12 @@ fn run_tool(command: Command) -> ExitCode {
         Command::Statetest(args) => (args, statetest::run),
         Command::Blocktest(args) => (args, blocktest::run),
     };
-    let options = RunOptions { fork: args.fork, threads: args.threads, progress: true };
+    let options = RunOptions {
+        fork: args.fork,
+        threads: args.threads,
+        progress: true,
+        skip_known: args.skip_known,
+    };
     let started = std::time::Instant::now();
     match run(&args.paths, &options) {
         Ok(summary) => {

@@ -14,7 +14,7 @@ fn run(relative: &[&str]) -> Summary {
     for path in &paths {
         assert!(path.exists(), "{} is missing from the conformance data", path.display());
     }
-    let options = RunOptions { fork: None, threads: Some(2), progress: false };
+    let options = RunOptions { fork: None, threads: Some(2), progress: false, skip_known: false };
     blocktest::run(&paths, &options).expect("fixtures are readable")
 }
 
