@@ -281,3 +281,54 @@ fn next_excess_blob_gas(parent: &Header, params: &BlobParams, spec: SpecId) -> u
 pub fn empty_body() -> StoredBody {
     StoredBody { transactions: vec![], senders: vec![] }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(spec: SpecId) -> ForkRules {
+        ForkRules {
+            spec,
+            blob_params: hearth_actors::block_exec::default_blob_params(spec),
+            chain_id: 1,
+        }
+    }
+
+    fn parent() -> Header {
+        Header {
+            number: 7,
+            timestamp: 100,
+            gas_limit: 30_000_000,
+            gas_used: 15_000_000,
+            base_fee_per_gas: Some(1_000_000_000),
+            withdrawals_root: Some(B256::ZERO),
+            ..Default::default()
+        }
+    }
+
+    fn child() -> Header {
+        Header { number: 8, timestamp: 112, ..parent() }
+    }
+
+    #[test]
+    fn a_well_formed_shanghai_child_passes() {
+        validate_header(&parent(), &child(), 0, true, &rules(SpecId::SHANGHAI)).expect("valid");
+    }
+
+    #[test]
+    fn each_broken_rule_is_named() {
+        let cases: Vec<(Header, &str)> = vec![
+            (Header { base_fee_per_gas: Some(1), ..child() }, "base fee"),
+            (Header { timestamp: 100, ..child() }, "timestamp"),
+            (Header { number: 9, ..child() }, "number"),
+            (Header { gas_limit: 40_000_000, ..child() }, "gas limit"),
+            (Header { withdrawals_root: None, ..child() }, "withdrawals root"),
+            (Header { difficulty: U256::from(1), ..child() }, "post-merge"),
+        ];
+        for (header, word) in cases {
+            let err = validate_header(&parent(), &header, 0, true, &rules(SpecId::SHANGHAI))
+                .expect_err("must be rejected");
+            assert!(err.to_string().contains(word), "{err} should mention {word}");
+        }
+    }
+}

@@ -332,3 +332,58 @@ fn deposit_requests(logs: &[Log]) -> Result<Bytes, ExecError> {
     }
     Ok(out.into())
 }
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::LogData;
+
+    use super::*;
+
+    #[test]
+    fn block_reward_follows_the_fork() {
+        assert_eq!(block_reward(SpecId::FRONTIER), U256::from(5 * ETHER));
+        assert_eq!(block_reward(SpecId::BYZANTIUM), U256::from(3 * ETHER));
+        assert_eq!(block_reward(SpecId::PETERSBURG), U256::from(2 * ETHER));
+        assert_eq!(block_reward(SpecId::LONDON), U256::from(2 * ETHER));
+        assert_eq!(block_reward(SpecId::MERGE), U256::ZERO);
+    }
+
+    fn deposit_log(data: Vec<u8>) -> Log {
+        let event = keccak256("DepositEvent(bytes,bytes,bytes,bytes,bytes)");
+        Log {
+            address: MAINNET_DEPOSIT_CONTRACT_ADDRESS,
+            data: LogData::new_unchecked(vec![event], data.into()),
+        }
+    }
+
+    /// A well-formed DepositEvent payload whose field bytes are 1, 2, 3, 4, 5.
+    fn valid_payload() -> Vec<u8> {
+        let mut data = vec![0u8; 576];
+        for (i, (offset, length)) in
+            [(160, 48), (256, 32), (320, 8), (384, 96), (512, 8)].into_iter().enumerate()
+        {
+            data[i * 32 + 31] = u8::try_from(offset % 256).expect("fits");
+            data[i * 32 + 30] = u8::try_from(offset / 256).expect("fits");
+            data[offset + 31] = u8::try_from(length).expect("fits");
+            data[offset + 32..offset + 32 + length].fill(u8::try_from(i + 1).expect("fits"));
+        }
+        data
+    }
+
+    #[test]
+    fn deposit_requests_concatenate_the_fields() {
+        let request = deposit_requests(&[deposit_log(valid_payload())]).expect("valid");
+        assert_eq!(request.len(), 48 + 32 + 8 + 96 + 8);
+        assert_eq!(request[0], 1);
+        assert_eq!(request[48], 2);
+        assert_eq!(request[request.len() - 1], 5);
+    }
+
+    #[test]
+    fn malformed_deposit_events_invalidate_the_block() {
+        let mut bad_offset = valid_payload();
+        bad_offset[31] = 0;
+        assert!(deposit_requests(&[deposit_log(bad_offset)]).is_err());
+        assert!(deposit_requests(&[deposit_log(vec![0u8; 575])]).is_err());
+    }
+}
