@@ -241,3 +241,38 @@ pub(crate) fn blob_params_for(
     }
     Ok(params)
 }
+
+/// A header from its JSON form (`genesisBlockHeader`, `blockHeader`), with every fork field the
+/// JSON has; absent fork fields stay `None`.
+pub(crate) fn header(v: &Value) -> Result<alloy_consensus::Header, FixtureError> {
+    let opt_u64 = |key: &str| v.get(key).map(u64_of).transpose();
+    let opt_b256 = |key: &str| v.get(key).map(b256).transpose();
+    let bloom = bytes(&v["bloom"])?;
+    let nonce = bytes(&v["nonce"])?;
+    Ok(alloy_consensus::Header {
+        parent_hash: b256(&v["parentHash"])?,
+        ommers_hash: b256(&v["uncleHash"])?,
+        beneficiary: address(v["coinbase"].as_str().unwrap_or_default())?,
+        state_root: b256(&v["stateRoot"])?,
+        transactions_root: b256(&v["transactionsTrie"])?,
+        receipts_root: b256(&v["receiptTrie"])?,
+        logs_bloom: alloy_primitives::Bloom::try_from(bloom.as_ref())
+            .map_err(|_| FixtureError::field("bloom", &v["bloom"]))?,
+        difficulty: u256(&v["difficulty"])?,
+        number: u64_of(&v["number"])?,
+        gas_limit: u64_of(&v["gasLimit"])?,
+        gas_used: u64_of(&v["gasUsed"])?,
+        timestamp: u64_of(&v["timestamp"])?,
+        extra_data: bytes(&v["extraData"])?,
+        mix_hash: b256(&v["mixHash"])?,
+        nonce: alloy_primitives::B64::try_from(nonce.as_ref())
+            .map_err(|_| FixtureError::field("nonce", &v["nonce"]))?,
+        base_fee_per_gas: opt_u64("baseFeePerGas")?,
+        withdrawals_root: opt_b256("withdrawalsRoot")?,
+        blob_gas_used: opt_u64("blobGasUsed")?,
+        excess_blob_gas: opt_u64("excessBlobGas")?,
+        parent_beacon_block_root: opt_b256("parentBeaconBlockRoot")?,
+        requests_hash: opt_b256("requestsHash")?,
+        ..Default::default()
+    })
+}
