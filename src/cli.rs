@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Args, Parser, Subcommand};
 
 /// Default JSON-RPC port, as every dev tool expects.
 pub const DEFAULT_HTTP_PORT: u16 = 8545;
@@ -29,6 +29,9 @@ pub const DEFAULT_TXPOOL_MAX_COUNT: usize = 100_000;
 #[derive(Debug, Parser)]
 #[command(name = "hearth", version, about)]
 pub struct Cli {
+    /// A one-shot tool instead of the node (default: run the node).
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// Run a development chain (the only mode today; accepted for familiarity).
     #[arg(long)]
     pub dev: bool,
@@ -80,4 +83,33 @@ pub struct Cli {
     /// Do not mine on each transaction (mine with evm_mine only).
     #[arg(long = "no-mining")]
     pub no_mining: bool,
+}
+
+/// One-shot tools that run instead of the node.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run Ethereum Foundation state tests (files or directories of *.json) through Hearth's
+    /// executor and trie.
+    Statetest(ConformanceArgs),
+    /// Run Ethereum Foundation blockchain tests (files or directories of *.json) through
+    /// Hearth's block import path.
+    Blocktest(ConformanceArgs),
+}
+
+/// Arguments of the conformance runners.
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// Fixture files or directories (searched recursively for *.json).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Only run this fork (state tests) or network (blockchain tests), e.g. Prague.
+    #[arg(long)]
+    pub fork: Option<String>,
+    /// Worker threads (default: number of cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Skip the files `index.json` flags `revme_skips` (EIP-7610 storage collisions, which
+    /// revm alone does not detect; Hearth's executor does, so they run by default).
+    #[arg(long = "skip-known")]
+    pub skip_known: bool,
 }

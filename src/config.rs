@@ -213,4 +213,23 @@ mod tests {
         }
         assert!(Cli::try_parse_from(["hearth", "--datadir", "/tmp/x", "--ephemeral"]).is_err());
     }
+
+    #[test]
+    fn no_subcommand_runs_the_node_and_subcommands_take_paths() {
+        assert!(Cli::try_parse_from(["hearth", "--dev"]).expect("node flags").command.is_none());
+        let cli = Cli::try_parse_from(["hearth", "statetest", "a.json", "dir", "--fork", "Prague"])
+            .expect("statetest parses");
+        match cli.command {
+            Some(crate::cli::Command::Statetest(args)) => {
+                assert_eq!(args.paths.len(), 2);
+                assert_eq!(args.fork.as_deref(), Some("Prague"));
+            }
+            other => panic!("expected statetest, got {other:?}"),
+        }
+        let cli = Cli::try_parse_from(["hearth", "blocktest", "dir"]).expect("blocktest parses");
+        assert!(matches!(cli.command, Some(crate::cli::Command::Blocktest(_))));
+        // A runner without a path is a usage error (exit code 2).
+        let err = Cli::try_parse_from(["hearth", "statetest"]).expect_err("paths required");
+        assert_eq!(err.exit_code(), 2);
+    }
 }

@@ -6,4 +6,6 @@
 
 pub mod cli;
 pub mod config;
+pub mod conformance;
+pub mod import;
 pub mod node;

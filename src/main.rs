@@ -1,4 +1,5 @@
-//! `hearth`: starts a dev chain and serves JSON-RPC until interrupted.
+//! `hearth`: starts a dev chain and serves JSON-RPC until interrupted, or runs a conformance
+//! tool (`hearth statetest PATH...`, `hearth blocktest PATH...`).
 //!
 //! Exit codes: 0 after a clean shutdown, 2 for an unusable flag (before anything starts),
 //! 1 when storage cannot be opened or the port cannot be bound.
@@ -6,14 +7,14 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use hearth::cli::Cli;
+use hearth::cli::{Cli, Command};
 use hearth::config::NodeConfig;
 use hearth::node::Node;
 use hearth_rpc::Extensions;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let mut cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let code = e.exit_code();
@@ -21,6 +22,9 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(code).unwrap_or(2));
         }
     };
+    if let Some(command) = cli.command.take() {
+        return run_tool(command);
+    }
     let config = match NodeConfig::try_from(cli) {
         Ok(config) => config,
         Err(e) => {
@@ -50,6 +54,34 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(1)
+        }
+    }
+}
+
+/// Runs a conformance tool; exit 0 when every case passed, 1 when any failed, 2 when the
+/// fixtures could not be read.
+fn run_tool(command: Command) -> ExitCode {
+    use hearth::conformance::{RunOptions, blocktest, report, statetest};
+    let (args, run): (_, fn(&[std::path::PathBuf], &RunOptions) -> _) = match command {
+        Command::Statetest(args) => (args, statetest::run),
+        Command::Blocktest(args) => (args, blocktest::run),
+    };
+    let options = RunOptions {
+        fork: args.fork,
+        threads: args.threads,
+        progress: true,
+        skip_known: args.skip_known,
+    };
+    let started = std::time::Instant::now();
+    match run(&args.paths, &options) {
+        Ok(summary) => {
+            let ok = report(&summary);
+            eprintln!("finished in {:.1} s", started.elapsed().as_secs_f64());
+            if ok { ExitCode::SUCCESS } else { ExitCode::from(1) }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
         }
     }
 }

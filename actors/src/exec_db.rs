@@ -19,7 +19,7 @@ use revm::state::{Account, AccountInfo};
 use crate::code_cache::CodeL1;
 
 /// What the transactions of a block executed so far have changed.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct BlockChanges {
     /// `None`: deleted.
     accounts: HashMap<Address, Option<AccountInfo>>,
@@ -61,15 +61,76 @@ pub(crate) struct ExecDb<'a> {
     base: StateView,
     codes: &'a mut CodeL1,
     changes: BlockChanges,
+    /// EIP-161 (Spurious Dragon on): touched accounts left empty are deleted. Before it, an
+    /// empty account that was touched stays in the state.
+    clear_empty: bool,
 }
 
 impl<'a> ExecDb<'a> {
     pub(crate) fn new(base: StateView, codes: &'a mut CodeL1) -> Self {
-        Self { base, codes, changes: BlockChanges::default() }
+        Self { base, codes, changes: BlockChanges::default(), clear_empty: true }
+    }
+
+    /// Sets whether touched empty accounts are deleted (EIP-161).
+    pub(crate) const fn with_clear_empty(mut self, clear_empty: bool) -> Self {
+        self.clear_empty = clear_empty;
+        self
     }
 
     pub(crate) fn into_changes(self) -> BlockChanges {
         self.changes
+    }
+
+    /// The changes so far as a diff, leaving them in place (pre-Byzantium receipts need the
+    /// state root after every transaction).
+    pub(crate) fn diff_so_far(&self) -> StateDiff {
+        self.changes.clone().into_diff()
+    }
+
+    /// Adds `amount` wei to `address` outside any transaction (withdrawals, block rewards).
+    /// A zero credit still touches the account, as the consensus rules say.
+    pub(crate) fn credit(&mut self, address: Address, amount: U256) -> Result<(), StorageError> {
+        let current = self.basic(address)?;
+        if current.is_none() && amount.is_zero() {
+            // A zero credit to an absent account creates nothing.
+            return Ok(());
+        }
+        let mut info = current.unwrap_or_default();
+        if info.code_hash == B256::ZERO {
+            // The EIP-7610 marker (see `basic`): no code.
+            info.code_hash = EMPTY_CODE_HASH;
+        }
+        info.balance = info.balance.saturating_add(amount);
+        if self.clear_empty && info.is_empty() {
+            self.changes.accounts.insert(address, None);
+            self.changes.storage.remove(&address);
+            return Ok(());
+        }
+        self.changes.accounts.insert(address, Some(info));
+        Ok(())
+    }
+
+    /// Whether `address` has code (system contracts run only when they are deployed).
+    pub(crate) fn has_code(&mut self, address: Address) -> Result<bool, StorageError> {
+        Ok(self
+            .basic(address)?
+            .is_some_and(|info| info.code_hash != EMPTY_CODE_HASH && info.code_hash != B256::ZERO))
+    }
+
+    /// Whether `address` has any non-zero storage slot as of now in the block.
+    fn has_storage(&self, address: Address) -> Result<bool, StorageError> {
+        if self.changes.storage.get(&address).is_some_and(|s| s.values().any(|v| !v.is_zero())) {
+            return Ok(true);
+        }
+        if self.changes.wiped.contains(&address) {
+            return Ok(false);
+        }
+        // The parent's storage root; slots this block zeroed are not subtracted (a block that
+        // empties a storage-only account and then creates a contract there is not handled).
+        Ok(self
+            .base
+            .account(&address)?
+            .is_some_and(|a| a.storage_root != hearth_storage::trie::EMPTY_ROOT))
     }
 
     fn commit_account(&mut self, address: Address, account: Account) {
@@ -87,13 +148,21 @@ impl<'a> ExecDb<'a> {
             self.changes.storage.remove(&address);
         }
         let mut info = account.info.clone();
+        if info.code_hash == B256::ZERO {
+            // The EIP-7610 marker set in `basic`: the account has no code.
+            info.code_hash = EMPTY_CODE_HASH;
+        }
         if let Some(code) = info.code.take()
             && info.code_hash != EMPTY_CODE_HASH
         {
             self.changes.codes.entry(info.code_hash).or_insert(code);
         }
         // EIP-161: a touched account left empty is removed from the state.
-        if info.nonce == 0 && info.balance.is_zero() && info.code_hash == EMPTY_CODE_HASH {
+        if self.clear_empty
+            && info.nonce == 0
+            && info.balance.is_zero()
+            && info.code_hash == EMPTY_CODE_HASH
+        {
             self.changes.accounts.insert(address, None);
             self.changes.storage.remove(&address);
             return;
@@ -110,14 +179,27 @@ impl Database for ExecDb<'_> {
     type Error = StorageError;
 
     fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, Self::Error> {
-        if let Some(info) = self.changes.accounts.get(&address) {
-            return Ok(info.clone());
+        let mut info = match self.changes.accounts.get(&address) {
+            Some(info) => info.clone(),
+            None => self.base.basic_ref(address)?,
+        };
+        // EIP-7610: creating a contract where an account already has storage must fail as a
+        // collision, but revm only looks at nonce and code hash. Such accounts (no code, zero
+        // nonce, non-empty storage) exist only from before EIP-161; revm reads a zero code hash
+        // as "no code" everywhere except in its collision check, so that marker makes revm
+        // reject the creation. `commit_account` turns the marker back into the empty hash.
+        if let Some(account) = info.as_mut()
+            && account.nonce == 0
+            && account.code_hash == EMPTY_CODE_HASH
+            && self.has_storage(address)?
+        {
+            account.code_hash = B256::ZERO;
         }
-        self.base.basic_ref(address)
+        Ok(info)
     }
 
     fn code_by_hash(&mut self, code_hash: B256) -> Result<Bytecode, Self::Error> {
-        if code_hash == EMPTY_CODE_HASH {
+        if code_hash == EMPTY_CODE_HASH || code_hash == B256::ZERO {
             return Ok(Bytecode::default());
         }
         if let Some(code) = self.changes.codes.get(&code_hash) {

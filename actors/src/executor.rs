@@ -6,23 +6,21 @@
 //! its own, so every sender goes through `ExecutorClient`, which holds the admission bound.
 //! Restart: stateless apart from caches; `SyncArbiter` rebuilds a thread's actor if it stops.
 
-use alloy_consensus::{Eip658Value, Header, Receipt, ReceiptEnvelope, Transaction, TxReceipt};
+use alloy_consensus::{Header, Transaction};
 use alloy_eips::Typed2718;
-use alloy_eips::eip7685::EMPTY_REQUESTS_HASH;
-use alloy_primitives::{Address, B256, Bloom, Bytes, TxKind, U256};
+use alloy_primitives::{Address, B256, TxKind, U256};
 use hearth_messages::ExecError;
 use hearth_messages::executor::{
-    BlockEnvSpec, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas,
-    EstimateOutcome, PooledTx,
+    BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome, PooledTx,
 };
-use hearth_storage::{BlockDraft, ChainDb, StoredBody, receipts_root, transactions_root};
-use revm::context::result::{EVMError, ExecutionResult, HaltReason, InvalidTransaction, Output};
+use hearth_storage::ChainDb;
+use revm::context::result::{EVMError, ExecutionResult, HaltReason, Output};
 use revm::context::{BlockEnv, CfgEnv, Context, TxEnv};
 use revm::context_interface::block::BlobExcessGasAndPrice;
 use revm::context_interface::either::Either;
 use revm::primitives::eip4844::BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE;
 use revm::primitives::hardfork::SpecId;
-use revm::{ExecuteCommitEvm, ExecuteEvm, MainBuilder, MainContext};
+use revm::{ExecuteEvm, MainBuilder, MainContext};
 
 use crate::code_cache::{CodeL1, CodeL2};
 use crate::exec_db::ExecDb;
@@ -137,81 +135,11 @@ impl ExecutorActor {
         Ok(EstimateOutcome::Gas(hi))
     }
 
-    /// Executes the candidates in order on top of the parent and assembles the block.
-    fn build_block(&mut self, msg: BuildBlock) -> Result<BuiltBlock, ExecError> {
-        let BuildBlock { parent, env, txs } = msg;
-        let number = parent.number + 1;
-        let view = self.db.state_at(parent.number);
-        let cfg = self.cfg();
-        let mut evm = Context::mainnet()
-            .with_db(ExecDb::new(view, &mut self.codes))
-            .with_cfg(cfg)
-            .with_block(block_env_for(number, &env))
-            .build_mainnet();
-
-        let mut body = StoredBody { transactions: Vec::new(), senders: Vec::new() };
-        let mut receipts = Vec::new();
-        let mut invalid = Vec::new();
-        let mut gas_used = 0u64;
-        let mut logs_bloom = Bloom::ZERO;
-        for candidate in txs {
-            // What does not fit stays pending for the next block.
-            if gas_used + candidate.tx.gas_limit() > env.gas_limit {
-                continue;
-            }
-            let result = match evm.transact_commit(tx_env(&candidate)) {
-                Ok(result) => result,
-                // A later nonce of a sender whose earlier transaction failed: keep it pooled.
-                Err(EVMError::Transaction(InvalidTransaction::NonceTooHigh { .. })) => continue,
-                Err(EVMError::Transaction(_)) => {
-                    invalid.push(candidate.hash);
-                    continue;
-                }
-                Err(other) => return Err(exec_error(other)),
-            };
-            gas_used += result.tx_gas_used();
-            let receipt = Receipt {
-                status: Eip658Value::Eip658(result.is_success()),
-                cumulative_gas_used: gas_used,
-                logs: result.into_logs(),
-            };
-            let receipt = ReceiptEnvelope::from_typed(candidate.tx.tx_type(), receipt.with_bloom());
-            logs_bloom.accrue_bloom(&receipt.bloom());
-            receipts.push(receipt);
-            body.senders.push(candidate.sender);
-            body.transactions.push(candidate.tx.as_ref().clone());
-        }
-        let changes = evm.ctx.journaled_state.database.into_changes();
-
-        let header = Header {
-            parent_hash: parent.hash_slow(),
-            ommers_hash: alloy_consensus::constants::EMPTY_OMMER_ROOT_HASH,
-            beneficiary: env.coinbase,
-            state_root: B256::ZERO,
-            transactions_root: transactions_root(&body),
-            receipts_root: receipts_root(&receipts),
-            logs_bloom,
-            difficulty: U256::ZERO,
-            number,
-            gas_limit: env.gas_limit,
-            gas_used,
-            timestamp: env.timestamp,
-            extra_data: Bytes::new(),
-            mix_hash: env.prevrandao,
-            nonce: Default::default(),
-            base_fee_per_gas: Some(env.base_fee),
-            withdrawals_root: Some(hearth_storage::trie::EMPTY_ROOT),
-            blob_gas_used: Some(0),
-            excess_blob_gas: Some(0),
-            parent_beacon_block_root: Some(B256::ZERO),
-            requests_hash: Some(EMPTY_REQUESTS_HASH),
-            ..Default::default()
-        };
-        Ok(BuiltBlock {
-            draft: BlockDraft { header, body, receipts },
-            diff: changes.into_diff(),
-            invalid,
-        })
+    /// Executes a block on top of its parent: the miner's candidates (`BuildMode::Pack`) or a
+    /// given block being imported (`BuildMode::Import`). Public so that block import and the
+    /// conformance runners execute through exactly this path without an actor system.
+    pub fn build_block(&mut self, msg: BuildBlock) -> Result<BuiltBlock, ExecError> {
+        crate::block_exec::execute_block(&self.db, &mut self.codes, &self.config, msg)
     }
 }
 
@@ -243,7 +171,7 @@ impl actix::Handler<BuildBlock> for ExecutorActor {
     }
 }
 
-fn exec_error(error: EVMError<hearth_storage::StorageError>) -> ExecError {
+pub(crate) fn exec_error(error: EVMError<hearth_storage::StorageError>) -> ExecError {
     match error {
         EVMError::Database(e) => ExecError::Storage(e),
         EVMError::Transaction(e) => ExecError::Invalid(e.to_string()),
@@ -296,23 +224,6 @@ fn block_env_of(header: &Header) -> BlockEnv {
         prevrandao: Some(header.mix_hash),
         blob_excess_gas_and_price: Some(BlobExcessGasAndPrice::new(
             header.excess_blob_gas.unwrap_or_default(),
-            BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE,
-        )),
-        ..Default::default()
-    }
-}
-
-fn block_env_for(number: u64, env: &BlockEnvSpec) -> BlockEnv {
-    BlockEnv {
-        number: U256::from(number),
-        beneficiary: env.coinbase,
-        timestamp: U256::from(env.timestamp),
-        gas_limit: env.gas_limit,
-        basefee: env.base_fee,
-        difficulty: U256::ZERO,
-        prevrandao: Some(env.prevrandao),
-        blob_excess_gas_and_price: Some(BlobExcessGasAndPrice::new(
-            0,
             BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE,
         )),
         ..Default::default()

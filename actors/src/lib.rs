@@ -4,6 +4,7 @@
 //! `CodeCacheActor` shares analysed bytecode; `MempoolActor` holds pending transactions;
 //! `MinerActor` decides when blocks are made. See ARCHITECTURE.md for the message flow.
 
+pub mod block_exec;
 pub mod code_cache;
 pub mod dev;
 mod exec_db;

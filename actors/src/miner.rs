@@ -15,7 +15,7 @@ use actix::{Actor, ActorFutureExt, Addr, AtomicResponse, Context, Handler, Recip
 use alloy_eips::eip1559::BaseFeeParams;
 use alloy_primitives::{Address, keccak256};
 use hearth_messages::MineError;
-use hearth_messages::executor::{BlockEnvSpec, BuildBlock, ExecutorClient};
+use hearth_messages::executor::{BlockEnvSpec, BuildBlock, BuildMode, ExecutorClient};
 use hearth_messages::mempool::{TakePending, TxsMined};
 use hearth_messages::miner::{AutoMine, MineBlocks};
 use hearth_messages::state::CommitBlock;
@@ -136,15 +136,20 @@ impl MineJob {
             Some(t) => t,
             None => (self.config.clock)().max(parent.timestamp + 1),
         };
-        let env = BlockEnvSpec {
+        // Deterministic prevrandao per parent: a dev chain needs no real randomness.
+        let env = BlockEnvSpec::dev(
+            parent.number + 1,
             timestamp,
-            coinbase: self.config.coinbase,
+            self.config.coinbase,
             gas_limit,
             base_fee,
-            // Deterministic per parent: a dev chain needs no real randomness.
-            prevrandao: keccak256(parent.hash_slow()),
-        };
-        let built = self.peers.executor.build_block(BuildBlock { parent, env, txs }).await?;
+            keccak256(parent.hash_slow()),
+        );
+        let built = self
+            .peers
+            .executor
+            .build_block(BuildBlock { parent, env, txs, mode: BuildMode::Pack })
+            .await?;
         let included: Vec<_> =
             built.draft.body.transactions.iter().map(|tx| *tx.tx_hash()).collect();
         let invalid = built.invalid;

@@ -5,8 +5,11 @@ use std::sync::Arc;
 use actix::{Message, Recipient};
 use alloy_consensus::{Header, TxEnvelope};
 use alloy_eips::eip2930::AccessList;
+use alloy_eips::eip4895::Withdrawal;
+use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth_storage::{BlockDraft, StateDiff};
+use revm::primitives::hardfork::SpecId;
 use tokio::sync::Semaphore;
 
 use crate::ExecError;
@@ -108,23 +111,98 @@ pub struct PooledTx {
     pub hash: B256,
 }
 
-/// The environment of the block being built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The environment of the block being built or imported: everything the block's execution
+/// depends on besides its parent state and its transactions.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockEnvSpec {
+    /// Block number (the parent's + 1 for a chain block).
+    pub number: u64,
     /// Timestamp (seconds).
     pub timestamp: u64,
     /// Fee recipient.
     pub coinbase: Address,
     /// Block gas limit.
     pub gas_limit: u64,
-    /// Base fee per gas.
+    /// Base fee per gas (ignored before London).
     pub base_fee: u64,
-    /// PREVRANDAO.
+    /// PREVRANDAO (the header's mix hash; used from the Merge on).
     pub prevrandao: B256,
+    /// Difficulty (zero from the Merge on).
+    pub difficulty: U256,
+    /// Hard fork rules of this block; `None` uses the executor's configured spec.
+    pub spec: Option<SpecId>,
+    /// Chain id transactions must carry; `None` uses the executor's configured chain id.
+    pub chain_id: Option<u64>,
+    /// Excess blob gas of this block (Cancun on); `None` is zero.
+    pub excess_blob_gas: Option<u64>,
+    /// Blob schedule (target, max, base fee update fraction); `None` uses the fork's default.
+    pub blob_params: Option<BlobParams>,
+    /// EIP-4788 parent beacon block root (Cancun on); `None` is zero.
+    pub parent_beacon_block_root: Option<B256>,
+    /// EIP-4895 withdrawals, credited after the transactions (Shanghai on).
+    pub withdrawals: Vec<Withdrawal>,
+    /// Ommer headers, for the pre-merge ommer rewards.
+    pub ommers: Vec<Header>,
+    /// Extra data to put in the header.
+    pub extra_data: Bytes,
+    /// Whether the block-level rules run around the transactions.
+    pub rules: BlockRules,
 }
 
-/// Executes `txs` in order on top of `parent` and assembles the block. Transactions that do
-/// not fit the gas limit are left for later; ones that fail validation are reported invalid.
+impl BlockEnvSpec {
+    /// A dev-chain block: the executor's spec and chain id, no withdrawals, no ommers.
+    pub fn dev(
+        number: u64,
+        timestamp: u64,
+        coinbase: Address,
+        gas_limit: u64,
+        base_fee: u64,
+        prevrandao: B256,
+    ) -> Self {
+        Self {
+            number,
+            timestamp,
+            coinbase,
+            gas_limit,
+            base_fee,
+            prevrandao,
+            difficulty: U256::ZERO,
+            spec: None,
+            chain_id: None,
+            excess_blob_gas: None,
+            blob_params: None,
+            parent_beacon_block_root: None,
+            withdrawals: Vec::new(),
+            ommers: Vec::new(),
+            extra_data: Bytes::new(),
+            rules: BlockRules::Full,
+        }
+    }
+}
+
+/// Which block-level rules apply around the transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockRules {
+    /// Everything a chain block does: system calls (EIP-4788, EIP-2935, EIP-7002, EIP-7251,
+    /// when their contracts exist), withdrawals, requests, pre-merge rewards.
+    Full,
+    /// Only the transactions (state tests: no rewards, system calls or withdrawals).
+    TransactionsOnly,
+}
+
+/// How the executor treats transactions that cannot go into the block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildMode {
+    /// Mining: skip what does not fit or is invalid, and report the invalid ones.
+    Pack,
+    /// Importing a given block: every transaction must be valid and fit, else the block is
+    /// rejected with [`ExecError::Invalid`].
+    Import,
+}
+
+/// Executes `txs` in order on top of `parent` and assembles the block. With
+/// [`BuildMode::Pack`], transactions that do not fit the gas limit are left for later and ones
+/// that fail validation are reported invalid; with [`BuildMode::Import`] either rejects the block.
 #[derive(Debug, Clone)]
 pub struct BuildBlock {
     /// The parent header.
@@ -133,6 +211,8 @@ pub struct BuildBlock {
     pub env: BlockEnvSpec,
     /// Candidates in the order to try them.
     pub txs: Vec<PooledTx>,
+    /// Mining or importing.
+    pub mode: BuildMode,
 }
 
 /// A block executed but not yet committed.

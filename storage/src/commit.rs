@@ -31,15 +31,54 @@ pub fn write_block(
     draft: BlockDraft,
     diff: &StateDiff,
 ) -> Result<SealedBlock, StorageError> {
+    let mut batch = sled::Batch::default();
     let BlockDraft { mut header, body, receipts } = draft;
-    let number = header.number;
+    header.state_root = apply_diff(db, header.number, diff, &mut batch)?;
+    finish_block(db, batch, header, body, receipts)
+}
+
+/// Writes an imported block with its header exactly as received (so its hash is the sender's),
+/// after checking that `diff` on top of the parent gives the header's state root. One atomic,
+/// durable batch, as [`write_block`].
+pub fn import_block(
+    db: &ChainDb,
+    draft: BlockDraft,
+    diff: &StateDiff,
+) -> Result<SealedBlock, StorageError> {
+    let mut batch = sled::Batch::default();
+    let BlockDraft { header, body, receipts } = draft;
+    let computed = apply_diff(db, header.number, diff, &mut batch)?;
+    if computed != header.state_root {
+        return Err(StorageError::StateRootMismatch {
+            number: header.number,
+            expected: header.state_root,
+            computed,
+        });
+    }
+    finish_block(db, batch, header, body, receipts)
+}
+
+/// The state root block `number` would have with `diff` applied on top of block `number - 1`,
+/// without writing anything. Pre-Byzantium receipts carry this root after every transaction.
+pub fn state_root_after(db: &ChainDb, number: u64, diff: &StateDiff) -> Result<B256, StorageError> {
+    // The batch is dropped: only the root is wanted; new nodes stay in the in-memory tries.
+    apply_diff(db, number, diff, &mut sled::Batch::default())
+}
+
+/// Runs `diff` through the state and storage tries on top of block `number - 1` (the empty
+/// state for block 0), puts the account, slot, code and trie node records into `batch`, and
+/// returns the new state root.
+fn apply_diff(
+    db: &ChainDb,
+    number: u64,
+    diff: &StateDiff,
+    batch: &mut sled::Batch,
+) -> Result<B256, StorageError> {
     let parent_number = number.checked_sub(1);
     let parent_root = match parent_number {
         Some(p) => db.header(p)?.ok_or(StorageError::Corrupt { what: "parent header" })?.state_root,
         None => EMPTY_ROOT,
     };
-
-    let mut batch = sled::Batch::default();
     let mut state_trie = Trie::at_root(parent_root);
 
     for (address, change) in &diff.accounts {
@@ -88,10 +127,20 @@ pub fn write_block(
     for (hash, code) in &diff.codes {
         batch.insert(&layout::hash_key(layout::CODE, hash)[..], code.as_ref());
     }
-    header.state_root = state_trie.commit(&mut |hash, rlp| {
+    Ok(state_trie.commit(&mut |hash, rlp| {
         batch.insert(&layout::hash_key(layout::TRIE_NODE, &hash)[..], rlp);
-    });
+    }))
+}
 
+/// Adds the header, body, receipts and indexes to `batch` and commits it as block `number`.
+fn finish_block(
+    db: &ChainDb,
+    mut batch: sled::Batch,
+    header: Header,
+    body: StoredBody,
+    receipts: Vec<ReceiptEnvelope>,
+) -> Result<SealedBlock, StorageError> {
+    let number = header.number;
     let hash = header.hash_slow();
     batch.insert(&layout::number_key(layout::HEADER, number)[..], alloy_rlp::encode(&header));
     batch.insert(&layout::number_key(layout::HASH_BY_NUMBER, number)[..], hash.as_slice());

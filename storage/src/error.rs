@@ -25,4 +25,16 @@ pub enum StorageError {
         /// Which kind of record.
         what: &'static str,
     },
+    /// An imported block's header names a state root other than the one its execution gives.
+    #[error(
+        "block {number} claims state root {expected} but executing it gives {computed}; the block is invalid and was not written"
+    )]
+    StateRootMismatch {
+        /// The block number.
+        number: u64,
+        /// The root in the header.
+        expected: B256,
+        /// The root the diff produces.
+        computed: B256,
+    },
 }

@@ -15,7 +15,9 @@ mod state;
 pub mod trie;
 
 pub use chain::ChainDb;
-pub use commit::{BlockDraft, receipts_root, transactions_root, write_block};
+pub use commit::{
+    BlockDraft, import_block, receipts_root, state_root_after, transactions_root, write_block,
+};
 pub use error::StorageError;
 pub use records::{
     Code, EMPTY_CODE_HASH, SealedBlock, StoredAccount, StoredBody, account_trie_key,

@@ -2,9 +2,11 @@
 //! each other module covers one area (actors by messages, RPC methods, persistence, conformance).
 
 mod actors;
+mod blocktest;
 mod conformance;
 mod history;
 mod persistence;
 mod process;
 mod rpc;
+mod statetest;
 mod support;

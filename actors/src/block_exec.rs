@@ -1,0 +1,389 @@
+//! Block execution: the one code path that turns a parent state, a block environment and a
+//! list of transactions into a block draft and a state diff.
+//!
+//! The miner packs pending transactions through it ([`BuildMode::Pack`]); block import and the
+//! conformance runners replay a given block through it ([`BuildMode::Import`]), so a mined
+//! block and an imported block are executed by the same rules. Per block it applies the hard
+//! fork named by the environment: pre-block system calls (EIP-4788 beacon roots, EIP-2935
+//! block hashes), the transactions (with pre-Byzantium intermediate state roots in receipts),
+//! withdrawals (EIP-4895), requests (EIP-6110 deposits, EIP-7002 and EIP-7251 system calls,
+//! EIP-7685 hash) and the pre-merge block and ommer rewards.
+
+use alloy_consensus::{Eip658Value, Header, Receipt, ReceiptEnvelope, Transaction, TxReceipt};
+use alloy_eips::eip2935::HISTORY_STORAGE_ADDRESS;
+use alloy_eips::eip4788::BEACON_ROOTS_ADDRESS;
+use alloy_eips::eip6110::{DEPOSIT_REQUEST_TYPE, MAINNET_DEPOSIT_CONTRACT_ADDRESS};
+use alloy_eips::eip7002::{WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS, WITHDRAWAL_REQUEST_TYPE};
+use alloy_eips::eip7251::{CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, CONSOLIDATION_REQUEST_TYPE};
+use alloy_eips::eip7685::{EMPTY_REQUESTS_HASH, Requests};
+use alloy_eips::eip7840::BlobParams;
+use alloy_primitives::{B256, Bloom, Bytes, Log, U256, keccak256};
+use hearth_messages::ExecError;
+use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, BuiltBlock};
+use hearth_storage::trie::{EMPTY_ROOT, ordered_root};
+use hearth_storage::{
+    BlockDraft, ChainDb, StoredBody, receipts_root, state_root_after, transactions_root,
+};
+use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Output};
+use revm::context::{BlockEnv, CfgEnv, Context};
+use revm::context_interface::block::BlobExcessGasAndPrice;
+use revm::handler::SystemCallCommitEvm;
+use revm::primitives::hardfork::SpecId;
+use revm::{ExecuteCommitEvm, MainBuilder, MainContext};
+
+use crate::code_cache::CodeL1;
+use crate::exec_db::ExecDb;
+use crate::executor::{ExecConfig, exec_error, tx_env};
+
+/// One ether in wei.
+const ETHER: u128 = 1_000_000_000_000_000_000;
+
+/// The blob schedule a fork uses when the caller gives none.
+pub fn default_blob_params(spec: SpecId) -> BlobParams {
+    if spec.is_enabled_in(SpecId::OSAKA) {
+        BlobParams::osaka()
+    } else if spec.is_enabled_in(SpecId::PRAGUE) {
+        BlobParams::prague()
+    } else {
+        BlobParams::cancun()
+    }
+}
+
+/// The pre-merge block reward of a fork (none from the Merge on).
+pub fn block_reward(spec: SpecId) -> U256 {
+    let ether = if spec.is_enabled_in(SpecId::MERGE) {
+        0
+    } else if spec.is_enabled_in(SpecId::PETERSBURG) {
+        2
+    } else if spec.is_enabled_in(SpecId::BYZANTIUM) {
+        3
+    } else {
+        5
+    };
+    U256::from(ether * ETHER)
+}
+
+/// Executes one block. See the module docs for what runs, in which order.
+pub(crate) fn execute_block(
+    db: &ChainDb,
+    codes: &mut CodeL1,
+    defaults: &ExecConfig,
+    msg: BuildBlock,
+) -> Result<BuiltBlock, ExecError> {
+    let BuildBlock { parent, env, txs, mode } = msg;
+    let spec = env.spec.unwrap_or(defaults.spec);
+    let chain_id = env.chain_id.unwrap_or(defaults.chain_id);
+    let blob_params = env.blob_params.unwrap_or_else(|| default_blob_params(spec));
+    let full = env.rules == BlockRules::Full;
+    let cancun = spec.is_enabled_in(SpecId::CANCUN);
+    let prague = spec.is_enabled_in(SpecId::PRAGUE);
+
+    let mut cfg = CfgEnv::new_with_spec(spec);
+    cfg.chain_id = chain_id;
+    if cancun {
+        cfg.max_blobs_per_tx = Some(blob_params.max_blobs_per_tx);
+        cfg.blob_base_fee_update_fraction = Some(blob_fraction(&blob_params));
+    }
+    let view = db.state_at(parent.number);
+    let exec_db =
+        ExecDb::new(view, codes).with_clear_empty(spec.is_enabled_in(SpecId::SPURIOUS_DRAGON));
+    let mut evm = Context::mainnet()
+        .with_db(exec_db)
+        .with_cfg(cfg)
+        .with_block(block_env(&env, spec, &blob_params))
+        .build_mainnet();
+
+    if full && cancun && evm.ctx.journaled_state.database.has_code(BEACON_ROOTS_ADDRESS)? {
+        let root = env.parent_beacon_block_root.unwrap_or_default();
+        // A failing beacon-root call does not invalidate the block (EIP-4788).
+        evm.system_call_commit(BEACON_ROOTS_ADDRESS, Bytes::copy_from_slice(root.as_slice()))
+            .map_err(exec_error)?;
+    }
+    if full && prague && evm.ctx.journaled_state.database.has_code(HISTORY_STORAGE_ADDRESS)? {
+        let parent_hash = parent.hash_slow();
+        evm.system_call_commit(
+            HISTORY_STORAGE_ADDRESS,
+            Bytes::copy_from_slice(parent_hash.as_slice()),
+        )
+        .map_err(exec_error)?;
+    }
+
+    let byzantium = spec.is_enabled_in(SpecId::BYZANTIUM);
+    let max_blob_gas = blob_params.max_blob_gas_per_block();
+    let mut body = StoredBody { transactions: Vec::new(), senders: Vec::new() };
+    let mut receipts = Vec::new();
+    let mut invalid = Vec::new();
+    let mut gas_used = 0u64;
+    let mut blob_gas_used = 0u64;
+    let mut logs_bloom = Bloom::ZERO;
+    let mut all_logs: Vec<Log> = Vec::new();
+    for (index, candidate) in txs.into_iter().enumerate() {
+        let reject = |reason: String| ExecError::Invalid(format!("transaction {index}: {reason}"));
+        let tx_blob_gas = candidate.tx.blob_gas_used().unwrap_or_default();
+        let over_gas = gas_used.saturating_add(candidate.tx.gas_limit()) > env.gas_limit;
+        let over_blobs = blob_gas_used.saturating_add(tx_blob_gas) > max_blob_gas;
+        if over_gas || over_blobs {
+            match mode {
+                // What does not fit stays pending for the next block.
+                BuildMode::Pack => continue,
+                BuildMode::Import if over_gas => {
+                    return Err(reject(format!(
+                        "gas limit {} exceeds the block's remaining gas {}",
+                        candidate.tx.gas_limit(),
+                        env.gas_limit - gas_used
+                    )));
+                }
+                BuildMode::Import => {
+                    return Err(reject(format!(
+                        "blob gas {tx_blob_gas} exceeds the block's remaining blob gas {}",
+                        max_blob_gas - blob_gas_used
+                    )));
+                }
+            }
+        }
+        let result = match evm.transact_commit(tx_env(&candidate)) {
+            Ok(result) => result,
+            Err(EVMError::Transaction(e)) if mode == BuildMode::Import => {
+                return Err(reject(e.to_string()));
+            }
+            // A later nonce of a sender whose earlier transaction failed: keep it pooled.
+            Err(EVMError::Transaction(InvalidTransaction::NonceTooHigh { .. })) => continue,
+            Err(EVMError::Transaction(_)) => {
+                invalid.push(candidate.hash);
+                continue;
+            }
+            Err(other) => return Err(exec_error(other)),
+        };
+        gas_used += result.tx_gas_used();
+        blob_gas_used += tx_blob_gas;
+        // Before Byzantium (EIP-658) a receipt carries the state root after its transaction.
+        let status = if byzantium {
+            Eip658Value::Eip658(result.is_success())
+        } else {
+            let diff = evm.ctx.journaled_state.database.diff_so_far();
+            Eip658Value::PostState(state_root_after(db, env.number, &diff)?)
+        };
+        let logs = result.into_logs();
+        all_logs.extend(logs.iter().cloned());
+        let receipt = Receipt { status, cumulative_gas_used: gas_used, logs };
+        let receipt = ReceiptEnvelope::from_typed(candidate.tx.tx_type(), receipt.with_bloom());
+        logs_bloom.accrue_bloom(&receipt.bloom());
+        receipts.push(receipt);
+        body.senders.push(candidate.sender);
+        body.transactions.push(candidate.tx.as_ref().clone());
+    }
+
+    let shanghai = spec.is_enabled_in(SpecId::SHANGHAI);
+    if full && shanghai {
+        for withdrawal in &env.withdrawals {
+            evm.ctx.journaled_state.database.credit(withdrawal.address, withdrawal.amount_wei())?;
+        }
+    }
+    let mut requests = Requests::default();
+    if full && prague {
+        requests.push_request_with_type(DEPOSIT_REQUEST_TYPE, deposit_requests(&all_logs)?);
+        for (address, kind) in [
+            (WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS, WITHDRAWAL_REQUEST_TYPE),
+            (CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, CONSOLIDATION_REQUEST_TYPE),
+        ] {
+            if !evm.ctx.journaled_state.database.has_code(address)? {
+                // A chain that imports Prague blocks must have the request contracts
+                // (EIP-7002/7251 say such a block is invalid); a dev chain without them
+                // simply produces no requests.
+                if mode == BuildMode::Import {
+                    return Err(ExecError::Invalid(format!(
+                        "request contract {address} has no code; the block is invalid"
+                    )));
+                }
+                continue;
+            }
+            let result = evm.system_call_commit(address, Bytes::new()).map_err(exec_error)?;
+            // EIP-7002 / EIP-7251: a failing request contract makes the block invalid.
+            let ExecutionResult::Success { output: Output::Call(data), .. } = result else {
+                return Err(ExecError::Invalid(format!(
+                    "system call to request contract {address} failed: {result:?}"
+                )));
+            };
+            requests.push_request_with_type(kind, data);
+        }
+    }
+    let reward = block_reward(spec);
+    if full && !reward.is_zero() {
+        let db_mut = &mut evm.ctx.journaled_state.database;
+        let per_ommer = reward / U256::from(32);
+        let miner = reward + per_ommer * U256::from(env.ommers.len());
+        db_mut.credit(env.coinbase, miner)?;
+        for ommer in &env.ommers {
+            // An ommer k blocks back earns (8 - k) / 8 of the reward.
+            let depth = env.number.saturating_sub(ommer.number);
+            let share = reward * U256::from(8u64.saturating_sub(depth)) / U256::from(8);
+            db_mut.credit(ommer.beneficiary, share)?;
+        }
+    }
+    let changes = evm.ctx.journaled_state.database.into_changes();
+
+    let ommers_hash = if env.ommers.is_empty() {
+        alloy_consensus::constants::EMPTY_OMMER_ROOT_HASH
+    } else {
+        keccak256(alloy_rlp::encode(&env.ommers))
+    };
+    let header = Header {
+        parent_hash: parent.hash_slow(),
+        ommers_hash,
+        beneficiary: env.coinbase,
+        state_root: B256::ZERO,
+        transactions_root: transactions_root(&body),
+        receipts_root: receipts_root(&receipts),
+        logs_bloom,
+        difficulty: env.difficulty,
+        number: env.number,
+        gas_limit: env.gas_limit,
+        gas_used,
+        timestamp: env.timestamp,
+        extra_data: env.extra_data.clone(),
+        mix_hash: env.prevrandao,
+        nonce: Default::default(),
+        base_fee_per_gas: spec.is_enabled_in(SpecId::LONDON).then_some(env.base_fee),
+        withdrawals_root: shanghai.then(|| withdrawals_root(&env)),
+        blob_gas_used: cancun.then_some(blob_gas_used),
+        excess_blob_gas: cancun.then(|| env.excess_blob_gas.unwrap_or_default()),
+        parent_beacon_block_root: cancun.then(|| env.parent_beacon_block_root.unwrap_or_default()),
+        requests_hash: prague
+            .then(|| if full { requests.requests_hash() } else { EMPTY_REQUESTS_HASH }),
+        ..Default::default()
+    };
+    Ok(BuiltBlock {
+        draft: BlockDraft { header, body, receipts },
+        diff: changes.into_diff(),
+        invalid,
+    })
+}
+
+/// The blob base fee update fraction as revm takes it.
+fn blob_fraction(params: &BlobParams) -> u64 {
+    u64::try_from(params.update_fraction).unwrap_or(u64::MAX)
+}
+
+/// revm's block environment for `env` under `spec`.
+fn block_env(env: &BlockEnvSpec, spec: SpecId, params: &BlobParams) -> BlockEnv {
+    let merged = spec.is_enabled_in(SpecId::MERGE);
+    BlockEnv {
+        number: U256::from(env.number),
+        beneficiary: env.coinbase,
+        timestamp: U256::from(env.timestamp),
+        gas_limit: env.gas_limit,
+        basefee: if spec.is_enabled_in(SpecId::LONDON) { env.base_fee } else { 0 },
+        difficulty: env.difficulty,
+        prevrandao: merged.then_some(env.prevrandao),
+        blob_excess_gas_and_price: spec.is_enabled_in(SpecId::CANCUN).then(|| {
+            BlobExcessGasAndPrice::new(
+                env.excess_blob_gas.unwrap_or_default(),
+                blob_fraction(params),
+            )
+        }),
+        ..Default::default()
+    }
+}
+
+/// The withdrawals root: our trie over (rlp(index), rlp(withdrawal)).
+fn withdrawals_root(env: &BlockEnvSpec) -> B256 {
+    if env.withdrawals.is_empty() {
+        return EMPTY_ROOT;
+    }
+    ordered_root(
+        env.withdrawals
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (alloy_rlp::encode(i), alloy_rlp::encode(w))),
+    )
+}
+
+/// EIP-6110: the deposit requests in the block's logs, each the concatenation of the five
+/// fields of a `DepositEvent` of the deposit contract. A malformed event makes the block
+/// invalid, as the consensus specs say.
+fn deposit_requests(logs: &[Log]) -> Result<Bytes, ExecError> {
+    let event = keccak256("DepositEvent(bytes,bytes,bytes,bytes,bytes)");
+    // (offset word position, expected offset, expected length) of pubkey, withdrawal
+    // credentials, amount, signature and index in the ABI encoding.
+    const FIELDS: [(usize, usize); 5] = [(160, 48), (256, 32), (320, 8), (384, 96), (512, 8)];
+    let mut out = Vec::new();
+    for log in logs {
+        if log.address != MAINNET_DEPOSIT_CONTRACT_ADDRESS
+            || log.data.topics().first() != Some(&event)
+        {
+            continue;
+        }
+        let data = log.data.data.as_ref();
+        if data.len() != 576 {
+            return Err(ExecError::Invalid(format!(
+                "deposit event data is {} bytes, expected 576",
+                data.len()
+            )));
+        }
+        let word = |at: usize| U256::from_be_slice(&data[at..at + 32]);
+        for (i, (offset, length)) in FIELDS.iter().enumerate() {
+            if word(i * 32) != U256::from(*offset) || word(*offset) != U256::from(*length) {
+                return Err(ExecError::Invalid(format!(
+                    "deposit event field {i} has a bad ABI offset or length"
+                )));
+            }
+            out.extend_from_slice(&data[offset + 32..offset + 32 + length]);
+        }
+    }
+    Ok(out.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::LogData;
+
+    use super::*;
+
+    #[test]
+    fn block_reward_follows_the_fork() {
+        assert_eq!(block_reward(SpecId::FRONTIER), U256::from(5 * ETHER));
+        assert_eq!(block_reward(SpecId::BYZANTIUM), U256::from(3 * ETHER));
+        assert_eq!(block_reward(SpecId::PETERSBURG), U256::from(2 * ETHER));
+        assert_eq!(block_reward(SpecId::LONDON), U256::from(2 * ETHER));
+        assert_eq!(block_reward(SpecId::MERGE), U256::ZERO);
+    }
+
+    fn deposit_log(data: Vec<u8>) -> Log {
+        let event = keccak256("DepositEvent(bytes,bytes,bytes,bytes,bytes)");
+        Log {
+            address: MAINNET_DEPOSIT_CONTRACT_ADDRESS,
+            data: LogData::new_unchecked(vec![event], data.into()),
+        }
+    }
+
+    /// A well-formed DepositEvent payload whose field bytes are 1, 2, 3, 4, 5.
+    fn valid_payload() -> Vec<u8> {
+        let mut data = vec![0u8; 576];
+        for (i, (offset, length)) in
+            [(160, 48), (256, 32), (320, 8), (384, 96), (512, 8)].into_iter().enumerate()
+        {
+            data[i * 32 + 31] = u8::try_from(offset % 256).expect("fits");
+            data[i * 32 + 30] = u8::try_from(offset / 256).expect("fits");
+            data[offset + 31] = u8::try_from(length).expect("fits");
+            data[offset + 32..offset + 32 + length].fill(u8::try_from(i + 1).expect("fits"));
+        }
+        data
+    }
+
+    #[test]
+    fn deposit_requests_concatenate_the_fields() {
+        let request = deposit_requests(&[deposit_log(valid_payload())]).expect("valid");
+        assert_eq!(request.len(), 48 + 32 + 8 + 96 + 8);
+        assert_eq!(request[0], 1);
+        assert_eq!(request[48], 2);
+        assert_eq!(request[request.len() - 1], 5);
+    }
+
+    #[test]
+    fn malformed_deposit_events_invalidate_the_block() {
+        let mut bad_offset = valid_payload();
+        bad_offset[31] = 0;
+        assert!(deposit_requests(&[deposit_log(bad_offset)]).is_err());
+        assert!(deposit_requests(&[deposit_log(vec![0u8; 575])]).is_err());
+    }
+}
