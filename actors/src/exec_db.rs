@@ -71,6 +71,45 @@ impl<'a> ExecDb<'a> {
         Self { base, codes, changes: BlockChanges::default(), clear_empty: true }
     }
 
+    /// Pretends `overrides` for one call: they seed the change overlay, which every read
+    /// consults before the snapshot, so nothing is written anywhere.
+    pub(crate) fn apply_overrides(
+        &mut self,
+        overrides: &hearth_messages::executor::StateOverrides,
+    ) -> Result<(), StorageError> {
+        for (address, o) in overrides {
+            let mut info = self.base.basic_ref(*address)?.unwrap_or_default();
+            if let Some(balance) = o.balance {
+                info.balance = balance;
+            }
+            if let Some(nonce) = o.nonce {
+                info.nonce = nonce;
+            }
+            if let Some(code) = &o.code {
+                let bytecode = Bytecode::new_raw(code.clone());
+                info.code_hash = bytecode.hash_slow();
+                self.changes.codes.insert(info.code_hash, bytecode);
+            }
+            info.code = None;
+            self.changes.accounts.insert(*address, Some(info));
+            if let Some(state) = &o.state {
+                // The whole storage is replaced: every slot not listed reads as zero.
+                self.changes.wiped.insert(*address);
+                self.changes
+                    .storage
+                    .insert(*address, state.iter().map(|(k, v)| (*k, *v)).collect());
+            }
+            if let Some(diff) = &o.state_diff {
+                self.changes
+                    .storage
+                    .entry(*address)
+                    .or_default()
+                    .extend(diff.iter().map(|(k, v)| (*k, *v)));
+            }
+        }
+        Ok(())
+    }
+
     /// Sets whether touched empty accounts are deleted (EIP-161).
     pub(crate) const fn with_clear_empty(mut self, clear_empty: bool) -> Self {
         self.clear_empty = clear_empty;

@@ -11,7 +11,8 @@ use alloy_eips::Typed2718;
 use alloy_primitives::{Address, B256, TxKind, U256};
 use hearth_messages::ExecError;
 use hearth_messages::executor::{
-    BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome, PooledTx,
+    BlockOverrides, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas,
+    EstimateOutcome, PooledTx,
 };
 use hearth_storage::ChainDb;
 use revm::context::result::{EVMError, ExecutionResult, HaltReason, Output};
@@ -79,11 +80,16 @@ impl ExecutorActor {
         cfg.tx_chain_id_check = false;
         let tx = call_tx_env(request, gas, self.config.chain_id);
         let view = self.db.state_at(block);
-        let mut evm = Context::mainnet()
-            .with_db(ExecDb::new(view, &mut self.codes))
-            .with_cfg(cfg)
-            .with_block(block_env_of(&header))
-            .build_mainnet();
+        let mut db = ExecDb::new(view, &mut self.codes);
+        if let Some(overrides) = &request.state_overrides {
+            db.apply_overrides(overrides)?;
+        }
+        let mut block_env = block_env_of(&header);
+        if let Some(o) = &request.block_overrides {
+            apply_block_overrides(&mut block_env, o);
+        }
+        let mut evm =
+            Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env).build_mainnet();
         evm.transact(tx).map(|r| r.result).map_err(exec_error)
     }
 
@@ -101,6 +107,7 @@ impl ExecutorActor {
         // A plain transfer to an account without code always costs exactly 21,000.
         if let Some(to) = request.to
             && request.input.is_empty()
+            && request.state_overrides.is_none()
             && self.db.state_at(msg.block).code_of(&to)?.is_empty()
             && hi >= TRANSFER_GAS
         {
@@ -209,6 +216,28 @@ fn halt_message(reason: &HaltReason) -> String {
         HaltReason::CreateContractSizeLimit => "max code size exceeded".to_owned(),
         HaltReason::CreateCollision => "contract address collision".to_owned(),
         other => format!("{other:?}"),
+    }
+}
+
+/// Applies an eth_call's block overrides to the environment it runs in.
+fn apply_block_overrides(env: &mut BlockEnv, o: &BlockOverrides) {
+    if let Some(number) = o.number {
+        env.number = U256::from(number);
+    }
+    if let Some(timestamp) = o.timestamp {
+        env.timestamp = U256::from(timestamp);
+    }
+    if let Some(gas_limit) = o.gas_limit {
+        env.gas_limit = gas_limit;
+    }
+    if let Some(base_fee) = o.base_fee {
+        env.basefee = base_fee;
+    }
+    if let Some(coinbase) = o.coinbase {
+        env.beneficiary = coinbase;
+    }
+    if let Some(prevrandao) = o.prevrandao {
+        env.prevrandao = Some(prevrandao);
     }
 }
 

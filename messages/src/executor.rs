@@ -37,6 +37,45 @@ pub struct CallRequest {
     pub nonce: Option<u64>,
     /// EIP-2930 access list.
     pub access_list: Option<AccessList>,
+    /// Account state to pretend for this call only (geth's state override set).
+    pub state_overrides: Option<Arc<StateOverrides>>,
+    /// Block fields to pretend for this call only.
+    pub block_overrides: Option<BlockOverrides>,
+}
+
+/// Per-account overrides for one call, by address.
+pub type StateOverrides = std::collections::BTreeMap<Address, AccountOverride>;
+
+/// What to pretend about one account during a call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccountOverride {
+    /// Replaces the balance.
+    pub balance: Option<U256>,
+    /// Replaces the nonce.
+    pub nonce: Option<u64>,
+    /// Replaces the code.
+    pub code: Option<Bytes>,
+    /// Replaces the whole storage: slots not listed read as zero.
+    pub state: Option<std::collections::BTreeMap<U256, U256>>,
+    /// Replaces only the listed slots.
+    pub state_diff: Option<std::collections::BTreeMap<U256, U256>>,
+}
+
+/// Block fields to pretend during a call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BlockOverrides {
+    /// NUMBER.
+    pub number: Option<u64>,
+    /// TIMESTAMP.
+    pub timestamp: Option<u64>,
+    /// GASLIMIT.
+    pub gas_limit: Option<u64>,
+    /// BASEFEE.
+    pub base_fee: Option<u64>,
+    /// COINBASE.
+    pub coinbase: Option<Address>,
+    /// PREVRANDAO.
+    pub prevrandao: Option<B256>,
 }
 
 /// Runs a read-only call against the state after block `block`. Serves `eth_call`.

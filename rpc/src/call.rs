@@ -4,8 +4,12 @@
 //! code 3 with the revert bytes in `data`; a halt is -32000 with geth's message (e.g. "out of
 //! gas"). Gas defaults to, and is capped at, `RpcLimits::gas_cap`.
 
+use std::sync::Arc;
+
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag};
-use hearth_messages::executor::{Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome};
+use hearth_messages::executor::{
+    BlockOverrides, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome, StateOverrides,
+};
 use serde_json::Value;
 
 use crate::blocks::{quantity, state_block, to_json};
@@ -13,18 +17,18 @@ use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::{Params, TxObject};
 
-/// Reads `[txObject, block?, stateOverrides?]`; we do not support state overrides.
+/// Reads `[txObject, block?, stateOverrides?, blockOverrides?]`.
 fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, u64), RpcError> {
-    params.at_most(3)?;
+    params.at_most(4)?;
     let tx: TxObject = params.required(0)?;
     let block: BlockId = params.optional(1)?.unwrap_or(BlockId::Number(BlockNumberOrTag::Latest));
-    if params.has(2)? {
-        return Err(RpcError::InvalidParams(
-            "invalid argument 2: state overrides are not supported".into(),
-        ));
-    }
+    let state_overrides: Option<StateOverrides> = params.optional(2)?;
+    let block_overrides: Option<BlockOverrides> = params.optional(3)?;
     let number = state_block(ctx, block)?;
-    Ok((tx.into_call_request(ctx.limits.gas_cap), number))
+    let mut request = tx.into_call_request(ctx.limits.gas_cap);
+    request.state_overrides = state_overrides.filter(|o| !o.is_empty()).map(Arc::new);
+    request.block_overrides = block_overrides;
+    Ok((request, number))
 }
 
 /// eth_call: the call's output as hex.

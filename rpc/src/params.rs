@@ -10,7 +10,7 @@
 use alloy_eips::eip2930::AccessList;
 use alloy_primitives::{Address, B256, Bytes, U256, hex};
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag, Filter, FilterBlockOption, FilterSet, Topic};
-use hearth_messages::executor::CallRequest;
+use hearth_messages::executor::{AccountOverride, BlockOverrides, CallRequest, StateOverrides};
 use serde_json::{Map, Value};
 
 use crate::error::RpcError;
@@ -71,11 +71,6 @@ impl Params {
                 RpcError::InvalidParams(format!("invalid argument {index}: {reason}"))
             }),
         }
-    }
-
-    /// Whether argument `index` is present and not `null`.
-    pub(crate) fn has(&self, index: usize) -> Result<bool, RpcError> {
-        Ok(!matches!(self.positional()?.get(index), None | Some(Value::Null)))
     }
 
     /// The arguments as given, for extension methods (an empty array when there were none).
@@ -395,7 +390,88 @@ impl TxObject {
             input: self.input.unwrap_or_default(),
             nonce: self.nonce,
             access_list: self.access_list,
+            state_overrides: None,
+            block_overrides: None,
         }
+    }
+}
+
+/// A slot map of a state override (`state` / `stateDiff`): 32-byte keys and values.
+fn slot_map(value: &Value) -> Result<std::collections::BTreeMap<U256, U256>, String> {
+    let object =
+        value.as_object().ok_or_else(|| format!("expected an object, got {}", json_kind(value)))?;
+    object
+        .iter()
+        .map(|(key, value)| {
+            let key = B256::from_param(&Value::String(key.clone()))
+                .map_err(|e| format!("slot {key}: {e}"))?;
+            let value = B256::from_param(value).map_err(|e| format!("slot {key} value: {e}"))?;
+            Ok((U256::from_be_bytes(key.0), U256::from_be_bytes(value.0)))
+        })
+        .collect()
+}
+
+/// geth's state override set: `{address: {balance, nonce, code, state | stateDiff}}`.
+impl FromParam for StateOverrides {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let object = value
+            .as_object()
+            .ok_or_else(|| format!("expected a state override object, got {}", json_kind(value)))?;
+        let mut overrides = Self::new();
+        for (address, account) in object {
+            let address = Address::from_param(&Value::String(address.clone()))?;
+            let fields = expect_object(account, "an account override")?;
+            if let Some(unknown) = account.as_object().and_then(|o| {
+                o.keys().find(|k| {
+                    !["balance", "nonce", "code", "state", "stateDiff"].contains(&k.as_str())
+                })
+            }) {
+                return Err(format!("account {address}: unsupported override field {unknown}"));
+            }
+            let slots = |name: &str| match fields.0.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => {
+                    slot_map(v).map(Some).map_err(|e| format!("account {address} {name}: {e}"))
+                }
+            };
+            let (state, state_diff) = (slots("state")?, slots("stateDiff")?);
+            if state.is_some() && state_diff.is_some() {
+                return Err(format!("account {address} has both 'state' and 'stateDiff'"));
+            }
+            overrides.insert(
+                address,
+                AccountOverride {
+                    balance: fields.get("balance")?,
+                    nonce: fields.get("nonce")?,
+                    code: fields.get("code")?,
+                    state,
+                    state_diff,
+                },
+            );
+        }
+        Ok(overrides)
+    }
+}
+
+/// Block overrides for eth_call: number, time, gasLimit, baseFeePerGas, feeRecipient (or
+/// coinbase), prevRandao.
+impl FromParam for BlockOverrides {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let fields = expect_object(value, "a block override object")?;
+        Ok(Self {
+            number: fields.get("number")?,
+            timestamp: fields.get("time")?,
+            gas_limit: fields.get("gasLimit")?,
+            base_fee: match fields.get("baseFeePerGas")? {
+                Some(fee) => Some(fee),
+                None => fields.get("baseFee")?,
+            },
+            coinbase: match fields.get("feeRecipient")? {
+                Some(a) => Some(a),
+                None => fields.get("coinbase")?,
+            },
+            prevrandao: fields.get("prevRandao")?,
+        })
     }
 }
 

@@ -411,3 +411,71 @@ async fn pending_nonce_counts_pooled_transactions_when_not_automining() {
     node.ok("evm_mine", json!([])).await;
     assert_eq!(node.ok("eth_getTransactionReceipt", json!([hash])).await["blockNumber"], "0x1");
 }
+
+#[actix::test]
+async fn eth_call_takes_state_and_block_overrides() {
+    let node = TestNode::start();
+    let token = node.deploy_bench_token().await;
+    let calldata = fixtures::bench_calldata();
+    let stranger = Address::repeat_byte(0x77);
+    let balance_of =
+        |who: Address| format!("0x70a08231{:0>64}", alloy_primitives::hex::encode(who));
+    // balanceOf[who] is at keccak(who . 1).
+    let slot_of = |who: Address| {
+        let mut key = [0u8; 64];
+        key[12..32].copy_from_slice(who.as_slice());
+        key[63] = 1;
+        alloy_primitives::keccak256(key)
+    };
+    let word = |n: u64| format!("0x{n:064x}");
+
+    // stateDiff changes one slot and keeps the rest.
+    let overrides =
+        json!({token.to_string(): {"stateDiff": {slot_of(stranger).to_string(): word(42)}}});
+    let got = node
+        .ok("eth_call", json!([{"to": token, "data": balance_of(stranger)}, "latest", overrides]))
+        .await;
+    assert_eq!(got, word(42));
+    let supply = node.ok("eth_call", json!([{"to": token, "data": calldata["calldata"]["totalSupply()"]}, "latest", overrides])).await;
+    assert_ne!(supply, word(0), "other slots kept");
+    // state replaces the whole storage: every other slot reads zero.
+    let overrides = json!({token.to_string(): {"state": {slot_of(stranger).to_string(): word(7)}}});
+    let supply = node.ok("eth_call", json!([{"to": token, "data": calldata["calldata"]["totalSupply()"]}, "latest", overrides])).await;
+    assert_eq!(supply, word(0));
+    // Nothing was written: without overrides the chain is as it was.
+    assert_eq!(
+        node.ok("eth_call", json!([{"to": token, "data": balance_of(stranger)}, "latest"])).await,
+        word(0)
+    );
+
+    // Balance and code overrides: code that returns SELFBALANCE, at an address with no code.
+    let code = "0x4760005260206000f3";
+    let overrides = json!({stranger.to_string(): {"balance": "0x1234", "code": code}});
+    assert_eq!(
+        node.ok("eth_call", json!([{"to": stranger}, "latest", overrides])).await,
+        word(0x1234)
+    );
+    // Block overrides: code returning NUMBER, then TIMESTAMP.
+    let number_code = json!({stranger.to_string(): {"code": "0x4360005260206000f3"}});
+    let got = node
+        .ok("eth_call", json!([{"to": stranger}, "latest", number_code, {"number": "0x539"}]))
+        .await;
+    assert_eq!(got, word(0x539));
+    let time_code = json!({stranger.to_string(): {"code": "0x4260005260206000f3"}});
+    let got =
+        node.ok("eth_call", json!([{"to": stranger}, "latest", time_code, {"time": "0x10"}])).await;
+    assert_eq!(got, word(0x10));
+    // The estimate sees overrides too.
+    let gas = node.ok("eth_estimateGas", json!([{"to": stranger}, "latest", time_code])).await;
+    assert!(crate::support::quantity(&gas) > 21_000);
+
+    // Bad overrides are -32602.
+    let both = json!({token.to_string(): {"state": {}, "stateDiff": {}}});
+    assert_eq!(node.err("eth_call", json!([{"to": token}, "latest", both])).await.0, -32602);
+    let unknown = json!({token.to_string(): {"balanse": "0x1"}});
+    assert_eq!(node.err("eth_call", json!([{"to": token}, "latest", unknown])).await.0, -32602);
+    assert_eq!(
+        node.err("eth_call", json!([{"to": token}, "latest", {"0x12": {}}])).await.0,
+        -32602
+    );
+}
