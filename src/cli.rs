@@ -18,6 +18,8 @@ pub const DEFAULT_BALANCE_ETH: u64 = 10_000;
 pub const DEFAULT_GAS_LIMIT: u64 = 30_000_000;
 /// Default gas cap of eth_call / eth_estimateGas.
 pub const DEFAULT_RPC_GAS_CAP: u64 = 50_000_000;
+/// Default EVM time cap of eth_call and eth_estimateGas.
+pub const DEFAULT_EVM_TIMEOUT: &str = "5s";
 /// Default capacity of every actor mailbox.
 pub const DEFAULT_MAILBOX: usize = 1024;
 /// Default number of analysed contracts kept in the shared code cache.
@@ -68,6 +70,9 @@ pub struct Cli {
     /// Gas cap of eth_call and eth_estimateGas.
     #[arg(long = "rpc.gascap", default_value_t = DEFAULT_RPC_GAS_CAP)]
     pub rpc_gascap: u64,
+    /// Time cap of one eth_call / eth_estimateGas run, e.g. 5s or 500ms (-32002 when hit).
+    #[arg(long = "rpc.evm-timeout", default_value = DEFAULT_EVM_TIMEOUT)]
+    pub rpc_evm_timeout: String,
     /// Block gas limit.
     #[arg(long = "gas-limit", default_value_t = DEFAULT_GAS_LIMIT)]
     pub gas_limit: u64,

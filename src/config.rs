@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use alloy_primitives::U256;
 use hearth_rpc::RpcLimits;
@@ -48,6 +49,8 @@ pub struct NodeConfig {
     pub txpool_max_count: NonZeroUsize,
     /// Mine on each transaction.
     pub automine: bool,
+    /// Time cap of one eth_call / eth_estimateGas run.
+    pub evm_timeout: Duration,
     /// RPC limits, including the call gas cap.
     pub rpc: RpcLimits,
 }
@@ -73,6 +76,14 @@ pub enum ConfigError {
         /// What was given.
         got: u64,
     },
+    /// A duration that cannot be read or is not positive.
+    #[error("{flag} must be a positive duration like 5s or 500ms, got {value}")]
+    Duration {
+        /// The flag.
+        flag: &'static str,
+        /// What was given.
+        value: String,
+    },
     /// No home directory to put the default datadir in.
     #[error("--datadir is required: $HOME is not set (or use --ephemeral)")]
     NoHome,
@@ -87,6 +98,20 @@ const MAX_ACCOUNTS: u64 = 10_000;
 const MAX_CODE_CACHE_ENTRIES: u64 = 1_048_576;
 /// Smallest block gas limit that fits a transfer.
 const MIN_GAS_LIMIT: u64 = 21_000;
+
+/// Parses a duration written as `5s`, `500ms` or plain seconds (`2.5`); it must be positive.
+fn duration(flag: &'static str, value: &str) -> Result<Duration, ConfigError> {
+    let bad = || ConfigError::Duration { flag, value: value.to_owned() };
+    let (number, scale) = match value.strip_suffix("ms") {
+        Some(ms) => (ms, 1e-3),
+        None => (value.strip_suffix('s').unwrap_or(value), 1.0),
+    };
+    let seconds: f64 = number.trim().parse().map_err(|_| bad())?;
+    if !seconds.is_finite() || seconds * scale <= 0.0 {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(seconds * scale))
+}
 
 fn non_zero(flag: &'static str, value: usize) -> Result<NonZeroUsize, ConfigError> {
     NonZeroUsize::new(value).ok_or(ConfigError::Zero { flag })
@@ -137,6 +162,7 @@ impl TryFrom<Cli> for NodeConfig {
             code_cache_entries: non_zero("--cache.code-entries", cli.cache_code_entries)?,
             txpool_max_count: non_zero("--txpool.max-count", cli.txpool_max_count)?,
             automine: !cli.no_mining,
+            evm_timeout: duration("--rpc.evm-timeout", &cli.rpc_evm_timeout)?,
             rpc: RpcLimits { gas_cap: cli.rpc_gascap, ..RpcLimits::default() },
         })
     }
@@ -194,11 +220,27 @@ mod tests {
             (&["--accounts", "20000"], "--accounts"),
             (&["--mnemonic", "not a mnemonic"], "--mnemonic"),
             (&["--txpool.max-count", "0"], "--txpool.max-count"),
+            (&["--rpc.evm-timeout", "0s"], "--rpc.evm-timeout"),
+            (&["--rpc.evm-timeout", "soon"], "--rpc.evm-timeout"),
+            (&["--rpc.evm-timeout=-1"], "--rpc.evm-timeout"),
         ];
         for (args, flag) in cases {
             let err = parse(args).expect_err("must be rejected");
             assert!(err.to_string().contains(flag), "{err} should name {flag}");
         }
+    }
+
+    #[test]
+    fn durations_read_seconds_and_milliseconds() {
+        assert_eq!(
+            parse(&["--ephemeral", "--rpc.evm-timeout", "500ms"]).unwrap().evm_timeout.as_millis(),
+            500
+        );
+        assert_eq!(
+            parse(&["--ephemeral", "--rpc.evm-timeout", "2.5"]).unwrap().evm_timeout.as_millis(),
+            2500
+        );
+        assert_eq!(parse(&["--ephemeral"]).unwrap().evm_timeout.as_secs(), 5);
     }
 
     #[test]

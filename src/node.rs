@@ -109,8 +109,12 @@ impl Node {
         info!(target: "node", entries = config.code_cache_entries.get(), "code cache sized");
         let l2 =
             CodeL2 { get: code_cache.clone().recipient(), insert: code_cache.clone().recipient() };
-        let exec_config =
-            ExecConfig { chain_id: config.chain_id, spec: SPEC, gas_cap: config.rpc.gas_cap };
+        let exec_config = ExecConfig {
+            chain_id: config.chain_id,
+            spec: SPEC,
+            gas_cap: config.rpc.gas_cap,
+            evm_timeout: Some(config.evm_timeout),
+        };
         let exec_chain = chain.clone();
         let pool = SyncArbiter::start(config.executor_threads.get(), move || {
             ExecutorActor::new(exec_chain.clone(), exec_config, Some(l2.clone()))

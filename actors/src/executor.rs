@@ -21,7 +21,7 @@ use revm::context_interface::block::BlobExcessGasAndPrice;
 use revm::context_interface::either::Either;
 use revm::primitives::eip4844::BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE;
 use revm::primitives::hardfork::SpecId;
-use revm::{ExecuteEvm, MainBuilder, MainContext};
+use revm::{ExecuteEvm, InspectEvm, MainBuilder, MainContext};
 
 use crate::code_cache::{CodeL1, CodeL2};
 use crate::exec_db::ExecDb;
@@ -38,6 +38,8 @@ pub struct ExecConfig {
     pub spec: SpecId,
     /// The most gas an eth_call / eth_estimateGas may use.
     pub gas_cap: u64,
+    /// The longest an eth_call / eth_estimateGas run may take (`None`: no cap).
+    pub evm_timeout: Option<std::time::Duration>,
 }
 
 /// One executor thread.
@@ -88,9 +90,21 @@ impl ExecutorActor {
         if let Some(o) = &request.block_overrides {
             apply_block_overrides(&mut block_env, o);
         }
-        let mut evm =
-            Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env).build_mainnet();
-        evm.transact(tx).map(|r| r.result).map_err(exec_error)
+        let Some(timeout) = self.config.evm_timeout else {
+            let mut evm =
+                Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env).build_mainnet();
+            return evm.transact(tx).map(|r| r.result).map_err(exec_error);
+        };
+        let mut evm = Context::mainnet()
+            .with_db(db)
+            .with_cfg(cfg)
+            .with_block(block_env)
+            .build_mainnet_with_inspector(Deadline::new(timeout));
+        let result = evm.inspect_tx(tx).map(|r| r.result).map_err(exec_error);
+        if evm.inspector.expired {
+            return Err(ExecError::Timeout { timeout_ms: timeout.as_millis() as u64 });
+        }
+        result
     }
 
     fn call(&mut self, msg: Call) -> Result<CallOutcome, ExecError> {
@@ -216,6 +230,40 @@ fn halt_message(reason: &HaltReason) -> String {
         HaltReason::CreateContractSizeLimit => "max code size exceeded".to_owned(),
         HaltReason::CreateCollision => "contract address collision".to_owned(),
         other => format!("{other:?}"),
+    }
+}
+
+/// Stops a call that runs past its time cap. revm has no clock of its own, so this inspector
+/// looks at the time every `CHECK_EVERY` instructions (an `Instant::now` per instruction would
+/// cost more than most instructions); once the cap has passed it halts every frame it sees, so
+/// the whole call unwinds at once.
+#[derive(Debug)]
+struct Deadline {
+    at: std::time::Instant,
+    steps: u32,
+    expired: bool,
+}
+
+impl Deadline {
+    const CHECK_EVERY: u32 = 4096;
+
+    fn new(timeout: std::time::Duration) -> Self {
+        Self { at: std::time::Instant::now() + timeout, steps: 0, expired: false }
+    }
+}
+
+impl<CTX> revm::Inspector<CTX> for Deadline {
+    fn step(&mut self, interp: &mut revm::interpreter::Interpreter, _context: &mut CTX) {
+        self.steps = self.steps.wrapping_add(1);
+        if !self.expired
+            && self.steps % Self::CHECK_EVERY == 0
+            && std::time::Instant::now() >= self.at
+        {
+            self.expired = true;
+        }
+        if self.expired {
+            interp.halt(revm::interpreter::InstructionResult::OutOfGas);
+        }
     }
 }
 

@@ -16,6 +16,14 @@ pub enum ExecError {
     /// The requested block is not in the chain.
     #[error("header not found")]
     UnknownBlock,
+    /// The call ran past the EVM time cap (`--rpc.evm-timeout`) and was stopped.
+    #[error(
+        "execution aborted (timeout = {timeout_ms}ms); raise --rpc.evm-timeout or lower the gas"
+    )]
+    Timeout {
+        /// The cap, in milliseconds.
+        timeout_ms: u64,
+    },
     /// revm refused the transaction before running it (nonce, balance, gas, fee checks).
     #[error("{0}")]
     Invalid(String),

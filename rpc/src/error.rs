@@ -170,6 +170,9 @@ impl RpcError {
                 | TxError::AlreadyKnown
                 | TxError::UnsupportedType,
             ) => -32000,
+            // The EVM time cap stopped the call.
+            Self::Exec(ExecError::Timeout { .. })
+            | Self::Mine(MineError::Exec(ExecError::Timeout { .. })) => -32002,
             // A bound was hit: the caller may retry later.
             Self::BatchTooLarge { .. }
             | Self::ResponseTooLarge { .. }

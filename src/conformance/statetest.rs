@@ -134,8 +134,11 @@ fn run_entry(case: &Value, fork: &str, entry: &Value) -> Result<Option<String>, 
     };
     let hash = *tx.tx_hash();
     let pooled = PooledTx { tx: Arc::new(tx), sender, hash };
-    let mut executor =
-        ExecutorActor::new(db.clone(), ExecConfig { chain_id, spec, gas_cap: u64::MAX }, None);
+    let mut executor = ExecutorActor::new(
+        db.clone(),
+        ExecConfig { chain_id, spec, gas_cap: u64::MAX, evm_timeout: None },
+        None,
+    );
     let built = executor.build_block(BuildBlock {
         parent: genesis.clone(),
         env: block_env,

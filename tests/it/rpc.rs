@@ -479,3 +479,22 @@ async fn eth_call_takes_state_and_block_overrides() {
         -32602
     );
 }
+
+#[actix::test]
+async fn a_call_past_the_evm_time_cap_is_stopped_with_32002() {
+    let mut config = NodeConfig::for_tests();
+    config.evm_timeout = std::time::Duration::from_millis(20);
+    config.rpc.gas_cap = 2_000_000_000;
+    let node = TestNode::start_with(config);
+    let token = node.deploy_bench_token().await;
+    // hashLoop(10^7) needs ~2.5G gas: far more work than 20 ms.
+    let data = format!("0x67151319{:064x}", 10_000_000u64);
+    let (code, message, _) = node
+        .err("eth_call", json!([{"to": token, "data": data, "gas": "0x77359400"}, "latest"]))
+        .await;
+    assert_eq!(code, -32002, "{message}");
+    assert!(message.contains("timeout"), "{message}");
+    // A call within the cap still answers.
+    let short = format!("0x67151319{:064x}", 10u64);
+    assert!(node.ok("eth_call", json!([{"to": token, "data": short}, "latest"])).await.is_string());
+}
