@@ -17,8 +17,9 @@ use hearth_messages::executor::{
     BuildBlock, BuiltBlock, Call, CallOutcome, EstimateGas, EstimateOutcome, ExecutorClient,
     PooledTx,
 };
-use hearth_messages::mempool::{GetPooledTx, PendingNonce, SubmitTx};
-use hearth_messages::miner::{AutoMine, MineBlocks};
+use hearth_messages::mempool::{self, GetPooledTx, PendingNonce, SubmitTx};
+use hearth_messages::miner::{self, AutoMine, MineBlocks};
+use hearth_messages::state;
 use hearth_messages::storage::{
     AccountChange, AccountFields, BlockDraft, EMPTY_CODE_HASH, StateDiff, write_block,
 };
@@ -139,6 +140,66 @@ impl Handler<Recorded> for Stub {
     type Result = MessageResult<Recorded>;
     fn handle(&mut self, _: Recorded, _: &mut Context<Self>) -> Self::Result {
         MessageResult((self.submitted.clone(), self.auto_mines, self.mined.clone()))
+    }
+}
+
+/// Answers every dev-control message with a fixed reply; the dev methods are tested through
+/// the whole node (tests/it), this front-end suite only needs the context to exist.
+struct Idle;
+
+impl Actor for Idle {
+    type Context = Context<Self>;
+}
+
+macro_rules! idle_replies {
+    ($($msg:ty => $reply:expr),* $(,)?) => {$(
+        impl Handler<$msg> for Idle {
+            type Result = MessageResult<$msg>;
+            fn handle(&mut self, _: $msg, _: &mut Context<Self>) -> Self::Result {
+                MessageResult($reply)
+            }
+        }
+    )*};
+}
+
+idle_replies! {
+    mempool::SubmitTxs => Err(TxError::PoolFull),
+    mempool::SubmitImpersonated => Err(TxError::NotImpersonated(Address::ZERO)),
+    mempool::SetImpersonated => (),
+    mempool::SetAutoImpersonate => (),
+    mempool::GetPoolContent => mempool::PoolContent::default(),
+    mempool::DropTx => false,
+    mempool::Revalidate => (),
+    mempool::SetPoolGasLimit => (),
+    miner::MineSpaced => Ok(0),
+    miner::SetIntervalMining => (),
+    miner::SetAutomine => (),
+    miner::SetBlockParam => Ok(0),
+    miner::GetMiningStatus => miner::MiningStatus { automine: true, interval: None, ticks_skipped: 0 },
+    state::PatchState => Ok(B256::ZERO),
+    state::TakeSnapshot => Ok(1),
+    state::RevertTo => Ok(false),
+}
+
+fn idle_controls() -> crate::Controls {
+    let idle = Idle.start();
+    crate::Controls {
+        submit_txs: idle.clone().recipient(),
+        submit_impersonated: idle.clone().recipient(),
+        set_impersonated: idle.clone().recipient(),
+        set_auto_impersonate: idle.clone().recipient(),
+        pool_content: idle.clone().recipient(),
+        drop_tx: idle.clone().recipient(),
+        revalidate: idle.clone().recipient(),
+        set_pool_gas_limit: idle.clone().recipient(),
+        mine_spaced: idle.clone().recipient(),
+        set_interval_mining: idle.clone().recipient(),
+        set_automine: idle.clone().recipient(),
+        set_block_param: idle.clone().recipient(),
+        mining_status: idle.clone().recipient(),
+        patch_state: idle.clone().recipient(),
+        take_snapshot: idle.clone().recipient(),
+        revert_to: idle.recipient(),
     }
 }
 
@@ -317,6 +378,7 @@ fn fixture(max_in_flight: usize) -> Fixture {
         pending_nonce: stub.clone().recipient(),
         auto_mine: stub.clone().recipient(),
         mine_blocks: stub.clone().recipient(),
+        controls: idle_controls(),
         signers: Arc::new(vec![alice.clone()]),
         chain_id: 31337,
         limits: RpcLimits::default(),

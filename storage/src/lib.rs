@@ -10,6 +10,7 @@ mod chain;
 mod commit;
 mod error;
 mod layout;
+mod patch;
 mod records;
 mod state;
 pub mod trie;
@@ -17,6 +18,7 @@ pub mod trie;
 pub use chain::ChainDb;
 pub use commit::{BlockDraft, receipts_root, transactions_root, write_block};
 pub use error::StorageError;
+pub use patch::{BlockKeys, PatchUndo, revert_blocks, write_patch};
 pub use records::{
     Code, EMPTY_CODE_HASH, SealedBlock, StoredAccount, StoredBody, account_trie_key,
     storage_trie_key,

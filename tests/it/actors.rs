@@ -174,9 +174,11 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
         },
         MinerConfig {
             automine: true,
+            interval: None,
             gas_limit: 30_000_000,
             coinbase: Address::ZERO,
             clock: Arc::new(|| GENESIS_TIME),
+            seed: 1,
         },
     )
     .start_bounded(fixtures::one());
