@@ -9,7 +9,7 @@ use crate::StateError;
 
 /// Writes a block on top of the head: applies `diff` to the tries, seals the header with the
 /// state root, and commits everything atomically. Replies once the block is durable.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CommitBlock {
     /// The block without its state root.
     pub draft: BlockDraft,

@@ -3,8 +3,11 @@
 
 mod actors;
 mod conformance;
+mod dev;
 mod history;
+mod mining;
 mod persistence;
+mod pool;
 mod process;
 mod rpc;
 mod support;
