@@ -358,8 +358,14 @@ impl Pool {
 
     /// Executable transactions (consecutive nonces from each sender's state nonce, paying at
     /// least `base_fee`), highest tip first across senders, nonce order within a sender, up to
-    /// `gas_limit` of declared gas.
-    pub fn pending(&self, db: &ChainDb, gas_limit: u64, base_fee: u64) -> Vec<PooledTx> {
+    /// `gas_limit` of declared gas and `max_bytes` of encoded transactions.
+    pub fn pending(
+        &self,
+        db: &ChainDb,
+        gas_limit: u64,
+        max_bytes: usize,
+        base_fee: u64,
+    ) -> Vec<PooledTx> {
         let mut queues: Vec<Vec<&PooledTx>> = Vec::new();
         for (sender, nonces) in &self.by_sender {
             let mut queue = self.executable(db, sender, nonces, base_fee);
@@ -376,12 +382,15 @@ impl Pool {
             .collect();
         let mut out = Vec::new();
         let mut gas = 0u64;
+        let mut bytes = 0usize;
         while let Some((_, Reverse(i))) = heap.pop() {
             let Some(tx) = queues[i].pop() else { continue };
-            if gas + tx.tx.gas_limit() > gas_limit {
+            let size = tx.tx.encode_2718_len();
+            if gas + tx.tx.gas_limit() > gas_limit || bytes + size > max_bytes {
                 continue; // this sender's later nonces cannot go first; its turn ends here
             }
             gas += tx.tx.gas_limit();
+            bytes += size;
             out.push(tx.clone());
             if let Some(next) = queues[i].last() {
                 heap.push((tip(next), Reverse(i)));
@@ -521,7 +530,7 @@ impl Handler<TakePending> for MempoolActor {
     type Result = Vec<PooledTx>;
 
     fn handle(&mut self, msg: TakePending, _ctx: &mut Self::Context) -> Self::Result {
-        self.pool.pending(&self.db, msg.gas_limit, msg.base_fee)
+        self.pool.pending(&self.db, msg.gas_limit, msg.max_bytes, msg.base_fee)
     }
 }
 
@@ -553,7 +562,7 @@ impl Handler<PoolSize> for MempoolActor {
     type Result = actix::MessageResult<PoolSize>;
 
     fn handle(&mut self, _msg: PoolSize, _ctx: &mut Self::Context) -> Self::Result {
-        let executable = self.pool.pending(&self.db, u64::MAX, 0).len();
+        let executable = self.pool.pending(&self.db, u64::MAX, usize::MAX, 0).len();
         actix::MessageResult((executable, self.pool.len() - executable))
     }
 }

@@ -332,7 +332,9 @@ impl MineJob {
             )
         });
         let gas_limit = self.config.gas_limit;
-        let txs = self.peers.take_pending.send(TakePending { gas_limit, base_fee }).await?;
+        let max_bytes = BLOCK_MAX_TX_BYTES;
+        let txs =
+            self.peers.take_pending.send(TakePending { gas_limit, max_bytes, base_fee }).await?;
         if txs.is_empty() && only_if_pending {
             return Ok(None);
         }
@@ -530,6 +532,10 @@ impl Handler<SetBlockParam> for MinerActor {
         Ok(self.time_offset.max(0) as u64)
     }
 }
+
+/// Byte budget of one block's transactions: what geth's default RPC and p2p limits keep a
+/// block under, so a block of many calldata-heavy transactions still propagates.
+const BLOCK_MAX_TX_BYTES: usize = 10 * 1024 * 1024;
 
 /// The smallest block gas limit: one transfer.
 const MIN_GAS_LIMIT: u64 = 21_000;

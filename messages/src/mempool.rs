@@ -71,12 +71,15 @@ impl Message for SetAutoImpersonate {
     type Result = ();
 }
 
-/// Takes the executable transactions in price/nonce order, up to `gas_limit` in total.
-/// They stay in the pool until `TxsMined` removes them.
+/// Takes the executable transactions in price/nonce order, up to `gas_limit` of declared gas
+/// and `max_bytes` of encoded transactions in total. They stay in the pool until `TxsMined`
+/// removes them, so what does not fit waits for a later block.
 #[derive(Debug, Clone, Copy)]
 pub struct TakePending {
     /// Gas budget of the block.
     pub gas_limit: u64,
+    /// Byte budget of the block's transactions.
+    pub max_bytes: usize,
     /// Base fee of the block: transactions paying less wait.
     pub base_fee: u64,
 }

@@ -9,7 +9,7 @@ use alloy_signer_local::PrivateKeySigner;
 use hearth::config::NodeConfig;
 use hearth_messages::TxError;
 use hearth_messages::mempool::{PoolSize, SubmitTx, SubmitTxs};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::{TestNode, fixtures, quantity};
 
@@ -24,12 +24,17 @@ fn manual(max_count: usize) -> NodeConfig {
 
 /// A transfer paying `max_fee` per gas (tip at most 1 gwei).
 fn priced(signer: &PrivateKeySigner, nonce: u64, max_fee: u128) -> TxEnvelope {
+    tipped(signer, nonce, max_fee, max_fee.min(GWEI))
+}
+
+/// A transfer with fee cap `max_fee` and tip `tip`.
+fn tipped(signer: &PrivateKeySigner, nonce: u64, max_fee: u128, tip: u128) -> TxEnvelope {
     let tx = TxEip1559 {
         chain_id: 31337,
         nonce,
         gas_limit: 21_000,
         max_fee_per_gas: max_fee,
-        max_priority_fee_per_gas: max_fee.min(GWEI),
+        max_priority_fee_per_gas: tip,
         to: TxKind::Call(Address::repeat_byte(0xb0)),
         value: U256::from(1),
         access_list: Default::default(),
@@ -213,4 +218,27 @@ async fn a_json_rpc_batch_of_raw_transactions_is_one_pool_batch() {
         let receipt = node.ok("eth_getTransactionReceipt", json!([reply[i]["result"]])).await;
         assert_eq!(quantity(&receipt["blockNumber"]), 1);
     }
+}
+
+#[actix::test]
+async fn blocks_take_the_best_paying_first_and_what_does_not_fit_waits() {
+    let mut config = manual(100);
+    config.gas_limit = 50_000;
+    let node = TestNode::start_with(config);
+    let (a, b, c) = (node.signer(0), node.signer(1), node.signer(2));
+    let mut hashes = Vec::new();
+    for (signer, tip) in [(&a, GWEI), (&b, 3 * GWEI), (&c, 2 * GWEI)] {
+        let tx = tipped(signer, 0, 10 * GWEI, tip);
+        hashes.push(node.ok("eth_sendRawTransaction", json!([raw(&tx)])).await);
+    }
+    let [cheap, rich, mid] = <[Value; 3]>::try_from(hashes).unwrap();
+    node.ok("evm_mine", json!([])).await;
+    let block = node.ok("eth_getBlockByNumber", json!(["0x1", false])).await;
+    let txs = block["transactions"].as_array().unwrap();
+    assert_eq!(txs, &vec![rich, mid], "two transfers fill a 50,000 gas block, best tip first");
+    assert_eq!(node.ok("txpool_status", json!([])).await["pending"], "0x1", "the third waits");
+    node.ok("evm_mine", json!([])).await;
+    let block = node.ok("eth_getBlockByNumber", json!(["0x2", false])).await;
+    assert_eq!(block["transactions"], json!([cheap]), "and goes in the next block");
+    assert_eq!(node.ok("txpool_status", json!([])).await["pending"], "0x0");
 }
