@@ -630,3 +630,96 @@ impl Handler<Revalidate> for MempoolActor {
         self.pool.remove_mined(&self.db, []);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use alloy_consensus::{SignableTransaction, TxEip1559};
+    use alloy_primitives::{Bytes, TxKind};
+    use alloy_signer::SignerSync;
+    use alloy_signer_local::PrivateKeySigner;
+
+    use super::*;
+    use crate::state::{GenesisSpec, init_genesis};
+
+    const GWEI: u128 = 1_000_000_000;
+
+    fn signers(n: u8) -> Vec<PrivateKeySigner> {
+        (1..=n).map(|i| PrivateKeySigner::from_bytes(&B256::repeat_byte(i)).unwrap()).collect()
+    }
+
+    fn chain(funded: &[PrivateKeySigner]) -> ChainDb {
+        let db = ChainDb::in_memory().unwrap();
+        let alloc = funded.iter().map(|s| (s.address(), U256::from(10u128.pow(20)))).collect();
+        init_genesis(&db, &GenesisSpec { alloc, gas_limit: 30_000_000, base_fee: 1, timestamp: 1 })
+            .unwrap();
+        db
+    }
+
+    fn tx(signer: &PrivateKeySigner, nonce: u64, max_fee: u128) -> TxEnvelope {
+        let tx = TxEip1559 {
+            chain_id: 1,
+            nonce,
+            gas_limit: 21_000,
+            max_fee_per_gas: max_fee,
+            max_priority_fee_per_gas: max_fee / 2,
+            to: TxKind::Call(Address::ZERO),
+            value: U256::ZERO,
+            access_list: Default::default(),
+            input: Bytes::new(),
+        };
+        let signature = signer.sign_hash_sync(&tx.signature_hash()).unwrap();
+        tx.into_signed(signature).into()
+    }
+
+    fn pool(max_count: usize) -> Pool {
+        Pool::new(MempoolConfig {
+            chain_id: 1,
+            spec: SpecId::PRAGUE,
+            block_gas_limit: 30_000_000,
+            max_count,
+            max_bytes: usize::MAX,
+        })
+    }
+
+    #[test]
+    fn bytes_follow_every_insert_replacement_eviction_and_removal() {
+        let keys = signers(3);
+        let db = chain(&keys);
+        let mut pool = pool(2);
+        let size = |t: &TxEnvelope| t.encode_2718_len();
+        let (a0, a1) = (tx(&keys[0], 0, 2 * GWEI), tx(&keys[0], 1, 2 * GWEI));
+        let answers = pool.admit_batch(&db, vec![a0.clone(), a1.clone()]).unwrap();
+        assert!(answers.iter().all(Result::is_ok));
+        assert_eq!(pool.bytes(), size(&a0) + size(&a1));
+
+        // A replacement swaps sizes; a batch over the count changes nothing.
+        let a0_bumped = tx(&keys[0], 0, 3 * GWEI);
+        pool.admit(&db, a0_bumped.clone()).unwrap();
+        assert_eq!(pool.bytes(), size(&a0_bumped) + size(&a1));
+        let over = vec![tx(&keys[1], 0, 9 * GWEI), tx(&keys[2], 0, 9 * GWEI)];
+        assert_eq!(pool.admit_batch(&db, over), Err(TxError::PoolFull));
+        assert_eq!((pool.len(), pool.bytes()), (2, size(&a0_bumped) + size(&a1)));
+
+        // A richer single transaction evicts the cheapest (a1, the higher nonce at 2 gwei).
+        let b0 = tx(&keys[1], 0, 9 * GWEI);
+        pool.admit(&db, b0.clone()).unwrap();
+        assert!(pool.get(a1.tx_hash()).is_none());
+        assert_eq!(pool.bytes(), size(&a0_bumped) + size(&b0));
+
+        assert!(pool.drop_tx(b0.tx_hash()));
+        pool.remove_mined(&db, [*a0_bumped.tx_hash()]);
+        assert_eq!((pool.len(), pool.bytes()), (0, 0));
+    }
+
+    #[test]
+    fn duplicates_inside_a_batch_fail_alone() {
+        let keys = signers(1);
+        let db = chain(&keys);
+        let mut pool = pool(10);
+        let t = tx(&keys[0], 0, 2 * GWEI);
+        let answers = pool.admit_batch(&db, vec![t.clone(), t.clone()]).unwrap();
+        assert_eq!(answers[0], Ok(*t.tx_hash()));
+        assert_eq!(answers[1], Err(TxError::AlreadyKnown));
+        assert_eq!(pool.len(), 1);
+    }
+}

@@ -539,3 +539,24 @@ const BLOCK_MAX_TX_BYTES: usize = 10 * 1024 * 1024;
 
 /// The smallest block gas limit: one transfer.
 const MIN_GAS_LIMIT: u64 = 21_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_block_times_stay_in_range_and_repeat_with_the_seed() {
+        let (min, max) = (Duration::from_millis(1000), Duration::from_millis(3000));
+        let draws = |seed| {
+            let mut rng = SplitMix64(seed);
+            (0..1000).map(|_| rng.between(min, max)).collect::<Vec<_>>()
+        };
+        let first = draws(7);
+        assert!(first.iter().all(|d| (min..=max).contains(d)));
+        assert_eq!(first, draws(7), "same seed, same block times");
+        assert_ne!(first, draws(8));
+        assert!(first.contains(&min) || first.iter().any(|d| *d < Duration::from_millis(1010)));
+        let same = SplitMix64(1).between(min, min);
+        assert_eq!(same, min);
+    }
+}

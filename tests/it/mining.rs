@@ -222,7 +222,8 @@ async fn a_tick_due_while_a_block_is_built_is_skipped_and_counted() {
         Some(Duration::from_millis(2500)),
     );
     let mut blocks_at = Vec::new();
-    while started.elapsed() < Duration::from_millis(7900) {
+    // Up to 6.6 s: after the second block, before the 7 s tick starts a third build.
+    while started.elapsed() < Duration::from_millis(6600) {
         tokio::time::advance(Duration::from_millis(10)).await;
         settle().await;
         while commits.try_recv().is_ok() {
