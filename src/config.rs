@@ -153,7 +153,7 @@ pub fn parse_block_time(text: &str) -> Result<Option<IntervalMining>, String> {
         if value < 0.0 {
             return Err(format!("{part} is negative"));
         }
-        Ok(Duration::from_secs_f64(value))
+        Duration::try_from_secs_f64(value).map_err(|_| format!("{part} seconds is too long"))
     };
     match text.split_once(',') {
         None => Ok(IntervalMining::fixed(seconds(text)?)),
@@ -298,6 +298,8 @@ mod tests {
             (&["--block-time", "x"], "--block-time"),
             (&["--block-time", "3,1"], "--block-time"),
             (&["--block-time", "0,0"], "--block-time"),
+            (&["--block-time", "1e30"], "--block-time"),
+            (&["--block-time", "inf"], "--block-time"),
         ];
         for (args, flag) in cases {
             let err = parse(args).expect_err("must be rejected");

@@ -149,9 +149,10 @@ where
     handle_with_grouped(limits, body, run, "", |_| async { Vec::new() }).await
 }
 
-/// Like [`handle_with`], but the batch items calling `grouped` (when there are at least two)
-/// are answered together: `group` gets their `params` in order, before the other items run,
-/// and answers one result each. A JSON-RPC batch of eth_sendRawTransaction goes to the pool
+/// Runs a whole body with `run` as the method table (batch items concurrently), except that
+/// the batch items calling `grouped` (when there are at least two) are answered together:
+/// `group` gets their `params` in order, before the other items run, and answers one result
+/// each. A JSON-RPC batch of eth_sendRawTransaction goes to the pool
 /// as one batch this way.
 pub(crate) async fn handle_with_grouped<F, Fut, G, GFut>(
     limits: &RpcLimits,
