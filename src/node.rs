@@ -195,6 +195,8 @@ impl Node {
                 set_automine: self.miner.clone().recipient(),
                 set_block_param: self.miner.clone().recipient(),
                 mining_status: self.miner.clone().recipient(),
+                save_clock: self.miner.clone().recipient(),
+                restore_clock: self.miner.clone().recipient(),
                 patch_state: self.state.clone().recipient(),
                 take_snapshot: self.state.clone().recipient(),
                 revert_to: self.state.clone().recipient(),

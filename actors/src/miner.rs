@@ -3,7 +3,8 @@
 //! Owns: the mining mode (automine, interval timer with a fixed or random block time, both, or
 //! manual), the block gas limit and coinbase, the clock that stamps blocks with its offset, and
 //! one-block overrides (next timestamp, base fee, prevrandao). Handles `AutoMine`, `MineBlocks`,
-//! `MineSpaced`, `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `GetMiningStatus`. The
+//! `MineSpaced`, `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `GetMiningStatus`,
+//! `SaveClock` and `RestoreClock` (the clock side of evm_snapshot / evm_revert). The
 //! interval timer runs on the tokio clock (`run_later`), so paused-time tests drive it. Sends `TakePending` and `TxsMined`
 //! to the mempool, `BuildBlock` to the executor pool (through `ExecutorClient`) and
 //! `CommitBlock` to the state owner. Execution never runs here: the miner only sequences, so
@@ -26,8 +27,8 @@ use hearth_messages::MineError;
 use hearth_messages::executor::{BlockEnvSpec, BuildBlock, ExecutorClient};
 use hearth_messages::mempool::{TakePending, TxsMined};
 use hearth_messages::miner::{
-    AutoMine, GetMiningStatus, IntervalMining, MineBlocks, MineSpaced, MiningStatus, SetAutomine,
-    SetBlockParam, SetIntervalMining,
+    AutoMine, GetMiningStatus, IntervalMining, MineBlocks, MineSpaced, MiningStatus, RestoreClock,
+    SaveClock, SetAutomine, SetBlockParam, SetIntervalMining,
 };
 use hearth_messages::state::CommitBlock;
 use hearth_storage::{ChainDb, SealedBlock};
@@ -134,6 +135,8 @@ pub struct MinerActor {
     /// Start and end of the last block build, to tell a tick that came due during one.
     last_build: (Instant, Instant),
     ticks_skipped: u64,
+    /// Clock state saved per live snapshot id, oldest first.
+    saved_clocks: Vec<(u64, i64, Overrides)>,
 }
 
 impl MinerActor {
@@ -151,6 +154,7 @@ impl MinerActor {
             tick_due: now,
             last_build: (now, now),
             ticks_skipped: 0,
+            saved_clocks: Vec::new(),
         }
     }
 
@@ -483,6 +487,27 @@ impl Handler<SetAutomine> for MinerActor {
     fn handle(&mut self, msg: SetAutomine, _ctx: &mut Self::Context) -> Self::Result {
         info!(target: "actors::miner", automine = msg.0, "automine set");
         self.config.automine = msg.0;
+    }
+}
+
+impl Handler<SaveClock> for MinerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SaveClock, _ctx: &mut Self::Context) -> Self::Result {
+        self.saved_clocks.push((msg.0, self.time_offset, self.next));
+    }
+}
+
+impl Handler<RestoreClock> for MinerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: RestoreClock, _ctx: &mut Self::Context) -> Self::Result {
+        if let Some(index) = self.saved_clocks.iter().position(|(id, _, _)| *id == msg.0) {
+            let (_, offset, next) = self.saved_clocks[index];
+            self.time_offset = offset;
+            self.next = next;
+            self.saved_clocks.truncate(index);
+        }
     }
 }
 

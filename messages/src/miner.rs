@@ -119,6 +119,24 @@ impl Message for SetAutomine {
     type Result = ();
 }
 
+/// Remembers the miner's clock (time offset and next-block settings) under snapshot `0`.
+/// Sent with `evm_snapshot`, so that `evm_revert` also turns the clock back, as Hardhat does.
+#[derive(Debug, Clone, Copy)]
+pub struct SaveClock(pub u64);
+
+impl Message for SaveClock {
+    type Result = ();
+}
+
+/// Turns the clock back to what [`SaveClock`] saved under snapshot `0`, and forgets that and
+/// every later save. Sent with a successful `evm_revert`.
+#[derive(Debug, Clone, Copy)]
+pub struct RestoreClock(pub u64);
+
+impl Message for RestoreClock {
+    type Result = ();
+}
+
 /// The miner's current settings and counters. Serves `anvil_getAutomine` and tests.
 #[derive(Debug, Clone, Copy)]
 pub struct GetMiningStatus;

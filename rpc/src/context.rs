@@ -14,8 +14,8 @@ use hearth_messages::mempool::{
     SetImpersonated, SetPoolGasLimit, SubmitImpersonated, SubmitTx, SubmitTxs,
 };
 use hearth_messages::miner::{
-    AutoMine, GetMiningStatus, MineBlocks, MineSpaced, SetAutomine, SetBlockParam,
-    SetIntervalMining,
+    AutoMine, GetMiningStatus, MineBlocks, MineSpaced, RestoreClock, SaveClock, SetAutomine,
+    SetBlockParam, SetIntervalMining,
 };
 use hearth_messages::state::{PatchState, RevertTo, TakeSnapshot};
 
@@ -138,6 +138,10 @@ pub struct Controls {
     pub set_automine: Recipient<SetAutomine>,
     /// Next-block settings (timestamp, base fee, coinbase, ...).
     pub set_block_param: Recipient<SetBlockParam>,
+    /// Saves the miner's clock with a snapshot.
+    pub save_clock: Recipient<SaveClock>,
+    /// Turns the miner's clock back on revert.
+    pub restore_clock: Recipient<RestoreClock>,
     /// Mining mode and counters.
     pub mining_status: Recipient<GetMiningStatus>,
     /// Writes dev-method state changes.

@@ -10,8 +10,8 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth_messages::mempool::{DropTx, Revalidate, SetAutoImpersonate, SetImpersonated};
 use hearth_messages::miner::{
-    GetMiningStatus, IntervalMining, MineBlocks, MineSpaced, SetAutomine, SetBlockParam,
-    SetIntervalMining,
+    GetMiningStatus, IntervalMining, MineBlocks, MineSpaced, RestoreClock, SaveClock, SetAutomine,
+    SetBlockParam, SetIntervalMining,
 };
 use hearth_messages::state::{AccountPatch, PatchState, RevertTo, TakeSnapshot};
 use serde_json::Value;
@@ -267,6 +267,8 @@ pub(crate) async fn snapshot(ctx: &RpcContext, params: &Params) -> Result<Value,
     let id = reply
         .map_err(|e| RpcError::mailbox("state", e))?
         .map_err(hearth_messages::MineError::from)?;
+    let saved = ctx.controls.save_clock.send(SaveClock(id)).await;
+    saved.map_err(|e| RpcError::mailbox("miner", e))?;
     Ok(Value::String(format!("{id:#x}")))
 }
 
@@ -280,6 +282,8 @@ pub(crate) async fn revert(ctx: &RpcContext, params: &Params) -> Result<Value, R
         .map_err(|e| RpcError::mailbox("state", e))?
         .map_err(hearth_messages::MineError::from)?;
     if reverted {
+        let restored = ctx.controls.restore_clock.send(RestoreClock(id)).await;
+        restored.map_err(|e| RpcError::mailbox("miner", e))?;
         revalidate(ctx).await?;
     }
     Ok(Value::Bool(reverted))

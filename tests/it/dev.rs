@@ -212,8 +212,10 @@ async fn revert_goes_back_to_the_snapshot_and_the_chain_goes_on() {
     let balance = node.ok("eth_getBalance", json!([bob, "latest"])).await;
     let root = latest(&node).await["stateRoot"].clone();
 
+    let time = quantity(&latest(&node).await["timestamp"]);
     let id = node.ok("evm_snapshot", json!([])).await;
     assert_eq!(id, "0x1");
+    node.ok("evm_increaseTime", json!([3600])).await;
     // A patch at the snapshot's own head, then blocks, then a patch on a later head.
     node.ok("anvil_setBalance", json!([bob, "0x1"])).await;
     let hash =
@@ -244,6 +246,8 @@ async fn revert_goes_back_to_the_snapshot_and_the_chain_goes_on() {
     assert_eq!(again, hash, "same transaction, same hash, mined anew");
     let receipt = node.ok("eth_getTransactionReceipt", json!([again])).await;
     assert_eq!(receipt["blockNumber"], "0x1");
+    let block1 = node.ok("eth_getBlockByNumber", json!(["0x1", false])).await;
+    assert_eq!(quantity(&block1["timestamp"]), time + 1, "the clock went back too");
     let block1 = node.ok("eth_getBlockByNumber", json!(["0x1", false])).await;
     assert_eq!(
         block1["parentHash"],
