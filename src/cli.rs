@@ -26,6 +26,8 @@ pub const DEFAULT_MAILBOX: usize = 1024;
 pub const DEFAULT_CODE_CACHE_ENTRIES: usize = 4096;
 /// Default bound on pooled transactions.
 pub const DEFAULT_TXPOOL_MAX_COUNT: usize = 100_000;
+/// Default bound on the encoded bytes of pooled transactions.
+pub const DEFAULT_TXPOOL_MAX_BYTES: &str = "256MiB";
 
 /// Hearth: an Ethereum execution node built on actors.
 #[derive(Debug, Parser)]
@@ -85,9 +87,20 @@ pub struct Cli {
     /// Most transactions the pool holds.
     #[arg(long = "txpool.max-count", default_value_t = DEFAULT_TXPOOL_MAX_COUNT)]
     pub txpool_max_count: usize,
+    /// Most encoded transaction bytes the pool holds: plain bytes or with a unit (KiB, MiB,
+    /// GiB, KB, MB, GB), e.g. 64MiB.
+    #[arg(long = "txpool.max-bytes", default_value = DEFAULT_TXPOOL_MAX_BYTES)]
+    pub txpool_max_bytes: String,
     /// Do not mine on each transaction (mine with evm_mine only).
-    #[arg(long = "no-mining")]
+    #[arg(long = "no-mining", conflicts_with_all = ["block_time", "automine"])]
     pub no_mining: bool,
+    /// Mine a block every SECONDS (fractional allowed), or after a random time in MIN,MAX
+    /// seconds; 0 disables. Turns automine off unless --automine is given too.
+    #[arg(long = "block-time", allow_hyphen_values = true)]
+    pub block_time: Option<String>,
+    /// Keep automine on together with --block-time.
+    #[arg(long)]
+    pub automine: bool,
 }
 
 /// One-shot tools that run instead of the node.

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use alloy_primitives::U256;
+use hearth_messages::miner::IntervalMining;
 use hearth_rpc::RpcLimits;
 
 use crate::cli::Cli;
@@ -47,10 +48,14 @@ pub struct NodeConfig {
     pub code_cache_entries: NonZeroUsize,
     /// Most pooled transactions.
     pub txpool_max_count: NonZeroUsize,
+    /// Most encoded transaction bytes pooled.
+    pub txpool_max_bytes: usize,
     /// Mine on each transaction.
     pub automine: bool,
     /// Time cap of one eth_call / eth_estimateGas run.
     pub evm_timeout: Duration,
+    /// Mine on a timer too.
+    pub interval: Option<IntervalMining>,
     /// RPC limits, including the call gas cap.
     pub rpc: RpcLimits,
 }
@@ -87,6 +92,34 @@ pub enum ConfigError {
     /// No home directory to put the default datadir in.
     #[error("--datadir is required: $HOME is not set (or use --ephemeral)")]
     NoHome,
+    /// A size that does not parse.
+    #[error("{flag} must be a byte size like 268435456, 64MiB or 1GiB, got {got:?}")]
+    Size {
+        /// The flag.
+        flag: &'static str,
+        /// What was given.
+        got: String,
+    },
+    /// A byte size below what one largest transaction needs.
+    #[error("{flag} must be at least {min} bytes (one largest transaction), got {got}")]
+    SizeTooSmall {
+        /// The flag.
+        flag: &'static str,
+        /// The least allowed.
+        min: usize,
+        /// What was given.
+        got: usize,
+    },
+    /// A block time that cannot be used.
+    #[error("{flag} {got:?} is not usable: {reason}")]
+    BlockTime {
+        /// The flag.
+        flag: &'static str,
+        /// What was given.
+        got: String,
+        /// Why.
+        reason: String,
+    },
     /// The mnemonic is not a valid BIP-39 phrase.
     #[error("--mnemonic is not a valid BIP-39 mnemonic: {0}")]
     Mnemonic(String),
@@ -111,6 +144,46 @@ fn duration(flag: &'static str, value: &str) -> Result<Duration, ConfigError> {
         return Err(bad());
     }
     Ok(Duration::from_secs_f64(seconds * scale))
+}
+
+/// Parses a byte size: plain bytes, or a number with a binary (KiB, MiB, GiB) or decimal
+/// (KB, MB, GB) unit; `B` is allowed.
+pub fn parse_size(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: usize = digits.parse().ok()?;
+    let multiplier: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" | "k" => 1 << 10,
+        "mib" | "m" => 1 << 20,
+        "gib" | "g" => 1 << 30,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        _ => return None,
+    };
+    number.checked_mul(multiplier)
+}
+
+/// Parses `--block-time`: seconds (fractional allowed), or `MIN,MAX` seconds; 0 is off.
+pub fn parse_block_time(text: &str) -> Result<Option<IntervalMining>, String> {
+    let seconds = |part: &str| -> Result<Duration, String> {
+        let value: f64 = part.trim().parse().map_err(|_| format!("{part:?} is not a number"))?;
+        if !value.is_finite() {
+            return Err(format!("{part:?} is not a finite number"));
+        }
+        if value < 0.0 {
+            return Err(format!("{part} is negative"));
+        }
+        Duration::try_from_secs_f64(value).map_err(|_| format!("{part} seconds is too long"))
+    };
+    match text.split_once(',') {
+        None => Ok(IntervalMining::fixed(seconds(text)?)),
+        Some((min, max)) => {
+            IntervalMining::range(seconds(min)?, seconds(max)?).map(Some).map_err(|e| e.to_string())
+        }
+    }
 }
 
 fn non_zero(flag: &'static str, value: usize) -> Result<NonZeroUsize, ConfigError> {
@@ -146,6 +219,27 @@ impl TryFrom<Cli> for NodeConfig {
         in_range("--gas-limit", cli.gas_limit, MIN_GAS_LIMIT, u64::MAX)?;
         in_range("--rpc.gascap", cli.rpc_gascap, MIN_GAS_LIMIT, u64::MAX)?;
         in_range("--cache.code-entries", cli.cache_code_entries as u64, 1, MAX_CODE_CACHE_ENTRIES)?;
+        let txpool_max_bytes = parse_size(&cli.txpool_max_bytes).ok_or_else(|| {
+            ConfigError::Size { flag: "--txpool.max-bytes", got: cli.txpool_max_bytes.clone() }
+        })?;
+        let min_bytes = hearth_actors::mempool::MAX_TX_BYTES;
+        if txpool_max_bytes < min_bytes {
+            return Err(ConfigError::SizeTooSmall {
+                flag: "--txpool.max-bytes",
+                min: min_bytes,
+                got: txpool_max_bytes,
+            });
+        }
+        let interval = match &cli.block_time {
+            None => None,
+            Some(text) => parse_block_time(text).map_err(|reason| ConfigError::BlockTime {
+                flag: "--block-time",
+                got: text.clone(),
+                reason,
+            })?,
+        };
+        // A block time alone means interval mining only, as anvil; --automine keeps both.
+        let automine = !cli.no_mining && (interval.is_none() || cli.automine);
         hearth_actors::dev::dev_signers(&cli.mnemonic, 1)
             .map_err(|e| ConfigError::Mnemonic(e.to_string()))?;
         Ok(Self {
@@ -161,7 +255,9 @@ impl TryFrom<Cli> for NodeConfig {
             mailbox: non_zero("--actors.mailbox", cli.actors_mailbox)?,
             code_cache_entries: non_zero("--cache.code-entries", cli.cache_code_entries)?,
             txpool_max_count: non_zero("--txpool.max-count", cli.txpool_max_count)?,
-            automine: !cli.no_mining,
+            txpool_max_bytes,
+            automine,
+            interval,
             evm_timeout: duration("--rpc.evm-timeout", &cli.rpc_evm_timeout)?,
             rpc: RpcLimits { gas_cap: cli.rpc_gascap, ..RpcLimits::default() },
         })
@@ -223,6 +319,14 @@ mod tests {
             (&["--rpc.evm-timeout", "0s"], "--rpc.evm-timeout"),
             (&["--rpc.evm-timeout", "soon"], "--rpc.evm-timeout"),
             (&["--rpc.evm-timeout=-1"], "--rpc.evm-timeout"),
+            (&["--txpool.max-bytes", "12XB"], "--txpool.max-bytes"),
+            (&["--txpool.max-bytes", "1KiB"], "--txpool.max-bytes"),
+            (&["--block-time", "-1"], "--block-time"),
+            (&["--block-time", "x"], "--block-time"),
+            (&["--block-time", "3,1"], "--block-time"),
+            (&["--block-time", "0,0"], "--block-time"),
+            (&["--block-time", "1e30"], "--block-time"),
+            (&["--block-time", "inf"], "--block-time"),
         ];
         for (args, flag) in cases {
             let err = parse(args).expect_err("must be rejected");
@@ -241,6 +345,38 @@ mod tests {
             2500
         );
         assert_eq!(parse(&["--ephemeral"]).unwrap().evm_timeout.as_secs(), 5);
+    }
+
+    #[test]
+    fn sizes_and_block_times_parse() {
+        assert_eq!(parse_size("64MiB"), Some(64 << 20));
+        assert_eq!(parse_size("1GiB"), Some(1 << 30));
+        assert_eq!(parse_size("1000"), Some(1000));
+        assert_eq!(parse_size("2MB"), Some(2_000_000));
+        assert_eq!(parse_size("MiB"), None);
+        assert_eq!(parse_size("1.5MiB"), None);
+        let config = parse(&["--ephemeral"]).expect("valid");
+        assert_eq!(config.txpool_max_bytes, 256 << 20);
+        assert_eq!(config.interval, None);
+
+        let config = parse(&["--ephemeral", "--block-time", "1.5"]).expect("valid");
+        assert_eq!(config.interval, Some(IntervalMining::Fixed(Duration::from_millis(1500))));
+        assert!(!config.automine, "a block time alone turns automine off");
+        let both = parse(&["--ephemeral", "--block-time", "2", "--automine"]).expect("valid");
+        assert!(both.automine && both.interval.is_some());
+        let range = parse(&["--ephemeral", "--block-time", "1,3"]).expect("valid");
+        assert_eq!(
+            range.interval,
+            Some(IntervalMining::Range {
+                min: Duration::from_secs(1),
+                max: Duration::from_secs(3)
+            })
+        );
+        let off = parse(&["--ephemeral", "--block-time", "0"]).expect("valid");
+        assert_eq!(off.interval, None);
+        assert!(off.automine, "0 disables interval mining, automine stays");
+        let err = Cli::try_parse_from(["hearth", "--no-mining", "--block-time", "2"]);
+        assert_eq!(err.expect_err("conflict").exit_code(), 2);
     }
 
     #[test]

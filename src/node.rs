@@ -19,7 +19,7 @@ use hearth_actors::{
 };
 use hearth_messages::executor::ExecutorClient;
 use hearth_messages::state::{BlockCommitted, SubscribeBlocks};
-use hearth_rpc::{Extensions, RpcContext};
+use hearth_rpc::{Controls, Extensions, RpcContext};
 use hearth_storage::{ChainDb, StorageError};
 use revm::primitives::hardfork::SpecId;
 use tracing::info;
@@ -133,6 +133,7 @@ impl Node {
                 spec: SPEC,
                 block_gas_limit: config.gas_limit,
                 max_count: config.txpool_max_count.get(),
+                max_bytes: config.txpool_max_bytes,
             },
         )
         .start_bounded(mailbox);
@@ -146,9 +147,12 @@ impl Node {
             },
             MinerConfig {
                 automine: config.automine,
+                interval: config.interval,
                 gas_limit: config.gas_limit,
                 coinbase: Address::ZERO,
                 clock,
+                // Fixed, so random block times repeat from run to run with the same settings.
+                seed: config.chain_id,
             },
         )
         .start_bounded(mailbox);
@@ -181,6 +185,26 @@ impl Node {
             pending_nonce: self.mempool.clone().recipient(),
             auto_mine: self.miner.clone().recipient(),
             mine_blocks: self.miner.clone().recipient(),
+            controls: Controls {
+                submit_txs: self.mempool.clone().recipient(),
+                submit_impersonated: self.mempool.clone().recipient(),
+                set_impersonated: self.mempool.clone().recipient(),
+                set_auto_impersonate: self.mempool.clone().recipient(),
+                pool_content: self.mempool.clone().recipient(),
+                drop_tx: self.mempool.clone().recipient(),
+                set_pool_gas_limit: self.mempool.clone().recipient(),
+                revalidate: self.mempool.clone().recipient(),
+                mine_spaced: self.miner.clone().recipient(),
+                set_interval_mining: self.miner.clone().recipient(),
+                set_automine: self.miner.clone().recipient(),
+                set_block_param: self.miner.clone().recipient(),
+                mining_status: self.miner.clone().recipient(),
+                save_clock: self.miner.clone().recipient(),
+                restore_clock: self.miner.clone().recipient(),
+                patch_state: self.state.clone().recipient(),
+                take_snapshot: self.state.clone().recipient(),
+                revert_to: self.state.clone().recipient(),
+            },
             signers: Arc::clone(&self.signers),
             chain_id: self.config.chain_id,
             limits: self.config.rpc,

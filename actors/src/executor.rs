@@ -256,7 +256,7 @@ impl<CTX> revm::Inspector<CTX> for Deadline {
     fn step(&mut self, interp: &mut revm::interpreter::Interpreter, _context: &mut CTX) {
         self.steps = self.steps.wrapping_add(1);
         if !self.expired
-            && self.steps % Self::CHECK_EVERY == 0
+            && self.steps.is_multiple_of(Self::CHECK_EVERY)
             && std::time::Instant::now() >= self.at
         {
             self.expired = true;

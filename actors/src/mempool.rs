@@ -1,30 +1,38 @@
 //! `MempoolActor`: pending transactions by sender and nonce.
 //!
 //! Owns: every admitted, not yet mined transaction, indexed by hash and by (sender, nonce),
-//! and the count bound. Handles `SubmitTx`, `TakePending`, `TxsMined`, `GetPooledTx`,
-//! `PendingNonce`, `PoolSize`. Sends nothing. Mailbox: bounded by the node config. Restart:
+//! the count and byte bounds, and the set of impersonated senders. Handles `SubmitTx`,
+//! `SubmitTxs`, `SubmitImpersonated`, `TakePending`, `TxsMined`, `GetPooledTx`, `PendingNonce`,
+//! `PoolSize`, `GetPoolContent`, `DropTx`, `SetImpersonated`, `SetAutoImpersonate`,
+//! `SetPoolGasLimit`, `Revalidate`. Sends nothing. Mailbox: bounded by the node config. Restart:
 //! never restarted; its contents are not persisted (a pool is lost on restart, as in geth
 //! --dev without a journal).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use actix::{Actor, Addr, Context, Handler};
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Transaction, TxEnvelope};
+use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{Address, B256, U256};
 use hearth_messages::TxError;
 use hearth_messages::executor::PooledTx;
 use hearth_messages::mempool::{
-    GetPooledTx, PendingNonce, PoolSize, SubmitTx, TakePending, TxsMined,
+    DropTx, GetPoolContent, GetPooledTx, PendingNonce, PoolContent, PoolSize, Revalidate,
+    SetAutoImpersonate, SetImpersonated, SetPoolGasLimit, SubmitImpersonated, SubmitTx, SubmitTxs,
+    TakePending, TxsMined,
 };
 use hearth_storage::ChainDb;
 use revm::context_interface::cfg::gas::calculate_initial_tx_gas_for_tx;
 use revm::primitives::hardfork::SpecId;
 
 use crate::executor::tx_env;
+
+/// Largest encoded transaction the pool accepts: geth's limit (four 32 KiB slots).
+pub const MAX_TX_BYTES: usize = 128 * 1024;
 
 /// The pool's limits and the chain rules it validates against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +45,36 @@ pub struct MempoolConfig {
     pub block_gas_limit: u64,
     /// Most transactions held.
     pub max_count: usize,
+    /// Most encoded (EIP-2718) transaction bytes held.
+    pub max_bytes: usize,
+}
+
+/// A transaction that passed validation and is not inserted yet.
+#[derive(Debug)]
+struct Checked {
+    pooled: PooledTx,
+    size: usize,
+    /// The same-nonce transaction it replaces.
+    replaces: Option<B256>,
+}
+
+/// What the pool orders by when it must evict: the fee cap (the gas price of legacy ones).
+fn price(tx: &TxEnvelope) -> u128 {
+    tx.max_fee_per_gas()
+}
+
+/// The next block's base fee after `db`'s head.
+pub fn next_base_fee(db: &ChainDb) -> u64 {
+    let head = db.head_number().unwrap_or_default();
+    match db.header(head) {
+        Ok(Some(parent)) => alloy_eips::calc_next_block_base_fee(
+            parent.gas_used,
+            parent.gas_limit,
+            parent.base_fee_per_gas.unwrap_or_default(),
+            alloy_eips::eip1559::BaseFeeParams::ethereum(),
+        ),
+        _ => 0,
+    }
 }
 
 /// The pool's core: no actix types, tested directly.
@@ -45,16 +83,33 @@ pub struct Pool {
     config: MempoolConfig,
     by_hash: HashMap<B256, PooledTx>,
     by_sender: HashMap<Address, BTreeMap<u64, B256>>,
+    /// Encoded bytes of everything in `by_hash`.
+    bytes: usize,
+    impersonated: HashSet<Address>,
+    auto_impersonate: bool,
 }
 
 impl Pool {
     /// An empty pool.
     pub fn new(config: MempoolConfig) -> Self {
-        Self { config, by_hash: HashMap::new(), by_sender: HashMap::new() }
+        Self {
+            config,
+            by_hash: HashMap::new(),
+            by_sender: HashMap::new(),
+            bytes: 0,
+            impersonated: HashSet::new(),
+            auto_impersonate: false,
+        }
     }
 
-    /// Validates `tx` against `db`'s head state and admits it.
-    pub fn admit(&mut self, db: &ChainDb, tx: TxEnvelope) -> Result<B256, TxError> {
+    /// Checks `tx` against `db`'s head state and the pool without changing anything. `sender`
+    /// is given only for impersonated transactions, whose signature is a placeholder.
+    fn validate(
+        &self,
+        db: &ChainDb,
+        tx: TxEnvelope,
+        sender: Option<Address>,
+    ) -> Result<Checked, TxError> {
         let hash = *tx.tx_hash();
         if self.by_hash.contains_key(&hash) {
             return Err(TxError::AlreadyKnown);
@@ -62,7 +117,14 @@ impl Pool {
         if tx.is_eip4844() {
             return Err(TxError::UnsupportedType);
         }
-        let sender = tx.recover_signer().map_err(|_| TxError::InvalidSignature)?;
+        let size = tx.encode_2718_len();
+        if size > MAX_TX_BYTES {
+            return Err(TxError::Oversized { size, max: MAX_TX_BYTES });
+        }
+        let sender = match sender {
+            Some(sender) => sender,
+            None => tx.recover_signer().map_err(|_| TxError::InvalidSignature)?,
+        };
         if let Some(got) = tx.chain_id()
             && got != self.config.chain_id
         {
@@ -98,8 +160,8 @@ impl Pool {
             return Err(TxError::InsufficientFunds { sender, balance, cost });
         }
 
-        let replaced = self.by_sender.get(&sender).and_then(|n| n.get(&tx.nonce())).copied();
-        if let Some(old_hash) = replaced {
+        let replaces = self.by_sender.get(&sender).and_then(|n| n.get(&tx.nonce())).copied();
+        if let Some(old_hash) = replaces {
             let old = &self.by_hash[&old_hash].tx;
             // Both fee fields must rise by at least 10%, as geth's default price bump.
             let bumped = |new: u128, old: u128| new >= old + old / 10;
@@ -108,32 +170,205 @@ impl Pool {
             if !bumped(tx.max_fee_per_gas(), old.max_fee_per_gas()) || !bumped(new_tip, old_tip) {
                 return Err(TxError::ReplacementUnderpriced);
             }
-            self.by_hash.remove(&old_hash);
-        } else if self.by_hash.len() >= self.config.max_count {
+        }
+        Ok(Checked { pooled, size, replaces })
+    }
+
+    /// How much the pool grows when `checked` goes in: (transactions, bytes).
+    fn growth(&self, checked: &Checked) -> (usize, usize) {
+        match checked.replaces.and_then(|old| self.by_hash.get(&old)) {
+            Some(old) => (0, checked.size.saturating_sub(old.tx.encode_2718_len())),
+            None => (1, checked.size),
+        }
+    }
+
+    /// Whether the pool stays within both bounds after growing by `count` and `bytes`, with
+    /// `freed` = (count, bytes) evicted first.
+    fn fits(&self, (count, bytes): (usize, usize), freed: (usize, usize)) -> bool {
+        self.by_hash.len() - freed.0 + count <= self.config.max_count
+            && self.bytes - freed.1 + bytes <= self.config.max_bytes
+    }
+
+    /// The cheapest transactions (each with its sender's higher nonces, which could no longer
+    /// execute) whose eviction makes room for `checked`, all paying less than it; `None` when
+    /// no such set exists. Reads only: the caller evicts.
+    fn eviction_for(&self, checked: &Checked, growth: (usize, usize)) -> Option<Vec<B256>> {
+        let new_price = price(&checked.pooled.tx);
+        let mut candidates: Vec<(u128, Reverse<u64>, Address)> = self
+            .by_sender
+            .iter()
+            // Evicting the sender's own earlier nonces would leave the newcomer stuck.
+            .filter(|(sender, _)| **sender != checked.pooled.sender)
+            .flat_map(|(sender, nonces)| {
+                nonces
+                    .iter()
+                    .map(|(nonce, hash)| (price(&self.by_hash[hash].tx), Reverse(*nonce), *sender))
+            })
+            .collect();
+        // Cheapest first; among equals the highest nonce, which strands nothing behind it.
+        candidates.sort_unstable();
+        let mut evicted = Vec::new();
+        let mut seen = HashSet::new();
+        let mut freed = (0usize, 0usize);
+        for (candidate_price, Reverse(nonce), sender) in candidates {
+            if candidate_price >= new_price {
+                break;
+            }
+            for hash in self.by_sender[&sender].range(nonce..).map(|(_, h)| *h) {
+                if seen.insert(hash) {
+                    evicted.push(hash);
+                    freed.0 += 1;
+                    freed.1 += self.by_hash[&hash].tx.encode_2718_len();
+                }
+            }
+            if self.fits(growth, freed) {
+                return Some(evicted);
+            }
+        }
+        None
+    }
+
+    /// Puts a validated transaction in, replacing its same-nonce predecessor.
+    fn insert(&mut self, checked: Checked) -> B256 {
+        let Checked { pooled, size, replaces } = checked;
+        if let Some(old) = replaces {
+            self.remove(&old);
+        }
+        let hash = pooled.hash;
+        self.by_sender.entry(pooled.sender).or_default().insert(pooled.tx.nonce(), hash);
+        self.bytes += size;
+        self.by_hash.insert(hash, pooled);
+        hash
+    }
+
+    /// Takes one transaction out; `None` when it is not pooled.
+    fn remove(&mut self, hash: &B256) -> Option<PooledTx> {
+        let pooled = self.by_hash.remove(hash)?;
+        self.bytes -= pooled.tx.encode_2718_len();
+        if let Some(nonces) = self.by_sender.get_mut(&pooled.sender) {
+            if nonces.get(&pooled.tx.nonce()) == Some(hash) {
+                nonces.remove(&pooled.tx.nonce());
+            }
+            if nonces.is_empty() {
+                self.by_sender.remove(&pooled.sender);
+            }
+        }
+        Some(pooled)
+    }
+
+    /// Admits one validated transaction; when the pool is full, evicts cheaper ones for it
+    /// if that makes room, else rejects it and changes nothing.
+    fn admit_checked(&mut self, checked: Checked) -> Result<B256, TxError> {
+        let growth = self.growth(&checked);
+        if !self.fits(growth, (0, 0)) {
+            let evicted = self.eviction_for(&checked, growth).ok_or(TxError::PoolFull)?;
+            for hash in &evicted {
+                self.remove(hash);
+            }
+            tracing::debug!(target: "actors::mempool", evicted = evicted.len(), "pool full; evicted cheaper transactions");
+        }
+        Ok(self.insert(checked))
+    }
+
+    /// Validates `tx` against `db`'s head state and admits it.
+    pub fn admit(&mut self, db: &ChainDb, tx: TxEnvelope) -> Result<B256, TxError> {
+        let checked = self.validate(db, tx, None)?;
+        self.admit_checked(checked)
+    }
+
+    /// Admits an unsigned transaction from an impersonated `sender`.
+    pub fn admit_impersonated(
+        &mut self,
+        db: &ChainDb,
+        tx: TxEnvelope,
+        sender: Address,
+    ) -> Result<B256, TxError> {
+        if !self.auto_impersonate && !self.impersonated.contains(&sender) {
+            return Err(TxError::NotImpersonated(sender));
+        }
+        let checked = self.validate(db, tx, Some(sender))?;
+        self.admit_checked(checked)
+    }
+
+    /// Admits a batch: each transaction is validated on its own, but the bounds are
+    /// all-or-nothing. A batch of one behaves as [`Pool::admit`] (it may evict).
+    pub fn admit_batch(
+        &mut self,
+        db: &ChainDb,
+        txs: Vec<TxEnvelope>,
+    ) -> Result<Vec<Result<B256, TxError>>, TxError> {
+        if txs.len() == 1 {
+            return match self.admit(db, txs.into_iter().next().expect("one transaction")) {
+                Err(TxError::PoolFull) => Err(TxError::PoolFull),
+                result => Ok(vec![result]),
+            };
+        }
+        let checked: Vec<_> = txs.into_iter().map(|tx| self.validate(db, tx, None)).collect();
+        let growth = checked
+            .iter()
+            .flatten()
+            .map(|c| self.growth(c))
+            .fold((0, 0), |(n, b), (dn, db)| (n + dn, b + db));
+        // Duplicates inside the batch count twice here: erring towards "full" keeps the bound.
+        if !self.fits(growth, (0, 0)) {
             return Err(TxError::PoolFull);
         }
-        self.by_sender.entry(sender).or_default().insert(tx.nonce(), hash);
-        self.by_hash.insert(hash, pooled);
-        Ok(hash)
+        Ok(checked
+            .into_iter()
+            .map(|checked| {
+                let checked = checked?;
+                // An earlier item of this batch may have taken the hash or the nonce.
+                if self.by_hash.contains_key(&checked.pooled.hash) {
+                    return Err(TxError::AlreadyKnown);
+                }
+                let nonce = checked.pooled.tx.nonce();
+                let current =
+                    self.by_sender.get(&checked.pooled.sender).and_then(|n| n.get(&nonce));
+                if current.is_some() && current != checked.replaces.as_ref() {
+                    return Err(TxError::ReplacementUnderpriced);
+                }
+                Ok(self.insert(checked))
+            })
+            .collect())
+    }
+
+    /// Starts or stops impersonating `address`.
+    pub fn set_impersonated(&mut self, address: Address, enabled: bool) {
+        if enabled {
+            self.impersonated.insert(address);
+        } else {
+            self.impersonated.remove(&address);
+        }
+    }
+
+    /// Impersonates every sender, or only the listed ones.
+    pub const fn set_auto_impersonate(&mut self, enabled: bool) {
+        self.auto_impersonate = enabled;
+    }
+
+    /// Changes the block gas limit admissions are checked against.
+    pub const fn set_block_gas_limit(&mut self, gas_limit: u64) {
+        self.config.block_gas_limit = gas_limit;
+    }
+
+    /// Removes one transaction; whether it was pooled.
+    pub fn drop_tx(&mut self, hash: &B256) -> bool {
+        self.remove(hash).is_some()
     }
 
     /// Executable transactions (consecutive nonces from each sender's state nonce, paying at
     /// least `base_fee`), highest tip first across senders, nonce order within a sender, up to
-    /// `gas_limit` of declared gas.
-    pub fn pending(&self, db: &ChainDb, gas_limit: u64, base_fee: u64) -> Vec<PooledTx> {
-        let head = db.head_number().unwrap_or_default();
+    /// `gas_limit` of declared gas and `max_bytes` of encoded transactions.
+    pub fn pending(
+        &self,
+        db: &ChainDb,
+        gas_limit: u64,
+        max_bytes: usize,
+        base_fee: u64,
+    ) -> Vec<PooledTx> {
         let mut queues: Vec<Vec<&PooledTx>> = Vec::new();
         for (sender, nonces) in &self.by_sender {
-            let state_nonce = db.account(sender, head).ok().flatten().map_or(0, |a| a.nonce);
-            let mut queue = Vec::new();
-            // Executable: nonces state_nonce, state_nonce + 1, ... with no gap.
-            for (expected, (nonce, hash)) in (state_nonce..).zip(nonces.range(state_nonce..)) {
-                let tx = &self.by_hash[hash];
-                if *nonce != expected || tx.tx.max_fee_per_gas() < u128::from(base_fee) {
-                    break;
-                }
-                queue.push(tx);
-            }
+            let mut queue = self.executable(db, sender, nonces, base_fee);
             if !queue.is_empty() {
                 queue.reverse(); // pop() takes the lowest nonce
                 queues.push(queue);
@@ -147,12 +382,15 @@ impl Pool {
             .collect();
         let mut out = Vec::new();
         let mut gas = 0u64;
+        let mut bytes = 0usize;
         while let Some((_, Reverse(i))) = heap.pop() {
             let Some(tx) = queues[i].pop() else { continue };
-            if gas + tx.tx.gas_limit() > gas_limit {
+            let size = tx.tx.encode_2718_len();
+            if gas + tx.tx.gas_limit() > gas_limit || bytes + size > max_bytes {
                 continue; // this sender's later nonces cannot go first; its turn ends here
             }
             gas += tx.tx.gas_limit();
+            bytes += size;
             out.push(tx.clone());
             if let Some(next) = queues[i].last() {
                 heap.push((tip(next), Reverse(i)));
@@ -161,27 +399,62 @@ impl Pool {
         out
     }
 
+    /// The sender's transactions that can run next: nonces state_nonce, state_nonce + 1, ...
+    /// with no gap, each paying at least `base_fee`.
+    fn executable<'a>(
+        &'a self,
+        db: &ChainDb,
+        sender: &Address,
+        nonces: &BTreeMap<u64, B256>,
+        base_fee: u64,
+    ) -> Vec<&'a PooledTx> {
+        let head = db.head_number().unwrap_or_default();
+        let state_nonce = db.account(sender, head).ok().flatten().map_or(0, |a| a.nonce);
+        let mut queue = Vec::new();
+        for (expected, (nonce, hash)) in (state_nonce..).zip(nonces.range(state_nonce..)) {
+            let tx = &self.by_hash[hash];
+            if *nonce != expected || tx.tx.max_fee_per_gas() < u128::from(base_fee) {
+                break;
+            }
+            queue.push(tx);
+        }
+        queue
+    }
+
+    /// Every pooled transaction, split into pending (executable at `base_fee`) and queued.
+    pub fn content(&self, db: &ChainDb, base_fee: u64) -> PoolContent {
+        let mut content = PoolContent::default();
+        let mut senders: Vec<_> = self.by_sender.iter().collect();
+        senders.sort_unstable_by_key(|(sender, _)| **sender);
+        for (sender, nonces) in senders {
+            let executable = self.executable(db, sender, nonces, base_fee);
+            let pending: HashSet<B256> = executable.iter().map(|tx| tx.hash).collect();
+            for hash in nonces.values() {
+                let tx = self.by_hash[hash].clone();
+                if pending.contains(hash) {
+                    content.pending.push(tx);
+                } else {
+                    content.queued.push(tx);
+                }
+            }
+        }
+        content
+    }
+
     /// Drops mined and invalid transactions, and any whose nonce the chain has passed.
     pub fn remove_mined(&mut self, db: &ChainDb, hashes: impl IntoIterator<Item = B256>) {
         for hash in hashes {
-            if let Some(tx) = self.by_hash.remove(&hash)
-                && let Some(nonces) = self.by_sender.get_mut(&tx.sender)
-            {
-                nonces.remove(&tx.tx.nonce());
-            }
+            self.remove(&hash);
         }
         let head = db.head_number().unwrap_or_default();
-        let by_hash = &mut self.by_hash;
-        self.by_sender.retain(|sender, nonces| {
+        let mut stale = Vec::new();
+        for (sender, nonces) in &self.by_sender {
             let state_nonce = db.account(sender, head).ok().flatten().map_or(0, |a| a.nonce);
-            let stale: Vec<u64> = nonces.range(..state_nonce).map(|(n, _)| *n).collect();
-            for nonce in stale {
-                if let Some(hash) = nonces.remove(&nonce) {
-                    by_hash.remove(&hash);
-                }
-            }
-            !nonces.is_empty()
-        });
+            stale.extend(nonces.range(..state_nonce).map(|(_, hash)| *hash));
+        }
+        for hash in stale {
+            self.remove(&hash);
+        }
     }
 
     /// The next nonce for `sender`, counting consecutive pooled transactions.
@@ -205,6 +478,11 @@ impl Pool {
     /// Number of pooled transactions.
     pub fn len(&self) -> usize {
         self.by_hash.len()
+    }
+
+    /// Encoded bytes of the pooled transactions.
+    pub const fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Whether the pool is empty.
@@ -252,7 +530,7 @@ impl Handler<TakePending> for MempoolActor {
     type Result = Vec<PooledTx>;
 
     fn handle(&mut self, msg: TakePending, _ctx: &mut Self::Context) -> Self::Result {
-        self.pool.pending(&self.db, msg.gas_limit, msg.base_fee)
+        self.pool.pending(&self.db, msg.gas_limit, msg.max_bytes, msg.base_fee)
     }
 }
 
@@ -284,7 +562,164 @@ impl Handler<PoolSize> for MempoolActor {
     type Result = actix::MessageResult<PoolSize>;
 
     fn handle(&mut self, _msg: PoolSize, _ctx: &mut Self::Context) -> Self::Result {
-        let executable = self.pool.pending(&self.db, u64::MAX, 0).len();
+        let executable = self.pool.pending(&self.db, u64::MAX, usize::MAX, 0).len();
         actix::MessageResult((executable, self.pool.len() - executable))
+    }
+}
+
+impl Handler<SubmitTxs> for MempoolActor {
+    type Result = Result<Vec<Result<B256, TxError>>, TxError>;
+
+    fn handle(&mut self, msg: SubmitTxs, _ctx: &mut Self::Context) -> Self::Result {
+        self.pool.admit_batch(&self.db, msg.txs)
+    }
+}
+
+impl Handler<SubmitImpersonated> for MempoolActor {
+    type Result = Result<B256, TxError>;
+
+    fn handle(&mut self, msg: SubmitImpersonated, _ctx: &mut Self::Context) -> Self::Result {
+        self.pool.admit_impersonated(&self.db, msg.tx, msg.sender)
+    }
+}
+
+impl Handler<SetImpersonated> for MempoolActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetImpersonated, _ctx: &mut Self::Context) -> Self::Result {
+        self.pool.set_impersonated(msg.address, msg.enabled);
+    }
+}
+
+impl Handler<SetAutoImpersonate> for MempoolActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetAutoImpersonate, _ctx: &mut Self::Context) -> Self::Result {
+        self.pool.set_auto_impersonate(msg.0);
+    }
+}
+
+impl Handler<GetPoolContent> for MempoolActor {
+    type Result = actix::MessageResult<GetPoolContent>;
+
+    fn handle(&mut self, _msg: GetPoolContent, _ctx: &mut Self::Context) -> Self::Result {
+        actix::MessageResult(self.pool.content(&self.db, next_base_fee(&self.db)))
+    }
+}
+
+impl Handler<DropTx> for MempoolActor {
+    type Result = bool;
+
+    fn handle(&mut self, msg: DropTx, _ctx: &mut Self::Context) -> Self::Result {
+        self.pool.drop_tx(&msg.0)
+    }
+}
+
+impl Handler<SetPoolGasLimit> for MempoolActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetPoolGasLimit, _ctx: &mut Self::Context) -> Self::Result {
+        self.pool.set_block_gas_limit(msg.0);
+    }
+}
+
+impl Handler<Revalidate> for MempoolActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Revalidate, _ctx: &mut Self::Context) -> Self::Result {
+        self.pool.remove_mined(&self.db, []);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_consensus::{SignableTransaction, TxEip1559};
+    use alloy_primitives::{Bytes, TxKind};
+    use alloy_signer::SignerSync;
+    use alloy_signer_local::PrivateKeySigner;
+
+    use super::*;
+    use crate::state::{GenesisSpec, init_genesis};
+
+    const GWEI: u128 = 1_000_000_000;
+
+    fn signers(n: u8) -> Vec<PrivateKeySigner> {
+        (1..=n).map(|i| PrivateKeySigner::from_bytes(&B256::repeat_byte(i)).unwrap()).collect()
+    }
+
+    fn chain(funded: &[PrivateKeySigner]) -> ChainDb {
+        let db = ChainDb::in_memory().unwrap();
+        let alloc = funded.iter().map(|s| (s.address(), U256::from(10u128.pow(20)))).collect();
+        init_genesis(&db, &GenesisSpec { alloc, gas_limit: 30_000_000, base_fee: 1, timestamp: 1 })
+            .unwrap();
+        db
+    }
+
+    fn tx(signer: &PrivateKeySigner, nonce: u64, max_fee: u128) -> TxEnvelope {
+        let tx = TxEip1559 {
+            chain_id: 1,
+            nonce,
+            gas_limit: 21_000,
+            max_fee_per_gas: max_fee,
+            max_priority_fee_per_gas: max_fee / 2,
+            to: TxKind::Call(Address::ZERO),
+            value: U256::ZERO,
+            access_list: Default::default(),
+            input: Bytes::new(),
+        };
+        let signature = signer.sign_hash_sync(&tx.signature_hash()).unwrap();
+        tx.into_signed(signature).into()
+    }
+
+    fn pool(max_count: usize) -> Pool {
+        Pool::new(MempoolConfig {
+            chain_id: 1,
+            spec: SpecId::PRAGUE,
+            block_gas_limit: 30_000_000,
+            max_count,
+            max_bytes: usize::MAX,
+        })
+    }
+
+    #[test]
+    fn bytes_follow_every_insert_replacement_eviction_and_removal() {
+        let keys = signers(3);
+        let db = chain(&keys);
+        let mut pool = pool(2);
+        let size = |t: &TxEnvelope| t.encode_2718_len();
+        let (a0, a1) = (tx(&keys[0], 0, 2 * GWEI), tx(&keys[0], 1, 2 * GWEI));
+        let answers = pool.admit_batch(&db, vec![a0.clone(), a1.clone()]).unwrap();
+        assert!(answers.iter().all(Result::is_ok));
+        assert_eq!(pool.bytes(), size(&a0) + size(&a1));
+
+        // A replacement swaps sizes; a batch over the count changes nothing.
+        let a0_bumped = tx(&keys[0], 0, 3 * GWEI);
+        pool.admit(&db, a0_bumped.clone()).unwrap();
+        assert_eq!(pool.bytes(), size(&a0_bumped) + size(&a1));
+        let over = vec![tx(&keys[1], 0, 9 * GWEI), tx(&keys[2], 0, 9 * GWEI)];
+        assert_eq!(pool.admit_batch(&db, over), Err(TxError::PoolFull));
+        assert_eq!((pool.len(), pool.bytes()), (2, size(&a0_bumped) + size(&a1)));
+
+        // A richer single transaction evicts the cheapest (a1, the higher nonce at 2 gwei).
+        let b0 = tx(&keys[1], 0, 9 * GWEI);
+        pool.admit(&db, b0.clone()).unwrap();
+        assert!(pool.get(a1.tx_hash()).is_none());
+        assert_eq!(pool.bytes(), size(&a0_bumped) + size(&b0));
+
+        assert!(pool.drop_tx(b0.tx_hash()));
+        pool.remove_mined(&db, [*a0_bumped.tx_hash()]);
+        assert_eq!((pool.len(), pool.bytes()), (0, 0));
+    }
+
+    #[test]
+    fn duplicates_inside_a_batch_fail_alone() {
+        let keys = signers(1);
+        let db = chain(&keys);
+        let mut pool = pool(10);
+        let t = tx(&keys[0], 0, 2 * GWEI);
+        let answers = pool.admit_batch(&db, vec![t.clone(), t.clone()]).unwrap();
+        assert_eq!(answers[0], Ok(*t.tx_hash()));
+        assert_eq!(answers[1], Err(TxError::AlreadyKnown));
+        assert_eq!(pool.len(), 1);
     }
 }

@@ -1,7 +1,9 @@
 //! `StateActor`: the only writer of storage.
 //!
 //! Owns: the write side of `ChainDb` (trie nodes, versioned accounts and storage, blocks,
-//! receipts, the head pointer) and the list of block subscribers. Handles `CommitBlock` and
+//! receipts, the head pointer), the list of block subscribers, and the evm_snapshot journal
+//! (per block the state keys it wrote, per patch what it overwrote, kept only while a snapshot
+//! is live). Handles `CommitBlock`, `PatchState`, `TakeSnapshot`, `RevertTo` and
 //! `SubscribeBlocks`; sends `BlockCommitted` to subscribers with `try_send` (a full subscriber
 //! misses one notification and it is counted; a commit never waits on a subscriber).
 //! Mailbox: bounded by the node config. Restart: never; on a storage error it logs at `error`
@@ -15,13 +17,24 @@ use alloy_consensus::Header;
 use alloy_eips::eip7685::EMPTY_REQUESTS_HASH;
 use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth_messages::StateError;
-use hearth_messages::state::{BlockCommitted, CommitBlock, SubscribeBlocks};
+use hearth_messages::state::{
+    AccountPatch, BlockCommitted, CommitBlock, PatchState, RevertTo, SubscribeBlocks, TakeSnapshot,
+};
 use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{
-    AccountChange, AccountFields, BlockDraft, ChainDb, EMPTY_CODE_HASH, SealedBlock, StateDiff,
-    StorageError, StoredBody, write_block,
+    AccountChange, AccountFields, BlockDraft, BlockKeys, ChainDb, EMPTY_CODE_HASH, PatchUndo,
+    SealedBlock, StateDiff, StorageError, StoredBody, revert_blocks, write_block, write_patch,
 };
 use tracing::{error, info, warn};
+
+/// A point evm_revert can go back to.
+#[derive(Debug, Clone, Copy)]
+struct Snapshot {
+    id: u64,
+    head: u64,
+    /// How many entries of `undo` existed when it was taken.
+    undo_len: usize,
+}
 
 /// The state owner.
 #[derive(Debug)]
@@ -30,12 +43,93 @@ pub struct StateActor {
     subscribers: Vec<Recipient<BlockCommitted>>,
     /// Notifications dropped because a subscriber's mailbox was full.
     missed_notifications: u64,
+    /// Live snapshots, oldest first. Journals below are kept only while one exists, so a chain
+    /// nobody snapshots pays nothing.
+    snapshots: Vec<Snapshot>,
+    next_snapshot_id: u64,
+    /// The state keys of each block committed since the oldest live snapshot.
+    block_keys: Vec<BlockKeys>,
+    /// What each patch since the oldest live snapshot overwrote, in order.
+    undo: Vec<PatchUndo>,
 }
 
 impl StateActor {
     /// The owner of `db`'s write side.
     pub fn new(db: ChainDb) -> Self {
-        Self { db, subscribers: Vec::new(), missed_notifications: 0 }
+        Self {
+            db,
+            subscribers: Vec::new(),
+            missed_notifications: 0,
+            snapshots: Vec::new(),
+            next_snapshot_id: 1,
+            block_keys: Vec::new(),
+            undo: Vec::new(),
+        }
+    }
+
+    /// Applies one dev change to the head state.
+    fn patch(&mut self, msg: PatchState) -> Result<B256, StateError> {
+        let head = self.db.head_number().unwrap_or_default();
+        let current = self.db.account(&msg.address, head)?;
+        let mut fields = current.as_ref().map_or(
+            AccountFields { nonce: 0, balance: U256::ZERO, code_hash: EMPTY_CODE_HASH },
+            |a| AccountFields { nonce: a.nonce, balance: a.balance, code_hash: a.code_hash },
+        );
+        let mut change =
+            AccountChange { info: None, storage_wiped: false, storage: Default::default() };
+        let mut diff = StateDiff::default();
+        match msg.change {
+            AccountPatch::Balance(balance) => fields.balance = balance,
+            AccountPatch::Nonce(nonce) => fields.nonce = nonce,
+            AccountPatch::Code(code) => {
+                fields.code_hash = if code.is_empty() {
+                    EMPTY_CODE_HASH
+                } else {
+                    alloy_primitives::keccak256(&code)
+                };
+                if !code.is_empty() {
+                    diff.codes.insert(fields.code_hash, code);
+                }
+            }
+            AccountPatch::Storage { slot, value } => {
+                change.storage.insert(slot, value);
+            }
+        }
+        change.info = Some(fields);
+        diff.accounts.insert(msg.address, change);
+        let (root, undo) = write_patch(&self.db, &diff)?;
+        if !self.snapshots.is_empty() {
+            self.undo.push(undo);
+        }
+        info!(target: "actors::state", address = %msg.address, %root, "head state patched");
+        Ok(root)
+    }
+
+    fn take_snapshot(&mut self) -> u64 {
+        let id = self.next_snapshot_id;
+        self.next_snapshot_id += 1;
+        let head = self.db.head_number().unwrap_or_default();
+        self.snapshots.push(Snapshot { id, head, undo_len: self.undo.len() });
+        id
+    }
+
+    /// Goes back to snapshot `id`; `false` when it is unknown (or already used).
+    fn revert(&mut self, id: u64) -> Result<bool, StateError> {
+        let Some(index) = self.snapshots.iter().position(|s| s.id == id) else {
+            return Ok(false);
+        };
+        let snapshot = self.snapshots[index];
+        revert_blocks(&self.db, snapshot.head, &self.block_keys, &self.undo[snapshot.undo_len..])?;
+        // The snapshot and every later one are used up, as in Hardhat and anvil.
+        self.snapshots.truncate(index);
+        self.undo.truncate(snapshot.undo_len);
+        self.block_keys.retain(|k| k.number <= snapshot.head);
+        if self.snapshots.is_empty() {
+            self.undo.clear();
+            self.block_keys.clear();
+        }
+        info!(target: "actors::state", id, head = snapshot.head, "reverted to snapshot");
+        Ok(true)
     }
 
     /// Starts the actor on its own arbiter with its mailbox bounded from the first message on.
@@ -57,7 +151,9 @@ impl StateActor {
                 got: msg.draft.header.number,
             });
         }
+        let keys = (!self.snapshots.is_empty()).then(|| BlockKeys::of(expected, &msg.diff));
         let block = Arc::new(write_block(&self.db, msg.draft, &msg.diff)?);
+        self.block_keys.extend(keys);
         info!(target: "actors::state", number = block.number(), hash = %block.hash, txs = block.body.transactions.len(), "block committed");
         let note = BlockCommitted { block: Arc::clone(&block) };
         self.subscribers.retain(|s| s.connected());
@@ -84,6 +180,42 @@ impl Handler<CommitBlock> for StateActor {
             error!(target: "actors::state", error = %e, "storage failed while committing; stopping the node");
             actix::System::current().stop_with_code(1);
         }
+        result
+    }
+}
+
+/// Stops the node on a storage failure: a half-known state must not be served.
+fn stop_on_storage_error<T>(result: &Result<T, StateError>, what: &str) {
+    if let Err(StateError::Storage(e)) = result {
+        error!(target: "actors::state", error = %e, "storage failed while {what}; stopping the node");
+        actix::System::current().stop_with_code(1);
+    }
+}
+
+impl Handler<PatchState> for StateActor {
+    type Result = Result<B256, StateError>;
+
+    fn handle(&mut self, msg: PatchState, _ctx: &mut Self::Context) -> Self::Result {
+        let result = self.patch(msg);
+        stop_on_storage_error(&result, "patching");
+        result
+    }
+}
+
+impl Handler<TakeSnapshot> for StateActor {
+    type Result = Result<u64, StateError>;
+
+    fn handle(&mut self, _msg: TakeSnapshot, _ctx: &mut Self::Context) -> Self::Result {
+        Ok(self.take_snapshot())
+    }
+}
+
+impl Handler<RevertTo> for StateActor {
+    type Result = Result<bool, StateError>;
+
+    fn handle(&mut self, msg: RevertTo, _ctx: &mut Self::Context) -> Self::Result {
+        let result = self.revert(msg.0);
+        stop_on_storage_error(&result, "reverting");
         result
     }
 }

@@ -36,7 +36,7 @@ pub enum ExecError {
 }
 
 /// A transaction was not admitted to the pool. Messages follow geth's wording.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum TxError {
     /// The signature does not recover to a sender.
     #[error("invalid transaction signature")]
@@ -100,6 +100,17 @@ pub enum TxError {
     /// The pool is at its bound.
     #[error("txpool is full")]
     PoolFull,
+    /// The encoded transaction is larger than the pool accepts (geth's 128 KiB).
+    #[error("oversized data: transaction size {size}, limit {max}")]
+    Oversized {
+        /// Encoded size in bytes.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Impersonated sending from an address that is not impersonated.
+    #[error("account {0} is not impersonated")]
+    NotImpersonated(Address),
     /// Reading the state for validation failed.
     #[error("state unavailable: {0}")]
     Storage(String),
@@ -136,6 +147,9 @@ pub enum MineError {
     /// A peer actor is gone.
     #[error("miner peer mailbox: {0}")]
     Mailbox(#[from] MailboxError),
+    /// A block setting that cannot be used (e.g. a gas limit below a transfer).
+    #[error("invalid block setting: {0}")]
+    Setting(String),
     /// The requested timestamp is not after the parent's.
     #[error("timestamp {got} must be greater than the parent's {parent}")]
     Timestamp {

@@ -19,12 +19,67 @@ impl Message for SubmitTx {
     type Result = Result<B256, TxError>;
 }
 
-/// Takes the executable transactions in price/nonce order, up to `gas_limit` in total.
-/// They stay in the pool until `TxsMined` removes them.
+/// Admits several signed transactions as one batch. Serves a JSON-RPC batch of
+/// `eth_sendRawTransaction`. Each item is validated on its own (its own error), but the bounds
+/// are all-or-nothing: when the valid items would not fit, the whole batch fails with
+/// [`TxError::PoolFull`] and the pool is left exactly as it was.
+#[derive(Debug, Clone)]
+pub struct SubmitTxs {
+    /// The signed transactions, in order.
+    pub txs: Vec<TxEnvelope>,
+}
+
+impl Message for SubmitTxs {
+    type Result = Result<Vec<Result<B256, TxError>>, TxError>;
+}
+
+/// Admits an unsigned transaction from an impersonated `sender`. Serves `eth_sendTransaction`
+/// from an address made impersonated with `anvil_impersonateAccount`. The envelope carries a
+/// placeholder signature; the pool refuses it unless `sender` is impersonated right now.
+#[derive(Debug, Clone)]
+pub struct SubmitImpersonated {
+    /// The transaction with a placeholder signature.
+    pub tx: TxEnvelope,
+    /// Who it is executed as.
+    pub sender: Address,
+}
+
+impl Message for SubmitImpersonated {
+    type Result = Result<B256, TxError>;
+}
+
+/// Starts (`true`) or stops impersonating `address`. Serves `anvil_impersonateAccount` and
+/// `anvil_stopImpersonatingAccount`.
+#[derive(Debug, Clone, Copy)]
+pub struct SetImpersonated {
+    /// The account.
+    pub address: Address,
+    /// Whether transactions may now be sent from it unsigned.
+    pub enabled: bool,
+}
+
+impl Message for SetImpersonated {
+    type Result = ();
+}
+
+/// Impersonates every account (`true`) or only the listed ones. Serves
+/// `anvil_autoImpersonateAccount`.
+#[derive(Debug, Clone, Copy)]
+pub struct SetAutoImpersonate(pub bool);
+
+impl Message for SetAutoImpersonate {
+    type Result = ();
+}
+
+/// Takes the executable transactions in price/nonce order, up to `gas_limit` of declared gas
+/// and `max_bytes` of encoded transactions in total. They stay in the pool until `TxsMined`
+/// removes them, so what does not fit waits for a later block.
 #[derive(Debug, Clone, Copy)]
 pub struct TakePending {
     /// Gas budget of the block.
     pub gas_limit: u64,
+    /// Byte budget of the block's transactions.
+    pub max_bytes: usize,
     /// Base fee of the block: transactions paying less wait.
     pub base_fee: u64,
 }
@@ -69,4 +124,50 @@ pub struct PoolSize;
 
 impl Message for PoolSize {
     type Result = (usize, usize);
+}
+
+/// Every pooled transaction, split as geth's txpool does. Serves `txpool_status`,
+/// `txpool_content` and `txpool_inspect`.
+#[derive(Debug, Clone, Copy)]
+pub struct GetPoolContent;
+
+/// The pool's transactions: `pending` can go into the next block (consecutive nonces from the
+/// sender's state nonce, fee cap at least the next base fee); `queued` waits (a nonce gap, or a
+/// fee cap below the base fee). Each list is in (sender, nonce) order.
+#[derive(Debug, Clone, Default)]
+pub struct PoolContent {
+    /// Executable now.
+    pub pending: Vec<PooledTx>,
+    /// Waiting.
+    pub queued: Vec<PooledTx>,
+}
+
+impl Message for GetPoolContent {
+    type Result = PoolContent;
+}
+
+/// Removes one transaction (and nothing else) from the pool. Serves `anvil_dropTransaction`.
+/// Replies with whether it was there.
+#[derive(Debug, Clone, Copy)]
+pub struct DropTx(pub B256);
+
+impl Message for DropTx {
+    type Result = bool;
+}
+
+/// The block gas limit changed: later admissions check against `0`. Sent with
+/// `evm_setBlockGasLimit`.
+#[derive(Debug, Clone, Copy)]
+pub struct SetPoolGasLimit(pub u64);
+
+impl Message for SetPoolGasLimit {
+    type Result = ();
+}
+
+/// The state changed outside a block (a dev patch or a revert): drop what no longer applies.
+#[derive(Debug, Clone, Copy)]
+pub struct Revalidate;
+
+impl Message for Revalidate {
+    type Result = ();
 }

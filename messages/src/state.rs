@@ -9,7 +9,7 @@ use crate::StateError;
 
 /// Writes a block on top of the head: applies `diff` to the tries, seals the header with the
 /// state root, and commits everything atomically. Replies once the block is durable.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CommitBlock {
     /// The block without its state root.
     pub draft: BlockDraft,
@@ -39,4 +39,58 @@ pub struct SubscribeBlocks(pub Recipient<BlockCommitted>);
 
 impl Message for SubscribeBlocks {
     type Result = ();
+}
+
+/// Writes dev-method state changes (balance, nonce, code, storage) into the head state: visible
+/// at `latest` at once, persisted, and the base of the next block. Serves `anvil_setBalance`,
+/// `anvil_setNonce`, `anvil_setCode`, `anvil_setStorageAt` and their `hardhat_` names.
+/// The state owner reads the current account and changes only the given fields, so
+/// concurrent patches of one account cannot lose each other's changes.
+#[derive(Debug, Clone)]
+pub struct PatchState {
+    /// The account to change.
+    pub address: alloy_primitives::Address,
+    /// What to set.
+    pub change: AccountPatch,
+}
+
+/// One dev change to an account.
+#[derive(Debug, Clone)]
+pub enum AccountPatch {
+    /// Sets the balance (wei).
+    Balance(alloy_primitives::U256),
+    /// Sets the nonce.
+    Nonce(u64),
+    /// Sets the code (empty removes it).
+    Code(alloy_primitives::Bytes),
+    /// Sets one storage slot.
+    Storage {
+        /// The slot.
+        slot: alloy_primitives::U256,
+        /// Its new value (zero clears it).
+        value: alloy_primitives::U256,
+    },
+}
+
+impl Message for PatchState {
+    /// The new state root of the head state.
+    type Result = Result<alloy_primitives::B256, StateError>;
+}
+
+/// Remembers the current head state so that [`RevertTo`] can come back to it. Serves
+/// `evm_snapshot`. Replies with the snapshot id.
+#[derive(Debug, Clone, Copy)]
+pub struct TakeSnapshot;
+
+impl Message for TakeSnapshot {
+    type Result = Result<u64, StateError>;
+}
+
+/// Goes back to snapshot `0`: blocks after it and patches since it are undone. The snapshot
+/// and every later one are used up. Serves `evm_revert`. Replies whether the id was known.
+#[derive(Debug, Clone, Copy)]
+pub struct RevertTo(pub u64);
+
+impl Message for RevertTo {
+    type Result = Result<bool, StateError>;
 }

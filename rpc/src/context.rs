@@ -9,8 +9,15 @@ use actix::Recipient;
 use alloy_signer_local::PrivateKeySigner;
 use hearth_messages::ChainDb;
 use hearth_messages::executor::ExecutorClient;
-use hearth_messages::mempool::{GetPooledTx, PendingNonce, SubmitTx};
-use hearth_messages::miner::{AutoMine, MineBlocks};
+use hearth_messages::mempool::{
+    DropTx, GetPoolContent, GetPooledTx, PendingNonce, Revalidate, SetAutoImpersonate,
+    SetImpersonated, SetPoolGasLimit, SubmitImpersonated, SubmitTx, SubmitTxs,
+};
+use hearth_messages::miner::{
+    AutoMine, GetMiningStatus, MineBlocks, MineSpaced, RestoreClock, SaveClock, SetAutomine,
+    SetBlockParam, SetIntervalMining,
+};
+use hearth_messages::state::{PatchState, RevertTo, TakeSnapshot};
 
 /// A method added by an extension actor: takes the raw `params` JSON, answers a result or a
 /// JSON-RPC error `(code, message)`.
@@ -89,6 +96,8 @@ pub struct RpcContext {
     pub auto_mine: Recipient<AutoMine>,
     /// Mines blocks on demand (evm_mine).
     pub mine_blocks: Recipient<MineBlocks>,
+    /// The txpool_* and dev-chain (evm_*, anvil_*, hardhat_*) controls.
+    pub controls: Controls,
     /// Unlocked dev accounts for eth_sendTransaction and eth_accounts, in order.
     pub signers: Arc<Vec<PrivateKeySigner>>,
     /// The chain id.
@@ -99,4 +108,46 @@ pub struct RpcContext {
     pub extensions: Extensions,
     /// Returned by web3_clientVersion.
     pub client_version: String,
+}
+
+/// The recipients behind the txpool_* and dev-chain methods, grouped so the context grows by
+/// one field per area rather than one per message.
+#[derive(Clone, Debug)]
+pub struct Controls {
+    /// Admits a JSON-RPC batch of raw transactions as one pool batch.
+    pub submit_txs: Recipient<SubmitTxs>,
+    /// Admits unsigned transactions from impersonated accounts.
+    pub submit_impersonated: Recipient<SubmitImpersonated>,
+    /// Starts / stops impersonating one account.
+    pub set_impersonated: Recipient<SetImpersonated>,
+    /// Impersonates every account.
+    pub set_auto_impersonate: Recipient<SetAutoImpersonate>,
+    /// The pool's pending and queued transactions.
+    pub pool_content: Recipient<GetPoolContent>,
+    /// Removes one pooled transaction.
+    pub drop_tx: Recipient<DropTx>,
+    /// Tells the pool the state changed outside a block.
+    pub revalidate: Recipient<Revalidate>,
+    /// Tells the pool the block gas limit changed.
+    pub set_pool_gas_limit: Recipient<SetPoolGasLimit>,
+    /// Mines blocks spaced by an interval.
+    pub mine_spaced: Recipient<MineSpaced>,
+    /// Turns interval mining on or off.
+    pub set_interval_mining: Recipient<SetIntervalMining>,
+    /// Turns automine on or off.
+    pub set_automine: Recipient<SetAutomine>,
+    /// Next-block settings (timestamp, base fee, coinbase, ...).
+    pub set_block_param: Recipient<SetBlockParam>,
+    /// Saves the miner's clock with a snapshot.
+    pub save_clock: Recipient<SaveClock>,
+    /// Turns the miner's clock back on revert.
+    pub restore_clock: Recipient<RestoreClock>,
+    /// Mining mode and counters.
+    pub mining_status: Recipient<GetMiningStatus>,
+    /// Writes dev-method state changes.
+    pub patch_state: Recipient<PatchState>,
+    /// evm_snapshot.
+    pub take_snapshot: Recipient<TakeSnapshot>,
+    /// evm_revert.
+    pub revert_to: Recipient<RevertTo>,
 }

@@ -1,11 +1,33 @@
-//! Dev-chain controls: evm_mine.
+//! Dev-chain controls: mining (evm_mine, anvil_mine, evm_setAutomine, evm_setIntervalMining),
+//! block settings (evm_setNextBlockTimestamp, evm_increaseTime, evm_setBlockGasLimit,
+//! anvil_setNextBlockBaseFeePerGas, anvil_setCoinbase, anvil_setPrevRandao), state patches
+//! (anvil_setBalance, setCode, setNonce, setStorageAt), impersonation, anvil_dropTransaction,
+//! and evm_snapshot / evm_revert. Where Hardhat has the same method under `hardhat_`, both
+//! names are served; Hardhat's setters answer `true`, anvil's `null`.
 
-use hearth_messages::miner::MineBlocks;
+use std::time::Duration;
+
+use alloy_primitives::{Address, B256, Bytes, U256};
+use hearth_messages::mempool::{DropTx, Revalidate, SetAutoImpersonate, SetImpersonated};
+use hearth_messages::miner::{
+    GetMiningStatus, IntervalMining, MineBlocks, MineSpaced, RestoreClock, SaveClock, SetAutomine,
+    SetBlockParam, SetIntervalMining,
+};
+use hearth_messages::state::{AccountPatch, PatchState, RevertTo, TakeSnapshot};
 use serde_json::Value;
 
 use crate::context::RpcContext;
 use crate::error::RpcError;
-use crate::params::{MineOptions, Params};
+use crate::params::{FromParam, HexOrDecimal, MineOptions, Params, StorageSlot};
+
+/// What a setter answers: Hardhat's methods say `true`, anvil's and evm_'s say `null`.
+fn done(method: &str) -> Value {
+    if method.starts_with("hardhat_") { Value::Bool(true) } else { Value::Null }
+}
+
+fn invalid(message: impl Into<String>) -> RpcError {
+    RpcError::InvalidParams(message.into())
+}
 
 /// evm_mine: `[timestamp | {timestamp, blocks}]?`; mines the blocks now, whatever the mining
 /// mode, with pending transactions if any. Answers "0x0" as anvil and ganache do.
@@ -14,12 +36,284 @@ pub(crate) async fn mine(ctx: &RpcContext, params: &Params) -> Result<Value, Rpc
     let options: MineOptions = params.optional(0)?.unwrap_or_default();
     let count = options.blocks.unwrap_or(1);
     if count == 0 {
-        return Err(RpcError::InvalidParams(
-            "invalid argument 0: blocks must be at least 1".into(),
-        ));
+        return Err(invalid("invalid argument 0: blocks must be at least 1"));
     }
     let reply = ctx.mine_blocks.send(MineBlocks { count, timestamp: options.timestamp }).await;
     let last = reply.map_err(|e| RpcError::mailbox("miner", e))??;
     tracing::debug!(target: "rpc::dev", count, last, "evm_mine");
     Ok(Value::String("0x0".to_owned()))
+}
+
+/// anvil_mine / hardhat_mine: `[count?, interval?]` (hex or decimal); mines `count` blocks
+/// (default 1), `interval` seconds apart when given.
+pub(crate) async fn mine_many(
+    ctx: &RpcContext,
+    method: &str,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(2)?;
+    let count = params.optional::<HexOrDecimal>(0)?.map_or(1, |c| c.0);
+    if count == 0 {
+        return Err(invalid("invalid argument 0: count must be at least 1"));
+    }
+    let interval = params.optional::<HexOrDecimal>(1)?.map(|i| i.0);
+    let reply = match interval {
+        Some(0) => return Err(invalid("invalid argument 1: interval must be at least 1 second")),
+        Some(interval) => ctx.controls.mine_spaced.send(MineSpaced { count, interval }).await,
+        None => ctx.mine_blocks.send(MineBlocks { count, timestamp: None }).await,
+    };
+    reply.map_err(|e| RpcError::mailbox("miner", e))??;
+    Ok(done(method))
+}
+
+/// An `evm_setIntervalMining` argument: milliseconds, or a `[min, max]` pair of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IntervalParam(pub(crate) Option<IntervalMining>);
+
+fn millis(value: &Value) -> Result<Duration, String> {
+    match value {
+        Value::Number(n) if n.as_i64().is_some_and(|v| v < 0) => {
+            Err(format!("interval must not be negative, got {n}"))
+        }
+        Value::Number(n) => n
+            .as_u64()
+            .map(Duration::from_millis)
+            .ok_or_else(|| format!("interval must be whole milliseconds, got {n}")),
+        _ => HexOrDecimal::from_param(value).map(|ms| Duration::from_millis(ms.0)),
+    }
+}
+
+impl FromParam for IntervalParam {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        match value {
+            Value::Array(pair) => match pair.as_slice() {
+                [min, max] => IntervalMining::range(millis(min)?, millis(max)?)
+                    .map(|i| Self(Some(i)))
+                    .map_err(|e| e.to_string()),
+                _ => Err(format!("expected [min, max], got {} values", pair.len())),
+            },
+            other => Ok(Self(IntervalMining::fixed(millis(other)?))),
+        }
+    }
+}
+
+/// evm_setIntervalMining: `[ms | [minMs, maxMs]]`; 0 turns interval mining off.
+pub(crate) async fn set_interval_mining(
+    ctx: &RpcContext,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let interval: IntervalParam = params.required(0)?;
+    let reply = ctx.controls.set_interval_mining.send(SetIntervalMining(interval.0)).await;
+    reply.map_err(|e| RpcError::mailbox("miner", e))?;
+    Ok(Value::Bool(true))
+}
+
+/// evm_setAutomine: `[enabled]`.
+pub(crate) async fn set_automine(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let enabled: bool = params.required(0)?;
+    let reply = ctx.controls.set_automine.send(SetAutomine(enabled)).await;
+    reply.map_err(|e| RpcError::mailbox("miner", e))?;
+    Ok(Value::Bool(true))
+}
+
+/// anvil_getAutomine / hardhat_getAutomine: `[]`; whether automine is on.
+pub(crate) async fn get_automine(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    let status = ctx
+        .controls
+        .mining_status
+        .send(GetMiningStatus)
+        .await
+        .map_err(|e| RpcError::mailbox("miner", e))?;
+    Ok(Value::Bool(status.automine))
+}
+
+async fn block_param(ctx: &RpcContext, param: SetBlockParam) -> Result<u64, RpcError> {
+    let reply = ctx.controls.set_block_param.send(param).await;
+    Ok(reply.map_err(|e| RpcError::mailbox("miner", e))??)
+}
+
+/// The block settings: evm_setNextBlockTimestamp `[ts]`, evm_increaseTime `[seconds]`
+/// (answers the total offset), evm_setBlockGasLimit `[gas]`,
+/// anvil_setNextBlockBaseFeePerGas `[fee]`, anvil_setCoinbase `[address]`,
+/// anvil_setPrevRandao `[hash]` (and their hardhat_ names).
+pub(crate) async fn set_block(
+    ctx: &RpcContext,
+    method: &str,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let name = method.split_once('_').map_or(method, |(_, name)| name);
+    let param = match name {
+        "setNextBlockTimestamp" => {
+            SetBlockParam::NextTimestamp(params.required::<HexOrDecimal>(0)?.0)
+        }
+        "increaseTime" => SetBlockParam::IncreaseTime(params.required::<HexOrDecimal>(0)?.0),
+        "setBlockGasLimit" => SetBlockParam::GasLimit(params.required::<HexOrDecimal>(0)?.0),
+        "setNextBlockBaseFeePerGas" => {
+            SetBlockParam::NextBaseFee(params.required::<HexOrDecimal>(0)?.0)
+        }
+        "setCoinbase" => SetBlockParam::Coinbase(params.required::<Address>(0)?),
+        _ => SetBlockParam::PrevRandao(params.required::<B256>(0)?),
+    };
+    let offset = block_param(ctx, param).await?;
+    match param {
+        SetBlockParam::IncreaseTime(_) => Ok(Value::from(offset)),
+        SetBlockParam::GasLimit(gas) => {
+            // The pool checks admissions against the new limit too.
+            let reply = ctx
+                .controls
+                .set_pool_gas_limit
+                .send(hearth_messages::mempool::SetPoolGasLimit(gas))
+                .await;
+            reply.map_err(|e| RpcError::mailbox("mempool", e))?;
+            Ok(Value::Bool(true))
+        }
+        _ => Ok(done(method)),
+    }
+}
+
+/// anvil_setBalance `[address, wei]`, anvil_setNonce `[address, nonce]`, anvil_setCode
+/// `[address, code]`, anvil_setStorageAt `[address, slot, value]` (and hardhat_ names):
+/// changes the head state at once, persisted, and the next block builds on it.
+pub(crate) async fn patch(
+    ctx: &RpcContext,
+    method: &str,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    let name = method.split_once('_').map_or(method, |(_, name)| name);
+    let address: Address = params.required(0)?;
+    let change = match name {
+        "setBalance" => {
+            params.at_most(2)?;
+            AccountPatch::Balance(params.required::<U256>(1)?)
+        }
+        "setNonce" => {
+            params.at_most(2)?;
+            AccountPatch::Nonce(params.required::<u64>(1)?)
+        }
+        "setCode" => {
+            params.at_most(2)?;
+            AccountPatch::Code(params.required::<Bytes>(1)?)
+        }
+        _ => {
+            params.at_most(3)?;
+            let slot: StorageSlot = params.required(1)?;
+            let value: StorageSlot = params.required(2)?;
+            AccountPatch::Storage { slot: slot.0, value: value.0 }
+        }
+    };
+    let reply = ctx.controls.patch_state.send(PatchState { address, change }).await;
+    reply.map_err(|e| RpcError::mailbox("state", e))?.map_err(hearth_messages::MineError::from)?;
+    // A new nonce or balance may make pooled transactions stale.
+    revalidate(ctx).await?;
+    Ok(done(method))
+}
+
+async fn revalidate(ctx: &RpcContext) -> Result<(), RpcError> {
+    ctx.controls.revalidate.send(Revalidate).await.map_err(|e| RpcError::mailbox("mempool", e))
+}
+
+/// anvil_impersonateAccount / anvil_stopImpersonatingAccount `[address]` (and hardhat_).
+pub(crate) async fn impersonate(
+    ctx: &RpcContext,
+    method: &str,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let address: Address = params.required(0)?;
+    let enabled = method.ends_with("_impersonateAccount");
+    let reply = ctx.controls.set_impersonated.send(SetImpersonated { address, enabled }).await;
+    reply.map_err(|e| RpcError::mailbox("mempool", e))?;
+    Ok(done(method))
+}
+
+/// anvil_autoImpersonateAccount `[enabled]`: every address may send unsigned.
+pub(crate) async fn auto_impersonate(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let enabled: bool = params.required(0)?;
+    let reply = ctx.controls.set_auto_impersonate.send(SetAutoImpersonate(enabled)).await;
+    reply.map_err(|e| RpcError::mailbox("mempool", e))?;
+    Ok(Value::Null)
+}
+
+/// anvil_dropTransaction / hardhat_dropTransaction `[hash]`: removes it from the pool; anvil
+/// answers the hash (or `null` when it was not pooled), Hardhat whether it was.
+pub(crate) async fn drop_transaction(
+    ctx: &RpcContext,
+    method: &str,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let hash: B256 = params.required(0)?;
+    let dropped = ctx
+        .controls
+        .drop_tx
+        .send(DropTx(hash))
+        .await
+        .map_err(|e| RpcError::mailbox("mempool", e))?;
+    if method.starts_with("hardhat_") {
+        return Ok(Value::Bool(dropped));
+    }
+    Ok(if dropped { Value::String(hash.to_string()) } else { Value::Null })
+}
+
+/// evm_snapshot: `[]`; the id of a snapshot of the current head state.
+pub(crate) async fn snapshot(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    let reply = ctx.controls.take_snapshot.send(TakeSnapshot).await;
+    let id = reply
+        .map_err(|e| RpcError::mailbox("state", e))?
+        .map_err(hearth_messages::MineError::from)?;
+    let saved = ctx.controls.save_clock.send(SaveClock(id)).await;
+    saved.map_err(|e| RpcError::mailbox("miner", e))?;
+    Ok(Value::String(format!("{id:#x}")))
+}
+
+/// evm_revert: `[id]`; goes back to the snapshot (used up, with every later one); `false`
+/// when the id is unknown.
+pub(crate) async fn revert(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let id: u64 = params.required(0)?;
+    let reply = ctx.controls.revert_to.send(RevertTo(id)).await;
+    let reverted = reply
+        .map_err(|e| RpcError::mailbox("state", e))?
+        .map_err(hearth_messages::MineError::from)?;
+    if reverted {
+        let restored = ctx.controls.restore_clock.send(RestoreClock(id)).await;
+        restored.map_err(|e| RpcError::mailbox("miner", e))?;
+        revalidate(ctx).await?;
+    }
+    Ok(Value::Bool(reverted))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn interval_params_follow_anvil_and_hardhat() {
+        let parse = |v: Value| IntervalParam::from_param(&v);
+        assert_eq!(
+            parse(json!(1500)),
+            Ok(IntervalParam(Some(IntervalMining::Fixed(Duration::from_millis(1500)))))
+        );
+        assert_eq!(parse(json!(0)), Ok(IntervalParam(None)));
+        assert_eq!(
+            parse(json!([1000, 3000])),
+            Ok(IntervalParam(Some(IntervalMining::Range {
+                min: Duration::from_secs(1),
+                max: Duration::from_secs(3)
+            })))
+        );
+        assert!(parse(json!([3000, 1000])).unwrap_err().contains("above max"));
+        assert!(parse(json!([0, 0])).unwrap_err().contains("[0, 0]"));
+        assert!(parse(json!(-5)).unwrap_err().contains("negative"));
+        assert!(parse(json!([1, 2, 3])).is_err());
+        assert!(parse(json!(true)).is_err());
+    }
 }

@@ -157,7 +157,7 @@ impl RpcError {
             | Self::TxDecode(_)
             | Self::Exec(ExecError::UnknownBlock | ExecError::Invalid(_))
             | Self::Mine(MineError::Exec(ExecError::UnknownBlock | ExecError::Invalid(_)))
-            | Self::Mine(MineError::Timestamp { .. })
+            | Self::Mine(MineError::Timestamp { .. } | MineError::Setting(_))
             | Self::Tx(
                 TxError::InvalidSignature
                 | TxError::WrongChainId { .. }
@@ -168,7 +168,9 @@ impl RpcError {
                 | TxError::TipAboveFeeCap
                 | TxError::ReplacementUnderpriced
                 | TxError::AlreadyKnown
-                | TxError::UnsupportedType,
+                | TxError::UnsupportedType
+                | TxError::Oversized { .. }
+                | TxError::NotImpersonated(_),
             ) => -32000,
             // The EVM time cap stopped the call.
             Self::Exec(ExecError::Timeout { .. })

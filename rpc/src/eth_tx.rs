@@ -8,11 +8,10 @@
 
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEip2930, TxEnvelope, TxLegacy};
 use alloy_eips::eip2718::Decodable2718;
-use alloy_primitives::{B256, Bytes, Signature, TxKind};
+use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
 use alloy_signer::SignerSync;
-use alloy_signer_local::PrivateKeySigner;
 use hearth_messages::TxError;
-use hearth_messages::mempool::{GetPooledTx, SubmitTx};
+use hearth_messages::mempool::{GetPooledTx, SubmitImpersonated, SubmitTx, SubmitTxs};
 use hearth_messages::miner::AutoMine;
 use serde_json::Value;
 
@@ -27,11 +26,8 @@ use crate::params::{Params, TxObject};
 /// The EIP-2718 type byte of blob transactions, which need sidecars we do not handle.
 const BLOB_TX_TYPE: u8 = 3;
 
-/// eth_sendRawTransaction: `[signedTxBytes]`; the transaction hash.
-pub(crate) async fn send_raw_transaction(
-    ctx: &RpcContext,
-    params: &Params,
-) -> Result<Value, RpcError> {
+/// Decodes the argument of one eth_sendRawTransaction.
+fn decode_raw(params: &Params) -> Result<TxEnvelope, RpcError> {
     params.at_most(1)?;
     let raw: Bytes = params.required(0)?;
     // Checked before decoding: a blob transaction in network form (with its sidecar) would
@@ -39,29 +35,122 @@ pub(crate) async fn send_raw_transaction(
     if raw.first() == Some(&BLOB_TX_TYPE) {
         return Err(TxError::UnsupportedType.into());
     }
-    let tx = TxEnvelope::decode_2718_exact(&raw).map_err(|e| RpcError::TxDecode(e.to_string()))?;
+    TxEnvelope::decode_2718_exact(&raw).map_err(|e| RpcError::TxDecode(e.to_string()))
+}
+
+/// eth_sendRawTransaction: `[signedTxBytes]`; the transaction hash.
+pub(crate) async fn send_raw_transaction(
+    ctx: &RpcContext,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    let tx = decode_raw(params)?;
     to_json(&submit_and_mine(ctx, tx).await?)
+}
+
+/// The eth_sendRawTransaction items of one JSON-RPC batch (their raw `params`), admitted as
+/// one pool batch: each item answers its hash or its own error, and when the pool cannot take
+/// them all, every decoded item answers the shared "txpool is full". Automine runs once after.
+pub(crate) async fn send_raw_batch(
+    ctx: &RpcContext,
+    items: Vec<Option<Value>>,
+) -> Vec<Result<Value, RpcError>> {
+    let decoded: Vec<Result<TxEnvelope, RpcError>> =
+        items.into_iter().map(|p| decode_raw(&Params::new(p))).collect();
+    let txs: Vec<TxEnvelope> = decoded.iter().flatten().cloned().collect();
+    let admitted = if txs.is_empty() {
+        Ok(Vec::new())
+    } else {
+        match ctx.controls.submit_txs.send(SubmitTxs { txs }).await {
+            Ok(result) => result.map_err(RpcError::Tx),
+            Err(e) => Err(RpcError::mailbox("mempool", e)),
+        }
+    };
+    let any_admitted = admitted.as_ref().is_ok_and(|r| r.iter().any(Result::is_ok));
+    let mut answers = admitted.as_ref().ok().map(|r| r.iter());
+    let results = decoded
+        .into_iter()
+        .map(|item| {
+            item?;
+            match (&admitted, answers.as_mut().and_then(Iterator::next)) {
+                (Err(shared), _) => Err(shared_error(shared)),
+                (Ok(_), Some(Ok(hash))) => to_json(hash),
+                (Ok(_), Some(Err(e))) => Err(RpcError::Tx(e.clone())),
+                (Ok(_), None) => Err(RpcError::Tx(TxError::Mailbox("missing answer".into()))),
+            }
+        })
+        .collect();
+    if any_admitted {
+        automine_after_submit(ctx).await;
+    }
+    results
+}
+
+/// The error shared by every item of a refused batch.
+fn shared_error(error: &RpcError) -> RpcError {
+    match error {
+        RpcError::Tx(e) => RpcError::Tx(e.clone()),
+        other => RpcError::Tx(TxError::Mailbox(other.to_string())),
+    }
 }
 
 /// eth_sendTransaction: `[txObject]`; signs with the dev key of `from`, fills what is missing,
-/// and sends it like eth_sendRawTransaction.
+/// and sends it like eth_sendRawTransaction. From an impersonated address it sends the
+/// transaction unsigned (the pool executes it as `from`).
 pub(crate) async fn send_transaction(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(1)?;
     let request: TxObject = params.required(0)?;
-    let signer = request
-        .from
-        .and_then(|from| ctx.signers.iter().find(|s| s.address() == from))
-        .ok_or(RpcError::UnknownAccount)?;
-    let tx = fill_and_sign(ctx, signer, request).await?;
-    to_json(&submit_and_mine(ctx, tx).await?)
+    let from = request.from.ok_or(RpcError::UnknownAccount)?;
+    let Some(signer) = ctx.signers.iter().find(|s| s.address() == from) else {
+        let tx = fill(ctx, from, request).await?.seal(placeholder_signature(from));
+        let reply = ctx.controls.submit_impersonated.send(SubmitImpersonated { tx, sender: from });
+        let hash = match reply.await.map_err(|e| RpcError::mailbox("mempool", e))? {
+            Ok(hash) => hash,
+            // Neither a dev key nor impersonated: the account is unknown to this node.
+            Err(TxError::NotImpersonated(_)) => return Err(RpcError::UnknownAccount),
+            Err(e) => return Err(e.into()),
+        };
+        automine_after_submit(ctx).await;
+        return to_json(&hash);
+    };
+    let filled = fill(ctx, from, request).await?;
+    let signature = signer.sign_hash_sync(&filled.signature_hash())?;
+    to_json(&submit_and_mine(ctx, filled.seal(signature)).await?)
 }
 
-/// Fills nonce, chain id, gas and fees as geth does, then signs.
-async fn fill_and_sign(
-    ctx: &RpcContext,
-    signer: &PrivateKeySigner,
-    request: TxObject,
-) -> Result<TxEnvelope, RpcError> {
+/// A signature no key made: it only has to make the hash unique per sender (r is the sender).
+/// Such a transaction reaches the pool only through `SubmitImpersonated`, which takes the
+/// sender as given; eth_sendRawTransaction always recovers the signer, so it cannot use it.
+fn placeholder_signature(sender: Address) -> Signature {
+    Signature::new(U256::from_be_slice(sender.as_slice()), U256::from(1), false)
+}
+
+/// A filled, unsigned transaction of one of the types eth_sendTransaction makes.
+enum Filled {
+    Legacy(TxLegacy),
+    Eip2930(TxEip2930),
+    Eip1559(TxEip1559),
+}
+
+impl Filled {
+    fn signature_hash(&self) -> B256 {
+        match self {
+            Self::Legacy(tx) => tx.signature_hash(),
+            Self::Eip2930(tx) => tx.signature_hash(),
+            Self::Eip1559(tx) => tx.signature_hash(),
+        }
+    }
+
+    fn seal(self, signature: Signature) -> TxEnvelope {
+        match self {
+            Self::Legacy(tx) => tx.into_signed(signature).into(),
+            Self::Eip2930(tx) => tx.into_signed(signature).into(),
+            Self::Eip1559(tx) => tx.into_signed(signature).into(),
+        }
+    }
+}
+
+/// Fills nonce, chain id, gas and fees as geth does.
+async fn fill(ctx: &RpcContext, from: Address, request: TxObject) -> Result<Filled, RpcError> {
     let chain_id = ctx.chain_id;
     if let Some(got) = request.chain_id
         && got != chain_id
@@ -70,14 +159,14 @@ async fn fill_and_sign(
     }
     let nonce = match request.nonce {
         Some(nonce) => nonce,
-        None => pending_nonce(ctx, signer.address()).await?,
+        None => pending_nonce(ctx, from).await?,
     };
     let gas_limit = match request.gas {
         Some(gas) => gas,
         None => {
             // Estimated at the head; the nonce is left unchecked because pooled transactions
             // may already have moved it past the head's.
-            let call = TxObject { from: Some(signer.address()), nonce: None, ..request.clone() };
+            let call = TxObject { from: Some(from), nonce: None, ..request.clone() };
             estimate(ctx, call.into_call_request(ctx.limits.gas_cap), head(ctx)?).await?
         }
     };
@@ -87,54 +176,44 @@ async fn fill_and_sign(
 
     // A gasPrice means a legacy transaction (EIP-2930 when it has an access list).
     if let Some(gas_price) = request.gas_price {
-        return match request.access_list {
-            Some(access_list) => sign(
-                signer,
-                TxEip2930 { chain_id, nonce, gas_price, gas_limit, to, value, access_list, input },
-            ),
-            None => sign(
-                signer,
-                TxLegacy {
-                    chain_id: Some(chain_id),
-                    nonce,
-                    gas_price,
-                    gas_limit,
-                    to,
-                    value,
-                    input,
-                },
-            ),
-        };
+        return Ok(match request.access_list {
+            Some(access_list) => Filled::Eip2930(TxEip2930 {
+                chain_id,
+                nonce,
+                gas_price,
+                gas_limit,
+                to,
+                value,
+                access_list,
+                input,
+            }),
+            None => Filled::Legacy(TxLegacy {
+                chain_id: Some(chain_id),
+                nonce,
+                gas_price,
+                gas_limit,
+                to,
+                value,
+                input,
+            }),
+        });
     }
     let base_fee = u128::from(latest_base_fee(ctx)?);
     let max_fee_per_gas = request.max_fee_per_gas.unwrap_or(2 * base_fee + SUGGESTED_TIP);
     // A default tip never exceeds an explicit fee cap; an explicit one is the caller's to check.
     let max_priority_fee_per_gas =
         request.max_priority_fee_per_gas.unwrap_or(SUGGESTED_TIP.min(max_fee_per_gas));
-    sign(
-        signer,
-        TxEip1559 {
-            chain_id,
-            nonce,
-            gas_limit,
-            max_fee_per_gas,
-            max_priority_fee_per_gas,
-            to,
-            value,
-            access_list: request.access_list.unwrap_or_default(),
-            input,
-        },
-    )
-}
-
-/// Signs `tx` with `signer` into an envelope.
-fn sign<T>(signer: &PrivateKeySigner, tx: T) -> Result<TxEnvelope, RpcError>
-where
-    T: SignableTransaction<Signature>,
-    TxEnvelope: From<alloy_consensus::Signed<T>>,
-{
-    let signature = signer.sign_hash_sync(&tx.signature_hash())?;
-    Ok(tx.into_signed(signature).into())
+    Ok(Filled::Eip1559(TxEip1559 {
+        chain_id,
+        nonce,
+        gas_limit,
+        max_fee_per_gas,
+        max_priority_fee_per_gas,
+        to,
+        value,
+        access_list: request.access_list.unwrap_or_default(),
+        input,
+    }))
 }
 
 /// Admits `tx` to the mempool, then lets the miner mine what is pending.
@@ -144,18 +223,23 @@ async fn submit_and_mine(ctx: &RpcContext, tx: TxEnvelope) -> Result<B256, RpcEr
         .send(SubmitTx { tx })
         .await
         .map_err(|e| RpcError::mailbox("mempool", e))??;
+    automine_after_submit(ctx).await;
+    Ok(hash)
+}
+
+/// Lets the miner mine what is pending (a no-op unless automine is on).
+async fn automine_after_submit(ctx: &RpcContext) {
     // The transaction is admitted whatever happens next: failing the request now would make
     // the caller resend it ("already known"). A mining failure is the miner's to report.
     match ctx.auto_mine.send(AutoMine).await {
         Ok(Ok(_)) => {}
         Ok(Err(error)) => {
-            tracing::warn!(target: "rpc::eth_tx", %hash, %error, "automine after submit failed");
+            tracing::warn!(target: "rpc::eth_tx", %error, "automine after submit failed");
         }
         Err(error) => {
-            tracing::warn!(target: "rpc::eth_tx", %hash, %error, "miner unavailable after submit");
+            tracing::warn!(target: "rpc::eth_tx", %error, "miner unavailable after submit");
         }
     }
-    Ok(hash)
 }
 
 /// eth_getTransactionByHash: `[hash]`; a mined transaction, else a pending one (block fields

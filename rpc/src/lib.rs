@@ -6,7 +6,7 @@
 //! without HTTP (the server uses it, and so can tests). Layers, outside in:
 //! `transport` (the JSON-RPC envelope, batches, limits), `methods` (the method table),
 //! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`, `logs`,
-//! `dev`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
+//! `dev`, `txpool`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
 
 mod blocks;
 mod call;
@@ -22,8 +22,9 @@ mod net;
 mod params;
 mod server;
 mod transport;
+mod txpool;
 
-pub use context::{ExtensionMethod, Extensions, RpcContext, RpcLimits};
+pub use context::{Controls, ExtensionMethod, Extensions, RpcContext, RpcLimits};
 pub use error::RpcError;
 pub use server::serve;
 pub use transport::RpcReply;
@@ -31,9 +32,13 @@ pub use transport::RpcReply;
 /// Handles one raw request body and returns what to answer: a JSON body with its HTTP status,
 /// or no body (HTTP 204 for notifications only, 413 for an oversized body).
 pub async fn handle_body(ctx: &RpcContext, body: &[u8]) -> RpcReply {
-    transport::handle_with(&ctx.limits, body, |method, params| {
-        methods::dispatch(ctx, method, params)
-    })
+    transport::handle_with_grouped(
+        &ctx.limits,
+        body,
+        |method, params| methods::dispatch(ctx, method, params),
+        "eth_sendRawTransaction",
+        |items| eth_tx::send_raw_batch(ctx, items),
+    )
     .await
 }
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::Params;
-use crate::{blocks, call, dev, eth, eth_tx, fees, logs, net};
+use crate::{blocks, call, dev, eth, eth_tx, fees, logs, net, txpool};
 
 /// Runs `method` with its raw `params` and returns the result.
 pub(crate) async fn dispatch(
@@ -53,6 +53,41 @@ pub(crate) async fn dispatch(
         "eth_getLogs" => logs::get_logs(ctx, p),
 
         "evm_mine" => dev::mine(ctx, p).await,
+        "anvil_mine" | "hardhat_mine" => dev::mine_many(ctx, &method, p).await,
+        "evm_setAutomine" => dev::set_automine(ctx, p).await,
+        "anvil_getAutomine" | "hardhat_getAutomine" => dev::get_automine(ctx, p).await,
+        "evm_setIntervalMining" => dev::set_interval_mining(ctx, p).await,
+        "evm_setNextBlockTimestamp"
+        | "evm_increaseTime"
+        | "evm_setBlockGasLimit"
+        | "anvil_setNextBlockBaseFeePerGas"
+        | "hardhat_setNextBlockBaseFeePerGas"
+        | "anvil_setCoinbase"
+        | "hardhat_setCoinbase"
+        | "anvil_setPrevRandao"
+        | "hardhat_setPrevRandao" => dev::set_block(ctx, &method, p).await,
+        "anvil_setBalance"
+        | "hardhat_setBalance"
+        | "anvil_setNonce"
+        | "hardhat_setNonce"
+        | "anvil_setCode"
+        | "hardhat_setCode"
+        | "anvil_setStorageAt"
+        | "hardhat_setStorageAt" => dev::patch(ctx, &method, p).await,
+        "anvil_impersonateAccount"
+        | "hardhat_impersonateAccount"
+        | "anvil_stopImpersonatingAccount"
+        | "hardhat_stopImpersonatingAccount" => dev::impersonate(ctx, &method, p).await,
+        "anvil_autoImpersonateAccount" => dev::auto_impersonate(ctx, p).await,
+        "anvil_dropTransaction" | "hardhat_dropTransaction" => {
+            dev::drop_transaction(ctx, &method, p).await
+        }
+        "evm_snapshot" => dev::snapshot(ctx, p).await,
+        "evm_revert" => dev::revert(ctx, p).await,
+
+        "txpool_status" => txpool::status(ctx, p).await,
+        "txpool_content" => txpool::content_method(ctx, p).await,
+        "txpool_inspect" => txpool::inspect(ctx, p).await,
 
         _ => match ctx.extensions.get(&method) {
             Some(extension) => extension(params.into_value())

@@ -17,8 +17,9 @@ use hearth_messages::executor::{
     BuildBlock, BuiltBlock, Call, CallOutcome, EstimateGas, EstimateOutcome, ExecutorClient,
     PooledTx,
 };
-use hearth_messages::mempool::{GetPooledTx, PendingNonce, SubmitTx};
-use hearth_messages::miner::{AutoMine, MineBlocks};
+use hearth_messages::mempool::{self, GetPooledTx, PendingNonce, SubmitTx};
+use hearth_messages::miner::{self, AutoMine, MineBlocks};
+use hearth_messages::state;
 use hearth_messages::storage::{
     AccountChange, AccountFields, BlockDraft, EMPTY_CODE_HASH, StateDiff, write_block,
 };
@@ -139,6 +140,70 @@ impl Handler<Recorded> for Stub {
     type Result = MessageResult<Recorded>;
     fn handle(&mut self, _: Recorded, _: &mut Context<Self>) -> Self::Result {
         MessageResult((self.submitted.clone(), self.auto_mines, self.mined.clone()))
+    }
+}
+
+/// Answers every dev-control message with a fixed reply; the dev methods are tested through
+/// the whole node (tests/it), this front-end suite only needs the context to exist.
+struct Idle;
+
+impl Actor for Idle {
+    type Context = Context<Self>;
+}
+
+macro_rules! idle_replies {
+    ($($msg:ty => $reply:expr),* $(,)?) => {$(
+        impl Handler<$msg> for Idle {
+            type Result = MessageResult<$msg>;
+            fn handle(&mut self, _: $msg, _: &mut Context<Self>) -> Self::Result {
+                MessageResult($reply)
+            }
+        }
+    )*};
+}
+
+idle_replies! {
+    mempool::SubmitTxs => Err(TxError::PoolFull),
+    mempool::SubmitImpersonated => Err(TxError::NotImpersonated(Address::ZERO)),
+    mempool::SetImpersonated => (),
+    mempool::SetAutoImpersonate => (),
+    mempool::GetPoolContent => mempool::PoolContent::default(),
+    mempool::DropTx => false,
+    mempool::Revalidate => (),
+    mempool::SetPoolGasLimit => (),
+    miner::MineSpaced => Ok(0),
+    miner::SetIntervalMining => (),
+    miner::SetAutomine => (),
+    miner::SaveClock => (),
+    miner::RestoreClock => (),
+    miner::SetBlockParam => Ok(0),
+    miner::GetMiningStatus => miner::MiningStatus { automine: true, interval: None, ticks_skipped: 0 },
+    state::PatchState => Ok(B256::ZERO),
+    state::TakeSnapshot => Ok(1),
+    state::RevertTo => Ok(false),
+}
+
+fn idle_controls() -> crate::Controls {
+    let idle = Idle.start();
+    crate::Controls {
+        submit_txs: idle.clone().recipient(),
+        submit_impersonated: idle.clone().recipient(),
+        set_impersonated: idle.clone().recipient(),
+        set_auto_impersonate: idle.clone().recipient(),
+        pool_content: idle.clone().recipient(),
+        drop_tx: idle.clone().recipient(),
+        revalidate: idle.clone().recipient(),
+        set_pool_gas_limit: idle.clone().recipient(),
+        mine_spaced: idle.clone().recipient(),
+        set_interval_mining: idle.clone().recipient(),
+        set_automine: idle.clone().recipient(),
+        set_block_param: idle.clone().recipient(),
+        mining_status: idle.clone().recipient(),
+        save_clock: idle.clone().recipient(),
+        restore_clock: idle.clone().recipient(),
+        patch_state: idle.clone().recipient(),
+        take_snapshot: idle.clone().recipient(),
+        revert_to: idle.recipient(),
     }
 }
 
@@ -317,6 +382,7 @@ fn fixture(max_in_flight: usize) -> Fixture {
         pending_nonce: stub.clone().recipient(),
         auto_mine: stub.clone().recipient(),
         mine_blocks: stub.clone().recipient(),
+        controls: idle_controls(),
         signers: Arc::new(vec![alice.clone()]),
         chain_id: 31337,
         limits: RpcLimits::default(),
@@ -586,7 +652,11 @@ async fn calls_map_outcomes_to_codes() {
         f.err("eth_call", json!([{"to": CONTRACT}, "0x9"])).await,
         (-32000, "header not found".into())
     );
-    assert_eq!(f.err("eth_call", json!([{"to": CONTRACT}, "latest", {}])).await.0, -32602);
+    // State overrides are decoded strictly: a bad address is -32602.
+    assert_eq!(
+        f.err("eth_call", json!([{"to": CONTRACT}, "latest", {"0x12": {}}])).await.0,
+        -32602
+    );
     assert_eq!(
         f.err("eth_call", json!([{"to": CONTRACT, "input": "0x01", "data": "0x02"}])).await.0,
         -32602

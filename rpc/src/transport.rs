@@ -140,17 +140,39 @@ fn invalid(id: Value, reason: &'static str) -> Item {
 /// Runs a whole body with `run` as the method table and encodes the reply.
 ///
 /// `run(method, params)` answers one request; batch items run concurrently.
+#[cfg(test)]
 pub(crate) async fn handle_with<F, Fut>(limits: &RpcLimits, body: &[u8], run: F) -> RpcReply
 where
     F: Fn(String, Option<Value>) -> Fut,
     Fut: Future<Output = Result<Value, RpcError>>,
+{
+    handle_with_grouped(limits, body, run, "", |_| async { Vec::new() }).await
+}
+
+/// Runs a whole body with `run` as the method table (batch items concurrently), except that
+/// the batch items calling `grouped` (when there are at least two) are answered together:
+/// `group` gets their `params` in order, before the other items run, and answers one result
+/// each. A JSON-RPC batch of eth_sendRawTransaction goes to the pool
+/// as one batch this way.
+pub(crate) async fn handle_with_grouped<F, Fut, G, GFut>(
+    limits: &RpcLimits,
+    body: &[u8],
+    run: F,
+    grouped: &str,
+    group: G,
+) -> RpcReply
+where
+    F: Fn(String, Option<Value>) -> Fut,
+    Fut: Future<Output = Result<Value, RpcError>>,
+    G: FnOnce(Vec<Option<Value>>) -> GFut,
+    GFut: Future<Output = Vec<Result<Value, RpcError>>>,
 {
     if body.len() > limits.max_body_bytes {
         return RpcReply::payload_too_large();
     }
     match parse_body(body, limits) {
         Envelope::Reject(error) => RpcReply::ok(encode_error(&Value::Null, &error)),
-        Envelope::Single(item) => match answer(item, &run).await {
+        Envelope::Single(item) => match answer(item, &run, None).await {
             None => RpcReply::no_content(),
             Some(answer) => {
                 let encoded = within_limit(answer.encoded, &answer.id, 0, limits);
@@ -158,8 +180,27 @@ where
             }
         },
         Envelope::Batch(items) => {
+            let is_grouped = |item: &Item| matches!(item, Item::Call(r) if !grouped.is_empty() && r.method == grouped);
+            let mut early: Vec<Option<Result<Value, RpcError>>> = Vec::new();
+            if items.iter().filter(|item| is_grouped(item)).count() >= 2 {
+                let params = items
+                    .iter()
+                    .filter_map(|item| match item {
+                        Item::Call(r) if is_grouped(item) => Some(r.params.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                let mut results = group(params).await.into_iter();
+                early = items
+                    .iter()
+                    .map(|item| if is_grouped(item) { results.next() } else { None })
+                    .collect();
+            }
+            early.resize_with(items.len(), || None);
             // join_all polls every item concurrently and returns results in input order.
-            let answers = join_all(items.into_iter().map(|item| answer(item, &run))).await;
+            let answers =
+                join_all(items.into_iter().zip(early).map(|(item, done)| answer(item, &run, done)))
+                    .await;
             let mut body = vec![b'['];
             let mut any = false;
             for answer in answers.into_iter().flatten() {
@@ -184,8 +225,12 @@ struct Answer {
     busy: bool,
 }
 
-/// Runs one item; `None` for a notification.
-async fn answer<F, Fut>(item: Item, run: &F) -> Option<Answer>
+/// Runs one item (or takes `done`, its result computed already); `None` for a notification.
+async fn answer<F, Fut>(
+    item: Item,
+    run: &F,
+    done: Option<Result<Value, RpcError>>,
+) -> Option<Answer>
 where
     F: Fn(String, Option<Value>) -> Fut,
     Fut: Future<Output = Result<Value, RpcError>>,
@@ -199,7 +244,10 @@ where
     };
     let id_field = id.as_ref().map(Value::to_string).unwrap_or_default();
     let span = tracing::debug_span!(target: "rpc", "request", method = %method, id = %id_field);
-    let outcome = run(method, params).instrument(span.clone()).await;
+    let outcome = match done {
+        Some(outcome) => outcome,
+        None => run(method, params).instrument(span.clone()).await,
+    };
     if let Err(error) = &outcome {
         span.in_scope(
             || tracing::debug!(target: "rpc", code = error.code(), %error, "request failed"),
@@ -441,6 +489,46 @@ mod tests {
             .await;
         assert_eq!(reply, RpcReply { status: 204, body: None });
         assert_eq!(calls.into_inner(), vec!["x".to_owned()]);
+    }
+
+    #[tokio::test]
+    async fn grouped_items_are_answered_together_and_the_rest_as_usual() {
+        let groups = RefCell::new(Vec::new());
+        let body = r#"[{"jsonrpc":"2.0","method":"g","params":[1],"id":1},
+            {"jsonrpc":"2.0","method":"echo","params":[2],"id":2},
+            {"jsonrpc":"2.0","method":"g","params":[3]},
+            {"jsonrpc":"2.0","method":"g","params":[4],"id":4}]"#;
+        let reply = handle_with_grouped(&RpcLimits::default(), body.as_bytes(), fake, "g", |ps| {
+            groups.borrow_mut().push(ps.clone());
+            async move {
+                ps.into_iter()
+                    .map(|p| match p.as_ref().and_then(|p| p[0].as_u64()) {
+                        Some(4) => Err(RpcError::InvalidParams("four".into())),
+                        other => Ok(json!(other)),
+                    })
+                    .collect()
+            }
+        })
+        .await;
+        assert_eq!(
+            groups.into_inner(),
+            vec![vec![Some(json!([1])), Some(json!([3])), Some(json!([4]))]]
+        );
+        let body = json_body(&reply);
+        assert_eq!(body.as_array().unwrap().len(), 3, "the notification still gets no answer");
+        assert_eq!(body[0], json!({"jsonrpc":"2.0","id":1,"result":1}));
+        assert_eq!(body[1], json!({"jsonrpc":"2.0","id":2,"result":[2]}));
+        assert_eq!(body[2]["error"]["code"], -32602);
+        // A single grouped item runs through the method table as usual.
+        let one = handle_with_grouped(
+            &RpcLimits::default(),
+            br#"[{"jsonrpc":"2.0","method":"echo","params":[9],"id":9}]"#,
+            fake,
+            "echo",
+            |_| async { panic!("one item is not grouped") },
+        )
+        .await;
+        assert_eq!(json_body(&one)[0]["result"], json!([9]));
     }
 
     #[test]

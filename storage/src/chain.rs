@@ -161,6 +161,22 @@ impl ChainDb {
             .map(|v| Bytes::copy_from_slice(&v)))
     }
 
+    /// The root of the state as of block `number`: the header's, or the one dev patches left.
+    pub fn state_root_at(&self, number: u64) -> Result<Option<B256>, StorageError> {
+        if let Some(root) = self.db.get(layout::number_key(layout::PATCHED_ROOT, number))? {
+            if root.len() != 32 {
+                return Err(StorageError::Corrupt { what: "patched state root" });
+            }
+            return Ok(Some(B256::from_slice(&root)));
+        }
+        Ok(self.header(number)?.map(|h| h.state_root))
+    }
+
+    /// A raw record by key (patches and reverts record what they overwrite).
+    pub(crate) fn raw_get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(self.db.get(key)?.map(|v| v.to_vec()))
+    }
+
     /// A read-only view of the state as of block `number`.
     pub fn state_at(&self, number: u64) -> crate::StateView {
         crate::StateView::new(self.clone(), number)

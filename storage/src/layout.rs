@@ -28,6 +28,10 @@ pub(crate) const CODE: u8 = b'C';
 /// `X` + node hash: RLP of a trie node (state and storage tries share the store).
 pub(crate) const TRIE_NODE: u8 = b'X';
 
+/// `P` + number: the state root of that block's state after dev patches (absent: no patch,
+/// the header's root holds).
+pub(crate) const PATCHED_ROOT: u8 = b'P';
+
 /// The key of the head pointer.
 pub(crate) const HEAD_KEY: &[u8] = b"mhead";
 

@@ -10,6 +10,7 @@ mod chain;
 mod commit;
 mod error;
 mod layout;
+mod patch;
 mod records;
 mod state;
 pub mod trie;
@@ -19,6 +20,7 @@ pub use commit::{
     BlockDraft, import_block, receipts_root, state_root_after, transactions_root, write_block,
 };
 pub use error::StorageError;
+pub use patch::{BlockKeys, PatchUndo, revert_blocks, write_patch};
 pub use records::{
     Code, EMPTY_CODE_HASH, SealedBlock, StoredAccount, StoredBody, account_trie_key,
     storage_trie_key,

@@ -67,14 +67,17 @@ async fn mempool_orders_by_nonce_and_counts_pending_and_queued() {
     assert_eq!(pool.send(PoolSize).await.unwrap(), (1, 1));
     assert_eq!(pool.send(PendingNonce(alice.address())).await.unwrap(), Ok(1));
 
-    let pending = pool.send(TakePending { gas_limit: 30_000_000, base_fee: 1 }).await.unwrap();
+    let pending = pool
+        .send(TakePending { gas_limit: 30_000_000, max_bytes: usize::MAX, base_fee: 1 })
+        .await
+        .unwrap();
     assert_eq!(pending.iter().map(|t| t.hash).collect::<Vec<_>>(), vec![first]);
 
     // Filling the gap makes both executable, in nonce order.
     pool.send(SubmitTx { tx: fixtures::transfer(&alice, 1, bob, 1) }).await.unwrap().unwrap();
     assert_eq!(pool.send(PoolSize).await.unwrap(), (3, 0));
     let nonces: Vec<u64> = pool
-        .send(TakePending { gas_limit: 30_000_000, base_fee: 1 })
+        .send(TakePending { gas_limit: 30_000_000, max_bytes: usize::MAX, base_fee: 1 })
         .await
         .unwrap()
         .iter()
@@ -82,8 +85,29 @@ async fn mempool_orders_by_nonce_and_counts_pending_and_queued() {
         .collect();
     assert_eq!(nonces, vec![0, 1, 2]);
     // The gas budget cuts the list.
-    let budget = pool.send(TakePending { gas_limit: 42_000, base_fee: 1 }).await.unwrap();
+    let budget = pool
+        .send(TakePending { gas_limit: 42_000, max_bytes: usize::MAX, base_fee: 1 })
+        .await
+        .unwrap();
     assert_eq!(budget.len(), 2);
+    // So does the byte budget: two transfers need more than 1.5 of them.
+    let one = pending_size(&node).await;
+    let bytes = pool
+        .send(TakePending { gas_limit: 30_000_000, max_bytes: one + one / 2, base_fee: 1 })
+        .await
+        .unwrap();
+    assert_eq!(bytes.len(), 1);
+}
+
+/// The encoded size of the first pending transaction.
+async fn pending_size(node: &TestNode) -> usize {
+    let all = node
+        .node
+        .mempool
+        .send(TakePending { gas_limit: u64::MAX, max_bytes: usize::MAX, base_fee: 0 })
+        .await
+        .expect("mempool answers");
+    alloy_eips::eip2718::Encodable2718::encode_2718_len(all[0].tx.as_ref())
 }
 
 #[actix::test]
@@ -139,7 +163,10 @@ async fn a_replacement_with_a_ten_percent_bump_replaces() {
     .unwrap();
     let bumped = fixtures::legacy_transfer(&alice, 0, bob, 11_000_000_000, Some(31337));
     let hash = pool.send(SubmitTx { tx: bumped }).await.unwrap().unwrap();
-    let pending = pool.send(TakePending { gas_limit: 30_000_000, base_fee: 1 }).await.unwrap();
+    let pending = pool
+        .send(TakePending { gas_limit: 30_000_000, max_bytes: usize::MAX, base_fee: 1 })
+        .await
+        .unwrap();
     assert_eq!(pending.iter().map(|t| t.hash).collect::<Vec<_>>(), vec![hash]);
 }
 
@@ -174,9 +201,11 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
         },
         MinerConfig {
             automine: true,
+            interval: None,
             gas_limit: 30_000_000,
             coinbase: Address::ZERO,
             clock: Arc::new(|| GENESIS_TIME),
+            seed: 1,
         },
     )
     .start_bounded(fixtures::one());

@@ -4,8 +4,11 @@
 mod actors;
 mod blocktest;
 mod conformance;
+mod dev;
 mod history;
+mod mining;
 mod persistence;
+mod pool;
 mod process;
 mod rpc;
 mod statetest;

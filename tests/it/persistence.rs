@@ -107,6 +107,11 @@ fn bad_flags_exit_2_naming_the_flag() {
         (&["--executor.threads", "0"][..], "--executor.threads"),
         (&["--http.port", "70000"][..], "--http.port"),
         (&["--cache.code-entries", "0"][..], "--cache.code-entries"),
+        (&["--txpool.max-bytes", "12XB"][..], "--txpool.max-bytes"),
+        (&["--block-time", "3,1"][..], "--block-time"),
+        (&["--block-time", "0,0"][..], "--block-time"),
+        (&["--block-time", "-2"][..], "--block-time"),
+        (&["--no-mining", "--block-time", "2"][..], "--block-time"),
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
             .args(["--ephemeral"])
@@ -117,4 +122,22 @@ fn bad_flags_exit_2_naming_the_flag() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(flag), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn dev_state_patches_survive_a_restart() {
+    let dir = TempDir::new("patches");
+    let node = NodeProcess::start(dir.path(), &[]);
+    let who = "0x7777777777777777777777777777777777777777";
+    node.ok("anvil_setBalance", json!([who, "0x1234"]));
+    node.ok("anvil_setStorageAt", json!([who, "0x1", "0x2a"]));
+    node.stop();
+
+    let node = NodeProcess::start(dir.path(), &[]);
+    assert_eq!(node.ok("eth_getBalance", json!([who, "latest"])), "0x1234");
+    let slot = node.ok("eth_getStorageAt", json!([who, "0x1", "latest"]));
+    assert_eq!(slot, format!("0x{:064x}", 0x2a));
+    // The next block builds on the patched state.
+    node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": who, "value": "0x1"}]));
+    assert_eq!(node.ok("eth_getBalance", json!([who, "latest"])), "0x1235");
 }
