@@ -723,3 +723,6 @@ mod tests {
         assert_eq!(pool.len(), 1);
     }
 }
+
+// The RPC front asks these with `ask` (fail fast when the mailbox is full).
+hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitTxs, SubmitImpersonated, GetPooledTx, PendingNonce);

@@ -570,6 +570,9 @@ const BLOCK_MAX_TX_BYTES: usize = 10 * 1024 * 1024;
 /// The smallest block gas limit: one transfer.
 const MIN_GAS_LIMIT: u64 = 21_000;
 
+// The RPC front asks for automine with `ask` (fail fast when the mailbox is full).
+hearth_messages::answer_asks!(MinerActor: AutoMine);
+
 #[cfg(test)]
 mod tests {
     use super::*;

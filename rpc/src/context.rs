@@ -8,6 +8,7 @@ use std::sync::Arc;
 use actix::Recipient;
 use alloy_signer_local::PrivateKeySigner;
 use hearth_messages::ChainDb;
+use hearth_messages::ask::Ask;
 use hearth_messages::executor::ExecutorClient;
 use hearth_messages::mempool::{
     DropTx, GetPoolContent, GetPooledTx, PendingNonce, Revalidate, SetAutoImpersonate,
@@ -79,7 +80,8 @@ impl Default for RpcLimits {
     }
 }
 
-/// Everything the RPC front talks to.
+/// Everything the RPC front talks to. Recipients on the request path take `Ask<M>`: a full
+/// mailbox answers -32005 at once instead of making the request wait for room.
 #[derive(Clone, Debug)]
 pub struct RpcContext {
     /// Read-only store handle: blocks, receipts and state snapshots at any block.
@@ -87,13 +89,13 @@ pub struct RpcContext {
     /// The bounded executor pool.
     pub executor: ExecutorClient,
     /// Admits transactions.
-    pub submit_tx: Recipient<SubmitTx>,
+    pub submit_tx: Recipient<Ask<SubmitTx>>,
     /// Finds pending transactions.
-    pub get_pooled_tx: Recipient<GetPooledTx>,
+    pub get_pooled_tx: Recipient<Ask<GetPooledTx>>,
     /// Next nonce counting pending transactions.
-    pub pending_nonce: Recipient<PendingNonce>,
+    pub pending_nonce: Recipient<Ask<PendingNonce>>,
     /// Asks the miner to mine what is pending (automine).
-    pub auto_mine: Recipient<AutoMine>,
+    pub auto_mine: Recipient<Ask<AutoMine>>,
     /// Mines blocks on demand (evm_mine).
     pub mine_blocks: Recipient<MineBlocks>,
     /// The txpool_* and dev-chain (evm_*, anvil_*, hardhat_*) controls.
@@ -115,9 +117,9 @@ pub struct RpcContext {
 #[derive(Clone, Debug)]
 pub struct Controls {
     /// Admits a JSON-RPC batch of raw transactions as one pool batch.
-    pub submit_txs: Recipient<SubmitTxs>,
+    pub submit_txs: Recipient<Ask<SubmitTxs>>,
     /// Admits unsigned transactions from impersonated accounts.
-    pub submit_impersonated: Recipient<SubmitImpersonated>,
+    pub submit_impersonated: Recipient<Ask<SubmitImpersonated>>,
     /// Starts / stops impersonating one account.
     pub set_impersonated: Recipient<SetImpersonated>,
     /// Impersonates every account.

@@ -10,6 +10,7 @@
 
 use actix::MailboxError;
 use alloy_primitives::{Bytes, U256};
+use hearth_messages::ask::AskError;
 use hearth_messages::storage::StorageError;
 use hearth_messages::{ExecError, MineError, TxError};
 use serde_json::Value;
@@ -116,6 +117,20 @@ pub enum RpcError {
         /// Which record.
         what: &'static str,
     },
+    /// An actor's mailbox is at its bound: the request was not enqueued.
+    #[error("limit exceeded: the {actor} mailbox is full; retry later")]
+    MailboxFull {
+        /// Which actor.
+        actor: &'static str,
+    },
+    /// An actor stopped before answering.
+    #[error("internal error: {actor} is unavailable: {source}")]
+    Gone {
+        /// Which actor.
+        actor: &'static str,
+        /// What happened.
+        source: AskError,
+    },
     /// An actor we talk to is gone or did not answer.
     #[error("internal error: {actor} is unavailable: {source}")]
     Mailbox {
@@ -181,13 +196,15 @@ impl RpcError {
             | Self::BlockRangeTooLarge { .. }
             | Self::Exec(ExecError::Busy { .. })
             | Self::Mine(MineError::Exec(ExecError::Busy { .. }))
-            | Self::Tx(TxError::PoolFull) => -32005,
+            | Self::Tx(TxError::PoolFull)
+            | Self::MailboxFull { .. } => -32005,
             // The node failed, not the request.
             Self::EstimateInconsistent
             | Self::Signing(_)
             | Self::Storage(_)
             | Self::MissingRecord { .. }
             | Self::Mailbox { .. }
+            | Self::Gone { .. }
             | Self::Encode(_)
             | Self::Exec(ExecError::Storage(_) | ExecError::Mailbox(_))
             | Self::Mine(
@@ -212,6 +229,14 @@ impl RpcError {
     /// answered with HTTP 503 so that load balancers and clients back off.
     pub const fn is_busy(&self) -> bool {
         matches!(self, Self::Exec(ExecError::Busy { .. }))
+    }
+
+    /// The error for an `ask` to `actor` that got no reply.
+    pub(crate) const fn ask(actor: &'static str, source: AskError) -> Self {
+        match source {
+            AskError::Full => Self::MailboxFull { actor },
+            AskError::Closed | AskError::Dropped => Self::Gone { actor, source },
+        }
     }
 
     /// A `MailboxError` from sending to `actor`.

@@ -8,6 +8,7 @@
 use alloy_primitives::{Address, B256};
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag};
 use alloy_signer_local::PrivateKeySigner;
+use hearth_messages::ask::ask;
 use hearth_messages::mempool::PendingNonce;
 use serde_json::Value;
 
@@ -74,8 +75,8 @@ pub(crate) async fn get_transaction_count(
 
 /// The sender's next nonce counting its pooled transactions.
 pub(crate) async fn pending_nonce(ctx: &RpcContext, address: Address) -> Result<u64, RpcError> {
-    let reply = ctx.pending_nonce.send(PendingNonce(address)).await;
-    Ok(reply.map_err(|e| RpcError::mailbox("mempool", e))??)
+    let reply = ask(&ctx.pending_nonce, PendingNonce(address)).await;
+    Ok(reply.map_err(|e| RpcError::ask("mempool", e))??)
 }
 
 /// eth_getCode: `[address, block?]`; `0x` for an account without code.

@@ -11,6 +11,7 @@ use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
 use alloy_signer::SignerSync;
 use hearth_messages::TxError;
+use hearth_messages::ask::ask;
 use hearth_messages::mempool::{GetPooledTx, SubmitImpersonated, SubmitTx, SubmitTxs};
 use hearth_messages::miner::AutoMine;
 use serde_json::Value;
@@ -60,9 +61,9 @@ pub(crate) async fn send_raw_batch(
     let admitted = if txs.is_empty() {
         Ok(Vec::new())
     } else {
-        match ctx.controls.submit_txs.send(SubmitTxs { txs }).await {
+        match ask(&ctx.controls.submit_txs, SubmitTxs { txs }).await {
             Ok(result) => result.map_err(RpcError::Tx),
-            Err(e) => Err(RpcError::mailbox("mempool", e)),
+            Err(e) => Err(RpcError::ask("mempool", e)),
         }
     };
     let any_admitted = admitted.as_ref().is_ok_and(|r| r.iter().any(Result::is_ok));
@@ -102,8 +103,8 @@ pub(crate) async fn send_transaction(ctx: &RpcContext, params: &Params) -> Resul
     let from = request.from.ok_or(RpcError::UnknownAccount)?;
     let Some(signer) = ctx.signers.iter().find(|s| s.address() == from) else {
         let tx = fill(ctx, from, request).await?.seal(placeholder_signature(from));
-        let reply = ctx.controls.submit_impersonated.send(SubmitImpersonated { tx, sender: from });
-        let hash = match reply.await.map_err(|e| RpcError::mailbox("mempool", e))? {
+        let reply = ask(&ctx.controls.submit_impersonated, SubmitImpersonated { tx, sender: from });
+        let hash = match reply.await.map_err(|e| RpcError::ask("mempool", e))? {
             Ok(hash) => hash,
             // Neither a dev key nor impersonated: the account is unknown to this node.
             Err(TxError::NotImpersonated(_)) => return Err(RpcError::UnknownAccount),
@@ -218,11 +219,8 @@ async fn fill(ctx: &RpcContext, from: Address, request: TxObject) -> Result<Fill
 
 /// Admits `tx` to the mempool, then lets the miner mine what is pending.
 async fn submit_and_mine(ctx: &RpcContext, tx: TxEnvelope) -> Result<B256, RpcError> {
-    let hash = ctx
-        .submit_tx
-        .send(SubmitTx { tx })
-        .await
-        .map_err(|e| RpcError::mailbox("mempool", e))??;
+    let hash =
+        ask(&ctx.submit_tx, SubmitTx { tx }).await.map_err(|e| RpcError::ask("mempool", e))??;
     automine_after_submit(ctx).await;
     Ok(hash)
 }
@@ -231,7 +229,9 @@ async fn submit_and_mine(ctx: &RpcContext, tx: TxEnvelope) -> Result<B256, RpcEr
 async fn automine_after_submit(ctx: &RpcContext) {
     // The transaction is admitted whatever happens next: failing the request now would make
     // the caller resend it ("already known"). A mining failure is the miner's to report.
-    match ctx.auto_mine.send(AutoMine).await {
+    // A full miner mailbox means blocks are already being built back to back; the miner mines
+    // until nothing executable is left, so this transaction is picked up without our nudge.
+    match ask(&ctx.auto_mine, AutoMine).await {
         Ok(Ok(_)) => {}
         Ok(Err(error)) => {
             tracing::warn!(target: "rpc::eth_tx", %error, "automine after submit failed");
@@ -255,11 +255,9 @@ pub(crate) async fn get_transaction_by_hash(
     {
         return to_json(&rpc_transaction(&block, index as usize));
     }
-    let pooled = ctx
-        .get_pooled_tx
-        .send(GetPooledTx(hash))
+    let pooled = ask(&ctx.get_pooled_tx, GetPooledTx(hash))
         .await
-        .map_err(|e| RpcError::mailbox("mempool", e))?;
+        .map_err(|e| RpcError::ask("mempool", e))?;
     to_json(&pooled.map(|p| pending_transaction(&p)))
 }
 

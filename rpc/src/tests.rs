@@ -151,6 +151,9 @@ impl Actor for Idle {
     type Context = Context<Self>;
 }
 
+hearth_messages::answer_asks!(Stub: SubmitTx, GetPooledTx, PendingNonce, AutoMine);
+hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::SubmitImpersonated);
+
 macro_rules! idle_replies {
     ($($msg:ty => $reply:expr),* $(,)?) => {$(
         impl Handler<$msg> for Idle {

@@ -299,3 +299,76 @@ async fn executor_runs_calls_against_past_blocks() {
 fn deploy_and_run(runtime: &[u8]) -> Bytes {
     Bytes::copy_from_slice(runtime)
 }
+
+/// Holds its mailbox shut until released, then answers pings: a stand-in for a busy actor.
+struct Busy;
+
+impl actix::Actor for Busy {
+    type Context = actix::Context<Self>;
+}
+
+struct Hold(tokio::sync::oneshot::Receiver<()>);
+
+impl actix::Message for Hold {
+    type Result = ();
+}
+
+impl actix::Handler<Hold> for Busy {
+    type Result = actix::AtomicResponse<Self, ()>;
+
+    fn handle(&mut self, msg: Hold, _ctx: &mut Self::Context) -> Self::Result {
+        use actix::WrapFuture;
+        actix::AtomicResponse::new(Box::pin(
+            async move {
+                let _ = msg.0.await;
+            }
+            .into_actor(self),
+        ))
+    }
+}
+
+struct Ping;
+
+impl actix::Message for Ping {
+    type Result = u8;
+}
+
+impl actix::Handler<Ping> for Busy {
+    type Result = u8;
+
+    fn handle(&mut self, _msg: Ping, _ctx: &mut Self::Context) -> u8 {
+        7
+    }
+}
+
+hearth_messages::answer_asks!(Busy: Ping);
+
+#[actix::test]
+async fn a_full_mailbox_is_an_immediate_rejection_and_admitted_asks_are_answered() {
+    use actix::Actor;
+    use hearth_messages::ask::{AskError, ask};
+    use std::task::Poll;
+
+    let addr = Busy::create(|ctx| {
+        ctx.set_mailbox_capacity(2);
+        Busy
+    });
+    let (release, hold) = tokio::sync::oneshot::channel();
+    addr.try_send(Hold(hold)).unwrap();
+    let pings = addr.clone().recipient::<hearth_messages::ask::Ask<Ping>>();
+    let (mut admitted, mut full) = (Vec::new(), 0);
+    for _ in 0..10 {
+        let mut request = Box::pin(ask(&pings, Ping));
+        match futures_util::poll!(&mut request) {
+            Poll::Ready(Err(AskError::Full)) => full += 1,
+            Poll::Pending => admitted.push(request),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(full >= 5, "the bound holds: {full} of 10 rejected at once");
+    assert!(!admitted.is_empty());
+    release.send(()).unwrap();
+    for request in admitted {
+        assert_eq!(request.await, Ok(7), "every admitted request gets its reply");
+    }
+}
