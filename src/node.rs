@@ -75,6 +75,8 @@ pub struct Node {
     pub executor: ExecutorClient,
     /// Dev account keys.
     pub signers: Arc<Vec<PrivateKeySigner>>,
+    /// Request counters of the RPC front (shared by every context this node hands out).
+    pub rpc_metrics: Arc<hearth_rpc::RpcMetrics>,
     config: NodeConfig,
 }
 
@@ -165,6 +167,7 @@ impl Node {
             code_cache,
             executor,
             signers: Arc::new(signers),
+            rpc_metrics: Arc::default(),
             config,
         })
     }
@@ -210,6 +213,11 @@ impl Node {
             limits: self.config.rpc,
             extensions,
             client_version: format!("hearth/v{}", env!("CARGO_PKG_VERSION")),
+            metrics: Arc::clone(&self.rpc_metrics),
+            metric_sources: hearth_rpc::MetricSources {
+                pool_size: self.mempool.clone().recipient(),
+                code_cache: self.code_cache.clone().recipient(),
+            },
         }
     }
 

@@ -132,6 +132,9 @@ impl Handler<GetCodeCacheStats> for CodeCacheActor {
     }
 }
 
+// `GET /metrics` asks for the counters without waiting on a busy cache.
+hearth_messages::answer_asks!(CodeCacheActor: GetCodeCacheStats);
+
 /// The L2's recipients, as an executor holds them.
 #[derive(Debug, Clone)]
 pub struct CodeL2 {

@@ -725,4 +725,4 @@ mod tests {
 }
 
 // The RPC front asks these with `ask` (fail fast when the mailbox is full).
-hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitTxs, SubmitImpersonated, GetPooledTx, PendingNonce);
+hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitTxs, SubmitImpersonated, GetPooledTx, PendingNonce, PoolSize);

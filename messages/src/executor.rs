@@ -320,6 +320,11 @@ impl ExecutorClient {
         self.builds.send(build).await?
     }
 
+    /// The admission bound.
+    pub const fn max_in_flight(&self) -> usize {
+        self.max_in_flight
+    }
+
     /// Requests currently admitted.
     pub fn in_flight(&self) -> usize {
         self.max_in_flight - self.permits.available_permits()

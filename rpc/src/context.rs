@@ -110,6 +110,19 @@ pub struct RpcContext {
     pub extensions: Extensions,
     /// Returned by web3_clientVersion.
     pub client_version: String,
+    /// Request counters, shared by every worker (striped per thread inside).
+    pub metrics: Arc<crate::metrics::RpcMetrics>,
+    /// Where `GET /metrics` asks for the gauges other actors own.
+    pub metric_sources: MetricSources,
+}
+
+/// The actors `GET /metrics` asks at scrape time.
+#[derive(Clone, Debug)]
+pub struct MetricSources {
+    /// The pool's (executable, queued) counts.
+    pub pool_size: Recipient<Ask<hearth_messages::mempool::PoolSize>>,
+    /// The shared code cache's counters.
+    pub code_cache: Recipient<Ask<hearth_messages::code_cache::GetCodeCacheStats>>,
 }
 
 /// The recipients behind the txpool_* and dev-chain methods, grouped so the context grows by

@@ -18,14 +18,16 @@ mod eth_tx;
 mod fees;
 mod logs;
 mod methods;
+mod metrics;
 mod net;
 mod params;
 mod server;
 mod transport;
 mod txpool;
 
-pub use context::{Controls, ExtensionMethod, Extensions, RpcContext, RpcLimits};
+pub use context::{Controls, ExtensionMethod, Extensions, MetricSources, RpcContext, RpcLimits};
 pub use error::RpcError;
+pub use metrics::{Rejection, RpcMetrics};
 pub use server::serve;
 pub use transport::RpcReply;
 
@@ -35,9 +37,27 @@ pub async fn handle_body(ctx: &RpcContext, body: &[u8]) -> RpcReply {
     transport::handle_with_grouped(
         &ctx.limits,
         body,
-        |method, params| methods::dispatch(ctx, method, params),
+        |method, params| async move {
+            let start = std::time::Instant::now();
+            let name = method.clone();
+            let result = methods::dispatch(ctx, method, params).await;
+            ctx.metrics.observe(&name, start.elapsed(), &result);
+            result
+        },
         "eth_sendRawTransaction",
-        |items| eth_tx::send_raw_batch(ctx, items),
+        |items| async move {
+            let start = std::time::Instant::now();
+            let results = eth_tx::send_raw_batch(ctx, items).await;
+            for result in &results {
+                ctx.metrics.observe("eth_sendRawTransaction", start.elapsed(), result);
+            }
+            results
+        },
+        |error| {
+            if matches!(error, RpcError::BatchTooLarge { .. }) {
+                ctx.metrics.reject(Rejection::BatchTooLarge);
+            }
+        },
     )
     .await
 }

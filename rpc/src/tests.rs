@@ -152,7 +152,7 @@ impl Actor for Idle {
 }
 
 hearth_messages::answer_asks!(Stub: SubmitTx, GetPooledTx, PendingNonce, AutoMine);
-hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::SubmitImpersonated);
+hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::SubmitImpersonated, mempool::PoolSize, hearth_messages::code_cache::GetCodeCacheStats);
 
 macro_rules! idle_replies {
     ($($msg:ty => $reply:expr),* $(,)?) => {$(
@@ -181,6 +181,8 @@ idle_replies! {
     miner::RestoreClock => (),
     miner::SetBlockParam => Ok(0),
     miner::GetMiningStatus => miner::MiningStatus { automine: true, interval: None, ticks_skipped: 0 },
+    mempool::PoolSize => (2, 1),
+    hearth_messages::code_cache::GetCodeCacheStats => hearth_messages::code_cache::CodeCacheStats { hits: 5, misses: 1, evictions: 0, entries: 1 },
     state::PatchState => Ok(B256::ZERO),
     state::TakeSnapshot => Ok(1),
     state::RevertTo => Ok(false),
@@ -391,6 +393,11 @@ fn fixture(max_in_flight: usize) -> Fixture {
         limits: RpcLimits::default(),
         extensions,
         client_version: "hearth/test".into(),
+        metrics: Arc::default(),
+        metric_sources: crate::MetricSources {
+            pool_size: Idle.start().recipient(),
+            code_cache: Idle.start().recipient(),
+        },
     };
     Fixture {
         ctx,

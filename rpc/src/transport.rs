@@ -146,7 +146,7 @@ where
     F: Fn(String, Option<Value>) -> Fut,
     Fut: Future<Output = Result<Value, RpcError>>,
 {
-    handle_with_grouped(limits, body, run, "", |_| async { Vec::new() }).await
+    handle_with_grouped(limits, body, run, "", |_| async { Vec::new() }, |_| {}).await
 }
 
 /// Runs a whole body with `run` as the method table (batch items concurrently), except that
@@ -160,6 +160,7 @@ pub(crate) async fn handle_with_grouped<F, Fut, G, GFut>(
     run: F,
     grouped: &str,
     group: G,
+    on_reject: impl Fn(&RpcError),
 ) -> RpcReply
 where
     F: Fn(String, Option<Value>) -> Fut,
@@ -171,7 +172,10 @@ where
         return RpcReply::payload_too_large();
     }
     match parse_body(body, limits) {
-        Envelope::Reject(error) => RpcReply::ok(encode_error(&Value::Null, &error)),
+        Envelope::Reject(error) => {
+            on_reject(&error);
+            RpcReply::ok(encode_error(&Value::Null, &error))
+        }
         Envelope::Single(item) => match answer(item, &run, None).await {
             None => RpcReply::no_content(),
             Some(answer) => {
@@ -498,17 +502,24 @@ mod tests {
             {"jsonrpc":"2.0","method":"echo","params":[2],"id":2},
             {"jsonrpc":"2.0","method":"g","params":[3]},
             {"jsonrpc":"2.0","method":"g","params":[4],"id":4}]"#;
-        let reply = handle_with_grouped(&RpcLimits::default(), body.as_bytes(), fake, "g", |ps| {
-            groups.borrow_mut().push(ps.clone());
-            async move {
-                ps.into_iter()
-                    .map(|p| match p.as_ref().and_then(|p| p[0].as_u64()) {
-                        Some(4) => Err(RpcError::InvalidParams("four".into())),
-                        other => Ok(json!(other)),
-                    })
-                    .collect()
-            }
-        })
+        let reply = handle_with_grouped(
+            &RpcLimits::default(),
+            body.as_bytes(),
+            fake,
+            "g",
+            |ps| {
+                groups.borrow_mut().push(ps.clone());
+                async move {
+                    ps.into_iter()
+                        .map(|p| match p.as_ref().and_then(|p| p[0].as_u64()) {
+                            Some(4) => Err(RpcError::InvalidParams("four".into())),
+                            other => Ok(json!(other)),
+                        })
+                        .collect()
+                }
+            },
+            |_| {},
+        )
         .await;
         assert_eq!(
             groups.into_inner(),
@@ -526,6 +537,7 @@ mod tests {
             fake,
             "echo",
             |_| async { panic!("one item is not grouped") },
+            |_| {},
         )
         .await;
         assert_eq!(json_body(&one)[0]["result"], json!([9]));

@@ -6,6 +6,7 @@ mod blocktest;
 mod conformance;
 mod dev;
 mod history;
+mod metrics;
 mod mining;
 mod persistence;
 mod pool;

@@ -1,0 +1,330 @@
+//! Request metrics, rendered in the Prometheus text format on `GET /metrics`.
+//!
+//! Hot-path counters are striped: each actix-web worker thread writes its own cache-padded
+//! stripe (no atomic shared by every thread, no lock), and a scrape sums the stripes. Methods
+//! are counted by name from a fixed, sorted table of the core methods (a binary search, no
+//! map and no allocation per request); anything else is counted as `other`. Gauges that other
+//! actors own (pool size, code cache, mining) are asked for at scrape time.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use crate::error::RpcError;
+
+/// The core method names, sorted (checked by a test), each with its own counters.
+const METHODS: &[&str] = &[
+    "anvil_autoImpersonateAccount",
+    "anvil_dropTransaction",
+    "anvil_getAutomine",
+    "anvil_impersonateAccount",
+    "anvil_mine",
+    "anvil_setBalance",
+    "anvil_setCode",
+    "anvil_setCoinbase",
+    "anvil_setNextBlockBaseFeePerGas",
+    "anvil_setNonce",
+    "anvil_setPrevRandao",
+    "anvil_setStorageAt",
+    "anvil_stopImpersonatingAccount",
+    "eth_accounts",
+    "eth_blockNumber",
+    "eth_call",
+    "eth_chainId",
+    "eth_estimateGas",
+    "eth_feeHistory",
+    "eth_gasPrice",
+    "eth_getBalance",
+    "eth_getBlockByHash",
+    "eth_getBlockByNumber",
+    "eth_getBlockTransactionCountByHash",
+    "eth_getBlockTransactionCountByNumber",
+    "eth_getCode",
+    "eth_getLogs",
+    "eth_getProof",
+    "eth_getStorageAt",
+    "eth_getTransactionByBlockHashAndIndex",
+    "eth_getTransactionByBlockNumberAndIndex",
+    "eth_getTransactionByHash",
+    "eth_getTransactionCount",
+    "eth_getTransactionReceipt",
+    "eth_maxPriorityFeePerGas",
+    "eth_sendRawTransaction",
+    "eth_sendTransaction",
+    "eth_syncing",
+    "evm_increaseTime",
+    "evm_mine",
+    "evm_revert",
+    "evm_setAutomine",
+    "evm_setBlockGasLimit",
+    "evm_setIntervalMining",
+    "evm_setNextBlockTimestamp",
+    "evm_snapshot",
+    "hardhat_mine",
+    "hardhat_setBalance",
+    "hardhat_setCode",
+    "hardhat_setNonce",
+    "hardhat_setStorageAt",
+    "net_listening",
+    "net_version",
+    "txpool_content",
+    "txpool_inspect",
+    "txpool_status",
+    "web3_clientVersion",
+];
+
+/// Upper bounds of the latency histogram, in seconds.
+const BUCKETS: [f64; 12] =
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2.5];
+
+/// Why a request was shed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// The executor pool was at `--executor.max-in-flight`.
+    ExecutorBusy = 0,
+    /// An actor's mailbox was full.
+    MailboxFull = 1,
+    /// The transaction pool was at its bound.
+    TxpoolFull = 2,
+    /// A batch had more items than allowed.
+    BatchTooLarge = 3,
+}
+
+const REJECTIONS: [(&str, Rejection); 4] = [
+    ("executor_busy", Rejection::ExecutorBusy),
+    ("mailbox_full", Rejection::MailboxFull),
+    ("txpool_full", Rejection::TxpoolFull),
+    ("batch_too_large", Rejection::BatchTooLarge),
+];
+
+/// How many stripes: at least as many as RPC worker threads on any machine we run on.
+const STRIPES: usize = 16;
+
+#[derive(Debug, Default)]
+struct MethodStats {
+    requests: AtomicU64,
+    errors: AtomicU64,
+    buckets: [AtomicU64; BUCKETS.len()],
+    sum_micros: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Stripe {
+    /// One per `METHODS` entry, then `other`.
+    methods: Box<[MethodStats]>,
+    rejections: [AtomicU64; REJECTIONS.len()],
+}
+
+/// The RPC front's counters.
+#[derive(Debug)]
+pub struct RpcMetrics {
+    stripes: Box<[CachePadded<Stripe>]>,
+}
+
+impl Default for RpcMetrics {
+    fn default() -> Self {
+        let stripe = || {
+            CachePadded::new(Stripe {
+                methods: (0..=METHODS.len()).map(|_| MethodStats::default()).collect(),
+                rejections: Default::default(),
+            })
+        };
+        Self { stripes: (0..STRIPES).map(|_| stripe()).collect() }
+    }
+}
+
+impl RpcMetrics {
+    /// This thread's stripe: threads are numbered on first use.
+    fn stripe(&self) -> &Stripe {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        thread_local! {
+            static INDEX: usize = NEXT.fetch_add(1, Relaxed);
+        }
+        &self.stripes[INDEX.with(|i| *i) % STRIPES]
+    }
+
+    /// Records one answered request.
+    pub(crate) fn observe(
+        &self,
+        method: &str,
+        elapsed: Duration,
+        result: &Result<serde_json::Value, RpcError>,
+    ) {
+        let stripe = self.stripe();
+        let index = METHODS.binary_search(&method).unwrap_or(METHODS.len());
+        let stats = &stripe.methods[index];
+        stats.requests.fetch_add(1, Relaxed);
+        let seconds = elapsed.as_secs_f64();
+        if let Some(bucket) = BUCKETS.iter().position(|b| seconds <= *b) {
+            stats.buckets[bucket].fetch_add(1, Relaxed);
+        }
+        stats.sum_micros.fetch_add(elapsed.as_micros() as u64, Relaxed);
+        if let Err(error) = result {
+            stats.errors.fetch_add(1, Relaxed);
+            if let Some(path) = rejection_of(error) {
+                self.reject(path);
+            }
+        }
+    }
+
+    /// Counts one shed request.
+    pub fn reject(&self, path: Rejection) {
+        self.stripe().rejections[path as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Requests shed on `path` so far.
+    pub fn rejections(&self, path: Rejection) -> u64 {
+        self.stripes.iter().map(|s| s.rejections[path as usize].load(Relaxed)).sum()
+    }
+
+    /// Appends the request metrics in the Prometheus text format.
+    pub fn render(&self, out: &mut String) {
+        let sum = |f: &dyn Fn(&Stripe) -> u64| self.stripes.iter().map(|s| f(s)).sum::<u64>();
+        let name = |i: usize| METHODS.get(i).copied().unwrap_or("other");
+        let _ = writeln!(
+            out,
+            "# HELP hearth_rpc_requests_total JSON-RPC requests answered, by method."
+        );
+        let _ = writeln!(out, "# TYPE hearth_rpc_requests_total counter");
+        let mut active = Vec::new();
+        for i in 0..=METHODS.len() {
+            let requests = sum(&|s| s.methods[i].requests.load(Relaxed));
+            if requests > 0 {
+                active.push(i);
+                let _ =
+                    writeln!(out, "hearth_rpc_requests_total{{method=\"{}\"}} {requests}", name(i));
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP hearth_rpc_errors_total JSON-RPC requests answered with an error, by method."
+        );
+        let _ = writeln!(out, "# TYPE hearth_rpc_errors_total counter");
+        for &i in &active {
+            let errors = sum(&|s| s.methods[i].errors.load(Relaxed));
+            let _ = writeln!(out, "hearth_rpc_errors_total{{method=\"{}\"}} {errors}", name(i));
+        }
+        let _ = writeln!(
+            out,
+            "# HELP hearth_rpc_request_duration_seconds Time to answer a request, by method."
+        );
+        let _ = writeln!(out, "# TYPE hearth_rpc_request_duration_seconds histogram");
+        for &i in &active {
+            let mut cumulative = 0;
+            for (b, bound) in BUCKETS.iter().enumerate() {
+                cumulative += sum(&|s| s.methods[i].buckets[b].load(Relaxed));
+                let _ = writeln!(
+                    out,
+                    "hearth_rpc_request_duration_seconds_bucket{{method=\"{}\",le=\"{bound}\"}} {cumulative}",
+                    name(i)
+                );
+            }
+            let count = sum(&|s| s.methods[i].requests.load(Relaxed));
+            let micros = sum(&|s| s.methods[i].sum_micros.load(Relaxed));
+            let _ = writeln!(
+                out,
+                "hearth_rpc_request_duration_seconds_bucket{{method=\"{}\",le=\"+Inf\"}} {count}",
+                name(i)
+            );
+            let _ = writeln!(
+                out,
+                "hearth_rpc_request_duration_seconds_sum{{method=\"{}\"}} {}",
+                name(i),
+                micros as f64 / 1e6
+            );
+            let _ = writeln!(
+                out,
+                "hearth_rpc_request_duration_seconds_count{{method=\"{}\"}} {count}",
+                name(i)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP hearth_rpc_rejections_total Requests shed instead of queued, by path."
+        );
+        let _ = writeln!(out, "# TYPE hearth_rpc_rejections_total counter");
+        for (path, rejection) in REJECTIONS {
+            let _ = writeln!(
+                out,
+                "hearth_rpc_rejections_total{{path=\"{path}\"}} {}",
+                self.rejections(rejection)
+            );
+        }
+    }
+}
+
+/// The shedding path of an error, if it is a shed.
+fn rejection_of(error: &RpcError) -> Option<Rejection> {
+    use hearth_messages::{ExecError, TxError};
+    match error {
+        RpcError::Exec(ExecError::Busy { .. }) => Some(Rejection::ExecutorBusy),
+        RpcError::MailboxFull { .. } => Some(Rejection::MailboxFull),
+        RpcError::Tx(TxError::PoolFull) => Some(Rejection::TxpoolFull),
+        _ => None,
+    }
+}
+
+/// Appends one gauge.
+pub(crate) fn gauge(out: &mut String, name: &str, help: &str, value: impl std::fmt::Display) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gauge");
+    let _ = writeln!(out, "{name} {value}");
+}
+
+/// Appends one counter.
+pub(crate) fn counter(out: &mut String, name: &str, help: &str, value: u64) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} counter");
+    let _ = writeln!(out, "{name} {value}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn method_table_is_sorted_for_binary_search() {
+        assert!(METHODS.windows(2).all(|w| w[0] < w[1]), "METHODS must stay sorted and unique");
+    }
+
+    #[test]
+    fn counts_sum_across_threads_and_render() {
+        let metrics = std::sync::Arc::new(RpcMetrics::default());
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let m = std::sync::Arc::clone(&metrics);
+                std::thread::spawn(move || {
+                    for _ in 0..100 {
+                        m.observe(
+                            "eth_call",
+                            Duration::from_micros(300),
+                            &Ok(serde_json::Value::Null),
+                        );
+                    }
+                    m.observe(
+                        "nope_x",
+                        Duration::from_millis(3),
+                        &Err(RpcError::Exec(hearth_messages::ExecError::Busy { max_in_flight: 1 })),
+                    );
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("thread");
+        }
+        let mut text = String::new();
+        metrics.render(&mut text);
+        assert!(text.contains("hearth_rpc_requests_total{method=\"eth_call\"} 400"), "{text}");
+        assert!(text.contains("hearth_rpc_requests_total{method=\"other\"} 4"));
+        assert!(text.contains("hearth_rpc_errors_total{method=\"other\"} 4"));
+        assert!(text.contains("hearth_rpc_rejections_total{path=\"executor_busy\"} 4"));
+        assert!(text.contains(
+            "hearth_rpc_request_duration_seconds_bucket{method=\"eth_call\",le=\"0.0005\"} 400"
+        ));
+        assert!(text.contains(
+            "hearth_rpc_request_duration_seconds_bucket{method=\"eth_call\",le=\"0.00025\"} 0"
+        ));
+    }
+}

@@ -1,0 +1,50 @@
+//! `GET /metrics` on the RPC port: Prometheus text with request counters, latency histograms,
+//! rejections by path and the gauges other actors own.
+
+use serde_json::json;
+
+use crate::process::{NodeProcess, TempDir, get, post};
+
+const ALICE: &str = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
+
+/// The value of the first sample line that starts with `prefix`.
+fn sample(text: &str, prefix: &str) -> Option<f64> {
+    text.lines().find(|l| l.starts_with(prefix))?.rsplit(' ').next()?.parse().ok()
+}
+
+#[test]
+fn metrics_count_requests_errors_and_rejections() {
+    let dir = TempDir::new("metrics");
+    let node = NodeProcess::start(dir.path(), &["--rpc.gascap", "100000"]);
+    for _ in 0..3 {
+        node.ok("eth_getBalance", json!([ALICE, "latest"]));
+    }
+    node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": ALICE, "value": "0x1"}]));
+    assert!(node.call("eth_getBalance", json!(["0x12"])).get("error").is_some());
+    // A batch over the item limit is shed whole.
+    let items: Vec<_> = (0..1001)
+        .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "eth_chainId", "params": []}))
+        .collect();
+    let (_, body) = post(node.addr, &serde_json::Value::Array(items).to_string()).unwrap();
+    assert!(body.contains("-32005"), "{body}");
+
+    let (status, text) = get(node.addr, "/metrics").unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(
+        sample(&text, "hearth_rpc_requests_total{method=\"eth_getBalance\"}"),
+        Some(4.0),
+        "{text}"
+    );
+    assert_eq!(sample(&text, "hearth_rpc_errors_total{method=\"eth_getBalance\"}"), Some(1.0));
+    assert_eq!(
+        sample(&text, "hearth_rpc_request_duration_seconds_count{method=\"eth_getBalance\"}"),
+        Some(4.0)
+    );
+    assert_eq!(sample(&text, "hearth_rpc_rejections_total{path=\"batch_too_large\"}"), Some(1.0));
+    assert_eq!(sample(&text, "hearth_rpc_rejections_total{path=\"executor_busy\"}"), Some(0.0));
+    assert_eq!(sample(&text, "hearth_block_number"), Some(1.0));
+    assert_eq!(sample(&text, "hearth_executor_in_flight"), Some(0.0));
+    assert_eq!(sample(&text, "hearth_mempool_pending"), Some(0.0));
+    assert!(sample(&text, "hearth_code_cache_entries").is_some(), "{text}");
+    assert!(text.contains("# TYPE hearth_rpc_request_duration_seconds histogram"));
+}
