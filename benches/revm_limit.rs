@@ -16,7 +16,7 @@ use revm::context::{CfgEnv, Context, TxEnv};
 use revm::database::{CacheDB, EmptyDB};
 use revm::primitives::hardfork::SpecId;
 use revm::state::AccountInfo;
-use revm::{ExecuteEvm, MainBuilder, MainContext};
+use revm::{ExecuteEvm, InspectEvm, MainBuilder, MainContext};
 
 const TOKEN: Address = address!("5FbDB2315678afecb367f032d93F642f64180aa3");
 
@@ -38,8 +38,23 @@ fn runtime_code() -> Bytes {
     Bytes::from(hex::decode(code.trim_start_matches("0x")).expect("hex bytecode"))
 }
 
-/// Calls per second on one thread for `duration`.
-fn revm_thread(code: Bytes, input: Bytes, duration: Duration) -> f64 {
+/// The same shape as the executor's EVM time cap: a clock check every 4,096 instructions.
+struct Deadline {
+    at: Instant,
+    steps: u32,
+}
+
+impl<CTX> revm::Inspector<CTX> for Deadline {
+    fn step(&mut self, interp: &mut revm::interpreter::Interpreter, _context: &mut CTX) {
+        self.steps = self.steps.wrapping_add(1);
+        if self.steps.is_multiple_of(4096) && Instant::now() >= self.at {
+            interp.halt(revm::interpreter::InstructionResult::OutOfGas);
+        }
+    }
+}
+
+/// Calls per second on one thread for `duration`, with or without the deadline inspector.
+fn revm_thread(code: Bytes, input: Bytes, duration: Duration, inspect: bool) -> f64 {
     let mut db = CacheDB::new(EmptyDB::default());
     let bytecode = Bytecode::new_raw(code);
     db.insert_account_info(
@@ -50,7 +65,9 @@ fn revm_thread(code: Bytes, input: Bytes, duration: Duration) -> f64 {
     let mut cfg = CfgEnv::new_with_spec(SpecId::PRAGUE);
     cfg.disable_nonce_check = true;
     cfg.disable_base_fee = true;
-    let mut evm = Context::mainnet().with_db(db).with_cfg(cfg).build_mainnet();
+    let deadline = Deadline { at: Instant::now() + Duration::from_secs(3600), steps: 0 };
+    let mut evm =
+        Context::mainnet().with_db(db).with_cfg(cfg).build_mainnet_with_inspector(deadline);
     let tx = TxEnv {
         caller: Address::ZERO,
         kind: TxKind::Call(TOKEN),
@@ -62,7 +79,11 @@ fn revm_thread(code: Bytes, input: Bytes, duration: Duration) -> f64 {
     let start = Instant::now();
     let mut calls = 0u64;
     while start.elapsed() < duration {
-        let result = evm.transact(tx.clone()).expect("call runs");
+        let result = if inspect {
+            evm.inspect_tx(tx.clone()).expect("call runs")
+        } else {
+            evm.transact(tx.clone()).expect("call runs")
+        };
         assert!(result.result.is_success());
         calls += 1;
     }
@@ -105,22 +126,28 @@ fn main() {
     let input = calldata(&call);
     println!("bare revm, BenchToken {call}, {secs} s per row, {cores} cores");
     println!();
-    println!("| threads | calls/s | per thread | speed-up | spin-loop speed-up |");
-    println!("|---:|---:|---:|---:|---:|");
+    println!(
+        "| threads | calls/s | per thread | speed-up | spin-loop speed-up | with time-cap inspector |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|");
     let mut base = (0.0, 0.0);
     for threads in 1..=cores {
         eprintln!("measuring {threads} thread(s) ...");
         let (c, i) = (code.clone(), input.clone());
-        let rate = parallel(threads, move || revm_thread(c.clone(), i.clone(), duration));
+        let rate = parallel(threads, move || revm_thread(c.clone(), i.clone(), duration, false));
+        let (c, i) = (code.clone(), input.clone());
+        let inspected =
+            parallel(threads, move || revm_thread(c.clone(), i.clone(), duration, true));
         let spin = parallel(threads, move || spin_thread(duration));
         if threads == 1 {
             base = (rate, spin);
         }
         println!(
-            "| {threads} | {rate:.0} | {:.0} | {:.2}x | {:.2}x |",
+            "| {threads} | {rate:.0} | {:.0} | {:.2}x | {:.2}x | {inspected:.0} ({:.0}%) |",
             rate / threads as f64,
             rate / base.0,
-            spin / base.1
+            spin / base.1,
+            100.0 * inspected / rate
         );
     }
 }
