@@ -88,6 +88,12 @@ const MAX_CODE_CACHE_ENTRIES: u64 = 1_048_576;
 /// Smallest block gas limit that fits a transfer.
 const MIN_GAS_LIMIT: u64 = 21_000;
 
+/// The datadir when `--datadir` is not given: `$HOME/.hearth/dev`.
+pub fn default_datadir() -> Result<PathBuf, ConfigError> {
+    let home = std::env::var_os("HOME").ok_or(ConfigError::NoHome)?;
+    Ok(PathBuf::from(home).join(".hearth").join("dev"))
+}
+
 fn non_zero(flag: &'static str, value: usize) -> Result<NonZeroUsize, ConfigError> {
     NonZeroUsize::new(value).ok_or(ConfigError::Zero { flag })
 }
@@ -108,10 +114,7 @@ impl TryFrom<Cli> for NodeConfig {
         let storage = match (cli.ephemeral, cli.datadir) {
             (true, _) => StorageMode::Ephemeral,
             (false, Some(dir)) => StorageMode::Disk(dir),
-            (false, None) => {
-                let home = std::env::var_os("HOME").ok_or(ConfigError::NoHome)?;
-                StorageMode::Disk(PathBuf::from(home).join(".hearth").join("dev"))
-            }
+            (false, None) => StorageMode::Disk(default_datadir()?),
         };
         let executor_threads =
             non_zero("--executor.threads", cli.executor_threads.unwrap_or(cores))?;

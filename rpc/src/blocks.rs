@@ -85,7 +85,8 @@ pub(crate) fn read_block(ctx: &RpcContext, number: u64) -> Result<Option<SealedB
     if body.transactions.len() != body.senders.len() || body.transactions.len() != receipts.len() {
         return Err(missing("matching transactions, senders and receipts"));
     }
-    Ok(Some(SealedBlock { header, hash, body, receipts }))
+    let extras = ctx.chain.extras(number)?;
+    Ok(Some(SealedBlock { header, hash, body, receipts, extras }))
 }
 
 /// The block with hash `hash`, or `None` if we do not know it.
@@ -193,9 +194,11 @@ pub(crate) fn rpc_block(block: &SealedBlock, full: bool) -> Block {
         total_difficulty: Some(U256::ZERO),
         size: Some(U256::from(block.size())),
     };
-    // Shanghai blocks carry a (here always empty) withdrawals list.
-    let withdrawals = block.header.withdrawals_root.map(|_| Withdrawals::default());
-    Block { header, uncles: Vec::new(), transactions, withdrawals }
+    // Shanghai blocks carry a withdrawals list (empty on a dev chain); earlier ones none.
+    let withdrawals =
+        block.header.withdrawals_root.map(|_| Withdrawals::new(block.extras.withdrawals.clone()));
+    let uncles = block.extras.ommers.iter().map(alloy_consensus::Header::hash_slow).collect();
+    Block { header, uncles, transactions, withdrawals }
 }
 
 // ---- methods -------------------------------------------------------------------------------
