@@ -170,12 +170,24 @@ pub(crate) fn rpc_receipt(block: &SealedBlock, index: usize) -> Option<Transacti
         gas_used,
         // min(maxFee, baseFee + tip) for EIP-1559 transactions, gasPrice for legacy ones.
         effective_gas_price: tx.effective_gas_price(block.header.base_fee_per_gas),
-        blob_gas_used: None,
-        blob_gas_price: None,
+        blob_gas_used: tx.blob_gas_used(),
+        blob_gas_price: tx.blob_gas_used().map(|_| blob_gas_price(&block.header)),
         from: sender,
         to: tx.to(),
         contract_address,
     })
+}
+
+/// The blob gas price of a block, from its excess blob gas. The RPC front has no fork
+/// schedule, so the update fraction is Prague's for blocks with a requests hash (Prague on)
+/// and Cancun's before; a BPO fork with its own fraction would be priced as Prague.
+fn blob_gas_price(header: &alloy_consensus::Header) -> u128 {
+    let params = if header.requests_hash.is_some() {
+        alloy_eips::eip7840::BlobParams::prague()
+    } else {
+        alloy_eips::eip7840::BlobParams::cancun()
+    };
+    params.calc_blob_fee(header.excess_blob_gas.unwrap_or_default())
 }
 
 /// `block` as an RPC object, with full transactions or only their hashes.
@@ -190,8 +202,9 @@ pub(crate) fn rpc_block(block: &SealedBlock, full: bool) -> Block {
     let header = Header {
         hash: block.hash,
         inner: block.header.clone(),
-        // Post-merge chains report zero, as geth still does.
-        total_difficulty: Some(U256::ZERO),
+        // geth stopped reporting total difficulty after the merge (hive's rpc-compat fixtures
+        // expect no field), and Hearth does not track it.
+        total_difficulty: None,
         size: Some(U256::from(block.size())),
     };
     // Shanghai blocks carry a withdrawals list (empty on a dev chain); earlier ones none.

@@ -8,5 +8,6 @@ mod history;
 mod persistence;
 mod process;
 mod rpc;
+mod rpc_compat;
 mod statetest;
 mod support;
