@@ -81,8 +81,8 @@ pub enum ChainFileError {
         hash: B256,
         /// The last good block.
         head: u64,
-        /// Why.
-        source: ImportError,
+        /// Why (boxed: it is large, and this path is taken once per import).
+        source: Box<ImportError>,
     },
     /// There is nothing to export.
     #[error("the datadir holds no chain; import one first (hearth import)")]
@@ -179,7 +179,7 @@ pub fn import_chain(
                 number,
                 hash,
                 head: db.head_number().unwrap_or_default(),
-                source,
+                source: Box::new(source),
             })?;
             imported += 1;
             meter.tick(number, imported);

@@ -231,6 +231,32 @@ mod tests {
         }
         let cli = Cli::try_parse_from(["hearth", "blocktest", "dir"]).expect("blocktest parses");
         assert!(matches!(cli.command, Some(crate::cli::Command::Blocktest(_))));
+        let cli = Cli::try_parse_from([
+            "hearth",
+            "import",
+            "--genesis",
+            "g.json",
+            "--datadir",
+            "d",
+            "a.rlp",
+            "b.rlp",
+        ])
+        .expect("import parses");
+        match cli.command {
+            Some(crate::cli::Command::Import(args)) => {
+                assert_eq!((args.files.len(), args.datadir.is_some()), (2, true));
+            }
+            other => panic!("expected import, got {other:?}"),
+        }
+        assert!(Cli::try_parse_from(["hearth", "import", "a.rlp"]).is_err(), "--genesis required");
+        let cli = Cli::try_parse_from(["hearth", "export", "--from", "3", "--to", "5", "out.rlp"])
+            .expect("export parses");
+        match cli.command {
+            Some(crate::cli::Command::Export(args)) => {
+                assert_eq!((args.from, args.to), (Some(3), Some(5)));
+            }
+            other => panic!("expected export, got {other:?}"),
+        }
         // A runner without a path is a usage error (exit code 2).
         let err = Cli::try_parse_from(["hearth", "statetest"]).expect_err("paths required");
         assert_eq!(err.exit_code(), 2);

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use alloy_consensus::{Block, TxEnvelope};
+use alloy_rlp::{Decodable, Encodable};
 use hearth::chainfile::{export_chain, import_chain};
 use hearth::config::NodeConfig;
 use hearth::genesis::Genesis;
@@ -129,6 +131,37 @@ fn a_genesis_of_another_chain_is_refused() {
     let other = Genesis::read(&snapshot("osaka").join("genesis.json")).expect("parses");
     let err = import_chain(&db, &other, &[], false).expect_err("another genesis");
     assert!(err.to_string().contains("use another --datadir"), "{err}");
+}
+
+#[test]
+fn a_bad_block_stops_the_import_at_the_last_good_block() {
+    let dir = snapshot("prague");
+    let genesis = Genesis::read(&dir.join("genesis.json")).expect("genesis.json parses");
+    let chain = std::fs::read(dir.join("chain.rlp")).expect("chain.rlp");
+    // Blocks 1..=10 with block 10's gas used changed: it still decodes, its hash changes, and
+    // its execution disagrees with the header.
+    let mut rest = chain.as_slice();
+    let mut broken = Vec::new();
+    for _ in 0..10 {
+        let mut block = Block::<TxEnvelope>::decode(&mut rest).expect("block decodes");
+        if block.header.number == 10 {
+            block.header.gas_used += 1;
+        }
+        block.encode(&mut broken);
+    }
+    let path = std::env::temp_dir().join(format!("hearth-broken-{}.rlp", std::process::id()));
+    std::fs::write(&path, &broken).expect("write the broken chain");
+    let db = ChainDb::in_memory().expect("in-memory store");
+    let err = import_chain(&db, &genesis, &[path.clone()], false).expect_err("block 10 is bad");
+    let _ = std::fs::remove_file(&path);
+    let message = err.to_string();
+    assert!(message.contains("block 10") && message.contains("gas used"), "{message}");
+    assert!(message.contains("stays at block 9"), "{message}");
+    assert_eq!(db.head_number(), Some(9));
+
+    // The good chain then continues from block 9, skipping what is already stored.
+    let summary = import_chain(&db, &genesis, &[dir.join("chain.rlp")], false).expect("imports");
+    assert_eq!((summary.imported, summary.skipped, summary.head), (36, 9, 45));
 }
 
 /// One `.io` file: its round trips and whether it only checks the result's shape.
