@@ -152,7 +152,8 @@ fn a_bad_block_stops_the_import_at_the_last_good_block() {
     let path = std::env::temp_dir().join(format!("hearth-broken-{}.rlp", std::process::id()));
     std::fs::write(&path, &broken).expect("write the broken chain");
     let db = ChainDb::in_memory().expect("in-memory store");
-    let err = import_chain(&db, &genesis, &[path.clone()], false).expect_err("block 10 is bad");
+    let err = import_chain(&db, &genesis, std::slice::from_ref(&path), false)
+        .expect_err("block 10 is bad");
     let _ = std::fs::remove_file(&path);
     let message = err.to_string();
     assert!(message.contains("block 10") && message.contains("gas used"), "{message}");
