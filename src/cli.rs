@@ -112,6 +112,41 @@ pub enum Command {
     /// Run Ethereum Foundation blockchain tests (files or directories of *.json) through
     /// Hearth's block import path.
     Blocktest(ConformanceArgs),
+    /// Import a chain: write the genesis of a geth-style genesis.json (or check it), then
+    /// import blocks from files of concatenated RLP blocks, validating and executing each.
+    Import(ImportArgs),
+    /// Export canonical blocks as concatenated RLP blocks (geth's export format).
+    Export(ExportArgs),
+}
+
+/// Arguments of `hearth import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// geth-style genesis.json: chain config (chain id, forks, blob schedule), alloc, header.
+    #[arg(long, required = true)]
+    pub genesis: PathBuf,
+    /// Where the chain is stored (default: $HOME/.hearth/dev).
+    #[arg(long)]
+    pub datadir: Option<PathBuf>,
+    /// Files of concatenated RLP blocks, imported in order.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+/// Arguments of `hearth export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Where the chain is stored (default: $HOME/.hearth/dev).
+    #[arg(long)]
+    pub datadir: Option<PathBuf>,
+    /// First block to export (default 1: genesis comes from the genesis file).
+    #[arg(long)]
+    pub from: Option<u64>,
+    /// Last block to export (default: the head).
+    #[arg(long)]
+    pub to: Option<u64>,
+    /// The output file.
+    pub out: PathBuf,
 }
 
 /// Arguments of the conformance runners.

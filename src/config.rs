@@ -186,6 +186,12 @@ pub fn parse_block_time(text: &str) -> Result<Option<IntervalMining>, String> {
     }
 }
 
+/// The datadir when `--datadir` is not given: `$HOME/.hearth/dev`.
+pub fn default_datadir() -> Result<PathBuf, ConfigError> {
+    let home = std::env::var_os("HOME").ok_or(ConfigError::NoHome)?;
+    Ok(PathBuf::from(home).join(".hearth").join("dev"))
+}
+
 fn non_zero(flag: &'static str, value: usize) -> Result<NonZeroUsize, ConfigError> {
     NonZeroUsize::new(value).ok_or(ConfigError::Zero { flag })
 }
@@ -206,10 +212,7 @@ impl TryFrom<Cli> for NodeConfig {
         let storage = match (cli.ephemeral, cli.datadir) {
             (true, _) => StorageMode::Ephemeral,
             (false, Some(dir)) => StorageMode::Disk(dir),
-            (false, None) => {
-                let home = std::env::var_os("HOME").ok_or(ConfigError::NoHome)?;
-                StorageMode::Disk(PathBuf::from(home).join(".hearth").join("dev"))
-            }
+            (false, None) => StorageMode::Disk(default_datadir()?),
         };
         let executor_threads =
             non_zero("--executor.threads", cli.executor_threads.unwrap_or(cores))?;
@@ -406,6 +409,32 @@ mod tests {
         }
         let cli = Cli::try_parse_from(["hearth", "blocktest", "dir"]).expect("blocktest parses");
         assert!(matches!(cli.command, Some(crate::cli::Command::Blocktest(_))));
+        let cli = Cli::try_parse_from([
+            "hearth",
+            "import",
+            "--genesis",
+            "g.json",
+            "--datadir",
+            "d",
+            "a.rlp",
+            "b.rlp",
+        ])
+        .expect("import parses");
+        match cli.command {
+            Some(crate::cli::Command::Import(args)) => {
+                assert_eq!((args.files.len(), args.datadir.is_some()), (2, true));
+            }
+            other => panic!("expected import, got {other:?}"),
+        }
+        assert!(Cli::try_parse_from(["hearth", "import", "a.rlp"]).is_err(), "--genesis required");
+        let cli = Cli::try_parse_from(["hearth", "export", "--from", "3", "--to", "5", "out.rlp"])
+            .expect("export parses");
+        match cli.command {
+            Some(crate::cli::Command::Export(args)) => {
+                assert_eq!((args.from, args.to), (Some(3), Some(5)));
+            }
+            other => panic!("expected export, got {other:?}"),
+        }
         // A runner without a path is a usage error (exit code 2).
         let err = Cli::try_parse_from(["hearth", "statetest"]).expect_err("paths required");
         assert_eq!(err.exit_code(), 2);

@@ -9,7 +9,7 @@
 //! (`N passed, M failed, K skipped`).
 
 pub mod blocktest;
-mod fixture;
+pub(crate) mod fixture;
 pub mod statetest;
 
 use std::path::{Path, PathBuf};

@@ -15,7 +15,9 @@ use alloy_primitives::{B256, U256};
 use hearth_actors::ExecutorActor;
 use hearth_messages::ExecError;
 use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, PooledTx};
-use hearth_storage::{BlockDraft, ChainDb, SealedBlock, StorageError, StoredBody, import_block};
+use hearth_storage::{
+    BlockDraft, BlockExtras, ChainDb, SealedBlock, StorageError, StoredBody, import_block_with,
+};
 use revm::primitives::hardfork::SpecId;
 
 /// The chain rules a block is imported under: its fork and blob schedule, and the chain id.
@@ -106,6 +108,11 @@ pub fn import(
         let hash = *tx.tx_hash();
         txs.push(PooledTx { tx: Arc::new(tx), sender, hash });
     }
+    // Kept to be stored with the block, so it can be served and exported as received.
+    let extras = BlockExtras {
+        ommers: body.ommers.clone(),
+        withdrawals: body.withdrawals.clone().map(|w| w.into_inner()).unwrap_or_default(),
+    };
     let env = BlockEnvSpec {
         number,
         timestamp: header.timestamp,
@@ -160,7 +167,7 @@ pub fn import(
         format!("{:?}", computed.requests_hash),
     )?;
     let draft = BlockDraft { header, body: built.draft.body, receipts: built.draft.receipts };
-    Ok(import_block(db, draft, &built.diff)?)
+    Ok(import_block_with(db, draft, &built.diff, extras)?)
 }
 
 /// The consensus rules on a header that need only its parent (no execution).

@@ -4,8 +4,10 @@
 //! starts a [`node::Node`] inside an actix `System`. Tests and examples start a `Node` the same
 //! way, on in-memory storage.
 
+pub mod chainfile;
 pub mod cli;
 pub mod config;
 pub mod conformance;
+pub mod genesis;
 pub mod import;
 pub mod node;

@@ -1,5 +1,6 @@
-//! `hearth`: starts a dev chain and serves JSON-RPC until interrupted, or runs a conformance
-//! tool (`hearth statetest PATH...`, `hearth blocktest PATH...`).
+//! `hearth`: starts a dev chain (or an imported one) and serves JSON-RPC until interrupted, or
+//! runs a tool (`hearth statetest PATH...`, `hearth blocktest PATH...`,
+//! `hearth import --genesis G FILE...`, `hearth export OUT`).
 //!
 //! Exit codes: 0 after a clean shutdown, 2 for an unusable flag (before anything starts),
 //! 1 when storage cannot be opened or the port cannot be bound.
@@ -7,8 +8,12 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use hearth::cli::{Cli, Command};
+use std::path::PathBuf;
+
+use hearth::chainfile;
+use hearth::cli::{Cli, Command, ExportArgs, ImportArgs};
 use hearth::config::NodeConfig;
+use hearth::genesis::Genesis;
 use hearth::node::Node;
 use hearth_rpc::Extensions;
 use tracing_subscriber::EnvFilter;
@@ -58,6 +63,64 @@ fn main() -> ExitCode {
     }
 }
 
+/// Opens the datadir of `hearth import` / `hearth export`.
+fn open_datadir(datadir: Option<PathBuf>) -> Result<hearth_storage::ChainDb, String> {
+    let path = match datadir {
+        Some(path) => path,
+        None => hearth::config::default_datadir().map_err(|e| e.to_string())?,
+    };
+    hearth_storage::ChainDb::open(&path).map_err(|e| {
+        format!(
+            "cannot open the chain in {} (set with --datadir; is a node running on it?): {e}",
+            path.display()
+        )
+    })
+}
+
+/// Runs `hearth import`: exit 0 when every block was imported or already there, 1 otherwise.
+fn run_import(args: ImportArgs) -> ExitCode {
+    let started = std::time::Instant::now();
+    let result = open_datadir(args.datadir).and_then(|db| {
+        let genesis = Genesis::read(&args.genesis).map_err(|e| e.to_string())?;
+        chainfile::import_chain(&db, &genesis, &args.files, true).map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(s) => {
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!(
+                "imported {} blocks ({} already present) in {secs:.1} s ({:.0} blocks/s); head #{} {}",
+                s.imported,
+                s.skipped,
+                s.imported as f64 / secs.max(1e-3),
+                s.head,
+                s.head_hash
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("\nerror: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Runs `hearth export`.
+fn run_export(args: ExportArgs) -> ExitCode {
+    let result = open_datadir(args.datadir).and_then(|db| {
+        chainfile::export_chain(&db, args.from, args.to, &args.out).map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(n) => {
+            eprintln!("exported {n} blocks to {}", args.out.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 /// Runs a conformance tool; exit 0 when every case passed, 1 when any failed, 2 when the
 /// fixtures could not be read.
 fn run_tool(command: Command) -> ExitCode {
@@ -65,6 +128,8 @@ fn run_tool(command: Command) -> ExitCode {
     let (args, run): (_, fn(&[std::path::PathBuf], &RunOptions) -> _) = match command {
         Command::Statetest(args) => (args, statetest::run),
         Command::Blocktest(args) => (args, blocktest::run),
+        Command::Import(args) => return run_import(args),
+        Command::Export(args) => return run_export(args),
     };
     let options = RunOptions {
         fork: args.fork,

@@ -26,7 +26,7 @@ use tracing::info;
 
 use crate::config::{NodeConfig, StorageMode};
 
-/// The hard fork the dev chain runs.
+/// The hard fork the dev chain runs (an imported chain runs its own, from its config).
 pub const SPEC: SpecId = SpecId::PRAGUE;
 /// Base fee of the genesis block (1 gwei, as anvil).
 pub const GENESIS_BASE_FEE: u64 = 1_000_000_000;
@@ -42,6 +42,9 @@ pub enum NodeError {
         /// Why.
         source: StorageError,
     },
+    /// The chain configuration stored by an import is unreadable.
+    #[error("{0}")]
+    ChainConfig(crate::chainfile::ChainFileError),
     /// Genesis could not be written.
     #[error("cannot write genesis: {0}")]
     Genesis(StorageError),
@@ -95,15 +98,45 @@ impl Node {
             StorageMode::Ephemeral => ChainDb::in_memory()
                 .map_err(|source| NodeError::OpenStorage { path: "memory".into(), source })?,
         };
+        Self::start_on(chain, config, clock)
+    }
+
+    /// Like [`Node::start_with_clock`], on an already opened store (tests that import a chain
+    /// first). A store holding an imported chain runs under its stored chain id and fork rules
+    /// (see `hearth import`); any other gets the dev genesis and dev rules.
+    pub fn start_on(
+        chain: ChainDb,
+        mut config: NodeConfig,
+        clock: Clock,
+    ) -> Result<Self, NodeError> {
         let signers = hearth_actors::dev::dev_signers(&config.mnemonic, config.accounts)
             .map_err(|e| NodeError::Keys(e.to_string()))?;
-        let genesis = GenesisSpec {
-            alloc: signers.iter().map(|s| (s.address(), config.balance_wei)).collect(),
-            gas_limit: config.gas_limit,
-            base_fee: GENESIS_BASE_FEE,
-            timestamp: clock(),
+        let imported = crate::chainfile::stored_config(&chain).map_err(NodeError::ChainConfig)?;
+        let (head, spec) = match imported {
+            Some(chain_config) => {
+                let head = chain.head_number().unwrap_or_default();
+                let header = chain
+                    .header(head)
+                    .map_err(NodeError::Genesis)?
+                    .ok_or(NodeError::Genesis(StorageError::Corrupt { what: "head header" }))?;
+                // The imported chain's id replaces --chain-id: transactions signed for it must
+                // be accepted, and eth_chainId must name it.
+                config.chain_id = chain_config.chain_id;
+                config.gas_limit = header.gas_limit;
+                let spec = chain_config.rules_for(&header).spec;
+                info!(target: "node", head, chain_id = config.chain_id, ?spec, "imported chain opened");
+                (head, spec)
+            }
+            None => {
+                let genesis = GenesisSpec {
+                    alloc: signers.iter().map(|s| (s.address(), config.balance_wei)).collect(),
+                    gas_limit: config.gas_limit,
+                    base_fee: GENESIS_BASE_FEE,
+                    timestamp: clock(),
+                };
+                (init_genesis(&chain, &genesis).map_err(NodeError::Genesis)?, SPEC)
+            }
         };
-        let head = init_genesis(&chain, &genesis).map_err(NodeError::Genesis)?;
         info!(target: "node", head, "chain opened");
 
         let mailbox = config.mailbox;
@@ -113,7 +146,7 @@ impl Node {
             CodeL2 { get: code_cache.clone().recipient(), insert: code_cache.clone().recipient() };
         let exec_config = ExecConfig {
             chain_id: config.chain_id,
-            spec: SPEC,
+            spec,
             gas_cap: config.rpc.gas_cap,
             evm_timeout: Some(config.evm_timeout),
         };
@@ -132,7 +165,7 @@ impl Node {
             chain.clone(),
             MempoolConfig {
                 chain_id: config.chain_id,
-                spec: SPEC,
+                spec,
                 block_gas_limit: config.gas_limit,
                 max_count: config.txpool_max_count.get(),
                 max_bytes: config.txpool_max_bytes,

@@ -42,6 +42,9 @@ pub struct ExecConfig {
     pub evm_timeout: Option<std::time::Duration>,
 }
 
+/// EIP-7825: the gas limit cap of a transaction from Osaka on (2^24).
+const OSAKA_TX_GAS_LIMIT_CAP: u64 = 1 << 24;
+
 /// One executor thread.
 #[derive(Debug)]
 pub struct ExecutorActor {
@@ -54,6 +57,16 @@ impl ExecutorActor {
     /// An executor reading `db`, sharing analysed code through `l2` when given.
     pub fn new(db: ChainDb, config: ExecConfig, l2: Option<CodeL2>) -> Self {
         Self { db, config, codes: CodeL1::new(l2) }
+    }
+
+    /// The most gas a call may use: `--rpc.gascap`, and from Osaka no more than a transaction
+    /// may carry (EIP-7825), as geth does, since revm rejects a call above that cap.
+    fn call_gas_cap(&self) -> u64 {
+        if self.config.spec.is_enabled_in(SpecId::OSAKA) {
+            self.config.gas_cap.min(OSAKA_TX_GAS_LIMIT_CAP)
+        } else {
+            self.config.gas_cap
+        }
     }
 
     fn cfg(&self) -> CfgEnv {
@@ -87,6 +100,10 @@ impl ExecutorActor {
             db.apply_overrides(overrides)?;
         }
         let mut block_env = block_env_of(&header);
+        if !priced {
+            // geth runs an unpriced call with a zero base fee, so BASEFEE reads 0 there.
+            block_env.basefee = 0;
+        }
         if let Some(o) = &request.block_overrides {
             apply_block_overrides(&mut block_env, o);
         }
@@ -108,7 +125,8 @@ impl ExecutorActor {
     }
 
     fn call(&mut self, msg: Call) -> Result<CallOutcome, ExecError> {
-        let gas = msg.request.gas.unwrap_or(self.config.gas_cap).min(self.config.gas_cap);
+        let cap = self.call_gas_cap();
+        let gas = msg.request.gas.unwrap_or(cap).min(cap);
         let result = self.run_call(&msg.request, msg.block, gas)?;
         Ok(outcome(result))
     }
@@ -117,7 +135,7 @@ impl ExecutorActor {
     fn estimate(&mut self, msg: EstimateGas) -> Result<EstimateOutcome, ExecError> {
         let header = self.db.header(msg.block)?.ok_or(ExecError::UnknownBlock)?;
         let request = &msg.request;
-        let mut hi = request.gas.unwrap_or(header.gas_limit).min(self.config.gas_cap);
+        let mut hi = request.gas.unwrap_or(header.gas_limit).min(self.call_gas_cap());
         // A plain transfer to an account without code always costs exactly 21,000.
         if let Some(to) = request.to
             && request.input.is_empty()

@@ -85,7 +85,8 @@ pub(crate) fn read_block(ctx: &RpcContext, number: u64) -> Result<Option<SealedB
     if body.transactions.len() != body.senders.len() || body.transactions.len() != receipts.len() {
         return Err(missing("matching transactions, senders and receipts"));
     }
-    Ok(Some(SealedBlock { header, hash, body, receipts }))
+    let extras = ctx.chain.extras(number)?;
+    Ok(Some(SealedBlock { header, hash, body, receipts, extras }))
 }
 
 /// The block with hash `hash`, or `None` if we do not know it.
@@ -169,12 +170,24 @@ pub(crate) fn rpc_receipt(block: &SealedBlock, index: usize) -> Option<Transacti
         gas_used,
         // min(maxFee, baseFee + tip) for EIP-1559 transactions, gasPrice for legacy ones.
         effective_gas_price: tx.effective_gas_price(block.header.base_fee_per_gas),
-        blob_gas_used: None,
-        blob_gas_price: None,
+        blob_gas_used: tx.blob_gas_used(),
+        blob_gas_price: tx.blob_gas_used().map(|_| blob_gas_price(&block.header)),
         from: sender,
         to: tx.to(),
         contract_address,
     })
+}
+
+/// The blob gas price of a block, from its excess blob gas. The RPC front has no fork
+/// schedule, so the update fraction is Prague's for blocks with a requests hash (Prague on)
+/// and Cancun's before; a BPO fork with its own fraction would be priced as Prague.
+fn blob_gas_price(header: &alloy_consensus::Header) -> u128 {
+    let params = if header.requests_hash.is_some() {
+        alloy_eips::eip7840::BlobParams::prague()
+    } else {
+        alloy_eips::eip7840::BlobParams::cancun()
+    };
+    params.calc_blob_fee(header.excess_blob_gas.unwrap_or_default())
 }
 
 /// `block` as an RPC object, with full transactions or only their hashes.
@@ -189,13 +202,16 @@ pub(crate) fn rpc_block(block: &SealedBlock, full: bool) -> Block {
     let header = Header {
         hash: block.hash,
         inner: block.header.clone(),
-        // Post-merge chains report zero, as geth still does.
-        total_difficulty: Some(U256::ZERO),
+        // geth stopped reporting total difficulty after the merge (hive's rpc-compat fixtures
+        // expect no field), and Hearth does not track it.
+        total_difficulty: None,
         size: Some(U256::from(block.size())),
     };
-    // Shanghai blocks carry a (here always empty) withdrawals list.
-    let withdrawals = block.header.withdrawals_root.map(|_| Withdrawals::default());
-    Block { header, uncles: Vec::new(), transactions, withdrawals }
+    // Shanghai blocks carry a withdrawals list (empty on a dev chain); earlier ones none.
+    let withdrawals =
+        block.header.withdrawals_root.map(|_| Withdrawals::new(block.extras.withdrawals.clone()));
+    let uncles = block.extras.ommers.iter().map(alloy_consensus::Header::hash_slow).collect();
+    Block { header, uncles, transactions, withdrawals }
 }
 
 // ---- methods -------------------------------------------------------------------------------

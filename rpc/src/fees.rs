@@ -191,6 +191,7 @@ mod tests {
                 senders: vec![Address::ZERO; txs.len()],
             },
             receipts,
+            extras: Default::default(),
         }
     }
 

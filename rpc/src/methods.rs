@@ -30,6 +30,7 @@ pub(crate) async fn dispatch(
         "eth_getTransactionCount" => eth::get_transaction_count(ctx, p).await,
         "eth_getCode" => eth::get_code(ctx, p),
         "eth_getStorageAt" => eth::get_storage_at(ctx, p),
+        "eth_getProof" => eth::get_proof(ctx, p),
 
         "eth_call" => call::call(ctx, p).await,
         "eth_estimateGas" => call::estimate_gas(ctx, p).await,

@@ -535,7 +535,6 @@ async fn blocks_and_transactions() {
         "baseFeePerGas",
         "withdrawalsRoot",
         "size",
-        "totalDifficulty",
     ] {
         assert!(block[field].is_string(), "{field} missing: {block}");
     }

@@ -15,7 +15,7 @@ use alloy_rlp::Decodable;
 
 use crate::StorageError;
 use crate::layout::{self, be_u64};
-use crate::records::{StoredAccount, StoredBody};
+use crate::records::{BlockExtras, StoredAccount, StoredBody};
 use crate::trie::NodeSource;
 
 /// Shared handle to the store. Cheap to clone; every clone sees the same data and head.
@@ -97,6 +97,25 @@ impl ChainDb {
     /// The receipts of block `number`.
     pub fn receipts(&self, number: u64) -> Result<Option<Vec<ReceiptEnvelope>>, StorageError> {
         self.decode(&layout::number_key(layout::RECEIPTS, number), "receipts")
+    }
+
+    /// The ommers and withdrawals of block `number` (empty when none were stored).
+    pub fn extras(&self, number: u64) -> Result<BlockExtras, StorageError> {
+        Ok(self
+            .decode(&layout::number_key(layout::EXTRAS, number), "block extras")?
+            .unwrap_or_default())
+    }
+
+    /// The chain configuration stored by an import (`None` for a dev chain).
+    pub fn chain_config(&self) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(self.db.get(layout::CHAIN_CONFIG_KEY)?.map(|v| v.to_vec()))
+    }
+
+    /// Stores the chain configuration the node must run this chain under, durably.
+    pub fn set_chain_config(&self, config: &[u8]) -> Result<(), StorageError> {
+        self.db.insert(layout::CHAIN_CONFIG_KEY, config)?;
+        self.db.flush()?;
+        Ok(())
     }
 
     /// Where transaction `hash` was included: block number and index.

@@ -5,7 +5,9 @@ use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::B256;
 
 use crate::layout;
-use crate::records::{SealedBlock, StoredAccount, StoredBody, account_trie_key, storage_trie_key};
+use crate::records::{
+    BlockExtras, SealedBlock, StoredAccount, StoredBody, account_trie_key, storage_trie_key,
+};
 use crate::state::StateDiff;
 use crate::trie::{EMPTY_ROOT, Trie};
 use crate::{ChainDb, StorageError};
@@ -34,7 +36,7 @@ pub fn write_block(
     let mut batch = sled::Batch::default();
     let BlockDraft { mut header, body, receipts } = draft;
     header.state_root = apply_diff(db, header.number, diff, &mut batch)?;
-    finish_block(db, batch, header, body, receipts)
+    finish_block(db, batch, header, body, receipts, BlockExtras::default())
 }
 
 /// Writes an imported block with its header exactly as received (so its hash is the sender's),
@@ -44,6 +46,17 @@ pub fn import_block(
     db: &ChainDb,
     draft: BlockDraft,
     diff: &StateDiff,
+) -> Result<SealedBlock, StorageError> {
+    import_block_with(db, draft, diff, BlockExtras::default())
+}
+
+/// [`import_block`] for a block with ommers or withdrawals, which are stored with it (in the
+/// same batch) so that the block can be served and exported exactly as received.
+pub fn import_block_with(
+    db: &ChainDb,
+    draft: BlockDraft,
+    diff: &StateDiff,
+    extras: BlockExtras,
 ) -> Result<SealedBlock, StorageError> {
     let mut batch = sled::Batch::default();
     let BlockDraft { header, body, receipts } = draft;
@@ -55,7 +68,7 @@ pub fn import_block(
             computed,
         });
     }
-    finish_block(db, batch, header, body, receipts)
+    finish_block(db, batch, header, body, receipts, extras)
 }
 
 /// The state root block `number` would have with `diff` applied on top of block `number - 1`,
@@ -140,6 +153,7 @@ fn finish_block(
     header: Header,
     body: StoredBody,
     receipts: Vec<ReceiptEnvelope>,
+    extras: BlockExtras,
 ) -> Result<SealedBlock, StorageError> {
     let number = header.number;
     let hash = header.hash_slow();
@@ -154,9 +168,12 @@ fn finish_block(
         location[8..].copy_from_slice(&(index as u32).to_be_bytes());
         batch.insert(&layout::hash_key(layout::TX_LOOKUP, &tx.trie_hash())[..], &location[..]);
     }
+    if !extras.is_empty() {
+        batch.insert(&layout::number_key(layout::EXTRAS, number)[..], alloy_rlp::encode(&extras));
+    }
     batch.insert(layout::HEAD_KEY, &number.to_be_bytes()[..]);
     db.commit_batch(batch, number)?;
-    Ok(SealedBlock { header, hash, body, receipts })
+    Ok(SealedBlock { header, hash, body, receipts, extras })
 }
 
 /// The transactions root of a block body (our trie, key rlp(index), value the EIP-2718 bytes).

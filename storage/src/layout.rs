@@ -19,6 +19,8 @@ pub(crate) const BODY: u8 = b'B';
 pub(crate) const RECEIPTS: u8 = b'R';
 /// `T` + tx hash: block number (8 bytes) and index (4 bytes).
 pub(crate) const TX_LOOKUP: u8 = b'T';
+/// `O` + number: ommers and withdrawals of the block (absent when both are empty).
+pub(crate) const EXTRAS: u8 = b'O';
 /// `A` + address + number: the account as of that block (empty value: deleted).
 pub(crate) const ACCOUNT: u8 = b'A';
 /// `S` + address + incarnation + slot + number: a storage value as of that block (empty: zero).
@@ -34,6 +36,8 @@ pub(crate) const PATCHED_ROOT: u8 = b'P';
 
 /// The key of the head pointer.
 pub(crate) const HEAD_KEY: &[u8] = b"mhead";
+/// The key of the chain configuration an imported chain runs under (JSON, opaque here).
+pub(crate) const CHAIN_CONFIG_KEY: &[u8] = b"mchainconfig";
 
 pub(crate) fn number_key(prefix: u8, number: u64) -> [u8; 9] {
     let mut key = [0u8; 9];

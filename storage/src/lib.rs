@@ -17,12 +17,13 @@ pub mod trie;
 
 pub use chain::ChainDb;
 pub use commit::{
-    BlockDraft, import_block, receipts_root, state_root_after, transactions_root, write_block,
+    BlockDraft, import_block, import_block_with, receipts_root, state_root_after,
+    transactions_root, write_block,
 };
 pub use error::StorageError;
 pub use patch::{BlockKeys, PatchUndo, revert_blocks, write_patch};
 pub use records::{
-    Code, EMPTY_CODE_HASH, SealedBlock, StoredAccount, StoredBody, account_trie_key,
+    BlockExtras, Code, EMPTY_CODE_HASH, SealedBlock, StoredAccount, StoredBody, account_trie_key,
     storage_trie_key,
 };
 pub use state::{AccountChange, AccountFields, AccountProof, SlotProof, StateDiff, StateView};

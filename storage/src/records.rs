@@ -1,6 +1,7 @@
 //! The records Hearth stores: accounts, block bodies and receipts.
 
 use alloy_consensus::{Header, ReceiptEnvelope, TxEnvelope};
+use alloy_eips::eip4895::Withdrawal;
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use alloy_rlp::{RlpDecodable, RlpEncodable};
 
@@ -72,6 +73,24 @@ pub struct StoredBody {
     pub senders: Vec<Address>,
 }
 
+/// The parts of a block body besides its transactions: ommer headers (pre-merge) and
+/// withdrawals (Shanghai+). Kept apart from [`StoredBody`] so that stores written before they
+/// were recorded stay readable: a block without the record has neither.
+#[derive(Debug, Clone, Default, PartialEq, Eq, RlpEncodable, RlpDecodable)]
+pub struct BlockExtras {
+    /// Ommer (uncle) headers in block order.
+    pub ommers: Vec<Header>,
+    /// Withdrawals in block order.
+    pub withdrawals: Vec<Withdrawal>,
+}
+
+impl BlockExtras {
+    /// Whether there is nothing to store.
+    pub fn is_empty(&self) -> bool {
+        self.ommers.is_empty() && self.withdrawals.is_empty()
+    }
+}
+
 /// A whole block as committed: header, hash, body and receipts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SealedBlock {
@@ -83,6 +102,8 @@ pub struct SealedBlock {
     pub body: StoredBody,
     /// One receipt per transaction.
     pub receipts: Vec<ReceiptEnvelope>,
+    /// Ommers and withdrawals.
+    pub extras: BlockExtras,
 }
 
 impl SealedBlock {
@@ -91,14 +112,14 @@ impl SealedBlock {
         self.header.number
     }
 
-    /// Size in bytes of the block's RLP encoding (header, transactions, no ommers, withdrawals).
+    /// Size in bytes of the block's RLP encoding (header, transactions, ommers, withdrawals).
     pub fn size(&self) -> u64 {
         use alloy_rlp::Encodable;
         let mut len = self.header.length();
         len += alloy_rlp::list_length(&self.body.transactions);
-        len += 1; // empty ommers list
+        len += alloy_rlp::list_length(&self.extras.ommers);
         if self.header.withdrawals_root.is_some() {
-            len += 1; // empty withdrawals list
+            len += alloy_rlp::list_length(&self.extras.withdrawals);
         }
         (alloy_rlp::length_of_length(len) + len) as u64
     }

@@ -12,5 +12,6 @@ mod persistence;
 mod pool;
 mod process;
 mod rpc;
+mod rpc_compat;
 mod statetest;
 mod support;

@@ -97,6 +97,7 @@ fn probed_miner(
             header,
             body: msg.draft.body.clone(),
             receipts: vec![],
+            extras: Default::default(),
         }))
     });
     let miner = MinerActor::new(

@@ -1,0 +1,423 @@
+//! geth-style `genesis.json`: the chain configuration (chain id, fork block numbers and
+//! timestamps, blob schedule) and the genesis block (alloc and header fields).
+//!
+//! [`ChainConfig`] answers "which rules apply to block N at time T" for the importer and the
+//! node. It is stored in the datadir as the `config` object of the genesis file, verbatim, so a
+//! node started later on that datadir re-reads exactly what the import used.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use alloy_consensus::Header;
+use alloy_consensus::constants::EMPTY_OMMER_ROOT_HASH;
+use alloy_eips::eip1559::INITIAL_BASE_FEE;
+use alloy_eips::eip7685::EMPTY_REQUESTS_HASH;
+use alloy_eips::eip7840::BlobParams;
+use alloy_primitives::{Address, B64, B256, Bloom, Bytes, U256};
+use hearth_actors::block_exec::default_blob_params;
+use hearth_storage::trie::EMPTY_ROOT;
+use hearth_storage::{ChainDb, StorageError, state_root_after};
+use revm::primitives::hardfork::SpecId;
+use serde_json::Value;
+
+use crate::conformance::fixture::{AllocAccount, alloc_diff};
+use crate::import::ForkRules;
+
+/// A genesis file or stored chain configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum GenesisError {
+    /// The file could not be read.
+    #[error("cannot read the genesis file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not JSON.
+    #[error("the genesis file is not valid JSON: {0}; pass a geth-style genesis.json")]
+    Json(#[from] serde_json::Error),
+    /// A field is missing or malformed.
+    #[error("genesis field {field} is missing or malformed ({value}); fix the genesis file")]
+    Field {
+        /// Which field.
+        field: String,
+        /// What was there.
+        value: String,
+    },
+}
+
+impl GenesisError {
+    fn field(field: impl Into<String>, value: &Value) -> Self {
+        Self::Field { field: field.into(), value: value.to_string() }
+    }
+}
+
+/// Block-numbered forks of a geth config, in activation order, with the rules they bring.
+/// `constantinopleBlock` maps to Petersburg: revm has no separate Constantinople (EIP-1283 was
+/// removed before it ever ran on mainnet), and chains schedule both together in practice.
+const BLOCK_FORKS: &[(&str, SpecId)] = &[
+    ("homesteadBlock", SpecId::HOMESTEAD),
+    ("eip150Block", SpecId::TANGERINE),
+    ("eip155Block", SpecId::SPURIOUS_DRAGON),
+    ("eip158Block", SpecId::SPURIOUS_DRAGON),
+    ("byzantiumBlock", SpecId::BYZANTIUM),
+    ("constantinopleBlock", SpecId::PETERSBURG),
+    ("petersburgBlock", SpecId::PETERSBURG),
+    ("istanbulBlock", SpecId::ISTANBUL),
+    ("muirGlacierBlock", SpecId::ISTANBUL),
+    ("berlinBlock", SpecId::BERLIN),
+    ("londonBlock", SpecId::LONDON),
+    ("arrowGlacierBlock", SpecId::LONDON),
+    ("grayGlacierBlock", SpecId::LONDON),
+    ("mergeNetsplitBlock", SpecId::MERGE),
+];
+
+/// Timestamped forks: config key, blob schedule key, rules. Blob-parameter-only forks (BPO)
+/// keep the EVM rules of Osaka and change only the blob schedule.
+const TIME_FORKS: &[(&str, &str, SpecId)] = &[
+    ("shanghaiTime", "shanghai", SpecId::SHANGHAI),
+    ("cancunTime", "cancun", SpecId::CANCUN),
+    ("pragueTime", "prague", SpecId::PRAGUE),
+    ("osakaTime", "osaka", SpecId::OSAKA),
+    ("bpo1Time", "bpo1", SpecId::OSAKA),
+    ("bpo2Time", "bpo2", SpecId::OSAKA),
+    ("bpo3Time", "bpo3", SpecId::OSAKA),
+    ("bpo4Time", "bpo4", SpecId::OSAKA),
+    ("bpo5Time", "bpo5", SpecId::OSAKA),
+];
+
+/// The rules of a chain: chain id, fork schedule and blob schedule.
+#[derive(Debug, Clone)]
+pub struct ChainConfig {
+    /// Chain id.
+    pub chain_id: u64,
+    /// (activation block, rules), as listed in the config.
+    block_forks: Vec<(u64, SpecId)>,
+    /// (activation time, blob schedule key, rules).
+    time_forks: Vec<(u64, &'static str, SpecId)>,
+    /// Whether the chain merges by total difficulty (a pre-merge block with difficulty 0 is
+    /// then the first Paris block, even without `mergeNetsplitBlock`).
+    has_ttd: bool,
+    /// Blob schedule entries by lowercase fork name: (target, max, update fraction).
+    blob_schedule: BTreeMap<String, (u64, u64, u64)>,
+    /// The config object as given; what is stored in the datadir.
+    raw: Value,
+}
+
+impl ChainConfig {
+    /// Reads the `config` object of a genesis file.
+    pub fn from_json(config: &Value) -> Result<Self, GenesisError> {
+        let chain_id = config
+            .get("chainId")
+            .ok_or_else(|| GenesisError::field("config.chainId", &Value::Null))
+            .and_then(|v| quantity_u64("config.chainId", v))?;
+        let mut block_forks = Vec::new();
+        for (key, spec) in BLOCK_FORKS {
+            if let Some(v) = config.get(*key).filter(|v| !v.is_null()) {
+                block_forks.push((quantity_u64(&format!("config.{key}"), v)?, *spec));
+            }
+        }
+        let mut time_forks = Vec::new();
+        for (key, name, spec) in TIME_FORKS {
+            if let Some(v) = config.get(*key).filter(|v| !v.is_null()) {
+                time_forks.push((quantity_u64(&format!("config.{key}"), v)?, *name, *spec));
+            }
+        }
+        let mut blob_schedule = BTreeMap::new();
+        if let Some(entries) = config.get("blobSchedule").and_then(Value::as_object) {
+            for (name, entry) in entries {
+                let get = |k: &str| {
+                    let field = format!("config.blobSchedule.{name}.{k}");
+                    entry
+                        .get(k)
+                        .ok_or_else(|| GenesisError::field(&field, entry))
+                        .and_then(|v| quantity_u64(&field, v))
+                };
+                blob_schedule.insert(
+                    name.to_lowercase(),
+                    (get("target")?, get("max")?, get("baseFeeUpdateFraction")?),
+                );
+            }
+        }
+        let has_ttd = config.get("terminalTotalDifficulty").is_some_and(|v| !v.is_null());
+        Ok(Self { chain_id, block_forks, time_forks, has_ttd, blob_schedule, raw: config.clone() })
+    }
+
+    /// Reads a configuration stored with [`ChainConfig::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, GenesisError> {
+        Self::from_json(&serde_json::from_slice(bytes)?)
+    }
+
+    /// The configuration as stored in the datadir (the genesis `config` object).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.raw.to_string().into_bytes()
+    }
+
+    /// The rules of block `number` at `timestamp`.
+    pub fn spec_at(&self, number: u64, timestamp: u64) -> SpecId {
+        let mut spec = SpecId::FRONTIER;
+        for (block, fork) in &self.block_forks {
+            if number >= *block && *fork > spec {
+                spec = *fork;
+            }
+        }
+        for (time, _, fork) in &self.time_forks {
+            if timestamp >= *time && *fork > spec {
+                spec = *fork;
+            }
+        }
+        spec
+    }
+
+    /// The rules a received `header` is imported under: [`ChainConfig::spec_at`], and Paris
+    /// from the first London block with difficulty 0 on a chain that merges by total
+    /// difficulty (there is no total difficulty to compare without a PoW verifier).
+    pub fn rules_for(&self, header: &Header) -> ForkRules {
+        let mut spec = self.spec_at(header.number, header.timestamp);
+        if self.has_ttd
+            && spec.is_enabled_in(SpecId::LONDON)
+            && !spec.is_enabled_in(SpecId::MERGE)
+            && header.difficulty.is_zero()
+        {
+            spec = SpecId::MERGE;
+        }
+        ForkRules {
+            spec,
+            blob_params: self.blob_params_at(spec, header.timestamp),
+            chain_id: self.chain_id,
+        }
+    }
+
+    /// The blob parameters at `timestamp`: the fork's defaults, overridden by the schedule
+    /// entry of the latest timestamped fork in force, when it has one.
+    pub fn blob_params_at(&self, spec: SpecId, timestamp: u64) -> BlobParams {
+        let mut params = default_blob_params(spec);
+        let entry = self
+            .time_forks
+            .iter()
+            .filter(|(time, _, _)| timestamp >= *time)
+            .max_by_key(|(time, _, _)| *time)
+            .and_then(|(_, name, _)| self.blob_schedule.get(*name).copied());
+        if let Some((target, max, fraction)) = entry {
+            params.target_blob_count = target;
+            params.max_blob_count = max;
+            params.update_fraction = u128::from(fraction);
+            if !spec.is_enabled_in(SpecId::OSAKA) {
+                // Before EIP-7594 a transaction may carry as many blobs as a block.
+                params.max_blobs_per_tx = max;
+            }
+        }
+        params
+    }
+}
+
+/// A parsed genesis file: the chain's rules, its alloc and its block 0.
+#[derive(Debug, Clone)]
+pub struct Genesis {
+    /// The chain's rules.
+    pub config: ChainConfig,
+    /// The accounts of block 0.
+    alloc: BTreeMap<Address, AllocAccount>,
+    /// Block 0's header without its state root (computed from `alloc`).
+    header: Header,
+}
+
+impl Genesis {
+    /// Reads a genesis file.
+    pub fn read(path: &Path) -> Result<Self, GenesisError> {
+        let text = std::fs::read(path)
+            .map_err(|source| GenesisError::Read { path: path.display().to_string(), source })?;
+        Self::from_json(&serde_json::from_slice(&text)?)
+    }
+
+    /// Parses a genesis JSON document.
+    pub fn from_json(v: &Value) -> Result<Self, GenesisError> {
+        let config = ChainConfig::from_json(
+            v.get("config").ok_or_else(|| GenesisError::field("config", &Value::Null))?,
+        )?;
+        let alloc = parse_alloc(v.get("alloc").unwrap_or(&Value::Null))?;
+        let opt = |key: &str| v.get(key).filter(|x| !x.is_null());
+        let u64_or =
+            |key: &str, default: u64| opt(key).map_or(Ok(default), |x| quantity_u64(key, x));
+        let b256_or_zero = |key: &str| -> Result<B256, GenesisError> {
+            opt(key).map_or(Ok(B256::ZERO), |x| {
+                let b = hex_bytes(key, x)?;
+                (b.len() == 32)
+                    .then(|| B256::from_slice(&b))
+                    .ok_or_else(|| GenesisError::field(key, x))
+            })
+        };
+        let timestamp = u64_or("timestamp", 0)?;
+        let spec = config.spec_at(0, timestamp);
+        let cancun = spec.is_enabled_in(SpecId::CANCUN);
+        let beneficiary = match opt("coinbase") {
+            Some(x) => x
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| GenesisError::field("coinbase", x))?,
+            None => Address::ZERO,
+        };
+        // geth writes the nonce as a quantity; the header holds it as 8 big-endian bytes.
+        let nonce = B64::from(u64_or("nonce", 0)?.to_be_bytes());
+        let header = Header {
+            parent_hash: b256_or_zero("parentHash")?,
+            ommers_hash: EMPTY_OMMER_ROOT_HASH,
+            beneficiary,
+            state_root: B256::ZERO,
+            transactions_root: EMPTY_ROOT,
+            receipts_root: EMPTY_ROOT,
+            logs_bloom: Bloom::ZERO,
+            difficulty: opt("difficulty").map_or(Ok(U256::ZERO), |x| quantity("difficulty", x))?,
+            number: 0,
+            gas_limit: u64_or("gasLimit", 0)?,
+            gas_used: 0,
+            timestamp,
+            extra_data: opt("extraData").map_or(Ok(Bytes::new()), |x| hex_bytes("extraData", x))?,
+            mix_hash: b256_or_zero("mixHash")?,
+            nonce,
+            // Each fork field is present exactly when the fork is active at genesis, with the
+            // value geth would put there when the file leaves it out.
+            base_fee_per_gas: spec
+                .is_enabled_in(SpecId::LONDON)
+                .then(|| u64_or("baseFeePerGas", INITIAL_BASE_FEE))
+                .transpose()?,
+            withdrawals_root: spec.is_enabled_in(SpecId::SHANGHAI).then_some(EMPTY_ROOT),
+            blob_gas_used: cancun.then(|| u64_or("blobGasUsed", 0)).transpose()?,
+            excess_blob_gas: cancun.then(|| u64_or("excessBlobGas", 0)).transpose()?,
+            parent_beacon_block_root: cancun
+                .then(|| b256_or_zero("parentBeaconBlockRoot"))
+                .transpose()?,
+            requests_hash: spec.is_enabled_in(SpecId::PRAGUE).then_some(EMPTY_REQUESTS_HASH),
+            ..Default::default()
+        };
+        Ok(Self { config, alloc, header })
+    }
+
+    /// Block 0's header, with the state root of the alloc (computed by our trie, nothing
+    /// written).
+    pub fn header(&self, db: &ChainDb) -> Result<Header, StorageError> {
+        let mut header = self.header.clone();
+        header.state_root = state_root_after(db, 0, &alloc_diff(&self.alloc))?;
+        Ok(header)
+    }
+
+    /// The state diff that creates the alloc.
+    pub fn diff(&self) -> hearth_storage::StateDiff {
+        alloc_diff(&self.alloc)
+    }
+}
+
+fn parse_alloc(v: &Value) -> Result<BTreeMap<Address, AllocAccount>, GenesisError> {
+    let Some(map) = v.as_object() else {
+        return Err(GenesisError::field("alloc", v));
+    };
+    let mut out = BTreeMap::new();
+    for (key, account) in map {
+        let field = |name: &str| format!("alloc.{key}.{name}");
+        let address: Address =
+            key.parse().map_err(|_| GenesisError::field(format!("alloc key {key}"), account))?;
+        let mut storage = BTreeMap::new();
+        if let Some(slots) = account.get("storage").and_then(Value::as_object) {
+            for (slot, value) in slots {
+                let slot_value = Value::String(slot.clone());
+                storage.insert(
+                    quantity(&field("storage key"), &slot_value)?,
+                    quantity(&field("storage"), value)?,
+                );
+            }
+        }
+        let get = |name: &str| account.get(name).filter(|x| !x.is_null());
+        out.insert(
+            address,
+            AllocAccount {
+                nonce: get("nonce").map_or(Ok(0), |x| quantity_u64(&field("nonce"), x))?,
+                balance: get("balance")
+                    .map_or(Ok(U256::ZERO), |x| quantity(&field("balance"), x))?,
+                code: get("code").map_or(Ok(Bytes::new()), |x| hex_bytes(&field("code"), x))?,
+                storage,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// A quantity written as a JSON number, a hex string (`"0x1f"`, leading zeros allowed) or a
+/// decimal string, as geth accepts.
+fn quantity(field: &str, v: &Value) -> Result<U256, GenesisError> {
+    let bad = || GenesisError::field(field, v);
+    match v {
+        Value::Number(n) => n.as_u64().map(U256::from).ok_or_else(bad),
+        Value::String(s) => match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+            Some("") => Ok(U256::ZERO),
+            Some(hex) => U256::from_str_radix(hex, 16).map_err(|_| bad()),
+            None => U256::from_str_radix(s, 10).map_err(|_| bad()),
+        },
+        _ => Err(bad()),
+    }
+}
+
+fn quantity_u64(field: &str, v: &Value) -> Result<u64, GenesisError> {
+    u64::try_from(quantity(field, v)?).map_err(|_| GenesisError::field(field, v))
+}
+
+fn hex_bytes(field: &str, v: &Value) -> Result<Bytes, GenesisError> {
+    v.as_str()
+        .and_then(|s| alloy_primitives::hex::decode(s).ok())
+        .map(Bytes::from)
+        .ok_or_else(|| GenesisError::field(field, v))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn hive_config() -> ChainConfig {
+        ChainConfig::from_json(&json!({
+            "chainId": 3503995874084926u64, "homesteadBlock": 0, "eip150Block": 3,
+            "byzantiumBlock": 9, "londonBlock": 27, "mergeNetsplitBlock": 36,
+            "terminalTotalDifficulty": 4732736, "shanghaiTime": 390, "cancunTime": 420,
+            "pragueTime": 450, "osakaTime": 480, "bpo1Time": 510,
+            "blobSchedule": {
+                "cancun": {"target": 3, "max": 6, "baseFeeUpdateFraction": 3338477},
+                "bpo1": {"target": 10, "max": 15, "baseFeeUpdateFraction": 8346193}
+            }
+        }))
+        .expect("valid config")
+    }
+
+    #[test]
+    fn forks_follow_block_numbers_then_timestamps() {
+        let config = hive_config();
+        assert_eq!(config.spec_at(0, 0), SpecId::HOMESTEAD);
+        assert_eq!(config.spec_at(3, 30), SpecId::TANGERINE);
+        assert_eq!(config.spec_at(27, 270), SpecId::LONDON);
+        assert_eq!(config.spec_at(36, 360), SpecId::MERGE);
+        assert_eq!(config.spec_at(39, 390), SpecId::SHANGHAI);
+        assert_eq!(config.spec_at(45, 450), SpecId::PRAGUE);
+        assert_eq!(config.spec_at(51, 510), SpecId::OSAKA);
+    }
+
+    #[test]
+    fn blob_schedule_follows_the_latest_fork_with_an_entry() {
+        let config = hive_config();
+        let cancun = config.blob_params_at(SpecId::CANCUN, 420);
+        assert_eq!((cancun.target_blob_count, cancun.max_blob_count), (3, 6));
+        // Prague has no entry here, so its defaults apply.
+        let prague = config.blob_params_at(SpecId::PRAGUE, 450);
+        assert_eq!(prague.max_blob_count, BlobParams::prague().max_blob_count);
+        let bpo1 = config.blob_params_at(SpecId::OSAKA, 510);
+        assert_eq!((bpo1.max_blob_count, bpo1.update_fraction), (15, 8346193));
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let err = ChainConfig::from_json(&json!({"chainId": "x"})).expect_err("bad chain id");
+        assert!(err.to_string().contains("config.chainId"), "{err}");
+        let err = ChainConfig::from_json(&json!({"chainId": 1, "londonBlock": []}))
+            .expect_err("bad fork");
+        assert!(err.to_string().contains("config.londonBlock"), "{err}");
+    }
+}
