@@ -92,4 +92,4 @@ step "block and tx lookups"
 "$CAST" tx "$TX" --json | jq -e ".hash == \"$TX\"" >/dev/null || fail "tx by hash"
 
 echo
-echo "cast e2e: 9 passed, 0 failed"
+echo "cast-e2e: 9 passed, 0 failed"
