@@ -42,7 +42,7 @@ pub(crate) fn syncing(params: &Params) -> Result<Value, RpcError> {
 }
 
 /// The block argument at `index` of a state query; "latest" when absent.
-fn block_arg(params: &Params, index: usize) -> Result<BlockId, RpcError> {
+pub(crate) fn block_arg(params: &Params, index: usize) -> Result<BlockId, RpcError> {
     Ok(params.optional(index)?.unwrap_or(BlockId::Number(BlockNumberOrTag::Latest)))
 }
 

@@ -6,5 +6,6 @@ mod conformance;
 mod history;
 mod persistence;
 mod process;
+mod proof;
 mod rpc;
 mod support;
