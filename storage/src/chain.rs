@@ -182,7 +182,12 @@ impl ChainDb {
 }
 
 impl NodeSource for ChainDb {
-    fn node(&self, hash: &B256) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self.db.get(layout::hash_key(layout::TRIE_NODE, hash))?.map(|v| v.to_vec()))
+    fn node_into(&self, hash: &B256, out: &mut Vec<u8>) -> Result<bool, StorageError> {
+        let Some(rlp) = self.db.get(layout::hash_key(layout::TRIE_NODE, hash))? else {
+            return Ok(false);
+        };
+        out.clear();
+        out.extend_from_slice(&rlp);
+        Ok(true)
     }
 }

@@ -1,0 +1,550 @@
+//! Trie performance: incremental state roots through `write_block` against a from-scratch
+//! root, and heap allocations on the trie's hot paths.
+//!
+//! A plain `harness = false` binary that prints tables (no Criterion: one long setup, a few
+//! measurements, and STACK.md prefers small dependencies).
+//!
+//! 1. Builds a state of `--accounts` accounts (default 1,000,000) in a sled-backed `ChainDb` in
+//!    a temporary directory under the system temp dir (removed at the end), `--batch` accounts
+//!    per block through `write_block`. Then times `--blocks` blocks that each change
+//!    `--changes` random accounts (balance and nonce) through `write_block` (trie update, root,
+//!    one atomic batch and a flush), and, in the same run, recomputes the root from scratch over
+//!    every account with alloy-trie's `HashBuilder`; the two roots must be equal.
+//! 2. Counts heap allocations (a counting wrapper around the system allocator) per trie update,
+//!    per node loaded, per node emitted, per proof and per store read, on that state.
+//!
+//! Flags may also come from the environment (`HEARTH_BENCH_ACCOUNTS`, ...), so CI can run a
+//! small version: `HEARTH_BENCH_ACCOUNTS=20000 cargo bench -p hearth-storage --bench
+//! trie_commit`.
+
+// Implementing `GlobalAlloc` needs `unsafe` (it is an unsafe trait whose methods take raw
+// pointers); the workspace denies unsafe code, and this bench is the one place that allows it,
+// for the counting allocator below and nothing else.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use alloy_consensus::Header;
+use alloy_primitives::{Address, B256, U256, keccak256};
+use alloy_trie::{HashBuilder, Nibbles, TrieAccount};
+use hearth_storage::trie::{NodeSource, Trie};
+use hearth_storage::{
+    AccountChange, AccountFields, BlockDraft, ChainDb, EMPTY_CODE_HASH, StateDiff, StorageError,
+    StoredBody, account_trie_key, write_block,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Counting allocator
+// ---------------------------------------------------------------------------------------------
+
+/// The system allocator, counting allocation calls and bytes requested (a `realloc` counts as
+/// one allocation of its new size: it may move the block).
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so it keeps
+// `System`'s guarantees; the counters are atomics and never allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged; the caller upholds `alloc_zeroed`'s contract.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged; `ptr` came from `System` through this wrapper.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged; `ptr` came from `System` through this wrapper.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocation calls and bytes so far.
+fn allocated() -> (u64, u64) {
+    (ALLOCS.load(Ordering::Relaxed), BYTES.load(Ordering::Relaxed))
+}
+
+/// Runs `f` and returns its result with the allocations made meanwhile, by any thread: sled's
+/// background flusher may allocate during a sample, so each figure below is a minimum over
+/// many samples.
+fn counting<T>(f: impl FnOnce() -> T) -> (T, u64, u64) {
+    let (a0, b0) = allocated();
+    let out = f();
+    let (a1, b1) = allocated();
+    (out, a1 - a0, b1 - b0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settings
+// ---------------------------------------------------------------------------------------------
+
+/// What to run, from `--name value` flags or `HEARTH_BENCH_NAME` variables.
+struct Settings {
+    accounts: usize,
+    batch: usize,
+    blocks: usize,
+    changes: usize,
+    samples: usize,
+}
+
+impl Settings {
+    fn from_env_and_args() -> Self {
+        let args: Vec<String> = std::env::args().collect();
+        let get = |name: &str, default: usize| -> usize {
+            let flag = format!("--{name}");
+            let from_args = args.windows(2).find(|w| w[0] == flag).map(|w| w[1].clone());
+            let env = format!("HEARTH_BENCH_{}", name.to_uppercase());
+            match from_args.or_else(|| std::env::var(&env).ok()) {
+                Some(v) => v.replace('_', "").parse().unwrap_or_else(|_| {
+                    eprintln!("{flag} / {env}: not a number: {v}");
+                    std::process::exit(2)
+                }),
+                None => default,
+            }
+        };
+        let settings = Self {
+            accounts: get("accounts", 1_000_000),
+            batch: get("batch", 10_000),
+            blocks: get("blocks", 20),
+            changes: get("changes", 1_000),
+            samples: get("samples", 200),
+        };
+        if settings.accounts == 0 || settings.batch == 0 || settings.blocks == 0 {
+            eprintln!("--accounts, --batch and --blocks must be at least 1");
+            std::process::exit(2);
+        }
+        settings
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+/// xorshift64: deterministic, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn address(&mut self) -> Address {
+        let mut bytes = [0u8; 20];
+        for chunk in bytes.chunks_mut(8) {
+            chunk.copy_from_slice(&self.next().to_le_bytes()[..chunk.len()]);
+        }
+        Address::from(bytes)
+    }
+}
+
+/// A directory under the system temp dir, removed on drop (also when the bench panics).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        let path = std::env::temp_dir().join(format!("hearth-bench-trie-{}", std::process::id()));
+        std::fs::create_dir_all(&path).expect("the temp dir is writable");
+        Self(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        // Best effort: a leftover directory under /tmp is harmless and says where it is.
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            eprintln!("could not remove {}: {e}", self.0.display());
+        }
+    }
+}
+
+/// One account as the bench tracks it.
+#[derive(Clone, Copy)]
+struct Account {
+    address: Address,
+    nonce: u64,
+    balance: U256,
+}
+
+impl Account {
+    fn change(&self) -> AccountChange {
+        AccountChange {
+            info: Some(AccountFields {
+                nonce: self.nonce,
+                balance: self.balance,
+                code_hash: EMPTY_CODE_HASH,
+            }),
+            storage_wiped: false,
+            storage: BTreeMap::new(),
+        }
+    }
+}
+
+/// Writes block `number` changing `accounts` and returns its state root.
+fn write(db: &ChainDb, number: u64, accounts: impl IntoIterator<Item = Account>) -> B256 {
+    let mut diff = StateDiff::default();
+    for account in accounts {
+        diff.accounts.insert(account.address, account.change());
+    }
+    let draft = BlockDraft {
+        header: Header { number, timestamp: number, ..Header::default() },
+        body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
+        receipts: Vec::new(),
+    };
+    write_block(db, draft, &diff).expect("the block is written").header.state_root
+}
+
+/// The state root from scratch: alloy-trie's `HashBuilder` over every account's leaf, sorted
+/// by hashed address, with the account encoded by alloy (independently of Hearth's code).
+fn root_from_scratch(accounts: &[Account]) -> (B256, Duration, Duration) {
+    let start = Instant::now();
+    let mut leaves: Vec<(B256, Vec<u8>)> = accounts
+        .iter()
+        .map(|a| {
+            let value =
+                TrieAccount { nonce: a.nonce, balance: a.balance, ..TrieAccount::default() };
+            (keccak256(a.address), alloy_rlp::encode(value))
+        })
+        .collect();
+    leaves.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let prepared = start.elapsed();
+    let mut builder = HashBuilder::default();
+    for (key, value) in &leaves {
+        builder.add_leaf(Nibbles::unpack(key), value);
+    }
+    let root = builder.root();
+    (root, prepared, start.elapsed())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The `p`-th percentile (0..=100) of sorted samples, nearest rank.
+fn percentile(sorted: &[Duration], p: usize) -> Duration {
+    let rank = (p * sorted.len()).div_ceil(100).max(1);
+    sorted[rank - 1]
+}
+
+/// A node source that counts the nodes read through it.
+struct CountingSource<'a> {
+    inner: &'a ChainDb,
+    reads: std::cell::Cell<u64>,
+}
+
+impl NodeSource for CountingSource<'_> {
+    fn node_into(&self, hash: &B256, out: &mut Vec<u8>) -> Result<bool, StorageError> {
+        self.reads.set(self.reads.get() + 1);
+        self.inner.node_into(hash, out)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bench
+// ---------------------------------------------------------------------------------------------
+
+fn main() {
+    let s = Settings::from_env_and_args();
+    let dir = TempDir::new();
+    let db = ChainDb::open(&dir.0).expect("the store opens");
+    println!(
+        "trie_commit: {} accounts in blocks of {}, then {} blocks of {} changes; store in {}",
+        s.accounts,
+        s.batch,
+        s.blocks,
+        s.changes,
+        dir.0.display()
+    );
+
+    // ---- build ----
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut accounts: Vec<Account> = Vec::with_capacity(s.accounts);
+    let build_start = Instant::now();
+    let mut number = 0u64;
+    let mut root = B256::ZERO;
+    while accounts.len() < s.accounts {
+        let count = s.batch.min(s.accounts - accounts.len());
+        let fresh: Vec<Account> = (0..count)
+            .map(|_| Account {
+                address: rng.address(),
+                nonce: 0,
+                balance: U256::from(1_000_000_000u64 + rng.next() % 1_000_000_000),
+            })
+            .collect();
+        root = write(&db, number, fresh.iter().copied());
+        accounts.extend(fresh);
+        let elapsed = build_start.elapsed().as_secs_f64();
+        println!(
+            "  build: block {number:>4}, {:>9} accounts, {elapsed:>7.1} s ({:.0} accounts/s)",
+            accounts.len(),
+            accounts.len() as f64 / elapsed
+        );
+        number += 1;
+    }
+    let build_time = build_start.elapsed();
+
+    // ---- incremental blocks vs from scratch ----
+    let mut block_times = Vec::with_capacity(s.blocks);
+    for i in 0..s.blocks {
+        let mut changed = BTreeMap::new();
+        while changed.len() < s.changes.min(accounts.len()) {
+            let index = rng.below(accounts.len());
+            let account = &mut accounts[index];
+            account.nonce += 1;
+            account.balance -= U256::from(21_000u64 + rng.next() % 1_000);
+            changed.insert(index, *account);
+        }
+        let start = Instant::now();
+        root = write(&db, number, changed.into_values());
+        let took = start.elapsed();
+        block_times.push(took);
+        println!(
+            "  block {number}: {} changed accounts, {:.1} ms ({}/{})",
+            s.changes,
+            ms(took),
+            i + 1,
+            s.blocks
+        );
+        number += 1;
+    }
+    block_times.sort();
+    println!("  recomputing the root from scratch over {} accounts (3 runs)", accounts.len());
+    let mut scratch_runs: Vec<(Duration, Duration)> = (0..3)
+        .map(|run| {
+            let (scratch_root, prepared, total) = root_from_scratch(&accounts);
+            assert_eq!(scratch_root, root, "incremental root differs from the from-scratch root");
+            println!("    run {}: {:.0} ms", run + 1, ms(total));
+            (prepared, total)
+        })
+        .collect();
+    scratch_runs.sort_by_key(|r| r.1);
+    let (prepared, scratch) = scratch_runs[1];
+    let median = percentile(&block_times, 50);
+    let p90 = percentile(&block_times, 90);
+
+    // ---- allocations ----
+    let alloc = allocation_report(&db, root, &accounts, &mut rng, s.samples);
+
+    let disk = dir_size(&dir.0);
+    println!();
+    println!(
+        "## Incremental state root ({} accounts, {} blocks of {} changes)",
+        accounts.len(),
+        s.blocks,
+        s.changes
+    );
+    println!();
+    println!("| measurement | time |");
+    println!("|---|---|");
+    println!(
+        "| build: {} accounts in {} blocks through write_block | {:.1} s ({:.0} accounts/s) |",
+        accounts.len(),
+        number as usize - s.blocks,
+        build_time.as_secs_f64(),
+        accounts.len() as f64 / build_time.as_secs_f64()
+    );
+    println!("| write_block, {} changed accounts: median | {:.1} ms |", s.changes, ms(median));
+    println!("| write_block, {} changed accounts: p90 | {:.1} ms |", s.changes, ms(p90));
+    println!(
+        "| root from scratch (HashBuilder over {} sorted leaves), median of 3 | {:.0} ms (+ {:.0} ms to hash, encode and sort the leaves) |",
+        accounts.len(),
+        ms(scratch - prepared),
+        ms(prepared)
+    );
+    println!(
+        "| speed-up of the incremental block over the from-scratch root alone | {:.1}x |",
+        (scratch - prepared).as_secs_f64() / median.as_secs_f64()
+    );
+    println!("| store size on disk | {:.0} MB |", disk as f64 / 1e6);
+    println!();
+    println!("roots equal: yes (checked on every from-scratch run)");
+    println!();
+    println!(
+        "## Allocations (minimum over {} samples each; state of {} accounts)",
+        s.samples,
+        accounts.len()
+    );
+    println!();
+    println!("| operation | allocations | bytes | per |");
+    println!("|---|---|---|---|");
+    for row in alloc {
+        println!("| {} | {:.1} | {:.0} | {} |", row.what, row.allocs, row.bytes, row.per);
+    }
+    drop(db);
+}
+
+/// One row of the allocation table.
+struct AllocRow {
+    what: &'static str,
+    allocs: f64,
+    bytes: f64,
+    per: String,
+}
+
+/// Measures `samples` times and keeps the run with the fewest allocations (a background sled
+/// thread may allocate during one sample; the minimum is what the code itself needs).
+fn min_of(samples: usize, mut f: impl FnMut(usize) -> (u64, u64, f64)) -> (f64, f64, f64) {
+    let mut best: Option<(u64, u64, f64)> = None;
+    for i in 0..samples {
+        let run = f(i);
+        if best.is_none_or(|b| run.0 < b.0) {
+            best = Some(run);
+        }
+    }
+    let (allocs, bytes, units) = best.expect("at least one sample");
+    (allocs as f64, bytes as f64, units)
+}
+
+fn allocation_report(
+    db: &ChainDb,
+    root: B256,
+    accounts: &[Account],
+    rng: &mut Rng,
+    samples: usize,
+) -> Vec<AllocRow> {
+    let keys: Vec<B256> = (0..samples)
+        .map(|_| account_trie_key(&accounts[rng.below(accounts.len())].address))
+        .collect();
+    let new_value = alloy_rlp::encode(TrieAccount { nonce: 7, ..TrieAccount::default() });
+    let mut rows = Vec::new();
+
+    // A store read on its own: what every node load pays before the trie sees the bytes.
+    let mut buf = Vec::new();
+    let (allocs, bytes, _) = min_of(samples, |_| {
+        let ((), a, b) = counting(|| {
+            assert!(db.node_into(&root, &mut buf).expect("read"), "the root node is stored");
+        });
+        (a, b, 1.0)
+    });
+    rows.push(AllocRow {
+        what: "ChainDb::node_into (one sled read into a reused buffer)",
+        allocs,
+        bytes,
+        per: "node read".into(),
+    });
+
+    // Update = one insert into the trie at `root` (path loaded from the store) + root.
+    let mut loaded_per_update = 0.0;
+    let (allocs, bytes, _) = min_of(samples, |i| {
+        let src = CountingSource { inner: db, reads: std::cell::Cell::new(0) };
+        let mut trie = Trie::at_root(root);
+        let value = new_value.clone();
+        let ((), a, b) = counting(|| {
+            trie.insert(&src, keys[i].as_slice(), value).expect("insert");
+            let mut emitted = 0u32;
+            trie.commit(&mut |_, _| emitted += 1);
+        });
+        loaded_per_update = src.reads.get() as f64;
+        (a, b, 1.0)
+    });
+    rows.push(AllocRow {
+        what: "trie update: insert one key + commit (root)",
+        allocs,
+        bytes,
+        per: format!("update ({loaded_per_update:.0} nodes loaded)"),
+    });
+
+    // Decode: a no-op insert loads and decodes the path, then drops it.
+    let (allocs, bytes, per) = min_of(samples, |i| {
+        let src = CountingSource { inner: db, reads: std::cell::Cell::new(0) };
+        let mut trie = Trie::at_root(root);
+        let key = keys[i];
+        let current = trie.get(db, key.as_slice()).expect("get").expect("present");
+        let ((), a, b) = counting(|| trie.insert(&src, key.as_slice(), current).expect("insert"));
+        let nodes = src.reads.get().max(1);
+        (a, b, nodes as f64)
+    });
+    rows.push(AllocRow {
+        what: "load + decode (no-op insert), per node",
+        allocs: allocs / per,
+        bytes: bytes / per,
+        per: "node loaded (incl. its store read)".into(),
+    });
+
+    // Encode + hash: committing a dirty path, per node emitted.
+    let (allocs, bytes, per) = min_of(samples, |i| {
+        let mut trie = Trie::at_root(root);
+        trie.insert(db, keys[i].as_slice(), new_value.clone()).expect("insert");
+        let mut emitted = 0u32;
+        let ((), a, b) = counting(|| {
+            trie.commit(&mut |_, _| emitted += 1);
+        });
+        (a, b, f64::from(emitted.max(1)))
+    });
+    rows.push(AllocRow {
+        what: "encode + hash + emit (commit of a dirty path), per node",
+        allocs: allocs / per,
+        bytes: bytes / per,
+        per: "node emitted".into(),
+    });
+
+    // Proof of a present key.
+    let mut proof_nodes = 0.0;
+    let (allocs, bytes, _) = min_of(samples, |i| {
+        let trie = Trie::at_root(root);
+        let (proof, a, b) = counting(|| trie.proof(db, keys[i].as_slice()).expect("proof"));
+        proof_nodes = proof.len() as f64;
+        drop(proof);
+        (a, b, 1.0)
+    });
+    rows.push(AllocRow {
+        what: "proof of one account",
+        allocs,
+        bytes,
+        per: format!("proof ({proof_nodes:.0} nodes)"),
+    });
+
+    // Read of one key straight from the store.
+    let (allocs, bytes, _) = min_of(samples, |i| {
+        let trie = Trie::at_root(root);
+        let (value, a, b) = counting(|| trie.get(db, keys[i].as_slice()).expect("get"));
+        drop(value);
+        (a, b, 1.0)
+    });
+    rows.push(AllocRow { what: "get of one account", allocs, bytes, per: "read".into() });
+    rows
+}
+
+/// Bytes used by the files under `path`.
+fn dir_size(path: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
