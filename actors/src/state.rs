@@ -1,7 +1,8 @@
 //! `StateActor`: the only writer of storage.
 //!
 //! Owns: the write side of `ChainDb` (trie nodes, versioned accounts and storage, blocks,
-//! receipts, the head pointer) and the list of block subscribers. Handles `CommitBlock` and
+//! receipts, the head pointer), the cache of recently written trie nodes (`BlockWriter`) and
+//! the list of block subscribers. Handles `CommitBlock` and
 //! `SubscribeBlocks`; sends `BlockCommitted` to subscribers with `try_send` (a full subscriber
 //! misses one notification and it is counted; a commit never waits on a subscriber).
 //! Mailbox: bounded by the node config. Restart: never; on a storage error it logs at `error`
@@ -18,8 +19,8 @@ use hearth_messages::StateError;
 use hearth_messages::state::{BlockCommitted, CommitBlock, SubscribeBlocks};
 use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{
-    AccountChange, AccountFields, BlockDraft, ChainDb, EMPTY_CODE_HASH, SealedBlock, StateDiff,
-    StorageError, StoredBody, write_block,
+    AccountChange, AccountFields, BlockDraft, BlockWriter, ChainDb, DEFAULT_NODE_CACHE_BYTES,
+    EMPTY_CODE_HASH, SealedBlock, StateDiff, StorageError, StoredBody, write_block,
 };
 use tracing::{error, info, warn};
 
@@ -27,6 +28,8 @@ use tracing::{error, info, warn};
 #[derive(Debug)]
 pub struct StateActor {
     db: ChainDb,
+    /// Writes blocks, keeping the trie nodes of recent blocks in memory for the next ones.
+    writer: BlockWriter,
     subscribers: Vec<Recipient<BlockCommitted>>,
     /// Notifications dropped because a subscriber's mailbox was full.
     missed_notifications: u64,
@@ -35,7 +38,8 @@ pub struct StateActor {
 impl StateActor {
     /// The owner of `db`'s write side.
     pub fn new(db: ChainDb) -> Self {
-        Self { db, subscribers: Vec::new(), missed_notifications: 0 }
+        let writer = BlockWriter::new(db.clone(), DEFAULT_NODE_CACHE_BYTES);
+        Self { db, writer, subscribers: Vec::new(), missed_notifications: 0 }
     }
 
     /// Starts the actor on its own arbiter with its mailbox bounded from the first message on.
@@ -57,7 +61,7 @@ impl StateActor {
                 got: msg.draft.header.number,
             });
         }
-        let block = Arc::new(write_block(&self.db, msg.draft, &msg.diff)?);
+        let block = Arc::new(self.writer.write(msg.draft, &msg.diff)?);
         info!(target: "actors::state", number = block.number(), hash = %block.hash, txs = block.body.transactions.len(), "block committed");
         let note = BlockCommitted { block: Arc::clone(&block) };
         self.subscribers.retain(|s| s.connected());

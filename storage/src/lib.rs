@@ -1,7 +1,7 @@
 //! Hearth storage: the Merkle-Patricia trie, versioned state, blocks and receipts on sled.
 //!
 //! Main types: [`ChainDb`] (the shared store handle and its read API), [`StateView`] (the state
-//! as of one block, a revm `DatabaseRef`), [`write_block`] (the one way a block is written) and
+//! as of one block, a revm `DatabaseRef`), [`BlockWriter`] / [`write_block`] (the one way a block is written) and
 //! [`trie::Trie`]. Invariants: a block is written by one atomic, flushed batch; records visible
 //! at block N never change after N is committed; trie nodes are addressed by hash and never
 //! deleted (archive).
@@ -10,13 +10,18 @@ mod chain;
 mod commit;
 mod error;
 mod layout;
+mod node_cache;
 mod records;
 mod state;
 pub mod trie;
 
 pub use chain::ChainDb;
-pub use commit::{BlockDraft, receipts_root, transactions_root, write_block};
+pub use commit::{
+    BlockDraft, BlockWriter, DEFAULT_NODE_CACHE_BYTES, receipts_root, transactions_root,
+    write_block,
+};
 pub use error::StorageError;
+pub use node_cache::NodeCache;
 pub use records::{
     Code, EMPTY_CODE_HASH, SealedBlock, StoredAccount, StoredBody, account_trie_key,
     storage_trie_key,
