@@ -23,15 +23,15 @@
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use alloy_consensus::Header;
 use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_trie::{HashBuilder, Nibbles, TrieAccount};
-use hearth_storage::trie::{NodeSource, Trie};
+use hearth_storage::trie::{MemoryNodes, NodeSource, Trie};
 use hearth_storage::{
     AccountChange, AccountFields, BlockDraft, BlockWriter, ChainDb, DEFAULT_NODE_CACHE_BYTES,
     EMPTY_CODE_HASH, StateDiff, StorageError, StoredBody, account_trie_key,
@@ -41,26 +41,38 @@ use hearth_storage::{
 // Counting allocator
 // ---------------------------------------------------------------------------------------------
 
-/// The system allocator, counting allocation calls and bytes requested (a `realloc` counts as
-/// one allocation of its new size: it may move the block).
+/// The system allocator, counting allocation calls and bytes requested per thread (a `realloc`
+/// counts as one allocation of its new size: it may move the block).
+///
+/// Per thread, because sled's background threads allocate at any time: the figures are what
+/// the measuring thread itself allocated.
 struct Counting;
 
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-static BYTES: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    // `const` initialisers with no destructor: reading them never allocates, which an
+    // allocator's bookkeeping must not do.
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+    static BYTES: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counts one allocation of `size` bytes on this thread (nothing during thread teardown,
+/// when the counters may be gone).
+fn count(size: usize) {
+    let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
+    let _ = BYTES.try_with(|n| n.set(n.get() + size as u64));
+}
 
 // SAFETY: every method forwards to `System` with the caller's arguments unchanged, so it keeps
-// `System`'s guarantees; the counters are atomics and never allocate.
+// `System`'s guarantees; the counters are plain thread-local cells and never allocate.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        count(layout.size());
         // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        count(layout.size());
         // SAFETY: forwarded unchanged; the caller upholds `alloc_zeroed`'s contract.
         unsafe { System.alloc_zeroed(layout) }
     }
@@ -71,8 +83,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+        count(new_size);
         // SAFETY: forwarded unchanged; `ptr` came from `System` through this wrapper.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -81,14 +92,12 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// Allocation calls and bytes so far.
+/// Allocation calls and bytes so far on this thread.
 fn allocated() -> (u64, u64) {
-    (ALLOCS.load(Ordering::Relaxed), BYTES.load(Ordering::Relaxed))
+    (ALLOCS.with(Cell::get), BYTES.with(Cell::get))
 }
 
-/// Runs `f` and returns its result with the allocations made meanwhile, by any thread: sled's
-/// background flusher may allocate during a sample, so each figure below is a minimum over
-/// many samples.
+/// Runs `f` and returns its result with the allocations this thread made meanwhile.
 fn counting<T>(f: impl FnOnce() -> T) -> (T, u64, u64) {
     let (a0, b0) = allocated();
     let out = f();
@@ -282,7 +291,7 @@ fn percentile(sorted: &[Duration], p: usize) -> Duration {
 
 /// A node source that counts the nodes read through it.
 struct CountingSource<'a> {
-    inner: &'a ChainDb,
+    inner: &'a dyn NodeSource,
     reads: std::cell::Cell<u64>,
 }
 
@@ -343,6 +352,7 @@ fn main() {
     // ---- incremental blocks vs from scratch ----
     let mut wall = Vec::with_capacity(s.blocks);
     let mut cpu = Vec::with_capacity(s.blocks);
+    let mut parts: [Vec<Duration>; 3] = Default::default();
     for i in 0..s.blocks {
         let mut changed = BTreeMap::new();
         while changed.len() < s.changes.min(accounts.len()) {
@@ -357,6 +367,10 @@ fn main() {
         let (took, took_cpu) = (start.elapsed(), thread_cpu_time() - cpu0);
         wall.push(took);
         cpu.push(took_cpu);
+        let timings = writer.last_timings();
+        parts[0].push(timings.account_reads);
+        parts[1].push(timings.tries);
+        parts[2].push(timings.apply_and_flush);
         println!(
             "  block {number}: {} changed accounts, {:.1} ms wall, {:.1} ms on-CPU ({}/{})",
             s.changes,
@@ -369,6 +383,9 @@ fn main() {
     }
     wall.sort();
     cpu.sort();
+    for part in &mut parts {
+        part.sort();
+    }
     println!("  recomputing the root from scratch over {} accounts (3 runs)", accounts.len());
     let mut scratch_runs: Vec<Scratch> = (0..3)
         .map(|run| {
@@ -419,6 +436,16 @@ fn main() {
         ms(p90),
         ms(cpu_p90)
     );
+    for (what, part) in [
+        "of which: reading the previous account versions (sled range scans)",
+        "of which: trie updates, root and staging the batch",
+        "of which: sled apply_batch + flush",
+    ]
+    .iter()
+    .zip(&parts)
+    {
+        println!("| {what}: median | {:.1} ms | |", ms(percentile(part, 50)));
+    }
     println!(
         "| root from scratch: HashBuilder over {} sorted leaves (median of 3) | {:.0} ms | |",
         accounts.len(),
@@ -467,8 +494,8 @@ struct AllocRow {
     per: String,
 }
 
-/// Measures `samples` times and keeps the run with the fewest allocations (a background sled
-/// thread may allocate during one sample; the minimum is what the code itself needs).
+/// Measures `samples` times and keeps the run with the fewest allocations: the first runs
+/// grow buffers that later ones reuse, and the minimum is the steady state.
 fn min_of(samples: usize, mut f: impl FnMut(usize) -> (u64, u64, f64)) -> (f64, f64, f64) {
     let mut best: Option<(u64, u64, f64)> = None;
     for i in 0..samples {
@@ -492,9 +519,17 @@ fn allocation_report(
         .map(|_| account_trie_key(&accounts[rng.below(accounts.len())].address))
         .collect();
     let new_value = alloy_rlp::encode(TrieAccount { nonce: 7, ..TrieAccount::default() });
+    // The same paths held in memory: what the trie itself allocates, without sled's reads
+    // (this is also what a node cache hit costs the block writer).
+    let mut memory = MemoryNodes::new();
+    for key in &keys {
+        for node in Trie::at_root(root).proof(db, key.as_slice()).expect("proof") {
+            memory.insert(keccak256(&node), node);
+        }
+    }
     let mut rows = Vec::new();
 
-    // A store read on its own: what every node load pays before the trie sees the bytes.
+    // A store read on its own: what every node load from sled pays.
     let mut buf = Vec::new();
     let (allocs, bytes, _) = min_of(samples, |_| {
         let ((), a, b) = counting(|| {
@@ -509,48 +544,56 @@ fn allocation_report(
         per: "node read".into(),
     });
 
-    // Update = one insert into the trie at `root` (path loaded from the store) + root.
-    let mut loaded_per_update = 0.0;
-    let (allocs, bytes, _) = min_of(samples, |i| {
-        let src = CountingSource { inner: db, reads: std::cell::Cell::new(0) };
+    // Update = one insert into the trie at `root` (path loaded from the source) + commit.
+    let sources: [(&str, &dyn NodeSource, bool); 3] = [
+        ("trie update (insert one key + commit), fresh Trie, nodes from sled", db, false),
+        ("trie update, long-lived Trie (set_root), nodes from sled", db, true),
+        ("trie update, long-lived Trie, nodes from memory (steady state)", &memory, true),
+    ];
+    for (what, inner, long_lived) in sources {
         let mut trie = Trie::at_root(root);
-        let value = new_value.clone();
-        let ((), a, b) = counting(|| {
-            trie.insert(&src, keys[i].as_slice(), value).expect("insert");
-            let mut emitted = 0u32;
-            trie.commit(&mut |_, _| emitted += 1);
+        let mut loaded = 0;
+        let (allocs, bytes, _) = min_of(samples, |i| {
+            let src = CountingSource { inner, reads: std::cell::Cell::new(0) };
+            if long_lived {
+                trie.set_root(root);
+            } else {
+                trie = Trie::at_root(root);
+            }
+            // The value is the caller's allocation, made before the count starts.
+            let value = new_value.clone();
+            let ((), a, b) = counting(|| {
+                trie.insert(&src, keys[i].as_slice(), value).expect("insert");
+                trie.commit(&mut |_, _| {});
+            });
+            loaded = src.reads.get();
+            (a, b, 1.0)
         });
-        loaded_per_update = src.reads.get() as f64;
-        (a, b, 1.0)
-    });
-    rows.push(AllocRow {
-        what: "trie update: insert one key + commit (root)",
-        allocs,
-        bytes,
-        per: format!("update ({loaded_per_update:.0} nodes loaded)"),
-    });
+        rows.push(AllocRow { what, allocs, bytes, per: format!("update ({loaded} nodes loaded)") });
+    }
 
-    // Decode: a no-op insert loads and decodes the path, then drops it.
+    // Decode: a no-op insert loads and decodes the path, then puts the hash references back.
+    let mut trie = Trie::at_root(root);
     let (allocs, bytes, per) = min_of(samples, |i| {
-        let src = CountingSource { inner: db, reads: std::cell::Cell::new(0) };
-        let mut trie = Trie::at_root(root);
+        let src = CountingSource { inner: &memory, reads: std::cell::Cell::new(0) };
+        trie.set_root(root);
         let key = keys[i];
-        let current = trie.get(db, key.as_slice()).expect("get").expect("present");
+        let current = trie.get(&memory, key.as_slice()).expect("get").expect("present");
         let ((), a, b) = counting(|| trie.insert(&src, key.as_slice(), current).expect("insert"));
-        let nodes = src.reads.get().max(1);
-        (a, b, nodes as f64)
+        (a, b, src.reads.get().max(1) as f64)
     });
     rows.push(AllocRow {
-        what: "load + decode (no-op insert), per node",
+        what: "load + decode (no-op insert), long-lived Trie, from memory",
         allocs: allocs / per,
         bytes: bytes / per,
-        per: "node loaded (incl. its store read)".into(),
+        per: "node loaded".into(),
     });
 
     // Encode + hash: committing a dirty path, per node emitted.
+    let mut trie = Trie::at_root(root);
     let (allocs, bytes, per) = min_of(samples, |i| {
-        let mut trie = Trie::at_root(root);
-        trie.insert(db, keys[i].as_slice(), new_value.clone()).expect("insert");
+        trie.set_root(root);
+        trie.insert(&memory, keys[i].as_slice(), new_value.clone()).expect("insert");
         let mut emitted = 0u32;
         let ((), a, b) = counting(|| {
             trie.commit(&mut |_, _| emitted += 1);
@@ -558,36 +601,38 @@ fn allocation_report(
         (a, b, f64::from(emitted.max(1)))
     });
     rows.push(AllocRow {
-        what: "encode + hash + emit (commit of a dirty path), per node",
+        what: "encode + hash + emit (commit of a dirty path)",
         allocs: allocs / per,
         bytes: bytes / per,
         per: "node emitted".into(),
     });
 
-    // Proof of a present key.
-    let mut proof_nodes = 0.0;
+    // Proof and read of one account, from sled.
+    let mut proof_nodes = 0;
     let (allocs, bytes, _) = min_of(samples, |i| {
         let trie = Trie::at_root(root);
         let (proof, a, b) = counting(|| trie.proof(db, keys[i].as_slice()).expect("proof"));
-        proof_nodes = proof.len() as f64;
-        drop(proof);
+        proof_nodes = proof.len();
         (a, b, 1.0)
     });
     rows.push(AllocRow {
-        what: "proof of one account",
+        what: "proof of one account, from sled",
         allocs,
         bytes,
-        per: format!("proof ({proof_nodes:.0} nodes)"),
+        per: format!("proof ({proof_nodes} nodes)"),
     });
-
-    // Read of one key straight from the store.
     let (allocs, bytes, _) = min_of(samples, |i| {
         let trie = Trie::at_root(root);
         let (value, a, b) = counting(|| trie.get(db, keys[i].as_slice()).expect("get"));
         drop(value);
         (a, b, 1.0)
     });
-    rows.push(AllocRow { what: "get of one account", allocs, bytes, per: "read".into() });
+    rows.push(AllocRow {
+        what: "get of one account, from sled",
+        allocs,
+        bytes,
+        per: "read".into(),
+    });
     rows
 }
 

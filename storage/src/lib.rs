@@ -17,8 +17,8 @@ pub mod trie;
 
 pub use chain::ChainDb;
 pub use commit::{
-    BlockDraft, BlockWriter, DEFAULT_NODE_CACHE_BYTES, receipts_root, transactions_root,
-    write_block,
+    BlockDraft, BlockWriter, DEFAULT_NODE_CACHE_BYTES, WriteTimings, receipts_root,
+    transactions_root, write_block,
 };
 pub use error::StorageError;
 pub use node_cache::NodeCache;

@@ -210,6 +210,49 @@ fn empty_children() -> Box<[Node; 16]> {
     Box::new(std::array::from_fn(|_| Node::Empty))
 }
 
+/// Branch child arrays kept for reuse, all slots [`Node::Empty`]: a branch's boxed array is the
+/// one allocation a decoded node makes, and the trie drops that many at every commit, so it
+/// hands them back here instead and the next loads take them.
+#[derive(Default)]
+struct Spare {
+    #[expect(clippy::vec_box, reason = "the boxes are what is reused: branches hold them")]
+    arrays: Vec<Box<[Node; 16]>>,
+}
+
+impl Spare {
+    /// Enough for the dirty paths of a few hundred updates; beyond that arrays are freed
+    /// (each is 16 nodes, ~1.5 KiB).
+    const MAX: usize = 512;
+
+    /// An array of 16 empty children, reused when one is spare.
+    fn children(&mut self) -> Box<[Node; 16]> {
+        self.arrays.pop().unwrap_or_else(empty_children)
+    }
+
+    /// Takes `node` apart, keeping its branch arrays (emptied) for reuse.
+    fn recycle(&mut self, node: Node) {
+        match node {
+            Node::Branch { mut children, .. } => {
+                for child in children.iter_mut() {
+                    self.recycle(std::mem::take(child));
+                }
+                if self.arrays.len() < Self::MAX {
+                    self.arrays.push(children);
+                }
+            }
+            Node::Extension { child, .. } => self.recycle(*child),
+            Node::Empty | Node::Leaf { .. } | Node::Hash(_) => {}
+        }
+    }
+}
+
+// A clone starts with no spare arrays: they are a cache, not part of the value.
+impl Clone for Spare {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
 /// `node` preceded by `prefix` nibbles, in canonical form: a leaf or an extension absorbs the
 /// prefix into its own path; anything else gets an extension above it.
 fn prefixed(prefix: &[u8], node: Node) -> Node {
@@ -254,6 +297,8 @@ pub struct Trie {
     /// Where stored nodes are read before decoding, and where commits encode: kept across
     /// mutations and commits so that, once it has grown to the largest node, neither allocates.
     scratch: Vec<u8>,
+    /// Branch arrays from committed or discarded nodes, for the next loads to reuse.
+    spare: Spare,
 }
 
 impl fmt::Debug for Trie {
@@ -271,8 +316,20 @@ impl Trie {
     /// The trie stored under `root`, resolved lazily from a [`NodeSource`]; [`EMPTY_ROOT`] is
     /// the empty trie and needs no stored node.
     pub fn at_root(root: B256) -> Self {
-        let root = if root == EMPTY_ROOT { Node::Empty } else { Node::Hash(root) };
-        Self { root, scratch: Vec::new() }
+        Self { root: Self::reference(root), scratch: Vec::new(), spare: Spare::default() }
+    }
+
+    /// Points the trie at the stored root `root`, dropping uncommitted changes but keeping its
+    /// buffers: a long-lived trie (the block writer's) reloads paths without allocating.
+    pub fn set_root(&mut self, root: B256) {
+        let old = std::mem::replace(&mut self.root, Self::reference(root));
+        self.spare.recycle(old);
+    }
+
+    /// The in-memory form of a stored root.
+    const fn reference(root: B256) -> Node {
+        // `B256`'s `==` is not const; the empty root is the one hash that needs no node.
+        if root.const_eq(&EMPTY_ROOT) { Node::Empty } else { Node::Hash(root) }
     }
 
     /// The value under `key`, if any.
@@ -292,14 +349,14 @@ impl Trie {
             return self.remove(src, key);
         }
         let path = Nibbles::unpack(key);
-        let mut loader = Loader { src, buf: &mut self.scratch };
+        let mut loader = Loader { src, buf: &mut self.scratch, spare: &mut self.spare };
         insert_at(&mut loader, &mut self.root, &path, value).map(drop)
     }
 
     /// Removes `key` (nothing happens if it is absent).
     pub fn remove(&mut self, src: &dyn NodeSource, key: &[u8]) -> Result<(), StorageError> {
         let path = Nibbles::unpack(key);
-        let mut loader = Loader { src, buf: &mut self.scratch };
+        let mut loader = Loader { src, buf: &mut self.scratch, spare: &mut self.spare };
         remove_at(&mut loader, &mut self.root, &path).map(drop)
     }
 
@@ -327,7 +384,7 @@ impl Trie {
                 hash
             }
         };
-        self.root = if root == EMPTY_ROOT { Node::Empty } else { Node::Hash(root) };
+        self.set_root(root);
         root
     }
 
@@ -550,7 +607,7 @@ fn insert_at(
             let changed = insert_at(src, node, path, value)?;
             if !changed {
                 // Keep the invariant: resolved nodes are dirty ones.
-                *node = Node::Hash(hash);
+                src.discard(std::mem::replace(node, Node::Hash(hash)));
             }
             Ok(changed)
         }
@@ -565,7 +622,7 @@ fn insert_at(
             // The keys diverge after `c` shared nibbles (or one ends there): a branch holds
             // both, under an extension for the shared part.
             let c = common_prefix(leaf_path, path);
-            let mut children = empty_children();
+            let mut children = src.spare.children();
             let mut branch_value = Vec::new();
             put_in_branch(
                 &mut children,
@@ -586,7 +643,7 @@ fn insert_at(
             let Node::Extension { path: ext_path, child } = std::mem::take(node) else {
                 unreachable!("matched as an extension just above")
             };
-            let mut children = empty_children();
+            let mut children = src.spare.children();
             let mut branch_value = Vec::new();
             // What stays below the branch of the old extension: its remaining path (minus
             // the slot nibble) above its old child, or the child itself if nothing remains.
@@ -621,7 +678,7 @@ fn remove_at(src: &mut Loader<'_>, node: &mut Node, path: &[u8]) -> Result<bool,
             *node = src.load(&hash)?;
             let changed = remove_at(src, node, path)?;
             if !changed {
-                *node = Node::Hash(hash);
+                src.discard(std::mem::replace(node, Node::Hash(hash)));
             }
             Ok(changed)
         }
@@ -697,7 +754,8 @@ fn collapse_branch(src: &mut Loader<'_>, node: &mut Node) -> Result<(), StorageE
     }
     let child = std::mem::take(&mut children[only]);
     // `only` < 16, so it is a nibble.
-    *node = prefixed(&[only as u8], child);
+    let emptied = std::mem::replace(node, prefixed(&[only as u8], child));
+    src.discard(emptied);
     Ok(())
 }
 
@@ -844,13 +902,19 @@ fn fetch_into(src: &dyn NodeSource, hash: &B256, out: &mut Vec<u8>) -> Result<()
 struct Loader<'a> {
     src: &'a dyn NodeSource,
     buf: &'a mut Vec<u8>,
+    spare: &'a mut Spare,
 }
 
 impl Loader<'_> {
     /// Loads and decodes the stored node `hash`.
     fn load(&mut self, hash: &B256) -> Result<Node, StorageError> {
         fetch_into(self.src, hash, self.buf)?;
-        decode_node(self.buf)
+        decode_node(self.buf, self.spare)
+    }
+
+    /// Drops a node the trie no longer holds, keeping its branch arrays.
+    fn discard(&mut self, node: Node) {
+        self.spare.recycle(node);
     }
 }
 
@@ -904,17 +968,17 @@ fn child_ref(item: Item<'_>) -> Result<ChildRef<'_>, StorageError> {
     }
 }
 
-fn decode_child(item: Item<'_>) -> Result<Node, StorageError> {
+fn decode_child(item: Item<'_>, spare: &mut Spare) -> Result<Node, StorageError> {
     Ok(match child_ref(item)? {
         ChildRef::Empty => Node::Empty,
         ChildRef::Hash(hash) => Node::Hash(hash),
         // Inline children are part of their parent: decode them straight into nodes.
-        ChildRef::Inline(raw) => decode_node(raw)?,
+        ChildRef::Inline(raw) => decode_node(raw, spare)?,
     })
 }
 
 /// Decodes the RLP of a node, inline children included.
-fn decode_node(rlp: &[u8]) -> Result<Node, StorageError> {
+fn decode_node(rlp: &[u8], spare: &mut Spare) -> Result<Node, StorageError> {
     let mut items = list_payload(rlp)?;
     let first = next_item(&mut items)?;
     let second = next_item(&mut items)?;
@@ -930,17 +994,17 @@ fn decode_node(rlp: &[u8]) -> Result<Node, StorageError> {
         if path.is_empty() {
             return Err(corrupt());
         }
-        let child = decode_child(second)?;
+        let child = decode_child(second, spare)?;
         if matches!(child, Node::Empty) {
             return Err(corrupt());
         }
         return Ok(Node::Extension { path, child: Box::new(child) });
     }
-    let mut children = empty_children();
-    children[0] = decode_child(first)?;
-    children[1] = decode_child(second)?;
+    let mut children = spare.children();
+    children[0] = decode_child(first, spare)?;
+    children[1] = decode_child(second, spare)?;
     for child in &mut children[2..] {
-        *child = decode_child(next_item(&mut items)?)?;
+        *child = decode_child(next_item(&mut items)?, spare)?;
     }
     let value = next_item(&mut items)?;
     if value.list || !items.is_empty() {
