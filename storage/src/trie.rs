@@ -748,7 +748,9 @@ fn collapse_branch(src: &mut Loader<'_>, node: &mut Node) -> Result<(), StorageE
     // stays a hash reference: it does not change (an extension simply points at it).
     if let Node::Hash(hash) = &children[only] {
         let loaded = src.load(hash)?;
-        if !matches!(loaded, Node::Branch { .. }) {
+        if matches!(loaded, Node::Branch { .. }) {
+            src.discard(loaded);
+        } else {
             children[only] = loaded;
         }
     }
