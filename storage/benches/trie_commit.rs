@@ -117,6 +117,7 @@ struct Settings {
     changes: usize,
     samples: usize,
     cache_mb: usize,
+    sled_cache_mb: usize,
 }
 
 impl Settings {
@@ -141,6 +142,8 @@ impl Settings {
             changes: get("changes", 1_000),
             samples: get("samples", 200),
             cache_mb: get("cache-mb", DEFAULT_NODE_CACHE_BYTES / (1024 * 1024)),
+            // sled's default, which the node uses.
+            sled_cache_mb: get("sled-cache-mb", 1024),
         };
         if settings.accounts == 0 || settings.batch == 0 || settings.blocks == 0 {
             eprintln!("--accounts, --batch and --blocks must be at least 1");
@@ -309,16 +312,18 @@ impl NodeSource for CountingSource<'_> {
 fn main() {
     let s = Settings::from_env_and_args();
     let dir = TempDir::new();
-    let db = ChainDb::open(&dir.0).expect("the store opens");
+    let db = ChainDb::open_with_cache(&dir.0, s.sled_cache_mb as u64 * 1024 * 1024)
+        .expect("the store opens");
     let mut writer = BlockWriter::new(db.clone(), s.cache_mb * 1024 * 1024);
     println!(
         "trie_commit: {} accounts in blocks of {}, then {} blocks of {} changes; node cache {} MiB; \
-         store in {}",
+         sled cache {} MiB; store in {}",
         s.accounts,
         s.batch,
         s.blocks,
         s.changes,
         s.cache_mb,
+        s.sled_cache_mb,
         dir.0.display()
     );
 
@@ -408,11 +413,13 @@ fn main() {
     let disk = dir_size(&dir.0);
     println!();
     println!(
-        "## Incremental state root ({} accounts, {} blocks of {} changes, node cache {} MiB)",
+        "## Incremental state root ({} accounts, {} blocks of {} changes, node cache {} MiB, \
+         sled cache {} MiB)",
         accounts.len(),
         s.blocks,
         s.changes,
-        s.cache_mb
+        s.cache_mb,
+        s.sled_cache_mb
     );
     println!();
     println!("| measurement | wall | on-CPU (this thread) |");
