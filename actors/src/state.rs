@@ -1,7 +1,8 @@
 //! `StateActor`: the only writer of storage.
 //!
 //! Owns: the write side of `ChainDb` (trie nodes, versioned accounts and storage, blocks,
-//! receipts, the head pointer), the list of block subscribers, and the evm_snapshot journal
+//! receipts, the head pointer), the cache of recently written trie nodes (`BlockWriter`), the
+//! list of block subscribers, and the evm_snapshot journal
 //! (per block the state keys it wrote, per patch what it overwrote, kept only while a snapshot
 //! is live). Handles `CommitBlock`, `PatchState`, `TakeSnapshot`, `RevertTo` and
 //! `SubscribeBlocks`; sends `BlockCommitted` to subscribers with `try_send` (a full subscriber
@@ -22,8 +23,9 @@ use hearth_messages::state::{
 };
 use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{
-    AccountChange, AccountFields, BlockDraft, BlockKeys, ChainDb, EMPTY_CODE_HASH, PatchUndo,
-    SealedBlock, StateDiff, StorageError, StoredBody, revert_blocks, write_block, write_patch,
+    AccountChange, AccountFields, BlockDraft, BlockKeys, BlockWriter, ChainDb,
+    DEFAULT_NODE_CACHE_BYTES, EMPTY_CODE_HASH, PatchUndo, SealedBlock, StateDiff, StorageError,
+    StoredBody, revert_blocks, write_block, write_patch,
 };
 use tracing::{error, info, warn};
 
@@ -40,6 +42,8 @@ struct Snapshot {
 #[derive(Debug)]
 pub struct StateActor {
     db: ChainDb,
+    /// Writes blocks, keeping the trie nodes of recent blocks in memory for the next ones.
+    writer: BlockWriter,
     subscribers: Vec<Recipient<BlockCommitted>>,
     /// Notifications dropped because a subscriber's mailbox was full.
     missed_notifications: u64,
@@ -56,8 +60,10 @@ pub struct StateActor {
 impl StateActor {
     /// The owner of `db`'s write side.
     pub fn new(db: ChainDb) -> Self {
+        let writer = BlockWriter::new(db.clone(), DEFAULT_NODE_CACHE_BYTES);
         Self {
             db,
+            writer,
             subscribers: Vec::new(),
             missed_notifications: 0,
             snapshots: Vec::new(),
@@ -152,7 +158,7 @@ impl StateActor {
             });
         }
         let keys = (!self.snapshots.is_empty()).then(|| BlockKeys::of(expected, &msg.diff));
-        let block = Arc::new(write_block(&self.db, msg.draft, &msg.diff)?);
+        let block = Arc::new(self.writer.write(msg.draft, &msg.diff)?);
         self.block_keys.extend(keys);
         info!(target: "actors::state", number = block.number(), hash = %block.hash, txs = block.body.transactions.len(), "block committed");
         let note = BlockCommitted { block: Arc::clone(&block) };

@@ -1,21 +1,21 @@
 //! Chain facts and state queries: eth_chainId, eth_blockNumber, eth_accounts, eth_syncing,
-//! eth_getBalance, eth_getTransactionCount, eth_getCode, eth_getStorageAt, eth_getProof.
+//! eth_getBalance, eth_getTransactionCount, eth_getCode, eth_getStorageAt.
 //!
 //! State queries read the snapshot at a resolved block (`ChainDb::state_at`), so they work at
 //! any past block (archive) and never see a half-written one. A block after the head is
 //! "header not found" (-32000).
 
-use alloy_primitives::{Address, B256, b256};
+use alloy_primitives::{Address, B256};
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag};
 use alloy_signer_local::PrivateKeySigner;
 use hearth_messages::ask::ask;
 use hearth_messages::mempool::PendingNonce;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::blocks::{head, quantity, state_block, to_json};
 use crate::context::RpcContext;
 use crate::error::RpcError;
-use crate::params::{Params, StorageKeys, StorageSlot};
+use crate::params::{Params, StorageSlot};
 
 /// eth_chainId: the chain id as a quantity.
 pub(crate) fn chain_id(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
@@ -43,7 +43,7 @@ pub(crate) fn syncing(params: &Params) -> Result<Value, RpcError> {
 }
 
 /// The block argument at `index` of a state query; "latest" when absent.
-fn block_arg(params: &Params, index: usize) -> Result<BlockId, RpcError> {
+pub(crate) fn block_arg(params: &Params, index: usize) -> Result<BlockId, RpcError> {
     Ok(params.optional(index)?.unwrap_or(BlockId::Number(BlockNumberOrTag::Latest)))
 }
 
@@ -96,39 +96,3 @@ pub(crate) fn get_storage_at(ctx: &RpcContext, params: &Params) -> Result<Value,
     let value = ctx.chain.state_at(number).storage(&address, &slot)?;
     to_json(&B256::from(value))
 }
-
-/// eth_getProof: `[address, [storage keys], block]`, the EIP-1186 proof of the account and the
-/// slots against the block's state root. A missing account is proven absent and reported with
-/// zero fields, the empty code hash and the empty storage root, as geth does.
-pub(crate) fn get_proof(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
-    params.at_most(3)?;
-    let address: Address = params.required(0)?;
-    let StorageKeys(keys) = params.required(1)?;
-    let number = state_block(ctx, block_arg(params, 2)?)?;
-    let slots: Vec<_> = keys.iter().map(|(_, slot)| *slot).collect();
-    let proof = ctx.chain.state_at(number).proof(&address, &slots)?;
-    let (nonce, balance, code_hash, storage_root) =
-        proof.account.map_or((0, Default::default(), EMPTY_CODE_HASH, EMPTY_ROOT), |a| {
-            (a.nonce, a.balance, a.code_hash, a.storage_root)
-        });
-    let storage: Vec<Value> = keys
-        .iter()
-        .zip(&proof.storage)
-        .map(|((key, _), slot)| json!({"key": key, "value": slot.value, "proof": slot.proof}))
-        .collect();
-    Ok(json!({
-        "address": address,
-        "accountProof": proof.account_proof,
-        "balance": balance,
-        "codeHash": code_hash,
-        "nonce": quantity(nonce),
-        "storageHash": storage_root,
-        "storageProof": storage,
-    }))
-}
-
-/// keccak256 of empty code.
-const EMPTY_CODE_HASH: B256 =
-    b256!("c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470");
-/// The root of an empty trie.
-const EMPTY_ROOT: B256 = b256!("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421");

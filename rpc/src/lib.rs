@@ -6,7 +6,7 @@
 //! without HTTP (the server uses it, and so can tests). Layers, outside in:
 //! `transport` (the JSON-RPC envelope, batches, limits), `methods` (the method table),
 //! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`, `logs`,
-//! `dev`, `txpool`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
+//! `dev`, `txpool`, `proof`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
 
 mod blocks;
 mod call;
@@ -21,6 +21,7 @@ mod methods;
 mod metrics;
 mod net;
 mod params;
+mod proof;
 mod server;
 mod transport;
 mod txpool;

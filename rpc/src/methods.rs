@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::Params;
-use crate::{blocks, call, dev, eth, eth_tx, fees, logs, net, txpool};
+use crate::{blocks, call, dev, eth, eth_tx, fees, logs, net, proof, txpool};
 
 /// Runs `method` with its raw `params` and returns the result.
 pub(crate) async fn dispatch(
@@ -30,7 +30,7 @@ pub(crate) async fn dispatch(
         "eth_getTransactionCount" => eth::get_transaction_count(ctx, p).await,
         "eth_getCode" => eth::get_code(ctx, p),
         "eth_getStorageAt" => eth::get_storage_at(ctx, p),
-        "eth_getProof" => eth::get_proof(ctx, p),
+        "eth_getProof" => proof::get_proof(ctx, p),
 
         "eth_call" => call::call(ctx, p).await,
         "eth_estimateGas" => call::estimate_gas(ctx, p).await,

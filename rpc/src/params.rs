@@ -219,27 +219,6 @@ impl FromParam for StorageSlot {
     }
 }
 
-/// The storage keys of eth_getProof: an array of slots, each kept with its text as given,
-/// which the response echoes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct StorageKeys(pub(crate) Vec<(String, U256)>);
-
-impl FromParam for StorageKeys {
-    fn from_param(value: &Value) -> Result<Self, String> {
-        let items = value.as_array().ok_or_else(|| {
-            format!("expected an array of storage keys, got {}", json_kind(value))
-        })?;
-        items
-            .iter()
-            .map(|item| {
-                let StorageSlot(slot) = StorageSlot::from_param(item)?;
-                Ok((item.as_str().unwrap_or_default().to_owned(), slot))
-            })
-            .collect::<Result<_, String>>()
-            .map(Self)
-    }
-}
-
 /// A count that geth reads as "hex or decimal" (eth_feeHistory blockCount, evm_mine): a JSON
 /// integer, a decimal string, or a strict hex quantity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

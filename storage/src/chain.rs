@@ -28,10 +28,23 @@ pub struct ChainDb {
 
 const NO_HEAD: u64 = u64::MAX;
 
+/// sled 0.34's default page cache size.
+const SLED_DEFAULT_CACHE_BYTES: u64 = 1024 * 1024 * 1024;
+
 impl ChainDb {
-    /// Opens (or creates) a store in `path`.
+    /// Opens (or creates) a store in `path`, with sled's default page cache (1 GiB).
     pub fn open(path: &Path) -> Result<Self, StorageError> {
-        let db = sled::Config::new().path(path).mode(sled::Mode::HighThroughput).open()?;
+        Self::open_with_cache(path, SLED_DEFAULT_CACHE_BYTES)
+    }
+
+    /// Opens (or creates) a store in `path` whose sled page cache holds up to `cache_bytes`.
+    /// A state larger than the cache pays a page read and decode on many lookups.
+    pub fn open_with_cache(path: &Path, cache_bytes: u64) -> Result<Self, StorageError> {
+        let db = sled::Config::new()
+            .path(path)
+            .mode(sled::Mode::HighThroughput)
+            .cache_capacity(cache_bytes)
+            .open()?;
         Self::from_db(db)
     }
 
@@ -217,7 +230,12 @@ impl ChainDb {
 }
 
 impl NodeSource for ChainDb {
-    fn node(&self, hash: &B256) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self.db.get(layout::hash_key(layout::TRIE_NODE, hash))?.map(|v| v.to_vec()))
+    fn node_into(&self, hash: &B256, out: &mut Vec<u8>) -> Result<bool, StorageError> {
+        let Some(rlp) = self.db.get(layout::hash_key(layout::TRIE_NODE, hash))? else {
+            return Ok(false);
+        };
+        out.clear();
+        out.extend_from_slice(&rlp);
+        Ok(true)
     }
 }

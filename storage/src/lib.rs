@@ -1,7 +1,7 @@
 //! Hearth storage: the Merkle-Patricia trie, versioned state, blocks and receipts on sled.
 //!
 //! Main types: [`ChainDb`] (the shared store handle and its read API), [`StateView`] (the state
-//! as of one block, a revm `DatabaseRef`), [`write_block`] (the one way a block is written) and
+//! as of one block, a revm `DatabaseRef`), [`BlockWriter`] / [`write_block`] (the one way a block is written) and
 //! [`trie::Trie`]. Invariants: a block is written by one atomic, flushed batch; records visible
 //! at block N never change after N is committed; trie nodes are addressed by hash and never
 //! deleted (archive).
@@ -10,6 +10,7 @@ mod chain;
 mod commit;
 mod error;
 mod layout;
+mod node_cache;
 mod patch;
 mod records;
 mod state;
@@ -17,10 +18,11 @@ pub mod trie;
 
 pub use chain::ChainDb;
 pub use commit::{
-    BlockDraft, import_block, import_block_with, receipts_root, state_root_after,
-    transactions_root, write_block,
+    BlockDraft, BlockWriter, DEFAULT_NODE_CACHE_BYTES, WriteTimings, import_block,
+    import_block_with, receipts_root, state_root_after, transactions_root, write_block,
 };
 pub use error::StorageError;
+pub use node_cache::NodeCache;
 pub use patch::{BlockKeys, PatchUndo, revert_blocks, write_patch};
 pub use records::{
     BlockExtras, Code, EMPTY_CODE_HASH, SealedBlock, StoredAccount, StoredBody, account_trie_key,

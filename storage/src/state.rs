@@ -144,14 +144,16 @@ pub struct SlotProof {
 }
 
 impl StateView {
-    /// Proves `address` and `slots` against this block's state root.
+    /// Proves `address` and `slots` against this block's state root (the patched root after a
+    /// dev patch at this block).
     pub fn proof(&self, address: &Address, slots: &[U256]) -> Result<AccountProof, StorageError> {
-        let header = self
+        // The root the state really has: a dev patch may have moved it past the header's.
+        let state_root = self
             .db
-            .header(self.number)?
+            .state_root_at(self.number)?
             .ok_or(StorageError::Corrupt { what: "header of a view" })?;
         let to_bytes = |nodes: Vec<Vec<u8>>| nodes.into_iter().map(Bytes::from).collect::<Vec<_>>();
-        let account_proof = crate::trie::Trie::at_root(header.state_root)
+        let account_proof = crate::trie::Trie::at_root(state_root)
             .proof(&self.db, crate::records::account_trie_key(address).as_slice())?;
         let account = self.account(address)?;
         let storage_trie = crate::trie::Trie::at_root(

@@ -38,9 +38,19 @@ const EMPTY_STRING_CODE: u8 = 0x80;
 const WHAT: &str = "trie node";
 
 /// Where trie nodes are read from, by hash (rlp bytes of the node).
+///
+/// A read copies into a buffer the caller owns, so the trie's walks reuse one buffer for every
+/// node they pass through instead of allocating one per node.
 pub trait NodeSource {
+    /// Replaces the contents of `out` with the RLP of the node whose keccak256 is `hash`;
+    /// returns `false` (leaving `out` unspecified) if the store does not have it.
+    fn node_into(&self, hash: &B256, out: &mut Vec<u8>) -> Result<bool, StorageError>;
+
     /// The RLP of the node whose keccak256 is `hash`, or `None` if the store does not have it.
-    fn node(&self, hash: &B256) -> Result<Option<Vec<u8>>, StorageError>;
+    fn node(&self, hash: &B256) -> Result<Option<Vec<u8>>, StorageError> {
+        let mut out = Vec::new();
+        Ok(self.node_into(hash, &mut out)?.then_some(out))
+    }
 }
 
 /// An in-memory node store: for tests and for one-off roots (transactions, receipts).
@@ -74,8 +84,11 @@ impl MemoryNodes {
 }
 
 impl NodeSource for MemoryNodes {
-    fn node(&self, hash: &B256) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self.nodes.get(hash).cloned())
+    fn node_into(&self, hash: &B256, out: &mut Vec<u8>) -> Result<bool, StorageError> {
+        let Some(rlp) = self.nodes.get(hash) else { return Ok(false) };
+        out.clear();
+        out.extend_from_slice(rlp);
+        Ok(true)
     }
 }
 
@@ -83,8 +96,8 @@ impl NodeSource for MemoryNodes {
 struct NoNodes;
 
 impl NodeSource for NoNodes {
-    fn node(&self, _hash: &B256) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(None)
+    fn node_into(&self, _hash: &B256, _out: &mut Vec<u8>) -> Result<bool, StorageError> {
+        Ok(false)
     }
 }
 
@@ -197,6 +210,49 @@ fn empty_children() -> Box<[Node; 16]> {
     Box::new(std::array::from_fn(|_| Node::Empty))
 }
 
+/// Branch child arrays kept for reuse, all slots [`Node::Empty`]: a branch's boxed array is the
+/// one allocation a decoded node makes, and the trie drops that many at every commit, so it
+/// hands them back here instead and the next loads take them.
+#[derive(Default)]
+struct Spare {
+    #[expect(clippy::vec_box, reason = "the boxes are what is reused: branches hold them")]
+    arrays: Vec<Box<[Node; 16]>>,
+}
+
+impl Spare {
+    /// Enough for the dirty paths of a few hundred updates; beyond that arrays are freed
+    /// (each is 16 nodes, ~1.5 KiB).
+    const MAX: usize = 512;
+
+    /// An array of 16 empty children, reused when one is spare.
+    fn children(&mut self) -> Box<[Node; 16]> {
+        self.arrays.pop().unwrap_or_else(empty_children)
+    }
+
+    /// Takes `node` apart, keeping its branch arrays (emptied) for reuse.
+    fn recycle(&mut self, node: Node) {
+        match node {
+            Node::Branch { mut children, .. } => {
+                for child in children.iter_mut() {
+                    self.recycle(std::mem::take(child));
+                }
+                if self.arrays.len() < Self::MAX {
+                    self.arrays.push(children);
+                }
+            }
+            Node::Extension { child, .. } => self.recycle(*child),
+            Node::Empty | Node::Leaf { .. } | Node::Hash(_) => {}
+        }
+    }
+}
+
+// A clone starts with no spare arrays: they are a cache, not part of the value.
+impl Clone for Spare {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
 /// `node` preceded by `prefix` nibbles, in canonical form: a leaf or an extension absorbs the
 /// prefix into its own path; anything else gets an extension above it.
 fn prefixed(prefix: &[u8], node: Node) -> Node {
@@ -235,9 +291,20 @@ fn put_in_branch(
 ///
 /// If a method returns an error (a node missing from or corrupt in the source), the in-memory
 /// trie may hold a partial update: drop it and start again from the last committed root.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Trie {
     root: Node,
+    /// Where stored nodes are read before decoding, and where commits encode: kept across
+    /// mutations and commits so that, once it has grown to the largest node, neither allocates.
+    scratch: Vec<u8>,
+    /// Branch arrays from committed or discarded nodes, for the next loads to reuse.
+    spare: Spare,
+}
+
+impl fmt::Debug for Trie {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Trie").field("root", &self.root).finish_non_exhaustive()
+    }
 }
 
 impl Trie {
@@ -249,8 +316,20 @@ impl Trie {
     /// The trie stored under `root`, resolved lazily from a [`NodeSource`]; [`EMPTY_ROOT`] is
     /// the empty trie and needs no stored node.
     pub fn at_root(root: B256) -> Self {
-        let root = if root == EMPTY_ROOT { Node::Empty } else { Node::Hash(root) };
-        Self { root }
+        Self { root: Self::reference(root), scratch: Vec::new(), spare: Spare::default() }
+    }
+
+    /// Points the trie at the stored root `root`, dropping uncommitted changes but keeping its
+    /// buffers: a long-lived trie (the block writer's) reloads paths without allocating.
+    pub fn set_root(&mut self, root: B256) {
+        let old = std::mem::replace(&mut self.root, Self::reference(root));
+        self.spare.recycle(old);
+    }
+
+    /// The in-memory form of a stored root.
+    const fn reference(root: B256) -> Node {
+        // `B256`'s `==` is not const; the empty root is the one hash that needs no node.
+        if root.const_eq(&EMPTY_ROOT) { Node::Empty } else { Node::Hash(root) }
     }
 
     /// The value under `key`, if any.
@@ -270,13 +349,15 @@ impl Trie {
             return self.remove(src, key);
         }
         let path = Nibbles::unpack(key);
-        insert_at(src, &mut self.root, &path, value).map(drop)
+        let mut loader = Loader { src, buf: &mut self.scratch, spare: &mut self.spare };
+        insert_at(&mut loader, &mut self.root, &path, value).map(drop)
     }
 
     /// Removes `key` (nothing happens if it is absent).
     pub fn remove(&mut self, src: &dyn NodeSource, key: &[u8]) -> Result<(), StorageError> {
         let path = Nibbles::unpack(key);
-        remove_at(src, &mut self.root, &path).map(drop)
+        let mut loader = Loader { src, buf: &mut self.scratch, spare: &mut self.spare };
+        remove_at(&mut loader, &mut self.root, &path).map(drop)
     }
 
     /// Hashes what changed, hands every node whose RLP is >= 32 bytes AND the root node
@@ -284,23 +365,26 @@ impl Trie {
     /// in-memory trie to a reference to the new root. Returns the root hash. Unchanged
     /// subtrees (still unresolved hash refs) cost nothing.
     ///
+    /// The RLP handed to `sink` is borrowed from the trie's scratch buffer: the sink copies what
+    /// it keeps (a store batch copies anyway), so committing allocates nothing per node.
+    ///
     /// Two cases emit nothing: an unchanged trie (its root is already stored) and the empty
     /// trie (its root [`EMPTY_ROOT`] needs no node: [`Trie::at_root`] knows it).
-    pub fn commit(&mut self, sink: &mut dyn FnMut(B256, Vec<u8>)) -> B256 {
+    pub fn commit(&mut self, sink: &mut dyn FnMut(B256, &[u8])) -> B256 {
         let root = match &self.root {
             Node::Empty => EMPTY_ROOT,
             Node::Hash(hash) => *hash,
             node => {
-                // One scratch buffer for the whole walk: each node is encoded into it after its
-                // children are done with it, so only emitted nodes are copied out.
-                let mut buf = Vec::with_capacity(576);
-                encode_into(node, &mut buf, &mut |hash, rlp| sink(hash, rlp.to_vec()));
-                let hash = keccak256(&buf);
+                // One buffer for the whole walk: each node is encoded into it after its
+                // children are done with it.
+                let buf = &mut self.scratch;
+                encode_into(node, buf, sink);
+                let hash = keccak256(&buf[..]);
                 sink(hash, buf);
                 hash
             }
         };
-        *self = Self::at_root(root);
+        self.set_root(root);
         root
     }
 
@@ -326,7 +410,8 @@ impl Trie {
     /// has been committed.
     pub fn proof(&self, src: &dyn NodeSource, key: &[u8]) -> Result<Vec<Vec<u8>>, StorageError> {
         let path = Nibbles::unpack(key);
-        let mut proof = Vec::new();
+        // A state or storage trie of up to billions of keys is at most ~9 nodes deep.
+        let mut proof = Vec::with_capacity(10);
         let mut buf = Vec::new();
         proof_at(src, &self.root, true, &path, &mut proof, &mut buf)?;
         Ok(proof)
@@ -374,14 +459,19 @@ fn walk_stored(
     mut proof: Option<&mut Vec<Vec<u8>>>,
 ) -> Result<Option<Vec<u8>>, StorageError> {
     let mut consumed = 0;
+    // A plain read passes every node through this one buffer; a proof keeps each node it
+    // reads, so there each node gets its own (that allocation is the proof itself).
+    let mut scratch = Vec::new();
     loop {
-        let rlp = fetch(src, &hash)?;
+        let mut rlp = if proof.is_some() { Vec::new() } else { std::mem::take(&mut scratch) };
+        fetch_into(src, &hash, &mut rlp)?;
         let next = match walk_rlp(&rlp, &path[consumed..])? {
             Walk::Value(value) => Err(value.map(<[u8]>::to_vec)),
             Walk::Follow(child, used) => Ok((child, used)),
         };
-        if let Some(proof) = proof.as_deref_mut() {
-            proof.push(rlp);
+        match proof.as_deref_mut() {
+            Some(proof) => proof.push(rlp),
+            None => scratch = rlp,
         }
         match next {
             Err(value) => return Ok(value),
@@ -501,7 +591,7 @@ fn proof_at(
 /// Inserts `value` (non-empty) at `path` below `node`. Returns whether anything changed, so a
 /// no-op can put a loaded node back to its hash reference.
 fn insert_at(
-    src: &dyn NodeSource,
+    src: &mut Loader<'_>,
     node: &mut Node,
     path: &[u8],
     value: Vec<u8>,
@@ -513,11 +603,11 @@ fn insert_at(
         }
         Node::Hash(hash) => {
             let hash = *hash;
-            *node = load(src, &hash)?;
+            *node = src.load(&hash)?;
             let changed = insert_at(src, node, path, value)?;
             if !changed {
                 // Keep the invariant: resolved nodes are dirty ones.
-                *node = Node::Hash(hash);
+                src.discard(std::mem::replace(node, Node::Hash(hash)));
             }
             Ok(changed)
         }
@@ -532,7 +622,7 @@ fn insert_at(
             // The keys diverge after `c` shared nibbles (or one ends there): a branch holds
             // both, under an extension for the shared part.
             let c = common_prefix(leaf_path, path);
-            let mut children = empty_children();
+            let mut children = src.spare.children();
             let mut branch_value = Vec::new();
             put_in_branch(
                 &mut children,
@@ -553,7 +643,7 @@ fn insert_at(
             let Node::Extension { path: ext_path, child } = std::mem::take(node) else {
                 unreachable!("matched as an extension just above")
             };
-            let mut children = empty_children();
+            let mut children = src.spare.children();
             let mut branch_value = Vec::new();
             // What stays below the branch of the old extension: its remaining path (minus
             // the slot nibble) above its old child, or the child itself if nothing remains.
@@ -580,15 +670,15 @@ fn insert_at(
 
 /// Removes the key at `path` below `node`, restoring canonical form on the way up. Returns
 /// whether anything changed.
-fn remove_at(src: &dyn NodeSource, node: &mut Node, path: &[u8]) -> Result<bool, StorageError> {
+fn remove_at(src: &mut Loader<'_>, node: &mut Node, path: &[u8]) -> Result<bool, StorageError> {
     match node {
         Node::Empty => Ok(false),
         Node::Hash(hash) => {
             let hash = *hash;
-            *node = load(src, &hash)?;
+            *node = src.load(&hash)?;
             let changed = remove_at(src, node, path)?;
             if !changed {
-                *node = Node::Hash(hash);
+                src.discard(std::mem::replace(node, Node::Hash(hash)));
             }
             Ok(changed)
         }
@@ -635,7 +725,7 @@ fn remove_at(src: &dyn NodeSource, node: &mut Node, path: &[u8]) -> Result<bool,
 
 /// After a removal below a branch: a branch left with only its value becomes a leaf, one left
 /// with a single child and no value merges into that child.
-fn collapse_branch(src: &dyn NodeSource, node: &mut Node) -> Result<(), StorageError> {
+fn collapse_branch(src: &mut Loader<'_>, node: &mut Node) -> Result<(), StorageError> {
     let Node::Branch { children, value } = node else {
         return Ok(());
     };
@@ -657,14 +747,17 @@ fn collapse_branch(src: &dyn NodeSource, node: &mut Node) -> Result<(), StorageE
     // Load it before taking anything out, so an error leaves the trie whole. A stored branch
     // stays a hash reference: it does not change (an extension simply points at it).
     if let Node::Hash(hash) = &children[only] {
-        let loaded = load(src, hash)?;
-        if !matches!(loaded, Node::Branch { .. }) {
+        let loaded = src.load(hash)?;
+        if matches!(loaded, Node::Branch { .. }) {
+            src.discard(loaded);
+        } else {
             children[only] = loaded;
         }
     }
     let child = std::mem::take(&mut children[only]);
     // `only` < 16, so it is a nibble.
-    *node = prefixed(&[only as u8], child);
+    let emptied = std::mem::replace(node, prefixed(&[only as u8], child));
+    src.discard(emptied);
     Ok(())
 }
 
@@ -801,13 +894,30 @@ fn corrupt() -> StorageError {
     StorageError::Corrupt { what: WHAT }
 }
 
-fn fetch(src: &dyn NodeSource, hash: &B256) -> Result<Vec<u8>, StorageError> {
-    src.node(hash)?.ok_or(StorageError::MissingTrieNode(*hash))
+/// Reads the stored node `hash` into `out`; a node the store lacks is an error.
+fn fetch_into(src: &dyn NodeSource, hash: &B256, out: &mut Vec<u8>) -> Result<(), StorageError> {
+    if src.node_into(hash, out)? { Ok(()) } else { Err(StorageError::MissingTrieNode(*hash)) }
 }
 
-/// Loads and decodes the stored node `hash`.
-fn load(src: &dyn NodeSource, hash: &B256) -> Result<Node, StorageError> {
-    decode_node(&fetch(src, hash)?)
+/// A node source and the buffer that stored nodes are read into before decoding: mutations
+/// load every node through one buffer (the trie's scratch) instead of one allocation each.
+struct Loader<'a> {
+    src: &'a dyn NodeSource,
+    buf: &'a mut Vec<u8>,
+    spare: &'a mut Spare,
+}
+
+impl Loader<'_> {
+    /// Loads and decodes the stored node `hash`.
+    fn load(&mut self, hash: &B256) -> Result<Node, StorageError> {
+        fetch_into(self.src, hash, self.buf)?;
+        decode_node(self.buf, self.spare)
+    }
+
+    /// Drops a node the trie no longer holds, keeping its branch arrays.
+    fn discard(&mut self, node: Node) {
+        self.spare.recycle(node);
+    }
 }
 
 /// One RLP item: list or string, its payload, and its whole encoding.
@@ -860,17 +970,17 @@ fn child_ref(item: Item<'_>) -> Result<ChildRef<'_>, StorageError> {
     }
 }
 
-fn decode_child(item: Item<'_>) -> Result<Node, StorageError> {
+fn decode_child(item: Item<'_>, spare: &mut Spare) -> Result<Node, StorageError> {
     Ok(match child_ref(item)? {
         ChildRef::Empty => Node::Empty,
         ChildRef::Hash(hash) => Node::Hash(hash),
         // Inline children are part of their parent: decode them straight into nodes.
-        ChildRef::Inline(raw) => decode_node(raw)?,
+        ChildRef::Inline(raw) => decode_node(raw, spare)?,
     })
 }
 
 /// Decodes the RLP of a node, inline children included.
-fn decode_node(rlp: &[u8]) -> Result<Node, StorageError> {
+fn decode_node(rlp: &[u8], spare: &mut Spare) -> Result<Node, StorageError> {
     let mut items = list_payload(rlp)?;
     let first = next_item(&mut items)?;
     let second = next_item(&mut items)?;
@@ -886,17 +996,17 @@ fn decode_node(rlp: &[u8]) -> Result<Node, StorageError> {
         if path.is_empty() {
             return Err(corrupt());
         }
-        let child = decode_child(second)?;
+        let child = decode_child(second, spare)?;
         if matches!(child, Node::Empty) {
             return Err(corrupt());
         }
         return Ok(Node::Extension { path, child: Box::new(child) });
     }
-    let mut children = empty_children();
-    children[0] = decode_child(first)?;
-    children[1] = decode_child(second)?;
+    let mut children = spare.children();
+    children[0] = decode_child(first, spare)?;
+    children[1] = decode_child(second, spare)?;
     for child in &mut children[2..] {
-        *child = decode_child(next_item(&mut items)?)?;
+        *child = decode_child(next_item(&mut items)?, spare)?;
     }
     let value = next_item(&mut items)?;
     if value.list || !items.is_empty() {
@@ -1054,9 +1164,9 @@ mod tests {
     fn commit_into(trie: &mut Trie, nodes: &mut MemoryNodes) -> (B256, usize) {
         let mut emitted = 0;
         let root = trie.commit(&mut |hash, rlp| {
-            assert_eq!(keccak256(&rlp), hash, "sink got a hash that is not keccak(rlp)");
+            assert_eq!(keccak256(rlp), hash, "sink got a hash that is not keccak(rlp)");
             emitted += 1;
-            nodes.insert(hash, rlp);
+            nodes.insert(hash, rlp.to_vec());
         });
         (root, emitted)
     }

@@ -104,7 +104,7 @@ fn run_trie_file(file: &str, secure: bool) -> usize {
 
         // Commit, then read every key back through the stored nodes.
         let mut stored = MemoryNodes::new();
-        let root = trie.commit(&mut |hash, rlp| stored.insert(hash, rlp));
+        let root = trie.commit(&mut |hash, rlp| stored.insert(hash, rlp.to_vec()));
         assert_eq!(root, expected, "{file} {name}: committed root");
         let reloaded = Trie::at_root(root);
         for (key, value) in &model {

@@ -11,6 +11,7 @@ mod mining;
 mod persistence;
 mod pool;
 mod process;
+mod proof;
 mod rpc;
 mod rpc_compat;
 mod statetest;

@@ -26,6 +26,8 @@ fn observe(node: &NodeProcess, token: &str, txs: &[Value]) -> Vec<Value> {
             json!([{"to": token, "data": format!("0x70a08231{:0>64}", &BOB[2..])}, "latest"]),
         ),
         node.ok("eth_getLogs", json!([{"fromBlock": "0x0", "toBlock": "latest"}])),
+        node.ok("eth_getProof", json!([token, ["0x0", "0x1"], "latest"])),
+        node.ok("eth_getProof", json!([BOB, [], "0x1"])),
     ];
     for tx in txs {
         seen.push(node.ok("eth_getTransactionReceipt", json!([tx])));
