@@ -116,21 +116,18 @@ pub(crate) fn post(addr: SocketAddr, body: &str) -> std::io::Result<(u16, String
         "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| std::io::Error::other("no status line"))?;
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    Ok((status, body))
+    read_response(stream)
 }
 
 /// A minimal HTTP/1.1 GET; returns (status, body).
 pub(crate) fn get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
     let mut stream = TcpStream::connect(addr)?;
     write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
+    read_response(stream)
+}
+
+/// Reads a whole `Connection: close` response: (status, body).
+fn read_response(mut stream: TcpStream) -> std::io::Result<(u16, String)> {
     let mut response = String::new();
     stream.read_to_string(&mut response)?;
     let status = response
