@@ -2,7 +2,7 @@
 //!
 //! The trie is *incremental*: it starts as a reference to a stored root ([`Trie::at_root`]) and
 //! only the nodes on the paths that are read for a mutation get loaded from a [`NodeSource`].
-//! Everything else stays an unresolved [`Node::Hash`], which costs nothing to hash again because
+//! Everything else stays an unresolved `Node::Hash`, which costs nothing to hash again because
 //! its hash is already known. [`Trie::commit`] re-encodes only what changed, hands the new nodes
 //! to a sink (the caller writes them to its store) and collapses the trie back to a single
 //! reference to the new root.
