@@ -7,6 +7,7 @@
 //! -> MempoolActor (TxsMined) -> reply.
 
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use actix::{Addr, SyncArbiter};
@@ -14,8 +15,8 @@ use alloy_primitives::Address;
 use alloy_signer_local::PrivateKeySigner;
 use hearth_actors::miner::{Clock, system_clock};
 use hearth_actors::{
-    CodeCacheActor, CodeL2, ExecConfig, ExecutorActor, GenesisSpec, MempoolActor, MempoolConfig,
-    MinerActor, MinerConfig, MinerPeers, StateActor, init_genesis,
+    CodeCacheActor, CodeL2, ExecConfig, ExecutorActor, FilterActor, GenesisSpec, MempoolActor,
+    MempoolConfig, MinerActor, MinerConfig, MinerPeers, StateActor, init_genesis,
 };
 use hearth_messages::executor::ExecutorClient;
 use hearth_messages::state::{BlockCommitted, SubscribeBlocks};
@@ -30,6 +31,10 @@ use crate::config::{NodeConfig, StorageMode};
 pub const SPEC: SpecId = SpecId::PRAGUE;
 /// Base fee of the genesis block (1 gwei, as anvil).
 pub const GENESIS_BASE_FEE: u64 = 1_000_000_000;
+
+/// Most polling filters installed at once; each is a few bytes (a cursor and its criteria),
+/// and unpolled ones expire after five minutes.
+pub const MAX_FILTERS: NonZeroUsize = NonZeroUsize::new(10_000).expect("10,000 is non-zero");
 
 /// Starting the node failed.
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +83,8 @@ pub struct Node {
     pub executor: ExecutorClient,
     /// Dev account keys.
     pub signers: Arc<Vec<PrivateKeySigner>>,
+    /// The polling filters (eth_newFilter, eth_newBlockFilter).
+    pub filters: Addr<FilterActor>,
     /// Request counters of the RPC front (shared by every context this node hands out).
     pub rpc_metrics: Arc<hearth_rpc::RpcMetrics>,
     config: NodeConfig,
@@ -201,6 +208,7 @@ impl Node {
             executor,
             signers: Arc::new(signers),
             rpc_metrics: Arc::default(),
+            filters: FilterActor::new(MAX_FILTERS).start_bounded(mailbox),
             config,
         })
     }
@@ -247,6 +255,12 @@ impl Node {
             extensions,
             client_version: format!("hearth/v{}", env!("CARGO_PKG_VERSION")),
             metrics: Arc::clone(&self.rpc_metrics),
+            filters: hearth_rpc::FilterRecipients {
+                install: self.filters.clone().recipient(),
+                poll: self.filters.clone().recipient(),
+                get: self.filters.clone().recipient(),
+                uninstall: self.filters.clone().recipient(),
+            },
             metric_sources: hearth_rpc::MetricSources {
                 pool_size: self.mempool.clone().recipient(),
                 code_cache: self.code_cache.clone().recipient(),

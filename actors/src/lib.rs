@@ -9,12 +9,14 @@ pub mod code_cache;
 pub mod dev;
 mod exec_db;
 pub mod executor;
+pub mod filters;
 pub mod mempool;
 pub mod miner;
 pub mod state;
 
 pub use code_cache::{CodeCache, CodeCacheActor, CodeL1, CodeL2};
 pub use executor::{ExecConfig, ExecutorActor};
+pub use filters::FilterActor;
 pub use mempool::{MempoolActor, MempoolConfig};
 pub use miner::{Clock, MinerActor, MinerConfig, MinerPeers, system_clock};
 pub use state::{GenesisSpec, StateActor, init_genesis};

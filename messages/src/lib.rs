@@ -8,6 +8,7 @@ pub mod ask;
 pub mod code_cache;
 pub mod error;
 pub mod executor;
+pub mod filters;
 pub mod mempool;
 pub mod miner;
 pub mod state;

@@ -114,6 +114,21 @@ pub struct RpcContext {
     pub metrics: Arc<crate::metrics::RpcMetrics>,
     /// Where `GET /metrics` asks for the gauges other actors own.
     pub metric_sources: MetricSources,
+    /// The polling filters' owner.
+    pub filters: FilterRecipients,
+}
+
+/// The `FilterActor`'s recipients (eth_newFilter and friends).
+#[derive(Clone, Debug)]
+pub struct FilterRecipients {
+    /// Installs a filter.
+    pub install: Recipient<Ask<hearth_messages::filters::InstallFilter>>,
+    /// Polls one.
+    pub poll: Recipient<Ask<hearth_messages::filters::PollFilter>>,
+    /// Reads one's criteria.
+    pub get: Recipient<Ask<hearth_messages::filters::GetFilter>>,
+    /// Removes one.
+    pub uninstall: Recipient<Ask<hearth_messages::filters::UninstallFilter>>,
 }
 
 /// The actors `GET /metrics` asks at scrape time.

@@ -117,6 +117,9 @@ pub enum RpcError {
         /// Which record.
         what: &'static str,
     },
+    /// A polling filter request failed.
+    #[error(transparent)]
+    Filter(hearth_messages::filters::FilterError),
     /// An actor's mailbox is at its bound: the request was not enqueued.
     #[error("limit exceeded: the {actor} mailbox is full; retry later")]
     MailboxFull {
@@ -167,6 +170,7 @@ impl RpcError {
             | Self::HeaderNotFound
             | Self::UnknownBlock
             | Self::InvalidBlockRange
+            | Self::Filter(hearth_messages::filters::FilterError::NotFound)
             | Self::BeyondHead { .. }
             | Self::UnknownAccount
             | Self::TxDecode(_)
@@ -197,7 +201,8 @@ impl RpcError {
             | Self::Exec(ExecError::Busy { .. })
             | Self::Mine(MineError::Exec(ExecError::Busy { .. }))
             | Self::Tx(TxError::PoolFull)
-            | Self::MailboxFull { .. } => -32005,
+            | Self::MailboxFull { .. }
+            | Self::Filter(hearth_messages::filters::FilterError::TooMany { .. }) => -32005,
             // The node failed, not the request.
             Self::EstimateInconsistent
             | Self::Signing(_)

@@ -16,6 +16,7 @@ mod error;
 mod eth;
 mod eth_tx;
 mod fees;
+mod filters;
 mod logs;
 mod methods;
 mod metrics;
@@ -26,7 +27,9 @@ mod server;
 mod transport;
 mod txpool;
 
-pub use context::{Controls, ExtensionMethod, Extensions, MetricSources, RpcContext, RpcLimits};
+pub use context::{
+    Controls, ExtensionMethod, Extensions, FilterRecipients, MetricSources, RpcContext, RpcLimits,
+};
 pub use error::RpcError;
 pub use metrics::{Rejection, RpcMetrics};
 pub use server::serve;

@@ -24,7 +24,17 @@ pub(crate) fn get_logs(ctx: &RpcContext, params: &Params) -> Result<Value, RpcEr
     let Some((from, to)) = block_range(ctx, &filter.block_option)? else {
         return Ok(Value::Array(Vec::new()));
     };
+    to_json(&matching_logs(ctx, &filter, from, to)?)
+}
 
+/// The logs of blocks `from..=to` that match `filter`'s addresses and topics (its own block
+/// range is the caller's business), with block, transaction and block-wide log indexes.
+pub(crate) fn matching_logs(
+    ctx: &RpcContext,
+    filter: &Filter,
+    from: u64,
+    to: u64,
+) -> Result<Vec<alloy_rpc_types_eth::Log>, RpcError> {
     let mut logs = Vec::new();
     for number in from..=to {
         let Some(header) = ctx.chain.header(number)? else {
@@ -46,11 +56,11 @@ pub(crate) fn get_logs(ctx: &RpcContext, params: &Params) -> Result<Value, RpcEr
             false,
         );
     }
-    to_json(&logs)
+    Ok(logs)
 }
 
 /// The inclusive block range to scan, or `None` when it lies wholly after the head.
-fn block_range(
+pub(crate) fn block_range(
     ctx: &RpcContext,
     option: &FilterBlockOption,
 ) -> Result<Option<(u64, u64)>, RpcError> {

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::Params;
-use crate::{blocks, call, dev, eth, eth_tx, fees, logs, net, proof, txpool};
+use crate::{blocks, call, dev, eth, eth_tx, fees, filters, logs, net, proof, txpool};
 
 /// Runs `method` with its raw `params` and returns the result.
 pub(crate) async fn dispatch(
@@ -52,6 +52,11 @@ pub(crate) async fn dispatch(
         "eth_getTransactionByBlockHashAndIndex" => blocks::tx_by_hash_and_index(ctx, p),
 
         "eth_getLogs" => logs::get_logs(ctx, p),
+        "eth_newFilter" => filters::new_filter(ctx, p).await,
+        "eth_newBlockFilter" => filters::new_block_filter(ctx, p).await,
+        "eth_getFilterChanges" => filters::get_filter_changes(ctx, p).await,
+        "eth_getFilterLogs" => filters::get_filter_logs(ctx, p).await,
+        "eth_uninstallFilter" => filters::uninstall_filter(ctx, p).await,
 
         "evm_mine" => dev::mine(ctx, p).await,
         "anvil_mine" | "hardhat_mine" => dev::mine_many(ctx, &method, p).await,

@@ -153,6 +153,7 @@ impl Actor for Idle {
 
 hearth_messages::answer_asks!(Stub: SubmitTx, GetPooledTx, PendingNonce, AutoMine);
 hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::SubmitImpersonated, mempool::PoolSize, hearth_messages::code_cache::GetCodeCacheStats);
+hearth_messages::answer_asks!(Idle: hearth_messages::filters::InstallFilter, hearth_messages::filters::PollFilter, hearth_messages::filters::GetFilter, hearth_messages::filters::UninstallFilter);
 
 macro_rules! idle_replies {
     ($($msg:ty => $reply:expr),* $(,)?) => {$(
@@ -182,6 +183,10 @@ idle_replies! {
     miner::SetBlockParam => Ok(0),
     miner::GetMiningStatus => miner::MiningStatus { automine: true, interval: None, ticks_skipped: 0 },
     mempool::PoolSize => (2, 1),
+    hearth_messages::filters::InstallFilter => Err(hearth_messages::filters::FilterError::TooMany { max: 0 }),
+    hearth_messages::filters::PollFilter => Err(hearth_messages::filters::FilterError::NotFound),
+    hearth_messages::filters::GetFilter => Err(hearth_messages::filters::FilterError::NotFound),
+    hearth_messages::filters::UninstallFilter => false,
     hearth_messages::code_cache::GetCodeCacheStats => hearth_messages::code_cache::CodeCacheStats { hits: 5, misses: 1, evictions: 0, entries: 1 },
     state::PatchState => Ok(B256::ZERO),
     state::TakeSnapshot => Ok(1),
@@ -394,6 +399,12 @@ fn fixture(max_in_flight: usize) -> Fixture {
         extensions,
         client_version: "hearth/test".into(),
         metrics: Arc::default(),
+        filters: crate::FilterRecipients {
+            install: Idle.start().recipient(),
+            poll: Idle.start().recipient(),
+            get: Idle.start().recipient(),
+            uninstall: Idle.start().recipient(),
+        },
         metric_sources: crate::MetricSources {
             pool_size: Idle.start().recipient(),
             code_cache: Idle.start().recipient(),

@@ -5,6 +5,7 @@ mod actors;
 mod blocktest;
 mod conformance;
 mod dev;
+mod filters;
 mod history;
 mod metrics;
 mod mining;

@@ -1,0 +1,203 @@
+//! `FilterActor`: the polling filters of eth_newFilter / eth_newBlockFilter.
+//!
+//! Owns: the installed filters, each a cursor (the last block it reported), its criteria and
+//! when it was last polled; at most `max` of them. Handles `InstallFilter`, `PollFilter`,
+//! `GetFilter`, `UninstallFilter`. Sends nothing: the RPC front reads the block range a poll
+//! returns from the chain itself. A filter not polled for `FILTER_TTL` is dropped (as geth), by
+//! a sweep on the tokio clock. Mailbox: bounded by the node config. Restart: filters are not
+//! persisted (geth's are not either); clients re-install after a restart.
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+use actix::{Actor, AsyncContext, Context, Handler};
+use hearth_messages::filters::{
+    FilterError, FilterKind, FilterPoll, GetFilter, InstallFilter, PollFilter, UninstallFilter,
+};
+use tokio::time::Instant;
+
+/// How long a filter lives without being polled (geth's value).
+pub const FILTER_TTL: Duration = Duration::from_secs(5 * 60);
+/// How often expired filters are swept.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+#[derive(Debug)]
+struct Entry {
+    kind: FilterKind,
+    /// The last block this filter reported (or the head when it was installed).
+    cursor: u64,
+    last_poll: Instant,
+}
+
+/// The filter table: no actix types, tested directly.
+#[derive(Debug)]
+pub struct Filters {
+    entries: HashMap<u64, Entry>,
+    next_id: u64,
+    max: usize,
+}
+
+impl Filters {
+    /// An empty table holding at most `max` filters.
+    pub fn new(max: NonZeroUsize) -> Self {
+        Self { entries: HashMap::new(), next_id: 1, max: max.get() }
+    }
+
+    /// Installs a filter; ids are never reused.
+    pub fn install(
+        &mut self,
+        kind: FilterKind,
+        head: u64,
+        now: Instant,
+    ) -> Result<u64, FilterError> {
+        if self.entries.len() >= self.max {
+            return Err(FilterError::TooMany { max: self.max });
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.entries.insert(id, Entry { kind, cursor: head, last_poll: now });
+        Ok(id)
+    }
+
+    /// The new block range of `id`, moving its cursor to `head`.
+    pub fn poll(&mut self, id: u64, head: u64, now: Instant) -> Result<FilterPoll, FilterError> {
+        let entry = self.entries.get_mut(&id).ok_or(FilterError::NotFound)?;
+        entry.last_poll = now;
+        // After evm_revert the head can be behind the cursor: nothing new until it passes it.
+        let from = entry.cursor.min(head) + 1;
+        entry.cursor = head;
+        Ok(FilterPoll { kind: entry.kind.clone(), from, to: head })
+    }
+
+    /// The criteria of `id` (counts as a poll for expiry).
+    pub fn get(&mut self, id: u64, now: Instant) -> Result<FilterKind, FilterError> {
+        let entry = self.entries.get_mut(&id).ok_or(FilterError::NotFound)?;
+        entry.last_poll = now;
+        Ok(entry.kind.clone())
+    }
+
+    /// Removes `id`.
+    pub fn uninstall(&mut self, id: u64) -> bool {
+        self.entries.remove(&id).is_some()
+    }
+
+    /// Drops the filters not polled since `now - FILTER_TTL`; returns how many.
+    pub fn sweep(&mut self, now: Instant) -> usize {
+        let before = self.entries.len();
+        self.entries.retain(|_, e| now.duration_since(e.last_poll) < FILTER_TTL);
+        before - self.entries.len()
+    }
+
+    /// Installed filters.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether none is installed.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// The filter actor.
+#[derive(Debug)]
+pub struct FilterActor {
+    filters: Filters,
+}
+
+impl FilterActor {
+    /// Holds at most `max` filters.
+    pub fn new(max: NonZeroUsize) -> Self {
+        Self { filters: Filters::new(max) }
+    }
+
+    /// Starts the actor with its mailbox bounded from the first message on.
+    pub fn start_bounded(self, mailbox: NonZeroUsize) -> actix::Addr<Self> {
+        Self::create(move |ctx| {
+            ctx.set_mailbox_capacity(mailbox.get());
+            self
+        })
+    }
+}
+
+impl Actor for FilterActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.run_interval(SWEEP_EVERY, |actor, _| {
+            let dropped = actor.filters.sweep(Instant::now());
+            if dropped > 0 {
+                tracing::debug!(target: "actors::filters", dropped, "expired filters removed");
+            }
+        });
+    }
+}
+
+impl Handler<InstallFilter> for FilterActor {
+    type Result = Result<u64, FilterError>;
+
+    fn handle(&mut self, msg: InstallFilter, _ctx: &mut Self::Context) -> Self::Result {
+        self.filters.install(msg.kind, msg.head, Instant::now())
+    }
+}
+
+impl Handler<PollFilter> for FilterActor {
+    type Result = Result<FilterPoll, FilterError>;
+
+    fn handle(&mut self, msg: PollFilter, _ctx: &mut Self::Context) -> Self::Result {
+        self.filters.poll(msg.id, msg.head, Instant::now())
+    }
+}
+
+impl Handler<GetFilter> for FilterActor {
+    type Result = Result<FilterKind, FilterError>;
+
+    fn handle(&mut self, msg: GetFilter, _ctx: &mut Self::Context) -> Self::Result {
+        self.filters.get(msg.0, Instant::now())
+    }
+}
+
+impl Handler<UninstallFilter> for FilterActor {
+    type Result = bool;
+
+    fn handle(&mut self, msg: UninstallFilter, _ctx: &mut Self::Context) -> bool {
+        self.filters.uninstall(msg.0)
+    }
+}
+
+// The RPC front asks with `ask` (fail fast when the mailbox is full).
+hearth_messages::answer_asks!(FilterActor: InstallFilter, PollFilter, GetFilter, UninstallFilter);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_reports_each_block_once_and_expires_unpolled() {
+        let t0 = Instant::now();
+        let mut filters = Filters::new(NonZeroUsize::new(2).expect("2 is non-zero"));
+        let id = filters.install(FilterKind::Blocks, 5, t0).expect("room");
+        let poll = filters.poll(id, 8, t0).expect("installed");
+        assert_eq!((poll.from, poll.to), (6, 8));
+        let poll = filters.poll(id, 8, t0).expect("installed");
+        assert!(poll.from > poll.to, "nothing new");
+        // After a revert below the cursor, nothing is reported until the chain passes it.
+        let poll = filters.poll(id, 4, t0).expect("installed");
+        assert!(poll.from > poll.to);
+        assert_eq!(filters.poll(id, 6, t0).expect("installed").from, 5);
+
+        let other = filters.install(FilterKind::Blocks, 0, t0).expect("room");
+        assert_eq!(
+            filters.install(FilterKind::Blocks, 0, t0),
+            Err(FilterError::TooMany { max: 2 })
+        );
+        assert!(filters.uninstall(other));
+        assert!(!filters.uninstall(other));
+
+        assert_eq!(filters.sweep(t0 + FILTER_TTL - Duration::from_secs(1)), 0);
+        assert_eq!(filters.sweep(t0 + FILTER_TTL), 1);
+        assert_eq!(filters.poll(id, 9, t0), Err(FilterError::NotFound));
+        assert!(filters.is_empty());
+    }
+}

@@ -1,0 +1,72 @@
+//! Polling filters over JSON-RPC: eth_newBlockFilter, eth_newFilter, eth_getFilterChanges,
+//! eth_getFilterLogs, eth_uninstallFilter (how viem and ethers watch blocks and logs over HTTP).
+
+use serde_json::{Value, json};
+
+use crate::support::TestNode;
+
+#[actix::test]
+async fn a_block_filter_reports_each_new_block_once() {
+    let node = TestNode::start();
+    let id = node.ok("eth_newBlockFilter", json!([])).await;
+    assert_eq!(node.ok("eth_getFilterChanges", json!([id])).await, json!([]));
+    node.ok("evm_mine", json!([])).await;
+    node.ok("evm_mine", json!([])).await;
+    let hashes = node.ok("eth_getFilterChanges", json!([id])).await;
+    let block1 = node.ok("eth_getBlockByNumber", json!(["0x1", false])).await;
+    let block2 = node.ok("eth_getBlockByNumber", json!(["0x2", false])).await;
+    assert_eq!(hashes, json!([block1["hash"], block2["hash"]]));
+    assert_eq!(node.ok("eth_getFilterChanges", json!([id])).await, json!([]), "reported once");
+
+    assert_eq!(node.ok("eth_uninstallFilter", json!([id])).await, true);
+    assert_eq!(node.ok("eth_uninstallFilter", json!([id])).await, false);
+    let (code, message, _) = node.err("eth_getFilterChanges", json!([id])).await;
+    assert_eq!((code, message.as_str()), (-32000, "filter not found"));
+    assert_eq!(node.err("eth_getFilterChanges", json!(["nope"])).await.0, -32602);
+}
+
+#[actix::test]
+async fn a_log_filter_reports_new_matching_logs_and_all_of_them_on_request() {
+    let node = TestNode::start();
+    let token = node.deploy_bench_token().await;
+    let alice = node.signer(0).address();
+    let bob = node.signer(1).address();
+    let transfer_topic =
+        alloy_primitives::keccak256("Transfer(address,address,uint256)").to_string();
+    let criteria = json!({"fromBlock": "0x0", "address": token, "topics": [transfer_topic]});
+    let id = node.ok("eth_newFilter", json!([criteria])).await;
+    // Logs before the filter was installed are not "changes".
+    assert_eq!(node.ok("eth_getFilterChanges", json!([id])).await, json!([]));
+
+    let data = format!("0xa9059cbb{:0>64}{:064x}", alloy_primitives::hex::encode(bob), 5);
+    for _ in 0..2 {
+        node.ok("eth_sendTransaction", json!([{"from": alice, "to": token, "data": data}])).await;
+    }
+    // A transfer of ETH makes a block with no matching log.
+    node.ok("eth_sendTransaction", json!([{"from": alice, "to": bob, "value": "0x1"}])).await;
+    let changes = node.ok("eth_getFilterChanges", json!([id])).await;
+    let changes = changes.as_array().unwrap();
+    assert_eq!(changes.len(), 2, "{changes:?}");
+    assert_eq!(changes[0]["blockNumber"], "0x2");
+    assert_eq!(changes[1]["blockNumber"], "0x3");
+    assert_eq!(node.ok("eth_getFilterChanges", json!([id])).await, json!([]));
+    // eth_getFilterLogs answers the whole criteria: the mint and both transfers.
+    let all = node.ok("eth_getFilterLogs", json!([id])).await;
+    assert_eq!(all.as_array().unwrap().len(), 3);
+    assert_eq!(all, node.ok("eth_getLogs", json!([criteria])).await);
+
+    // A filter that ends at block 2 reports nothing past it.
+    let bounded = node.ok("eth_newFilter", json!([{"toBlock": "0x2", "address": token}])).await;
+    node.ok("eth_sendTransaction", json!([{"from": alice, "to": token, "data": data}])).await;
+    assert_eq!(node.ok("eth_getFilterChanges", json!([bounded])).await, json!([]));
+
+    let block_filter = node.ok("eth_newBlockFilter", json!([])).await;
+    assert_eq!(node.err("eth_getFilterLogs", json!([block_filter])).await.0, -32000);
+    let by_hash = json!([{"blockHash": format!("0x{}", "11".repeat(32))}]);
+    assert_eq!(node.err("eth_newFilter", by_hash).await.0, -32602);
+    assert!(node.ok("eth_newFilter", json!([{}])).await.is_string());
+    assert_eq!(
+        node.call("eth_newPendingTransactionFilter", json!([])).await["error"]["code"],
+        Value::from(-32601)
+    );
+}
