@@ -150,6 +150,11 @@ impl RpcMetrics {
         &self.stripes[INDEX.with(|i| *i) % STRIPES]
     }
 
+    /// The counter slot of `method` (the core method's own, else `other`).
+    pub(crate) fn slot_of(method: &str) -> usize {
+        METHODS.binary_search(&method).unwrap_or(METHODS.len())
+    }
+
     /// Records one answered request.
     pub(crate) fn observe(
         &self,
@@ -157,9 +162,18 @@ impl RpcMetrics {
         elapsed: Duration,
         result: &Result<serde_json::Value, RpcError>,
     ) {
+        self.observe_slot(Self::slot_of(method), elapsed, result);
+    }
+
+    /// Records one answered request of the method in counter slot `slot`.
+    pub(crate) fn observe_slot(
+        &self,
+        slot: usize,
+        elapsed: Duration,
+        result: &Result<serde_json::Value, RpcError>,
+    ) {
         let stripe = self.stripe();
-        let index = METHODS.binary_search(&method).unwrap_or(METHODS.len());
-        let stats = &stripe.methods[index];
+        let stats = &stripe.methods[slot.min(METHODS.len())];
         stats.requests.fetch_add(1, Relaxed);
         let seconds = elapsed.as_secs_f64();
         if let Some(bucket) = BUCKETS.iter().position(|b| seconds <= *b) {
