@@ -168,6 +168,7 @@ impl Node {
             config.max_in_flight.get(),
         );
         let state = StateActor::new(chain.clone()).start_bounded(mailbox);
+        let filters = FilterActor::new(MAX_FILTERS).start_bounded(mailbox);
         let mempool = MempoolActor::new(
             chain.clone(),
             MempoolConfig {
@@ -178,6 +179,7 @@ impl Node {
                 max_bytes: config.txpool_max_bytes,
             },
         )
+        .notify_admitted(filters.clone().recipient())
         .start_bounded(mailbox);
         let miner = MinerActor::new(
             chain.clone(),
@@ -208,7 +210,7 @@ impl Node {
             executor,
             signers: Arc::new(signers),
             rpc_metrics: Arc::default(),
-            filters: FilterActor::new(MAX_FILTERS).start_bounded(mailbox),
+            filters,
             config,
         })
     }

@@ -2,7 +2,8 @@
 //!
 //! Owns: the installed filters, each a cursor (the last block it reported), its criteria and
 //! when it was last polled; at most `max` of them. Handles `InstallFilter`, `PollFilter`,
-//! `GetFilter`, `UninstallFilter`. Sends nothing: the RPC front reads the block range a poll
+//! `GetFilter`, `UninstallFilter`, and `TxsAdmitted` from the mempool (queued, bounded, on
+//! pending-transaction filters). Sends nothing: the RPC front reads the block range a poll
 //! returns from the chain itself. A filter not polled for `FILTER_TTL` is dropped (as geth), by
 //! a sweep on the tokio clock. Mailbox: bounded by the node config. Restart: filters are not
 //! persisted (geth's are not either); clients re-install after a restart.
@@ -12,9 +13,11 @@ use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use actix::{Actor, AsyncContext, Context, Handler};
+use alloy_primitives::B256;
 use hearth_messages::filters::{
     FilterError, FilterKind, FilterPoll, GetFilter, InstallFilter, PollFilter, UninstallFilter,
 };
+use hearth_messages::mempool::TxsAdmitted;
 use tokio::time::Instant;
 
 /// How long a filter lives without being polled (geth's value).
@@ -22,9 +25,14 @@ pub const FILTER_TTL: Duration = Duration::from_secs(5 * 60);
 /// How often expired filters are swept.
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
 
+/// Most hashes a pending-transaction filter holds between polls; older ones are dropped.
+pub const MAX_PENDING_PER_FILTER: usize = 10_000;
+
 #[derive(Debug)]
 struct Entry {
     kind: FilterKind,
+    /// Admitted hashes not yet polled (pending-transaction filters only).
+    pending: std::collections::VecDeque<B256>,
     /// The last block this filter reported (or the head when it was installed).
     cursor: u64,
     last_poll: Instant,
@@ -56,7 +64,8 @@ impl Filters {
         }
         let id = self.next_id;
         self.next_id += 1;
-        self.entries.insert(id, Entry { kind, cursor: head, last_poll: now });
+        self.entries
+            .insert(id, Entry { kind, pending: Default::default(), cursor: head, last_poll: now });
         Ok(id)
     }
 
@@ -67,7 +76,8 @@ impl Filters {
         // After evm_revert the head can be behind the cursor: nothing new until it passes it.
         let from = entry.cursor.min(head) + 1;
         entry.cursor = head;
-        Ok(FilterPoll { kind: entry.kind.clone(), from, to: head })
+        let pending = entry.pending.drain(..).collect();
+        Ok(FilterPoll { kind: entry.kind.clone(), from, to: head, pending })
     }
 
     /// The criteria of `id` (counts as a poll for expiry).
@@ -75,6 +85,18 @@ impl Filters {
         let entry = self.entries.get_mut(&id).ok_or(FilterError::NotFound)?;
         entry.last_poll = now;
         Ok(entry.kind.clone())
+    }
+
+    /// Queues admitted hashes on every pending-transaction filter, keeping the newest
+    /// `MAX_PENDING_PER_FILTER` of each.
+    pub fn admitted(&mut self, hashes: &[B256]) {
+        for entry in self.entries.values_mut() {
+            if entry.kind == FilterKind::PendingTxs {
+                entry.pending.extend(hashes.iter().copied());
+                let excess = entry.pending.len().saturating_sub(MAX_PENDING_PER_FILTER);
+                entry.pending.drain(..excess);
+            }
+        }
     }
 
     /// Removes `id`.
@@ -158,6 +180,14 @@ impl Handler<GetFilter> for FilterActor {
     }
 }
 
+impl Handler<TxsAdmitted> for FilterActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: TxsAdmitted, _ctx: &mut Self::Context) {
+        self.filters.admitted(&msg.0);
+    }
+}
+
 impl Handler<UninstallFilter> for FilterActor {
     type Result = bool;
 
@@ -199,5 +229,25 @@ mod tests {
         assert_eq!(filters.sweep(t0 + FILTER_TTL), 1);
         assert_eq!(filters.poll(id, 9, t0), Err(FilterError::NotFound));
         assert!(filters.is_empty());
+    }
+
+    #[test]
+    fn pending_transaction_filters_queue_admissions_up_to_their_bound() {
+        let t0 = Instant::now();
+        let mut filters = Filters::new(NonZeroUsize::new(4).expect("4 is non-zero"));
+        let pending = filters.install(FilterKind::PendingTxs, 0, t0).expect("room");
+        let blocks = filters.install(FilterKind::Blocks, 0, t0).expect("room");
+        let hashes: Vec<B256> = (0..MAX_PENDING_PER_FILTER as u64 + 5)
+            .map(|i| B256::left_padding_from(&i.to_be_bytes()))
+            .collect();
+        filters.admitted(&hashes);
+        let got = filters.poll(pending, 0, t0).expect("installed").pending;
+        assert_eq!(got.len(), MAX_PENDING_PER_FILTER, "bounded");
+        assert_eq!(got.first(), Some(&hashes[5]), "the oldest were dropped");
+        assert!(filters.poll(pending, 0, t0).expect("installed").pending.is_empty(), "drained");
+        assert!(
+            filters.poll(blocks, 0, t0).expect("installed").pending.is_empty(),
+            "block filters take none"
+        );
     }
 }

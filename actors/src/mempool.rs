@@ -496,12 +496,36 @@ impl Pool {
 pub struct MempoolActor {
     pool: Pool,
     db: ChainDb,
+    /// Told of every admission (the filter actor); never waited on.
+    admitted: Vec<actix::Recipient<hearth_messages::mempool::TxsAdmitted>>,
 }
 
 impl MempoolActor {
     /// A pool validating against `db`.
     pub fn new(db: ChainDb, config: MempoolConfig) -> Self {
-        Self { pool: Pool::new(config), db }
+        Self { pool: Pool::new(config), db, admitted: Vec::new() }
+    }
+
+    /// Also tells `subscriber` the hash of every admitted transaction.
+    pub fn notify_admitted(
+        mut self,
+        subscriber: actix::Recipient<hearth_messages::mempool::TxsAdmitted>,
+    ) -> Self {
+        self.admitted.push(subscriber);
+        self
+    }
+
+    /// Tells the subscribers what was admitted; a full subscriber misses it (logged).
+    fn announce(&self, hashes: Vec<B256>) {
+        if hashes.is_empty() {
+            return;
+        }
+        for subscriber in &self.admitted {
+            let note = hearth_messages::mempool::TxsAdmitted(hashes.clone());
+            if subscriber.try_send(note).is_err() {
+                tracing::warn!(target: "actors::mempool", "admission subscriber busy; notification dropped");
+            }
+        }
     }
 
     /// Starts the actor on its own arbiter with its mailbox bounded from the first message on.
@@ -522,7 +546,9 @@ impl Handler<SubmitTx> for MempoolActor {
     type Result = Result<B256, TxError>;
 
     fn handle(&mut self, msg: SubmitTx, _ctx: &mut Self::Context) -> Self::Result {
-        self.pool.admit(&self.db, msg.tx)
+        let hash = self.pool.admit(&self.db, msg.tx)?;
+        self.announce(vec![hash]);
+        Ok(hash)
     }
 }
 
@@ -571,7 +597,9 @@ impl Handler<SubmitTxs> for MempoolActor {
     type Result = Result<Vec<Result<B256, TxError>>, TxError>;
 
     fn handle(&mut self, msg: SubmitTxs, _ctx: &mut Self::Context) -> Self::Result {
-        self.pool.admit_batch(&self.db, msg.txs)
+        let results = self.pool.admit_batch(&self.db, msg.txs)?;
+        self.announce(results.iter().filter_map(|r| r.as_ref().ok().copied()).collect());
+        Ok(results)
     }
 }
 
@@ -579,7 +607,9 @@ impl Handler<SubmitImpersonated> for MempoolActor {
     type Result = Result<B256, TxError>;
 
     fn handle(&mut self, msg: SubmitImpersonated, _ctx: &mut Self::Context) -> Self::Result {
-        self.pool.admit_impersonated(&self.db, msg.tx, msg.sender)
+        let hash = self.pool.admit_impersonated(&self.db, msg.tx, msg.sender)?;
+        self.announce(vec![hash]);
+        Ok(hash)
     }
 }
 

@@ -15,6 +15,8 @@ pub enum FilterKind {
     Blocks,
     /// New logs matching the criteria. Serves eth_newFilter.
     Logs(Box<Filter>),
+    /// Hashes of transactions admitted to the pool. Serves eth_newPendingTransactionFilter.
+    PendingTxs,
 }
 
 /// Why a filter request failed.
@@ -63,6 +65,8 @@ pub struct FilterPoll {
     pub from: u64,
     /// Last new block.
     pub to: u64,
+    /// For a pending-transaction filter: the hashes admitted since the last poll.
+    pub pending: Vec<alloy_primitives::B256>,
 }
 
 impl Message for PollFilter {

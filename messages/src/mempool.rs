@@ -171,3 +171,12 @@ pub struct Revalidate;
 impl Message for Revalidate {
     type Result = ();
 }
+
+/// Transactions were admitted to the pool (in admission order). Sent with `try_send` to the
+/// pool's subscribers (the filter actor): a full subscriber misses it, admission never waits.
+#[derive(Debug, Clone)]
+pub struct TxsAdmitted(pub Vec<B256>);
+
+impl Message for TxsAdmitted {
+    type Result = ();
+}

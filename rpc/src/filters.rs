@@ -1,5 +1,5 @@
-//! Polling filters: eth_newFilter, eth_newBlockFilter, eth_getFilterChanges, eth_getFilterLogs,
-//! eth_uninstallFilter. The `FilterActor` keeps each filter's cursor; this module reads what a
+//! Polling filters: eth_newFilter, eth_newBlockFilter, eth_newPendingTransactionFilter,
+//! eth_getFilterChanges, eth_getFilterLogs, eth_uninstallFilter. The `FilterActor` keeps each filter's cursor; this module reads what a
 //! poll covers from the chain (block hashes, or logs through the same bloom-checked scan as
 //! eth_getLogs). Filter ids are quantities. An unknown or expired id is -32000 "filter not
 //! found", as geth answers.
@@ -27,6 +27,15 @@ pub(crate) async fn new_filter(ctx: &RpcContext, params: &Params) -> Result<Valu
         ));
     }
     install(ctx, FilterKind::Logs(Box::new(filter))).await
+}
+
+/// eth_newPendingTransactionFilter: `[]`; hashes of transactions admitted to the pool from now.
+pub(crate) async fn new_pending_transaction_filter(
+    ctx: &RpcContext,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    install(ctx, FilterKind::PendingTxs).await
 }
 
 /// eth_newBlockFilter: `[]`; hashes of blocks after the current head.
@@ -57,6 +66,7 @@ pub(crate) async fn get_filter_changes(
         .map_err(|e| RpcError::ask("filters", e))?
         .map_err(RpcError::Filter)?;
     match poll.kind {
+        FilterKind::PendingTxs => to_json(&poll.pending),
         FilterKind::Blocks => {
             let mut hashes = Vec::new();
             for number in poll.from..=poll.to {

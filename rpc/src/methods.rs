@@ -54,6 +54,7 @@ pub(crate) async fn dispatch(
         "eth_getLogs" => logs::get_logs(ctx, p),
         "eth_newFilter" => filters::new_filter(ctx, p).await,
         "eth_newBlockFilter" => filters::new_block_filter(ctx, p).await,
+        "eth_newPendingTransactionFilter" => filters::new_pending_transaction_filter(ctx, p).await,
         "eth_getFilterChanges" => filters::get_filter_changes(ctx, p).await,
         "eth_getFilterLogs" => filters::get_filter_logs(ctx, p).await,
         "eth_uninstallFilter" => filters::uninstall_filter(ctx, p).await,

@@ -55,6 +55,7 @@ const METHODS: &[&str] = &[
     "eth_maxPriorityFeePerGas",
     "eth_newBlockFilter",
     "eth_newFilter",
+    "eth_newPendingTransactionFilter",
     "eth_sendRawTransaction",
     "eth_sendTransaction",
     "eth_syncing",
