@@ -233,6 +233,7 @@ impl Node {
             mine_blocks: self.miner.clone().recipient(),
             controls: Controls {
                 submit_txs: self.mempool.clone().recipient(),
+                is_impersonated: self.mempool.clone().recipient(),
                 submit_impersonated: self.mempool.clone().recipient(),
                 set_impersonated: self.mempool.clone().recipient(),
                 set_auto_impersonate: self.mempool.clone().recipient(),

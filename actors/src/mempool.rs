@@ -341,7 +341,12 @@ impl Pool {
         }
     }
 
-    /// Impersonates every sender, or only the listed ones.
+    /// Whether unsigned transactions from `address` are accepted.
+    pub fn is_impersonated(&self, address: &Address) -> bool {
+        self.auto_impersonate || self.impersonated.contains(address)
+    }
+
+    /// Impersonates every account (`true`) or only the listed ones.
     pub const fn set_auto_impersonate(&mut self, enabled: bool) {
         self.auto_impersonate = enabled;
     }
@@ -755,4 +760,16 @@ mod tests {
 }
 
 // The RPC front asks these with `ask` (fail fast when the mailbox is full).
-hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitTxs, SubmitImpersonated, GetPooledTx, PendingNonce, PoolSize);
+impl Handler<hearth_messages::mempool::IsImpersonated> for MempoolActor {
+    type Result = bool;
+
+    fn handle(
+        &mut self,
+        msg: hearth_messages::mempool::IsImpersonated,
+        _ctx: &mut Self::Context,
+    ) -> bool {
+        self.pool.is_impersonated(&msg.0)
+    }
+}
+
+hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitTxs, SubmitImpersonated, GetPooledTx, PendingNonce, PoolSize, hearth_messages::mempool::IsImpersonated);

@@ -62,6 +62,15 @@ impl Message for SetImpersonated {
     type Result = ();
 }
 
+/// Whether unsigned transactions from `0` are accepted (it is impersonated, or every account
+/// is). eth_sendTransaction asks before it fills a transaction for an account without a key.
+#[derive(Debug, Clone, Copy)]
+pub struct IsImpersonated(pub Address);
+
+impl Message for IsImpersonated {
+    type Result = bool;
+}
+
 /// Impersonates every account (`true`) or only the listed ones. Serves
 /// `anvil_autoImpersonateAccount`.
 #[derive(Debug, Clone, Copy)]

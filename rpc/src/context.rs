@@ -146,6 +146,8 @@ pub struct MetricSources {
 pub struct Controls {
     /// Admits a JSON-RPC batch of raw transactions as one pool batch.
     pub submit_txs: Recipient<Ask<SubmitTxs>>,
+    /// Whether an account without a dev key may send unsigned (it is impersonated).
+    pub is_impersonated: Recipient<Ask<hearth_messages::mempool::IsImpersonated>>,
     /// Admits unsigned transactions from impersonated accounts.
     pub submit_impersonated: Recipient<Ask<SubmitImpersonated>>,
     /// Starts / stops impersonating one account.

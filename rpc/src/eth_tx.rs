@@ -12,7 +12,9 @@ use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
 use alloy_signer::SignerSync;
 use hearth_messages::TxError;
 use hearth_messages::ask::ask;
-use hearth_messages::mempool::{GetPooledTx, SubmitImpersonated, SubmitTx, SubmitTxs};
+use hearth_messages::mempool::{
+    GetPooledTx, IsImpersonated, SubmitImpersonated, SubmitTx, SubmitTxs,
+};
 use hearth_messages::miner::AutoMine;
 use serde_json::Value;
 
@@ -102,6 +104,13 @@ pub(crate) async fn send_transaction(ctx: &RpcContext, params: &Params) -> Resul
     let request: TxObject = params.required(0)?;
     let from = request.from.ok_or(RpcError::UnknownAccount)?;
     let Some(signer) = ctx.signers.iter().find(|s| s.address() == from) else {
+        // Checked before filling: an unknown account must not surface as a failed estimate.
+        let impersonated = ask(&ctx.controls.is_impersonated, IsImpersonated(from))
+            .await
+            .map_err(|e| RpcError::ask("mempool", e))?;
+        if !impersonated {
+            return Err(RpcError::UnknownAccount);
+        }
         let tx = fill(ctx, from, request).await?.seal(placeholder_signature(from));
         let reply = ask(&ctx.controls.submit_impersonated, SubmitImpersonated { tx, sender: from });
         let hash = match reply.await.map_err(|e| RpcError::ask("mempool", e))? {

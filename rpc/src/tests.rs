@@ -152,7 +152,7 @@ impl Actor for Idle {
 }
 
 hearth_messages::answer_asks!(Stub: SubmitTx, GetPooledTx, PendingNonce, AutoMine);
-hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::SubmitImpersonated, mempool::PoolSize, hearth_messages::code_cache::GetCodeCacheStats);
+hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::SubmitImpersonated, mempool::PoolSize, hearth_messages::code_cache::GetCodeCacheStats, mempool::IsImpersonated);
 hearth_messages::answer_asks!(Idle: hearth_messages::filters::InstallFilter, hearth_messages::filters::PollFilter, hearth_messages::filters::GetFilter, hearth_messages::filters::UninstallFilter);
 
 macro_rules! idle_replies {
@@ -183,6 +183,7 @@ idle_replies! {
     miner::SetBlockParam => Ok(0),
     miner::GetMiningStatus => miner::MiningStatus { automine: true, interval: None, ticks_skipped: 0 },
     mempool::PoolSize => (2, 1),
+    mempool::IsImpersonated => false,
     hearth_messages::filters::InstallFilter => Err(hearth_messages::filters::FilterError::TooMany { max: 0 }),
     hearth_messages::filters::PollFilter => Err(hearth_messages::filters::FilterError::NotFound),
     hearth_messages::filters::GetFilter => Err(hearth_messages::filters::FilterError::NotFound),
@@ -197,6 +198,7 @@ fn idle_controls() -> crate::Controls {
     let idle = Idle.start();
     crate::Controls {
         submit_txs: idle.clone().recipient(),
+        is_impersonated: idle.clone().recipient(),
         submit_impersonated: idle.clone().recipient(),
         set_impersonated: idle.clone().recipient(),
         set_auto_impersonate: idle.clone().recipient(),

@@ -171,6 +171,15 @@ async fn send_transaction_signs_for_dev_accounts_only() {
         .await;
     assert_eq!(code, -32000);
     assert!(message.contains("unknown account"), "{message}");
+    // With a value the account cannot pay, the answer is still "unknown account" (checked
+    // before any estimate), as the peers' probe expects.
+    let (code, message, _) = node
+        .err(
+            "eth_sendTransaction",
+            json!([{"from": Address::repeat_byte(9), "to": bob, "value": "0x1"}]),
+        )
+        .await;
+    assert_eq!((code, message.as_str()), (-32000, "unknown account"));
 }
 
 #[actix::test]
