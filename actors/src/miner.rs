@@ -419,6 +419,31 @@ impl Handler<AutoMine> for MinerActor {
     }
 }
 
+/// Mines `count` blocks one after the other (empty ones too). The first is stamped
+/// `timestamp` (`None`: the clock); after each block, `next(timestamp, block)` gives the next
+/// one's. Replies with the last block number (the head when none was made) and the last block.
+async fn mine_series(
+    job: MineJob,
+    count: u64,
+    mut timestamp: Option<u64>,
+    next: impl Fn(Option<u64>, &SealedBlock) -> Option<u64>,
+) -> (Result<u64, MineError>, Option<Arc<SealedBlock>>) {
+    let mut last: Option<Arc<SealedBlock>> = None;
+    for i in 0..count {
+        match job.mine_one_first(timestamp, false, i == 0).await {
+            Ok(Some(block)) => {
+                timestamp = next(timestamp, &block);
+                last = Some(block);
+            }
+            Ok(None) => {}
+            Err(e) => return (Err(e), last),
+        }
+    }
+    let number =
+        last.as_ref().map_or_else(|| job.db.head_number().unwrap_or_default(), |b| b.number());
+    (Ok(number), last)
+}
+
 impl Handler<MineBlocks> for MinerActor {
     type Result = AtomicResponse<Self, Result<u64, MineError>>;
 
@@ -426,24 +451,10 @@ impl Handler<MineBlocks> for MinerActor {
         let job = self.job();
         let explicit_time = msg.timestamp.is_some();
         self.atomic(
-            async move {
-                let mut last = None;
-                let mut timestamp = msg.timestamp;
-                for i in 0..msg.count {
-                    match job.mine_one_first(timestamp, false, i == 0).await {
-                        Ok(Some(block)) => {
-                            timestamp = timestamp.map(|t| t.max(block.header.timestamp) + 1);
-                            last = Some(block);
-                        }
-                        Ok(None) => {}
-                        Err(e) => return (Err(e), last),
-                    }
-                }
-                let number = last
-                    .as_ref()
-                    .map_or_else(|| job.db.head_number().unwrap_or_default(), |b| b.number());
-                (Ok(number), last)
-            },
+            // A given timestamp stamps the first block; later ones follow it a second apart.
+            mine_series(job, msg.count, msg.timestamp, |t, block| {
+                t.map(|t| t.max(block.header.timestamp) + 1)
+            }),
             explicit_time,
         )
     }
@@ -456,21 +467,10 @@ impl Handler<MineSpaced> for MinerActor {
         let job = self.job();
         let interval = msg.interval.max(1);
         self.atomic(
-            async move {
-                let mut last: Option<Arc<SealedBlock>> = None;
-                for i in 0..msg.count {
-                    let timestamp = last.as_ref().map(|b| b.header.timestamp + interval);
-                    match job.mine_one_first(timestamp, false, i == 0).await {
-                        Ok(Some(block)) => last = Some(block),
-                        Ok(None) => {}
-                        Err(e) => return (Err(e), last),
-                    }
-                }
-                let number = last
-                    .as_ref()
-                    .map_or_else(|| job.db.head_number().unwrap_or_default(), |b| b.number());
-                (Ok(number), last)
-            },
+            // The first block takes the clock; each later one comes `interval` seconds after.
+            mine_series(job, msg.count, None, move |_, block| {
+                Some(block.header.timestamp + interval)
+            }),
             true,
         )
     }
