@@ -199,9 +199,9 @@ enum Node {
     /// The rest of a key and its (non-empty) value.
     Leaf { path: Nibbles, value: Vec<u8> },
     /// A shared, non-empty path segment above a branch.
-    Extension { path: Nibbles, child: Box<Node> },
+    Extension { path: Nibbles, child: Box<Self> },
     /// Sixteen children by next nibble, plus the value of a key ending here (empty = none).
-    Branch { children: Box<[Node; 16]>, value: Vec<u8> },
+    Branch { children: Box<[Self; 16]>, value: Vec<u8> },
     /// A node not loaded yet: in the [`NodeSource`] under this hash, unchanged since.
     Hash(B256),
 }

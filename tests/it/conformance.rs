@@ -93,7 +93,7 @@ fn run_trie_file(file: &str, secure: bool) -> usize {
         for (key, value) in ops {
             let key = if secure { keccak256(&key).to_vec() } else { key };
             // `insert` with an empty value removes, as the vectors expect.
-            trie.insert(&nodes, &key, value.clone()).unwrap();
+            trie.insert(&nodes, &key, value.clone()).expect("in-memory insert");
             if value.is_empty() {
                 model.remove(&key);
             } else {
@@ -109,7 +109,7 @@ fn run_trie_file(file: &str, secure: bool) -> usize {
         let reloaded = Trie::at_root(root);
         for (key, value) in &model {
             assert_eq!(
-                reloaded.get(&stored, key).unwrap().as_ref(),
+                reloaded.get(&stored, key).expect("stored nodes are complete").as_ref(),
                 Some(value),
                 "{file} {name}: get {key:02x?} after commit"
             );
@@ -156,7 +156,7 @@ fn conformance_hex_encoded_securetrie() {
 #[derive(Debug, PartialEq, Eq)]
 enum RlpItem {
     Bytes(Vec<u8>),
-    List(Vec<RlpItem>),
+    List(Vec<Self>),
 }
 
 /// Decodes one item off the front of `buf`. `Header::decode` enforces canonical headers
