@@ -332,17 +332,21 @@ async fn ensure_token(addr: &str) -> Result<(), String> {
     if reply.get("error").is_some() {
         return Err(format!("deploy failed: {reply}"));
     }
-    let code = rpc(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "eth_getCode", "params": [TOKEN, "latest"]}),
-    )
-    .await?;
-    if code["result"].as_str().is_some_and(|c| c.len() > 2) {
-        Ok(())
-    } else {
-        Err(format!(
-            "no code at {TOKEN} after deploying (account 0 must have nonce 0 on a fresh chain)"
-        ))
+    // Some nodes (anvil) answer eth_sendTransaction before the block is mined: wait for the
+    // code, at most 5 s.
+    for _ in 0..50 {
+        let code = rpc(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "eth_getCode", "params": [TOKEN, "latest"]}),
+        )
+        .await?;
+        if code["result"].as_str().is_some_and(|c| c.len() > 2) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    Err(format!(
+        "no code at {TOKEN} after deploying (account 0 must have nonce 0 on a fresh chain)"
+    ))
 }
 
 fn main() {

@@ -58,7 +58,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(1)
+            // Exit here: actors started before the failure would otherwise be torn down with
+            // the runtime already gone (a panic instead of exit code 1). Every block written so
+            // far was flushed when it was committed, so nothing is lost.
+            std::process::exit(1)
         }
     }
 }

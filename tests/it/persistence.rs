@@ -143,3 +143,17 @@ fn dev_state_patches_survive_a_restart() {
     node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": who, "value": "0x1"}]));
     assert_eq!(node.ok("eth_getBalance", json!([who, "latest"])), "0x1235");
 }
+
+#[test]
+fn a_port_in_use_exits_1_naming_the_flag() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = taken.local_addr().expect("bound").port().to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args(["--ephemeral", "--http.port", &port])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--http.port"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
