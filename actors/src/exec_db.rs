@@ -55,6 +55,70 @@ impl BlockChanges {
     }
 }
 
+/// Most entries (accounts plus slots) an executor thread's read cache keeps; it is emptied
+/// when full. About 150 bytes an entry, so at most ~10 MB per executor thread.
+pub const READ_CACHE_ENTRIES: usize = 65_536;
+
+/// An executor thread's cache of snapshot reads (accounts and slots), for eth_call and
+/// eth_estimateGas. Keyed by the state root the reads were made under: a root identifies the
+/// state's content exactly, so the cache stays correct across new blocks, dev patches and
+/// reverts (a different root empties it) without anyone invalidating it.
+#[derive(Debug, Default)]
+pub struct ReadCache {
+    root: B256,
+    accounts: HashMap<Address, Option<hearth_storage::StoredAccount>>,
+    slots: HashMap<(Address, U256), U256>,
+}
+
+impl ReadCache {
+    /// Empties the cache unless it holds reads made under `root`.
+    pub(crate) fn use_root(&mut self, root: B256) {
+        if self.root != root {
+            self.accounts.clear();
+            self.slots.clear();
+            self.root = root;
+        }
+    }
+
+    fn make_room(&mut self) {
+        if self.accounts.len() + self.slots.len() >= READ_CACHE_ENTRIES {
+            self.accounts.clear();
+            self.slots.clear();
+        }
+    }
+
+    fn account(
+        &mut self,
+        view: &StateView,
+        address: &Address,
+    ) -> Result<Option<hearth_storage::StoredAccount>, StorageError> {
+        if let Some(account) = self.accounts.get(address) {
+            return Ok(account.clone());
+        }
+        let account = view.account(address)?;
+        self.make_room();
+        self.accounts.insert(*address, account.clone());
+        Ok(account)
+    }
+
+    fn slot(
+        &mut self,
+        view: &StateView,
+        address: Address,
+        slot: U256,
+    ) -> Result<U256, StorageError> {
+        if let Some(value) = self.slots.get(&(address, slot)) {
+            return Ok(*value);
+        }
+        // Read through the snapshot, not the cached account: the storage incarnation is a detail
+        // of how the state was written, which the state root does not pin down.
+        let value = view.storage(&address, &slot)?;
+        self.make_room();
+        self.slots.insert((address, slot), value);
+        Ok(value)
+    }
+}
+
 /// revm's database for one call or one block.
 #[derive(Debug)]
 pub(crate) struct ExecDb<'a> {
@@ -64,11 +128,30 @@ pub(crate) struct ExecDb<'a> {
     /// EIP-161 (Spurious Dragon on): touched accounts left empty are deleted. Before it, an
     /// empty account that was touched stays in the state.
     clear_empty: bool,
+    /// The thread's read cache, when reads go through it (calls; `use_root` already called).
+    reads: Option<&'a mut ReadCache>,
 }
 
 impl<'a> ExecDb<'a> {
     pub(crate) fn new(base: StateView, codes: &'a mut CodeL1) -> Self {
-        Self { base, codes, changes: BlockChanges::default(), clear_empty: true }
+        Self { base, codes, changes: BlockChanges::default(), clear_empty: true, reads: None }
+    }
+
+    /// Reads the snapshot through `reads`, which must hold reads of this snapshot's root.
+    pub(crate) fn with_read_cache(mut self, reads: &'a mut ReadCache) -> Self {
+        self.reads = Some(reads);
+        self
+    }
+
+    /// The snapshot's account at `address` (through the read cache when there is one).
+    fn base_account(
+        &mut self,
+        address: &Address,
+    ) -> Result<Option<hearth_storage::StoredAccount>, StorageError> {
+        match self.reads.as_deref_mut() {
+            Some(reads) => reads.account(&self.base, address),
+            None => self.base.account(address),
+        }
     }
 
     /// Pretends `overrides` for one call: they seed the change overlay, which every read
@@ -157,7 +240,7 @@ impl<'a> ExecDb<'a> {
     }
 
     /// Whether `address` has any non-zero storage slot as of now in the block.
-    fn has_storage(&self, address: Address) -> Result<bool, StorageError> {
+    fn has_storage(&mut self, address: Address) -> Result<bool, StorageError> {
         if self.changes.storage.get(&address).is_some_and(|s| s.values().any(|v| !v.is_zero())) {
             return Ok(true);
         }
@@ -167,8 +250,7 @@ impl<'a> ExecDb<'a> {
         // The parent's storage root; slots this block zeroed are not subtracted (a block that
         // empties a storage-only account and then creates a contract there is not handled).
         Ok(self
-            .base
-            .account(&address)?
+            .base_account(&address)?
             .is_some_and(|a| a.storage_root != hearth_storage::trie::EMPTY_ROOT))
     }
 
@@ -220,7 +302,13 @@ impl Database for ExecDb<'_> {
     fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, Self::Error> {
         let mut info = match self.changes.accounts.get(&address) {
             Some(info) => info.clone(),
-            None => self.base.basic_ref(address)?,
+            None => self.base_account(&address)?.map(|a| AccountInfo {
+                balance: a.balance,
+                nonce: a.nonce,
+                code_hash: a.code_hash,
+                code: None,
+                ..Default::default()
+            }),
         };
         // EIP-7610: creating a contract where an account already has storage must fail as a
         // collision, but revm only looks at nonce and code hash. Such accounts (no code, zero
@@ -257,7 +345,10 @@ impl Database for ExecDb<'_> {
         {
             return Ok(U256::ZERO);
         }
-        self.base.storage_ref(address, index)
+        match self.reads.as_deref_mut() {
+            Some(reads) => reads.slot(&self.base, address, index),
+            None => self.base.storage_ref(address, index),
+        }
     }
 
     fn block_hash(&mut self, number: u64) -> Result<B256, Self::Error> {

@@ -51,12 +51,14 @@ pub struct ExecutorActor {
     db: ChainDb,
     config: ExecConfig,
     codes: CodeL1,
+    /// Snapshot reads of calls, keyed by state root (see `ReadCache`).
+    reads: crate::exec_db::ReadCache,
 }
 
 impl ExecutorActor {
     /// An executor reading `db`, sharing analysed code through `l2` when given.
     pub fn new(db: ChainDb, config: ExecConfig, l2: Option<CodeL2>) -> Self {
-        Self { db, config, codes: CodeL1::new(l2) }
+        Self { db, config, codes: CodeL1::new(l2), reads: Default::default() }
     }
 
     /// The most gas a call may use: `--rpc.gascap`, and from Osaka no more than a transaction
@@ -95,7 +97,9 @@ impl ExecutorActor {
         cfg.tx_chain_id_check = false;
         let tx = call_tx_env(request, gas, self.config.chain_id);
         let view = self.db.state_at(block);
-        let mut db = ExecDb::new(view, &mut self.codes);
+        let root = self.db.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
+        self.reads.use_root(root);
+        let mut db = ExecDb::new(view, &mut self.codes).with_read_cache(&mut self.reads);
         if let Some(overrides) = &request.state_overrides {
             db.apply_overrides(overrides)?;
         }

@@ -15,6 +15,7 @@ pub mod miner;
 pub mod state;
 
 pub use code_cache::{CodeCache, CodeCacheActor, CodeL1, CodeL2};
+pub use exec_db::{READ_CACHE_ENTRIES, ReadCache};
 pub use executor::{ExecConfig, ExecutorActor};
 pub use filters::FilterActor;
 pub use mempool::{MempoolActor, MempoolConfig};

@@ -507,3 +507,32 @@ async fn a_call_past_the_evm_time_cap_is_stopped_with_32002() {
     let short = format!("0x67151319{:064x}", 10u64);
     assert!(node.ok("eth_call", json!([{"to": token, "data": short}, "latest"])).await.is_string());
 }
+
+/// The executors' read cache is keyed by state root: a dev patch or a revert changes what a
+/// call sees at once, with no stale read from a warm cache.
+#[actix::test]
+async fn calls_see_patches_and_reverts_at_once() {
+    let node = TestNode::start();
+    let token = node.deploy_bench_token().await;
+    let total_supply = json!([{"to": token, "data": "0x18160ddd"}, "latest"]);
+    let word = |n: u64| format!("0x{n:064x}");
+    let original = node.ok("eth_call", total_supply.clone()).await;
+    // Warm both executor threads' caches.
+    for _ in 0..4 {
+        assert_eq!(node.ok("eth_call", total_supply.clone()).await, original);
+    }
+    node.ok("anvil_setStorageAt", json!([token, "0x0", word(7)])).await;
+    for _ in 0..4 {
+        assert_eq!(node.ok("eth_call", total_supply.clone()).await, word(7), "patch seen at once");
+    }
+    let snapshot = node.ok("evm_snapshot", json!([])).await;
+    node.ok("anvil_setStorageAt", json!([token, "0x0", word(9)])).await;
+    node.ok("evm_mine", json!([])).await;
+    for _ in 0..4 {
+        assert_eq!(node.ok("eth_call", total_supply.clone()).await, word(9));
+    }
+    assert_eq!(node.ok("evm_revert", json!([snapshot])).await, true);
+    for _ in 0..4 {
+        assert_eq!(node.ok("eth_call", total_supply.clone()).await, word(7), "revert seen at once");
+    }
+}
