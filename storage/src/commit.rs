@@ -8,6 +8,7 @@ use alloy_primitives::B256;
 
 use crate::layout;
 use crate::node_cache::{CachedNodes, NodeCache};
+use crate::patch::PatchUndo;
 use crate::records::{
     BlockExtras, SealedBlock, StoredAccount, StoredBody, account_trie_key, storage_trie_key,
 };
@@ -103,7 +104,7 @@ pub struct WriteTimings {
 
 /// The tries a block write works on.
 #[derive(Debug, Default)]
-struct Tries {
+pub(crate) struct Tries {
     state: Trie,
     storage: Trie,
 }
@@ -192,14 +193,41 @@ impl BlockWriter {
 /// What a block write has staged so far: the batch, the nodes it wrote (kept for the cache
 /// when `keep`) and where the time went.
 #[derive(Default)]
-struct Staged {
+pub(crate) struct Staged {
     batch: sled::Batch,
     emitted: Vec<(B256, sled::IVec)>,
     keep: bool,
     timings: WriteTimings,
+    /// When set (dev patches), every state record staged also notes the value it replaces,
+    /// so a revert can put it back. Blocks need none: their keys end in their own number.
+    undo: Option<PatchUndo>,
 }
 
 impl Staged {
+    /// A staging area that journals what it overwrites (for dev patches).
+    pub(crate) fn journaled() -> Self {
+        Self { undo: Some(PatchUndo::default()), ..Self::default() }
+    }
+
+    /// The batch to commit, and the journal when there is one.
+    pub(crate) fn into_parts(self) -> (sled::Batch, PatchUndo) {
+        (self.batch, self.undo.unwrap_or_default())
+    }
+
+    /// Stages one account or slot record, noting what it replaces when journaling.
+    pub(crate) fn record(
+        &mut self,
+        db: &ChainDb,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(), StorageError> {
+        if let Some(undo) = &mut self.undo {
+            undo.entries.push((key.to_vec(), db.raw_get(key)?));
+        }
+        self.batch.insert(key, value);
+        Ok(())
+    }
+
     /// Stages one trie node (sharing its buffer with the cache list when kept).
     fn node(&mut self, hash: B256, rlp: &[u8]) {
         let rlp = sled::IVec::from(rlp);
@@ -221,8 +249,23 @@ fn apply_diff(
     number: u64,
     diff: &StateDiff,
 ) -> Result<B256, StorageError> {
+    apply_diff_on(db, cache, tries, staged, number.checked_sub(1), number, diff)
+}
+
+/// [`apply_diff`] on top of the state of block `base` (`None`: the empty state), writing the
+/// account and slot versions as block `number`. A block builds on its parent
+/// (`base = number - 1`); a dev patch rewrites the head in place (`base = number = head`).
+pub(crate) fn apply_diff_on(
+    db: &ChainDb,
+    cache: &NodeCache,
+    tries: &mut Tries,
+    staged: &mut Staged,
+    base: Option<u64>,
+    number: u64,
+    diff: &StateDiff,
+) -> Result<B256, StorageError> {
     let nodes = CachedNodes { db, cache };
-    let parent_number = number.checked_sub(1);
+    let parent_number = base;
     let parent_root = match parent_number {
         // Dev patches may have moved the parent's state past its header's root.
         Some(p) => db.state_root_at(p)?.ok_or(StorageError::Corrupt { what: "parent header" })?,
@@ -241,7 +284,7 @@ fn apply_diff(
         staged.timings.account_reads += read_started.elapsed();
         let Some(fields) = change.info else {
             if previous.is_some() {
-                staged.batch.insert(&layout::account_key(address, number)[..], &[][..]);
+                staged.record(db, &layout::account_key(address, number), &[])?;
                 state_trie.remove(&nodes, account_trie_key(address).as_slice())?;
             }
             continue;
@@ -257,10 +300,10 @@ fn apply_diff(
             let key = layout::storage_key(address, incarnation, slot, number);
             let trie_key = storage_trie_key(slot);
             if value.is_zero() {
-                staged.batch.insert(&key[..], &[][..]);
+                staged.record(db, &key, &[])?;
                 storage_trie.remove(&nodes, trie_key.as_slice())?;
             } else {
-                staged.batch.insert(&key[..], &value.to_be_bytes::<32>()[..]);
+                staged.record(db, &key, &value.to_be_bytes::<32>())?;
                 storage_trie.insert(&nodes, trie_key.as_slice(), alloy_rlp::encode(value))?;
             }
         }
@@ -272,7 +315,7 @@ fn apply_diff(
             storage_root,
             incarnation,
         };
-        staged.batch.insert(&layout::account_key(address, number)[..], alloy_rlp::encode(&account));
+        staged.record(db, &layout::account_key(address, number), &alloy_rlp::encode(&account))?;
         state_trie.insert(&nodes, account_trie_key(address).as_slice(), account.trie_value())?;
     }
     for (hash, code) in &diff.codes {

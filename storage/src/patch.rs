@@ -11,16 +11,16 @@
 
 use alloy_primitives::{Address, B256, U256};
 
+use crate::commit::{Staged, Tries, apply_diff_on};
 use crate::layout;
-use crate::records::{StoredAccount, account_trie_key, storage_trie_key};
+use crate::node_cache::NodeCache;
 use crate::state::StateDiff;
-use crate::trie::{EMPTY_ROOT, Trie};
 use crate::{ChainDb, StorageError};
 
 /// What one patch overwrote: each key with its previous value (`None`: it was absent).
 #[derive(Debug, Clone, Default)]
 pub struct PatchUndo {
-    entries: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    pub(crate) entries: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
 /// The state keys one block wrote: each changed account with the slots it wrote.
@@ -47,63 +47,28 @@ impl BlockKeys {
 /// Applies `diff` (accounts with their full new fields, and slots) to the head state in place.
 /// Returns the new state root and what was overwritten. Accounts with `info: None` are left
 /// alone: a patch sets, it never deletes.
+///
+/// It is the block write path (`apply_diff_on`) with the head as both the state it starts from
+/// and the block whose versions it writes, and with an undo journal.
 pub fn write_patch(db: &ChainDb, diff: &StateDiff) -> Result<(B256, PatchUndo), StorageError> {
     let head = db.head_number().ok_or(StorageError::Corrupt { what: "head before a patch" })?;
-    let root = db.state_root_at(head)?.ok_or(StorageError::Corrupt { what: "head header" })?;
-    let mut batch = sled::Batch::default();
-    let mut undo = PatchUndo::default();
-    let mut put = |batch: &mut sled::Batch, key: Vec<u8>, value: Vec<u8>| {
-        let old = db.raw_get(&key)?;
-        undo.entries.push((key.clone(), old));
-        batch.insert(key, value);
-        Ok::<_, StorageError>(())
-    };
-    let mut state_trie = Trie::at_root(root);
-    for (address, change) in &diff.accounts {
-        let Some(fields) = change.info else { continue };
-        let previous = db.account(address, head)?;
-        let (incarnation, storage_root) = match &previous {
-            Some(prev) => (prev.incarnation, prev.storage_root),
-            None => (head, EMPTY_ROOT),
-        };
-        let mut storage_trie = Trie::at_root(storage_root);
-        for (slot, value) in &change.storage {
-            let key = layout::storage_key(address, incarnation, slot, head).to_vec();
-            let trie_key = storage_trie_key(slot);
-            if value.is_zero() {
-                put(&mut batch, key, Vec::new())?;
-                storage_trie.remove(db, trie_key.as_slice())?;
-            } else {
-                put(&mut batch, key, value.to_be_bytes::<32>().to_vec())?;
-                storage_trie.insert(db, trie_key.as_slice(), alloy_rlp::encode(value))?;
-            }
-        }
-        let storage_root = storage_trie.commit(&mut |hash, rlp| {
-            batch.insert(&layout::hash_key(layout::TRIE_NODE, &hash)[..], rlp);
-        });
-        let account = StoredAccount {
-            nonce: fields.nonce,
-            balance: fields.balance,
-            code_hash: fields.code_hash,
-            storage_root,
-            incarnation,
-        };
-        put(&mut batch, layout::account_key(address, head).to_vec(), alloy_rlp::encode(&account))?;
-        state_trie.insert(db, account_trie_key(address).as_slice(), account.trie_value())?;
-    }
-    for (hash, code) in &diff.codes {
-        batch.insert(&layout::hash_key(layout::CODE, hash)[..], code.as_ref());
-    }
-    let new_root = state_trie.commit(&mut |hash, rlp| {
-        batch.insert(&layout::hash_key(layout::TRIE_NODE, &hash)[..], rlp);
-    });
-    put(
-        &mut batch,
-        layout::number_key(layout::PATCHED_ROOT, head).to_vec(),
-        new_root.as_slice().to_vec(),
+    let mut sets = diff.clone();
+    sets.accounts.retain(|_, change| change.info.is_some());
+    let mut staged = Staged::journaled();
+    let root = apply_diff_on(
+        db,
+        &NodeCache::new(0),
+        &mut Tries::default(),
+        &mut staged,
+        Some(head),
+        head,
+        &sets,
     )?;
+    // The next block builds on this root instead of the head header's.
+    staged.record(db, &layout::number_key(layout::PATCHED_ROOT, head), root.as_slice())?;
+    let (batch, undo) = staged.into_parts();
     db.commit_batch(batch, head)?;
-    Ok((new_root, undo))
+    Ok((root, undo))
 }
 
 /// Moves the head back to `target`: undoes `undo` (patches since the snapshot, oldest first)
