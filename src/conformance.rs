@@ -170,13 +170,14 @@ pub(crate) fn read_cases(path: &Path) -> Result<serde_json::Map<String, Value>, 
     }
 }
 
-/// Runs `run_file` over `files` on worker threads, printing failures on stdout as they come
+/// Reads each file's cases and runs `run_cases` over them on worker threads (a file that cannot
+/// be read counts as one failure), printing failures on stdout as they come
 /// and a progress line on stderr every few seconds.
 pub(crate) fn run_files(
     kind: &str,
     paths: &[PathBuf],
     options: &RunOptions,
-    run_file: fn(&Path, &RunOptions) -> Summary,
+    run_cases: fn(&serde_json::Map<String, Value>, &RunOptions) -> Summary,
 ) -> Result<Summary, FixtureError> {
     let files = collect_files(paths)?;
     let skips: Vec<PathBuf> = if options.skip_known { known_skips(paths) } else { Vec::new() };
@@ -204,7 +205,14 @@ pub(crate) fn run_files(
                             ..Summary::default()
                         }
                     } else {
-                        run_file(file, options)
+                        match read_cases(file) {
+                            Ok(cases) => run_cases(&cases, options),
+                            Err(e) => {
+                                let mut failed = Summary::default();
+                                failed.fail(format!("{}: {e}", file.display()));
+                                failed
+                            }
+                        }
                     };
                     for line in &summary.failures {
                         println!("{line}");

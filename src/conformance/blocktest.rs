@@ -7,7 +7,7 @@
 //! rejected. Finally the head hash must equal `lastblockhash` and the stored accounts
 //! `postState`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use alloy_consensus::{Block, Header, TxEnvelope};
 use alloy_rlp::Decodable;
@@ -21,20 +21,13 @@ use crate::import::{ForkRules, empty_body, import};
 
 /// Runs every blockchain test in `paths` (files or directories); failures go to stdout.
 pub fn run(paths: &[PathBuf], options: &RunOptions) -> Result<Summary, FixtureError> {
-    super::run_files("blocktest", paths, options, run_file)
+    super::run_files("blocktest", paths, options, run_cases)
 }
 
-/// Runs one file.
-pub fn run_file(path: &Path, options: &RunOptions) -> Summary {
+/// Runs the cases of one file.
+fn run_cases(cases: &serde_json::Map<String, Value>, options: &RunOptions) -> Summary {
     let mut summary = Summary::default();
-    let cases = match super::read_cases(path) {
-        Ok(cases) => cases,
-        Err(e) => {
-            summary.fail(format!("{}: {e}", path.display()));
-            return summary;
-        }
-    };
-    for (name, case) in &cases {
+    for (name, case) in cases {
         let network = case.get("network").and_then(Value::as_str).unwrap_or_default();
         if options.fork.as_ref().is_some_and(|f| f != network) {
             continue;

@@ -7,7 +7,7 @@
 //! system calls or withdrawals, as the format says), and the result is written with
 //! `write_block`, so the state root compared with `hash` comes from Hearth's trie.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use alloy_consensus::transaction::SignerRecoverable;
@@ -24,20 +24,13 @@ use super::{FixtureError, RunOptions, Summary};
 
 /// Runs every state test in `paths` (files or directories); failures go to stdout.
 pub fn run(paths: &[PathBuf], options: &RunOptions) -> Result<Summary, FixtureError> {
-    super::run_files("statetest", paths, options, run_file)
+    super::run_files("statetest", paths, options, run_cases)
 }
 
-/// Runs one file.
-pub fn run_file(path: &Path, options: &RunOptions) -> Summary {
+/// Runs the cases of one file.
+fn run_cases(cases: &serde_json::Map<String, Value>, options: &RunOptions) -> Summary {
     let mut summary = Summary::default();
-    let cases = match super::read_cases(path) {
-        Ok(cases) => cases,
-        Err(e) => {
-            summary.fail(format!("{}: {e}", path.display()));
-            return summary;
-        }
-    };
-    for (name, case) in &cases {
+    for (name, case) in cases {
         let Some(post) = case.get("post").and_then(Value::as_object) else {
             summary.fail(format!("{name}: no post section"));
             continue;
