@@ -15,13 +15,20 @@ use hearth_messages::executor::{
     EstimateOutcome, PooledTx,
 };
 use hearth_storage::ChainDb;
+use revm::context::evm::Evm;
 use revm::context::result::{EVMError, ExecutionResult, HaltReason, Output};
-use revm::context::{BlockEnv, CfgEnv, Context, TxEnv};
+use revm::context::{BlockEnv, CfgEnv, Context, LocalContext, TxEnv};
+use revm::context_interface::LocalContextTr;
 use revm::context_interface::block::BlobExcessGasAndPrice;
 use revm::context_interface::either::Either;
+use revm::context_interface::local::FrameStack;
+use revm::handler::instructions::EthInstructions;
+use revm::handler::{EthFrame, EthPrecompiles};
+use revm::interpreter::interpreter_action::{CallInputs, CallOutcome as FrameCallOutcome};
+use revm::interpreter::interpreter_action::{CreateInputs, CreateOutcome};
 use revm::primitives::eip4844::BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE;
 use revm::primitives::hardfork::SpecId;
-use revm::{ExecuteEvm, InspectEvm, MainBuilder, MainContext};
+use revm::{InspectEvm, MainContext};
 
 use crate::code_cache::{CodeL1, CodeL2};
 use crate::exec_db::ExecDb;
@@ -53,12 +60,27 @@ pub struct ExecutorActor {
     codes: CodeL1,
     /// Snapshot reads of calls, keyed by state root (see `ReadCache`).
     reads: crate::exec_db::ReadCache,
+    /// EVM stacks and memory kept from one call to the next (see `EvmScratch`).
+    scratch: EvmScratch,
 }
 
 impl ExecutorActor {
     /// An executor reading `db`, sharing analysed code through `l2` when given.
     pub fn new(db: ChainDb, config: ExecConfig, l2: Option<CodeL2>) -> Self {
-        Self { db, config, codes: CodeL1::new(l2), reads: Default::default() }
+        Self {
+            db,
+            config,
+            codes: CodeL1::new(l2),
+            reads: Default::default(),
+            scratch: EvmScratch::new(SCRATCH_RETAINED_BYTES),
+        }
+    }
+
+    /// Sets how many bytes of EVM stacks and memory this thread keeps between calls
+    /// ([`SCRATCH_RETAINED_BYTES`] by default). 0 keeps nothing, so every call allocates its
+    /// EVM afresh: the allocation bench (`benches/call_allocs.rs`) compares the two.
+    pub fn set_scratch_retention(&mut self, bytes: usize) {
+        self.scratch = EvmScratch::new(bytes);
     }
 
     /// The most gas a call may use: `--rpc.gascap`, and from Osaka no more than a transaction
@@ -111,24 +133,31 @@ impl ExecutorActor {
         if let Some(o) = &request.block_overrides {
             apply_block_overrides(&mut block_env, o);
         }
-        let Some(timeout) = self.config.evm_timeout else {
-            let mut evm =
-                Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env).build_mainnet();
-            return evm.transact(tx).map(|r| r.result).map_err(exec_error);
+        let spec = self.config.spec;
+        let mut ctx = Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env);
+        ctx.local = self.scratch.take_local();
+        // Built field by field rather than with `build_mainnet`, which would allocate eight
+        // fresh frames (a 32 KiB stack each) for every call; these come from the scratch.
+        let mut evm = Evm {
+            ctx,
+            inspector: CallGuard::new(self.config.evm_timeout),
+            instruction: EthInstructions::new_mainnet_with_spec(spec),
+            precompiles: EthPrecompiles::new(spec),
+            frame_stack: self.scratch.take_frames(),
         };
-        let mut evm = Context::mainnet()
-            .with_db(db)
-            .with_cfg(cfg)
-            .with_block(block_env)
-            .build_mainnet_with_inspector(Deadline::new(timeout));
         let result = evm.inspect_tx(tx).map(|r| r.result).map_err(exec_error);
-        if evm.inspector.expired {
+        let Evm { ctx, inspector, frame_stack, .. } = evm;
+        self.scratch.keep(frame_stack, ctx.local, inspector.max_depth);
+        if inspector.expired
+            && let Some(timeout) = self.config.evm_timeout
+        {
             return Err(ExecError::Timeout { timeout_ms: timeout.as_millis() as u64 });
         }
         result
     }
 
-    fn call(&mut self, msg: Call) -> Result<CallOutcome, ExecError> {
+    /// Runs an eth_call. Public so that benches can drive an executor without an actor system.
+    pub fn call(&mut self, msg: Call) -> Result<CallOutcome, ExecError> {
         let cap = self.call_gas_cap();
         let gas = msg.request.gas.unwrap_or(cap).min(cap);
         let result = self.run_call(&msg.request, msg.block, gas)?;
@@ -255,37 +284,117 @@ fn halt_message(reason: &HaltReason) -> String {
     }
 }
 
-/// Stops a call that runs past its time cap. revm has no clock of its own, so this inspector
-/// looks at the time every `CHECK_EVERY` instructions (an `Instant::now` per instruction would
-/// cost more than most instructions); once the cap has passed it halts every frame it sees, so
-/// the whole call unwinds at once.
+/// Most bytes of EVM stacks and memory an executor thread keeps between calls, so that the
+/// next call allocates none: its pooled call frames (a 1024-word stack, 32 KiB, each; revm
+/// pools them eight at a time) and the EVM memory buffer. After a call that needed more (a deep
+/// call chain, a large memory expansion) the thread drops them and starts the next call with
+/// fresh ones, so what a thread holds between calls never exceeds this.
+pub const SCRATCH_RETAINED_BYTES: usize = 1 << 20;
+
+/// Bytes one pooled call frame holds: the frame itself and its stack's buffer.
+const FRAME_BYTES: usize = size_of::<EthFrame>() + revm::interpreter::STACK_LIMIT * 32;
+
+/// What revm allocates per call and an executor thread reuses: the call frames and the shared
+/// memory buffer (`LocalContext`). They carry no state from one call to the next: revm
+/// re-initialises a frame before using it, and the buffer is cleared here.
 #[derive(Debug)]
-struct Deadline {
-    at: std::time::Instant,
-    steps: u32,
-    expired: bool,
+struct EvmScratch {
+    frames: Option<FrameStack<EthFrame>>,
+    local: Option<LocalContext>,
+    retain_bytes: usize,
 }
 
-impl Deadline {
-    const CHECK_EVERY: u32 = 4096;
+impl EvmScratch {
+    fn new(retain_bytes: usize) -> Self {
+        Self { frames: None, local: None, retain_bytes }
+    }
 
-    fn new(timeout: std::time::Duration) -> Self {
-        Self { at: std::time::Instant::now() + timeout, steps: 0, expired: false }
+    fn take_frames(&mut self) -> FrameStack<EthFrame> {
+        self.frames.take().unwrap_or_else(|| FrameStack::new_prealloc(8))
+    }
+
+    fn take_local(&mut self) -> LocalContext {
+        self.local.take().unwrap_or_default()
+    }
+
+    /// Keeps what a call used when it fits the retention bound; `max_depth` is the deepest
+    /// frame the call reached (0: the top frame only), which tells how many frames it pooled.
+    fn keep(&mut self, frames: FrameStack<EthFrame>, mut local: LocalContext, max_depth: usize) {
+        let pooled_frames = (max_depth + 1).next_multiple_of(8);
+        let memory = local.shared_memory_buffer().borrow().capacity();
+        if pooled_frames * FRAME_BYTES + memory <= self.retain_bytes {
+            local.clear();
+            self.frames = Some(frames);
+            self.local = Some(local);
+        }
     }
 }
 
-impl<CTX> revm::Inspector<CTX> for Deadline {
+/// The inspector every call runs under. It stops a call that runs past its time cap: revm has
+/// no clock of its own, so it looks at the time every `CHECK_EVERY` instructions (an
+/// `Instant::now` per instruction would cost more than most instructions); once the cap has
+/// passed it halts every frame it sees, so the whole call unwinds at once. It also records the
+/// deepest frame, which bounds what `EvmScratch` keeps.
+#[derive(Debug)]
+struct CallGuard {
+    at: Option<std::time::Instant>,
+    steps: u32,
+    expired: bool,
+    depth: usize,
+    max_depth: usize,
+}
+
+impl CallGuard {
+    const CHECK_EVERY: u32 = 4096;
+
+    fn new(timeout: Option<std::time::Duration>) -> Self {
+        Self {
+            at: timeout.map(|t| std::time::Instant::now() + t),
+            steps: 0,
+            expired: false,
+            depth: 0,
+            max_depth: 0,
+        }
+    }
+
+    fn enter(&mut self) {
+        // `call` / `create` run for the top frame too, so depth 1 is the top frame.
+        self.depth += 1;
+        self.max_depth = self.max_depth.max(self.depth.saturating_sub(1));
+    }
+}
+
+impl<CTX> revm::Inspector<CTX> for CallGuard {
     fn step(&mut self, interp: &mut revm::interpreter::Interpreter, _context: &mut CTX) {
+        let Some(at) = self.at else { return };
         self.steps = self.steps.wrapping_add(1);
         if !self.expired
             && self.steps.is_multiple_of(Self::CHECK_EVERY)
-            && std::time::Instant::now() >= self.at
+            && std::time::Instant::now() >= at
         {
             self.expired = true;
         }
         if self.expired {
             interp.halt(revm::interpreter::InstructionResult::OutOfGas);
         }
+    }
+
+    fn call(&mut self, _context: &mut CTX, _inputs: &mut CallInputs) -> Option<FrameCallOutcome> {
+        self.enter();
+        None
+    }
+
+    fn call_end(&mut self, _context: &mut CTX, _inputs: &CallInputs, _out: &mut FrameCallOutcome) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    fn create(&mut self, _context: &mut CTX, _inputs: &mut CreateInputs) -> Option<CreateOutcome> {
+        self.enter();
+        None
+    }
+
+    fn create_end(&mut self, _context: &mut CTX, _inputs: &CreateInputs, _out: &mut CreateOutcome) {
+        self.depth = self.depth.saturating_sub(1);
     }
 }
 
@@ -372,5 +481,90 @@ pub(crate) fn tx_env(pooled: &PooledTx) -> TxEnv {
             .authorization_list()
             .map(|list| list.iter().cloned().map(Either::Left).collect())
             .unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::{Bytes, address, hex, keccak256};
+    use hearth_storage::{
+        AccountChange, AccountFields, BlockDraft, StateDiff, StoredBody, write_block,
+    };
+
+    use super::*;
+
+    /// Writes 0xff…ff to memory word 0 and returns it.
+    const DIRTY: &str =
+        "7fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff60005260206000f3";
+    /// Returns (mload(0), msize after it): fresh memory reads zero and is one word long.
+    const FRESH: &str = "600051600052596020526040 6000f3";
+    /// Touches byte 2 MiB of memory (more than the scratch may keep) and stops.
+    const HUGE: &str = "600162200000 5300";
+
+    fn executor() -> (ExecutorActor, [Address; 3]) {
+        let contracts = [
+            address!("00000000000000000000000000000000000000d1"),
+            address!("00000000000000000000000000000000000000f2"),
+            address!("0000000000000000000000000000000000000b16"),
+        ];
+        let db = ChainDb::in_memory().expect("store");
+        let mut diff = StateDiff::default();
+        for (address, code) in contracts.iter().zip([DIRTY, FRESH, HUGE]) {
+            let code = Bytes::from(hex::decode(code.replace(' ', "")).expect("hex"));
+            let code_hash = keccak256(&code);
+            diff.codes.insert(code_hash, code);
+            let info = AccountFields { nonce: 1, balance: U256::ZERO, code_hash };
+            diff.accounts.insert(
+                *address,
+                AccountChange {
+                    info: Some(info),
+                    storage_wiped: false,
+                    storage: Default::default(),
+                },
+            );
+        }
+        let header = Header { gas_limit: 30_000_000, ..Default::default() };
+        let body = StoredBody { transactions: vec![], senders: vec![] };
+        write_block(&db, BlockDraft { header, body, receipts: vec![] }, &diff).expect("genesis");
+        let config = ExecConfig {
+            chain_id: 1,
+            spec: SpecId::PRAGUE,
+            gas_cap: 50_000_000,
+            evm_timeout: Some(std::time::Duration::from_secs(5)),
+        };
+        (ExecutorActor::new(db, config, None), contracts)
+    }
+
+    fn call(executor: &mut ExecutorActor, to: Address) -> Bytes {
+        let request = CallRequest { to: Some(to), ..Default::default() };
+        match executor.call(Call { request, block: 0 }).expect("call runs") {
+            CallOutcome::Success { output, .. } => output,
+            other => panic!("call to {to} failed: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn reused_scratch_leaks_nothing_between_calls() {
+        let (mut executor, [dirty, fresh, _]) = executor();
+        let clean = call(&mut executor, fresh);
+        assert_eq!(call(&mut executor, dirty), Bytes::from([0xff; 32]));
+        assert!(executor.scratch.local.is_some(), "a small call's scratch is kept");
+        // The memory the previous call left dirty reads as zero, and is one word long.
+        assert_eq!(call(&mut executor, fresh), clean);
+        assert_eq!(clean[..32], [0; 32]);
+        assert_eq!(U256::from_be_slice(&clean[32..]), U256::from(32));
+    }
+
+    #[test]
+    fn scratch_beyond_the_retention_bound_is_dropped() {
+        let (mut executor, [_, fresh, huge]) = executor();
+        call(&mut executor, fresh);
+        assert!(executor.scratch.frames.is_some());
+        call(&mut executor, huge);
+        assert!(executor.scratch.frames.is_none(), "2 MiB of memory is more than it may keep");
+        assert!(executor.scratch.local.is_none());
+        // The next call starts afresh and keeps its (small) scratch again.
+        call(&mut executor, fresh);
+        assert!(executor.scratch.local.is_some());
     }
 }
