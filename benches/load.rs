@@ -22,6 +22,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+#[path = "load/ingest.rs"]
+mod ingest;
+
 /// Where BenchToken lands when dev account 0 deploys it first, on every dev node.
 const TOKEN: &str = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 const ALICE: &str = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
@@ -64,13 +67,21 @@ struct Options {
     rate: Option<f64>,
     duration: Duration,
     warmup: Duration,
+    /// `--ingest RATE`: the transaction soak instead of call workloads.
+    ingest: Option<ingest::IngestOptions>,
+    /// The first target's process id: its RSS is sampled during each run.
+    pid: Option<u32>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: hearth-load --target NAME=URL [--target NAME=URL ...] [--workload {WORKLOADS}]\n\
-         \x20                  [--concurrency N] [--rate REQ_PER_S] [--duration S] [--warmup S]\n\
-         closed loop at N connections by default; --rate makes it open loop (N = max connections)"
+         \x20                  [--concurrency N] [--rate REQ_PER_S] [--duration S] [--warmup S] [--pid PID]\n\
+         \x20      hearth-load --target NAME=URL --ingest TX_PER_S [--senders N] [--payload BYTES]\n\
+         \x20                  [--duration S] [--drain-timeout S] [--pid PID]\n\
+         closed loop at N connections by default; --rate makes it open loop (N = max connections);\n\
+         --ingest submits signed transactions at a fixed rate (see benches/load/ingest.rs);\n\
+         --pid samples that process's RSS (the node under test)"
     );
     std::process::exit(2)
 }
@@ -83,7 +94,18 @@ fn parse_options() -> Options {
         rate: None,
         duration: Duration::from_secs(10),
         warmup: Duration::from_secs(1),
+        ingest: None,
+        pid: None,
     };
+    let mut ingest = ingest::IngestOptions {
+        rate: 0.0,
+        duration: Duration::ZERO,
+        senders: 10,
+        payload: 100_000,
+        pid: None,
+        drain_timeout: Duration::from_secs(120),
+    };
+    let mut ingesting = false;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage());
@@ -104,8 +126,27 @@ fn parse_options() -> Options {
                 options.warmup =
                     Duration::from_secs_f64(value().parse().unwrap_or_else(|_| usage()))
             }
+            "--ingest" => {
+                ingesting = true;
+                ingest.rate = value().parse().unwrap_or_else(|_| usage());
+            }
+            "--senders" => ingest.senders = value().parse().unwrap_or_else(|_| usage()),
+            "--payload" => ingest.payload = value().parse().unwrap_or_else(|_| usage()),
+            "--drain-timeout" => {
+                ingest.drain_timeout =
+                    Duration::from_secs_f64(value().parse().unwrap_or_else(|_| usage()))
+            }
+            "--pid" => options.pid = Some(value().parse().unwrap_or_else(|_| usage())),
             _ => usage(),
         }
+    }
+    if ingesting {
+        if ingest.rate <= 0.0 || ingest.senders == 0 || ingest.payload > 120_000 {
+            usage();
+        }
+        ingest.duration = options.duration;
+        ingest.pid = options.pid;
+        options.ingest = Some(ingest);
     }
     if options.targets.is_empty()
         || options.concurrency == 0
@@ -204,6 +245,12 @@ fn http_request(addr: &str, body: &str) -> Vec<u8> {
 #[derive(Debug, Default)]
 struct Stats {
     latencies_us: Vec<u32>,
+    /// Latencies of the requests that succeeded.
+    ok_latencies_us: Vec<u32>,
+    /// The slowest answer that was an error (a shed call's answer must be fast).
+    max_error_us: u32,
+    /// Peak RSS of `--pid` during the run.
+    peak_rss_mib: Option<f64>,
     ok: u64,
     errors: BTreeMap<String, u64>,
     elapsed: Duration,
@@ -211,7 +258,15 @@ struct Stats {
 
 impl Stats {
     fn record(&mut self, latency: Duration, outcome: Result<(u16, Vec<u8>), String>) {
-        self.latencies_us.push(latency.as_micros().min(u128::from(u32::MAX)) as u32);
+        let us = latency.as_micros().min(u128::from(u32::MAX)) as u32;
+        self.latencies_us.push(us);
+        let succeeded = matches!(&outcome, Ok((200, body))
+            if serde_json::from_slice::<Value>(body).is_ok_and(|v| v.get("result").is_some()));
+        if succeeded {
+            self.ok_latencies_us.push(us);
+        } else {
+            self.max_error_us = self.max_error_us.max(us);
+        }
         match outcome {
             Ok((200, body)) => match serde_json::from_slice::<Value>(&body) {
                 Ok(v) if v.get("error").is_some() => {
@@ -295,11 +350,25 @@ async fn run(addr: &str, body: &str, options: &Options, measure: Duration) -> St
             }
         }));
     }
+    // Samples the node's RSS every 100 ms while the run lasts.
+    let sampler = options.pid.map(|pid| {
+        tokio::task::spawn_local(async move {
+            let mut peak: f64 = 0.0;
+            while Instant::now() < deadline {
+                peak = peak.max(ingest::rss_mib(pid).unwrap_or(0.0));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            peak
+        })
+    });
     for task in tasks {
         let _ = task.await;
     }
     let mut stats = Rc::try_unwrap(stats).map(RefCell::into_inner).unwrap_or_default();
     stats.elapsed = start.elapsed();
+    if let Some(sampler) = sampler {
+        stats.peak_rss_mib = sampler.await.ok();
+    }
     stats
 }
 
@@ -355,6 +424,14 @@ fn main() {
         tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async {
+        if let Some(ingest) = &options.ingest {
+            let addr = loopback_addr(&options.targets[0].1);
+            if let Err(e) = ingest::run_ingest(&addr, ingest).await {
+                eprintln!("ingest: {e}");
+                std::process::exit(1);
+            }
+            return;
+        }
         let mode = match options.rate {
             Some(rate) => {
                 format!("open loop {rate} req/s, up to {} connections", options.concurrency)
@@ -367,8 +444,17 @@ fn main() {
             options.warmup.as_secs_f64()
         );
         println!();
-        println!("| workload | target | req/s | p50 ms | p90 ms | p99 ms | max ms | ok | errors |");
-        println!("|---|---|---:|---:|---:|---:|---:|---:|---|");
+        if let Some(pid) = options.pid {
+            println!(
+                "RSS of pid {pid} before the runs: {} MiB",
+                ingest::rss_mib(pid).map_or("?".to_owned(), |r| format!("{r:.0}"))
+            );
+        }
+        println!(
+            "| workload | target | req/s | p50 ms | p90 ms | p99 ms | max ms | ok | ok p99 ms | \
+             slowest error ms | peak RSS MiB | errors |"
+        );
+        println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
         let mut rows: Vec<(String, String, f64, f64)> = Vec::new();
         for (name, url) in &options.targets {
             let addr = loopback_addr(url);
@@ -387,6 +473,10 @@ fn main() {
                 }
                 let mut stats = run(&addr, &body, &options, options.duration).await;
                 stats.latencies_us.sort_unstable();
+                stats.ok_latencies_us.sort_unstable();
+                let ok_p99 = Stats::percentile(&stats.ok_latencies_us, 0.99);
+                let slowest_error = f64::from(stats.max_error_us) / 1000.0;
+                let peak_rss = stats.peak_rss_mib.map_or("-".to_owned(), |r| format!("{r:.0}"));
                 let rps = stats.latencies_us.len() as f64 / stats.elapsed.as_secs_f64();
                 let p = |q| Stats::percentile(&stats.latencies_us, q);
                 let errors = if stats.errors.is_empty() {
@@ -400,7 +490,8 @@ fn main() {
                         .join(", ")
                 };
                 println!(
-                    "| {w} | {name} | {rps:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {errors} |",
+                    "| {w} | {name} | {rps:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {ok_p99:.2} | \
+                     {slowest_error:.2} | {peak_rss} | {errors} |",
                     p(0.5),
                     p(0.9),
                     p(0.99),

@@ -28,6 +28,8 @@ pub const DEFAULT_CODE_CACHE_ENTRIES: usize = 4096;
 pub const DEFAULT_TXPOOL_MAX_COUNT: usize = 100_000;
 /// Default bound on the encoded bytes of pooled transactions.
 pub const DEFAULT_TXPOOL_MAX_BYTES: &str = "256MiB";
+/// Default size of the store's page cache (`--cache.db`).
+pub const DEFAULT_DB_CACHE: &str = "128MiB";
 
 /// Hearth: an Ethereum execution node built on actors.
 #[derive(Debug, Parser)]
@@ -84,6 +86,10 @@ pub struct Cli {
     /// Analysed contracts kept in the shared code cache (1..=1048576).
     #[arg(long = "cache.code-entries", default_value_t = DEFAULT_CODE_CACHE_ENTRIES)]
     pub cache_code_entries: usize,
+    /// Most bytes the store's page cache (sled) holds in memory, e.g. 128MiB or 1GiB. A larger
+    /// cache speeds up commits on a large state; it is most of the node's memory beyond the pool.
+    #[arg(long = "cache.db", default_value = DEFAULT_DB_CACHE)]
+    pub cache_db: String,
     /// Most transactions the pool holds.
     #[arg(long = "txpool.max-count", default_value_t = DEFAULT_TXPOOL_MAX_COUNT)]
     pub txpool_max_count: usize,

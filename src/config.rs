@@ -50,6 +50,8 @@ pub struct NodeConfig {
     pub txpool_max_count: NonZeroUsize,
     /// Most encoded transaction bytes pooled.
     pub txpool_max_bytes: usize,
+    /// Bytes of the store's page cache.
+    pub db_cache_bytes: u64,
     /// Mine on each transaction.
     pub automine: bool,
     /// Time cap of one eth_call / eth_estimateGas run.
@@ -233,6 +235,9 @@ impl TryFrom<Cli> for NodeConfig {
                 got: txpool_max_bytes,
             });
         }
+        let db_cache_bytes = parse_size(&cli.cache_db)
+            .ok_or_else(|| ConfigError::Size { flag: "--cache.db", got: cli.cache_db.clone() })?
+            as u64;
         let interval = match &cli.block_time {
             None => None,
             Some(text) => parse_block_time(text).map_err(|reason| ConfigError::BlockTime {
@@ -259,6 +264,7 @@ impl TryFrom<Cli> for NodeConfig {
             code_cache_entries: non_zero("--cache.code-entries", cli.cache_code_entries)?,
             txpool_max_count: non_zero("--txpool.max-count", cli.txpool_max_count)?,
             txpool_max_bytes,
+            db_cache_bytes,
             automine,
             interval,
             evm_timeout: duration("--rpc.evm-timeout", &cli.rpc_evm_timeout)?,

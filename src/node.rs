@@ -99,9 +99,11 @@ impl Node {
     /// Like [`Node::start`], with block timestamps from `clock` (tests pass a fixed one).
     pub fn start_with_clock(config: NodeConfig, clock: Clock) -> Result<Self, NodeError> {
         let chain = match &config.storage {
-            StorageMode::Disk(path) => ChainDb::open(path).map_err(|source| {
-                NodeError::OpenStorage { path: path.display().to_string(), source }
-            })?,
+            StorageMode::Disk(path) => {
+                ChainDb::open_with_cache(path, config.db_cache_bytes).map_err(|source| {
+                    NodeError::OpenStorage { path: path.display().to_string(), source }
+                })?
+            }
             StorageMode::Ephemeral => ChainDb::in_memory()
                 .map_err(|source| NodeError::OpenStorage { path: "memory".into(), source })?,
         };
@@ -144,7 +146,7 @@ impl Node {
                 (init_genesis(&chain, &genesis).map_err(NodeError::Genesis)?, SPEC)
             }
         };
-        info!(target: "node", head, "chain opened");
+        info!(target: "node", head, db_cache_bytes = config.db_cache_bytes, "chain opened");
 
         let mailbox = config.mailbox;
         let code_cache = CodeCacheActor::new(config.code_cache_entries).start_bounded(mailbox);

@@ -104,12 +104,12 @@ impl ChainDb {
 
     /// The transactions and senders of block `number`.
     pub fn body(&self, number: u64) -> Result<Option<StoredBody>, StorageError> {
-        self.decode(&layout::number_key(layout::BODY, number), "block body")
+        self.decode_chunked(&layout::number_key(layout::BODY, number), "block body")
     }
 
     /// The receipts of block `number`.
     pub fn receipts(&self, number: u64) -> Result<Option<Vec<ReceiptEnvelope>>, StorageError> {
-        self.decode(&layout::number_key(layout::RECEIPTS, number), "receipts")
+        self.decode_chunked(&layout::number_key(layout::RECEIPTS, number), "receipts")
     }
 
     /// The ommers and withdrawals of block `number` (empty when none were stored).
@@ -212,6 +212,26 @@ impl ChainDb {
     /// A read-only view of the state as of block `number`.
     pub fn state_at(&self, number: u64) -> crate::StateView {
         crate::StateView::new(self.clone(), number)
+    }
+
+    /// Like `decode`, for a record stored in chunks (`layout::chunks`).
+    fn decode_chunked<T: Decodable>(
+        &self,
+        key: &[u8],
+        what: &'static str,
+    ) -> Result<Option<T>, StorageError> {
+        match layout::chunks::get(&self.db, key)? {
+            Some(v) => Ok(Some(
+                T::decode(&mut v.as_slice())
+                    .map_err(|source| StorageError::Decode { what, source })?,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// The sled tree, for writers in this crate that must find every key of a record.
+    pub(crate) const fn sled(&self) -> &sled::Db {
+        &self.db
     }
 
     fn decode<T: Decodable>(

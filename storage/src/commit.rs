@@ -340,8 +340,10 @@ fn finish_block(
     batch.insert(&layout::number_key(layout::HEADER, number)[..], alloy_rlp::encode(&header));
     batch.insert(&layout::number_key(layout::HASH_BY_NUMBER, number)[..], hash.as_slice());
     batch.insert(&layout::hash_key(layout::NUMBER_BY_HASH, &hash)[..], &number.to_be_bytes()[..]);
-    batch.insert(&layout::number_key(layout::BODY, number)[..], alloy_rlp::encode(&body));
-    batch.insert(&layout::number_key(layout::RECEIPTS, number)[..], alloy_rlp::encode(&receipts));
+    let body_key = layout::number_key(layout::BODY, number);
+    layout::chunks::insert(&mut batch, &body_key, &alloy_rlp::encode(&body));
+    let receipts_key = layout::number_key(layout::RECEIPTS, number);
+    layout::chunks::insert(&mut batch, &receipts_key, &alloy_rlp::encode(&receipts));
     for (index, tx) in body.transactions.iter().enumerate() {
         let mut location = [0u8; 12];
         location[..8].copy_from_slice(&number.to_be_bytes());

@@ -111,13 +111,10 @@ pub fn revert_blocks(
         if let Some(hash) = db.block_hash(number)? {
             batch.remove(&layout::hash_key(layout::NUMBER_BY_HASH, &hash)[..]);
         }
-        for prefix in [
-            layout::HEADER,
-            layout::HASH_BY_NUMBER,
-            layout::BODY,
-            layout::RECEIPTS,
-            layout::PATCHED_ROOT,
-        ] {
+        for prefix in [layout::BODY, layout::RECEIPTS] {
+            layout::chunks::remove(db.sled(), &mut batch, &layout::number_key(prefix, number))?;
+        }
+        for prefix in [layout::HEADER, layout::HASH_BY_NUMBER, layout::PATCHED_ROOT] {
             batch.remove(&layout::number_key(prefix, number)[..]);
         }
     }
