@@ -49,7 +49,7 @@ fn main() -> ExitCode {
         let node = Node::start(config)?;
         let (server, addr) = node.serve_rpc(Extensions::default())?;
         let accounts: Vec<String> = node.signers.iter().map(|s| s.address().to_string()).collect();
-        tracing::info!(target: "node", %addr, chain_id = node.config().chain_id, ?accounts, "JSON-RPC listening on http://{addr}");
+        tracing::info!(target: "node", %addr, chain_id = node.config().chain_id, ?accounts, "JSON-RPC listening on http://{addr} and ws://{addr}");
         // Runs until SIGINT/SIGTERM; actix-web stops gracefully on either.
         server.await.map_err(|source| hearth::node::NodeError::Bind { addr, source })?;
         Ok::<_, hearth::node::NodeError>(())
