@@ -308,6 +308,11 @@ mod tests {
         assert_eq!(config.http_addr.to_string(), "127.0.0.1:8545");
         assert_eq!(config.storage, StorageMode::Ephemeral);
         assert!(config.automine);
+        let ws = config.subscriptions;
+        assert_eq!(
+            (ws.max_connections.get(), ws.max_per_connection.get(), ws.queue.get()),
+            (100, 128, 1024)
+        );
         assert_eq!(
             config.balance_wei,
             U256::from(10_000u64) * U256::from(10u64).pow(U256::from(18))
