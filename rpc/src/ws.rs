@@ -93,6 +93,7 @@ async fn run(
                 // The transport encodes JSON, which is UTF-8.
                 let text = String::from_utf8(answer)
                     .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                tracing::trace!(target: "rpc::ws", connection = id.0, answer = %text, "answer");
                 if let Err(end) = write(&mut session, text, &mut closed).await {
                     break end;
                 }
@@ -135,6 +136,11 @@ async fn run(
                             )),
                         });
                     }
+                    // The socket went away without a close frame: nobody to answer.
+                    Some(Err(ProtocolError::Io(error))) => {
+                        tracing::debug!(target: "rpc::ws", %error, "websocket connection lost");
+                        break End::Quiet;
+                    }
                     Some(Err(error)) => {
                         tracing::debug!(target: "rpc::ws", %error, "websocket protocol error");
                         break End::Close(actix_ws::CloseReason {
@@ -144,6 +150,7 @@ async fn run(
                     }
                     None => break End::Quiet,
                 };
+                tracing::trace!(target: "rpc::ws", connection = id.0, request = %String::from_utf8_lossy(&text), "frame");
                 // A false positive only delays notifications until this request is answered.
                 let may_subscribe = contains(&text, b"eth_subscribe");
                 if may_subscribe {
