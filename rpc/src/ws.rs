@@ -127,14 +127,15 @@ async fn run(
                     Some(Ok(AggregatedMessage::Close(reason))) => {
                         break End::Close(reason.unwrap_or_else(|| CloseCode::Normal.into()));
                     }
+                    // One frame over the limit, or (actix-ws reports it as I/O) a message in
+                    // continuation frames over it.
                     Some(Err(ProtocolError::Overflow)) => {
-                        break End::Close(actix_ws::CloseReason {
-                            code: CloseCode::Size,
-                            description: Some(format!(
-                                "message larger than {} bytes",
-                                ctx.limits.max_body_bytes
-                            )),
-                        });
+                        break too_big(ctx);
+                    }
+                    Some(Err(ProtocolError::Io(error)))
+                        if error.to_string().contains("maximum continuation size") =>
+                    {
+                        break too_big(ctx);
                     }
                     // The socket went away without a close frame: nobody to answer.
                     Some(Err(ProtocolError::Io(error))) => {
@@ -184,6 +185,14 @@ fn closing(reason: Result<CloseReason, oneshot::error::RecvError>) -> End {
         }),
         Err(_) => shutting_down(),
     }
+}
+
+/// The end for a message over the request body limit: close code 1009.
+fn too_big(ctx: &RpcContext) -> End {
+    End::Close(actix_ws::CloseReason {
+        code: CloseCode::Size,
+        description: Some(format!("message larger than {} bytes", ctx.limits.max_body_bytes)),
+    })
 }
 
 /// The end when the subscription actor has stopped: the node is shutting down.

@@ -438,3 +438,25 @@ async fn a_slow_subscriber_is_closed_with_the_reason_and_the_node_stays_healthy(
     assert_eq!(sample(&metrics, "hearth_ws_subscriptions{kind=\"newHeads\"}"), Some(1.0));
     served.stop().await;
 }
+
+#[actix::test]
+async fn a_message_over_the_body_limit_closes_with_1009() {
+    let mut config = NodeConfig::for_tests();
+    config.rpc.max_body_bytes = 1024;
+    let served = Served::start(config);
+    let mut ws = served.connect().await;
+    // Within the limit it is an ordinary request.
+    assert_eq!(ws.ok("eth_chainId", json!([])).await, "0x7a69");
+    let padding = "x".repeat(2048);
+    let big =
+        json!({"jsonrpc": "2.0", "id": 9, "method": "eth_chainId", "params": [], "p": padding});
+    ws.send_text(big.to_string()).await;
+    match ws.frame().await {
+        ws::Frame::Close(Some(reason)) => {
+            assert_eq!(reason.code, ws::CloseCode::Size);
+            assert_eq!(reason.description.as_deref(), Some("message larger than 1024 bytes"));
+        }
+        other => panic!("expected a close frame, got {other:?}"),
+    }
+    served.stop().await;
+}
