@@ -4,8 +4,8 @@
 //! subscriptions (at most `max_per_connection`, in the order they were made), the sending end of
 //! its bounded notification queue (`queue` items) and its close signal; and the counters
 //! `/metrics` shows. Handles `Connect`, `Disconnect`, `Subscribe`, `Unsubscribe`,
-//! `GetSubscriptionStats`, `BlockCommitted` from the state actor and `TxsAdmitted` from the
-//! mempool. Sends notifications into each connection's queue with `try_send`, never waiting: a
+//! `GetSubscriptionStats`, `CloseAll` (shutdown), `BlockCommitted` from the state actor and
+//! `TxsAdmitted` from the mempool. Sends notifications into each connection's queue with `try_send`, never waiting: a
 //! connection whose queue is full is forgotten at once and told why through its close signal
 //! (the WebSocket session then closes with 1008 "subscriber too slow: N notifications
 //! queued"). Mailbox: bounded by the node config; a full mailbox makes the publisher drop that
@@ -23,8 +23,8 @@ use hearth_messages::SealedBlock;
 use hearth_messages::mempool::TxsAdmitted;
 use hearth_messages::state::BlockCommitted;
 use hearth_messages::subscriptions::{
-    CloseReason, Connect, Connection, ConnectionId, Disconnect, GetSubscriptionStats, Notice,
-    Notification, Subscribe, SubscriptionError, SubscriptionKind, SubscriptionLimits,
+    CloseAll, CloseReason, Connect, Connection, ConnectionId, Disconnect, GetSubscriptionStats,
+    Notice, Notification, Subscribe, SubscriptionError, SubscriptionKind, SubscriptionLimits,
     SubscriptionStats, Unsubscribe,
 };
 use tokio::sync::mpsc::error::TrySendError;
@@ -191,6 +191,15 @@ impl Subscriptions {
         }
     }
 
+    /// Closes every connection (the node is stopping); later connects still work.
+    pub fn close_all(&mut self) {
+        for (_, mut conn) in self.connections.drain() {
+            if let Some(close) = conn.close.take() {
+                let _ = close.send(CloseReason::ShuttingDown);
+            }
+        }
+    }
+
     /// Connections registered now.
     pub fn len(&self) -> usize {
         self.connections.len()
@@ -314,6 +323,15 @@ impl Handler<BlockCommitted> for SubscriptionActor {
     }
 }
 
+impl Handler<CloseAll> for SubscriptionActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: CloseAll, _ctx: &mut Self::Context) {
+        tracing::info!(target: "actors::subscriptions", connections = self.subscriptions.len(), "closing websocket connections");
+        self.subscriptions.close_all();
+    }
+}
+
 impl Handler<TxsAdmitted> for SubscriptionActor {
     type Result = ();
 
@@ -408,6 +426,17 @@ mod tests {
         );
         // What was queued before the overflow can still be read.
         assert!(matches!(slow.notifications.try_recv(), Ok(n) if n.subscription == slow_sub));
+    }
+
+    #[test]
+    fn close_all_tells_every_connection() {
+        let mut table = Subscriptions::new(limits(4, 4, 4));
+        let mut a = table.connect().expect("room");
+        let mut b = table.connect().expect("room");
+        table.close_all();
+        assert_eq!(a.closed.try_recv(), Ok(CloseReason::ShuttingDown));
+        assert_eq!(b.closed.try_recv(), Ok(CloseReason::ShuttingDown));
+        assert!(table.is_empty());
     }
 
     #[test]

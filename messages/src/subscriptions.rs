@@ -77,6 +77,9 @@ pub enum CloseReason {
         /// The queue's bound, all of it waiting.
         queued: usize,
     },
+    /// The node is stopping.
+    #[error("the node is shutting down")]
+    ShuttingDown,
 }
 
 /// Registers a new WebSocket connection. Replies with its id and the receiving ends of its
@@ -132,6 +135,15 @@ pub struct Unsubscribe {
 
 impl Message for Unsubscribe {
     type Result = bool;
+}
+
+/// The node is stopping: close every WebSocket connection now (code 1001) rather than let
+/// them hold the server's graceful shutdown open until its timeout.
+#[derive(Debug, Clone, Copy)]
+pub struct CloseAll;
+
+impl Message for CloseAll {
+    type Result = ();
 }
 
 /// One item for one subscription.

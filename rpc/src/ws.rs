@@ -179,10 +179,11 @@ async fn run(
 /// The end for a fired (or dropped) close signal.
 fn closing(reason: Result<CloseReason, oneshot::error::RecvError>) -> End {
     match reason {
-        Ok(reason) => End::Close(actix_ws::CloseReason {
+        Ok(reason @ CloseReason::TooSlow { .. }) => End::Close(actix_ws::CloseReason {
             code: CloseCode::Policy,
             description: Some(reason.to_string()),
         }),
+        Ok(CloseReason::ShuttingDown) => shutting_down(),
         Err(_) => shutting_down(),
     }
 }
@@ -195,11 +196,11 @@ fn too_big(ctx: &RpcContext) -> End {
     })
 }
 
-/// The end when the subscription actor has stopped: the node is shutting down.
+/// The end when the node is shutting down (or the subscription actor has stopped): 1001.
 fn shutting_down() -> End {
     End::Close(actix_ws::CloseReason {
         code: CloseCode::Away,
-        description: Some("the node is shutting down".into()),
+        description: Some(CloseReason::ShuttingDown.to_string()),
     })
 }
 

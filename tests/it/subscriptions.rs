@@ -460,3 +460,64 @@ async fn a_message_over_the_body_limit_closes_with_1009() {
     }
     served.stop().await;
 }
+
+/// Reads one unfragmented server frame (unmasked, as servers send them): (opcode, payload).
+fn read_frame(stream: &mut std::net::TcpStream) -> (u8, Vec<u8>) {
+    use std::io::Read;
+    let mut head = [0u8; 2];
+    stream.read_exact(&mut head).expect("frame header");
+    let len = match head[1] & 0x7f {
+        126 => {
+            let mut n = [0u8; 2];
+            stream.read_exact(&mut n).expect("length");
+            usize::from(u16::from_be_bytes(n))
+        }
+        127 => {
+            let mut n = [0u8; 8];
+            stream.read_exact(&mut n).expect("length");
+            usize::try_from(u64::from_be_bytes(n)).expect("fits")
+        }
+        n => usize::from(n),
+    };
+    let mut payload = vec![0; len];
+    stream.read_exact(&mut payload).expect("payload");
+    (head[0] & 0x0f, payload)
+}
+
+#[test]
+fn stopping_the_node_closes_websockets_at_once_with_1001() {
+    use std::io::{BufRead, BufReader, Write};
+
+    let dir = crate::process::TempDir::new("ws-stop");
+    let node = crate::process::NodeProcess::start(dir.path(), &[]);
+    let mut stream = std::net::TcpStream::connect(node.addr).expect("connects");
+    stream.set_read_timeout(Some(FRAME_TIMEOUT)).expect("timeout");
+    stream.write_all(handshake(node.addr).as_bytes()).expect("handshake sent");
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut status = String::new();
+    reader.read_line(&mut status).expect("status line");
+    assert!(status.starts_with("HTTP/1.1 101"), "{status}");
+    let mut line = String::new();
+    while line != "\r\n" {
+        line.clear();
+        reader.read_line(&mut line).expect("header line");
+    }
+    // A client frame must be masked; an all-zero key leaves the payload as it is.
+    let request = br#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}"#;
+    let mut frame = vec![0x81, 0x80 | u8::try_from(request.len()).expect("short"), 0, 0, 0, 0];
+    frame.extend_from_slice(request);
+    stream.write_all(&frame).expect("request sent");
+    let (opcode, answer) = read_frame(&mut stream);
+    assert_eq!(opcode, 1, "a text frame");
+    let answer: Value = serde_json::from_slice(&answer).expect("JSON");
+    assert!(answer["result"].is_string(), "{answer}");
+
+    // actix-web would wait up to its 30 s shutdown timeout for an open WebSocket.
+    let started = std::time::Instant::now();
+    node.stop();
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+    let (opcode, payload) = read_frame(&mut stream);
+    assert_eq!(opcode, 8, "a close frame");
+    assert_eq!(u16::from_be_bytes([payload[0], payload[1]]), 1001);
+    assert_eq!(&payload[2..], b"the node is shutting down");
+}
