@@ -4,7 +4,9 @@
 //! Message flow for a transaction (see ARCHITECTURE.md):
 //! RPC -> MempoolActor (SubmitTx) -> RPC -> MinerActor (AutoMine) -> MempoolActor (TakePending)
 //! -> executor pool (BuildBlock) -> StateActor (CommitBlock) -> subscribers (BlockCommitted)
-//! -> MempoolActor (TxsMined) -> reply.
+//! -> MempoolActor (TxsMined) -> reply. New blocks and admitted transactions also reach the
+//! SubscriptionActor (BlockCommitted, TxsAdmitted), which queues notifications for each
+//! WebSocket connection that subscribed.
 
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
