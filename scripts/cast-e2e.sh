@@ -6,7 +6,8 @@
 #   HEARTH_BIN=target/release/hearth bash scripts/cast-e2e.sh
 #
 # Flow: chain id, a balance, a raw signed transfer and its receipt, an unlocked transfer,
-# deploying BenchToken, calling balanceOf, and reading the Transfer logs with `cast logs`.
+# deploying BenchToken, calling balanceOf, reading the Transfer logs with `cast logs`, and over
+# WebSocket the chain id and Transfer logs streamed by `cast logs --subscribe` (eth_subscribe).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -91,5 +92,28 @@ step "block and tx lookups"
 "$CAST" block latest --json | jq -e '.transactions | length == 1' >/dev/null || fail "latest block"
 "$CAST" tx "$TX" --json | jq -e ".hash == \"$TX\"" >/dev/null || fail "tx by hash"
 
+step "over WebSocket: chain id, and Transfer logs streamed by eth_subscribe"
+WS_URL=${URL/http:/ws:}
+[ "$("$CAST" chain-id --rpc-url "$WS_URL")" = 31337 ] || fail "chain id over ws"
+NEXT=$(( $("$CAST" block-number) + 1 ))
+SUB_OUT=$(mktemp)
+trap 'kill $NODE_PID 2>/dev/null || true; rm -f "$LOG" "$SUB_OUT"' EXIT
+# cast streams the matching logs of block NEXT and stops once a later head arrives.
+timeout 60 "$CAST" logs --rpc-url "$WS_URL" --subscribe --json --from-block "$NEXT" \
+  --to-block "$NEXT" --address "$TOKEN" "Transfer(address,address,uint256)" >"$SUB_OUT" 2>&1 &
+SUB_PID=$!
+# Send only once the subscription exists (the node counts it on /metrics).
+for _ in $(seq 1 200); do
+  curl -s "$URL/metrics" | grep -q '^hearth_ws_subscriptions{kind="logs"} 1' && break
+  sleep 0.05
+done
+"$CAST" send --private-key "$ALICE_KEY" "$TOKEN" "transfer(address,uint256)" "$BOB" 7 >/dev/null
+"$CAST" rpc evm_mine >/dev/null
+wait $SUB_PID || fail "cast logs --subscribe: $(cat "$SUB_OUT")"
+jq -e --arg block "$(printf '0x%x' "$NEXT")" \
+  'length == 1 and .[0].blockNumber == $block and .[0].removed == false
+   and (.[0].data | test("0x0{63}7$"))' "$SUB_OUT" >/dev/null ||
+  fail "subscribed logs: $(cat "$SUB_OUT")"
+
 echo
-echo "cast-e2e: 9 passed, 0 failed"
+echo "cast-e2e: 10 passed, 0 failed"

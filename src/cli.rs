@@ -30,6 +30,12 @@ pub const DEFAULT_TXPOOL_MAX_COUNT: usize = 100_000;
 pub const DEFAULT_TXPOOL_MAX_BYTES: &str = "256MiB";
 /// Default size of the store's page cache (`--cache.db`).
 pub const DEFAULT_DB_CACHE: &str = "128MiB";
+/// Default bound on open WebSocket connections.
+pub const DEFAULT_WS_MAX_CONNECTIONS: usize = 100;
+/// Default bound on the subscriptions of one WebSocket connection.
+pub const DEFAULT_WS_MAX_SUBSCRIPTIONS: usize = 128;
+/// Default bound on the notifications queued for one WebSocket connection.
+pub const DEFAULT_WS_MAX_QUEUED: usize = 1024;
 
 /// Hearth: an Ethereum execution node built on actors.
 #[derive(Debug, Parser)]
@@ -107,6 +113,16 @@ pub struct Cli {
     /// Keep automine on together with --block-time.
     #[arg(long)]
     pub automine: bool,
+    /// Most WebSocket connections open at once; more are refused with HTTP 503.
+    #[arg(long = "ws.max-connections", default_value_t = DEFAULT_WS_MAX_CONNECTIONS)]
+    pub ws_max_connections: usize,
+    /// Most subscriptions one WebSocket connection holds (-32005 above).
+    #[arg(long = "ws.max-subscriptions", default_value_t = DEFAULT_WS_MAX_SUBSCRIPTIONS)]
+    pub ws_max_subscriptions: usize,
+    /// Most notifications queued for one WebSocket connection; a connection that lets more
+    /// pile up is closed (1008, "subscriber too slow").
+    #[arg(long = "ws.max-queued", default_value_t = DEFAULT_WS_MAX_QUEUED)]
+    pub ws_max_queued: usize,
 }
 
 /// One-shot tools that run instead of the node.

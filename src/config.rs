@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use alloy_primitives::U256;
 use hearth_messages::miner::IntervalMining;
+use hearth_messages::subscriptions::SubscriptionLimits;
 use hearth_rpc::RpcLimits;
 
 use crate::cli::Cli;
@@ -60,6 +61,8 @@ pub struct NodeConfig {
     pub interval: Option<IntervalMining>,
     /// RPC limits, including the call gas cap.
     pub rpc: RpcLimits,
+    /// WebSocket connection, subscription and notification-queue bounds.
+    pub subscriptions: SubscriptionLimits,
 }
 
 /// A flag value that cannot be used.
@@ -269,6 +272,11 @@ impl TryFrom<Cli> for NodeConfig {
             interval,
             evm_timeout: duration("--rpc.evm-timeout", &cli.rpc_evm_timeout)?,
             rpc: RpcLimits { gas_cap: cli.rpc_gascap, ..RpcLimits::default() },
+            subscriptions: SubscriptionLimits {
+                max_connections: non_zero("--ws.max-connections", cli.ws_max_connections)?,
+                max_per_connection: non_zero("--ws.max-subscriptions", cli.ws_max_subscriptions)?,
+                queue: non_zero("--ws.max-queued", cli.ws_max_queued)?,
+            },
         })
     }
 }
@@ -306,6 +314,11 @@ mod tests {
         assert_eq!(config.http_addr.to_string(), "127.0.0.1:8545");
         assert_eq!(config.storage, StorageMode::Ephemeral);
         assert!(config.automine);
+        let ws = config.subscriptions;
+        assert_eq!(
+            (ws.max_connections.get(), ws.max_per_connection.get(), ws.queue.get()),
+            (100, 128, 1024)
+        );
         assert_eq!(
             config.balance_wei,
             U256::from(10_000u64) * U256::from(10u64).pow(U256::from(18))
@@ -325,6 +338,9 @@ mod tests {
             (&["--accounts", "20000"], "--accounts"),
             (&["--mnemonic", "not a mnemonic"], "--mnemonic"),
             (&["--txpool.max-count", "0"], "--txpool.max-count"),
+            (&["--ws.max-connections", "0"], "--ws.max-connections"),
+            (&["--ws.max-subscriptions", "0"], "--ws.max-subscriptions"),
+            (&["--ws.max-queued", "0"], "--ws.max-queued"),
             (&["--rpc.evm-timeout", "0s"], "--rpc.evm-timeout"),
             (&["--rpc.evm-timeout", "soon"], "--rpc.evm-timeout"),
             (&["--rpc.evm-timeout=-1"], "--rpc.evm-timeout"),

@@ -74,7 +74,10 @@ fn main() -> ExitCode {
         let node = Node::start(config)?;
         let (server, addr) = node.serve_rpc(Extensions::default())?;
         let accounts: Vec<String> = node.signers.iter().map(|s| s.address().to_string()).collect();
-        tracing::info!(target: "node", %addr, chain_id = node.config().chain_id, ?accounts, "JSON-RPC listening on http://{addr}");
+        tracing::info!(target: "node", %addr, chain_id = node.config().chain_id, ?accounts, "JSON-RPC listening on http://{addr} and ws://{addr}");
+        // WebSocket connections would hold actix-web's graceful stop open until its timeout
+        // (30 s): on the same signals, close them first (1001).
+        actix_rt::spawn(close_websockets_on_signal(node.subscriptions.clone()));
         // Runs until SIGINT/SIGTERM; actix-web stops gracefully on either.
         server.await.map_err(|source| hearth::node::NodeError::Bind { addr, source })?;
         Ok::<_, hearth::node::NodeError>(())
@@ -92,6 +95,23 @@ fn main() -> ExitCode {
 }
 
 /// Opens the datadir of `hearth import` / `hearth export`.
+/// Waits for SIGINT or SIGTERM (the signals actix-web stops on), then asks the subscription
+/// actor to close every WebSocket connection.
+async fn close_websockets_on_signal(subscriptions: actix::Addr<hearth_actors::SubscriptionActor>) {
+    use actix_rt::signal::unix::{SignalKind, signal};
+    let Ok(mut terminate) = signal(SignalKind::terminate()) else {
+        tracing::warn!(target: "node", "cannot listen for SIGTERM; websockets close at the shutdown timeout");
+        return;
+    };
+    tokio::select! {
+        _ = actix_rt::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    if subscriptions.send(hearth_messages::subscriptions::CloseAll).await.is_err() {
+        tracing::debug!(target: "node", "subscription actor already stopped");
+    }
+}
+
 fn open_datadir(datadir: Option<PathBuf>) -> Result<hearth_storage::ChainDb, String> {
     let path = match datadir {
         Some(path) => path,

@@ -4,7 +4,9 @@
 //! Message flow for a transaction (see ARCHITECTURE.md):
 //! RPC -> MempoolActor (SubmitTx) -> RPC -> MinerActor (AutoMine) -> MempoolActor (TakePending)
 //! -> executor pool (BuildBlock) -> StateActor (CommitBlock) -> subscribers (BlockCommitted)
-//! -> MempoolActor (TxsMined) -> reply.
+//! -> MempoolActor (TxsMined) -> reply. New blocks and admitted transactions also reach the
+//! SubscriptionActor (BlockCommitted, TxsAdmitted), which queues notifications for each
+//! WebSocket connection that subscribed.
 
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
@@ -16,7 +18,8 @@ use alloy_signer_local::PrivateKeySigner;
 use hearth_actors::miner::{Clock, system_clock};
 use hearth_actors::{
     CodeCacheActor, CodeL2, ExecConfig, ExecutorActor, FilterActor, GenesisSpec, MempoolActor,
-    MempoolConfig, MinerActor, MinerConfig, MinerPeers, StateActor, init_genesis,
+    MempoolConfig, MinerActor, MinerConfig, MinerPeers, StateActor, SubscriptionActor,
+    init_genesis,
 };
 use hearth_messages::executor::ExecutorClient;
 use hearth_messages::state::{BlockCommitted, SubscribeBlocks};
@@ -56,6 +59,9 @@ pub enum NodeError {
     /// Dev keys could not be derived.
     #[error("cannot derive dev accounts from --mnemonic: {0}")]
     Keys(String),
+    /// Two actors could not be connected at startup (a bug: fresh mailboxes have room).
+    #[error("internal error while starting: {0}")]
+    Wiring(&'static str),
     /// The RPC port could not be bound.
     #[error("cannot bind JSON-RPC on {addr} (set with --http.addr/--http.port): {source}")]
     Bind {
@@ -85,6 +91,8 @@ pub struct Node {
     pub signers: Arc<Vec<PrivateKeySigner>>,
     /// The polling filters (eth_newFilter, eth_newBlockFilter).
     pub filters: Addr<FilterActor>,
+    /// The WebSocket subscriptions (eth_subscribe).
+    pub subscriptions: Addr<SubscriptionActor>,
     /// Request counters of the RPC front (shared by every context this node hands out).
     pub rpc_metrics: Arc<hearth_rpc::RpcMetrics>,
     config: NodeConfig,
@@ -171,6 +179,11 @@ impl Node {
         );
         let state = StateActor::new(chain.clone()).start_bounded(mailbox);
         let filters = FilterActor::new(MAX_FILTERS).start_bounded(mailbox);
+        let subscriptions = SubscriptionActor::new(config.subscriptions).start_bounded(mailbox);
+        // The state actor's mailbox was just made and is empty, so this cannot be refused.
+        state
+            .try_send(SubscribeBlocks(subscriptions.clone().recipient()))
+            .map_err(|_| NodeError::Wiring("the state actor refused the block subscription"))?;
         let mempool = MempoolActor::new(
             chain.clone(),
             MempoolConfig {
@@ -182,6 +195,7 @@ impl Node {
             },
         )
         .notify_admitted(filters.clone().recipient())
+        .notify_admitted(subscriptions.clone().recipient())
         .start_bounded(mailbox);
         let miner = MinerActor::new(
             chain.clone(),
@@ -213,6 +227,7 @@ impl Node {
             signers: Arc::new(signers),
             rpc_metrics: Arc::default(),
             filters,
+            subscriptions,
             config,
         })
     }
@@ -265,6 +280,13 @@ impl Node {
                 poll: self.filters.clone().recipient(),
                 get: self.filters.clone().recipient(),
                 uninstall: self.filters.clone().recipient(),
+            },
+            subscriptions: hearth_rpc::SubscriptionRecipients {
+                connect: self.subscriptions.clone().recipient(),
+                disconnect: self.subscriptions.clone().recipient(),
+                subscribe: self.subscriptions.clone().recipient(),
+                unsubscribe: self.subscriptions.clone().recipient(),
+                stats: self.subscriptions.clone().recipient(),
             },
             metric_sources: hearth_rpc::MetricSources {
                 pool_size: self.mempool.clone().recipient(),

@@ -2,7 +2,8 @@
 //!
 //! `StateActor` is the only writer of storage; `ExecutorActor`s (on a `SyncArbiter`) run revm;
 //! `CodeCacheActor` shares analysed bytecode; `MempoolActor` holds pending transactions;
-//! `MinerActor` decides when blocks are made. See ARCHITECTURE.md for the message flow.
+//! `MinerActor` decides when blocks are made; `FilterActor` keeps polling filters and
+//! `SubscriptionActor` fans new blocks and transactions out to WebSocket subscribers. See ARCHITECTURE.md for the message flow.
 
 pub mod block_exec;
 pub mod code_cache;
@@ -13,6 +14,7 @@ pub mod filters;
 pub mod mempool;
 pub mod miner;
 pub mod state;
+pub mod subscriptions;
 
 pub use code_cache::{CodeCache, CodeCacheActor, CodeL1, CodeL2};
 pub use exec_db::{READ_CACHE_ENTRIES, ReadCache};
@@ -21,3 +23,4 @@ pub use filters::FilterActor;
 pub use mempool::{MempoolActor, MempoolConfig};
 pub use miner::{Clock, MinerActor, MinerConfig, MinerPeers, system_clock};
 pub use state::{GenesisSpec, StateActor, init_genesis};
+pub use subscriptions::SubscriptionActor;

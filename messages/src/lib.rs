@@ -12,6 +12,7 @@ pub mod filters;
 pub mod mempool;
 pub mod miner;
 pub mod state;
+pub mod subscriptions;
 
 pub use error::{ExecError, MineError, StateError, TxError};
 /// The storage read types (blocks, receipts, state snapshots) the RPC front reads directly.

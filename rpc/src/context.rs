@@ -116,6 +116,23 @@ pub struct RpcContext {
     pub metric_sources: MetricSources,
     /// The polling filters' owner.
     pub filters: FilterRecipients,
+    /// The WebSocket subscriptions' owner.
+    pub subscriptions: SubscriptionRecipients,
+}
+
+/// The `SubscriptionActor`'s recipients (WebSocket connections, eth_subscribe and friends).
+#[derive(Clone, Debug)]
+pub struct SubscriptionRecipients {
+    /// Registers a WebSocket connection.
+    pub connect: Recipient<Ask<hearth_messages::subscriptions::Connect>>,
+    /// Forgets one.
+    pub disconnect: Recipient<hearth_messages::subscriptions::Disconnect>,
+    /// Adds a subscription.
+    pub subscribe: Recipient<Ask<hearth_messages::subscriptions::Subscribe>>,
+    /// Removes one.
+    pub unsubscribe: Recipient<Ask<hearth_messages::subscriptions::Unsubscribe>>,
+    /// Its counters, for `GET /metrics`.
+    pub stats: Recipient<Ask<hearth_messages::subscriptions::GetSubscriptionStats>>,
 }
 
 /// The `FilterActor`'s recipients (eth_newFilter and friends).

@@ -12,6 +12,7 @@ use actix::MailboxError;
 use alloy_primitives::{Bytes, U256};
 use hearth_messages::ask::AskError;
 use hearth_messages::storage::StorageError;
+use hearth_messages::subscriptions::SubscriptionError;
 use hearth_messages::{ExecError, MineError, TxError};
 use serde_json::Value;
 
@@ -120,6 +121,14 @@ pub enum RpcError {
     /// A polling filter request failed.
     #[error(transparent)]
     Filter(hearth_messages::filters::FilterError),
+    /// eth_subscribe or eth_unsubscribe over HTTP, which cannot carry notifications.
+    #[error(
+        "notifications not supported: eth_subscribe needs a WebSocket connection (ws:// on the same port)"
+    )]
+    NotificationsUnsupported,
+    /// A subscription request failed.
+    #[error(transparent)]
+    Subscription(hearth_messages::subscriptions::SubscriptionError),
     /// An actor's mailbox is at its bound: the request was not enqueued.
     #[error("limit exceeded: the {actor} mailbox is full; retry later")]
     MailboxFull {
@@ -161,7 +170,8 @@ impl RpcError {
         match self {
             Self::Parse(_) => -32700,
             Self::InvalidRequest(_) => -32600,
-            Self::MethodNotFound(_) => -32601,
+            // geth answers eth_subscribe over HTTP with -32601 "notifications not supported".
+            Self::MethodNotFound(_) | Self::NotificationsUnsupported => -32601,
             Self::InvalidParams(_) => -32602,
             Self::Reverted { .. } => 3,
             // Transaction rejected, call halted, or a resource not found: geth uses -32000.
@@ -171,6 +181,7 @@ impl RpcError {
             | Self::UnknownBlock
             | Self::InvalidBlockRange
             | Self::Filter(hearth_messages::filters::FilterError::NotFound)
+            | Self::Subscription(SubscriptionError::UnknownConnection)
             | Self::BeyondHead { .. }
             | Self::UnknownAccount
             | Self::TxDecode(_)
@@ -202,7 +213,11 @@ impl RpcError {
             | Self::Mine(MineError::Exec(ExecError::Busy { .. }))
             | Self::Tx(TxError::PoolFull)
             | Self::MailboxFull { .. }
-            | Self::Filter(hearth_messages::filters::FilterError::TooMany { .. }) => -32005,
+            | Self::Filter(hearth_messages::filters::FilterError::TooMany { .. })
+            | Self::Subscription(
+                SubscriptionError::TooManyConnections { .. }
+                | SubscriptionError::TooManySubscriptions { .. },
+            ) => -32005,
             // The node failed, not the request.
             Self::EstimateInconsistent
             | Self::Signing(_)
@@ -387,6 +402,8 @@ mod tests {
             (RpcError::Mine(MineError::Timestamp { parent: 2, got: 1 }), -32000),
             (RpcError::Mine(MineError::Mailbox(MailboxError::Timeout)), -32603),
             (RpcError::Extension { code: 42, message: "x".into() }, 42),
+            (RpcError::NotificationsUnsupported, -32601),
+            (RpcError::Subscription(SubscriptionError::TooManySubscriptions { max: 1 }), -32005),
         ];
         for (err, code) in cases {
             assert_eq!(err.code(), code, "{err}");

@@ -1,10 +1,12 @@
-//! Hearth's JSON-RPC front: HTTP transport, limits, the method table, param decoding and the
+//! Hearth's JSON-RPC front: HTTP and WebSocket transports, limits, the method table, param decoding and the
 //! mapping from internal errors to JSON-RPC codes. It owns nothing mutable: it parses, admits,
 //! routes to actors through typed clients and recipients, and encodes.
 //!
-//! Entry points: [`serve`] runs the HTTP server; [`handle_body`] answers one request body
-//! without HTTP (the server uses it, and so can tests). Layers, outside in:
-//! `transport` (the JSON-RPC envelope, batches, limits), `methods` (the method table),
+//! Entry points: [`serve`] runs the HTTP server (with WebSocket JSON-RPC and subscriptions on
+//! the same port); [`handle_body`] answers one request body without HTTP (the server uses it
+//! for HTTP and WebSocket alike, and so can tests). Layers, outside in: `server` and `ws`
+//! (the two transports), `transport` (the JSON-RPC envelope, batches, limits), `methods`
+//! (the method table), `subscriptions` (eth_subscribe and notification encoding),
 //! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`, `logs`,
 //! `dev`, `txpool`, `proof`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
 
@@ -24,20 +26,35 @@ mod net;
 mod params;
 mod proof;
 mod server;
+mod subscriptions;
 mod transport;
 mod txpool;
+mod ws;
 
 pub use context::{
     Controls, ExtensionMethod, Extensions, FilterRecipients, MetricSources, RpcContext, RpcLimits,
+    SubscriptionRecipients,
 };
 pub use error::RpcError;
 pub use metrics::{Rejection, RpcMetrics};
 pub use server::serve;
 pub use transport::RpcReply;
+pub use ws::MAX_IN_FLIGHT_PER_CONNECTION;
 
 /// Handles one raw request body and returns what to answer: a JSON body with its HTTP status,
-/// or no body (HTTP 204 for notifications only, 413 for an oversized body).
+/// or no body (HTTP 204 for notifications only, 413 for an oversized body). Over HTTP there
+/// is no connection to notify, so eth_subscribe answers -32601 "notifications not supported".
 pub async fn handle_body(ctx: &RpcContext, body: &[u8]) -> RpcReply {
+    handle_request(ctx, body, None).await
+}
+
+/// [`handle_body`] for a request that came on WebSocket connection `connection` (`None` for
+/// HTTP): eth_subscribe and eth_unsubscribe act on that connection's subscriptions.
+pub(crate) async fn handle_request(
+    ctx: &RpcContext,
+    body: &[u8],
+    connection: Option<hearth_messages::subscriptions::ConnectionId>,
+) -> RpcReply {
     transport::handle_with_grouped(
         &ctx.limits,
         body,
@@ -45,7 +62,7 @@ pub async fn handle_body(ctx: &RpcContext, body: &[u8]) -> RpcReply {
             let start = std::time::Instant::now();
             // Looked up before `dispatch` takes the name, so counting allocates nothing.
             let slot = RpcMetrics::slot_of(&method);
-            let result = methods::dispatch(ctx, method, params).await;
+            let result = methods::dispatch(ctx, method, params, connection).await;
             ctx.metrics.observe_slot(slot, start.elapsed(), &result);
             result
         },

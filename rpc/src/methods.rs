@@ -1,18 +1,23 @@
 //! The method table: one `match` from method name to handler. Extension methods are consulted
 //! only when the table has no entry, so a core method always wins over an extension.
 
+use hearth_messages::subscriptions::ConnectionId;
 use serde_json::Value;
 
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::Params;
-use crate::{blocks, call, dev, eth, eth_tx, fees, filters, logs, net, proof, txpool};
+use crate::{
+    blocks, call, dev, eth, eth_tx, fees, filters, logs, net, proof, subscriptions, txpool,
+};
 
-/// Runs `method` with its raw `params` and returns the result.
+/// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
+/// connection the request came on (`None` over HTTP).
 pub(crate) async fn dispatch(
     ctx: &RpcContext,
     method: String,
     params: Option<Value>,
+    connection: Option<ConnectionId>,
 ) -> Result<Value, RpcError> {
     let params = Params::new(params);
     let p = &params;
@@ -58,6 +63,8 @@ pub(crate) async fn dispatch(
         "eth_getFilterChanges" => filters::get_filter_changes(ctx, p).await,
         "eth_getFilterLogs" => filters::get_filter_logs(ctx, p).await,
         "eth_uninstallFilter" => filters::uninstall_filter(ctx, p).await,
+        "eth_subscribe" => subscriptions::subscribe(ctx, connection, p).await,
+        "eth_unsubscribe" => subscriptions::unsubscribe(ctx, connection, p).await,
 
         "evm_mine" => dev::mine(ctx, p).await,
         "anvil_mine" | "hardhat_mine" => dev::mine_many(ctx, &method, p).await,

@@ -58,8 +58,10 @@ const METHODS: &[&str] = &[
     "eth_newPendingTransactionFilter",
     "eth_sendRawTransaction",
     "eth_sendTransaction",
+    "eth_subscribe",
     "eth_syncing",
     "eth_uninstallFilter",
+    "eth_unsubscribe",
     "evm_increaseTime",
     "evm_mine",
     "evm_revert",
@@ -284,6 +286,41 @@ fn rejection_of(error: &RpcError) -> Option<Rejection> {
         RpcError::Tx(TxError::PoolFull) => Some(Rejection::TxpoolFull),
         _ => None,
     }
+}
+
+/// Appends the WebSocket subscription gauges and counters.
+pub(crate) fn subscription_metrics(
+    out: &mut String,
+    stats: &hearth_messages::subscriptions::SubscriptionStats,
+) {
+    gauge(out, "hearth_ws_connections", "WebSocket connections open now.", stats.connections);
+    let _ = writeln!(out, "# HELP hearth_ws_subscriptions Subscriptions held now, by kind.");
+    let _ = writeln!(out, "# TYPE hearth_ws_subscriptions gauge");
+    for (kind, count) in [
+        ("newHeads", stats.new_heads),
+        ("logs", stats.logs),
+        ("newPendingTransactions", stats.pending_txs),
+    ] {
+        let _ = writeln!(out, "hearth_ws_subscriptions{{kind=\"{kind}\"}} {count}");
+    }
+    counter(
+        out,
+        "hearth_ws_notifications_total",
+        "Subscription notifications queued for WebSocket connections.",
+        stats.notifications,
+    );
+    counter(
+        out,
+        "hearth_ws_slow_subscribers_dropped_total",
+        "WebSocket connections closed (1008) because their notification queue was full.",
+        stats.slow_dropped,
+    );
+    counter(
+        out,
+        "hearth_ws_connections_refused_total",
+        "WebSocket connections refused at --ws.max-connections.",
+        stats.refused,
+    );
 }
 
 /// Appends one gauge.

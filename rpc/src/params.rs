@@ -8,7 +8,7 @@
 //! error says exactly what is wrong.
 
 use alloy_eips::eip2930::AccessList;
-use alloy_primitives::{Address, B256, Bytes, U256, hex};
+use alloy_primitives::{Address, B128, B256, Bytes, U256, hex};
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag, Filter, FilterBlockOption, FilterSet, Topic};
 use hearth_messages::executor::{AccountOverride, BlockOverrides, CallRequest, StateOverrides};
 use serde_json::{Map, Value};
@@ -180,6 +180,19 @@ impl FromParam for Address {
 impl FromParam for B256 {
     fn from_param(value: &Value) -> Result<Self, String> {
         parse_fixed::<32>(expect_str(value, "a 32-byte hash string")?, "hash").map(Self::from)
+    }
+}
+
+impl FromParam for B128 {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        parse_fixed::<16>(expect_str(value, "a 16-byte subscription id string")?, "subscription id")
+            .map(Self::from)
+    }
+}
+
+impl FromParam for String {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        expect_str(value, "a string").map(str::to_owned)
     }
 }
 

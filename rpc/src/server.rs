@@ -1,4 +1,5 @@
-//! The HTTP side: an actix-web server answering JSON-RPC on `POST /`.
+//! The HTTP side: an actix-web server answering JSON-RPC on `POST /`, WebSocket JSON-RPC on
+//! `GET /` with `Upgrade` (see `ws`), and Prometheus text on `GET /metrics`.
 
 use std::io;
 use std::net::SocketAddr;
@@ -12,7 +13,7 @@ use crate::context::RpcContext;
 use crate::handle_body;
 use crate::transport::RpcReply;
 
-/// Binds `addr` and serves JSON-RPC on POST `/`. Returns the running server (to await or stop)
+/// Binds `addr` and serves JSON-RPC on POST `/` and over WebSocket on GET `/`. Returns the running server (to await or stop)
 /// and the bound address (port 0 picks one).
 ///
 /// The server starts when the returned [`Server`] is awaited or spawned. It keeps actix-web's
@@ -29,6 +30,7 @@ pub fn serve(
             .app_data(web::Data::new(ctx.clone()))
             .app_data(web::PayloadConfig::new(body_limit))
             .route("/", web::post().to(endpoint))
+            .route("/", web::get().to(crate::ws::endpoint))
             .route("/metrics", web::get().to(metrics))
     })
     .workers(workers.max(1))
@@ -112,6 +114,11 @@ async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
             "Analysed contracts held in the shared code cache.",
             stats.entries,
         );
+    }
+    if let Ok(stats) =
+        ask(&ctx.subscriptions.stats, hearth_messages::subscriptions::GetSubscriptionStats).await
+    {
+        crate::metrics::subscription_metrics(&mut out, &stats);
     }
     if let Ok(status) =
         ctx.controls.mining_status.send(hearth_messages::miner::GetMiningStatus).await

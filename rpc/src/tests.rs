@@ -23,6 +23,7 @@ use hearth_messages::state;
 use hearth_messages::storage::{
     AccountChange, AccountFields, BlockDraft, EMPTY_CODE_HASH, StateDiff, write_block,
 };
+use hearth_messages::subscriptions as subs;
 use hearth_messages::{ChainDb, ExecError, MineError, StoredBody, TxError};
 use serde_json::{Value, json};
 
@@ -153,6 +154,7 @@ impl Actor for Idle {
 
 hearth_messages::answer_asks!(Stub: SubmitTx, GetPooledTx, PendingNonce, AutoMine);
 hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::SubmitImpersonated, mempool::PoolSize, hearth_messages::code_cache::GetCodeCacheStats, mempool::IsImpersonated);
+hearth_messages::answer_asks!(Idle: subs::Connect, subs::Subscribe, subs::Unsubscribe, subs::GetSubscriptionStats);
 hearth_messages::answer_asks!(Idle: hearth_messages::filters::InstallFilter, hearth_messages::filters::PollFilter, hearth_messages::filters::GetFilter, hearth_messages::filters::UninstallFilter);
 
 macro_rules! idle_replies {
@@ -189,6 +191,11 @@ idle_replies! {
     hearth_messages::filters::GetFilter => Err(hearth_messages::filters::FilterError::NotFound),
     hearth_messages::filters::UninstallFilter => false,
     hearth_messages::code_cache::GetCodeCacheStats => hearth_messages::code_cache::CodeCacheStats { hits: 5, misses: 1, evictions: 0, entries: 1 },
+    subs::Connect => Err(subs::SubscriptionError::TooManyConnections { max: 0 }),
+    subs::Disconnect => (),
+    subs::Subscribe => Err(subs::SubscriptionError::UnknownConnection),
+    subs::Unsubscribe => false,
+    subs::GetSubscriptionStats => subs::SubscriptionStats::default(),
     state::PatchState => Ok(B256::ZERO),
     state::TakeSnapshot => Ok(1),
     state::RevertTo => Ok(false),
@@ -410,6 +417,13 @@ fn fixture(max_in_flight: usize) -> Fixture {
         metric_sources: crate::MetricSources {
             pool_size: Idle.start().recipient(),
             code_cache: Idle.start().recipient(),
+        },
+        subscriptions: crate::SubscriptionRecipients {
+            connect: Idle.start().recipient(),
+            disconnect: Idle.start().recipient(),
+            subscribe: Idle.start().recipient(),
+            unsubscribe: Idle.start().recipient(),
+            stats: Idle.start().recipient(),
         },
     };
     Fixture {

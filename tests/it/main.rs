@@ -16,4 +16,5 @@ mod proof;
 mod rpc;
 mod rpc_compat;
 mod statetest;
+mod subscriptions;
 mod support;

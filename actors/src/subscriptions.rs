@@ -1,0 +1,448 @@
+//! `SubscriptionActor`: WebSocket subscriptions (eth_subscribe) and their fan-out.
+//!
+//! Owns: the registered WebSocket connections (at most `max_connections`), each with its
+//! subscriptions (at most `max_per_connection`, in the order they were made), the sending end of
+//! its bounded notification queue (`queue` items) and its close signal; and the counters
+//! `/metrics` shows. Handles `Connect`, `Disconnect`, `Subscribe`, `Unsubscribe`,
+//! `GetSubscriptionStats`, `CloseAll` (shutdown), `BlockCommitted` from the state actor and
+//! `TxsAdmitted` from the mempool. Sends notifications into each connection's queue with `try_send`, never waiting: a
+//! connection whose queue is full is forgotten at once and told why through its close signal
+//! (the WebSocket session then closes with 1008 "subscriber too slow: N notifications
+//! queued"). Mailbox: bounded by the node config; a full mailbox makes the publisher drop that
+//! event (counted by the state actor), never wait. Restart: none needed; subscriptions live only
+//! as long as their connection, as in geth.
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+
+use actix::{Actor, Context, Handler, MessageResult};
+use alloy_eips::BlockNumHash;
+use alloy_primitives::{B128, B256};
+use hearth_messages::SealedBlock;
+use hearth_messages::mempool::TxsAdmitted;
+use hearth_messages::state::BlockCommitted;
+use hearth_messages::subscriptions::{
+    CloseAll, CloseReason, Connect, Connection, ConnectionId, Disconnect, GetSubscriptionStats,
+    Notice, Notification, Subscribe, SubscriptionError, SubscriptionKind, SubscriptionLimits,
+    SubscriptionStats, Unsubscribe,
+};
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{mpsc, oneshot};
+
+/// One registered connection.
+#[derive(Debug)]
+struct Conn {
+    queue: mpsc::Sender<Notification>,
+    close: Option<oneshot::Sender<CloseReason>>,
+    /// In the order they were made, so one event's notifications keep that order.
+    subs: Vec<(B128, SubscriptionKind)>,
+}
+
+/// The subscription table: no actix types, tested directly.
+#[derive(Debug)]
+pub struct Subscriptions {
+    limits: SubscriptionLimits,
+    connections: HashMap<ConnectionId, Conn>,
+    next_connection: u64,
+    next_subscription: u64,
+    stats: SubscriptionStats,
+}
+
+/// What delivering one notification to one connection came to.
+enum Delivery {
+    Queued,
+    /// The queue is full: the connection is too slow.
+    Full,
+    /// The session is gone.
+    Gone,
+}
+
+impl Subscriptions {
+    /// An empty table with these bounds.
+    pub fn new(limits: SubscriptionLimits) -> Self {
+        Self {
+            limits,
+            connections: HashMap::new(),
+            next_connection: 1,
+            next_subscription: 1,
+            stats: SubscriptionStats::default(),
+        }
+    }
+
+    /// Registers a connection, if there is room; connections whose session ended without a
+    /// `Disconnect` (its mailbox was full then) are forgotten first.
+    pub fn connect(&mut self) -> Result<Connection, SubscriptionError> {
+        self.connections.retain(|_, c| !c.queue.is_closed());
+        let max = self.limits.max_connections.get();
+        if self.connections.len() >= max {
+            self.stats.refused += 1;
+            return Err(SubscriptionError::TooManyConnections { max });
+        }
+        let id = ConnectionId(self.next_connection);
+        self.next_connection += 1;
+        let (queue, notifications) = mpsc::channel(self.limits.queue.get());
+        let (close, closed) = oneshot::channel();
+        self.connections.insert(id, Conn { queue, close: Some(close), subs: Vec::new() });
+        Ok(Connection { id, notifications, closed })
+    }
+
+    /// Forgets a connection and its subscriptions.
+    pub fn disconnect(&mut self, id: ConnectionId) {
+        self.connections.remove(&id);
+    }
+
+    /// Adds a subscription to `connection`; ids are never reused.
+    pub fn subscribe(
+        &mut self,
+        connection: ConnectionId,
+        kind: SubscriptionKind,
+    ) -> Result<B128, SubscriptionError> {
+        let conn =
+            self.connections.get_mut(&connection).ok_or(SubscriptionError::UnknownConnection)?;
+        let max = self.limits.max_per_connection.get();
+        if conn.subs.len() >= max {
+            return Err(SubscriptionError::TooManySubscriptions { max });
+        }
+        let id = subscription_id(self.next_subscription);
+        self.next_subscription += 1;
+        conn.subs.push((id, kind));
+        Ok(id)
+    }
+
+    /// Removes subscription `id` if `connection` holds it.
+    pub fn unsubscribe(&mut self, connection: ConnectionId, id: B128) -> bool {
+        let Some(conn) = self.connections.get_mut(&connection) else {
+            return false;
+        };
+        let before = conn.subs.len();
+        conn.subs.retain(|(sub, _)| *sub != id);
+        conn.subs.len() < before
+    }
+
+    /// Queues a block's notifications: its header for each newHeads subscription and each
+    /// matching log, in block order, for each logs subscription.
+    pub fn block_committed(&mut self, block: &Arc<SealedBlock>) {
+        self.deliver(|kind| match kind {
+            SubscriptionKind::NewHeads => vec![Notice::Head(Arc::clone(block))],
+            SubscriptionKind::Logs(filter) => matching_logs(filter, block),
+            SubscriptionKind::PendingTxs => Vec::new(),
+        });
+    }
+
+    /// Queues one notification per admitted hash for each newPendingTransactions subscription.
+    pub fn txs_admitted(&mut self, hashes: &[B256]) {
+        self.deliver(|kind| match kind {
+            SubscriptionKind::PendingTxs => hashes.iter().copied().map(Notice::PendingTx).collect(),
+            SubscriptionKind::NewHeads | SubscriptionKind::Logs(_) => Vec::new(),
+        });
+    }
+
+    /// Counts of what the table holds and did.
+    pub fn stats(&self) -> SubscriptionStats {
+        let mut stats = self.stats;
+        stats.connections = self.connections.len();
+        let subs = self.connections.values().flat_map(|c| &c.subs);
+        for (_, kind) in subs {
+            match kind {
+                SubscriptionKind::NewHeads => stats.new_heads += 1,
+                SubscriptionKind::Logs(_) => stats.logs += 1,
+                SubscriptionKind::PendingTxs => stats.pending_txs += 1,
+            }
+        }
+        stats
+    }
+
+    /// Sends each connection what `notices` makes of each of its subscriptions; closes the
+    /// connections whose queue overflows and forgets those whose session is gone.
+    fn deliver(&mut self, notices: impl Fn(&SubscriptionKind) -> Vec<Notice>) {
+        let queue_bound = self.limits.queue.get();
+        let mut slow = Vec::new();
+        let mut gone = Vec::new();
+        for (id, conn) in &self.connections {
+            'subs: for (subscription, kind) in &conn.subs {
+                for item in notices(kind) {
+                    let note = Notification { subscription: *subscription, item };
+                    match try_queue(&conn.queue, note) {
+                        Delivery::Queued => self.stats.notifications += 1,
+                        Delivery::Full => {
+                            slow.push(*id);
+                            break 'subs;
+                        }
+                        Delivery::Gone => {
+                            gone.push(*id);
+                            break 'subs;
+                        }
+                    }
+                }
+            }
+        }
+        for id in gone {
+            self.connections.remove(&id);
+        }
+        for id in slow {
+            let Some(mut conn) = self.connections.remove(&id) else { continue };
+            self.stats.slow_dropped += 1;
+            tracing::warn!(target: "actors::subscriptions", connection = id.0, queued = queue_bound, "subscriber too slow; closing its connection");
+            if let Some(close) = conn.close.take() {
+                // The session may be gone already; then there is nobody left to tell.
+                let _ = close.send(CloseReason::TooSlow { queued: queue_bound });
+            }
+        }
+    }
+
+    /// Closes every connection (the node is stopping); later connects still work.
+    pub fn close_all(&mut self) {
+        for (_, mut conn) in self.connections.drain() {
+            if let Some(close) = conn.close.take() {
+                let _ = close.send(CloseReason::ShuttingDown);
+            }
+        }
+    }
+
+    /// Connections registered now.
+    pub fn len(&self) -> usize {
+        self.connections.len()
+    }
+
+    /// Whether no connection is registered.
+    pub fn is_empty(&self) -> bool {
+        self.connections.is_empty()
+    }
+}
+
+fn try_queue(queue: &mpsc::Sender<Notification>, note: Notification) -> Delivery {
+    match queue.try_send(note) {
+        Ok(()) => Delivery::Queued,
+        Err(TrySendError::Full(_)) => Delivery::Full,
+        Err(TrySendError::Closed(_)) => Delivery::Gone,
+    }
+}
+
+/// The logs of `block` that match `filter`'s addresses and topics, as eth_getLogs reports
+/// them (block-wide log index, `removed: false`). The header bloom is checked first.
+fn matching_logs(filter: &alloy_rpc_types_eth::Filter, block: &SealedBlock) -> Vec<Notice> {
+    if !filter.matches_bloom(block.header.logs_bloom) {
+        return Vec::new();
+    }
+    let mut logs = Vec::new();
+    let tx_hashes = block.body.transactions.iter().map(|tx| *tx.tx_hash());
+    filter.append_matching_block_logs(
+        &mut logs,
+        BlockNumHash { number: block.number(), hash: block.hash },
+        block.header.timestamp,
+        tx_hashes.zip(&block.receipts),
+        false,
+    );
+    logs.into_iter().map(|log| Notice::Log(Box::new(log))).collect()
+}
+
+/// The id of the `n`th subscription: 16 bytes that look random (a bijective mix of `n`, so
+/// ids never repeat) but come from no random source, as handlers must stay deterministic.
+fn subscription_id(n: u64) -> B128 {
+    let mix = |mut z: u64| {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let high = mix(n);
+    let low = mix(high ^ 0x9e37_79b9_7f4a_7c15);
+    B128::from((u128::from(high) << 64) | u128::from(low))
+}
+
+/// The subscription actor.
+#[derive(Debug)]
+pub struct SubscriptionActor {
+    subscriptions: Subscriptions,
+}
+
+impl SubscriptionActor {
+    /// An actor with these bounds.
+    pub fn new(limits: SubscriptionLimits) -> Self {
+        Self { subscriptions: Subscriptions::new(limits) }
+    }
+
+    /// Starts the actor with its mailbox bounded from the first message on.
+    pub fn start_bounded(self, mailbox: NonZeroUsize) -> actix::Addr<Self> {
+        Self::create(move |ctx| {
+            ctx.set_mailbox_capacity(mailbox.get());
+            self
+        })
+    }
+}
+
+impl Actor for SubscriptionActor {
+    type Context = Context<Self>;
+}
+
+impl Handler<Connect> for SubscriptionActor {
+    type Result = Result<Connection, SubscriptionError>;
+
+    fn handle(&mut self, _msg: Connect, _ctx: &mut Self::Context) -> Self::Result {
+        self.subscriptions.connect()
+    }
+}
+
+impl Handler<Disconnect> for SubscriptionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Disconnect, _ctx: &mut Self::Context) {
+        self.subscriptions.disconnect(msg.0);
+    }
+}
+
+impl Handler<Subscribe> for SubscriptionActor {
+    type Result = Result<B128, SubscriptionError>;
+
+    fn handle(&mut self, msg: Subscribe, _ctx: &mut Self::Context) -> Self::Result {
+        self.subscriptions.subscribe(msg.connection, msg.kind)
+    }
+}
+
+impl Handler<Unsubscribe> for SubscriptionActor {
+    type Result = bool;
+
+    fn handle(&mut self, msg: Unsubscribe, _ctx: &mut Self::Context) -> bool {
+        self.subscriptions.unsubscribe(msg.connection, msg.id)
+    }
+}
+
+impl Handler<GetSubscriptionStats> for SubscriptionActor {
+    type Result = MessageResult<GetSubscriptionStats>;
+
+    fn handle(&mut self, _msg: GetSubscriptionStats, _ctx: &mut Self::Context) -> Self::Result {
+        MessageResult(self.subscriptions.stats())
+    }
+}
+
+impl Handler<BlockCommitted> for SubscriptionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: BlockCommitted, _ctx: &mut Self::Context) {
+        self.subscriptions.block_committed(&msg.block);
+    }
+}
+
+impl Handler<CloseAll> for SubscriptionActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: CloseAll, _ctx: &mut Self::Context) {
+        tracing::info!(target: "actors::subscriptions", connections = self.subscriptions.len(), "closing websocket connections");
+        self.subscriptions.close_all();
+    }
+}
+
+impl Handler<TxsAdmitted> for SubscriptionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: TxsAdmitted, _ctx: &mut Self::Context) {
+        self.subscriptions.txs_admitted(&msg.0);
+    }
+}
+
+// The RPC front asks with `ask` (fail fast when the mailbox is full).
+hearth_messages::answer_asks!(
+    SubscriptionActor: Connect,
+    Subscribe,
+    Unsubscribe,
+    GetSubscriptionStats
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(connections: usize, per_connection: usize, queue: usize) -> SubscriptionLimits {
+        SubscriptionLimits {
+            max_connections: NonZeroUsize::new(connections).expect("non-zero"),
+            max_per_connection: NonZeroUsize::new(per_connection).expect("non-zero"),
+            queue: NonZeroUsize::new(queue).expect("non-zero"),
+        }
+    }
+
+    fn hash(i: u64) -> B256 {
+        B256::left_padding_from(&i.to_be_bytes())
+    }
+
+    #[test]
+    fn bounds_on_connections_and_subscriptions_hold() {
+        let mut table = Subscriptions::new(limits(1, 2, 4));
+        let conn = table.connect().expect("room");
+        assert_eq!(
+            table.connect().expect_err("full"),
+            SubscriptionError::TooManyConnections { max: 1 }
+        );
+        let a = table.subscribe(conn.id, SubscriptionKind::NewHeads).expect("room");
+        let b = table.subscribe(conn.id, SubscriptionKind::PendingTxs).expect("room");
+        assert_ne!(a, b, "ids are unique");
+        assert_eq!(
+            table.subscribe(conn.id, SubscriptionKind::NewHeads),
+            Err(SubscriptionError::TooManySubscriptions { max: 2 })
+        );
+        assert!(!table.unsubscribe(ConnectionId(99), a), "another connection's id is not found");
+        assert!(table.unsubscribe(conn.id, a));
+        assert!(!table.unsubscribe(conn.id, a));
+        let stats = table.stats();
+        assert_eq!((stats.connections, stats.pending_txs, stats.new_heads), (1, 1, 0));
+        assert_eq!(stats.refused, 1);
+        // A session that ended without saying so frees its slot on the next connect.
+        drop(conn);
+        let again = table.connect().expect("the dead connection was pruned");
+        assert_eq!(
+            table.subscribe(ConnectionId(1), SubscriptionKind::NewHeads),
+            Err(SubscriptionError::UnknownConnection)
+        );
+        table.disconnect(again.id);
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn a_full_queue_closes_the_connection_with_the_reason() {
+        let mut table = Subscriptions::new(limits(4, 4, 2));
+        let mut slow = table.connect().expect("room");
+        let mut fast = table.connect().expect("room");
+        let slow_sub = table.subscribe(slow.id, SubscriptionKind::PendingTxs).expect("room");
+        let fast_sub = table.subscribe(fast.id, SubscriptionKind::PendingTxs).expect("room");
+        table.txs_admitted(&[hash(1), hash(2)]);
+        // The fast one reads; the slow one does not.
+        for expected in [hash(1), hash(2)] {
+            let note = fast.notifications.try_recv().expect("queued");
+            assert_eq!(note.subscription, fast_sub);
+            assert!(matches!(note.item, Notice::PendingTx(h) if h == expected));
+        }
+        table.txs_admitted(&[hash(3)]);
+        assert_eq!(slow.closed.try_recv(), Ok(CloseReason::TooSlow { queued: 2 }));
+        assert_eq!(
+            CloseReason::TooSlow { queued: 2 }.to_string(),
+            "subscriber too slow: 2 notifications queued"
+        );
+        assert!(matches!(fast.notifications.try_recv(), Ok(n) if n.subscription == fast_sub));
+        let stats = table.stats();
+        assert_eq!((stats.connections, stats.slow_dropped, stats.notifications), (1, 1, 5));
+        assert_eq!(
+            table.subscribe(slow.id, SubscriptionKind::NewHeads),
+            Err(SubscriptionError::UnknownConnection),
+            "the slow connection is forgotten"
+        );
+        // What was queued before the overflow can still be read.
+        assert!(matches!(slow.notifications.try_recv(), Ok(n) if n.subscription == slow_sub));
+    }
+
+    #[test]
+    fn close_all_tells_every_connection() {
+        let mut table = Subscriptions::new(limits(4, 4, 4));
+        let mut a = table.connect().expect("room");
+        let mut b = table.connect().expect("room");
+        table.close_all();
+        assert_eq!(a.closed.try_recv(), Ok(CloseReason::ShuttingDown));
+        assert_eq!(b.closed.try_recv(), Ok(CloseReason::ShuttingDown));
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn subscription_ids_do_not_repeat() {
+        let ids: std::collections::HashSet<_> = (1..10_000).map(subscription_id).collect();
+        assert_eq!(ids.len(), 9_999);
+        assert_ne!(subscription_id(1), B128::ZERO);
+    }
+}
