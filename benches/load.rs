@@ -41,6 +41,8 @@ fn workload(name: &str) -> Option<Value> {
         }
         "hashLoop" => call(&format!("0x67151319{n2000}")),
         "mathLoop" => call(&format!("0x2a24c92a{n2000}")),
+        // hashLoop(10^9): runs until it has burnt the node's whole call gas cap, then fails.
+        "gasCap" => call(&format!("0x67151319{:064x}", 1_000_000_000u64)),
         "transferCall" => json!({"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [
             {"from": ALICE, "to": TOKEN, "data": format!("0xa9059cbb{bob}{:064x}", 1)}, "latest"]}),
         "stateOverride" => json!({"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [
@@ -57,7 +59,7 @@ fn workload(name: &str) -> Option<Value> {
 }
 
 const WORKLOADS: &str =
-    "balanceOf,hashLoop,mathLoop,transferCall,stateOverride,blockNumber,getBalance";
+    "balanceOf,hashLoop,mathLoop,transferCall,stateOverride,blockNumber,getBalance,gasCap";
 
 #[derive(Debug, Clone)]
 struct Options {
