@@ -11,3 +11,4 @@ pub mod conformance;
 pub mod genesis;
 pub mod import;
 pub mod node;
+pub mod os;

@@ -18,32 +18,8 @@ use hearth::node::Node;
 use hearth_rpc::Extensions;
 use tracing_subscriber::EnvFilter;
 
-/// Makes glibc's malloc hand every allocation of 128 KiB or more straight back to the kernel.
-///
-/// By default glibc raises its mmap threshold to the size of the largest block freed so far
-/// (up to 32 MiB): after one multi-megabyte block encoding is freed, every later 100-200 KB
-/// buffer (a large transaction, its JSON body) comes from the heap arenas, whose freed space
-/// is rarely returned. Under sustained ingest of large transactions that kept ~120 MiB of
-/// freed memory resident (BENCHMARKS.md, sustained ingest). A fixed threshold stops that.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-#[allow(unsafe_code)]
-fn bound_malloc_retention() {
-    const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
-    unsafe extern "C" {
-        fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
-    }
-    // SAFETY: mallopt only sets a tuning parameter of the C allocator; it is called once,
-    // before any thread is started, with a valid parameter and value.
-    unsafe {
-        mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn bound_malloc_retention() {}
-
 fn main() -> ExitCode {
-    bound_malloc_retention();
+    hearth::os::bound_malloc_retention();
     let mut cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -168,7 +168,9 @@ impl Node {
             evm_timeout: Some(config.evm_timeout),
         };
         let exec_chain = chain.clone();
+        // The factory runs on each executor thread as it starts.
         let pool = SyncArbiter::start(config.executor_threads.get(), move || {
+            crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
             ExecutorActor::new(exec_chain.clone(), exec_config, Some(l2.clone()))
         });
         let executor = ExecutorClient::new(
