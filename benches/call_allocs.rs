@@ -14,6 +14,10 @@
 // the workspace denies unsafe code, and this bench allows it for the counting allocator only.
 #![allow(unsafe_code)]
 
+mod bench_token;
+
+use bench_token::runtime_code;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -74,15 +78,6 @@ static GLOBAL: Counting = Counting;
 
 fn counters() -> (u64, u64) {
     (ALLOCS.with(Cell::get), BYTES.with(Cell::get))
-}
-
-fn runtime_code() -> Bytes {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/peers/build/BenchToken.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let artifact: serde_json::Value = serde_json::from_str(&text).expect("artifact JSON");
-    let code = artifact["deployedBytecode"].as_str().expect("deployedBytecode");
-    Bytes::from(hex::decode(code.trim_start_matches("0x")).expect("hex bytecode"))
 }
 
 /// An in-memory chain whose genesis holds BenchToken at its usual address, with HOLDER owning

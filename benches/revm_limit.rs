@@ -8,6 +8,10 @@
 //! REVM_LIMIT_SECS=2 REVM_LIMIT_CALL=balanceOf cargo bench --bench revm_limit
 //! ```
 
+mod bench_token;
+
+use bench_token::runtime_code;
+
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, Bytes, TxKind, U256, address, hex};
@@ -27,15 +31,6 @@ fn calldata(name: &str) -> Bytes {
         _ => "6715131900000000000000000000000000000000000000000000000000000000000007d0",
     };
     Bytes::from(hex::decode(hex_str).expect("static hex"))
-}
-
-fn runtime_code() -> Bytes {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/peers/build/BenchToken.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let artifact: serde_json::Value = serde_json::from_str(&text).expect("artifact JSON");
-    let code = artifact["deployedBytecode"].as_str().expect("deployedBytecode");
-    Bytes::from(hex::decode(code.trim_start_matches("0x")).expect("hex bytecode"))
 }
 
 /// The same shape as the executor's EVM time cap: a clock check every 4,096 instructions.

@@ -97,10 +97,7 @@ impl CodeCacheActor {
 
     /// Starts the actor with its mailbox bounded from the first message on.
     pub fn start_bounded(self, mailbox: NonZeroUsize) -> Addr<Self> {
-        Self::create(move |ctx| {
-            ctx.set_mailbox_capacity(mailbox.get());
-            self
-        })
+        crate::bounded::start_here(self, mailbox)
     }
 }
 

@@ -3,9 +3,11 @@
 //! `StateActor` is the only writer of storage; `ExecutorActor`s (on a `SyncArbiter`) run revm;
 //! `CodeCacheActor` shares analysed bytecode; `MempoolActor` holds pending transactions;
 //! `MinerActor` decides when blocks are made; `FilterActor` keeps polling filters and
-//! `SubscriptionActor` fans new blocks and transactions out to WebSocket subscribers. See ARCHITECTURE.md for the message flow.
+//! `SubscriptionActor` fans new blocks and transactions out to WebSocket subscribers. See
+//! ARCHITECTURE.md for the message flow.
 
 pub mod block_exec;
+mod bounded;
 pub mod code_cache;
 pub mod dev;
 mod exec_db;

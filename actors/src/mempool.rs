@@ -535,11 +535,7 @@ impl MempoolActor {
 
     /// Starts the actor on its own arbiter with its mailbox bounded from the first message on.
     pub fn start_bounded(self, mailbox: NonZeroUsize) -> Addr<Self> {
-        let arbiter = actix::Arbiter::new();
-        Self::start_in_arbiter(&arbiter.handle(), move |ctx| {
-            ctx.set_mailbox_capacity(mailbox.get());
-            self
-        })
+        crate::bounded::start_on_own_thread(self, mailbox)
     }
 }
 
