@@ -74,6 +74,9 @@ pub struct Cli {
     /// Executor threads (default: number of cores).
     #[arg(long = "executor.threads")]
     pub executor_threads: Option<usize>,
+    /// JSON-RPC worker threads (default: half the cores, at least 1).
+    #[arg(long = "http.workers")]
+    pub http_workers: Option<usize>,
     /// Calls admitted to the executor pool at once; more fail with -32005 (default: 2 x cores).
     #[arg(long = "executor.max-in-flight")]
     pub executor_max_in_flight: Option<usize>,

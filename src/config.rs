@@ -39,6 +39,8 @@ pub struct NodeConfig {
     pub mnemonic: String,
     /// Executor threads.
     pub executor_threads: NonZeroUsize,
+    /// JSON-RPC worker threads.
+    pub http_workers: NonZeroUsize,
     /// Admission bound of the executor pool.
     pub max_in_flight: NonZeroUsize,
     /// Block gas limit.
@@ -221,6 +223,10 @@ impl TryFrom<Cli> for NodeConfig {
         };
         let executor_threads =
             non_zero("--executor.threads", cli.executor_threads.unwrap_or(cores))?;
+        // The front's work per request is microseconds: half the cores keep it ahead of the
+        // executors, and on 2 cores a second worker only added context switches (ARCHITECTURE.md).
+        let http_workers =
+            non_zero("--http.workers", cli.http_workers.unwrap_or((cores / 2).max(1)))?;
         let max_in_flight =
             non_zero("--executor.max-in-flight", cli.executor_max_in_flight.unwrap_or(2 * cores))?;
         in_range("--accounts", u64::from(cli.accounts), 0, MAX_ACCOUNTS)?;
@@ -261,6 +267,7 @@ impl TryFrom<Cli> for NodeConfig {
             balance_wei: U256::from(cli.balance) * U256::from(10u64).pow(U256::from(18)),
             mnemonic: cli.mnemonic,
             executor_threads,
+            http_workers,
             max_in_flight,
             gas_limit: cli.gas_limit,
             mailbox: non_zero("--actors.mailbox", cli.actors_mailbox)?,
@@ -329,6 +336,7 @@ mod tests {
     fn each_bad_value_names_its_flag() {
         let cases: &[(&[&str], &str)] = &[
             (&["--executor.threads", "0"], "--executor.threads"),
+            (&["--http.workers", "0"], "--http.workers"),
             (&["--executor.max-in-flight", "0"], "--executor.max-in-flight"),
             (&["--actors.mailbox", "0"], "--actors.mailbox"),
             (&["--cache.code-entries", "0"], "--cache.code-entries"),

@@ -304,7 +304,7 @@ impl Node {
         extensions: Extensions,
     ) -> Result<(actix_web::dev::Server, SocketAddr), NodeError> {
         let addr = self.config.http_addr;
-        let workers = self.config.executor_threads.get().max(2);
+        let workers = self.config.http_workers.get();
         hearth_rpc::serve(addr, self.rpc_context(extensions), workers)
             .map_err(|source| NodeError::Bind { addr, source })
     }
