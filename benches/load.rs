@@ -76,6 +76,11 @@ struct Options {
 }
 
 fn usage() -> ! {
+    print_usage();
+    std::process::exit(2)
+}
+
+fn print_usage() {
     eprintln!(
         "usage: hearth-load --target NAME=URL [--target NAME=URL ...] [--workload {WORKLOADS}]\n\
          \x20                  [--concurrency N] [--rate REQ_PER_S] [--duration S] [--warmup S] [--pid PID]\n\
@@ -85,7 +90,6 @@ fn usage() -> ! {
          --ingest submits signed transactions at a fixed rate (see benches/load/ingest.rs);\n\
          --pid samples that process's RSS (the node under test)"
     );
-    std::process::exit(2)
 }
 
 fn parse_options() -> Options {
@@ -139,6 +143,10 @@ fn parse_options() -> Options {
                     Duration::from_secs_f64(value().parse().unwrap_or_else(|_| usage()))
             }
             "--pid" => options.pid = Some(value().parse().unwrap_or_else(|_| usage())),
+            "--help" | "-h" => {
+                print_usage();
+                std::process::exit(0)
+            }
             _ => usage(),
         }
     }
