@@ -357,7 +357,7 @@ fn main() {
     // ---- incremental blocks vs from scratch ----
     let mut wall = Vec::with_capacity(s.blocks);
     let mut cpu = Vec::with_capacity(s.blocks);
-    let mut parts: [Vec<Duration>; 3] = Default::default();
+    let mut parts: [Vec<Duration>; 5] = Default::default();
     for i in 0..s.blocks {
         let mut changed = BTreeMap::new();
         while changed.len() < s.changes.min(accounts.len()) {
@@ -373,16 +373,26 @@ fn main() {
         wall.push(took);
         cpu.push(took_cpu);
         let timings = writer.last_timings();
-        parts[0].push(timings.account_reads);
-        parts[1].push(timings.tries);
-        parts[2].push(timings.apply_and_flush);
+        parts[0].push(timings.state);
+        parts[1].push(timings.account_reads);
+        parts[2].push(timings.tries);
+        parts[3].push(timings.apply);
+        parts[4].push(timings.flush);
         println!(
-            "  block {number}: {} changed accounts, {:.1} ms wall, {:.1} ms on-CPU ({}/{})",
+            "  block {number}: {} changed accounts, {:.1} ms wall, {:.1} ms on-CPU ({}/{}); \
+             state {:.1} ms (reads {:.1} ms, tries {:.1} ms, {} nodes from sled), apply {:.1} ms, \
+             flush {:.1} ms",
             s.changes,
             ms(took),
             ms(took_cpu),
             i + 1,
-            s.blocks
+            s.blocks,
+            ms(timings.state),
+            ms(timings.account_reads),
+            ms(timings.tries),
+            timings.node_store_reads,
+            ms(timings.apply),
+            ms(timings.flush),
         );
         number += 1;
     }
@@ -444,9 +454,11 @@ fn main() {
         ms(cpu_p90)
     );
     for (what, part) in [
-        "of which: reading the previous account versions (sled range scans)",
-        "of which: trie updates, root and staging the batch",
-        "of which: sled apply_batch + flush",
+        "of which: state (account reads, tries, staging; wall, on up to 2 threads)",
+        "of which, summed over threads: reading the previous account versions",
+        "of which, summed over threads: trie updates, root and staging",
+        "of which: sled apply_batch",
+        "of which: sled flush (write + fsync)",
     ]
     .iter()
     .zip(&parts)

@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256};
@@ -75,10 +76,22 @@ impl ChainDb {
     /// Only the state owner calls this. The flush is what makes "acknowledged" mean "survives
     /// kill -9": sled otherwise flushes in the background every 500 ms.
     pub fn commit_batch(&self, batch: sled::Batch, number: u64) -> Result<(), StorageError> {
+        self.commit_batch_timed(batch, number).map(drop)
+    }
+
+    /// [`ChainDb::commit_batch`], returning how long applying and flushing took.
+    pub(crate) fn commit_batch_timed(
+        &self,
+        batch: sled::Batch,
+        number: u64,
+    ) -> Result<(Duration, Duration), StorageError> {
+        let started = Instant::now();
         self.db.apply_batch(batch)?;
+        let applied = Instant::now();
         self.db.flush()?;
+        let flushed = applied.elapsed();
         self.head.store(number, Ordering::Release);
-        Ok(())
+        Ok((applied - started, flushed))
     }
 
     /// The header of block `number`.
