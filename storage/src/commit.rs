@@ -88,6 +88,8 @@ pub struct BlockWriter {
     /// block's parent root) so their buffers and spare branch arrays are reused too.
     tries: Tries,
     timings: WriteTimings,
+    /// Never split a block between two threads (see [`BlockWriter::set_one_thread`]).
+    one_thread: bool,
 }
 
 /// Where the last block write spent its time: for benches and, later, metrics.
@@ -133,7 +135,15 @@ impl BlockWriter {
             cache: NodeCache::new(cache_bytes),
             tries: Tries::default(),
             timings: WriteTimings::default(),
+            one_thread: false,
         }
+    }
+
+    /// Whether to write every block on the calling thread only (by default a large block is
+    /// split between two threads when the machine has two cores). Both give the same root;
+    /// the trie bench alternates them to measure what the second thread saves.
+    pub const fn set_one_thread(&mut self, one_thread: bool) {
+        self.one_thread = one_thread;
     }
 
     /// The node cache (for inspection).
@@ -158,7 +168,11 @@ impl BlockWriter {
         diff: &StateDiff,
     ) -> Result<SealedBlock, StorageError> {
         let BlockDraft { mut header, body, receipts } = draft;
-        let mut staged = Staged { keep: self.cache.is_enabled(), ..Staged::default() };
+        let mut staged = Staged {
+            keep: self.cache.is_enabled(),
+            one_thread: self.one_thread,
+            ..Staged::default()
+        };
         header.state_root =
             apply_diff(&self.db, &self.cache, &mut self.tries, &mut staged, header.number, diff)?;
         self.finish(staged, header, body, receipts, BlockExtras::default())
@@ -172,7 +186,11 @@ impl BlockWriter {
         extras: BlockExtras,
     ) -> Result<SealedBlock, StorageError> {
         let BlockDraft { header, body, receipts } = draft;
-        let mut staged = Staged { keep: self.cache.is_enabled(), ..Staged::default() };
+        let mut staged = Staged {
+            keep: self.cache.is_enabled(),
+            one_thread: self.one_thread,
+            ..Staged::default()
+        };
         let computed =
             apply_diff(&self.db, &self.cache, &mut self.tries, &mut staged, header.number, diff)?;
         if computed != header.state_root {
@@ -215,6 +233,8 @@ pub(crate) struct Staged {
     emitted: Vec<(B256, sled::IVec)>,
     keep: bool,
     timings: WriteTimings,
+    /// The block must be written on the calling thread only.
+    one_thread: bool,
     /// When set (dev patches), every state record staged also notes the value it replaces,
     /// so a revert can put it back. Blocks need none: their keys end in their own number.
     undo: Option<PatchUndo>,
@@ -299,7 +319,8 @@ pub(crate) fn apply_diff_on(
     let started = Instant::now();
     // Two threads when it pays and is simple: no journal to keep in order (patches), and no
     // deleted account, so the root branch keeps its shape and the halves merge slot by slot.
-    let parallel = staged.undo.is_none()
+    let parallel = !staged.one_thread
+        && staged.undo.is_none()
         && diff.accounts.len() >= PARALLEL_MIN_ACCOUNTS
         && diff.accounts.values().all(|change| change.info.is_some())
         && two_cores();
