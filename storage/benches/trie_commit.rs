@@ -36,7 +36,8 @@ use alloy_trie::{HashBuilder, Nibbles, TrieAccount};
 use hearth_storage::trie::{MemoryNodes, NodeSource, Trie};
 use hearth_storage::{
     AccountChange, AccountFields, BlockDraft, BlockWriter, ChainDb, DEFAULT_NODE_CACHE_BYTES,
-    EMPTY_CODE_HASH, StateDiff, StorageError, StoredBody, WriteTimings, account_trie_key,
+    DEFAULT_PAGE_CACHE_BYTES, EMPTY_CODE_HASH, StateDiff, StorageError, StoredBody, WriteTimings,
+    account_trie_key,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -144,8 +145,11 @@ impl Settings {
             changes: get("changes", 1_000),
             samples: get("samples", 200),
             cache_mb: get("cache-mb", DEFAULT_NODE_CACHE_BYTES / (1024 * 1024)),
-            // sled's default, which the node uses.
-            sled_cache_mb: get("sled-cache-mb", 1024),
+            // What the node opens its store with.
+            sled_cache_mb: get(
+                "sled-cache-mb",
+                (DEFAULT_PAGE_CACHE_BYTES / (1024 * 1024)).try_into().expect("fits"),
+            ),
         };
         if settings.accounts == 0 || settings.batch == 0 || settings.blocks == 0 {
             eprintln!("--accounts, --batch and --blocks must be at least 1");
