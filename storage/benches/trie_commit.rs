@@ -8,8 +8,10 @@
 //!    a temporary directory under the system temp dir (removed at the end), `--batch` accounts
 //!    per block through `write_block`. Then times `--blocks` blocks that each change
 //!    `--changes` random accounts (balance and nonce) through `write_block` (trie update, root,
-//!    one atomic batch and a flush), and, in the same run, recomputes the root from scratch over
-//!    every account with alloy-trie's `HashBuilder`; the two roots must be equal.
+//!    one atomic batch and a flush), alternating with as many blocks written on one thread
+//!    (`BlockWriter::set_one_thread`) for a side-by-side figure, and, in the same run, recomputes
+//!    the root from scratch over every account with alloy-trie's `HashBuilder`; the two roots
+//!    must be equal.
 //! 2. Counts heap allocations (a counting wrapper around the system allocator) per trie update,
 //!    per node loaded, per node emitted, per proof and per store read, on that state.
 //!
@@ -34,7 +36,8 @@ use alloy_trie::{HashBuilder, Nibbles, TrieAccount};
 use hearth_storage::trie::{MemoryNodes, NodeSource, Trie};
 use hearth_storage::{
     AccountChange, AccountFields, BlockDraft, BlockWriter, ChainDb, DEFAULT_NODE_CACHE_BYTES,
-    EMPTY_CODE_HASH, StateDiff, StorageError, StoredBody, account_trie_key,
+    DEFAULT_PAGE_CACHE_BYTES, EMPTY_CODE_HASH, StateDiff, StorageError, StoredBody, WriteTimings,
+    account_trie_key,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -142,8 +145,11 @@ impl Settings {
             changes: get("changes", 1_000),
             samples: get("samples", 200),
             cache_mb: get("cache-mb", DEFAULT_NODE_CACHE_BYTES / (1024 * 1024)),
-            // sled's default, which the node uses.
-            sled_cache_mb: get("sled-cache-mb", 1024),
+            // What the node opens its store with.
+            sled_cache_mb: get(
+                "sled-cache-mb",
+                (DEFAULT_PAGE_CACHE_BYTES / (1024 * 1024)).try_into().expect("fits"),
+            ),
         };
         if settings.accounts == 0 || settings.batch == 0 || settings.blocks == 0 {
             eprintln!("--accounts, --batch and --blocks must be at least 1");
@@ -265,6 +271,63 @@ fn root_from_scratch(accounts: &[Account]) -> (B256, Duration, Duration) {
     (root, prepared, start.elapsed())
 }
 
+/// The measured blocks of one mode: wall and on-CPU times and the writer's breakdown.
+struct Measured {
+    wall: Vec<Duration>,
+    cpu: Vec<Duration>,
+    /// State (wall), account reads, tries (both summed over threads), apply, flush.
+    parts: [Vec<Duration>; 5],
+}
+
+impl Measured {
+    fn new(blocks: usize) -> Self {
+        Self {
+            wall: Vec::with_capacity(blocks),
+            cpu: Vec::with_capacity(blocks),
+            parts: Default::default(),
+        }
+    }
+
+    fn push(&mut self, wall: Duration, cpu: Duration, timings: &WriteTimings) {
+        self.wall.push(wall);
+        self.cpu.push(cpu);
+        for (part, value) in self.parts.iter_mut().zip([
+            timings.state,
+            timings.account_reads,
+            timings.tries,
+            timings.apply,
+            timings.flush,
+        ]) {
+            part.push(value);
+        }
+    }
+
+    fn sort(&mut self) {
+        self.wall.sort();
+        self.cpu.sort();
+        for part in &mut self.parts {
+            part.sort();
+        }
+    }
+
+    /// "median / p90 ms wall (median on-CPU)" and the medians of the parts.
+    fn summary(&self) -> String {
+        let p = |v: &[Duration]| ms(percentile(v, 50));
+        format!(
+            "{:.1} / {:.1} ms wall ({:.1} ms on-CPU); state {:.1} ms (reads {:.1}, tries {:.1} \
+             summed over threads), apply {:.1} ms, flush {:.1} ms",
+            p(&self.wall),
+            ms(percentile(&self.wall, 90)),
+            p(&self.cpu),
+            p(&self.parts[0]),
+            p(&self.parts[1]),
+            p(&self.parts[2]),
+            p(&self.parts[3]),
+            p(&self.parts[4]),
+        )
+    }
+}
+
 /// The from-scratch root's timings.
 struct Scratch {
     prepare: Duration,
@@ -355,10 +418,12 @@ fn main() {
     let build_time = build_start.elapsed();
 
     // ---- incremental blocks vs from scratch ----
-    let mut wall = Vec::with_capacity(s.blocks);
-    let mut cpu = Vec::with_capacity(s.blocks);
-    let mut parts: [Vec<Duration>; 3] = Default::default();
-    for i in 0..s.blocks {
+    // Blocks alternate between the writer's default (a large block split between two threads
+    // on a two-core machine) and one thread, so the second thread's share is measured side by
+    // side, under the same load and cache state; the headline figures are the default's.
+    let mut default_mode = Measured::new(s.blocks);
+    let mut one_thread = Measured::new(s.blocks);
+    for i in 0..2 * s.blocks {
         let mut changed = BTreeMap::new();
         while changed.len() < s.changes.min(accounts.len()) {
             let index = rng.below(accounts.len());
@@ -367,30 +432,36 @@ fn main() {
             account.balance -= U256::from(21_000u64 + rng.next() % 1_000);
             changed.insert(index, *account);
         }
+        let single = i % 2 == 1;
+        writer.set_one_thread(single);
         let (cpu0, start) = (thread_cpu_time(), Instant::now());
         root = write(&mut writer, number, changed.into_values());
         let (took, took_cpu) = (start.elapsed(), thread_cpu_time() - cpu0);
-        wall.push(took);
-        cpu.push(took_cpu);
         let timings = writer.last_timings();
-        parts[0].push(timings.account_reads);
-        parts[1].push(timings.tries);
-        parts[2].push(timings.apply_and_flush);
+        let mode = if single { &mut one_thread } else { &mut default_mode };
+        mode.push(took, took_cpu, &timings);
         println!(
-            "  block {number}: {} changed accounts, {:.1} ms wall, {:.1} ms on-CPU ({}/{})",
+            "  block {number} ({}): {} changed accounts, {:.1} ms wall, {:.1} ms on-CPU ({}/{}); \
+             state {:.1} ms (reads {:.1} ms, tries {:.1} ms, {} nodes from sled), apply {:.1} ms, \
+             flush {:.1} ms",
+            if single { "one thread" } else { "default" },
             s.changes,
             ms(took),
             ms(took_cpu),
             i + 1,
-            s.blocks
+            2 * s.blocks,
+            ms(timings.state),
+            ms(timings.account_reads),
+            ms(timings.tries),
+            timings.node_store_reads,
+            ms(timings.apply),
+            ms(timings.flush),
         );
         number += 1;
     }
-    wall.sort();
-    cpu.sort();
-    for part in &mut parts {
-        part.sort();
-    }
+    default_mode.sort();
+    one_thread.sort();
+    let Measured { wall, cpu, parts } = &default_mode;
     println!("  recomputing the root from scratch over {} accounts (3 runs)", accounts.len());
     let mut scratch_runs: Vec<Scratch> = (0..3)
         .map(|run| {
@@ -404,8 +475,8 @@ fn main() {
         .collect();
     scratch_runs.sort_by_key(|r| r.hash_builder);
     let scratch = &scratch_runs[1];
-    let (median, p90) = (percentile(&wall, 50), percentile(&wall, 90));
-    let (cpu_median, cpu_p90) = (percentile(&cpu, 50), percentile(&cpu, 90));
+    let (median, p90) = (percentile(wall, 50), percentile(wall, 90));
+    let (cpu_median, cpu_p90) = (percentile(cpu, 50), percentile(cpu, 90));
 
     // ---- allocations ----
     let alloc = allocation_report(&db, root, &accounts, &mut rng, s.samples);
@@ -413,8 +484,8 @@ fn main() {
     let disk = dir_size(&dir.0);
     println!();
     println!(
-        "## Incremental state root ({} accounts, {} blocks of {} changes, node cache {} MiB, \
-         sled cache {} MiB)",
+        "## Incremental state root ({} accounts, {} blocks of {} changes in each mode, node cache \
+         {} MiB, sled cache {} MiB)",
         accounts.len(),
         s.blocks,
         s.changes,
@@ -427,7 +498,7 @@ fn main() {
     println!(
         "| build: {} accounts in {} blocks through write_block | {:.1} s ({:.0} accounts/s) | |",
         accounts.len(),
-        number as usize - s.blocks,
+        number as usize - 2 * s.blocks,
         build_time.as_secs_f64(),
         accounts.len() as f64 / build_time.as_secs_f64()
     );
@@ -444,12 +515,14 @@ fn main() {
         ms(cpu_p90)
     );
     for (what, part) in [
-        "of which: reading the previous account versions (sled range scans)",
-        "of which: trie updates, root and staging the batch",
-        "of which: sled apply_batch + flush",
+        "of which: state (account reads, tries, staging; wall, on up to 2 threads)",
+        "of which, summed over threads: reading the previous account versions",
+        "of which, summed over threads: trie updates, root and staging",
+        "of which: sled apply_batch",
+        "of which: sled flush (write + fsync)",
     ]
     .iter()
-    .zip(&parts)
+    .zip(parts)
     {
         println!("| {what}: median | {:.1} ms | |", ms(percentile(part, 50)));
     }
@@ -481,6 +554,10 @@ fn main() {
         scratch.cpu.as_secs_f64() / cpu_median.as_secs_f64()
     );
     println!("| store size on disk | {:.0} MB | |", disk as f64 / 1e6);
+    println!();
+    println!("Side by side in this run (blocks alternating), median / p90:");
+    println!("- default (two threads for a large block): {}", default_mode.summary());
+    println!("- one thread (BlockWriter::set_one_thread): {}", one_thread.summary());
     println!();
     println!("roots equal: yes (checked on every from-scratch run)");
     println!();

@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256};
@@ -28,13 +29,17 @@ pub struct ChainDb {
 
 const NO_HEAD: u64 = u64::MAX;
 
-/// sled 0.34's default page cache size.
-const SLED_DEFAULT_CACHE_BYTES: u64 = 1024 * 1024 * 1024;
+/// The page cache a store opens with: a cap on the pages sled keeps decoded in memory, not an
+/// allocation (a small state uses what it needs). sled's own default is 1 GiB; a state of a
+/// million accounts is a ~2 GB store, and with 1 GiB its block writes spend a third of their
+/// time reading evicted pages back (1,000-account block: 118 ms with 1 GiB, 78 ms with 4 GiB;
+/// BENCHMARKS.md). Stores larger than the cache still work, they only read more.
+pub const DEFAULT_PAGE_CACHE_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 
 impl ChainDb {
-    /// Opens (or creates) a store in `path`, with sled's default page cache (1 GiB).
+    /// Opens (or creates) a store in `path`, with a page cache of [`DEFAULT_PAGE_CACHE_BYTES`].
     pub fn open(path: &Path) -> Result<Self, StorageError> {
-        Self::open_with_cache(path, SLED_DEFAULT_CACHE_BYTES)
+        Self::open_with_cache(path, DEFAULT_PAGE_CACHE_BYTES)
     }
 
     /// Opens (or creates) a store in `path` whose sled page cache holds up to `cache_bytes`.
@@ -50,7 +55,8 @@ impl ChainDb {
 
     /// A store that lives in memory only (tests, `--ephemeral`).
     pub fn in_memory() -> Result<Self, StorageError> {
-        let db = sled::Config::new().temporary(true).open()?;
+        let db =
+            sled::Config::new().temporary(true).cache_capacity(DEFAULT_PAGE_CACHE_BYTES).open()?;
         Self::from_db(db)
     }
 
@@ -75,10 +81,22 @@ impl ChainDb {
     /// Only the state owner calls this. The flush is what makes "acknowledged" mean "survives
     /// kill -9": sled otherwise flushes in the background every 500 ms.
     pub fn commit_batch(&self, batch: sled::Batch, number: u64) -> Result<(), StorageError> {
+        self.commit_batch_timed(batch, number).map(drop)
+    }
+
+    /// [`ChainDb::commit_batch`], returning how long applying and flushing took.
+    pub(crate) fn commit_batch_timed(
+        &self,
+        batch: sled::Batch,
+        number: u64,
+    ) -> Result<(Duration, Duration), StorageError> {
+        let started = Instant::now();
         self.db.apply_batch(batch)?;
+        let applied = Instant::now();
         self.db.flush()?;
+        let flushed = applied.elapsed();
         self.head.store(number, Ordering::Release);
-        Ok(())
+        Ok((applied - started, flushed))
     }
 
     /// The header of block `number`.

@@ -16,7 +16,7 @@ mod records;
 mod state;
 pub mod trie;
 
-pub use chain::ChainDb;
+pub use chain::{ChainDb, DEFAULT_PAGE_CACHE_BYTES};
 pub use commit::{
     BlockDraft, BlockWriter, DEFAULT_NODE_CACHE_BYTES, WriteTimings, import_block,
     import_block_with, receipts_root, state_root_after, transactions_root, write_block,

@@ -79,10 +79,18 @@ impl NodeCache {
 
 /// The store seen through the cache: cached nodes are copied from memory, the rest read from
 /// sled.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(crate) struct CachedNodes<'a> {
     pub(crate) db: &'a ChainDb,
     pub(crate) cache: &'a NodeCache,
+    /// Nodes read from the store (cache misses), for [`crate::WriteTimings`].
+    pub(crate) store_reads: std::cell::Cell<u64>,
+}
+
+impl<'a> CachedNodes<'a> {
+    pub(crate) const fn new(db: &'a ChainDb, cache: &'a NodeCache) -> Self {
+        Self { db, cache, store_reads: std::cell::Cell::new(0) }
+    }
 }
 
 impl NodeSource for CachedNodes<'_> {
@@ -93,7 +101,10 @@ impl NodeSource for CachedNodes<'_> {
                 out.extend_from_slice(rlp);
                 Ok(true)
             }
-            None => self.db.node_into(hash, out),
+            None => {
+                self.store_reads.set(self.store_reads.get() + 1);
+                self.db.node_into(hash, out)
+            }
         }
     }
 }
