@@ -112,7 +112,7 @@ impl Node {
                     NodeError::OpenStorage { path: path.display().to_string(), source }
                 })?
             }
-            StorageMode::Ephemeral => ChainDb::in_memory()
+            StorageMode::Ephemeral => ChainDb::in_memory_with_cache(config.db_cache_bytes)
                 .map_err(|source| NodeError::OpenStorage { path: "memory".into(), source })?,
         };
         Self::start_on(chain, config, clock)

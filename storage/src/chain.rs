@@ -33,7 +33,9 @@ const NO_HEAD: u64 = u64::MAX;
 /// allocation (a small state uses what it needs). sled's own default is 1 GiB; a state of a
 /// million accounts is a ~2 GB store, and with 1 GiB its block writes spend a third of their
 /// time reading evicted pages back (1,000-account block: 118 ms with 1 GiB, 78 ms with 4 GiB;
-/// BENCHMARKS.md). Stores larger than the cache still work, they only read more.
+/// BENCHMARKS.md). Stores larger than the cache still work, they only read more. The node
+/// itself opens with `--cache.db` (128 MiB by default), which keeps a dev node's memory flat
+/// under sustained ingest; import, export and the benches use this default.
 pub const DEFAULT_PAGE_CACHE_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 
 impl ChainDb {
@@ -53,10 +55,15 @@ impl ChainDb {
         Self::from_db(db)
     }
 
-    /// A store that lives in memory only (tests, `--ephemeral`).
+    /// A store that lives in memory only (tests), with the default page cache.
     pub fn in_memory() -> Result<Self, StorageError> {
-        let db =
-            sled::Config::new().temporary(true).cache_capacity(DEFAULT_PAGE_CACHE_BYTES).open()?;
+        Self::in_memory_with_cache(DEFAULT_PAGE_CACHE_BYTES)
+    }
+
+    /// A store that lives in memory only (`--ephemeral`), whose page cache holds up to
+    /// `cache_bytes`.
+    pub fn in_memory_with_cache(cache_bytes: u64) -> Result<Self, StorageError> {
+        let db = sled::Config::new().temporary(true).cache_capacity(cache_bytes).open()?;
         Self::from_db(db)
     }
 
