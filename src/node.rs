@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use actix::{Addr, SyncArbiter};
+use actix::Addr;
 use alloy_primitives::Address;
 use alloy_signer_local::PrivateKeySigner;
 use hearth_actors::miner::{Clock, system_clock};
@@ -168,17 +168,17 @@ impl Node {
             evm_timeout: Some(config.evm_timeout),
         };
         let exec_chain = chain.clone();
-        // The factory runs on each executor thread as it starts.
-        let pool = SyncArbiter::start(config.executor_threads.get(), move || {
-            crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
-            ExecutorActor::new(exec_chain.clone(), exec_config, Some(l2.clone()))
-        });
-        let executor = ExecutorClient::new(
-            pool.clone().recipient(),
-            pool.clone().recipient(),
-            pool.recipient(),
-            config.max_in_flight.get(),
+        // `make` runs on each executor thread as it starts. The permits bound what is in
+        // flight over all lanes, so a mailbox of that size is never full.
+        let lanes = hearth_actors::executor::start_pool(
+            config.executor_threads.get(),
+            config.max_in_flight,
+            move || {
+                crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
+                ExecutorActor::new(exec_chain.clone(), exec_config, Some(l2.clone()))
+            },
         );
+        let executor = ExecutorClient::with_lanes(lanes, config.max_in_flight.get());
         let state = StateActor::new(chain.clone()).start_bounded(mailbox);
         let filters = FilterActor::new(MAX_FILTERS).start_bounded(mailbox);
         let subscriptions = SubscriptionActor::new(config.subscriptions).start_bounded(mailbox);

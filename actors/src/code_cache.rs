@@ -190,8 +190,9 @@ impl CodeL1 {
     }
 }
 
-/// Runs a future to completion on the current (non-async) thread. Executor threads belong to
-/// a `SyncArbiter` and have no runtime; the only futures awaited here are actor replies.
+/// Runs a future to completion on the current thread by parking it. An executor's arbiter
+/// runs nothing but that executor, whose handlers are synchronous, so parking its thread holds
+/// up nothing else; the only futures awaited here are other actors' replies.
 fn block_on<F: Future>(future: F) -> F::Output {
     struct ThreadWaker(std::thread::Thread);
     impl Wake for ThreadWaker {

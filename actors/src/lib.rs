@@ -1,6 +1,6 @@
 //! Hearth actors: one module per actor, each owning one piece of state.
 //!
-//! `StateActor` is the only writer of storage; `ExecutorActor`s (on a `SyncArbiter`) run revm;
+//! `StateActor` is the only writer of storage; `ExecutorActor`s (one thread each) run revm;
 //! `CodeCacheActor` shares analysed bytecode; `MempoolActor` holds pending transactions;
 //! `MinerActor` decides when blocks are made; `FilterActor` keeps polling filters and
 //! `SubscriptionActor` fans new blocks and transactions out to WebSocket subscribers. See

@@ -1,4 +1,4 @@
-//! Messages to the executor pool (`ExecutorActor`s on a `SyncArbiter`) and its client.
+//! Messages to the executor pool (`ExecutorActor`s, one per thread) and its client.
 
 use std::sync::Arc;
 
@@ -269,45 +269,96 @@ impl Message for BuildBlock {
     type Result = Result<BuiltBlock, ExecError>;
 }
 
-/// The bounded front of the executor pool. `SyncArbiter` queues without limit, so this client
-/// holds the bound: at most `max_in_flight` requests are queued or running, and one more fails
-/// at once with [`ExecError::Busy`] instead of waiting.
-#[derive(Debug, Clone)]
-pub struct ExecutorClient {
+/// One executor thread as the client sees it: its recipients and how many requests it holds.
+#[derive(Debug)]
+pub struct ExecutorLane {
     calls: Recipient<Call>,
     estimates: Recipient<EstimateGas>,
     builds: Recipient<BuildBlock>,
+    /// Requests sent to this lane and not answered yet (padded: every RPC worker touches it).
+    in_flight: crossbeam_utils::CachePadded<std::sync::atomic::AtomicUsize>,
+}
+
+impl ExecutorLane {
+    /// The recipients of one executor (or of a stand-in, in tests).
+    pub fn new(
+        calls: Recipient<Call>,
+        estimates: Recipient<EstimateGas>,
+        builds: Recipient<BuildBlock>,
+    ) -> Self {
+        Self { calls, estimates, builds, in_flight: Default::default() }
+    }
+}
+
+/// Counts a request against its lane until it is answered (or dropped).
+struct LaneGuard<'a>(&'a ExecutorLane);
+
+impl Drop for LaneGuard<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The bounded front of the executor pool. It holds the bound: at most `max_in_flight`
+/// requests are queued or running, and one more fails at once with [`ExecError::Busy`]
+/// instead of waiting. Each request goes to the lane (executor thread) holding the fewest, so
+/// a long call does not hold up the next one while another thread is free.
+#[derive(Debug, Clone)]
+pub struct ExecutorClient {
+    lanes: Arc<[ExecutorLane]>,
     permits: Arc<Semaphore>,
     max_in_flight: usize,
 }
 
 impl ExecutorClient {
-    /// Wraps the pool's recipients with an admission bound of `max_in_flight`.
+    /// Wraps one executor's recipients with an admission bound of `max_in_flight`.
     pub fn new(
         calls: Recipient<Call>,
         estimates: Recipient<EstimateGas>,
         builds: Recipient<BuildBlock>,
         max_in_flight: usize,
     ) -> Self {
+        Self::with_lanes(vec![ExecutorLane::new(calls, estimates, builds)], max_in_flight)
+    }
+
+    /// A client over several executors (one lane each), with an admission bound of
+    /// `max_in_flight` over all of them.
+    ///
+    /// # Panics
+    /// When `lanes` is empty: a pool has at least one executor.
+    pub fn with_lanes(lanes: Vec<ExecutorLane>, max_in_flight: usize) -> Self {
+        assert!(!lanes.is_empty(), "an executor pool needs at least one executor");
         Self {
-            calls,
-            estimates,
-            builds,
+            lanes: lanes.into(),
             permits: Arc::new(Semaphore::new(max_in_flight)),
             max_in_flight,
         }
     }
 
+    /// The lane holding the fewest requests, counted until the guard drops.
+    fn lane(&self) -> (&ExecutorLane, LaneGuard<'_>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let lane = self
+            .lanes
+            .iter()
+            .min_by_key(|lane| lane.in_flight.load(Relaxed))
+            .unwrap_or(&self.lanes[0]);
+        lane.in_flight.fetch_add(1, Relaxed);
+        (lane, LaneGuard(lane))
+    }
+
     /// Runs `call` on the pool, or fails at once when the pool is at its bound.
     pub async fn call(&self, call: Call) -> Result<CallOutcome, ExecError> {
         let _permit = self.admit()?;
-        self.calls.send(call).await?
+        let (lane, _guard) = self.lane();
+        lane.calls.send(call).await?
     }
 
     /// Runs an estimate on the pool, or fails at once when the pool is at its bound.
     pub async fn estimate_gas(&self, estimate: EstimateGas) -> Result<EstimateOutcome, ExecError> {
         let _permit = self.admit()?;
-        self.estimates.send(estimate).await?
+        let (lane, _guard) = self.lane();
+        lane.estimates.send(estimate).await?
     }
 
     /// Builds a block. Block building waits for a permit rather than failing: the miner must
@@ -317,7 +368,8 @@ impl ExecutorClient {
             .acquire_owned()
             .await
             .map_err(|_| ExecError::Mailbox(actix::MailboxError::Closed))?;
-        self.builds.send(build).await?
+        let (lane, _guard) = self.lane();
+        lane.builds.send(build).await?
     }
 
     /// The admission bound.

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth::config::NodeConfig;
 use hearth_actors::{MinerActor, MinerConfig, MinerPeers};
-use hearth_messages::executor::{Call, CallOutcome, CallRequest, ExecutorClient, PooledTx};
+use hearth_messages::executor::{
+    Call, CallOutcome, CallRequest, ExecutorClient, ExecutorLane, PooledTx,
+};
 use hearth_messages::mempool::{PendingNonce, PoolSize, SubmitTx, TakePending, TxsMined};
 use hearth_messages::miner::{AutoMine, MineBlocks};
 use hearth_messages::state::{BlockCommitted, CommitBlock, SubscribeBlocks};
@@ -248,6 +250,33 @@ async fn executor_client_sheds_load_beyond_its_bound() {
     assert_eq!(seen.recv().await.unwrap().block, 0);
     assert!(seen.recv().await.is_some());
     assert!(seen.try_recv().is_err(), "the shed call never reached the pool");
+}
+
+#[actix::test]
+async fn executor_client_sends_each_call_to_the_least_busy_executor() {
+    let ok = |_: &Call| Ok(CallOutcome::Success { output: Bytes::new(), gas_used: 0 });
+    let (calls_a, mut seen_a) = Probe::<Call>::start(ok);
+    let (calls_b, mut seen_b) = Probe::<Call>::start(ok);
+    let lane = |calls| {
+        let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+        let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+        ExecutorLane::new(calls, estimates, builds)
+    };
+    let client = ExecutorClient::with_lanes(vec![lane(calls_a), lane(calls_b)], 4);
+    let call = |block| Call { request: CallRequest::default(), block };
+
+    // The first call is sent to lane A and not answered yet, so the second goes to lane B.
+    let first = client.call(call(1));
+    tokio::pin!(first);
+    assert!(futures_util::poll!(&mut first).is_pending());
+    assert!(client.call(call(2)).await.is_ok());
+    assert!(first.await.is_ok());
+    assert_eq!(seen_a.recv().await.unwrap().block, 1);
+    assert_eq!(seen_b.recv().await.unwrap().block, 2);
+    // Both idle again: the next call goes to the first lane.
+    assert!(client.call(call(3)).await.is_ok());
+    assert_eq!(seen_a.recv().await.unwrap().block, 3);
+    assert!(seen_b.try_recv().is_err());
 }
 
 #[actix::test]
