@@ -186,6 +186,9 @@ impl Node {
         state
             .try_send(SubscribeBlocks(subscriptions.clone().recipient()))
             .map_err(|_| NodeError::Wiring("the state actor refused the block subscription"))?;
+        // The mempool and the miner exchange three messages per block (take, mined, take
+        // again): on one thread those are task switches instead of thread wake-ups.
+        let pool_and_miner = actix::Arbiter::new();
         let mempool = MempoolActor::new(
             chain.clone(),
             MempoolConfig {
@@ -198,7 +201,7 @@ impl Node {
         )
         .notify_admitted(filters.clone().recipient())
         .notify_admitted(subscriptions.clone().recipient())
-        .start_bounded(mailbox);
+        .start_bounded_on(&pool_and_miner.handle(), mailbox);
         let miner = MinerActor::new(
             chain.clone(),
             MinerPeers {
@@ -217,7 +220,7 @@ impl Node {
                 seed: config.chain_id,
             },
         )
-        .start_bounded(mailbox);
+        .start_bounded_on(&pool_and_miner.handle(), mailbox);
         info!(target: "node", threads = config.executor_threads.get(), max_in_flight = config.max_in_flight.get(), "actors started");
         Ok(Self {
             chain,

@@ -23,8 +23,21 @@ pub(crate) fn start_on_own_thread<A>(actor: A, mailbox: NonZeroUsize) -> Addr<A>
 where
     A: Actor<Context = Context<A>> + Send,
 {
-    let arbiter = Arbiter::new();
-    A::start_in_arbiter(&arbiter.handle(), move |ctx| {
+    start_on(&Arbiter::new().handle(), actor, mailbox)
+}
+
+/// Starts `actor` on `arbiter`'s thread. Actors that talk to each other on every block (the
+/// miner and the mempool) share one, so their round trips are task switches, not thread
+/// wake-ups.
+pub(crate) fn start_on<A>(
+    arbiter: &actix::ArbiterHandle,
+    actor: A,
+    mailbox: NonZeroUsize,
+) -> Addr<A>
+where
+    A: Actor<Context = Context<A>> + Send,
+{
+    A::start_in_arbiter(arbiter, move |ctx| {
         ctx.set_mailbox_capacity(mailbox.get());
         actor
     })
