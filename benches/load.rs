@@ -51,6 +51,12 @@ fn workload(name: &str) -> Option<Value> {
         "blockNumber" => {
             json!({"jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []})
         }
+        // The pending count asks the mempool (a round trip to its thread); latest reads the
+        // store on the RPC worker: their difference is one actor round trip.
+        "nonceLatest" => json!({"jsonrpc": "2.0", "id": 1, "method": "eth_getTransactionCount",
+            "params": [ALICE, "latest"]}),
+        "noncePending" => json!({"jsonrpc": "2.0", "id": 1, "method": "eth_getTransactionCount",
+            "params": [ALICE, "pending"]}),
         "getBalance" => {
             json!({"jsonrpc": "2.0", "id": 1, "method": "eth_getBalance", "params": [ALICE, "latest"]})
         }
@@ -58,8 +64,7 @@ fn workload(name: &str) -> Option<Value> {
     })
 }
 
-const WORKLOADS: &str =
-    "balanceOf,hashLoop,mathLoop,transferCall,stateOverride,blockNumber,getBalance,gasCap";
+const WORKLOADS: &str = "balanceOf,hashLoop,mathLoop,transferCall,stateOverride,blockNumber,getBalance,nonceLatest,noncePending,gasCap";
 
 #[derive(Debug, Clone)]
 struct Options {

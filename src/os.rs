@@ -36,28 +36,26 @@ pub fn bound_malloc_retention() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub fn bound_malloc_retention() {}
 
-/// Lowers the calling thread's scheduling priority by `nice` (Linux: the nice value is per
-/// thread). A failure (a sandbox that forbids it) leaves the priority as it was, which only
-/// costs latency, so it is logged and otherwise ignored.
+/// Lowers the calling thread's scheduling priority by `increment` (added to its nice value; Linux
+/// keeps the nice value per thread). A failure (a sandbox that forbids it) leaves the priority
+/// as it was, which only costs latency, so it is logged and otherwise ignored.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-pub fn lower_this_thread_priority(nice: i32) {
-    const PRIO_PROCESS: std::ffi::c_int = 0;
+pub fn lower_this_thread_priority(increment: i32) {
     unsafe extern "C" {
-        fn setpriority(
-            which: std::ffi::c_int,
-            who: std::ffi::c_uint,
-            prio: std::ffi::c_int,
-        ) -> std::ffi::c_int;
+        fn nice(inc: std::ffi::c_int) -> std::ffi::c_int;
     }
-    // SAFETY: setpriority takes plain integers and changes only this thread's nice value
-    // (`who` 0 is the calling thread on Linux).
-    let status = unsafe { setpriority(PRIO_PROCESS, 0, nice) };
-    if status != 0 {
-        tracing::warn!(target: "node", nice, "could not lower an executor thread's priority");
+    // SAFETY: nice takes a plain integer and changes only the calling thread's nice value
+    // (glibc applies it with setpriority on the calling thread).
+    let now = unsafe { nice(increment) };
+    // -1 is also a valid result; errno tells a refusal from it.
+    let refused =
+        now == -1 && matches!(std::io::Error::last_os_error().raw_os_error(), Some(1 | 13));
+    if refused {
+        tracing::warn!(target: "node", increment, "could not lower an executor thread's priority");
     }
 }
 
 /// Elsewhere threads keep the default priority.
 #[cfg(not(target_os = "linux"))]
-pub fn lower_this_thread_priority(_nice: i32) {}
+pub fn lower_this_thread_priority(_increment: i32) {}

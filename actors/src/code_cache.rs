@@ -130,13 +130,13 @@ impl Handler<GetCodeCacheStats> for CodeCacheActor {
 }
 
 // `GET /metrics` asks for the counters without waiting on a busy cache.
-hearth_messages::answer_asks!(CodeCacheActor: GetCodeCacheStats);
+hearth_messages::answer_asks!(CodeCacheActor: GetCodeCacheStats, GetCode);
 
 /// The L2's recipients, as an executor holds them.
 #[derive(Debug, Clone)]
 pub struct CodeL2 {
-    /// Lookups.
-    pub get: Recipient<GetCode>,
+    /// Lookups, asked without waiting: a full L2 mailbox is a miss, never a parked executor.
+    pub get: Recipient<hearth_messages::ask::Ask<GetCode>>,
     /// Inserts.
     pub insert: Recipient<InsertCode>,
 }
@@ -166,8 +166,9 @@ impl CodeL1 {
         if let Some(code) = self.entries.get(&hash) {
             return Ok(code.clone());
         }
-        let from_l2 =
-            self.l2.as_ref().and_then(|l2| block_on(l2.get.send(GetCode(hash))).ok().flatten());
+        let from_l2 = self.l2.as_ref().and_then(|l2| {
+            block_on(hearth_messages::ask::ask(&l2.get, GetCode(hash))).ok().flatten()
+        });
         let code = match from_l2 {
             Some(code) => code,
             None => {

@@ -140,6 +140,7 @@ impl ExecutorActor {
         ctx.local = self.scratch.take_local();
         // Built field by field rather than with `build_mainnet`, which would allocate eight
         // fresh frames (a 32 KiB stack each) for every call; these come from the scratch.
+        // (`Context::mainnet` still makes a 4 KiB buffer that the scratch's replaces.)
         let mut evm = Evm {
             ctx,
             inspector: CallGuard::new(self.config.evm_timeout),
@@ -321,7 +322,7 @@ fn halt_message(reason: &HaltReason) -> String {
 }
 
 /// Most bytes of EVM stacks and memory an executor thread keeps between calls, so that the
-/// next call allocates none: its pooled call frames (a 1024-word stack, 32 KiB, each; revm
+/// next call allocates no stacks or memory buffer: its pooled call frames (a 1024-word stack, 32 KiB, each; revm
 /// pools them eight at a time) and the EVM memory buffer. After a call that needed more (a deep
 /// call chain, a large memory expansion) the thread drops them and starts the next call with
 /// fresh ones, so what a thread holds between calls never exceeds this.
@@ -337,12 +338,14 @@ const FRAME_BYTES: usize = size_of::<EthFrame>() + revm::interpreter::STACK_LIMI
 struct EvmScratch {
     frames: Option<FrameStack<EthFrame>>,
     local: Option<LocalContext>,
+    /// Frames the kept `frames` holds: its high-water mark (revm's pool never shrinks).
+    frames_held: usize,
     retain_bytes: usize,
 }
 
 impl EvmScratch {
     fn new(retain_bytes: usize) -> Self {
-        Self { frames: None, local: None, retain_bytes }
+        Self { frames: None, local: None, frames_held: 0, retain_bytes }
     }
 
     fn take_frames(&mut self) -> FrameStack<EthFrame> {
@@ -354,14 +357,18 @@ impl EvmScratch {
     }
 
     /// Keeps what a call used when it fits the retention bound; `max_depth` is the deepest
-    /// frame the call reached (0: the top frame only), which tells how many frames it pooled.
+    /// frame the call reached (0: the top frame only). The pool holds as many frames as the
+    /// deepest call it ever served (revm grows it eight at a time and never shrinks it).
     fn keep(&mut self, frames: FrameStack<EthFrame>, mut local: LocalContext, max_depth: usize) {
-        let pooled_frames = (max_depth + 1).next_multiple_of(8);
+        let frames_held = self.frames_held.max((max_depth + 1).next_multiple_of(8));
         let memory = local.shared_memory_buffer().borrow().capacity();
-        if pooled_frames * FRAME_BYTES + memory <= self.retain_bytes {
+        if frames_held * FRAME_BYTES + memory <= self.retain_bytes {
             local.clear();
             self.frames = Some(frames);
             self.local = Some(local);
+            self.frames_held = frames_held;
+        } else {
+            self.frames_held = 0;
         }
     }
 }

@@ -143,9 +143,11 @@ pub(crate) async fn run_ingest(addr: &str, options: &IngestOptions) -> Result<()
     let start = Instant::now();
     let stop_at = start + options.duration;
     let next_ticket = Rc::new(std::cell::Cell::new(0u64));
+    let senders_done = Rc::new(std::cell::Cell::new(0usize));
     let mut tasks = Vec::new();
     for (signer, nonce) in signers.iter().cloned().zip(nonces.iter().copied()) {
         let (tally, next_ticket) = (Rc::clone(&tally), Rc::clone(&next_ticket));
+        let done = Rc::clone(&senders_done);
         let (addr, rate, payload) = (addr.to_owned(), options.rate, options.payload);
         tasks.push(tokio::task::spawn_local(async move {
             let mut conn = Conn::open(&addr).await.ok();
@@ -156,6 +158,7 @@ pub(crate) async fn run_ingest(addr: &str, options: &IngestOptions) -> Result<()
                 next_ticket.set(ticket + 1);
                 let due = start + Duration::from_secs_f64(ticket as f64 / rate);
                 if due >= stop_at {
+                    done.set(done.get() + 1);
                     break nonce;
                 }
                 tokio::time::sleep_until(due.into()).await;
@@ -179,7 +182,14 @@ pub(crate) async fn run_ingest(addr: &str, options: &IngestOptions) -> Result<()
                 {
                     let mut tally = tally.borrow_mut();
                     match reply.map(|(_, b)| serde_json::from_slice::<Value>(&b)) {
-                        Ok(Ok(v)) if v.get("result").is_some() => {
+                        // "already known" / "nonce too low": an earlier attempt whose answer
+                        // was lost got in; the transaction is the pool's (or mined).
+                        Ok(Ok(v))
+                            if v.get("result").is_some()
+                                || v["error"]["message"].as_str().is_some_and(|m| {
+                                    m.contains("already known") || m.contains("nonce too low")
+                                }) =>
+                        {
                             tally.accepted += 1;
                             nonce += 1;
                             request = None;
@@ -213,11 +223,23 @@ pub(crate) async fn run_ingest(addr: &str, options: &IngestOptions) -> Result<()
     loop {
         second += 1;
         tokio::time::sleep_until((start + Duration::from_secs(second)).into()).await;
-        let status = rpc(&mut conn, addr, "txpool_status", json!([])).await?;
+        // A failed sample is reported and the run goes on (the verdict comes at the end).
+        let sample = async {
+            let status = rpc(&mut conn, addr, "txpool_status", json!([])).await?;
+            let head = rpc(&mut conn, addr, "eth_blockNumber", json!([])).await?;
+            Ok::<_, String>((status, head))
+        };
+        let (status, head) = match sample.await {
+            Ok(sample) => sample,
+            Err(e) => {
+                eprintln!("sample at {second} s failed: {e}");
+                conn = Conn::open(addr).await.map_err(|e| e.to_string())?;
+                continue;
+            }
+        };
         let pending = quantity(&status["result"]["pending"]).unwrap_or(0);
         let queued = quantity(&status["result"]["queued"]).unwrap_or(0);
-        let head = quantity(&rpc(&mut conn, addr, "eth_blockNumber", json!([])).await?["result"])
-            .unwrap_or(0);
+        let head = quantity(&head["result"]).unwrap_or(0);
         let rss = options.pid.and_then(rss_mib);
         peak_rss = peak_rss.max(rss.unwrap_or(0.0));
         let t = tally.borrow();
@@ -228,7 +250,8 @@ pub(crate) async fn run_ingest(addr: &str, options: &IngestOptions) -> Result<()
             t.pool_full,
             rss.map_or("-".to_owned(), |r| format!("{r:.0}"))
         );
-        let offering = Instant::now() < stop_at;
+        // Offering ends when every sender has passed its last due time (its last answer in).
+        let offering = senders_done.get() < signers.len();
         if !offering && pending + queued == 0 {
             drained = true;
             break;

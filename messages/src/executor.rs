@@ -290,22 +290,27 @@ impl ExecutorLane {
     }
 }
 
-/// Counts a request against its lane until it is answered (or dropped).
-struct LaneGuard<'a>(&'a ExecutorLane);
+/// Counts a request against its lane until the executor has answered it.
+struct LaneGuard {
+    lanes: Arc<[ExecutorLane]>,
+    index: usize,
+}
 
-impl Drop for LaneGuard<'_> {
+impl Drop for LaneGuard {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.lanes[self.index].in_flight.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
 /// The bounded front of the executor pool. It holds the bound: at most `max_in_flight`
 /// requests are queued or running, and one more fails at once with [`ExecError::Busy`]
-/// instead of waiting. Each request goes to the lane (executor thread) holding the fewest, so
-/// a long call does not hold up the next one while another thread is free.
+/// instead of waiting. Each request goes to the lane (executor thread) holding the fewest,
+/// skipping executors that have stopped; ties go round the lanes.
 #[derive(Debug, Clone)]
 pub struct ExecutorClient {
     lanes: Arc<[ExecutorLane]>,
+    /// Where the next search for the least busy lane starts (spreads ties).
+    next: Arc<std::sync::atomic::AtomicUsize>,
     permits: Arc<Semaphore>,
     max_in_flight: usize,
 }
@@ -322,7 +327,8 @@ impl ExecutorClient {
     }
 
     /// A client over several executors (one lane each), with an admission bound of
-    /// `max_in_flight` over all of them.
+    /// `max_in_flight` over all of them. Each executor's mailbox must hold `max_in_flight`
+    /// messages: the bound then guarantees a send never finds it full.
     ///
     /// # Panics
     /// When `lanes` is empty: a pool has at least one executor.
@@ -330,46 +336,75 @@ impl ExecutorClient {
         assert!(!lanes.is_empty(), "an executor pool needs at least one executor");
         Self {
             lanes: lanes.into(),
+            next: Default::default(),
             permits: Arc::new(Semaphore::new(max_in_flight)),
             max_in_flight,
         }
     }
 
-    /// The lane holding the fewest requests, counted until the guard drops.
-    fn lane(&self) -> (&ExecutorLane, LaneGuard<'_>) {
+    /// The lane holding the fewest requests among the running executors, counted until the
+    /// guard drops.
+    fn lane(&self) -> LaneGuard {
         use std::sync::atomic::Ordering::Relaxed;
-        let lane = self
-            .lanes
-            .iter()
-            .min_by_key(|lane| lane.in_flight.load(Relaxed))
-            .unwrap_or(&self.lanes[0]);
-        lane.in_flight.fetch_add(1, Relaxed);
-        (lane, LaneGuard(lane))
+        let n = self.lanes.len();
+        let start = self.next.fetch_add(1, Relaxed) % n;
+        let index = (0..n)
+            .map(|i| (start + i) % n)
+            .filter(|&i| self.lanes[i].calls.connected())
+            .min_by_key(|&i| self.lanes[i].in_flight.load(Relaxed))
+            .unwrap_or(start);
+        self.lanes[index].in_flight.fetch_add(1, Relaxed);
+        LaneGuard { lanes: Arc::clone(&self.lanes), index }
+    }
+
+    /// Sends `msg` to the chosen lane from a task of its own, which holds the permit and the
+    /// lane's count until the executor answers. A caller that goes away (a closed socket, a
+    /// dropped HTTP request) thus cannot free its slot while its request still waits in the
+    /// executor's mailbox: the counts stay exact and the mailbox never fills.
+    async fn dispatch<M>(
+        &self,
+        permit: tokio::sync::OwnedSemaphorePermit,
+        recipient: impl Fn(&ExecutorLane) -> &Recipient<M>,
+        msg: M,
+    ) -> Result<M::Result, ExecError>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
+        let guard = self.lane();
+        let to = recipient(&self.lanes[guard.index]).clone();
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        actix::spawn(async move {
+            let result = to.send(msg).await;
+            drop((guard, permit));
+            let _ = reply.send(result);
+        });
+        match answer.await {
+            Ok(result) => Ok(result?),
+            Err(_) => Err(ExecError::Mailbox(actix::MailboxError::Closed)),
+        }
     }
 
     /// Runs `call` on the pool, or fails at once when the pool is at its bound.
     pub async fn call(&self, call: Call) -> Result<CallOutcome, ExecError> {
-        let _permit = self.admit()?;
-        let (lane, _guard) = self.lane();
-        lane.calls.send(call).await?
+        let permit = self.admit()?;
+        self.dispatch(permit, |lane| &lane.calls, call).await?
     }
 
     /// Runs an estimate on the pool, or fails at once when the pool is at its bound.
     pub async fn estimate_gas(&self, estimate: EstimateGas) -> Result<EstimateOutcome, ExecError> {
-        let _permit = self.admit()?;
-        let (lane, _guard) = self.lane();
-        lane.estimates.send(estimate).await?
+        let permit = self.admit()?;
+        self.dispatch(permit, |lane| &lane.estimates, estimate).await?
     }
 
     /// Builds a block. Block building waits for a permit rather than failing: the miner must
     /// not drop a block because calls are busy, but it still never exceeds the bound.
     pub async fn build_block(&self, build: BuildBlock) -> Result<BuiltBlock, ExecError> {
-        let _permit = Arc::clone(&self.permits)
+        let permit = Arc::clone(&self.permits)
             .acquire_owned()
             .await
             .map_err(|_| ExecError::Mailbox(actix::MailboxError::Closed))?;
-        let (lane, _guard) = self.lane();
-        lane.builds.send(build).await?
+        self.dispatch(permit, |lane| &lane.builds, build).await?
     }
 
     /// The admission bound.

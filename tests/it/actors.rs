@@ -280,6 +280,36 @@ async fn executor_client_sends_each_call_to_the_least_busy_executor() {
 }
 
 #[actix::test]
+async fn a_cancelled_call_keeps_its_slot_until_the_executor_answers() {
+    let (calls, mut seen) =
+        Probe::<Call>::start(|_| Ok(CallOutcome::Success { output: Bytes::new(), gas_used: 0 }));
+    let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let client = ExecutorClient::new(calls, estimates, builds, 1);
+    let call = |block| Call { request: CallRequest::default(), block };
+
+    // The caller goes away (a closed socket) after its call was sent.
+    let first = client.call(call(1));
+    tokio::pin!(first);
+    assert!(futures_util::poll!(&mut first).is_pending());
+    drop(first);
+    assert_eq!(client.in_flight(), 1, "the executor still has the call");
+    let refused = client.call(call(2)).await;
+    assert!(matches!(refused, Err(ExecError::Busy { .. })), "{refused:?}");
+    assert_eq!(seen.recv().await.unwrap().block, 1, "the executor got it anyway");
+    // The slot frees once the answer is in (a few scheduler turns, no timer).
+    for _ in 0..1_000 {
+        if client.in_flight() == 0 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(client.in_flight(), 0);
+    assert!(client.call(call(3)).await.is_ok());
+    assert_eq!(seen.recv().await.unwrap().block, 3);
+}
+
+#[actix::test]
 async fn executor_runs_calls_against_past_blocks() {
     let node = TestNode::start();
     let alice = node.signer(0);
