@@ -289,8 +289,7 @@ async fn a_cancelled_call_keeps_its_slot_until_the_executor_answers() {
     let call = |block| Call { request: CallRequest::default(), block };
 
     // The caller goes away (a closed socket) after its call was sent.
-    let first = client.call(call(1));
-    tokio::pin!(first);
+    let mut first = Box::pin(client.call(call(1)));
     assert!(futures_util::poll!(&mut first).is_pending());
     drop(first);
     assert_eq!(client.in_flight(), 1, "the executor still has the call");
