@@ -10,16 +10,13 @@
 //! CALL_ALLOCS_SECS=5 cargo bench --bench call_allocs
 //! ```
 
-// Implementing `GlobalAlloc` needs `unsafe` (an unsafe trait whose methods take raw pointers);
-// the workspace denies unsafe code, and this bench allows it for the counting allocator only.
-#![allow(unsafe_code)]
-
 mod bench_token;
+// The counting allocator, shared with the trie bench.
+#[path = "../storage/benches/counting_alloc.rs"]
+mod counting_alloc;
 
 use bench_token::runtime_code;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use alloy_consensus::Header;
@@ -33,52 +30,6 @@ use revm::primitives::hardfork::SpecId;
 
 const TOKEN: Address = address!("5FbDB2315678afecb367f032d93F642f64180aa3");
 const HOLDER: Address = address!("f39Fd6e51aad88F6F4ce6aB8827279cffFb92266");
-
-struct Counting;
-
-thread_local! {
-    // `const` initialisers with no destructor: reading them never allocates.
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-    static BYTES: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count(size: usize) {
-    // `try_with`: nothing is counted while the thread's locals are being torn down.
-    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-    let _ = BYTES.try_with(|c| c.set(c.get() + size as u64));
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        // SAFETY: forwarded unchanged; the caller upholds `alloc_zeroed`'s contract.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged; `ptr` came from `System` through this wrapper.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size);
-        // SAFETY: forwarded unchanged; `ptr` came from `System` through this wrapper.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn counters() -> (u64, u64) {
-    (ALLOCS.with(Cell::get), BYTES.with(Cell::get))
-}
 
 /// An in-memory chain whose genesis holds BenchToken at its usual address, with HOLDER owning
 /// the whole supply (slot 0: totalSupply; slot 1: the balanceOf mapping).
@@ -132,7 +83,7 @@ fn measure(
         let outcome = executor.call(call()).expect("call runs");
         assert!(matches!(outcome, CallOutcome::Success { .. }), "call failed: {outcome:?}");
     }
-    let (allocs0, bytes0) = counters();
+    let (allocs0, bytes0) = counting_alloc::allocated();
     let start = Instant::now();
     let mut calls = 0u64;
     while start.elapsed() < duration {
@@ -140,7 +91,7 @@ fn measure(
         calls += 1;
     }
     let elapsed = start.elapsed().as_secs_f64();
-    let (allocs1, bytes1) = counters();
+    let (allocs1, bytes1) = counting_alloc::allocated();
     let n = calls as f64;
     ((allocs1 - allocs0) as f64 / n, (bytes1 - bytes0) as f64 / n, n / elapsed)
 }
