@@ -157,6 +157,11 @@ impl CodeL1 {
         Self { entries: HashMap::with_capacity(CODE_L1_ENTRIES), l2 }
     }
 
+    /// Forgets every entry (the L2 stays).
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+    }
+
     /// The analysed code for `hash`: from L1, else L2, else `load` (then offered to both).
     pub(crate) fn get_or_load<E>(
         &mut self,

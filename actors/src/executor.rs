@@ -6,7 +6,8 @@
 //! ([`start_pool`]); every sender goes through `ExecutorClient`, which holds the admission
 //! bound and sends each request to the executor holding the fewest. Its handlers are
 //! synchronous and CPU-bound: the thread does nothing else.
-//! Restart: stateless apart from caches.
+//! Restart: stateless apart from caches. A panic while handling a request fails that request
+//! (-32603) and resets the caches; the executor and its thread carry on.
 
 use alloy_consensus::{Header, Transaction};
 use alloy_eips::Typed2718;
@@ -256,11 +257,37 @@ where
         .collect()
 }
 
+impl ExecutorActor {
+    /// Runs `work` so that a panic in it (in revm or here) fails this one request instead of
+    /// ending the executor's thread, which nothing would restart. The caches are dropped
+    /// afterwards: the panic may have left them half-written.
+    fn contained<T>(
+        &mut self,
+        work: impl FnOnce(&mut Self) -> Result<T, ExecError>,
+    ) -> Result<T, ExecError> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(self))) {
+            Ok(result) => result,
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".to_owned());
+                tracing::error!(target: "executor", panic = %what, "request panicked; caches reset");
+                self.codes.clear();
+                self.reads = Default::default();
+                self.scratch = EvmScratch::new(self.scratch.retain_bytes);
+                Err(ExecError::Panicked(what))
+            }
+        }
+    }
+}
+
 impl actix::Handler<Call> for ExecutorActor {
     type Result = Result<CallOutcome, ExecError>;
 
     fn handle(&mut self, msg: Call, _ctx: &mut Self::Context) -> Self::Result {
-        self.call(msg)
+        self.contained(|executor| executor.call(msg))
     }
 }
 
@@ -268,7 +295,7 @@ impl actix::Handler<EstimateGas> for ExecutorActor {
     type Result = Result<EstimateOutcome, ExecError>;
 
     fn handle(&mut self, msg: EstimateGas, _ctx: &mut Self::Context) -> Self::Result {
-        self.estimate(msg)
+        self.contained(|executor| executor.estimate(msg))
     }
 }
 
@@ -276,7 +303,7 @@ impl actix::Handler<BuildBlock> for ExecutorActor {
     type Result = Result<BuiltBlock, ExecError>;
 
     fn handle(&mut self, msg: BuildBlock, _ctx: &mut Self::Context) -> Self::Result {
-        self.build_block(msg)
+        self.contained(|executor| executor.build_block(msg))
     }
 }
 
@@ -596,6 +623,17 @@ mod tests {
         assert_eq!(call(&mut executor, fresh), clean);
         assert_eq!(clean[..32], [0; 32]);
         assert_eq!(U256::from_be_slice(&clean[32..]), U256::from(32));
+    }
+
+    #[test]
+    fn a_panicking_request_fails_alone_and_the_executor_carries_on() {
+        let (mut executor, [dirty, fresh, _]) = executor();
+        call(&mut executor, dirty);
+        let failed = executor.contained(|_| -> Result<(), ExecError> { panic!("boom") });
+        assert!(matches!(&failed, Err(ExecError::Panicked(what)) if what == "boom"), "{failed:?}");
+        assert!(executor.scratch.local.is_none(), "caches reset after the panic");
+        let output = call(&mut executor, fresh);
+        assert_eq!(output[..32], [0; 32], "the next call runs normally");
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub enum ExecError {
     /// The executor is gone (shutting down).
     #[error("executor mailbox: {0}")]
     Mailbox(#[from] MailboxError),
+    /// The executor panicked on this request; the request failed, the executor carries on.
+    #[error("internal error: the executor panicked ({0}); please report it with the request")]
+    Panicked(String),
 }
 
 /// A transaction was not admitted to the pool. Messages follow geth's wording.

@@ -226,9 +226,11 @@ impl RpcError {
             | Self::Mailbox { .. }
             | Self::Gone { .. }
             | Self::Encode(_)
-            | Self::Exec(ExecError::Storage(_) | ExecError::Mailbox(_))
+            | Self::Exec(ExecError::Storage(_) | ExecError::Mailbox(_) | ExecError::Panicked(_))
             | Self::Mine(
-                MineError::Exec(ExecError::Storage(_) | ExecError::Mailbox(_))
+                MineError::Exec(
+                    ExecError::Storage(_) | ExecError::Mailbox(_) | ExecError::Panicked(_),
+                )
                 | MineError::State(_)
                 | MineError::Mailbox(_),
             )
@@ -393,6 +395,7 @@ mod tests {
             (RpcError::Exec(ExecError::UnknownBlock), -32000),
             (RpcError::Exec(ExecError::Busy { max_in_flight: 4 }), -32005),
             (RpcError::Exec(ExecError::Mailbox(MailboxError::Closed)), -32603),
+            (RpcError::Exec(ExecError::Panicked("boom".into())), -32603),
             (RpcError::Tx(TxError::NonceTooLow { expected: 2, got: 1 }), -32000),
             (RpcError::Tx(TxError::PoolFull), -32005),
             (RpcError::Tx(TxError::Mailbox("closed".into())), -32603),
