@@ -14,7 +14,8 @@ use crossbeam_utils::CachePadded;
 
 use crate::error::RpcError;
 
-/// The core method names, sorted (checked by a test), each with its own counters.
+/// Every method of the dispatch table (`methods.rs`), sorted, each with its own counters; a
+/// test checks the two lists name the same methods.
 const METHODS: &[&str] = &[
     "anvil_autoImpersonateAccount",
     "anvil_dropTransaction",
@@ -70,17 +71,25 @@ const METHODS: &[&str] = &[
     "evm_setIntervalMining",
     "evm_setNextBlockTimestamp",
     "evm_snapshot",
+    "hardhat_dropTransaction",
+    "hardhat_getAutomine",
+    "hardhat_impersonateAccount",
     "hardhat_mine",
     "hardhat_setBalance",
     "hardhat_setCode",
+    "hardhat_setCoinbase",
+    "hardhat_setNextBlockBaseFeePerGas",
     "hardhat_setNonce",
+    "hardhat_setPrevRandao",
     "hardhat_setStorageAt",
+    "hardhat_stopImpersonatingAccount",
     "net_listening",
     "net_version",
     "txpool_content",
     "txpool_inspect",
     "txpool_status",
     "web3_clientVersion",
+    "web3_sha3",
 ];
 
 /// Upper bounds of the latency histogram, in seconds.
@@ -344,6 +353,20 @@ mod tests {
     #[test]
     fn method_table_is_sorted_for_binary_search() {
         assert!(METHODS.windows(2).all(|w| w[0] < w[1]), "METHODS must stay sorted and unique");
+    }
+
+    /// The method names in `dispatch`'s match, read from its source: one list cannot drift
+    /// from the other (a method missing here would be counted as `other`).
+    #[test]
+    fn method_table_names_every_dispatched_method() {
+        let source = include_str!("methods.rs");
+        let start = source.find("match method.as_str() {").expect("dispatch's match");
+        let end = start + source[start..].find("        _ =>").expect("the fallback arm");
+        let mut dispatched: Vec<&str> =
+            source[start..end].split('"').skip(1).step_by(2).filter(|s| !s.is_empty()).collect();
+        dispatched.sort_unstable();
+        dispatched.dedup();
+        assert_eq!(dispatched, METHODS);
     }
 
     #[test]
