@@ -302,6 +302,56 @@ impl Drop for LaneGuard {
     }
 }
 
+/// An executor request being answered, with the admission permit and lane count it holds.
+/// Normally both are released with the answer. A caller dropped before that hands the request
+/// to a task of its own that waits for the answer and only then releases them: the executor
+/// still runs the request, so its slot is still taken. (That task exists only on cancellation;
+/// spawning one per request cost ~6% of cheap eth_calls.)
+struct InFlight<M>
+where
+    M: Message + Send + 'static,
+    M::Result: Send,
+{
+    request: Option<std::pin::Pin<Box<actix::dev::RecipientRequest<M>>>>,
+    held: Option<(tokio::sync::OwnedSemaphorePermit, LaneGuard)>,
+}
+
+impl<M> std::future::Future for InFlight<M>
+where
+    M: Message + Send + 'static,
+    M::Result: Send,
+{
+    type Output = Result<M::Result, actix::MailboxError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let Some(request) = self.request.as_mut() else {
+            return std::task::Poll::Ready(Err(actix::MailboxError::Closed));
+        };
+        let answer = std::task::ready!(request.as_mut().poll(cx));
+        self.request = None;
+        self.held = None;
+        std::task::Poll::Ready(answer)
+    }
+}
+
+impl<M> Drop for InFlight<M>
+where
+    M: Message + Send + 'static,
+    M::Result: Send,
+{
+    fn drop(&mut self) {
+        if let (Some(request), Some(held)) = (self.request.take(), self.held.take()) {
+            actix::spawn(async move {
+                let _ = request.await;
+                drop(held);
+            });
+        }
+    }
+}
+
 /// The bounded front of the executor pool. It holds the bound: at most `max_in_flight`
 /// requests are queued or running, and one more fails at once with [`ExecError::Busy`]
 /// instead of waiting. Each request goes to the lane (executor thread) holding the fewest,
@@ -357,10 +407,9 @@ impl ExecutorClient {
         LaneGuard { lanes: Arc::clone(&self.lanes), index }
     }
 
-    /// Sends `msg` to the chosen lane from a task of its own, which holds the permit and the
-    /// lane's count until the executor answers. A caller that goes away (a closed socket, a
-    /// dropped HTTP request) thus cannot free its slot while its request still waits in the
-    /// executor's mailbox: the counts stay exact and the mailbox never fills.
+    /// Sends `msg` to the chosen lane, holding the permit and the lane's count until the
+    /// executor answers, also when the caller goes away first (a closed socket, a dropped HTTP
+    /// request): see [`InFlight`]. The counts stay exact and the mailbox never fills.
     async fn dispatch<M>(
         &self,
         permit: tokio::sync::OwnedSemaphorePermit,
@@ -372,17 +421,9 @@ impl ExecutorClient {
         M::Result: Send,
     {
         let guard = self.lane();
-        let to = recipient(&self.lanes[guard.index]).clone();
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        actix::spawn(async move {
-            let result = to.send(msg).await;
-            drop((guard, permit));
-            let _ = reply.send(result);
-        });
-        match answer.await {
-            Ok(result) => Ok(result?),
-            Err(_) => Err(ExecError::Mailbox(actix::MailboxError::Closed)),
-        }
+        // `send` enqueues at once; the request only waits for the answer.
+        let request = recipient(&self.lanes[guard.index]).send(msg);
+        Ok(InFlight { request: Some(Box::pin(request)), held: Some((permit, guard)) }.await?)
     }
 
     /// Runs `call` on the pool, or fails at once when the pool is at its bound.
