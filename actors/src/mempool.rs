@@ -533,11 +533,6 @@ impl MempoolActor {
         }
     }
 
-    /// Starts the actor on its own arbiter with its mailbox bounded from the first message on.
-    pub fn start_bounded(self, mailbox: NonZeroUsize) -> Addr<Self> {
-        crate::bounded::start_on_own_thread(self, mailbox)
-    }
-
     /// Starts the actor on `arbiter` (the node puts the miner there too) with its mailbox
     /// bounded from the first message on.
     pub fn start_bounded_on(
