@@ -6,18 +6,19 @@
 //! block's batch is durable, so a reader that loads the head sees a whole block or none of it.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256};
 use alloy_rlp::Decodable;
 
-use crate::StorageError;
+use crate::journal::Journal;
 use crate::layout::{self, be_u64};
 use crate::records::{BlockExtras, StoredAccount, StoredBody};
 use crate::trie::NodeSource;
+use crate::{StorageError, WriteBatch};
 
 /// Shared handle to the store. Cheap to clone; every clone sees the same data and head.
 #[derive(Debug, Clone)]
@@ -25,6 +26,9 @@ pub struct ChainDb {
     db: sled::Db,
     /// The last committed block, or `u64::MAX` before genesis.
     head: Arc<AtomicU64>,
+    /// What makes a commit durable on disk (`None` for a store in memory, which has nothing
+    /// to make durable). Only the state owner commits, so the lock is never contended.
+    journal: Option<Arc<Mutex<Journal>>>,
 }
 
 const NO_HEAD: u64 = u64::MAX;
@@ -52,7 +56,11 @@ impl ChainDb {
             .mode(sled::Mode::HighThroughput)
             .cache_capacity(cache_bytes)
             .open()?;
-        Self::from_db(db)
+        let (journal, replayed) = Journal::open(path, &db)?;
+        if replayed > 0 {
+            tracing::info!(target: "storage", replayed, "replayed commits the journal held after an unclean stop");
+        }
+        Self::from_db(db, Some(journal))
     }
 
     /// A store that lives in memory only (tests), with the default page cache.
@@ -64,15 +72,19 @@ impl ChainDb {
     /// `cache_bytes`.
     pub fn in_memory_with_cache(cache_bytes: u64) -> Result<Self, StorageError> {
         let db = sled::Config::new().temporary(true).cache_capacity(cache_bytes).open()?;
-        Self::from_db(db)
+        Self::from_db(db, None)
     }
 
-    fn from_db(db: sled::Db) -> Result<Self, StorageError> {
+    fn from_db(db: sled::Db, journal: Option<Journal>) -> Result<Self, StorageError> {
         let head = match db.get(layout::HEAD_KEY)? {
             Some(v) => be_u64(&v).ok_or(StorageError::Corrupt { what: "head pointer" })?,
             None => NO_HEAD,
         };
-        Ok(Self { db, head: Arc::new(AtomicU64::new(head)) })
+        Ok(Self {
+            db,
+            head: Arc::new(AtomicU64::new(head)),
+            journal: journal.map(|j| Arc::new(Mutex::new(j))),
+        })
     }
 
     /// The number of the last committed block, or `None` before genesis.
@@ -85,25 +97,45 @@ impl ChainDb {
 
     /// Applies one block's batch atomically, makes it durable, then publishes `number` as head.
     ///
-    /// Only the state owner calls this. The flush is what makes "acknowledged" mean "survives
-    /// kill -9": sled otherwise flushes in the background every 500 ms.
-    pub fn commit_batch(&self, batch: sled::Batch, number: u64) -> Result<(), StorageError> {
+    /// Only the state owner calls this. The journal append is what makes "acknowledged" mean
+    /// "survives kill -9" (see `journal`): sled alone would keep the batch in its buffers
+    /// until its next flush.
+    pub fn commit_batch(&self, batch: WriteBatch, number: u64) -> Result<(), StorageError> {
         self.commit_batch_timed(batch, number).map(drop)
     }
 
-    /// [`ChainDb::commit_batch`], returning how long applying and flushing took.
+    /// [`ChainDb::commit_batch`], returning how long applying and making durable took.
     pub(crate) fn commit_batch_timed(
         &self,
-        batch: sled::Batch,
+        batch: WriteBatch,
         number: u64,
     ) -> Result<(Duration, Duration), StorageError> {
+        let WriteBatch { sled: batch, mut record } = batch;
         let started = Instant::now();
         self.db.apply_batch(batch)?;
         let applied = Instant::now();
-        self.db.flush()?;
-        let flushed = applied.elapsed();
+        if let Some(journal) = &self.journal {
+            // A poisoned lock means a commit panicked half-way; its batch may be half-journaled.
+            let mut journal = journal.lock().map_err(|_| StorageError::Corrupt {
+                what: "commit journal (a commit panicked)",
+            })?;
+            journal.append(&mut record)?;
+        }
+        let durable = applied.elapsed();
         self.head.store(number, Ordering::Release);
-        Ok((applied - started, flushed))
+        Ok((applied - started, durable))
+    }
+
+    /// Flushes sled and empties the journal now (shutdown, benchmarks). Commits do this by
+    /// themselves every few hundred blocks.
+    pub fn checkpoint(&self) -> Result<(), StorageError> {
+        match &self.journal {
+            Some(journal) => journal
+                .lock()
+                .map_err(|_| StorageError::Corrupt { what: "commit journal (a commit panicked)" })?
+                .checkpoint(),
+            None => Ok(()),
+        }
     }
 
     /// The header of block `number`.

@@ -106,7 +106,8 @@ pub struct WriteTimings {
     pub tries: Duration,
     /// Applying the block's batch to sled (in memory: sled's pages and its log buffers).
     pub apply: Duration,
-    /// Flushing sled's log to disk (write and fsync): what makes the block durable.
+    /// Making the block durable: its commit-journal write, plus sled's flush when the
+    /// journal was due for a checkpoint (see `journal`).
     pub flush: Duration,
     /// Trie nodes the tries read from the store (not found in the node cache).
     pub node_store_reads: u64,
@@ -229,7 +230,7 @@ impl BlockWriter {
 /// when `keep`) and where the time went.
 #[derive(Default)]
 pub(crate) struct Staged {
-    batch: sled::Batch,
+    batch: crate::WriteBatch,
     emitted: Vec<(B256, sled::IVec)>,
     keep: bool,
     timings: WriteTimings,
@@ -247,7 +248,7 @@ impl Staged {
     }
 
     /// The batch to commit, and the journal when there is one.
-    pub(crate) fn into_parts(self) -> (sled::Batch, PatchUndo) {
+    pub(crate) fn into_parts(self) -> (crate::WriteBatch, PatchUndo) {
         (self.batch, self.undo.unwrap_or_default())
     }
 
@@ -564,10 +565,10 @@ fn apply_account(
 }
 
 /// Adds the header, body, receipts and indexes to `batch` and commits it as block `number`.
-/// Returns the block and how long sled took to apply and to flush the batch.
+/// Returns the block and how long sled took to apply the batch, and making it durable took.
 fn finish_block(
     db: &ChainDb,
-    mut batch: sled::Batch,
+    mut batch: crate::WriteBatch,
     header: Header,
     body: StoredBody,
     receipts: Vec<ReceiptEnvelope>,

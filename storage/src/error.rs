@@ -25,6 +25,14 @@ pub enum StorageError {
         /// Which kind of record.
         what: &'static str,
     },
+    /// The commit journal could not be read or written.
+    #[error("commit journal {path}: {source}; check the --datadir disk and permissions")]
+    Journal {
+        /// The journal file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// An imported block's header names a state root other than the one its execution gives.
     #[error(
         "block {number} claims state root {expected} but executing it gives {computed}; the block is invalid and was not written"

@@ -59,7 +59,7 @@ pub(crate) mod chunks {
     }
 
     /// Adds `value` to `batch` as the chunks of `key` (one empty chunk for an empty value).
-    pub(crate) fn insert(batch: &mut sled::Batch, key: &[u8], value: &[u8]) {
+    pub(crate) fn insert(batch: &mut crate::WriteBatch, key: &[u8], value: &[u8]) {
         if value.is_empty() {
             batch.insert(chunk_key(key, 0), &[][..]);
         }
@@ -83,7 +83,11 @@ pub(crate) mod chunks {
     }
 
     /// Adds the removal of every chunk of `key` (and of an unchunked value) to `batch`.
-    pub(crate) fn remove(db: &sled::Db, batch: &mut sled::Batch, key: &[u8]) -> sled::Result<()> {
+    pub(crate) fn remove(
+        db: &sled::Db,
+        batch: &mut crate::WriteBatch,
+        key: &[u8],
+    ) -> sled::Result<()> {
         for k in db.scan_prefix(key).keys() {
             batch.remove(k?);
         }
@@ -147,11 +151,11 @@ mod tests {
         let key = super::number_key(super::BODY, 7);
         let neighbour = super::number_key(super::BODY, 8);
         let value: Vec<u8> = (0..3 * chunks::CHUNK_BYTES + 5).map(|i| i as u8).collect();
-        let mut batch = sled::Batch::default();
+        let mut batch = crate::WriteBatch::default();
         chunks::insert(&mut batch, &key, &value);
         chunks::insert(&mut batch, &neighbour, b"next block");
         chunks::insert(&mut batch, &super::number_key(super::BODY, 9), b"");
-        db.apply_batch(batch).expect("batch");
+        db.apply_batch(batch.sled).expect("batch");
         assert_eq!(chunks::get(&db, &key).expect("read"), Some(value));
         assert_eq!(chunks::get(&db, &neighbour).expect("read"), Some(b"next block".to_vec()));
         assert_eq!(
@@ -162,9 +166,9 @@ mod tests {
         assert!(db.iter().values().all(|v| v.expect("value").len() <= chunks::CHUNK_BYTES));
         assert_eq!(db.scan_prefix(key).count(), 4, "3 full chunks and a tail");
 
-        let mut batch = sled::Batch::default();
+        let mut batch = crate::WriteBatch::default();
         chunks::remove(&db, &mut batch, &key).expect("scan");
-        db.apply_batch(batch).expect("batch");
+        db.apply_batch(batch.sled).expect("batch");
         assert_eq!(chunks::get(&db, &key).expect("read"), None);
         assert_eq!(chunks::get(&db, &neighbour).expect("read"), Some(b"next block".to_vec()));
     }

@@ -9,6 +9,7 @@
 mod chain;
 mod commit;
 mod error;
+mod journal;
 mod layout;
 mod node_cache;
 mod patch;
@@ -22,6 +23,7 @@ pub use commit::{
     import_block_with, receipts_root, state_root_after, transactions_root, write_block,
 };
 pub use error::StorageError;
+pub use journal::WriteBatch;
 pub use node_cache::NodeCache;
 pub use patch::{BlockKeys, PatchUndo, revert_blocks, write_patch};
 pub use records::{

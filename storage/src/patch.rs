@@ -79,7 +79,7 @@ pub fn revert_blocks(
     blocks: &[BlockKeys],
     undo: &[PatchUndo],
 ) -> Result<(), StorageError> {
-    let mut batch = sled::Batch::default();
+    let mut batch = crate::WriteBatch::default();
     // Patches first, newest first; block deletions below win for keys of removed blocks
     // (the last operation on a key in a batch is the one applied).
     for patch in undo.iter().rev() {
