@@ -273,7 +273,7 @@ mod tests {
             r[..4].copy_from_slice(&len.to_le_bytes());
             r[4..8].copy_from_slice(&crc.to_le_bytes());
         }
-        let mut bytes = whole.clone();
+        let mut bytes = whole;
         bytes.extend_from_slice(&torn[..torn.len() - 3]);
         std::fs::write(dir.join(JOURNAL_FILE), &bytes).unwrap();
 
