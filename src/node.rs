@@ -249,6 +249,7 @@ impl Node {
             chain: self.chain.clone(),
             executor: self.executor.clone(),
             submit_tx: self.mempool.clone().recipient(),
+            submit_filled: self.mempool.clone().recipient(),
             get_pooled_tx: self.mempool.clone().recipient(),
             pending_nonce: self.mempool.clone().recipient(),
             auto_mine: self.miner.clone().recipient(),
@@ -256,7 +257,6 @@ impl Node {
             controls: Controls {
                 submit_txs: self.mempool.clone().recipient(),
                 is_impersonated: self.mempool.clone().recipient(),
-                submit_impersonated: self.mempool.clone().recipient(),
                 set_impersonated: self.mempool.clone().recipient(),
                 set_auto_impersonate: self.mempool.clone().recipient(),
                 pool_content: self.mempool.clone().recipient(),

@@ -2,7 +2,7 @@
 //!
 //! Owns: every admitted, not yet mined transaction, indexed by hash and by (sender, nonce),
 //! the count and byte bounds, and the set of impersonated senders. Handles `SubmitTx`,
-//! `SubmitTxs`, `SubmitImpersonated`, `TakePending`, `TxsMined`, `GetPooledTx`, `PendingNonce`,
+//! `SubmitTxs`, `SubmitFilled`, `TakePending`, `TxsMined`, `GetPooledTx`, `PendingNonce`,
 //! `PoolSize`, `GetPoolContent`, `DropTx`, `SetImpersonated`, `SetAutoImpersonate`,
 //! `SetPoolGasLimit`, `Revalidate`. Sends nothing. Mailbox: bounded by the node config. Restart:
 //! never restarted; its contents are not persisted (a pool is lost on restart, as in geth
@@ -22,7 +22,7 @@ use hearth_messages::TxError;
 use hearth_messages::executor::PooledTx;
 use hearth_messages::mempool::{
     DropTx, GetPoolContent, GetPooledTx, PendingNonce, PoolContent, PoolSize, Revalidate,
-    SetAutoImpersonate, SetImpersonated, SetPoolGasLimit, SubmitImpersonated, SubmitTx, SubmitTxs,
+    SetAutoImpersonate, SetImpersonated, SetPoolGasLimit, SubmitFilled, SubmitTx, SubmitTxs,
     TakePending, TxsMined,
 };
 use hearth_storage::ChainDb;
@@ -276,17 +276,20 @@ impl Pool {
         self.admit_checked(checked)
     }
 
-    /// Admits an unsigned transaction from an impersonated `sender`.
-    pub fn admit_impersonated(
-        &mut self,
-        db: &ChainDb,
-        tx: TxEnvelope,
-        sender: Address,
-    ) -> Result<B256, TxError> {
-        if !self.auto_impersonate && !self.impersonated.contains(&sender) {
+    /// Admits what eth_sendTransaction filled: the nonce (the pending one unless given) is
+    /// chosen and the transaction sealed within this one call, so no other submission from
+    /// `sender` can take the same nonce in between. A dev-key transaction is admitted as from
+    /// `sender` without recovering its signature: the node signed it itself.
+    pub fn admit_filled(&mut self, db: &ChainDb, filled: SubmitFilled) -> Result<B256, TxError> {
+        let SubmitFilled { sender, nonce, impersonated, seal } = filled;
+        if impersonated && !self.is_impersonated(&sender) {
             return Err(TxError::NotImpersonated(sender));
         }
-        let checked = self.validate(db, tx, Some(sender))?;
+        let nonce = match nonce {
+            Some(nonce) => nonce,
+            None => self.pending_nonce(db, &sender)?,
+        };
+        let checked = self.validate(db, seal(nonce)?, Some(sender))?;
         self.admit_checked(checked)
     }
 
@@ -609,11 +612,11 @@ impl Handler<SubmitTxs> for MempoolActor {
     }
 }
 
-impl Handler<SubmitImpersonated> for MempoolActor {
+impl Handler<SubmitFilled> for MempoolActor {
     type Result = Result<B256, TxError>;
 
-    fn handle(&mut self, msg: SubmitImpersonated, _ctx: &mut Self::Context) -> Self::Result {
-        let hash = self.pool.admit_impersonated(&self.db, msg.tx, msg.sender)?;
+    fn handle(&mut self, msg: SubmitFilled, _ctx: &mut Self::Context) -> Self::Result {
+        let hash = self.pool.admit_filled(&self.db, msg)?;
         self.announce(vec![hash]);
         Ok(hash)
     }
@@ -773,4 +776,4 @@ impl Handler<hearth_messages::mempool::IsImpersonated> for MempoolActor {
     }
 }
 
-hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitTxs, SubmitImpersonated, GetPooledTx, PendingNonce, PoolSize, hearth_messages::mempool::IsImpersonated);
+hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, GetPooledTx, PendingNonce, PoolSize, hearth_messages::mempool::IsImpersonated);

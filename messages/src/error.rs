@@ -114,6 +114,9 @@ pub enum TxError {
     /// Impersonated sending from an address that is not impersonated.
     #[error("account {0} is not impersonated")]
     NotImpersonated(Address),
+    /// Signing with a dev account's key failed.
+    #[error("signing failed: {0}")]
+    Signing(String),
     /// Reading the state for validation failed.
     #[error("state unavailable: {0}")]
     Storage(String),

@@ -19,6 +19,41 @@ impl Message for SubmitTx {
     type Result = Result<B256, TxError>;
 }
 
+/// Turns a transaction eth_sendTransaction filled into a sealed one once its nonce is known:
+/// signs it with the sender's dev key, or gives it an impersonated sender's placeholder
+/// signature.
+pub type Seal = Box<dyn FnOnce(u64) -> Result<TxEnvelope, TxError> + Send>;
+
+/// Admits a transaction eth_sendTransaction filled for `sender`. Without a nonce the pool
+/// gives it `sender`'s pending nonce and seals it in the same step, so concurrent sends from
+/// one account get consecutive nonces instead of racing for the same one. Replies with the
+/// transaction hash.
+pub struct SubmitFilled {
+    /// Who sends it.
+    pub sender: Address,
+    /// The caller's nonce, or `None` for the pending one.
+    pub nonce: Option<u64>,
+    /// `true` when `sender` has no dev key here: the pool refuses it unless `sender` is
+    /// impersonated right now.
+    pub impersonated: bool,
+    /// Seals the transaction with the nonce chosen.
+    pub seal: Seal,
+}
+
+impl std::fmt::Debug for SubmitFilled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubmitFilled")
+            .field("sender", &self.sender)
+            .field("nonce", &self.nonce)
+            .field("impersonated", &self.impersonated)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Message for SubmitFilled {
+    type Result = Result<B256, TxError>;
+}
+
 /// Admits several signed transactions as one batch. Serves a JSON-RPC batch of
 /// `eth_sendRawTransaction`. Each item is validated on its own (its own error), but the bounds
 /// are all-or-nothing: when the valid items would not fit, the whole batch fails with
@@ -31,21 +66,6 @@ pub struct SubmitTxs {
 
 impl Message for SubmitTxs {
     type Result = Result<Vec<Result<B256, TxError>>, TxError>;
-}
-
-/// Admits an unsigned transaction from an impersonated `sender`. Serves `eth_sendTransaction`
-/// from an address made impersonated with `anvil_impersonateAccount`. The envelope carries a
-/// placeholder signature; the pool refuses it unless `sender` is impersonated right now.
-#[derive(Debug, Clone)]
-pub struct SubmitImpersonated {
-    /// The transaction with a placeholder signature.
-    pub tx: TxEnvelope,
-    /// Who it is executed as.
-    pub sender: Address,
-}
-
-impl Message for SubmitImpersonated {
-    type Result = Result<B256, TxError>;
 }
 
 /// Starts (`true`) or stops impersonating `address`. Serves `anvil_impersonateAccount` and

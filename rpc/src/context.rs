@@ -12,7 +12,7 @@ use hearth_messages::ask::Ask;
 use hearth_messages::executor::ExecutorClient;
 use hearth_messages::mempool::{
     DropTx, GetPoolContent, GetPooledTx, PendingNonce, Revalidate, SetAutoImpersonate,
-    SetImpersonated, SetPoolGasLimit, SubmitImpersonated, SubmitTx, SubmitTxs,
+    SetImpersonated, SetPoolGasLimit, SubmitFilled, SubmitTx, SubmitTxs,
 };
 use hearth_messages::miner::{
     AutoMine, GetMiningStatus, MineBlocks, MineSpaced, RestoreClock, SaveClock, SetAutomine,
@@ -90,6 +90,8 @@ pub struct RpcContext {
     pub executor: ExecutorClient,
     /// Admits transactions.
     pub submit_tx: Recipient<Ask<SubmitTx>>,
+    /// Admits what eth_sendTransaction filled, choosing its nonce.
+    pub submit_filled: Recipient<Ask<SubmitFilled>>,
     /// Finds pending transactions.
     pub get_pooled_tx: Recipient<Ask<GetPooledTx>>,
     /// Next nonce counting pending transactions.
@@ -165,8 +167,6 @@ pub struct Controls {
     pub submit_txs: Recipient<Ask<SubmitTxs>>,
     /// Whether an account without a dev key may send unsigned (it is impersonated).
     pub is_impersonated: Recipient<Ask<hearth_messages::mempool::IsImpersonated>>,
-    /// Admits unsigned transactions from impersonated accounts.
-    pub submit_impersonated: Recipient<Ask<SubmitImpersonated>>,
     /// Starts / stops impersonating one account.
     pub set_impersonated: Recipient<SetImpersonated>,
     /// Impersonates every account.

@@ -234,7 +234,7 @@ impl RpcError {
                 | MineError::State(_)
                 | MineError::Mailbox(_),
             )
-            | Self::Tx(TxError::Storage(_) | TxError::Mailbox(_)) => -32603,
+            | Self::Tx(TxError::Storage(_) | TxError::Mailbox(_) | TxError::Signing(_)) => -32603,
             Self::Extension { code, .. } => *code,
         }
     }

@@ -12,7 +12,7 @@ use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
 use hearth_messages::TxError;
 use hearth_messages::ask::ask;
 use hearth_messages::mempool::{
-    GetPooledTx, IsImpersonated, SubmitImpersonated, SubmitTx, SubmitTxs,
+    GetPooledTx, IsImpersonated, Seal, SubmitFilled, SubmitTx, SubmitTxs,
 };
 use hearth_messages::miner::AutoMine;
 use serde_json::Value;
@@ -21,7 +21,6 @@ use crate::blocks::{head, pending_transaction, read_block, rpc_receipt, rpc_tran
 use crate::call::estimate;
 use crate::context::RpcContext;
 use crate::error::RpcError;
-use crate::eth::pending_nonce;
 use crate::fees::{SUGGESTED_TIP, latest_base_fee};
 use crate::params::{Params, TxObject};
 
@@ -95,14 +94,21 @@ fn shared_error(error: &RpcError) -> RpcError {
     }
 }
 
-/// eth_sendTransaction: `[txObject]`; signs with the dev key of `from`, fills what is missing,
-/// and sends it like eth_sendRawTransaction. From an impersonated address it sends the
-/// transaction unsigned (the pool executes it as `from`).
+/// eth_sendTransaction: `[txObject]`; fills what is missing and sends it like
+/// eth_sendRawTransaction, signed with the dev key of `from`. From an impersonated address it
+/// sends the transaction unsigned (the pool executes it as `from`). The nonce, unless given,
+/// is chosen by the pool as it admits the transaction (`SubmitFilled`): concurrent sends from
+/// one account then get consecutive nonces.
 pub(crate) async fn send_transaction(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(1)?;
     let request: TxObject = params.required(0)?;
     let from = request.from.ok_or(RpcError::UnknownAccount)?;
-    let Some(signer) = ctx.signers.iter().find(|s| s.address() == from) else {
+    let key = ctx
+        .signers
+        .iter()
+        .find(|s| s.address() == from)
+        .map(|signer| B256::from_slice(&signer.credential().to_bytes()));
+    if key.is_none() {
         // Checked before filling: an unknown account must not surface as a failed estimate.
         let impersonated = ask(&ctx.controls.is_impersonated, IsImpersonated(from))
             .await
@@ -110,36 +116,42 @@ pub(crate) async fn send_transaction(ctx: &RpcContext, params: &Params) -> Resul
         if !impersonated {
             return Err(RpcError::UnknownAccount);
         }
-        let tx = fill(ctx, from, request).await?.seal(placeholder_signature(from));
-        let reply = ask(&ctx.controls.submit_impersonated, SubmitImpersonated { tx, sender: from });
-        let hash = match reply.await.map_err(|e| RpcError::ask("mempool", e))? {
+    }
+    let nonce = request.nonce;
+    let filled = fill(ctx, from, request).await?;
+    let seal: Seal = match key {
+        Some(key) => Box::new(move |nonce| {
+            let filled = filled.with_nonce(nonce);
+            let signature =
+                sign(key, filled.signature_hash()).map_err(|e| TxError::Signing(e.to_string()))?;
+            Ok(filled.seal(signature))
+        }),
+        None => {
+            Box::new(move |nonce| Ok(filled.with_nonce(nonce).seal(placeholder_signature(from))))
+        }
+    };
+    let submit = SubmitFilled { sender: from, nonce, impersonated: key.is_none(), seal };
+    let hash =
+        match ask(&ctx.submit_filled, submit).await.map_err(|e| RpcError::ask("mempool", e))? {
             Ok(hash) => hash,
-            // Neither a dev key nor impersonated: the account is unknown to this node.
+            // Impersonation stopped after the check above: the account is unknown to this node.
             Err(TxError::NotImpersonated(_)) => return Err(RpcError::UnknownAccount),
             Err(e) => return Err(e.into()),
         };
-        automine_after_submit(ctx).await;
-        return to_json(&hash);
-    };
-    let filled = fill(ctx, from, request).await?;
-    let signature = sign(signer, filled.signature_hash())?;
-    to_json(&submit_and_mine(ctx, filled.seal(signature)).await?)
+    automine_after_submit(ctx).await;
+    to_json(&hash)
 }
 
 /// Signs `hash` with libsecp256k1, several times faster than the pure-Rust k256 behind
 /// `PrivateKeySigner::sign_hash_sync` (signing was the largest user-space cost of a sequential
 /// eth_sendTransaction). Both derive the nonce by RFC 6979, so the signature is the same.
-fn sign(
-    signer: &alloy_signer_local::PrivateKeySigner,
-    hash: B256,
-) -> Result<Signature, alloy_signer::Error> {
-    let secret = B256::from_slice(&signer.credential().to_bytes());
+fn sign(secret: B256, hash: B256) -> Result<Signature, alloy_signer::Error> {
     alloy_consensus::crypto::secp256k1::sign_message(secret, hash)
         .map_err(alloy_signer::Error::other)
 }
 
 /// A signature no key made: it only has to make the hash unique per sender (r is the sender).
-/// Such a transaction reaches the pool only through `SubmitImpersonated`, which takes the
+/// Such a transaction reaches the pool only as an impersonated `SubmitFilled`, which takes the
 /// sender as given; eth_sendRawTransaction always recovers the signer, so it cannot use it.
 fn placeholder_signature(sender: Address) -> Signature {
     Signature::new(U256::from_be_slice(sender.as_slice()), U256::from(1), false)
@@ -153,6 +165,15 @@ enum Filled {
 }
 
 impl Filled {
+    fn with_nonce(mut self, nonce: u64) -> Self {
+        match &mut self {
+            Self::Legacy(tx) => tx.nonce = nonce,
+            Self::Eip2930(tx) => tx.nonce = nonce,
+            Self::Eip1559(tx) => tx.nonce = nonce,
+        }
+        self
+    }
+
     fn signature_hash(&self) -> B256 {
         match self {
             Self::Legacy(tx) => tx.signature_hash(),
@@ -170,7 +191,8 @@ impl Filled {
     }
 }
 
-/// Fills nonce, chain id, gas and fees as geth does.
+/// Fills chain id, gas and fees as geth does. The nonce is the caller's or 0: the pool sets
+/// the pending one when it admits the transaction ([`Filled::with_nonce`]).
 async fn fill(ctx: &RpcContext, from: Address, request: TxObject) -> Result<Filled, RpcError> {
     let chain_id = ctx.chain_id;
     if let Some(got) = request.chain_id
@@ -178,10 +200,7 @@ async fn fill(ctx: &RpcContext, from: Address, request: TxObject) -> Result<Fill
     {
         return Err(TxError::WrongChainId { expected: chain_id, got }.into());
     }
-    let nonce = match request.nonce {
-        Some(nonce) => nonce,
-        None => pending_nonce(ctx, from).await?,
-    };
+    let nonce = request.nonce.unwrap_or_default();
     let gas_limit = match request.gas {
         Some(gas) => gas,
         None => {
@@ -307,7 +326,8 @@ mod tests {
             (0..4).map(|_| alloy_signer_local::PrivateKeySigner::random()).collect();
         for (i, signer) in signers.iter().enumerate() {
             let hash = alloy_primitives::keccak256([i as u8; 7]);
-            let fast = sign(signer, hash).expect("signs");
+            let fast =
+                sign(B256::from_slice(&signer.credential().to_bytes()), hash).expect("signs");
             assert_eq!(fast, signer.sign_hash_sync(&hash).expect("signs"));
             assert_eq!(
                 fast.recover_address_from_prehash(&hash).expect("recovers"),

@@ -97,6 +97,17 @@ impl Handler<SubmitTx> for Stub {
     }
 }
 
+/// Seals with the caller's nonce, else the stub's pending one, and records it as submitted.
+impl Handler<mempool::SubmitFilled> for Stub {
+    type Result = Result<B256, TxError>;
+    fn handle(&mut self, msg: mempool::SubmitFilled, _: &mut Context<Self>) -> Self::Result {
+        let tx = (msg.seal)(msg.nonce.unwrap_or(PENDING_NONCE))?;
+        let hash = *tx.tx_hash();
+        self.submitted.push(tx);
+        Ok(hash)
+    }
+}
+
 /// Finds what was submitted (the stub never mines it into the store).
 impl Handler<GetPooledTx> for Stub {
     type Result = Option<PooledTx>;
@@ -152,8 +163,8 @@ impl Actor for Idle {
     type Context = Context<Self>;
 }
 
-hearth_messages::answer_asks!(Stub: SubmitTx, GetPooledTx, PendingNonce, AutoMine);
-hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::SubmitImpersonated, mempool::PoolSize, hearth_messages::code_cache::GetCodeCacheStats, mempool::IsImpersonated);
+hearth_messages::answer_asks!(Stub: SubmitTx, mempool::SubmitFilled, GetPooledTx, PendingNonce, AutoMine);
+hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::PoolSize, hearth_messages::code_cache::GetCodeCacheStats, mempool::IsImpersonated);
 hearth_messages::answer_asks!(Idle: subs::Connect, subs::Subscribe, subs::Unsubscribe, subs::GetSubscriptionStats);
 hearth_messages::answer_asks!(Idle: hearth_messages::filters::InstallFilter, hearth_messages::filters::PollFilter, hearth_messages::filters::GetFilter, hearth_messages::filters::UninstallFilter);
 
@@ -170,7 +181,6 @@ macro_rules! idle_replies {
 
 idle_replies! {
     mempool::SubmitTxs => Err(TxError::PoolFull),
-    mempool::SubmitImpersonated => Err(TxError::NotImpersonated(Address::ZERO)),
     mempool::SetImpersonated => (),
     mempool::SetAutoImpersonate => (),
     mempool::GetPoolContent => mempool::PoolContent::default(),
@@ -206,7 +216,6 @@ fn idle_controls() -> crate::Controls {
     crate::Controls {
         submit_txs: idle.clone().recipient(),
         is_impersonated: idle.clone().recipient(),
-        submit_impersonated: idle.clone().recipient(),
         set_impersonated: idle.clone().recipient(),
         set_auto_impersonate: idle.clone().recipient(),
         pool_content: idle.clone().recipient(),
@@ -397,6 +406,7 @@ fn fixture(max_in_flight: usize) -> Fixture {
         chain: db,
         executor,
         submit_tx: stub.clone().recipient(),
+        submit_filled: stub.clone().recipient(),
         get_pooled_tx: stub.clone().recipient(),
         pending_nonce: stub.clone().recipient(),
         auto_mine: stub.clone().recipient(),

@@ -536,3 +536,33 @@ async fn calls_see_patches_and_reverts_at_once() {
         assert_eq!(node.ok("eth_call", total_supply.clone()).await, word(7), "revert seen at once");
     }
 }
+
+#[actix::test]
+async fn concurrent_sends_from_one_account_get_consecutive_nonces() {
+    // A test suite that fires `Promise.all` of sends from one account: every one must land,
+    // whether the node holds the key or the account is impersonated.
+    let mut config = NodeConfig::for_tests();
+    config.automine = false;
+    let node = TestNode::start_with(config);
+    let alice = node.signer(0).address();
+    let whale = Address::repeat_byte(0x77);
+    let bob = node.signer(1).address();
+    node.ok("anvil_setBalance", json!([whale, ONE_ETH_HEX])).await;
+    node.ok("anvil_impersonateAccount", json!([whale])).await;
+
+    let sends = [alice, whale].into_iter().flat_map(|from| {
+        // With gas given, so that only the nonce is left for the node to choose.
+        (0..8).map(move |_| json!([{"from": from, "to": bob, "value": "0x1", "gas": "0x5208"}]))
+    });
+    let sends: Vec<_> = sends.map(|params| node.call("eth_sendTransaction", params)).collect();
+    for reply in futures_util::future::join_all(sends).await {
+        assert!(reply["result"].is_string(), "every send is admitted: {reply}");
+    }
+    for from in [alice, whale] {
+        assert_eq!(node.ok("eth_getTransactionCount", json!([from, "pending"])).await, "0x8");
+    }
+    node.ok("evm_mine", json!([])).await;
+    for from in [alice, whale] {
+        assert_eq!(node.ok("eth_getTransactionCount", json!([from, "latest"])).await, "0x8");
+    }
+}
