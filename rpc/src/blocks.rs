@@ -76,8 +76,8 @@ pub(crate) fn read_block(ctx: &RpcContext, number: u64) -> Result<Option<SealedB
     let Some(header) = ctx.chain.header(number)? else {
         return Ok(None);
     };
-    // The header, hash, body and receipts are written in one atomic batch, so a block with a
-    // header and without the rest means the store is damaged.
+    // The hash, body and receipts are written before the header (storage's `finish_block`),
+    // so a block with a header and without the rest means the store is damaged.
     let missing = |what| RpcError::MissingRecord { number, what };
     let hash = ctx.chain.block_hash(number)?.ok_or_else(|| missing("hash"))?;
     let body = ctx.chain.body(number)?.ok_or_else(|| missing("body"))?;

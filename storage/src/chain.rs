@@ -95,35 +95,60 @@ impl ChainDb {
         }
     }
 
-    /// Applies one block's batch atomically, makes it durable, then publishes `number` as head.
+    /// Makes `batch` durable, applies it atomically (readers see all of it or none), then
+    /// publishes `number` as head. For dev patches and reverts, which rewrite records a
+    /// reader at the head may be reading.
     ///
-    /// Only the state owner calls this. The journal append is what makes "acknowledged" mean
+    /// Only the state owner commits. The journal append is what makes "acknowledged" mean
     /// "survives kill -9" (see `journal`): sled alone would keep the batch in its buffers
     /// until its next flush.
     pub fn commit_batch(&self, batch: WriteBatch, number: u64) -> Result<(), StorageError> {
-        self.commit_batch_timed(batch, number).map(drop)
+        self.commit(batch, number, |db, batch| db.apply_batch(batch.to_sled())).map(drop)
     }
 
-    /// [`ChainDb::commit_batch`], returning how long applying and making durable took.
-    pub(crate) fn commit_batch_timed(
+    /// Makes a new block's `batch` durable, applies it in order, then publishes `number` as
+    /// head; returns how long applying and making durable took. A reader can see the block's
+    /// first keys before its last, so `batch` puts what makes it reachable (the header, the
+    /// hash and transaction indexes, the head pointer) after what they point to; nothing a
+    /// reader at an earlier head reads is rewritten.
+    pub(crate) fn commit_block_timed(
         &self,
         batch: WriteBatch,
         number: u64,
     ) -> Result<(Duration, Duration), StorageError> {
-        let WriteBatch { sled: batch, mut record } = batch;
+        self.commit(batch, number, |db, batch| batch.apply_in_order(db))
+    }
+
+    /// Journal, apply, checkpoint when due, publish. Journaling comes first: a crash during
+    /// `apply` leaves a partly applied batch in sled, which replay then completes.
+    fn commit(
+        &self,
+        mut batch: WriteBatch,
+        number: u64,
+        apply: impl FnOnce(&sled::Db, &WriteBatch) -> sled::Result<()>,
+    ) -> Result<(Duration, Duration), StorageError> {
         let started = Instant::now();
-        self.db.apply_batch(batch)?;
-        let applied = Instant::now();
-        if let Some(journal) = &self.journal {
-            // A poisoned lock means a commit panicked half-way; its batch may be half-journaled.
-            let mut journal = journal.lock().map_err(|_| StorageError::Corrupt {
-                what: "commit journal (a commit panicked)",
-            })?;
-            journal.append(&mut record)?;
+        let mut journal = match &self.journal {
+            // A poisoned lock means a commit panicked half-way: stop committing.
+            Some(journal) => Some(journal.lock().map_err(|_| StorageError::Corrupt {
+                what: "commit journal (an earlier commit panicked)",
+            })?),
+            None => None,
+        };
+        if let Some(journal) = journal.as_mut() {
+            journal.append(&mut batch.record)?;
         }
-        let durable = applied.elapsed();
+        let journaled = started.elapsed();
+        let applying = Instant::now();
+        apply(&self.db, &batch)?;
+        let applied = applying.elapsed();
+        if let Some(journal) = journal.as_mut()
+            && journal.due()
+        {
+            journal.checkpoint()?;
+        }
         self.head.store(number, Ordering::Release);
-        Ok((applied - started, durable))
+        Ok((applied, journaled))
     }
 
     /// Flushes sled and empties the journal now (shutdown, benchmarks). Commits do this by

@@ -28,7 +28,8 @@ pub struct BlockDraft {
 }
 
 /// Applies `diff` on top of the parent state, seals the header with the new state root and
-/// writes the whole block as one atomic, durable batch. Returns the sealed block.
+/// writes the whole block as one journaled batch (see `ChainDb::commit_block_timed`). Returns
+/// the sealed block.
 ///
 /// Without a node cache: for one-off writes (genesis, tests). The state owner keeps a
 /// [`BlockWriter`] instead.
@@ -158,7 +159,7 @@ impl BlockWriter {
     }
 
     /// Applies `diff` on top of the parent state, seals the header with the new state root and
-    /// writes the whole block as one atomic, durable batch. Returns the sealed block.
+    /// writes the whole block as one journaled batch. Returns the sealed block.
     ///
     /// The tries are updated incrementally: only the paths to changed accounts and slots are
     /// read (from the cache, else the store) and rehashed; untouched subtrees stay as hash
@@ -576,24 +577,27 @@ fn finish_block(
 ) -> Result<(SealedBlock, (Duration, Duration)), StorageError> {
     let number = header.number;
     let hash = header.hash_slow();
-    batch.insert(&layout::number_key(layout::HEADER, number)[..], alloy_rlp::encode(&header));
-    batch.insert(&layout::number_key(layout::HASH_BY_NUMBER, number)[..], hash.as_slice());
-    batch.insert(&layout::hash_key(layout::NUMBER_BY_HASH, &hash)[..], &number.to_be_bytes()[..]);
+    // Applied in this order (`ChainDb::commit_block_timed`): a reader finds a block through
+    // its header, its hash or a transaction index, so those come after the records they lead
+    // to (`read_block` expects hash, body and receipts once it has the header).
     let body_key = layout::number_key(layout::BODY, number);
     layout::chunks::insert(&mut batch, &body_key, &alloy_rlp::encode(&body));
     let receipts_key = layout::number_key(layout::RECEIPTS, number);
     layout::chunks::insert(&mut batch, &receipts_key, &alloy_rlp::encode(&receipts));
+    if !extras.is_empty() {
+        batch.insert(&layout::number_key(layout::EXTRAS, number)[..], alloy_rlp::encode(&extras));
+    }
+    batch.insert(&layout::number_key(layout::HASH_BY_NUMBER, number)[..], hash.as_slice());
+    batch.insert(&layout::number_key(layout::HEADER, number)[..], alloy_rlp::encode(&header));
+    batch.insert(&layout::hash_key(layout::NUMBER_BY_HASH, &hash)[..], &number.to_be_bytes()[..]);
     for (index, tx) in body.transactions.iter().enumerate() {
         let mut location = [0u8; 12];
         location[..8].copy_from_slice(&number.to_be_bytes());
         location[8..].copy_from_slice(&(index as u32).to_be_bytes());
         batch.insert(&layout::hash_key(layout::TX_LOOKUP, &tx.trie_hash())[..], &location[..]);
     }
-    if !extras.is_empty() {
-        batch.insert(&layout::number_key(layout::EXTRAS, number)[..], alloy_rlp::encode(&extras));
-    }
     batch.insert(layout::HEAD_KEY, &number.to_be_bytes()[..]);
-    let timings = db.commit_batch_timed(batch, number)?;
+    let timings = db.commit_block_timed(batch, number)?;
     Ok((SealedBlock { header, hash, body, receipts, extras }, timings))
 }
 

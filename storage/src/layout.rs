@@ -1,7 +1,7 @@
 //! The key layout of Hearth's one sled tree.
 //!
-//! Everything lives in a single tree so that one block commit is one atomic `apply_batch`
-//! (sled batches are atomic per tree only). Each record kind has a one-byte prefix; numbers are
+//! Everything lives in a single tree so that a dev patch or revert is one atomic `apply_batch`
+//! (sled batches are atomic per tree only); block commits are journaled (`journal`). Each record kind has a one-byte prefix; numbers are
 //! big-endian so that keys sort by block number and a reverse range scan finds "the newest
 //! version at or before block N".
 
@@ -155,7 +155,7 @@ mod tests {
         chunks::insert(&mut batch, &key, &value);
         chunks::insert(&mut batch, &neighbour, b"next block");
         chunks::insert(&mut batch, &super::number_key(super::BODY, 9), b"");
-        db.apply_batch(batch.sled).expect("batch");
+        db.apply_batch(batch.to_sled()).expect("batch");
         assert_eq!(chunks::get(&db, &key).expect("read"), Some(value));
         assert_eq!(chunks::get(&db, &neighbour).expect("read"), Some(b"next block".to_vec()));
         assert_eq!(
@@ -168,7 +168,7 @@ mod tests {
 
         let mut batch = crate::WriteBatch::default();
         chunks::remove(&db, &mut batch, &key).expect("scan");
-        db.apply_batch(batch.sled).expect("batch");
+        db.apply_batch(batch.to_sled()).expect("batch");
         assert_eq!(chunks::get(&db, &key).expect("read"), None);
         assert_eq!(chunks::get(&db, &neighbour).expect("read"), Some(b"next block".to_vec()));
     }

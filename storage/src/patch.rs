@@ -7,7 +7,7 @@
 //! revert can undo it. A revert deletes the versions that later blocks wrote (versioned keys
 //! make that exact: each block only ever added keys ending in its own number), the blocks'
 //! records and indexes, undoes patches in reverse order, and moves the head back; all in one
-//! atomic, flushed batch. Trie nodes and code are content-addressed and shared, so they stay.
+//! atomic, journaled batch. Trie nodes and code are content-addressed and shared, so they stay.
 
 use alloy_primitives::{Address, B256, U256};
 
