@@ -22,6 +22,7 @@ use hearth_actors::{
     init_genesis,
 };
 use hearth_messages::executor::ExecutorClient;
+use hearth_messages::interest::Interest;
 use hearth_messages::state::{BlockCommitted, SubscribeBlocks};
 use hearth_rpc::{Controls, Extensions, RpcContext};
 use hearth_storage::{ChainDb, StorageError};
@@ -180,11 +181,18 @@ impl Node {
         );
         let executor = ExecutorClient::with_lanes(lanes, config.max_in_flight.get());
         let state = StateActor::new(chain.clone()).start_bounded(mailbox);
-        let filters = FilterActor::new(MAX_FILTERS).start_bounded(mailbox);
-        let subscriptions = SubscriptionActor::new(config.subscriptions).start_bounded(mailbox);
+        // The filter and subscription actors say when they have clients for an event kind, so
+        // that nothing wakes them per block or transaction while nobody listens.
+        let filter_actor = FilterActor::new(MAX_FILTERS);
+        let filters_pending = filter_actor.pending_interest();
+        let filters = filter_actor.start_bounded(mailbox);
+        let subscription_actor = SubscriptionActor::new(config.subscriptions);
+        let (subs_blocks, subs_pending) =
+            (subscription_actor.block_interest(), subscription_actor.pending_interest());
+        let subscriptions = subscription_actor.start_bounded(mailbox);
         // The state actor's mailbox was just made and is empty, so this cannot be refused.
         state
-            .try_send(SubscribeBlocks(subscriptions.clone().recipient()))
+            .try_send(SubscribeBlocks(subscriptions.clone().recipient(), subs_blocks))
             .map_err(|_| NodeError::Wiring("the state actor refused the block subscription"))?;
         // The mempool and the miner exchange three messages per block (take, mined, take
         // again): on one thread those are task switches instead of thread wake-ups.
@@ -199,8 +207,8 @@ impl Node {
                 max_bytes: config.txpool_max_bytes,
             },
         )
-        .notify_admitted(filters.clone().recipient())
-        .notify_admitted(subscriptions.clone().recipient())
+        .notify_admitted(filters.clone().recipient(), filters_pending)
+        .notify_admitted(subscriptions.clone().recipient(), subs_pending)
         .start_bounded_on(&pool_and_miner.handle(), mailbox);
         let miner = MinerActor::new(
             chain.clone(),
@@ -240,7 +248,7 @@ impl Node {
     /// Subscribes `recipient` to every committed block (extension actors use this).
     pub async fn subscribe_blocks(&self, recipient: actix::Recipient<BlockCommitted>) {
         // The state actor is alive for the node's lifetime; a closed mailbox means shutdown.
-        let _ = self.state.send(SubscribeBlocks(recipient)).await;
+        let _ = self.state.send(SubscribeBlocks(recipient, Interest::always())).await;
     }
 
     /// What the RPC front needs, with `extensions` added to the core method table.

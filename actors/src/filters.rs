@@ -17,6 +17,7 @@ use alloy_primitives::B256;
 use hearth_messages::filters::{
     FilterError, FilterKind, FilterPoll, GetFilter, InstallFilter, PollFilter, UninstallFilter,
 };
+use hearth_messages::interest::Interest;
 use hearth_messages::mempool::TxsAdmitted;
 use tokio::time::Instant;
 
@@ -111,6 +112,11 @@ impl Filters {
         before - self.entries.len()
     }
 
+    /// Whether a pending-transaction filter is installed.
+    pub fn wants_pending(&self) -> bool {
+        self.entries.values().any(|e| e.kind == FilterKind::PendingTxs)
+    }
+
     /// Installed filters.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -126,12 +132,25 @@ impl Filters {
 #[derive(Debug)]
 pub struct FilterActor {
     filters: Filters,
+    /// On while a pending-transaction filter is installed.
+    pending: Interest,
 }
 
 impl FilterActor {
     /// Holds at most `max` filters.
     pub fn new(max: NonZeroUsize) -> Self {
-        Self { filters: Filters::new(max) }
+        Self { filters: Filters::new(max), pending: Interest::none() }
+    }
+
+    /// Whether it wants `TxsAdmitted` now: pass it to the mempool's `notify_admitted`.
+    pub fn pending_interest(&self) -> Interest {
+        self.pending.clone()
+    }
+
+    /// Publishes whether a pending-transaction filter is installed, after installs and
+    /// removals.
+    fn publish_interest(&self) {
+        self.pending.set(self.filters.wants_pending());
     }
 
     /// Starts the actor with its mailbox bounded from the first message on.
@@ -146,6 +165,7 @@ impl Actor for FilterActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.run_interval(SWEEP_EVERY, |actor, _| {
             let dropped = actor.filters.sweep(Instant::now());
+            actor.publish_interest();
             if dropped > 0 {
                 tracing::debug!(target: "actors::filters", dropped, "expired filters removed");
             }
@@ -157,7 +177,9 @@ impl Handler<InstallFilter> for FilterActor {
     type Result = Result<u64, FilterError>;
 
     fn handle(&mut self, msg: InstallFilter, _ctx: &mut Self::Context) -> Self::Result {
-        self.filters.install(msg.kind, msg.head, Instant::now())
+        let id = self.filters.install(msg.kind, msg.head, Instant::now());
+        self.publish_interest();
+        id
     }
 }
 
@@ -189,7 +211,9 @@ impl Handler<UninstallFilter> for FilterActor {
     type Result = bool;
 
     fn handle(&mut self, msg: UninstallFilter, _ctx: &mut Self::Context) -> bool {
-        self.filters.uninstall(msg.0)
+        let removed = self.filters.uninstall(msg.0);
+        self.publish_interest();
+        removed
     }
 }
 
@@ -199,6 +223,20 @@ hearth_messages::answer_asks!(FilterActor: InstallFilter, PollFilter, GetFilter,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[actix::test]
+    async fn interest_follows_pending_transaction_filters() {
+        let actor = FilterActor::new(NonZeroUsize::new(4).expect("non-zero"));
+        let pending = actor.pending_interest();
+        let addr = actor.start_bounded(NonZeroUsize::new(16).expect("non-zero"));
+        let install = |kind| addr.send(InstallFilter { kind, head: 0 });
+        install(FilterKind::Blocks).await.unwrap().expect("room");
+        assert!(!pending.wanted(), "a block filter does not need admissions");
+        let id = install(FilterKind::PendingTxs).await.unwrap().expect("room");
+        assert!(pending.wanted());
+        assert!(addr.send(UninstallFilter(id)).await.unwrap());
+        assert!(!pending.wanted());
+    }
 
     #[test]
     fn a_filter_reports_each_block_once_and_expires_unpolled() {

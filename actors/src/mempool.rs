@@ -20,6 +20,7 @@ use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{Address, B256, U256};
 use hearth_messages::TxError;
 use hearth_messages::executor::PooledTx;
+use hearth_messages::interest::Interest;
 use hearth_messages::mempool::{
     DropTx, GetPoolContent, GetPooledTx, PendingNonce, PoolContent, PoolSize, Revalidate,
     SetAutoImpersonate, SetImpersonated, SetPoolGasLimit, SubmitFilled, SubmitTx, SubmitTxs,
@@ -504,8 +505,9 @@ impl Pool {
 pub struct MempoolActor {
     pool: Pool,
     db: ChainDb,
-    /// Told of every admission (the filter actor); never waited on.
-    admitted: Vec<actix::Recipient<hearth_messages::mempool::TxsAdmitted>>,
+    /// Told of every admission while their interest is on (the filter and subscription
+    /// actors); never waited on.
+    admitted: Vec<(actix::Recipient<hearth_messages::mempool::TxsAdmitted>, Interest)>,
 }
 
 impl MempoolActor {
@@ -514,12 +516,13 @@ impl MempoolActor {
         Self { pool: Pool::new(config), db, admitted: Vec::new() }
     }
 
-    /// Also tells `subscriber` the hash of every admitted transaction.
+    /// Also tells `subscriber` the hash of every transaction admitted while `interest` is on.
     pub fn notify_admitted(
         mut self,
         subscriber: actix::Recipient<hearth_messages::mempool::TxsAdmitted>,
+        interest: Interest,
     ) -> Self {
-        self.admitted.push(subscriber);
+        self.admitted.push((subscriber, interest));
         self
     }
 
@@ -528,7 +531,7 @@ impl MempoolActor {
         if hashes.is_empty() {
             return;
         }
-        for subscriber in &self.admitted {
+        for (subscriber, _) in self.admitted.iter().filter(|(_, i)| i.wanted()) {
             let note = hearth_messages::mempool::TxsAdmitted(hashes.clone());
             if subscriber.try_send(note).is_err() {
                 tracing::warn!(target: "actors::mempool", "admission subscriber busy; notification dropped");

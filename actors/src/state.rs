@@ -18,6 +18,7 @@ use alloy_consensus::Header;
 use alloy_eips::eip7685::EMPTY_REQUESTS_HASH;
 use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth_messages::StateError;
+use hearth_messages::interest::Interest;
 use hearth_messages::state::{
     AccountPatch, BlockCommitted, CommitBlock, PatchState, RevertTo, SubscribeBlocks, TakeSnapshot,
 };
@@ -44,7 +45,7 @@ pub struct StateActor {
     db: ChainDb,
     /// Writes blocks, keeping the trie nodes of recent blocks in memory for the next ones.
     writer: BlockWriter,
-    subscribers: Vec<Recipient<BlockCommitted>>,
+    subscribers: Vec<(Recipient<BlockCommitted>, Interest)>,
     /// Notifications dropped because a subscriber's mailbox was full.
     missed_notifications: u64,
     /// Live snapshots, oldest first. Journals below are kept only while one exists, so a chain
@@ -160,8 +161,8 @@ impl StateActor {
         let t = self.writer.last_timings();
         tracing::debug!(target: "actors::state", state_us = t.state.as_micros() as u64, apply_us = t.apply.as_micros() as u64, durable_us = t.flush.as_micros() as u64, "block write timings");
         let note = BlockCommitted { block: Arc::clone(&block) };
-        self.subscribers.retain(|s| s.connected());
-        for subscriber in &self.subscribers {
+        self.subscribers.retain(|(s, _)| s.connected());
+        for (subscriber, _) in self.subscribers.iter().filter(|(_, i)| i.wanted()) {
             if subscriber.try_send(note.clone()).is_err() {
                 self.missed_notifications += 1;
                 warn!(target: "actors::state", missed = self.missed_notifications, "block subscriber mailbox full; notification dropped");
@@ -228,7 +229,7 @@ impl Handler<SubscribeBlocks> for StateActor {
     type Result = ();
 
     fn handle(&mut self, msg: SubscribeBlocks, _ctx: &mut Self::Context) -> Self::Result {
-        self.subscribers.push(msg.0);
+        self.subscribers.push((msg.0, msg.1));
     }
 }
 

@@ -20,6 +20,7 @@ use actix::{Actor, Context, Handler, MessageResult};
 use alloy_eips::BlockNumHash;
 use alloy_primitives::{B128, B256};
 use hearth_messages::SealedBlock;
+use hearth_messages::interest::Interest;
 use hearth_messages::mempool::TxsAdmitted;
 use hearth_messages::state::BlockCommitted;
 use hearth_messages::subscriptions::{
@@ -254,12 +255,37 @@ fn subscription_id(n: u64) -> B128 {
 #[derive(Debug)]
 pub struct SubscriptionActor {
     subscriptions: Subscriptions,
+    /// On while some subscription wants blocks (newHeads, logs).
+    blocks: Interest,
+    /// On while some subscription wants admitted transactions.
+    pending: Interest,
 }
 
 impl SubscriptionActor {
     /// An actor with these bounds.
     pub fn new(limits: SubscriptionLimits) -> Self {
-        Self { subscriptions: Subscriptions::new(limits) }
+        Self {
+            subscriptions: Subscriptions::new(limits),
+            blocks: Interest::none(),
+            pending: Interest::none(),
+        }
+    }
+
+    /// Whether it wants `BlockCommitted` now: pass it with `SubscribeBlocks`.
+    pub fn block_interest(&self) -> Interest {
+        self.blocks.clone()
+    }
+
+    /// Whether it wants `TxsAdmitted` now: pass it to the mempool's `notify_admitted`.
+    pub fn pending_interest(&self) -> Interest {
+        self.pending.clone()
+    }
+
+    /// Publishes what the subscriptions now want, after anything that adds or drops some.
+    fn publish_interest(&self) {
+        let stats = self.subscriptions.stats();
+        self.blocks.set(stats.new_heads + stats.logs > 0);
+        self.pending.set(stats.pending_txs > 0);
     }
 
     /// Starts the actor with its mailbox bounded from the first message on.
@@ -285,6 +311,7 @@ impl Handler<Disconnect> for SubscriptionActor {
 
     fn handle(&mut self, msg: Disconnect, _ctx: &mut Self::Context) {
         self.subscriptions.disconnect(msg.0);
+        self.publish_interest();
     }
 }
 
@@ -292,7 +319,9 @@ impl Handler<Subscribe> for SubscriptionActor {
     type Result = Result<B128, SubscriptionError>;
 
     fn handle(&mut self, msg: Subscribe, _ctx: &mut Self::Context) -> Self::Result {
-        self.subscriptions.subscribe(msg.connection, msg.kind)
+        let id = self.subscriptions.subscribe(msg.connection, msg.kind);
+        self.publish_interest();
+        id
     }
 }
 
@@ -300,7 +329,9 @@ impl Handler<Unsubscribe> for SubscriptionActor {
     type Result = bool;
 
     fn handle(&mut self, msg: Unsubscribe, _ctx: &mut Self::Context) -> bool {
-        self.subscriptions.unsubscribe(msg.connection, msg.id)
+        let removed = self.subscriptions.unsubscribe(msg.connection, msg.id);
+        self.publish_interest();
+        removed
     }
 }
 
@@ -317,6 +348,8 @@ impl Handler<BlockCommitted> for SubscriptionActor {
 
     fn handle(&mut self, msg: BlockCommitted, _ctx: &mut Self::Context) {
         self.subscriptions.block_committed(&msg.block);
+        // A slow connection may have been dropped.
+        self.publish_interest();
     }
 }
 
@@ -326,6 +359,7 @@ impl Handler<CloseAll> for SubscriptionActor {
     fn handle(&mut self, _msg: CloseAll, _ctx: &mut Self::Context) {
         tracing::info!(target: "actors::subscriptions", connections = self.subscriptions.len(), "closing websocket connections");
         self.subscriptions.close_all();
+        self.publish_interest();
     }
 }
 
@@ -334,6 +368,7 @@ impl Handler<TxsAdmitted> for SubscriptionActor {
 
     fn handle(&mut self, msg: TxsAdmitted, _ctx: &mut Self::Context) {
         self.subscriptions.txs_admitted(&msg.0);
+        self.publish_interest();
     }
 }
 
@@ -359,6 +394,24 @@ mod tests {
 
     fn hash(i: u64) -> B256 {
         B256::left_padding_from(&i.to_be_bytes())
+    }
+
+    #[actix::test]
+    async fn interest_follows_the_subscriptions() {
+        let actor = SubscriptionActor::new(limits(4, 4, 8));
+        let (blocks, pending) = (actor.block_interest(), actor.pending_interest());
+        let addr = actor.start_bounded(NonZeroUsize::new(16).expect("non-zero"));
+        assert!(!blocks.wanted() && !pending.wanted(), "nobody listens yet");
+        let conn = addr.send(Connect).await.unwrap().expect("room");
+        let subscribe = |kind| addr.send(Subscribe { connection: conn.id, kind });
+        let heads = subscribe(SubscriptionKind::NewHeads).await.unwrap().expect("room");
+        assert!(blocks.wanted() && !pending.wanted());
+        subscribe(SubscriptionKind::PendingTxs).await.unwrap().expect("room");
+        assert!(pending.wanted());
+        assert!(addr.send(Unsubscribe { connection: conn.id, id: heads }).await.unwrap());
+        assert!(!blocks.wanted() && pending.wanted());
+        addr.send(Disconnect(conn.id)).await.unwrap();
+        assert!(!blocks.wanted() && !pending.wanted(), "a closed connection wants nothing");
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod code_cache;
 pub mod error;
 pub mod executor;
 pub mod filters;
+pub mod interest;
 pub mod mempool;
 pub mod miner;
 pub mod state;

@@ -32,10 +32,11 @@ impl Message for BlockCommitted {
     type Result = ();
 }
 
-/// Subscribes a recipient to `BlockCommitted`. Delivery uses `try_send`: a subscriber whose
-/// mailbox is full misses that notification (counted and logged), it never blocks commits.
+/// Subscribes a recipient to `BlockCommitted`, sent while its `Interest` is on. Delivery uses
+/// `try_send`: a subscriber whose mailbox is full misses that notification (counted and
+/// logged), it never blocks commits.
 #[derive(Debug)]
-pub struct SubscribeBlocks(pub Recipient<BlockCommitted>);
+pub struct SubscribeBlocks(pub Recipient<BlockCommitted>, pub crate::interest::Interest);
 
 impl Message for SubscribeBlocks {
     type Result = ();

@@ -9,6 +9,7 @@ use hearth_actors::{MinerActor, MinerConfig, MinerPeers};
 use hearth_messages::executor::{
     Call, CallOutcome, CallRequest, ExecutorClient, ExecutorLane, PooledTx,
 };
+use hearth_messages::interest::Interest;
 use hearth_messages::mempool::{PendingNonce, PoolSize, SubmitTx, TakePending, TxsMined};
 use hearth_messages::miner::{AutoMine, MineBlocks};
 use hearth_messages::state::{BlockCommitted, CommitBlock, SubscribeBlocks};
@@ -44,7 +45,7 @@ async fn state_actor_refuses_a_block_that_does_not_extend_the_head() {
 async fn subscribers_get_each_committed_block_once_in_order() {
     let node = TestNode::start();
     let (probe, mut seen) = Probe::<BlockCommitted>::start(|_| ());
-    node.node.state.send(SubscribeBlocks(probe)).await.unwrap();
+    node.node.state.send(SubscribeBlocks(probe, Interest::always())).await.unwrap();
 
     let last =
         node.node.miner.send(MineBlocks { count: 2, timestamp: None }).await.unwrap().unwrap();
