@@ -8,7 +8,7 @@
 //!    a temporary directory under the system temp dir (removed at the end), `--batch` accounts
 //!    per block through `write_block`. Then times `--blocks` blocks that each change
 //!    `--changes` random accounts (balance and nonce) through `write_block` (trie update, root,
-//!    one atomic batch and a flush), alternating with as many blocks written on one thread
+//!    one journaled batch), alternating with as many blocks written on one thread
 //!    (`BlockWriter::set_one_thread`) for a side-by-side figure, and, in the same run, recomputes
 //!    the root from scratch over every account with alloy-trie's `HashBuilder`; the two roots
 //!    must be equal.
@@ -252,7 +252,7 @@ impl Measured {
         let p = |v: &[Duration]| ms(percentile(v, 50));
         format!(
             "{:.1} / {:.1} ms wall ({:.1} ms on-CPU); state {:.1} ms (reads {:.1}, tries {:.1} \
-             summed over threads), apply {:.1} ms, flush {:.1} ms",
+             summed over threads), apply {:.1} ms, journal {:.1} ms",
             p(&self.wall),
             ms(percentile(&self.wall, 90)),
             p(&self.cpu),
@@ -380,7 +380,7 @@ fn main() {
         println!(
             "  block {number} ({}): {} changed accounts, {:.1} ms wall, {:.1} ms on-CPU ({}/{}); \
              state {:.1} ms (reads {:.1} ms, tries {:.1} ms, {} nodes from sled), apply {:.1} ms, \
-             flush {:.1} ms",
+             journal {:.1} ms",
             if single { "one thread" } else { "default" },
             s.changes,
             ms(took),
@@ -455,8 +455,8 @@ fn main() {
         "of which: state (account reads, tries, staging; wall, on up to 2 threads)",
         "of which, summed over threads: reading the previous account versions",
         "of which, summed over threads: trie updates, root and staging",
-        "of which: sled apply_batch",
-        "of which: sled flush (write + fsync)",
+        "of which: applying it to sled",
+        "of which: making it durable (journal write; sled flush at a checkpoint)",
     ]
     .iter()
     .zip(parts)

@@ -39,11 +39,13 @@ const REMOVE: u8 = 2;
 pub struct WriteBatch {
     /// Journal record: header space, then the encoded operations.
     pub(crate) record: Vec<u8>,
+    /// How many operations the record holds.
+    ops: usize,
 }
 
 impl Default for WriteBatch {
     fn default() -> Self {
-        Self { record: vec![0; HEADER_LEN] }
+        Self { record: vec![0; HEADER_LEN], ops: 0 }
     }
 }
 
@@ -59,12 +61,24 @@ impl WriteBatch {
         self.record.push(INSERT);
         push_bytes(&mut self.record, key.as_ref());
         push_bytes(&mut self.record, value.as_ref());
+        self.ops += 1;
     }
 
     /// Removes `key`.
     pub fn remove(&mut self, key: impl AsRef<[u8]>) {
         self.record.push(REMOVE);
         push_bytes(&mut self.record, key.as_ref());
+        self.ops += 1;
+    }
+
+    /// How many inserts and removes it holds.
+    pub const fn len(&self) -> usize {
+        self.ops
+    }
+
+    /// Whether it holds none.
+    pub const fn is_empty(&self) -> bool {
+        self.ops == 0
     }
 
     /// The operations as one sled batch: applied atomically, readers see all or none.
