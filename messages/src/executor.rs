@@ -278,7 +278,8 @@ impl Message for BuildBlock {
 /// which is at the end of the executor's handler, right after the request ran (or with the
 /// mailbox of an executor that stopped). So "in flight" means queued or running in the pool:
 /// an answer the caller has not picked up yet holds no slot, and a caller that went away
-/// does not free one early.
+/// does not free one early. (actix drops such a caller's message unrun when the executor takes
+/// it off its queue, and its slot with it.)
 #[derive(Debug)]
 pub struct Admitted<M> {
     /// The request to run.
