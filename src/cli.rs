@@ -20,6 +20,9 @@ pub const DEFAULT_GAS_LIMIT: u64 = 30_000_000;
 pub const DEFAULT_RPC_GAS_CAP: u64 = 50_000_000;
 /// Default EVM time cap of eth_call and eth_estimateGas.
 pub const DEFAULT_EVM_TIMEOUT: &str = "5s";
+/// Default wait of a call for an executor slot when the pool is at its bound: long enough for
+/// a slot to free under load, short enough that a refusal still comes within a few ms.
+pub const DEFAULT_ADMISSION_WAIT: &str = "2ms";
 /// Default capacity of every actor mailbox.
 pub const DEFAULT_MAILBOX: usize = 1024;
 /// Default number of analysed contracts kept in the shared code cache.
@@ -80,6 +83,10 @@ pub struct Cli {
     /// Calls admitted to the executor pool at once; more fail with -32005 (default: 2 x cores).
     #[arg(long = "executor.max-in-flight")]
     pub executor_max_in_flight: Option<usize>,
+    /// How long a call that finds the executor pool full may wait for a slot, e.g. 2ms or
+    /// 500us (at most 1s; 0 refuses at once). At most max-in-flight calls wait; more get -32005.
+    #[arg(long = "executor.admission-wait", default_value = DEFAULT_ADMISSION_WAIT)]
+    pub executor_admission_wait: String,
     /// Gas cap of eth_call and eth_estimateGas.
     #[arg(long = "rpc.gascap", default_value_t = DEFAULT_RPC_GAS_CAP)]
     pub rpc_gascap: u64,

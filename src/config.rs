@@ -43,6 +43,9 @@ pub struct NodeConfig {
     pub http_workers: NonZeroUsize,
     /// Admission bound of the executor pool.
     pub max_in_flight: NonZeroUsize,
+    /// How long a call may wait for an executor slot when the pool is at its bound (zero:
+    /// refused at once).
+    pub admission_wait: Duration,
     /// Block gas limit.
     pub gas_limit: u64,
     /// Capacity of every actor mailbox.
@@ -96,6 +99,16 @@ pub enum ConfigError {
         /// What was given.
         value: String,
     },
+    /// A duration that cannot be read or is beyond its bound (zero is allowed).
+    #[error("{flag} must be a duration from 0 to {max:?} like 2ms or 500us, got {value}")]
+    DurationRange {
+        /// The flag.
+        flag: &'static str,
+        /// What was given.
+        value: String,
+        /// The longest allowed.
+        max: Duration,
+    },
     /// No home directory to put the default datadir in.
     #[error("--datadir is required: $HOME is not set (or use --ephemeral)")]
     NoHome,
@@ -138,19 +151,39 @@ const MAX_ACCOUNTS: u64 = 10_000;
 const MAX_CODE_CACHE_ENTRIES: u64 = 1_048_576;
 /// Smallest block gas limit that fits a transfer.
 const MIN_GAS_LIMIT: u64 = 21_000;
+/// Longest admission wait: a wait is meant to hand the next free slot to a waiting call, and
+/// beyond this it would hide an overload that should be refused (-32005) instead.
+const MAX_ADMISSION_WAIT: Duration = Duration::from_secs(1);
 
-/// Parses a duration written as `5s`, `500ms` or plain seconds (`2.5`); it must be positive.
-fn duration(flag: &'static str, value: &str) -> Result<Duration, ConfigError> {
-    let bad = || ConfigError::Duration { flag, value: value.to_owned() };
-    let (number, scale) = match value.strip_suffix("ms") {
-        Some(ms) => (ms, 1e-3),
-        None => (value.strip_suffix('s').unwrap_or(value), 1.0),
+/// Reads a duration written as `5s`, `500ms`, `250us` or plain seconds (`2.5`); `None` when it
+/// is not a number, is negative or does not fit.
+fn parse_duration(value: &str) -> Option<Duration> {
+    let (number, per_second) = if let Some(ms) = value.strip_suffix("ms") {
+        (ms, 1e3)
+    } else if let Some(us) = value.strip_suffix("us") {
+        (us, 1e6)
+    } else {
+        (value.strip_suffix('s').unwrap_or(value), 1.0)
     };
-    let seconds: f64 = number.trim().parse().map_err(|_| bad())?;
-    if !seconds.is_finite() || seconds * scale <= 0.0 {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs_f64(seconds * scale))
+    let number: f64 = number.trim().parse().ok()?;
+    // Dividing keeps `500us` exact where multiplying by 1e-6 could land a nanosecond short.
+    Duration::try_from_secs_f64(number / per_second).ok()
+}
+
+/// Parses a duration (see [`parse_duration`]) that must be positive.
+fn duration(flag: &'static str, value: &str) -> Result<Duration, ConfigError> {
+    parse_duration(value)
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| ConfigError::Duration { flag, value: value.to_owned() })
+}
+
+/// Parses a duration (see [`parse_duration`]) from zero up to `max`.
+fn duration_up_to(flag: &'static str, value: &str, max: Duration) -> Result<Duration, ConfigError> {
+    parse_duration(value).filter(|d| *d <= max).ok_or_else(|| ConfigError::DurationRange {
+        flag,
+        value: value.to_owned(),
+        max,
+    })
 }
 
 /// Parses a byte size: plain bytes, or a number with a binary (KiB, MiB, GiB) or decimal
@@ -269,6 +302,11 @@ impl TryFrom<Cli> for NodeConfig {
             executor_threads,
             http_workers,
             max_in_flight,
+            admission_wait: duration_up_to(
+                "--executor.admission-wait",
+                &cli.executor_admission_wait,
+                MAX_ADMISSION_WAIT,
+            )?,
             gas_limit: cli.gas_limit,
             mailbox: non_zero("--actors.mailbox", cli.actors_mailbox)?,
             code_cache_entries: non_zero("--cache.code-entries", cli.cache_code_entries)?,
@@ -352,6 +390,9 @@ mod tests {
             (&["--rpc.evm-timeout", "0s"], "--rpc.evm-timeout"),
             (&["--rpc.evm-timeout", "soon"], "--rpc.evm-timeout"),
             (&["--rpc.evm-timeout=-1"], "--rpc.evm-timeout"),
+            (&["--executor.admission-wait", "2s"], "--executor.admission-wait"),
+            (&["--executor.admission-wait", "soon"], "--executor.admission-wait"),
+            (&["--executor.admission-wait=-1ms"], "--executor.admission-wait"),
             (&["--txpool.max-bytes", "12XB"], "--txpool.max-bytes"),
             (&["--txpool.max-bytes", "1KiB"], "--txpool.max-bytes"),
             (&["--block-time", "-1"], "--block-time"),
@@ -378,6 +419,27 @@ mod tests {
             2500
         );
         assert_eq!(parse(&["--ephemeral"]).unwrap().evm_timeout.as_secs(), 5);
+        assert_eq!(
+            parse(&["--ephemeral", "--rpc.evm-timeout", "250us"]).unwrap().evm_timeout,
+            Duration::from_micros(250)
+        );
+    }
+
+    #[test]
+    fn admission_wait_is_from_zero_to_one_second() {
+        let wait = |text: &str| {
+            parse(&["--ephemeral", "--executor.admission-wait", text]).map(|c| c.admission_wait)
+        };
+        assert_eq!(parse(&["--ephemeral"]).unwrap().admission_wait, Duration::from_millis(2));
+        assert_eq!(wait("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(wait("0"), Ok(Duration::ZERO), "0 refuses at once");
+        assert_eq!(wait("0ms"), Ok(Duration::ZERO));
+        assert_eq!(wait("1s"), Ok(Duration::from_secs(1)));
+        let err = wait("2s").expect_err("beyond 1s");
+        assert_eq!(
+            err.to_string(),
+            "--executor.admission-wait must be a duration from 0 to 1s like 2ms or 500us, got 2s"
+        );
     }
 
     #[test]

@@ -179,7 +179,8 @@ impl Node {
                 ExecutorActor::new(exec_chain.clone(), exec_config, Some(l2.clone()))
             },
         );
-        let executor = ExecutorClient::with_lanes(lanes, config.max_in_flight.get());
+        let executor = ExecutorClient::with_lanes(lanes, config.max_in_flight.get())
+            .with_admission_wait(config.admission_wait);
         let state = StateActor::new(chain.clone()).start_bounded(mailbox);
         // The filter and subscription actors say when they have clients for an event kind, so
         // that nothing wakes them per block or transaction while nobody listens.
@@ -229,7 +230,13 @@ impl Node {
             },
         )
         .start_bounded_on(&pool_and_miner.handle(), mailbox);
-        info!(target: "node", threads = config.executor_threads.get(), max_in_flight = config.max_in_flight.get(), "actors started");
+        info!(
+            target: "node",
+            threads = config.executor_threads.get(),
+            max_in_flight = config.max_in_flight.get(),
+            admission_wait = ?config.admission_wait,
+            "actors started"
+        );
         Ok(Self {
             chain,
             state,

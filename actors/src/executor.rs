@@ -4,8 +4,9 @@
 //! read handle to the store. Handles `Call`, `EstimateGas` and `BuildBlock`. Sends `GetCode` /
 //! `InsertCode` to the L2. Each executor runs on an arbiter (OS thread) of its own
 //! ([`start_pool`]); every sender goes through `ExecutorClient`, which holds the admission
-//! bound and sends each request to the executor holding the fewest. Its handlers are
-//! synchronous and CPU-bound: the thread does nothing else.
+//! bound and sends each request to the executor holding the fewest. Requests arrive wrapped in
+//! `Admitted`, whose slot the handler releases as it returns. Its handlers are synchronous and
+//! CPU-bound: the thread does nothing else.
 //! Restart: stateless apart from caches. A panic while handling a request fails that request
 //! (-32603) and resets the caches; the executor and its thread carry on.
 
@@ -14,7 +15,7 @@ use alloy_eips::Typed2718;
 use alloy_primitives::{Address, B256, TxKind, U256};
 use hearth_messages::ExecError;
 use hearth_messages::executor::{
-    BlockOverrides, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas,
+    Admitted, BlockOverrides, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas,
     EstimateOutcome, PooledTx,
 };
 use hearth_storage::ChainDb;
@@ -283,27 +284,30 @@ impl ExecutorActor {
     }
 }
 
-impl actix::Handler<Call> for ExecutorActor {
+// Each handler runs `msg.request`; the rest of `msg`, its slot in the pool, drops when the
+// handler returns, so the slot frees right after the request ran, before the answer is sent.
+
+impl actix::Handler<Admitted<Call>> for ExecutorActor {
     type Result = Result<CallOutcome, ExecError>;
 
-    fn handle(&mut self, msg: Call, _ctx: &mut Self::Context) -> Self::Result {
-        self.contained(|executor| executor.call(msg))
+    fn handle(&mut self, msg: Admitted<Call>, _ctx: &mut Self::Context) -> Self::Result {
+        self.contained(|executor| executor.call(msg.request))
     }
 }
 
-impl actix::Handler<EstimateGas> for ExecutorActor {
+impl actix::Handler<Admitted<EstimateGas>> for ExecutorActor {
     type Result = Result<EstimateOutcome, ExecError>;
 
-    fn handle(&mut self, msg: EstimateGas, _ctx: &mut Self::Context) -> Self::Result {
-        self.contained(|executor| executor.estimate(msg))
+    fn handle(&mut self, msg: Admitted<EstimateGas>, _ctx: &mut Self::Context) -> Self::Result {
+        self.contained(|executor| executor.estimate(msg.request))
     }
 }
 
-impl actix::Handler<BuildBlock> for ExecutorActor {
+impl actix::Handler<Admitted<BuildBlock>> for ExecutorActor {
     type Result = Result<BuiltBlock, ExecError>;
 
-    fn handle(&mut self, msg: BuildBlock, _ctx: &mut Self::Context) -> Self::Result {
-        self.contained(|executor| executor.build_block(msg))
+    fn handle(&mut self, msg: Admitted<BuildBlock>, _ctx: &mut Self::Context) -> Self::Result {
+        self.contained(|executor| executor.build_block(msg.request))
     }
 }
 

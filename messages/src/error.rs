@@ -7,7 +7,8 @@ use hearth_storage::StorageError;
 /// A call or block execution could not run. A revert is not an error (see `CallOutcome`).
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
-    /// All executor permits are taken: shed the request instead of queueing it.
+    /// All executor permits are taken (and stayed taken through the admission wait, if any):
+    /// shed the request instead of queueing it.
     #[error("limit exceeded: executor pool is busy ({max_in_flight} calls in flight)")]
     Busy {
         /// The admission bound that was hit.

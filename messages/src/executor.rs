@@ -1,6 +1,9 @@
 //! Messages to the executor pool (`ExecutorActor`s, one per thread) and its client.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
 
 use actix::{Message, Recipient};
 use alloy_consensus::{Header, TxEnvelope};
@@ -8,6 +11,7 @@ use alloy_eips::eip2930::AccessList;
 use alloy_eips::eip4895::Withdrawal;
 use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{Address, B256, Bytes, U256};
+use crossbeam_utils::CachePadded;
 use hearth_storage::{BlockDraft, StateDiff};
 use revm::primitives::hardfork::SpecId;
 use tokio::sync::Semaphore;
@@ -269,28 +273,59 @@ impl Message for BuildBlock {
     type Result = Result<BuiltBlock, ExecError>;
 }
 
+/// A request admitted to the executor pool, carrying its slot there: the admission permit and
+/// the count on the lane it was sent to. The slot is released when this message is dropped,
+/// which is at the end of the executor's handler, right after the request ran (or with the
+/// mailbox of an executor that stopped). So "in flight" means queued or running in the pool:
+/// an answer the caller has not picked up yet holds no slot, and a caller that went away
+/// does not free one early. (actix drops such a caller's message unrun when the executor takes
+/// it off its queue, and its slot with it.)
+#[derive(Debug)]
+pub struct Admitted<M> {
+    /// The request to run.
+    pub request: M,
+    /// Held only to be dropped with the message.
+    _slot: Slot,
+}
+
+impl<M: Message> Message for Admitted<M> {
+    type Result = M::Result;
+}
+
+/// One place in the pool, released on drop.
+struct Slot {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    lane: LaneGuard,
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slot").field("lane", &self.lane.index).finish_non_exhaustive()
+    }
+}
+
 /// One executor thread as the client sees it: its recipients and how many requests it holds.
 #[derive(Debug)]
 pub struct ExecutorLane {
-    calls: Recipient<Call>,
-    estimates: Recipient<EstimateGas>,
-    builds: Recipient<BuildBlock>,
-    /// Requests sent to this lane and not answered yet (padded: every RPC worker touches it).
-    in_flight: crossbeam_utils::CachePadded<std::sync::atomic::AtomicUsize>,
+    calls: Recipient<Admitted<Call>>,
+    estimates: Recipient<Admitted<EstimateGas>>,
+    builds: Recipient<Admitted<BuildBlock>>,
+    /// Requests sent to this lane and not run yet (padded: every RPC worker touches it).
+    in_flight: CachePadded<AtomicUsize>,
 }
 
 impl ExecutorLane {
     /// The recipients of one executor (or of a stand-in, in tests).
     pub fn new(
-        calls: Recipient<Call>,
-        estimates: Recipient<EstimateGas>,
-        builds: Recipient<BuildBlock>,
+        calls: Recipient<Admitted<Call>>,
+        estimates: Recipient<Admitted<EstimateGas>>,
+        builds: Recipient<Admitted<BuildBlock>>,
     ) -> Self {
         Self { calls, estimates, builds, in_flight: Default::default() }
     }
 }
 
-/// Counts a request against its lane until the executor has answered it.
+/// Counts a request against its lane until the message carrying it is dropped.
 struct LaneGuard {
     lanes: Arc<[ExecutorLane]>,
     index: usize,
@@ -298,87 +333,64 @@ struct LaneGuard {
 
 impl Drop for LaneGuard {
     fn drop(&mut self) {
-        self.lanes[self.index].in_flight.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.lanes[self.index].in_flight.fetch_sub(1, Relaxed);
     }
 }
 
-/// An executor request being answered, with the admission permit and lane count it holds.
-/// Normally both are released with the answer. A caller dropped before that hands the request
-/// to a task of its own that waits for the answer and only then releases them: the executor
-/// still runs the request, so its slot is still taken. (That task exists only on cancellation;
-/// spawning one per request cost ~6% of cheap eth_calls.)
-struct InFlight<M>
-where
-    M: Message + Send + 'static,
-    M::Result: Send,
-{
-    request: Option<std::pin::Pin<Box<actix::dev::RecipientRequest<M>>>>,
-    held: Option<(tokio::sync::OwnedSemaphorePermit, LaneGuard)>,
-}
+/// Counts a call waiting for a permit until it stops waiting, however it stops (admitted,
+/// timed out, or dropped by its caller).
+struct Waiting<'a>(&'a AtomicUsize);
 
-impl<M> std::future::Future for InFlight<M>
-where
-    M: Message + Send + 'static,
-    M::Result: Send,
-{
-    type Output = Result<M::Result, actix::MailboxError>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        let Some(request) = self.request.as_mut() else {
-            return std::task::Poll::Ready(Err(actix::MailboxError::Closed));
-        };
-        let answer = std::task::ready!(request.as_mut().poll(cx));
-        self.request = None;
-        self.held = None;
-        std::task::Poll::Ready(answer)
+impl<'a> Waiting<'a> {
+    /// Joins the waiters, unless `most` are already waiting.
+    fn enter(waiting: &'a AtomicUsize, most: usize) -> Option<Self> {
+        waiting.fetch_update(Relaxed, Relaxed, |n| (n < most).then_some(n + 1)).ok()?;
+        Some(Self(waiting))
     }
 }
 
-impl<M> Drop for InFlight<M>
-where
-    M: Message + Send + 'static,
-    M::Result: Send,
-{
+impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        if let (Some(request), Some(held)) = (self.request.take(), self.held.take()) {
-            actix::spawn(async move {
-                let _ = request.await;
-                drop(held);
-            });
-        }
+        self.0.fetch_sub(1, Relaxed);
     }
 }
 
 /// The bounded front of the executor pool. It holds the bound: at most `max_in_flight`
-/// requests are queued or running, and one more fails at once with [`ExecError::Busy`]
-/// instead of waiting. Each request goes to the lane (executor thread) holding the fewest,
-/// skipping executors that have stopped; ties go round the lanes.
+/// requests are queued or running. A call that finds them all taken may wait for a slot, up to
+/// the admission wait (none by default, [`with_admission_wait`](Self::with_admission_wait)) and
+/// only while fewer than `max_in_flight` calls are waiting; otherwise, or once that wait
+/// passes, it fails with [`ExecError::Busy`] rather than queueing without limit. Each request
+/// goes to the lane (executor thread) holding the fewest, skipping executors that have
+/// stopped; ties go round the lanes.
 #[derive(Debug, Clone)]
 pub struct ExecutorClient {
     lanes: Arc<[ExecutorLane]>,
     /// Where the next search for the least busy lane starts (spreads ties).
-    next: Arc<std::sync::atomic::AtomicUsize>,
+    next: Arc<AtomicUsize>,
     permits: Arc<Semaphore>,
     max_in_flight: usize,
+    /// The longest a call waits for a permit; zero fails at once.
+    admission_wait: Duration,
+    /// Calls waiting for a permit now. Touched only when no permit is free, so the padding
+    /// keeps it off the cache line of the fast path.
+    waiting: Arc<CachePadded<AtomicUsize>>,
 }
 
 impl ExecutorClient {
-    /// Wraps one executor's recipients with an admission bound of `max_in_flight`.
+    /// Wraps one executor's recipients with an admission bound of `max_in_flight` and no
+    /// admission wait.
     pub fn new(
-        calls: Recipient<Call>,
-        estimates: Recipient<EstimateGas>,
-        builds: Recipient<BuildBlock>,
+        calls: Recipient<Admitted<Call>>,
+        estimates: Recipient<Admitted<EstimateGas>>,
+        builds: Recipient<Admitted<BuildBlock>>,
         max_in_flight: usize,
     ) -> Self {
         Self::with_lanes(vec![ExecutorLane::new(calls, estimates, builds)], max_in_flight)
     }
 
     /// A client over several executors (one lane each), with an admission bound of
-    /// `max_in_flight` over all of them. Each executor's mailbox must hold `max_in_flight`
-    /// messages: the bound then guarantees a send never finds it full.
+    /// `max_in_flight` over all of them and no admission wait. Each executor's mailbox must
+    /// hold `max_in_flight` messages: the bound then guarantees a send never finds it full.
     ///
     /// # Panics
     /// When `lanes` is empty: a pool has at least one executor.
@@ -389,13 +401,25 @@ impl ExecutorClient {
             next: Default::default(),
             permits: Arc::new(Semaphore::new(max_in_flight)),
             max_in_flight,
+            admission_wait: Duration::ZERO,
+            waiting: Default::default(),
         }
+    }
+
+    /// Lets a call that finds the pool at its bound wait up to `wait` for a slot (zero: fail
+    /// at once). A refusal that the client retries at once turns more closed-loop clients than
+    /// the bound into a retry storm that takes the CPU the admitted calls need; a wait of a few
+    /// milliseconds hands the next free slot to the waiting call instead. Calls beyond twice
+    /// the bound, and waits beyond `wait`, are still refused.
+    #[must_use]
+    pub const fn with_admission_wait(mut self, wait: Duration) -> Self {
+        self.admission_wait = wait;
+        self
     }
 
     /// The lane holding the fewest requests among the running executors, counted until the
     /// guard drops.
     fn lane(&self) -> LaneGuard {
-        use std::sync::atomic::Ordering::Relaxed;
         let n = self.lanes.len();
         let start = self.next.fetch_add(1, Relaxed) % n;
         let index = (0..n)
@@ -407,34 +431,37 @@ impl ExecutorClient {
         LaneGuard { lanes: Arc::clone(&self.lanes), index }
     }
 
-    /// Sends `msg` to the chosen lane, holding the permit and the lane's count until the
-    /// executor answers, also when the caller goes away first (a closed socket, a dropped HTTP
-    /// request): see [`InFlight`]. The counts stay exact and the mailbox never fills.
+    /// Sends `request` to the chosen lane with its slot (the permit and the lane's count),
+    /// which the executor releases once it has run the request, whether or not the caller
+    /// still waits for the answer. The counts stay exact and the mailbox never fills.
     async fn dispatch<M>(
         &self,
         permit: tokio::sync::OwnedSemaphorePermit,
-        recipient: impl Fn(&ExecutorLane) -> &Recipient<M>,
-        msg: M,
+        recipient: impl Fn(&ExecutorLane) -> &Recipient<Admitted<M>>,
+        request: M,
     ) -> Result<M::Result, ExecError>
     where
         M: Message + Send + 'static,
         M::Result: Send,
     {
-        let guard = self.lane();
-        // `send` enqueues at once; the request only waits for the answer.
-        let request = recipient(&self.lanes[guard.index]).send(msg);
-        Ok(InFlight { request: Some(Box::pin(request)), held: Some((permit, guard)) }.await?)
+        let lane = self.lane();
+        let to = recipient(&self.lanes[lane.index]);
+        // `send` enqueues at once; the caller only waits for the answer.
+        let answer = to.send(Admitted { request, _slot: Slot { _permit: permit, lane } });
+        Ok(answer.await?)
     }
 
-    /// Runs `call` on the pool, or fails at once when the pool is at its bound.
+    /// Runs `call` on the pool. When the pool is at its bound it waits for a slot, at most the
+    /// admission wait and only behind fewer than `max_in_flight` waiting calls; otherwise it
+    /// fails with [`ExecError::Busy`].
     pub async fn call(&self, call: Call) -> Result<CallOutcome, ExecError> {
-        let permit = self.admit()?;
+        let permit = self.admit().await?;
         self.dispatch(permit, |lane| &lane.calls, call).await?
     }
 
-    /// Runs an estimate on the pool, or fails at once when the pool is at its bound.
+    /// Runs an estimate on the pool, admitted as [`call`](Self::call) is.
     pub async fn estimate_gas(&self, estimate: EstimateGas) -> Result<EstimateOutcome, ExecError> {
-        let permit = self.admit()?;
+        let permit = self.admit().await?;
         self.dispatch(permit, |lane| &lane.estimates, estimate).await?
     }
 
@@ -453,14 +480,46 @@ impl ExecutorClient {
         self.max_in_flight
     }
 
-    /// Requests currently admitted.
+    /// The longest a call waits for a slot when the pool is at its bound.
+    pub const fn admission_wait(&self) -> Duration {
+        self.admission_wait
+    }
+
+    /// Requests currently admitted (queued or running in the pool).
     pub fn in_flight(&self) -> usize {
         self.max_in_flight - self.permits.available_permits()
     }
 
-    fn admit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ExecError> {
-        Arc::clone(&self.permits)
-            .try_acquire_owned()
-            .map_err(|_| ExecError::Busy { max_in_flight: self.max_in_flight })
+    /// Calls currently waiting for a slot.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Relaxed)
+    }
+
+    /// A permit at once when one is free, else the slow path.
+    async fn admit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ExecError> {
+        match Arc::clone(&self.permits).try_acquire_owned() {
+            Ok(permit) => Ok(permit),
+            Err(_) => self.wait_for_permit().await,
+        }
+    }
+
+    /// Waits for a permit in the semaphore's FIFO queue, so the next slot freed goes to the
+    /// call that waited longest, for at most the admission wait and only if fewer than
+    /// `max_in_flight` calls are waiting already: the wait stays short and bounded, and
+    /// anything beyond it is still refused within a few milliseconds.
+    async fn wait_for_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ExecError> {
+        let busy = ExecError::Busy { max_in_flight: self.max_in_flight };
+        if self.admission_wait.is_zero() {
+            return Err(busy);
+        }
+        let Some(_waiting) = Waiting::enter(&self.waiting, self.max_in_flight) else {
+            return Err(busy);
+        };
+        let permit = Arc::clone(&self.permits).acquire_owned();
+        match tokio::time::timeout(self.admission_wait, permit).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_closed)) => Err(ExecError::Mailbox(actix::MailboxError::Closed)),
+            Err(_elapsed) => Err(busy),
+        }
     }
 }

@@ -14,8 +14,8 @@ use alloy_primitives::{Address, B256, Bloom, Bytes, Log, LogData, TxKind, U256, 
 use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use hearth_messages::executor::{
-    BuildBlock, BuiltBlock, Call, CallOutcome, EstimateGas, EstimateOutcome, ExecutorClient,
-    PooledTx,
+    Admitted, BuildBlock, BuiltBlock, Call, CallOutcome, EstimateGas, EstimateOutcome,
+    ExecutorClient, PooledTx,
 };
 use hearth_messages::mempool::{self, GetPooledTx, PendingNonce, SubmitTx};
 use hearth_messages::miner::{self, AutoMine, MineBlocks};
@@ -53,10 +53,10 @@ impl Actor for Stub {
 
 /// eth_call by the first input byte: 1 returns 0xabcd, 2 reverts with Error("nope"), 3 runs
 /// out of gas; anything else returns nothing.
-impl Handler<Call> for Stub {
+impl Handler<Admitted<Call>> for Stub {
     type Result = Result<CallOutcome, ExecError>;
-    fn handle(&mut self, msg: Call, _: &mut Context<Self>) -> Self::Result {
-        Ok(match msg.request.input.first() {
+    fn handle(&mut self, msg: Admitted<Call>, _: &mut Context<Self>) -> Self::Result {
+        Ok(match msg.request.request.input.first() {
             Some(1) => {
                 CallOutcome::Success { output: Bytes::from_static(&[0xab, 0xcd]), gas_used: 1 }
             }
@@ -68,10 +68,10 @@ impl Handler<Call> for Stub {
 }
 
 /// Estimates 21000 unless the input starts with 2 (revert).
-impl Handler<EstimateGas> for Stub {
+impl Handler<Admitted<EstimateGas>> for Stub {
     type Result = Result<EstimateOutcome, ExecError>;
-    fn handle(&mut self, msg: EstimateGas, _: &mut Context<Self>) -> Self::Result {
-        Ok(match msg.request.input.first() {
+    fn handle(&mut self, msg: Admitted<EstimateGas>, _: &mut Context<Self>) -> Self::Result {
+        Ok(match msg.request.request.input.first() {
             Some(2) => EstimateOutcome::Failed(CallOutcome::Revert {
                 output: error_string("nope"),
                 gas_used: 1,
@@ -81,9 +81,9 @@ impl Handler<EstimateGas> for Stub {
     }
 }
 
-impl Handler<BuildBlock> for Stub {
+impl Handler<Admitted<BuildBlock>> for Stub {
     type Result = Result<BuiltBlock, ExecError>;
-    fn handle(&mut self, _: BuildBlock, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: Admitted<BuildBlock>, _: &mut Context<Self>) -> Self::Result {
         Err(ExecError::UnknownBlock)
     }
 }

@@ -2,12 +2,14 @@
 //! replies and on exactly what each probe received.
 
 use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
 
 use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth::config::NodeConfig;
 use hearth_actors::{MinerActor, MinerConfig, MinerPeers};
 use hearth_messages::executor::{
-    Call, CallOutcome, CallRequest, ExecutorClient, ExecutorLane, PooledTx,
+    Admitted, Call, CallOutcome, CallRequest, ExecutorClient, ExecutorLane, PooledTx,
 };
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::{PendingNonce, PoolSize, SubmitTx, TakePending, TxsMined};
@@ -15,6 +17,7 @@ use hearth_messages::miner::{AutoMine, MineBlocks};
 use hearth_messages::state::{BlockCommitted, CommitBlock, SubscribeBlocks};
 use hearth_messages::{ExecError, StateError, TxError};
 use hearth_storage::{BlockDraft, StateDiff, StoredBody};
+use tokio::sync::mpsc;
 
 use crate::support::{GENESIS_TIME, Probe, TestNode, fixtures};
 
@@ -230,24 +233,43 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
     assert_eq!(node.node.chain.head_number(), Some(1));
 }
 
+fn success() -> Result<CallOutcome, ExecError> {
+    Ok(CallOutcome::Success { output: Bytes::new(), gas_used: 0 })
+}
+
+fn call(block: u64) -> Call {
+    Call { request: CallRequest::default(), block }
+}
+
+/// A client with `bound` slots and an admission wait of `wait`, over one executor probe that
+/// keeps each request it gets, and so its slot, until the test drops it (a request still
+/// running). Call after `tokio::time::pause()` when the wait matters.
+fn holding_pool(bound: usize, wait: Duration) -> (ExecutorClient, mpsc::Receiver<Admitted<Call>>) {
+    let (calls, running) = Probe::<Admitted<Call>>::start(|_| success());
+    let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    (ExecutorClient::new(calls, estimates, builds, bound).with_admission_wait(wait), running)
+}
+
+/// The default admission wait (`--executor.admission-wait`).
+const WAIT: Duration = Duration::from_millis(2);
+
 #[actix::test]
 async fn executor_client_sheds_load_beyond_its_bound() {
-    let (calls, mut seen) =
-        Probe::<Call>::start(|_| Ok(CallOutcome::Success { output: Bytes::new(), gas_used: 0 }));
+    let (calls, mut seen) = Probe::start_as_executor(|_: &Call| success());
     let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let client = ExecutorClient::new(calls, estimates, builds, 1);
-    let call = Call { request: CallRequest::default(), block: 0 };
 
-    let first = client.call(call.clone());
+    let first = client.call(call(0));
     tokio::pin!(first);
     assert!(futures_util::poll!(&mut first).is_pending(), "first call admitted and waiting");
     assert_eq!(client.in_flight(), 1);
-    let second = client.call(call.clone()).await;
+    let second = client.call(call(0)).await;
     assert!(matches!(second, Err(ExecError::Busy { max_in_flight: 1 })), "{second:?}");
     assert!(first.await.is_ok());
     assert_eq!(client.in_flight(), 0, "permit returned");
-    assert!(client.call(call).await.is_ok(), "admitted again once a permit is free");
+    assert!(client.call(call(0)).await.is_ok(), "admitted again once a permit is free");
     assert_eq!(seen.recv().await.unwrap().block, 0);
     assert!(seen.recv().await.is_some());
     assert!(seen.try_recv().is_err(), "the shed call never reached the pool");
@@ -255,18 +277,16 @@ async fn executor_client_sheds_load_beyond_its_bound() {
 
 #[actix::test]
 async fn executor_client_sends_each_call_to_the_least_busy_executor() {
-    let ok = |_: &Call| Ok(CallOutcome::Success { output: Bytes::new(), gas_used: 0 });
-    let (calls_a, mut seen_a) = Probe::<Call>::start(ok);
-    let (calls_b, mut seen_b) = Probe::<Call>::start(ok);
+    let (calls_a, mut seen_a) = Probe::start_as_executor(|_: &Call| success());
+    let (calls_b, mut seen_b) = Probe::start_as_executor(|_: &Call| success());
     let lane = |calls| {
         let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
         let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
         ExecutorLane::new(calls, estimates, builds)
     };
     let client = ExecutorClient::with_lanes(vec![lane(calls_a), lane(calls_b)], 4);
-    let call = |block| Call { request: CallRequest::default(), block };
 
-    // The first call is sent to lane A and not answered yet, so the second goes to lane B.
+    // The first call is sent to lane A and not run yet, so the second goes to lane B.
     let first = client.call(call(1));
     tokio::pin!(first);
     assert!(futures_util::poll!(&mut first).is_pending());
@@ -281,32 +301,131 @@ async fn executor_client_sends_each_call_to_the_least_busy_executor() {
 }
 
 #[actix::test]
-async fn a_cancelled_call_keeps_its_slot_until_the_executor_answers() {
-    let (calls, mut seen) =
-        Probe::<Call>::start(|_| Ok(CallOutcome::Success { output: Bytes::new(), gas_used: 0 }));
-    let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
-    let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
-    let client = ExecutorClient::new(calls, estimates, builds, 1);
-    let call = |block| Call { request: CallRequest::default(), block };
+async fn a_cancelled_call_keeps_its_slot_until_the_executor_takes_it_off_its_queue() {
+    let (client, mut running) = holding_pool(2, Duration::ZERO);
 
-    // The caller goes away (a closed socket) after its call was sent.
+    // The caller goes away (a closed socket) after its call was queued.
     let mut first = Box::pin(client.call(call(1)));
     assert!(futures_util::poll!(&mut first).is_pending());
     drop(first);
-    assert_eq!(client.in_flight(), 1, "the executor still has the call");
-    let refused = client.call(call(2)).await;
-    assert!(matches!(refused, Err(ExecError::Busy { .. })), "{refused:?}");
-    assert_eq!(seen.recv().await.unwrap().block, 1, "the executor got it anyway");
-    // The slot frees once the answer is in (a few scheduler turns, no timer).
-    for _ in 0..1_000 {
-        if client.in_flight() == 0 {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
+    assert_eq!(client.in_flight(), 1, "still queued for the executor");
+    let mut second = Box::pin(client.call(call(2)));
+    assert!(futures_util::poll!(&mut second).is_pending());
+    let refused = client.call(call(3)).await;
+    assert!(matches!(refused, Err(ExecError::Busy { .. })), "the cancelled call counts");
+    // The executor takes its queue in order. actix drops a message whose caller has gone
+    // instead of handling it, and the slot goes with the message.
+    let held = running.recv().await.unwrap();
+    assert_eq!(held.request.block, 2, "the cancelled call was not run");
+    assert_eq!(client.in_flight(), 1, "only the running call holds a slot");
+    assert!(second.await.is_ok());
+    assert_eq!(client.in_flight(), 1, "answered, but still running until the executor is done");
+    drop(held);
     assert_eq!(client.in_flight(), 0);
-    assert!(client.call(call(3)).await.is_ok());
-    assert_eq!(seen.recv().await.unwrap().block, 3);
+    assert!(running.try_recv().is_err());
+}
+
+#[actix::test]
+async fn an_answer_not_yet_read_holds_no_slot() {
+    let (calls, mut seen) = Probe::start_as_executor(|_: &Call| success());
+    let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let client = ExecutorClient::new(calls, estimates, builds, 1);
+
+    let mut first = Box::pin(client.call(call(1)));
+    assert!(futures_util::poll!(&mut first).is_pending());
+    assert_eq!(seen.recv().await.unwrap().block, 1, "the executor ran it");
+    // Its caller has not picked the answer up, yet the slot is free for the next call.
+    assert_eq!(client.in_flight(), 0);
+    assert!(client.call(call(2)).await.is_ok());
+    assert!(first.await.is_ok());
+}
+
+#[actix::test]
+async fn a_call_that_finds_the_pool_full_gets_a_slot_freed_within_the_wait() {
+    tokio::time::pause();
+    let start = tokio::time::Instant::now();
+    let (client, mut running) = holding_pool(1, WAIT);
+    assert!(client.call(call(1)).await.is_ok());
+    let first = running.recv().await.unwrap();
+
+    let second = client.call(call(2));
+    tokio::pin!(second);
+    assert!(futures_util::poll!(&mut second).is_pending(), "waits for a slot");
+    assert_eq!(client.waiting(), 1);
+    drop(first);
+    assert!(second.await.is_ok(), "admitted to the slot that freed");
+    assert_eq!(running.recv().await.unwrap().request.block, 2);
+    assert_eq!(client.waiting(), 0);
+    assert!(start.elapsed() < WAIT, "no wait ran out: {:?}", start.elapsed());
+}
+
+#[actix::test]
+async fn a_waiting_call_is_refused_once_the_admission_wait_passes() {
+    tokio::time::pause();
+    let (client, mut running) = holding_pool(1, WAIT);
+    assert!(client.call(call(1)).await.is_ok());
+    let _first = running.recv().await.unwrap();
+
+    let start = tokio::time::Instant::now();
+    let second = client.call(call(2));
+    tokio::pin!(second);
+    assert!(futures_util::poll!(&mut second).is_pending());
+    tokio::time::advance(WAIT - Duration::from_micros(1)).await;
+    assert!(futures_util::poll!(&mut second).is_pending(), "still within the wait");
+    let refused = second.await;
+    assert!(matches!(refused, Err(ExecError::Busy { max_in_flight: 1 })), "{refused:?}");
+    // tokio's timers tick in milliseconds, so the refusal comes within one tick of the wait.
+    let waited = start.elapsed();
+    assert!(WAIT <= waited && waited <= WAIT + Duration::from_millis(1), "{waited:?}");
+    assert_eq!(client.waiting(), 0, "a call that timed out stops counting");
+    assert!(running.try_recv().is_err(), "the refused call never reached the pool");
+}
+
+#[actix::test]
+async fn a_call_beyond_max_in_flight_waiters_is_refused_at_once() {
+    tokio::time::pause();
+    let (client, mut running) = holding_pool(2, WAIT);
+    assert!(client.call(call(1)).await.is_ok());
+    assert!(client.call(call(2)).await.is_ok());
+    let (first, _second) = (running.recv().await.unwrap(), running.recv().await.unwrap());
+
+    let mut third = Box::pin(client.call(call(3)));
+    let mut fourth = Box::pin(client.call(call(4)));
+    assert!(futures_util::poll!(&mut third).is_pending());
+    assert!(futures_util::poll!(&mut fourth).is_pending());
+    assert_eq!(client.waiting(), 2);
+    let mut fifth = Box::pin(client.call(call(5)));
+    let refused = futures_util::poll!(&mut fifth);
+    assert!(
+        matches!(refused, Poll::Ready(Err(ExecError::Busy { max_in_flight: 2 }))),
+        "refused on its first poll: {refused:?}"
+    );
+    assert_eq!(client.waiting(), 2, "the refused call never waited");
+
+    // The first slot freed goes to the call that has waited longest.
+    drop(first);
+    assert!(third.await.is_ok());
+    assert_eq!(running.recv().await.unwrap().request.block, 3);
+    // A waiting caller that goes away stops counting.
+    drop(fourth);
+    assert_eq!(client.waiting(), 0);
+}
+
+#[actix::test]
+async fn with_no_admission_wait_a_full_pool_refuses_at_once() {
+    tokio::time::pause();
+    let (client, mut running) = holding_pool(1, Duration::ZERO);
+    assert!(client.call(call(1)).await.is_ok());
+    let _first = running.recv().await.unwrap();
+
+    let mut second = Box::pin(client.call(call(2)));
+    let refused = futures_util::poll!(&mut second);
+    assert!(
+        matches!(refused, Poll::Ready(Err(ExecError::Busy { max_in_flight: 1 }))),
+        "refused on its first poll: {refused:?}"
+    );
+    assert_eq!(client.waiting(), 0);
 }
 
 #[actix::test]
@@ -406,7 +525,6 @@ hearth_messages::answer_asks!(Busy: Ping);
 async fn a_full_mailbox_is_an_immediate_rejection_and_admitted_asks_are_answered() {
     use actix::Actor;
     use hearth_messages::ask::{AskError, ask};
-    use std::task::Poll;
 
     let addr = Busy::create(|ctx| {
         ctx.set_mailbox_capacity(2);

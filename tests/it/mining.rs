@@ -11,7 +11,7 @@ use alloy_primitives::Address;
 use hearth::config::NodeConfig;
 use hearth_actors::{MinerActor, MinerConfig, MinerPeers};
 use hearth_messages::ExecError;
-use hearth_messages::executor::{BuildBlock, BuiltBlock, ExecutorClient};
+use hearth_messages::executor::{Admitted, BuildBlock, BuiltBlock, ExecutorClient};
 use hearth_messages::mempool::{TakePending, TxsMined};
 use hearth_messages::miner::{
     AutoMine, GetMiningStatus, IntervalMining, SetAutomine, SetIntervalMining,
@@ -51,14 +51,15 @@ impl Actor for SlowBuilder {
     type Context = Context<Self>;
 }
 
-impl Handler<BuildBlock> for SlowBuilder {
+impl Handler<Admitted<BuildBlock>> for SlowBuilder {
     type Result = ResponseFuture<Result<BuiltBlock, ExecError>>;
 
-    fn handle(&mut self, msg: BuildBlock, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Admitted<BuildBlock>, _: &mut Context<Self>) -> Self::Result {
         let delay = self.delay;
+        // `msg` (and its slot in the pool) lives until the build is done.
         Box::pin(async move {
             tokio::time::sleep(delay).await;
-            Ok(built(&msg))
+            Ok(built(&msg.request))
         })
     }
 }
@@ -86,7 +87,7 @@ fn probed_miner(
     let (builds, built_seen) = match build_delay {
         Some(delay) => (SlowBuilder { delay }.start().recipient(), None),
         None => {
-            let (builds, seen) = Probe::<BuildBlock>::start(|msg| Ok(built(msg)));
+            let (builds, seen) = Probe::start_as_executor(|msg: &BuildBlock| Ok(built(msg)));
             (builds, Some(seen))
         }
     };

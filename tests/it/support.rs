@@ -12,6 +12,7 @@ use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use hearth::config::NodeConfig;
 use hearth::node::Node;
+use hearth_messages::executor::Admitted;
 use hearth_rpc::{Extensions, RpcContext};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -106,26 +107,62 @@ const PROBE_MAILBOX: usize = 256;
 /// How a probe answers a message.
 type Reply<M> = Box<dyn Fn(&M) -> <M as Message>::Result>;
 
-/// Stands in for a peer actor: records every message it receives and answers with `reply`.
-pub(crate) struct Probe<M: Message> {
-    seen: mpsc::Sender<M>,
+/// Stands in for a peer actor: records every message it receives (as `K`) and answers with
+/// `reply`.
+pub(crate) struct Probe<M: Message, K = M> {
+    seen: mpsc::Sender<K>,
     reply: Reply<M>,
+    /// What of each message is recorded.
+    keep: fn(M) -> K,
 }
 
 impl<M> Probe<M>
 where
-    M: Message + Clone + Send + 'static,
+    M: Message + Send + 'static,
     M::Result: Send,
 {
     /// A probe answering with `reply`; returns its recipient and what it receives, in order.
+    /// An executor request (`Admitted<_>`) is kept whole, so its slot in the pool stays taken
+    /// until the test drops what it received: an executor still running it.
     pub(crate) fn start(
         reply: impl Fn(&M) -> M::Result + 'static,
     ) -> (Recipient<M>, mpsc::Receiver<M>)
     where
         Self: Actor<Context = Context<Self>> + Handler<M>,
     {
+        Self::spawn(Box::new(reply), |msg| msg)
+    }
+}
+
+impl<M> Probe<Admitted<M>, M>
+where
+    M: Message + Send + 'static,
+    M::Result: Send,
+{
+    /// A stand-in executor: answers each request with `reply` and keeps only the request, so
+    /// the request's slot frees once it has been answered, as a real executor's does.
+    pub(crate) fn start_as_executor(
+        reply: impl Fn(&M) -> M::Result + 'static,
+    ) -> (Recipient<Admitted<M>>, mpsc::Receiver<M>)
+    where
+        Self: Actor<Context = Context<Self>> + Handler<Admitted<M>>,
+    {
+        Self::spawn(Box::new(move |msg: &Admitted<M>| reply(&msg.request)), |msg| msg.request)
+    }
+}
+
+impl<M, K> Probe<M, K>
+where
+    M: Message + Send + 'static,
+    M::Result: Send,
+    K: 'static,
+{
+    fn spawn(reply: Reply<M>, keep: fn(M) -> K) -> (Recipient<M>, mpsc::Receiver<K>)
+    where
+        Self: Actor<Context = Context<Self>> + Handler<M>,
+    {
         let (seen, received) = mpsc::channel(PROBE_MAILBOX);
-        let probe = Self { seen, reply: Box::new(reply) };
+        let probe = Self { seen, reply, keep };
         let addr = Self::create(|ctx| {
             ctx.set_mailbox_capacity(PROBE_MAILBOX);
             probe
@@ -134,20 +171,21 @@ where
     }
 }
 
-impl<M: Message + 'static> Actor for Probe<M> {
+impl<M: Message + 'static, K: 'static> Actor for Probe<M, K> {
     type Context = Context<Self>;
 }
 
-impl<M> Handler<M> for Probe<M>
+impl<M, K> Handler<M> for Probe<M, K>
 where
-    M: Message + Clone + Send + 'static,
+    M: Message + Send + 'static,
     M::Result: actix::dev::MessageResponse<Self, M>,
+    K: 'static,
 {
     type Result = M::Result;
 
     fn handle(&mut self, msg: M, _ctx: &mut Self::Context) -> Self::Result {
         let reply = (self.reply)(&msg);
-        self.seen.try_send(msg).expect("probe channel has room");
+        self.seen.try_send((self.keep)(msg)).expect("probe channel has room");
         reply
     }
 }
