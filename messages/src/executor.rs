@@ -1,8 +1,8 @@
 //! Messages to the executor pool (`ExecutorActor`s, one per thread) and its client.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::time::Duration;
 
 use actix::{Message, Recipient};
@@ -312,6 +312,10 @@ pub struct ExecutorLane {
     builds: Recipient<Admitted<BuildBlock>>,
     /// Requests sent to this lane and not run yet (padded: every RPC worker touches it).
     in_flight: CachePadded<AtomicUsize>,
+    /// How long one request takes this lane, in nanoseconds: a moving average written as
+    /// requests leave the lane (on its executor's thread), read only by calls that find the
+    /// pool full. Zero until the first request.
+    service_nanos: CachePadded<AtomicU64>,
 }
 
 impl ExecutorLane {
@@ -321,30 +325,48 @@ impl ExecutorLane {
         estimates: Recipient<Admitted<EstimateGas>>,
         builds: Recipient<Admitted<BuildBlock>>,
     ) -> Self {
-        Self { calls, estimates, builds, in_flight: Default::default() }
+        Self {
+            calls,
+            estimates,
+            builds,
+            in_flight: Default::default(),
+            service_nanos: Default::default(),
+        }
     }
 }
 
-/// Counts a request against its lane until the message carrying it is dropped.
+/// Counts a request against its lane until the message carrying it is dropped, and then
+/// updates the lane's service time. Lanes are FIFO, so a request sent when `depth` requests
+/// (itself included) were on its lane spent about `depth` service times there.
 struct LaneGuard {
     lanes: Arc<[ExecutorLane]>,
     index: usize,
+    sent: tokio::time::Instant,
+    depth: u32,
 }
 
 impl Drop for LaneGuard {
     fn drop(&mut self) {
-        self.lanes[self.index].in_flight.fetch_sub(1, Relaxed);
+        let lane = &self.lanes[self.index];
+        lane.in_flight.fetch_sub(1, Relaxed);
+        let sample = self.sent.elapsed().as_nanos() as u64 / u64::from(self.depth.max(1));
+        let old = lane.service_nanos.load(Relaxed);
+        let new = if old == 0 { sample } else { old - old / 8 + sample / 8 };
+        lane.service_nanos.store(new, Relaxed);
     }
 }
+
+/// At most this many calls per slot wait for one (a hard cap besides the expected wait).
+const WAITING_PER_SLOT: usize = 16;
 
 /// Counts a call waiting for a permit until it stops waiting, however it stops (admitted,
 /// timed out, or dropped by its caller).
 struct Waiting<'a>(&'a AtomicUsize);
 
 impl<'a> Waiting<'a> {
-    /// Joins the waiters, unless `most` are already waiting.
-    fn enter(waiting: &'a AtomicUsize, most: usize) -> Option<Self> {
-        waiting.fetch_update(Relaxed, Relaxed, |n| (n < most).then_some(n + 1)).ok()?;
+    /// Joins the waiters if `worth(n)` says so, `n` being how many wait already.
+    fn enter(waiting: &'a AtomicUsize, worth: impl Fn(usize) -> bool) -> Option<Self> {
+        waiting.fetch_update(Relaxed, Relaxed, |n| worth(n).then_some(n + 1)).ok()?;
         Some(Self(waiting))
     }
 }
@@ -357,9 +379,10 @@ impl Drop for Waiting<'_> {
 
 /// The bounded front of the executor pool. It holds the bound: at most `max_in_flight`
 /// requests are queued or running. A call that finds them all taken may wait for a slot, up to
-/// the admission wait (none by default, [`with_admission_wait`](Self::with_admission_wait)) and
-/// only while fewer than `max_in_flight` calls are waiting; otherwise, or once that wait
-/// passes, it fails with [`ExecError::Busy`] rather than queueing without limit. Each request
+/// the admission wait (none by default, [`with_admission_wait`](Self::with_admission_wait)),
+/// when a slot is expected within that wait and fewer than 16 calls per slot wait already;
+/// otherwise, or once that wait passes, it fails with [`ExecError::Busy`] rather than queueing
+/// without limit. Each request
 /// goes to the lane (executor thread) holding the fewest, skipping executors that have
 /// stopped; ties go round the lanes.
 #[derive(Debug, Clone)]
@@ -409,8 +432,9 @@ impl ExecutorClient {
     /// Lets a call that finds the pool at its bound wait up to `wait` for a slot (zero: fail
     /// at once). A refusal that the client retries at once turns more closed-loop clients than
     /// the bound into a retry storm that takes the CPU the admitted calls need; a wait of a few
-    /// milliseconds hands the next free slot to the waiting call instead. Calls beyond twice
-    /// the bound, and waits beyond `wait`, are still refused.
+    /// milliseconds hands the next free slot to the waiting call instead. A call is refused at
+    /// once when its slot is not expected within `wait` (the lanes' service times and the
+    /// calls waiting ahead of it say when), and waits beyond `wait` are refused.
     #[must_use]
     pub const fn with_admission_wait(mut self, wait: Duration) -> Self {
         self.admission_wait = wait;
@@ -427,8 +451,13 @@ impl ExecutorClient {
             .filter(|&i| self.lanes[i].calls.connected())
             .min_by_key(|&i| self.lanes[i].in_flight.load(Relaxed))
             .unwrap_or(start);
-        self.lanes[index].in_flight.fetch_add(1, Relaxed);
-        LaneGuard { lanes: Arc::clone(&self.lanes), index }
+        let depth = self.lanes[index].in_flight.fetch_add(1, Relaxed) + 1;
+        LaneGuard {
+            lanes: Arc::clone(&self.lanes),
+            index,
+            sent: tokio::time::Instant::now(),
+            depth: u32::try_from(depth).unwrap_or(u32::MAX),
+        }
     }
 
     /// Sends `request` to the chosen lane with its slot (the permit and the lane's count),
@@ -451,9 +480,9 @@ impl ExecutorClient {
         Ok(answer.await?)
     }
 
-    /// Runs `call` on the pool. When the pool is at its bound it waits for a slot, at most the
-    /// admission wait and only behind fewer than `max_in_flight` waiting calls; otherwise it
-    /// fails with [`ExecError::Busy`].
+    /// Runs `call` on the pool. When the pool is at its bound it waits for a slot if one is
+    /// expected within the admission wait, at most that long; otherwise it fails with
+    /// [`ExecError::Busy`].
     pub async fn call(&self, call: Call) -> Result<CallOutcome, ExecError> {
         let permit = self.admit().await?;
         self.dispatch(permit, |lane| &lane.calls, call).await?
@@ -503,16 +532,37 @@ impl ExecutorClient {
         }
     }
 
+    /// How long a call with `ahead` calls waiting before it would wait for a slot: every
+    /// lane frees one per service time, and it needs the `ahead + 1`-th.
+    fn expected_wait(&self, ahead: usize) -> Duration {
+        let (sum, lanes) = self
+            .lanes
+            .iter()
+            .map(|lane| lane.service_nanos.load(Relaxed))
+            .fold((0u64, 0u64), |(sum, n), s| (sum.saturating_add(s), n + 1));
+        let per_slot = sum / lanes.max(1) / lanes.max(1);
+        Duration::from_nanos(per_slot.saturating_mul(ahead as u64 + 1))
+    }
+
     /// Waits for a permit in the semaphore's FIFO queue, so the next slot freed goes to the
-    /// call that waited longest, for at most the admission wait and only if fewer than
-    /// `max_in_flight` calls are waiting already: the wait stays short and bounded, and
-    /// anything beyond it is still refused within a few milliseconds.
+    /// call that waited longest, for at most the admission wait, and only when the slot is
+    /// expected within it: cheap calls (a slot every few µs) queue up to the cap, while calls
+    /// behind slow ones are refused at once instead of waiting for a refusal. The wait stays
+    /// short and bounded, and anything beyond it is refused within a few milliseconds.
     async fn wait_for_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ExecError> {
         let busy = ExecError::Busy { max_in_flight: self.max_in_flight };
         if self.admission_wait.is_zero() {
             return Err(busy);
         }
-        let Some(_waiting) = Waiting::enter(&self.waiting, self.max_in_flight) else {
+        // Up to one waiting call per slot always waits (a closed-loop client per slot beyond
+        // the bound, even while contention slows the calls); more wait only while their slot
+        // is expected within the wait.
+        let worth = |ahead| {
+            ahead < self.max_in_flight
+                || (ahead < WAITING_PER_SLOT * self.max_in_flight
+                    && self.expected_wait(ahead) <= self.admission_wait)
+        };
+        let Some(_waiting) = Waiting::enter(&self.waiting, worth) else {
             return Err(busy);
         };
         let permit = Arc::clone(&self.permits).acquire_owned();

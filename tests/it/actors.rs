@@ -383,33 +383,61 @@ async fn a_waiting_call_is_refused_once_the_admission_wait_passes() {
 }
 
 #[actix::test]
-async fn a_call_beyond_max_in_flight_waiters_is_refused_at_once() {
+async fn a_call_beyond_the_waiting_cap_is_refused_at_once() {
     tokio::time::pause();
     let (client, mut running) = holding_pool(2, WAIT);
     assert!(client.call(call(1)).await.is_ok());
     assert!(client.call(call(2)).await.is_ok());
     let (first, _second) = (running.recv().await.unwrap(), running.recv().await.unwrap());
 
-    let mut third = Box::pin(client.call(call(3)));
-    let mut fourth = Box::pin(client.call(call(4)));
-    assert!(futures_util::poll!(&mut third).is_pending());
-    assert!(futures_util::poll!(&mut fourth).is_pending());
-    assert_eq!(client.waiting(), 2);
-    let mut fifth = Box::pin(client.call(call(5)));
-    let refused = futures_util::poll!(&mut fifth);
+    // Nothing has left the pool yet, so no service time is known: only the cap (16 waiting
+    // calls per slot) limits the waiters.
+    let mut waiters: Vec<_> = (0..32).map(|i| Box::pin(client.call(call(10 + i)))).collect();
+    for waiter in &mut waiters {
+        assert!(futures_util::poll!(waiter).is_pending());
+    }
+    assert_eq!(client.waiting(), 32);
+    let mut one_more = Box::pin(client.call(call(99)));
+    let refused = futures_util::poll!(&mut one_more);
     assert!(
         matches!(refused, Poll::Ready(Err(ExecError::Busy { max_in_flight: 2 }))),
         "refused on its first poll: {refused:?}"
     );
-    assert_eq!(client.waiting(), 2, "the refused call never waited");
+    assert_eq!(client.waiting(), 32, "the refused call never waited");
 
     // The first slot freed goes to the call that has waited longest.
     drop(first);
-    assert!(third.await.is_ok());
-    assert_eq!(running.recv().await.unwrap().request.block, 3);
-    // A waiting caller that goes away stops counting.
-    drop(fourth);
+    let mut waiters = waiters.into_iter();
+    assert!(waiters.next().unwrap().await.is_ok());
+    assert_eq!(running.recv().await.unwrap().request.block, 10);
+    // Waiting callers that go away stop counting.
+    drop(waiters);
     assert_eq!(client.waiting(), 0);
+}
+
+#[actix::test]
+async fn a_call_beyond_one_per_slot_that_would_wait_too_long_is_refused_at_once() {
+    tokio::time::pause();
+    let (client, mut running) = holding_pool(1, WAIT);
+    // One request that takes 10 ms on the only lane teaches the client the service time.
+    assert!(client.call(call(1)).await.is_ok());
+    let slow = running.recv().await.unwrap();
+    tokio::time::advance(Duration::from_millis(10)).await;
+    drop(slow);
+    assert!(client.call(call(2)).await.is_ok());
+    let _busy = running.recv().await.unwrap();
+
+    // One call per slot always waits (a closed-loop client beyond the bound) ...
+    let mut waiting = Box::pin(client.call(call(3)));
+    assert!(futures_util::poll!(&mut waiting).is_pending());
+    // ... but a second one's slot is ~20 ms away, beyond the 2 ms wait: refused at once.
+    let mut next = Box::pin(client.call(call(4)));
+    let refused = futures_util::poll!(&mut next);
+    assert!(
+        matches!(refused, Poll::Ready(Err(ExecError::Busy { max_in_flight: 1 }))),
+        "refused on its first poll: {refused:?}"
+    );
+    assert_eq!(client.waiting(), 1);
 }
 
 #[actix::test]
