@@ -84,7 +84,8 @@ pub struct Cli {
     #[arg(long = "executor.max-in-flight")]
     pub executor_max_in_flight: Option<usize>,
     /// How long a call that finds the executor pool full may wait for a slot, e.g. 2ms or
-    /// 500us (at most 1s; 0 refuses at once). At most max-in-flight calls wait; more get -32005.
+    /// 500us (at most 1s; 0 refuses at once). One call per slot may wait, more only while a slot
+    /// is expected within the wait (up to 16 per slot); the rest get -32005 at once.
     #[arg(long = "executor.admission-wait", default_value = DEFAULT_ADMISSION_WAIT)]
     pub executor_admission_wait: String,
     /// Gas cap of eth_call and eth_estimateGas.

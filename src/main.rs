@@ -64,7 +64,8 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             // Exit here: actors started before the failure would otherwise be torn down with
             // the runtime already gone (a panic instead of exit code 1). Every block written so
-            // far was flushed when it was committed, so nothing is lost.
+            // far was journaled before it was acknowledged and is replayed at the next open, so
+            // nothing is lost.
             std::process::exit(1)
         }
     }

@@ -535,12 +535,14 @@ impl ExecutorClient {
     /// How long a call with `ahead` calls waiting before it would wait for a slot: every
     /// lane frees one per service time, and it needs the `ahead + 1`-th.
     fn expected_wait(&self, ahead: usize) -> Duration {
-        let (sum, lanes) = self
+        // Lanes that have not run anything yet have no service time and do not count.
+        let (sum, measured) = self
             .lanes
             .iter()
             .map(|lane| lane.service_nanos.load(Relaxed))
+            .filter(|&s| s > 0)
             .fold((0u64, 0u64), |(sum, n), s| (sum.saturating_add(s), n + 1));
-        let per_slot = sum / lanes.max(1) / lanes.max(1);
+        let per_slot = sum / measured.max(1) / self.lanes.len() as u64;
         Duration::from_nanos(per_slot.saturating_mul(ahead as u64 + 1))
     }
 
@@ -559,7 +561,7 @@ impl ExecutorClient {
         // is expected within the wait.
         let worth = |ahead| {
             ahead < self.max_in_flight
-                || (ahead < WAITING_PER_SLOT * self.max_in_flight
+                || (ahead < WAITING_PER_SLOT.saturating_mul(self.max_in_flight)
                     && self.expected_wait(ahead) <= self.admission_wait)
         };
         let Some(_waiting) = Waiting::enter(&self.waiting, worth) else {

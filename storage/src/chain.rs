@@ -110,7 +110,7 @@ impl ChainDb {
     /// "survives kill -9" (see `journal`): sled alone would keep the batch in its buffers
     /// until its next flush.
     pub fn commit_batch(&self, batch: WriteBatch, number: u64) -> Result<(), StorageError> {
-        self.commit(batch, number, |db, batch| db.apply_batch(batch.to_sled())).map(drop)
+        self.commit(batch, number, false).map(drop)
     }
 
     /// Makes a new block's `batch` durable, applies it (small blocks key by key, in order,
@@ -124,45 +124,42 @@ impl ChainDb {
         batch: WriteBatch,
         number: u64,
     ) -> Result<(Duration, Duration), StorageError> {
-        self.commit(batch, number, |db, batch| {
-            if batch.len() <= IN_ORDER_MAX_OPS {
-                batch.apply_in_order(db)
-            } else {
-                db.apply_batch(batch.to_sled())
-            }
-        })
+        let in_order = batch.len() <= IN_ORDER_MAX_OPS;
+        self.commit(batch, number, in_order)
     }
 
-    /// Journal, apply, checkpoint when due, publish. Journaling comes first: a crash during
-    /// `apply` leaves a partly applied batch in sled, which replay then completes.
+    /// Journal and apply (`journal`), publish, then checkpoint when due. The head moves
+    /// before the checkpoint: the block is durable already, and a failed checkpoint is only
+    /// retried at the next commit.
     fn commit(
         &self,
-        mut batch: WriteBatch,
+        batch: WriteBatch,
         number: u64,
-        apply: impl FnOnce(&sled::Db, &WriteBatch) -> sled::Result<()>,
+        in_order: bool,
     ) -> Result<(Duration, Duration), StorageError> {
-        let started = Instant::now();
-        let mut journal = match &self.journal {
-            // A poisoned lock means a commit panicked half-way: stop committing.
-            Some(journal) => Some(journal.lock().map_err(|_| StorageError::Corrupt {
-                what: "commit journal (an earlier commit panicked)",
-            })?),
-            None => None,
+        let Some(journal) = &self.journal else {
+            // In memory: nothing to make durable.
+            let started = Instant::now();
+            if in_order {
+                batch.apply_in_order(&self.db)?;
+            } else {
+                self.db.apply_batch(batch.to_sled())?;
+            }
+            self.head.store(number, Ordering::Release);
+            return Ok((started.elapsed(), Duration::ZERO));
         };
-        if let Some(journal) = journal.as_mut() {
-            journal.append(&mut batch.record)?;
-        }
-        let journaled = started.elapsed();
-        let applying = Instant::now();
-        apply(&self.db, &batch)?;
-        let applied = applying.elapsed();
-        if let Some(journal) = journal.as_mut()
-            && journal.due()
-        {
-            journal.checkpoint()?;
-        }
+        // A poisoned lock means a commit panicked half-way: stop committing.
+        let mut journal = journal.lock().map_err(|_| StorageError::Corrupt {
+            what: "commit journal (an earlier commit panicked)",
+        })?;
+        let timings = journal.commit(batch, in_order)?;
         self.head.store(number, Ordering::Release);
-        Ok((applied, journaled))
+        if journal.due()
+            && let Err(error) = journal.checkpoint()
+        {
+            tracing::warn!(target: "storage", %error, "journal checkpoint failed; retried at the next commit");
+        }
+        Ok(timings)
     }
 
     /// Flushes sled and empties the journal now (shutdown, benchmarks). Commits do this by

@@ -3,22 +3,35 @@
 //! sled keeps a batch in its own buffers until `flush`, and a flush hands the write to sled's
 //! IO thread pool, which wakes every idle pool thread for each job. On this 2-core machine that
 //! was a fifth of a dev node's CPU when every transaction is its own block. Instead, each batch
-//! is also appended here as one `write` to a plain file before the head moves. Once `write`
-//! returns, the bytes are the kernel's: a killed process cannot lose them. sled is flushed, and
-//! the journal emptied, every [`CHECKPOINT_RECORDS`] batches or [`CHECKPOINT_BYTES`], at open
-//! and at shutdown; opening a store replays whatever the journal still holds.
+//! is appended here as one `write` to a plain file before it is applied and the head moves.
+//! Once `write` returns, the bytes are the kernel's: a killed process cannot lose them. sled is
+//! flushed, and the journal emptied, every [`CHECKPOINT_RECORDS`] batches or
+//! [`CHECKPOINT_BYTES`], at open and at shutdown; opening a store replays what the journal
+//! still holds.
 //!
-//! A record is `len: u32 LE | crc32 of the payload: u32 LE | payload`, the payload a list of
-//! operations `1 | key len: u32 | key | value len: u32 | value` (insert) or
-//! `2 | key len: u32 | key` (remove). Every batch is blind writes of fixed bytes, so replaying a
-//! record sled already holds changes nothing: replay needs no sequence numbers. Replay stops at
-//! the first torn or corrupt record (a write cut short by a crash, never acknowledged).
+//! A record is `len: u32 LE | crc32 of the payload: u32 LE | payload`, the payload the commit's
+//! sequence number (`u64 LE`) and then its operations, `1 | key len: u32 | key | value len:
+//! u32 | value` (insert) or `2 | key len: u32 | key` (remove). Every batch also sets
+//! `COMMIT_SEQ_KEY` to its number, last, so sled says which commits it holds whole: replay
+//! applies only the records after that, in order, and stops at a gap or at the first torn or
+//! corrupt record (a write cut short).
+//!
+//! The journal is not fsynced (that cost a third of a sequential sender's throughput), so a
+//! power loss or OS crash can lose the last acknowledged blocks, as it could lose sled's last
+//! half second. It must not corrupt what stays: a small block is applied key by key, and sled,
+//! flushing on its own, may have persisted part of it while the journal lost its record. So
+//! such a block first writes `PENDING_KEY`: its sequence number and the keys only it writes
+//! (versions and records of its own block number, which did not exist before). sled recovers
+//! a prefix of its writes, so whenever any of those keys survived, the marker did too, and
+//! opening the store deletes them when the marker's commit is not whole.
 
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::StorageError;
+use crate::layout;
 
 /// The journal's file name inside the store's directory.
 pub(crate) const JOURNAL_FILE: &str = "hearth-journal";
@@ -30,14 +43,17 @@ pub(crate) const CHECKPOINT_RECORDS: u32 = 1_024;
 /// After this many journal bytes, sled is flushed and the journal emptied (large blocks).
 pub(crate) const CHECKPOINT_BYTES: u64 = 64 * 1024 * 1024;
 
+/// `len` and `crc32`.
 const HEADER_LEN: usize = 8;
+/// The sequence number at the start of the payload.
+const SEQ_LEN: usize = 8;
 const INSERT: u8 = 1;
 const REMOVE: u8 = 2;
 
 /// One write to the store, as the bytes of its journal record: a list of inserts and removes
 /// applied in order. Built by the block writer and dev patches, committed by `ChainDb`.
 pub struct WriteBatch {
-    /// Journal record: header space, then the encoded operations.
+    /// Journal record: header and sequence space, then the encoded operations.
     pub(crate) record: Vec<u8>,
     /// How many operations the record holds.
     ops: usize,
@@ -45,7 +61,7 @@ pub struct WriteBatch {
 
 impl Default for WriteBatch {
     fn default() -> Self {
-        Self { record: vec![0; HEADER_LEN], ops: 0 }
+        Self { record: vec![0; HEADER_LEN + SEQ_LEN], ops: 0 }
     }
 }
 
@@ -81,10 +97,14 @@ impl WriteBatch {
         self.ops == 0
     }
 
+    fn ops(&self) -> impl Iterator<Item = Op<'_>> {
+        ops(&self.record[HEADER_LEN + SEQ_LEN..])
+    }
+
     /// The operations as one sled batch: applied atomically, readers see all or none.
     pub(crate) fn to_sled(&self) -> sled::Batch {
         let mut batch = sled::Batch::default();
-        for op in ops(&self.record[HEADER_LEN..]) {
+        for op in self.ops() {
             match op {
                 Op::Insert(key, value) => batch.insert(key, value),
                 Op::Remove(key) => batch.remove(key),
@@ -98,7 +118,7 @@ impl WriteBatch {
     /// (sled 0.34's `pin_log`); a reader may see the first keys before the last, so writers
     /// put the keys that make a record reachable last.
     pub(crate) fn apply_in_order(&self, db: &sled::Db) -> sled::Result<()> {
-        for op in ops(&self.record[HEADER_LEN..]) {
+        for op in self.ops() {
             match op {
                 Op::Insert(key, value) => {
                     db.insert(key, value)?;
@@ -110,6 +130,19 @@ impl WriteBatch {
         }
         Ok(())
     }
+
+    /// The `PENDING_KEY` value for this batch as commit `seq`: the sequence number, then the
+    /// keys only it writes (see the module docs), each `len: u32 LE | key`.
+    fn pending_marker(&self, seq: u64) -> Vec<u8> {
+        let mut marker = seq.to_le_bytes().to_vec();
+        for op in self.ops() {
+            let (Op::Insert(key, _) | Op::Remove(key)) = op;
+            if layout::belongs_to_one_block(key) {
+                push_bytes(&mut marker, key);
+            }
+        }
+        marker
+    }
 }
 
 /// One decoded operation of a record.
@@ -118,24 +151,26 @@ enum Op<'a> {
     Remove(&'a [u8]),
 }
 
+/// Reads one `len: u32 LE | bytes` field off the front of `payload`.
+fn field<'a>(payload: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let len = u32::from_le_bytes(payload.get(..4)?.try_into().ok()?) as usize;
+    let value = payload.get(4..4 + len)?;
+    *payload = &payload[4 + len..];
+    Some(value)
+}
+
 /// The operations of a record's payload; stops early at a malformed one (never produced by
 /// [`WriteBatch`]; `decode` checks whole payloads read back from disk).
 fn ops(mut payload: &[u8]) -> impl Iterator<Item = Op<'_>> {
-    fn bytes<'a>(payload: &mut &'a [u8]) -> Option<&'a [u8]> {
-        let len = u32::from_le_bytes(payload.get(..4)?.try_into().ok()?) as usize;
-        let value = payload.get(4..4 + len)?;
-        *payload = &payload[4 + len..];
-        Some(value)
-    }
     std::iter::from_fn(move || {
         let (&op, rest) = payload.split_first()?;
         payload = rest;
         match op {
             INSERT => {
-                let key = bytes(&mut payload)?;
-                Some(Op::Insert(key, bytes(&mut payload)?))
+                let key = field(&mut payload)?;
+                Some(Op::Insert(key, field(&mut payload)?))
             }
-            REMOVE => Some(Op::Remove(bytes(&mut payload)?)),
+            REMOVE => Some(Op::Remove(field(&mut payload)?)),
             _ => None,
         }
     })
@@ -147,6 +182,14 @@ fn push_bytes(record: &mut Vec<u8>, bytes: &[u8]) {
     record.extend_from_slice(bytes);
 }
 
+/// The sequence number of the last commit sled holds whole (0 for none).
+fn committed_seq(db: &sled::Db) -> Result<u64, StorageError> {
+    match db.get(layout::COMMIT_SEQ_KEY)? {
+        None => Ok(0),
+        Some(v) => Ok(layout::be_u64(&v).ok_or(StorageError::Corrupt { what: "commit sequence" })?),
+    }
+}
+
 /// The open journal of an on-disk store. Only the state owner commits, so the lock around it
 /// (in `ChainDb`) is never contended; readers never touch it.
 #[derive(Debug)]
@@ -156,28 +199,68 @@ pub(crate) struct Journal {
     db: sled::Db,
     bytes: u64,
     records: u32,
+    /// The last commit's sequence number.
+    seq: u64,
+    /// Set while a journaled batch is being applied. Still set after a failure or a panic
+    /// there: the journal then refuses commits and checkpoints, so that the record stays for
+    /// the replay at the next open to complete.
+    applying: bool,
 }
 
 impl Journal {
-    /// Opens the journal in `dir`, replays what it holds into `db`, makes that durable and
-    /// empties it. Returns the journal and how many records were replayed.
+    /// Opens the journal in `dir`: replays the commits it holds that `db` lacks, removes what
+    /// a commit cut short by a crash left behind, makes that durable and empties the journal.
+    /// Returns the journal and how many records were replayed.
     pub(crate) fn open(dir: &Path, db: &sled::Db) -> Result<(Self, usize), StorageError> {
         let path = dir.join(JOURNAL_FILE);
         let mut file =
             File::options().read(true).append(true).create(true).open(&path).map_err(io(&path))?;
         let mut held = Vec::new();
         file.read_to_end(&mut held).map_err(io(&path))?;
-        let replayed = replay(&held, db)?;
-        let mut journal = Self { file, path, db: db.clone(), bytes: 0, records: 0 };
-        if !held.is_empty() {
+        let (replayed, seq) = replay(&held, db, committed_seq(db)?)?;
+        let cleaned = remove_partial_commit(db, seq)?;
+        let mut journal =
+            Self { file, path, db: db.clone(), bytes: 0, records: 0, seq, applying: false };
+        if !held.is_empty() || cleaned {
             journal.checkpoint()?;
         }
         Ok((journal, replayed))
     }
 
-    /// Appends a batch's record in one `write`. Once this returns, a killed process cannot
-    /// lose the batch. The caller applies the batch to sled next, then checkpoints if due.
-    pub(crate) fn append(&mut self, record: &mut [u8]) -> Result<(), StorageError> {
+    /// Journals `batch` as the next commit, then applies it to sled: key by key when
+    /// `in_order` (after its `PENDING_KEY` marker), else as one atomic sled batch. Returns how
+    /// long applying and journaling took.
+    pub(crate) fn commit(
+        &mut self,
+        mut batch: WriteBatch,
+        in_order: bool,
+    ) -> Result<(Duration, Duration), StorageError> {
+        if self.applying {
+            return Err(StorageError::Corrupt {
+                what: "commit journal (an earlier commit failed half-way; restart the node to complete it)",
+            });
+        }
+        let seq = self.seq + 1;
+        batch.insert(layout::COMMIT_SEQ_KEY, seq.to_be_bytes());
+        batch.record[HEADER_LEN..HEADER_LEN + SEQ_LEN].copy_from_slice(&seq.to_le_bytes());
+        let started = Instant::now();
+        self.append(&mut batch.record)?;
+        self.seq = seq;
+        let journaled = started.elapsed();
+        let applying = Instant::now();
+        self.applying = true;
+        if in_order {
+            self.db.insert(layout::PENDING_KEY, batch.pending_marker(seq))?;
+            batch.apply_in_order(&self.db)?;
+        } else {
+            self.db.apply_batch(batch.to_sled())?;
+        }
+        self.applying = false;
+        Ok((applying.elapsed(), journaled))
+    }
+
+    /// Appends a record in one `write`. Once this returns, a killed process cannot lose it.
+    fn append(&mut self, record: &mut [u8]) -> Result<(), StorageError> {
         let payload_len = u32::try_from(record.len() - HEADER_LEN)
             .map_err(|_| StorageError::Corrupt { what: "journal record over 4 GiB" })?;
         let crc = crc32fast::hash(&record[HEADER_LEN..]);
@@ -185,8 +268,10 @@ impl Journal {
         record[4..HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
         if let Err(error) = self.file.write_all(record) {
             // Cut off what part of the record did get written, so that later records stay
-            // replayable; the commit fails either way.
-            let _ = self.file.set_len(self.bytes);
+            // replayable; if even that fails, stop journaling.
+            if self.file.set_len(self.bytes).is_err() {
+                self.applying = true;
+            }
             return Err(io(&self.path)(error));
         }
         self.bytes += record.len() as u64;
@@ -199,8 +284,14 @@ impl Journal {
         self.records >= CHECKPOINT_RECORDS || self.bytes >= CHECKPOINT_BYTES
     }
 
-    /// Makes everything sled holds durable, then empties the journal.
+    /// Makes everything sled holds durable, then empties the journal. Refused while a commit
+    /// is cut short: its record must stay for the replay.
     pub(crate) fn checkpoint(&mut self) -> Result<(), StorageError> {
+        if self.applying {
+            return Err(StorageError::Corrupt {
+                what: "commit journal (a commit failed half-way; kept for replay at the next open)",
+            });
+        }
         self.db.flush()?;
         self.file.set_len(0).map_err(io(&self.path))?;
         self.bytes = 0;
@@ -211,8 +302,10 @@ impl Journal {
 
 impl Drop for Journal {
     fn drop(&mut self) {
-        // A clean shutdown leaves nothing to replay; a failure here only means replay at open.
+        // Nothing to replay after a clean shutdown; a failure here (or a commit cut short)
+        // only means replay at the next open.
         if self.records > 0
+            && !self.applying
             && let Err(error) = self.checkpoint()
         {
             tracing::warn!(target: "storage", %error, "journal checkpoint at shutdown failed");
@@ -220,34 +313,73 @@ impl Drop for Journal {
     }
 }
 
-/// Applies every whole record in `held` to `db`, in order; stops at the first torn or corrupt
-/// one. Returns how many were applied.
-fn replay(held: &[u8], db: &sled::Db) -> Result<usize, StorageError> {
+/// Applies, in order, the whole records in `held` whose commits come after `committed` (the
+/// last one sled holds whole); stops at a gap or at the first torn or corrupt record. Returns
+/// how many were applied and the last commit now whole.
+fn replay(held: &[u8], db: &sled::Db, committed: u64) -> Result<(usize, u64), StorageError> {
     let mut rest = held;
+    let mut seq = committed;
     let mut applied = 0;
     while rest.len() >= HEADER_LEN {
         let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
         let crc = u32::from_le_bytes(rest[4..HEADER_LEN].try_into().expect("4 bytes"));
         let Some(payload) = rest.get(HEADER_LEN..HEADER_LEN + len) else { break };
-        if crc32fast::hash(payload) != crc {
+        if len < SEQ_LEN || crc32fast::hash(payload) != crc {
             break;
         }
-        let Some(batch) = decode(payload) else { break };
-        db.apply_batch(batch)?;
-        applied += 1;
+        let record_seq = u64::from_le_bytes(payload[..SEQ_LEN].try_into().expect("8 bytes"));
+        let Some(batch) = decode(&payload[SEQ_LEN..]) else { break };
+        if record_seq == seq + 1 {
+            db.apply_batch(batch)?;
+            seq = record_seq;
+            applied += 1;
+        } else if record_seq > seq + 1 {
+            break; // a gap: what follows cannot be applied in order
+        }
         rest = &rest[HEADER_LEN + len..];
     }
     if !rest.is_empty() {
         tracing::warn!(
             target: "storage",
+            at = held.len() - rest.len(),
             ignored_bytes = rest.len(),
-            "journal ends in a torn record (a write cut short by a crash); it was never acknowledged"
+            "journal ends in a torn or unreadable record; commits from there on are not replayed \
+             (a write cut short by a crash, or commits lost with the OS)"
         );
     }
-    Ok(applied)
+    Ok((applied, seq))
 }
 
-/// The sled batch a record's payload encodes, or `None` when it is malformed.
+/// Deletes what a small commit cut short left in sled: its marker names a commit after
+/// `committed` (the last whole one). Returns whether there was such a commit.
+fn remove_partial_commit(db: &sled::Db, committed: u64) -> Result<bool, StorageError> {
+    let Some(marker) = db.get(layout::PENDING_KEY)? else { return Ok(false) };
+    let corrupt = StorageError::Corrupt { what: "pending commit marker" };
+    let (seq, mut keys) = marker.split_at_checked(8).ok_or(corrupt)?;
+    let seq = u64::from_le_bytes(seq.try_into().expect("8 bytes"));
+    if seq <= committed {
+        return Ok(false);
+    }
+    let mut batch = sled::Batch::default();
+    let mut removed = 0;
+    while !keys.is_empty() {
+        let key =
+            field(&mut keys).ok_or(StorageError::Corrupt { what: "pending commit marker" })?;
+        batch.remove(key);
+        removed += 1;
+    }
+    batch.remove(layout::PENDING_KEY);
+    db.apply_batch(batch)?;
+    tracing::warn!(
+        target: "storage",
+        commit = seq,
+        removed,
+        "removed the keys of a commit cut short by a crash (its journal record was lost)"
+    );
+    Ok(true)
+}
+
+/// The sled batch a record's operations encode, or `None` when they are malformed.
 fn decode(payload: &[u8]) -> Option<sled::Batch> {
     let mut batch = sled::Batch::default();
     let mut consumed = 0;
@@ -275,21 +407,20 @@ mod tests {
     use super::*;
 
     fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "hearth-journal-{name}-{}-{}",
-            std::process::id(),
-            rand_suffix()
-        ));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir = std::env::temp_dir()
+            .join(format!("hearth-journal-{name}-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         dir
     }
 
-    fn rand_suffix() -> u64 {
-        use std::time::{SystemTime, UNIX_EPOCH};
-        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+    fn store() -> sled::Db {
+        sled::Config::new().temporary(true).open().expect("sled")
     }
 
-    fn record(ops: &[(&[u8], Option<&[u8]>)]) -> Vec<u8> {
+    fn batch(ops: &[(&[u8], Option<&[u8]>)]) -> WriteBatch {
         let mut batch = WriteBatch::default();
         for (key, value) in ops {
             match value {
@@ -297,88 +428,156 @@ mod tests {
                 None => batch.remove(*key),
             }
         }
-        batch.record
+        batch
+    }
+
+    fn get(db: &sled::Db, key: &[u8]) -> Option<Vec<u8>> {
+        db.get(key).expect("read").map(|v| v.to_vec())
+    }
+
+    /// Commits `batches` through a journal in `dir` over `db`, then "crashes": the journal is
+    /// never dropped, so nothing is checkpointed.
+    fn commit_and_crash(dir: &Path, db: &sled::Db, batches: Vec<WriteBatch>) {
+        let (mut journal, _) = Journal::open(dir, db).expect("journal");
+        for (i, batch) in batches.into_iter().enumerate() {
+            journal.commit(batch, i % 2 == 1).expect("commit");
+        }
+        std::mem::forget(journal);
+    }
+
+    fn journal_len(dir: &Path) -> u64 {
+        std::fs::metadata(dir.join(JOURNAL_FILE)).expect("journal file").len()
     }
 
     #[test]
-    fn records_replay_into_a_store_that_never_saw_them() {
+    fn commits_replay_into_a_store_that_never_saw_them() {
         let dir = temp_dir("replay");
-        let writer = sled::Config::new().temporary(true).open().expect("sled");
-        let (mut journal, replayed) = Journal::open(&dir, &writer).expect("journal");
-        assert_eq!(replayed, 0);
-        journal.append(&mut record(&[(b"a", Some(b"1")), (b"b", Some(b"2"))])).unwrap();
-        journal.append(&mut record(&[(b"a", None), (b"c", Some(b"3"))])).unwrap();
-        // The process dies here: no checkpoint, and the store the journal fed is gone.
-        std::mem::forget(journal);
+        let batches = vec![
+            batch(&[(b"a", Some(b"1")), (b"b", Some(b"2"))]),
+            batch(&[(b"a", None), (b"c", Some(b"3"))]),
+        ];
+        commit_and_crash(&dir, &store(), batches);
 
-        let fresh = sled::Config::new().temporary(true).open().expect("sled");
+        let fresh = store();
         let (_journal, replayed) = Journal::open(&dir, &fresh).expect("journal");
         assert_eq!(replayed, 2);
-        assert_eq!(fresh.get(b"a").unwrap(), None);
-        assert_eq!(fresh.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
-        assert_eq!(fresh.get(b"c").unwrap().as_deref(), Some(&b"3"[..]));
-        assert_eq!(std::fs::metadata(dir.join(JOURNAL_FILE)).unwrap().len(), 0, "emptied");
+        assert_eq!(get(&fresh, b"a"), None);
+        assert_eq!(get(&fresh, b"b").as_deref(), Some(&b"2"[..]));
+        assert_eq!(get(&fresh, b"c").as_deref(), Some(&b"3"[..]));
+        assert_eq!(committed_seq(&fresh).unwrap(), 2);
+        assert_eq!(journal_len(&dir), 0, "emptied once replayed");
         std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
-    fn replay_stops_at_a_torn_record() {
+    fn replay_stops_at_a_torn_or_corrupt_record() {
         let dir = temp_dir("torn");
-        let mut whole = record(&[(b"k", Some(b"whole"))]);
-        let mut torn = record(&[(b"k", Some(b"torn")), (b"x", Some(b"y"))]);
-        // Fill both headers the way `append` does, then cut the second record short.
-        for r in [&mut whole, &mut torn] {
-            let len = (r.len() - HEADER_LEN) as u32;
-            let crc = crc32fast::hash(&r[HEADER_LEN..]);
-            r[..4].copy_from_slice(&len.to_le_bytes());
-            r[4..8].copy_from_slice(&crc.to_le_bytes());
-        }
-        let mut bytes = whole;
-        bytes.extend_from_slice(&torn[..torn.len() - 3]);
-        std::fs::write(dir.join(JOURNAL_FILE), &bytes).unwrap();
+        let batches = vec![batch(&[(b"k", Some(b"whole"))]), batch(&[(b"k", Some(b"torn"))])];
+        commit_and_crash(&dir, &store(), batches);
+        let path = dir.join(JOURNAL_FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.truncate(bytes.len() - 3);
+        std::fs::write(&path, &bytes).unwrap();
+        let db = store();
+        assert_eq!(Journal::open(&dir, &db).expect("journal").1, 1);
+        assert_eq!(get(&db, b"k").as_deref(), Some(&b"whole"[..]));
 
-        let db = sled::Config::new().temporary(true).open().expect("sled");
-        let (_journal, replayed) = Journal::open(&dir, &db).expect("journal");
-        assert_eq!(replayed, 1);
-        assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"whole"[..]));
-        assert_eq!(db.get(b"x").unwrap(), None, "nothing of the torn record applied");
-        std::fs::remove_dir_all(&dir).ok();
-    }
-
-    #[test]
-    fn a_corrupt_record_is_not_applied() {
         let dir = temp_dir("corrupt");
-        let mut r = record(&[(b"k", Some(b"v"))]);
-        let len = (r.len() - HEADER_LEN) as u32;
-        let crc = crc32fast::hash(&r[HEADER_LEN..]);
-        r[..4].copy_from_slice(&len.to_le_bytes());
-        r[4..8].copy_from_slice(&crc.to_le_bytes());
-        let last = r.len() - 1;
-        r[last] ^= 0xff;
-        std::fs::write(dir.join(JOURNAL_FILE), &r).unwrap();
-
-        let db = sled::Config::new().temporary(true).open().expect("sled");
-        let (_journal, replayed) = Journal::open(&dir, &db).expect("journal");
-        assert_eq!(replayed, 0);
-        assert_eq!(db.get(b"k").unwrap(), None);
+        commit_and_crash(&dir, &store(), vec![batch(&[(b"k", Some(b"v"))])]);
+        let path = dir.join(JOURNAL_FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        let db = store();
+        assert_eq!(Journal::open(&dir, &db).expect("journal").1, 0);
+        assert_eq!(get(&db, b"k"), None, "a record failing its checksum is not applied");
         std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
-    fn a_checkpoint_empties_the_journal_once_due() {
+    fn replay_applies_only_commits_after_the_stores_and_stops_at_a_gap() {
+        let dir = temp_dir("seq");
+        let batches = (1..=3u8).map(|i| batch(&[(b"k", Some(&[i][..]))])).collect();
+        commit_and_crash(&dir, &store(), batches);
+        let bytes = std::fs::read(dir.join(JOURNAL_FILE)).unwrap();
+
+        // sled kept commits 1 and 2 (and its own later writes): only 3 is replayed.
+        let db = store();
+        db.insert(layout::COMMIT_SEQ_KEY, &2u64.to_be_bytes()).unwrap();
+        assert_eq!(Journal::open(&dir, &db).expect("journal").1, 1);
+        assert_eq!(get(&db, b"k").as_deref(), Some(&[3u8][..]));
+
+        // sled kept all three: an older record never overwrites newer state.
+        std::fs::write(dir.join(JOURNAL_FILE), &bytes).unwrap();
+        let db = store();
+        db.insert(layout::COMMIT_SEQ_KEY, &3u64.to_be_bytes()).unwrap();
+        db.insert(b"k", &[9u8]).unwrap();
+        assert_eq!(Journal::open(&dir, &db).expect("journal").1, 0);
+        assert_eq!(get(&db, b"k").as_deref(), Some(&[9u8][..]));
+
+        // A journal that starts after a commit sled lacks cannot be replayed in order.
+        let dir = temp_dir("gap");
+        let ahead = store();
+        ahead.insert(layout::COMMIT_SEQ_KEY, &5u64.to_be_bytes()).unwrap();
+        commit_and_crash(&dir, &ahead, vec![batch(&[(b"k", Some(b"6"))])]);
+        let db = store();
+        assert_eq!(Journal::open(&dir, &db).expect("journal").1, 0);
+        assert_eq!(get(&db, b"k"), None);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_commit_cut_short_without_its_record_is_removed_at_open() {
+        let account = [&[layout::ACCOUNT][..], &[7; 28]].concat();
+        let node = [&[layout::TRIE_NODE][..], &[8; 32]].concat();
+        let block = batch(&[
+            (&node, Some(b"node")),
+            (&account, Some(b"version")),
+            (layout::HEAD_KEY, Some(&1u64.to_be_bytes())),
+        ]);
+        // sled persisted the marker and the first two keys of commit 1; the journal lost it.
+        let db = store();
+        db.insert(layout::PENDING_KEY, block.pending_marker(1)).unwrap();
+        db.insert(&node, &b"node"[..]).unwrap();
+        db.insert(&account, &b"version"[..]).unwrap();
+        let dir = temp_dir("partial");
+        Journal::open(&dir, &db).expect("journal");
+        assert_eq!(get(&db, &account), None, "the block's own version is gone");
+        assert!(get(&db, &node).is_some(), "trie nodes are shared by content and stay");
+        assert_eq!(get(&db, layout::PENDING_KEY), None);
+
+        // A marker of a commit sled holds whole is left alone.
+        let db = store();
+        db.insert(layout::PENDING_KEY, block.pending_marker(1)).unwrap();
+        db.insert(&account, &b"version"[..]).unwrap();
+        db.insert(layout::COMMIT_SEQ_KEY, &1u64.to_be_bytes()).unwrap();
+        Journal::open(&dir, &db).expect("journal");
+        assert!(get(&db, &account).is_some());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_checkpoint_empties_the_journal_once_due_and_never_mid_commit() {
         let dir = temp_dir("checkpoint");
-        let db = sled::Config::new().temporary(true).open().expect("sled");
+        let db = store();
         let (mut journal, _) = Journal::open(&dir, &db).expect("journal");
-        for i in 0..CHECKPOINT_RECORDS - 1 {
-            journal.append(&mut record(&[(&i.to_be_bytes(), Some(b"v"))])).unwrap();
+        for i in 0..CHECKPOINT_RECORDS {
+            assert!(!journal.due());
+            journal.commit(batch(&[(&i.to_be_bytes(), Some(b"v"))]), true).unwrap();
         }
-        assert!(journal.bytes > 0);
-        assert!(!journal.due());
-        journal.append(&mut record(&[(b"last", Some(b"v"))])).unwrap();
         assert!(journal.due());
         journal.checkpoint().unwrap();
         assert_eq!((journal.bytes, journal.records), (0, 0));
-        assert_eq!(std::fs::metadata(dir.join(JOURNAL_FILE)).unwrap().len(), 0);
+        assert_eq!(journal_len(&dir), 0);
+
+        // A commit that failed while being applied keeps its record for the next open.
+        journal.commit(batch(&[(b"x", Some(b"y"))]), true).unwrap();
+        journal.applying = true;
+        assert!(journal.checkpoint().is_err());
+        assert!(journal.commit(batch(&[(b"z", Some(b"w"))]), true).is_err());
+        drop(journal);
+        assert!(journal_len(&dir) > 0, "not emptied at drop either");
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -38,6 +38,30 @@ pub(crate) const PATCHED_ROOT: u8 = b'P';
 pub(crate) const HEAD_KEY: &[u8] = b"mhead";
 /// The key of the chain configuration an imported chain runs under (JSON, opaque here).
 pub(crate) const CHAIN_CONFIG_KEY: &[u8] = b"mchainconfig";
+/// The key of the last commit sled holds whole: its journal sequence number (`journal`).
+pub(crate) const COMMIT_SEQ_KEY: &[u8] = b"mcommitseq";
+/// The key of the marker a commit applied key by key writes first (`journal`).
+pub(crate) const PENDING_KEY: &[u8] = b"mpending";
+
+/// Whether `key` holds a record of one block only (a version or record under that block's
+/// number, or an index entry pointing at that block): a block commit cut short may delete it.
+/// Trie nodes and code are shared by content, and the `m` keys by every commit.
+pub(crate) fn belongs_to_one_block(key: &[u8]) -> bool {
+    matches!(
+        key.first(),
+        Some(
+            &(ACCOUNT
+                | STORAGE
+                | BODY
+                | RECEIPTS
+                | HEADER
+                | HASH_BY_NUMBER
+                | NUMBER_BY_HASH
+                | TX_LOOKUP
+                | EXTRAS)
+        )
+    )
+}
 
 /// Records that can be large (a block's transactions or receipts: megabytes) are stored as
 /// chunks of at most `CHUNK_BYTES` under `key ++ chunk index`, never as one sled value.
