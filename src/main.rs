@@ -56,6 +56,11 @@ fn main() -> ExitCode {
         actix_rt::spawn(close_websockets_on_signal(node.subscriptions.clone()));
         // Runs until SIGINT/SIGTERM; actix-web stops gracefully on either.
         server.await.map_err(|source| hearth::node::NodeError::Bind { addr, source })?;
+        // Flush sled and empty the commit journal, so the next start has nothing to replay
+        // (a failure only means it replays).
+        if let Err(error) = node.chain.checkpoint() {
+            tracing::warn!(target: "node", %error, "final journal checkpoint failed; the next start replays it");
+        }
         Ok::<_, hearth::node::NodeError>(())
     });
     match result {
@@ -71,7 +76,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// Opens the datadir of `hearth import` / `hearth export`.
 /// Waits for SIGINT or SIGTERM (the signals actix-web stops on), then asks the subscription
 /// actor to close every WebSocket connection.
 async fn close_websockets_on_signal(subscriptions: actix::Addr<hearth_actors::SubscriptionActor>) {
@@ -89,6 +93,7 @@ async fn close_websockets_on_signal(subscriptions: actix::Addr<hearth_actors::Su
     }
 }
 
+/// Opens the datadir of `hearth import` / `hearth export`.
 fn open_datadir(datadir: Option<PathBuf>) -> Result<hearth_storage::ChainDb, String> {
     let path = match datadir {
         Some(path) => path,
