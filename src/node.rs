@@ -209,8 +209,8 @@ impl Node {
             },
         )
         .notify_admitted(filters.clone().recipient(), filters_pending)
-        .notify_admitted(subscriptions.clone().recipient(), subs_pending)
-        .start_bounded_on(&pool_and_miner.handle(), mailbox);
+        .notify_admitted(subscriptions.clone().recipient(), subs_pending);
+        let mempool = hearth_actors::start_on(&pool_and_miner.handle(), mempool, mailbox);
         let miner = MinerActor::new(
             chain.clone(),
             MinerPeers {
@@ -228,8 +228,8 @@ impl Node {
                 // Fixed, so random block times repeat from run to run with the same settings.
                 seed: config.chain_id,
             },
-        )
-        .start_bounded_on(&pool_and_miner.handle(), mailbox);
+        );
+        let miner = hearth_actors::start_on(&pool_and_miner.handle(), miner, mailbox);
         info!(
             target: "node",
             threads = config.executor_threads.get(),

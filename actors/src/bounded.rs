@@ -29,11 +29,7 @@ where
 /// Starts `actor` on `arbiter`'s thread. Actors that talk to each other on every block (the
 /// miner and the mempool) share one, so their round trips are task switches, not thread
 /// wake-ups.
-pub(crate) fn start_on<A>(
-    arbiter: &actix::ArbiterHandle,
-    actor: A,
-    mailbox: NonZeroUsize,
-) -> Addr<A>
+pub fn start_on<A>(arbiter: &actix::ArbiterHandle, actor: A, mailbox: NonZeroUsize) -> Addr<A>
 where
     A: Actor<Context = Context<A>> + Send,
 {

@@ -18,6 +18,7 @@ pub mod miner;
 pub mod state;
 pub mod subscriptions;
 
+pub use bounded::start_on;
 pub use code_cache::{CodeCache, CodeCacheActor, CodeL1, CodeL2};
 pub use exec_db::{READ_CACHE_ENTRIES, ReadCache};
 pub use executor::{ExecConfig, ExecutorActor};

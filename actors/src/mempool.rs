@@ -10,10 +10,9 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use actix::{Actor, Addr, Context, Handler};
+use actix::{Actor, Context, Handler};
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Transaction, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
@@ -537,16 +536,6 @@ impl MempoolActor {
                 tracing::warn!(target: "actors::mempool", "admission subscriber busy; notification dropped");
             }
         }
-    }
-
-    /// Starts the actor on `arbiter` (the node puts the miner there too) with its mailbox
-    /// bounded from the first message on.
-    pub fn start_bounded_on(
-        self,
-        arbiter: &actix::ArbiterHandle,
-        mailbox: NonZeroUsize,
-    ) -> Addr<Self> {
-        crate::bounded::start_on(arbiter, self, mailbox)
     }
 }
 

@@ -163,16 +163,6 @@ impl MinerActor {
         crate::bounded::start_on_own_thread(self, mailbox)
     }
 
-    /// Starts the actor on `arbiter` (the node puts the mempool there too) with its mailbox
-    /// bounded from the first message on.
-    pub fn start_bounded_on(
-        self,
-        arbiter: &actix::ArbiterHandle,
-        mailbox: NonZeroUsize,
-    ) -> Addr<Self> {
-        crate::bounded::start_on(arbiter, self, mailbox)
-    }
-
     /// Starts the actor on the current thread's runtime (tests: its timer then follows a
     /// paused tokio clock), with its mailbox bounded from the first message on.
     pub fn start_here(self, mailbox: NonZeroUsize) -> Addr<Self> {

@@ -341,7 +341,9 @@ impl ExecutorLane {
 struct LaneGuard {
     lanes: Arc<[ExecutorLane]>,
     index: usize,
-    sent: tokio::time::Instant,
+    /// When it was sent; `None` for block builds, which are not calls and would skew the
+    /// service time that calls are admitted by.
+    sent: Option<tokio::time::Instant>,
     depth: u32,
 }
 
@@ -349,7 +351,8 @@ impl Drop for LaneGuard {
     fn drop(&mut self) {
         let lane = &self.lanes[self.index];
         lane.in_flight.fetch_sub(1, Relaxed);
-        let sample = self.sent.elapsed().as_nanos() as u64 / u64::from(self.depth.max(1));
+        let Some(sent) = self.sent else { return };
+        let sample = sent.elapsed().as_nanos() as u64 / u64::from(self.depth.max(1));
         let old = lane.service_nanos.load(Relaxed);
         let new = if old == 0 { sample } else { old - old / 8 + sample / 8 };
         lane.service_nanos.store(new, Relaxed);
@@ -442,8 +445,8 @@ impl ExecutorClient {
     }
 
     /// The lane holding the fewest requests among the running executors, counted until the
-    /// guard drops.
-    fn lane(&self) -> LaneGuard {
+    /// guard drops; `sampled` requests feed the lane's service time.
+    fn lane(&self, sampled: bool) -> LaneGuard {
         let n = self.lanes.len();
         let start = self.next.fetch_add(1, Relaxed) % n;
         let index = (0..n)
@@ -455,7 +458,7 @@ impl ExecutorClient {
         LaneGuard {
             lanes: Arc::clone(&self.lanes),
             index,
-            sent: tokio::time::Instant::now(),
+            sent: sampled.then(tokio::time::Instant::now),
             depth: u32::try_from(depth).unwrap_or(u32::MAX),
         }
     }
@@ -468,12 +471,13 @@ impl ExecutorClient {
         permit: tokio::sync::OwnedSemaphorePermit,
         recipient: impl Fn(&ExecutorLane) -> &Recipient<Admitted<M>>,
         request: M,
+        sampled: bool,
     ) -> Result<M::Result, ExecError>
     where
         M: Message + Send + 'static,
         M::Result: Send,
     {
-        let lane = self.lane();
+        let lane = self.lane(sampled);
         let to = recipient(&self.lanes[lane.index]);
         // `send` enqueues at once; the caller only waits for the answer.
         let answer = to.send(Admitted { request, _slot: Slot { _permit: permit, lane } });
@@ -485,13 +489,13 @@ impl ExecutorClient {
     /// [`ExecError::Busy`].
     pub async fn call(&self, call: Call) -> Result<CallOutcome, ExecError> {
         let permit = self.admit().await?;
-        self.dispatch(permit, |lane| &lane.calls, call).await?
+        self.dispatch(permit, |lane| &lane.calls, call, true).await?
     }
 
     /// Runs an estimate on the pool, admitted as [`call`](Self::call) is.
     pub async fn estimate_gas(&self, estimate: EstimateGas) -> Result<EstimateOutcome, ExecError> {
         let permit = self.admit().await?;
-        self.dispatch(permit, |lane| &lane.estimates, estimate).await?
+        self.dispatch(permit, |lane| &lane.estimates, estimate, true).await?
     }
 
     /// Builds a block. Block building waits for a permit rather than failing: the miner must
@@ -501,17 +505,12 @@ impl ExecutorClient {
             .acquire_owned()
             .await
             .map_err(|_| ExecError::Mailbox(actix::MailboxError::Closed))?;
-        self.dispatch(permit, |lane| &lane.builds, build).await?
+        self.dispatch(permit, |lane| &lane.builds, build, false).await?
     }
 
     /// The admission bound.
     pub const fn max_in_flight(&self) -> usize {
         self.max_in_flight
-    }
-
-    /// The longest a call waits for a slot when the pool is at its bound.
-    pub const fn admission_wait(&self) -> Duration {
-        self.admission_wait
     }
 
     /// Requests currently admitted (queued or running in the pool).

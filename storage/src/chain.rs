@@ -34,10 +34,10 @@ pub struct ChainDb {
 const NO_HEAD: u64 = u64::MAX;
 
 /// Blocks of at most this many keys go into sled key by key; larger ones as one sled batch.
-/// A sled batch costs a fixed ~150 µs (it seals sled's IO buffer twice, waking every idle IO
-/// thread each time: `WriteBatch::apply_in_order`) but less per key: a one-transfer block
-/// (17 keys) took 115 µs key by key, a 1,000-account block (~4,500 keys) 59 ms key by key and
-/// 44 ms as a batch.
+/// A sled batch has a fixed cost (it seals sled's IO buffer twice, waking every idle IO
+/// thread each time: `WriteBatch::apply_in_order`; one sender's transfers ran 18% faster key by
+/// key) but costs less per key: the trie bench's 1,000-account blocks (~4,500 keys) took a
+/// median 59 ms to apply key by key and 43-55 ms as a batch (BENCHMARKS.md).
 const IN_ORDER_MAX_OPS: usize = 128;
 
 /// The page cache a store opens with: a cap on the pages sled keeps decoded in memory, not an
@@ -137,21 +137,13 @@ impl ChainDb {
         number: u64,
         in_order: bool,
     ) -> Result<(Duration, Duration), StorageError> {
-        let Some(journal) = &self.journal else {
+        let Some(mut journal) = self.journal()? else {
             // In memory: nothing to make durable.
             let started = Instant::now();
-            if in_order {
-                batch.apply_in_order(&self.db)?;
-            } else {
-                self.db.apply_batch(batch.to_sled())?;
-            }
+            batch.apply(&self.db, in_order)?;
             self.head.store(number, Ordering::Release);
             return Ok((started.elapsed(), Duration::ZERO));
         };
-        // A poisoned lock means a commit panicked half-way: stop committing.
-        let mut journal = journal.lock().map_err(|_| StorageError::Corrupt {
-            what: "commit journal (an earlier commit panicked)",
-        })?;
         let timings = journal.commit(batch, in_order)?;
         self.head.store(number, Ordering::Release);
         if journal.due()
@@ -165,13 +157,20 @@ impl ChainDb {
     /// Flushes sled and empties the journal now (shutdown, benchmarks). Commits do this by
     /// themselves every few hundred blocks.
     pub fn checkpoint(&self) -> Result<(), StorageError> {
-        match &self.journal {
-            Some(journal) => journal
-                .lock()
-                .map_err(|_| StorageError::Corrupt { what: "commit journal (a commit panicked)" })?
-                .checkpoint(),
-            None => Ok(()),
-        }
+        self.journal()?.map_or(Ok(()), |mut journal| journal.checkpoint())
+    }
+
+    /// The journal, locked (`None` in memory). A poisoned lock means a commit panicked
+    /// half-way: nothing more is committed or checkpointed.
+    fn journal(&self) -> Result<Option<std::sync::MutexGuard<'_, Journal>>, StorageError> {
+        self.journal
+            .as_ref()
+            .map(|journal| {
+                journal.lock().map_err(|_| StorageError::Corrupt {
+                    what: "commit journal (an earlier commit panicked)",
+                })
+            })
+            .transpose()
     }
 
     /// The header of block `number`.

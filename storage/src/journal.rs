@@ -101,6 +101,12 @@ impl WriteBatch {
         ops(&self.record[HEADER_LEN + SEQ_LEN..])
     }
 
+    /// Applies the operations to `db`: key by key when `in_order` ([`Self::apply_in_order`]),
+    /// else as one atomic sled batch.
+    pub(crate) fn apply(&self, db: &sled::Db, in_order: bool) -> sled::Result<()> {
+        if in_order { self.apply_in_order(db) } else { db.apply_batch(self.to_sled()) }
+    }
+
     /// The operations as one sled batch: applied atomically, readers see all or none.
     pub(crate) fn to_sled(&self) -> sled::Batch {
         let mut batch = sled::Batch::default();
@@ -117,7 +123,7 @@ impl WriteBatch {
     /// sled's IO buffer, which costs two wake-ups of every idle sled IO thread per batch
     /// (sled 0.34's `pin_log`); a reader may see the first keys before the last, so writers
     /// put the keys that make a record reachable last.
-    pub(crate) fn apply_in_order(&self, db: &sled::Db) -> sled::Result<()> {
+    fn apply_in_order(&self, db: &sled::Db) -> sled::Result<()> {
         for op in self.ops() {
             match op {
                 Op::Insert(key, value) => {
@@ -251,10 +257,8 @@ impl Journal {
         self.applying = true;
         if in_order {
             self.db.insert(layout::PENDING_KEY, batch.pending_marker(seq))?;
-            batch.apply_in_order(&self.db)?;
-        } else {
-            self.db.apply_batch(batch.to_sled())?;
         }
+        batch.apply(&self.db, in_order)?;
         self.applying = false;
         Ok((applying.elapsed(), journaled))
     }
