@@ -562,10 +562,11 @@ impl Handler<TakePending> for MempoolActor {
 }
 
 impl Handler<TxsMined> for MempoolActor {
-    type Result = ();
+    type Result = bool;
 
     fn handle(&mut self, msg: TxsMined, _ctx: &mut Self::Context) -> Self::Result {
         self.pool.remove_mined(&self.db, msg.included.into_iter().chain(msg.invalid));
+        !self.pool.is_empty()
     }
 }
 

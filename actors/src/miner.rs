@@ -272,7 +272,7 @@ impl MinerActor {
         ctx.wait(
             async move {
                 match job.mine_one(None, false).await {
-                    Ok(block) => block,
+                    Ok(mined) => mined.block,
                     Err(error) => {
                         warn!(target: "actors::miner", %error, "interval block failed");
                         None
@@ -307,7 +307,7 @@ impl MineJob {
         &self,
         timestamp: Option<u64>,
         only_if_pending: bool,
-    ) -> Result<Option<Arc<SealedBlock>>, MineError> {
+    ) -> Result<Mined, MineError> {
         self.mine_one_first(timestamp, only_if_pending, true).await
     }
 
@@ -316,7 +316,7 @@ impl MineJob {
         timestamp: Option<u64>,
         only_if_pending: bool,
         first: bool,
-    ) -> Result<Option<Arc<SealedBlock>>, MineError> {
+    ) -> Result<Mined, MineError> {
         let head = self.db.head_number().unwrap_or_default();
         let parent =
             self.db.header(head).map_err(|e| MineError::State(e.into()))?.ok_or(
@@ -336,7 +336,7 @@ impl MineJob {
         let txs =
             self.peers.take_pending.send(TakePending { gas_limit, max_bytes, base_fee }).await?;
         if txs.is_empty() && only_if_pending {
-            return Ok(None);
+            return Ok(Mined { block: None, pool_left: false });
         }
         let timestamp = match timestamp.or(next.timestamp) {
             Some(t) if t <= parent.timestamp => {
@@ -368,13 +368,22 @@ impl MineJob {
         if included.is_empty() && only_if_pending {
             // Nothing executed (all invalid or too big): clean the pool, make no empty block.
             self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
-            return Ok(None);
+            return Ok(Mined { block: None, pool_left: false });
         }
         let block =
             self.peers.commit.send(CommitBlock { draft: built.draft, diff: built.diff }).await??;
-        self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
-        Ok(Some(block))
+        let pool_left = self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
+        Ok(Mined { block: Some(block), pool_left })
     }
+}
+
+/// What one `MineJob::mine_one` run made.
+struct Mined {
+    /// The block, unless none was made.
+    block: Option<Arc<SealedBlock>>,
+    /// Whether the pool still held transactions after the block (`false` when none was made:
+    /// then nothing executable was there).
+    pool_left: bool,
 }
 
 impl Actor for MinerActor {
@@ -402,8 +411,13 @@ impl Handler<AutoMine> for MinerActor {
                 // worth of gas arrived at once).
                 loop {
                     match job.mine_one_first(None, true, first).await {
-                        Ok(Some(block)) => last = Some(block),
-                        Ok(None) => break,
+                        Ok(Mined { block: Some(block), pool_left }) => {
+                            last = Some(block);
+                            if !pool_left {
+                                break;
+                            }
+                        }
+                        Ok(Mined { block: None, .. }) => break,
                         Err(e) => return (Err(e), last),
                     }
                     first = false;
@@ -427,11 +441,11 @@ async fn mine_series(
     let mut last: Option<Arc<SealedBlock>> = None;
     for i in 0..count {
         match job.mine_one_first(timestamp, false, i == 0).await {
-            Ok(Some(block)) => {
+            Ok(Mined { block: Some(block), .. }) => {
                 timestamp = next(timestamp, &block);
                 last = Some(block);
             }
-            Ok(None) => {}
+            Ok(Mined { block: None, .. }) => {}
             Err(e) => return (Err(e), last),
         }
     }

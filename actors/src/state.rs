@@ -13,7 +13,7 @@
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use actix::{Actor, Addr, Context, Handler, Recipient};
+use actix::{Actor, Addr, AsyncContext, Context, Handler, Recipient};
 use alloy_consensus::Header;
 use alloy_eips::eip7685::EMPTY_REQUESTS_HASH;
 use alloy_primitives::{Address, B256, Bytes, U256};
@@ -61,7 +61,10 @@ pub struct StateActor {
 impl StateActor {
     /// The owner of `db`'s write side.
     pub fn new(db: ChainDb) -> Self {
-        let writer = BlockWriter::new(db.clone(), DEFAULT_NODE_CACHE_BYTES);
+        let mut writer = BlockWriter::new(db.clone(), DEFAULT_NODE_CACHE_BYTES);
+        // A block is applied to sled after its commit is answered (`Settle`): the miner and
+        // the RPC front move on while this thread spends the apply.
+        writer.set_deferred_apply(true);
         Self {
             db,
             writer,
@@ -179,13 +182,32 @@ impl Actor for StateActor {
 impl Handler<CommitBlock> for StateActor {
     type Result = Result<Arc<SealedBlock>, StateError>;
 
-    fn handle(&mut self, msg: CommitBlock, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: CommitBlock, ctx: &mut Self::Context) -> Self::Result {
         let result = self.commit(msg);
-        if let Err(StateError::Storage(e)) = &result {
-            error!(target: "actors::state", error = %e, "storage failed while committing; stopping the node");
-            actix::System::current().stop_with_code(1);
+        stop_on_storage_error(&result, "committing");
+        if result.is_ok() {
+            ctx.notify(Settle);
         }
         result
+    }
+}
+
+/// Sent to itself after a commit is answered: apply the block to sled now (`ChainDb::settle`).
+/// Until then readers see it through the store's overlay; the next commit settles it first
+/// if this message comes later.
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+struct Settle;
+
+impl Handler<Settle> for StateActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Settle, _ctx: &mut Self::Context) -> Self::Result {
+        let result = self.db.settle().map_err(StateError::from);
+        if let Ok(took) = &result {
+            tracing::debug!(target: "actors::state", apply_us = took.as_micros() as u64, "block applied to sled");
+        }
+        stop_on_storage_error(&result, "applying a block");
     }
 }
 

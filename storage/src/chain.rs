@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256};
@@ -16,6 +16,7 @@ use alloy_rlp::Decodable;
 
 use crate::journal::Journal;
 use crate::layout::{self, be_u64};
+use crate::overlay::Overlay;
 use crate::records::{BlockExtras, StoredAccount, StoredBody};
 use crate::trie::NodeSource;
 use crate::{StorageError, WriteBatch};
@@ -26,9 +27,11 @@ pub struct ChainDb {
     db: sled::Db,
     /// The last committed block, or `u64::MAX` before genesis.
     head: Arc<AtomicU64>,
-    /// What makes a commit durable on disk (`None` for a store in memory, which has nothing
-    /// to make durable). Only the state owner commits, so the lock is never contended.
-    journal: Option<Arc<Mutex<Journal>>>,
+    /// The write side: numbers commits, makes them durable on disk and applies them to sled.
+    /// Only the state owner commits, so the lock is never contended.
+    journal: Arc<Mutex<Journal>>,
+    /// The committed block not yet applied to sled, if any; every read looks here first.
+    overlay: Arc<Overlay>,
 }
 
 const NO_HEAD: u64 = u64::MAX;
@@ -63,11 +66,12 @@ impl ChainDb {
             .mode(sled::Mode::HighThroughput)
             .cache_capacity(cache_bytes)
             .open()?;
-        let (journal, replayed) = Journal::open(path, &db)?;
+        let overlay = Arc::new(Overlay::default());
+        let (journal, replayed) = Journal::open(path, &db, Arc::clone(&overlay))?;
         if replayed > 0 {
             tracing::info!(target: "storage", replayed, "replayed commits the journal held after an unclean stop");
         }
-        Self::from_db(db, Some(journal))
+        Self::from_db(db, journal, overlay)
     }
 
     /// A store that lives in memory only (tests), with the default page cache.
@@ -79,10 +83,16 @@ impl ChainDb {
     /// `cache_bytes`.
     pub fn in_memory_with_cache(cache_bytes: u64) -> Result<Self, StorageError> {
         let db = sled::Config::new().temporary(true).cache_capacity(cache_bytes).open()?;
-        Self::from_db(db, None)
+        let overlay = Arc::new(Overlay::default());
+        let journal = Journal::in_memory(&db, Arc::clone(&overlay))?;
+        Self::from_db(db, journal, overlay)
     }
 
-    fn from_db(db: sled::Db, journal: Option<Journal>) -> Result<Self, StorageError> {
+    fn from_db(
+        db: sled::Db,
+        journal: Journal,
+        overlay: Arc<Overlay>,
+    ) -> Result<Self, StorageError> {
         let head = match db.get(layout::HEAD_KEY)? {
             Some(v) => be_u64(&v).ok_or(StorageError::Corrupt { what: "head pointer" })?,
             None => NO_HEAD,
@@ -90,7 +100,8 @@ impl ChainDb {
         Ok(Self {
             db,
             head: Arc::new(AtomicU64::new(head)),
-            journal: journal.map(|j| Arc::new(Mutex::new(j))),
+            journal: Arc::new(Mutex::new(journal)),
+            overlay,
         })
     }
 
@@ -110,7 +121,7 @@ impl ChainDb {
     /// "survives kill -9" (see `journal`): sled alone would keep the batch in its buffers
     /// until its next flush.
     pub fn commit_batch(&self, batch: WriteBatch, number: u64) -> Result<(), StorageError> {
-        self.commit(batch, number, false).map(drop)
+        self.commit(batch, number, false, false).map(drop)
     }
 
     /// Makes a new block's `batch` durable, applies it (small blocks key by key, in order,
@@ -119,58 +130,81 @@ impl ChainDb {
     /// first keys before its last, so `batch` puts what makes it reachable (the header, the
     /// hash and transaction indexes, the head pointer) after what they point to; nothing a
     /// reader at an earlier head reads is rewritten.
+    ///
+    /// With `defer`, applying waits for [`Self::settle`] (or the next commit): the block is
+    /// durable and every reader sees it through the overlay (`overlay`) meanwhile, so the
+    /// state owner can answer before it spends the apply's ~100 µs.
     pub(crate) fn commit_block_timed(
         &self,
         batch: WriteBatch,
         number: u64,
+        defer: bool,
     ) -> Result<(Duration, Duration), StorageError> {
         let in_order = batch.len() <= IN_ORDER_MAX_OPS;
-        self.commit(batch, number, in_order)
+        self.commit(batch, number, in_order, defer)
     }
 
     /// Journal and apply (`journal`), publish, then checkpoint when due. The head moves
     /// before the checkpoint: the block is durable already, and a failed checkpoint is only
-    /// retried at the next commit.
+    /// retried after the next commit.
     fn commit(
         &self,
         batch: WriteBatch,
         number: u64,
         in_order: bool,
+        defer: bool,
     ) -> Result<(Duration, Duration), StorageError> {
-        let Some(mut journal) = self.journal()? else {
-            // In memory: nothing to make durable.
-            let started = Instant::now();
-            batch.apply(&self.db, in_order)?;
-            self.head.store(number, Ordering::Release);
-            return Ok((started.elapsed(), Duration::ZERO));
-        };
-        let timings = journal.commit(batch, in_order)?;
+        let mut journal = self.journal()?;
+        let timings = journal.commit(batch, in_order, defer)?;
         self.head.store(number, Ordering::Release);
-        if journal.due()
-            && let Err(error) = journal.checkpoint()
-        {
-            tracing::warn!(target: "storage", %error, "journal checkpoint failed; retried at the next commit");
-        }
+        journal.checkpoint_if_due();
         Ok(timings)
     }
 
-    /// Flushes sled and empties the journal now (shutdown, benchmarks). Commits do this by
-    /// themselves every few hundred blocks.
-    pub fn checkpoint(&self) -> Result<(), StorageError> {
-        self.journal()?.map_or(Ok(()), |mut journal| journal.checkpoint())
+    /// Applies a deferred block to sled (see [`Self::commit_block_timed`]), then checkpoints
+    /// when due; returns how long applying took. The state owner calls it once it has
+    /// answered the block's commit.
+    pub fn settle(&self) -> Result<Duration, StorageError> {
+        let mut journal = self.journal()?;
+        let took = journal.settle()?;
+        journal.checkpoint_if_due();
+        Ok(took)
     }
 
-    /// The journal, locked (`None` in memory). A poisoned lock means a commit panicked
-    /// half-way: nothing more is committed or checkpointed.
-    fn journal(&self) -> Result<Option<std::sync::MutexGuard<'_, Journal>>, StorageError> {
-        self.journal
-            .as_ref()
-            .map(|journal| {
-                journal.lock().map_err(|_| StorageError::Corrupt {
-                    what: "commit journal (an earlier commit panicked)",
-                })
-            })
-            .transpose()
+    /// Applies what is deferred, flushes sled and empties the journal now (shutdown,
+    /// benchmarks). Commits do this by themselves every thousand blocks or so.
+    pub fn checkpoint(&self) -> Result<(), StorageError> {
+        self.journal()?.checkpoint()
+    }
+
+    /// The journal, locked. A poisoned lock means a commit panicked half-way: nothing more is
+    /// committed or checkpointed.
+    fn journal(&self) -> Result<std::sync::MutexGuard<'_, Journal>, StorageError> {
+        self.journal.lock().map_err(|_| StorageError::Corrupt {
+            what: "commit journal (an earlier commit panicked)",
+        })
+    }
+
+    /// The value of `key`: the deferred block's, else sled's (in that order: see `overlay`).
+    fn get(&self, key: &[u8]) -> Result<Option<sled::IVec>, StorageError> {
+        match self.overlay.get(key)? {
+            Some(value) => Ok(Some(value)),
+            None => Ok(self.db.get(key)?),
+        }
+    }
+
+    /// The entry with the largest key in `from..=to` (the newest version at or before a
+    /// block), from the deferred block and sled together.
+    fn last_in(&self, from: &[u8], to: &[u8]) -> Result<Option<sled::IVec>, StorageError> {
+        let deferred = self.overlay.last_in(from, to)?;
+        let stored = self.db.range(from..=to).next_back().transpose()?;
+        Ok(match (deferred, stored) {
+            (Some((key, value)), Some((stored_key, stored_value))) => {
+                Some(if key.as_slice() >= stored_key.as_ref() { value } else { stored_value })
+            }
+            (Some((_, value)), None) | (None, Some((_, value))) => Some(value),
+            (None, None) => None,
+        })
     }
 
     /// The header of block `number`.
@@ -181,14 +215,13 @@ impl ChainDb {
     /// The hash of block `number`.
     pub fn block_hash(&self, number: u64) -> Result<Option<B256>, StorageError> {
         Ok(self
-            .db
-            .get(layout::number_key(layout::HASH_BY_NUMBER, number))?
+            .get(&layout::number_key(layout::HASH_BY_NUMBER, number))?
             .map(|v| B256::from_slice(&v)))
     }
 
     /// The number of the block with hash `hash`.
     pub fn block_number(&self, hash: &B256) -> Result<Option<u64>, StorageError> {
-        match self.db.get(layout::hash_key(layout::NUMBER_BY_HASH, hash))? {
+        match self.get(&layout::hash_key(layout::NUMBER_BY_HASH, hash))? {
             Some(v) => Ok(Some(be_u64(&v).ok_or(StorageError::Corrupt { what: "block index" })?)),
             None => Ok(None),
         }
@@ -225,7 +258,7 @@ impl ChainDb {
 
     /// Where transaction `hash` was included: block number and index.
     pub fn tx_location(&self, hash: &B256) -> Result<Option<(u64, u32)>, StorageError> {
-        match self.db.get(layout::hash_key(layout::TX_LOOKUP, hash))? {
+        match self.get(&layout::hash_key(layout::TX_LOOKUP, hash))? {
             Some(v) if v.len() == 12 => {
                 let number = be_u64(&v).ok_or(StorageError::Corrupt { what: "tx index" })?;
                 let index = u32::from_be_bytes([v[8], v[9], v[10], v[11]]);
@@ -244,9 +277,8 @@ impl ChainDb {
     ) -> Result<Option<StoredAccount>, StorageError> {
         let from = layout::account_key(address, 0);
         let to = layout::account_key(address, number);
-        match self.db.range(from..=to).next_back() {
-            Some(entry) => {
-                let (_, value) = entry?;
+        match self.last_in(&from, &to)? {
+            Some(value) => {
                 if value.is_empty() {
                     return Ok(None);
                 }
@@ -268,26 +300,21 @@ impl ChainDb {
     ) -> Result<U256, StorageError> {
         let from = layout::storage_key(address, incarnation, slot, 0);
         let to = layout::storage_key(address, incarnation, slot, number);
-        match self.db.range(from..=to).next_back() {
-            Some(entry) => {
-                let (_, value) = entry?;
-                Ok(U256::try_from_be_slice(&value).unwrap_or_default())
-            }
-            None => Ok(U256::ZERO),
-        }
+        Ok(self
+            .last_in(&from, &to)?
+            .map_or(U256::ZERO, |value| U256::try_from_be_slice(&value).unwrap_or_default()))
     }
 
     /// Contract code by its hash.
     pub fn code(&self, code_hash: &B256) -> Result<Option<Bytes>, StorageError> {
         Ok(self
-            .db
-            .get(layout::hash_key(layout::CODE, code_hash))?
+            .get(&layout::hash_key(layout::CODE, code_hash))?
             .map(|v| Bytes::copy_from_slice(&v)))
     }
 
     /// The root of the state as of block `number`: the header's, or the one dev patches left.
     pub fn state_root_at(&self, number: u64) -> Result<Option<B256>, StorageError> {
-        if let Some(root) = self.db.get(layout::number_key(layout::PATCHED_ROOT, number))? {
+        if let Some(root) = self.get(&layout::number_key(layout::PATCHED_ROOT, number))? {
             if root.len() != 32 {
                 return Err(StorageError::Corrupt { what: "patched state root" });
             }
@@ -298,7 +325,7 @@ impl ChainDb {
 
     /// A raw record by key (patches and reverts record what they overwrite).
     pub(crate) fn raw_get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self.db.get(key)?.map(|v| v.to_vec()))
+        Ok(self.get(key)?.map(|v| v.to_vec()))
     }
 
     /// A read-only view of the state as of block `number`.
@@ -312,7 +339,17 @@ impl ChainDb {
         key: &[u8],
         what: &'static str,
     ) -> Result<Option<T>, StorageError> {
-        match layout::chunks::get(&self.db, key)? {
+        let deferred = self.overlay.with_prefix(key)?;
+        let value = if deferred.is_empty() {
+            layout::chunks::get(&self.db, key)?
+        } else {
+            // A block's records are written whole by one commit: all its chunks are here.
+            Some(deferred.iter().fold(Vec::new(), |mut value, (_, piece)| {
+                value.extend_from_slice(piece);
+                value
+            }))
+        };
+        match value {
             Some(v) => Ok(Some(
                 T::decode(&mut v.as_slice())
                     .map_err(|source| StorageError::Decode { what, source })?,
@@ -321,7 +358,8 @@ impl ChainDb {
         }
     }
 
-    /// The sled tree, for writers in this crate that must find every key of a record.
+    /// The sled tree, for writers in this crate that must find every key of a record. It
+    /// lacks a deferred block: call [`Self::settle`] first.
     pub(crate) const fn sled(&self) -> &sled::Db {
         &self.db
     }
@@ -331,7 +369,7 @@ impl ChainDb {
         key: &[u8],
         what: &'static str,
     ) -> Result<Option<T>, StorageError> {
-        match self.db.get(key)? {
+        match self.get(key)? {
             Some(v) => Ok(Some(
                 T::decode(&mut v.as_ref())
                     .map_err(|source| StorageError::Decode { what, source })?,
@@ -343,7 +381,7 @@ impl ChainDb {
 
 impl NodeSource for ChainDb {
     fn node_into(&self, hash: &B256, out: &mut Vec<u8>) -> Result<bool, StorageError> {
-        let Some(rlp) = self.db.get(layout::hash_key(layout::TRIE_NODE, hash))? else {
+        let Some(rlp) = self.get(&layout::hash_key(layout::TRIE_NODE, hash))? else {
             return Ok(false);
         };
         out.clear();

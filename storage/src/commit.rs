@@ -91,6 +91,9 @@ pub struct BlockWriter {
     timings: WriteTimings,
     /// Never split a block between two threads (see [`BlockWriter::set_one_thread`]).
     one_thread: bool,
+    /// Leave applying each block to sled to `ChainDb::settle` (see
+    /// [`BlockWriter::set_deferred_apply`]).
+    defer: bool,
 }
 
 /// Where the last block write spent its time: for benches and, later, metrics.
@@ -105,7 +108,9 @@ pub struct WriteTimings {
     /// Trie updates and commits (node loads, encoding, hashing), state and storage, and
     /// staging the records, summed over the threads that did it.
     pub tries: Duration,
-    /// Applying the block's batch to sled (in memory: sled's pages and its log buffers).
+    /// Applying the block's batch to sled (in memory: sled's pages and its log buffers). With
+    /// a deferred apply ([`BlockWriter::set_deferred_apply`]) this is only what the previous
+    /// block still owed, usually nothing.
     pub apply: Duration,
     /// Making the block durable: its commit-journal write, plus sled's flush when the
     /// journal was due for a checkpoint (see `journal`).
@@ -138,7 +143,15 @@ impl BlockWriter {
             tries: Tries::default(),
             timings: WriteTimings::default(),
             one_thread: false,
+            defer: false,
         }
+    }
+
+    /// Whether each block's apply to sled waits for [`ChainDb::settle`] (or the next block):
+    /// the block is durable and readable when `write` returns, and the state owner can answer
+    /// before it pays for the apply. Off by default: one-off writers want sled complete.
+    pub const fn set_deferred_apply(&mut self, defer: bool) {
+        self.defer = defer;
     }
 
     /// Whether to write every block on the calling thread only (by default a large block is
@@ -216,7 +229,7 @@ impl BlockWriter {
     ) -> Result<SealedBlock, StorageError> {
         let Staged { batch, emitted, mut timings, .. } = staged;
         let (block, (apply, flush)) =
-            finish_block(&self.db, batch, header, body, receipts, extras)?;
+            finish_block(&self.db, batch, header, body, receipts, extras, self.defer)?;
         timings.apply = apply;
         timings.flush = flush;
         self.timings = timings;
@@ -574,6 +587,7 @@ fn finish_block(
     body: StoredBody,
     receipts: Vec<ReceiptEnvelope>,
     extras: BlockExtras,
+    defer: bool,
 ) -> Result<(SealedBlock, (Duration, Duration)), StorageError> {
     let number = header.number;
     let hash = header.hash_slow();
@@ -597,7 +611,7 @@ fn finish_block(
         batch.insert(&layout::hash_key(layout::TX_LOOKUP, &tx.trie_hash())[..], &location[..]);
     }
     batch.insert(layout::HEAD_KEY, &number.to_be_bytes()[..]);
-    let timings = db.commit_block_timed(batch, number)?;
+    let timings = db.commit_block_timed(batch, number, defer)?;
     Ok((SealedBlock { header, hash, body, receipts, extras }, timings))
 }
 
@@ -735,6 +749,61 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A deferred block reads the same as one applied at once, from the moment `write`
+    /// returns: through the overlay before `settle`, from sled after it.
+    #[test]
+    fn deferred_blocks_read_the_same_before_and_after_they_are_applied() {
+        let plain = ChainDb::in_memory().expect("store");
+        let db = ChainDb::in_memory().expect("store");
+        // No node cache: the next block's trie reads find the deferred nodes in the overlay.
+        let mut writer = BlockWriter::new(db.clone(), 0);
+        writer.set_deferred_apply(true);
+        let header_key = |number| layout::number_key(layout::HEADER, number);
+        let same = |number: u64| {
+            assert_eq!(db.header(number).unwrap(), plain.header(number).unwrap());
+            let hash = db.block_hash(number).unwrap().expect("hash");
+            assert_eq!(Some(hash), plain.block_hash(number).unwrap());
+            assert_eq!(db.block_number(&hash).unwrap(), Some(number));
+            assert_eq!(db.body(number).unwrap(), plain.body(number).unwrap());
+            assert_eq!(db.receipts(number).unwrap(), plain.receipts(number).unwrap());
+            for id in 0..97u64 {
+                let address = Address::left_padding_from(&id.to_be_bytes());
+                let account = db.account(&address, number).unwrap();
+                assert_eq!(account, plain.account(&address, number).unwrap(), "{address}");
+                if let Some(account) = account {
+                    for slot in 0..6u64 {
+                        let slot = U256::from(slot);
+                        assert_eq!(
+                            db.storage(&address, account.incarnation, &slot, number).unwrap(),
+                            plain.storage(&address, account.incarnation, &slot, number).unwrap(),
+                        );
+                    }
+                }
+            }
+        };
+        for number in 0..12 {
+            let a = write_block(&plain, draft(number), &diff(number)).expect("plain write");
+            let b = writer.write(draft(number), &diff(number)).expect("deferred write");
+            assert_eq!(a.header.state_root, b.header.state_root, "block {number}");
+            assert_eq!(db.head_number(), Some(number));
+            assert!(db.sled().get(header_key(number)).unwrap().is_none(), "not in sled yet");
+            same(number);
+            // Every other block is settled by the next write instead.
+            if number % 2 == 0 {
+                db.settle().expect("settle");
+                assert!(db.sled().get(header_key(number)).unwrap().is_some(), "applied");
+                same(number);
+            }
+        }
+
+        // A revert right after a deferred block removes it whole.
+        crate::revert_blocks(&db, 10, &[crate::BlockKeys::of(11, &diff(11))], &[]).unwrap();
+        assert_eq!(db.head_number(), Some(10));
+        assert_eq!(db.header(11).unwrap(), None);
+        assert_eq!(db.body(11).unwrap(), None);
+        same(10);
     }
 
     #[test]

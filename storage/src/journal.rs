@@ -3,7 +3,8 @@
 //! sled keeps a batch in its own buffers until `flush`, and a flush hands the write to sled's
 //! IO thread pool, which wakes every idle pool thread for each job. On this 2-core machine that
 //! was a fifth of a dev node's CPU when every transaction is its own block. Instead, each batch
-//! is appended here as one `write` to a plain file before it is applied and the head moves.
+//! is appended here as one `write` to a plain file before it is applied (now, or deferred until
+//! the state owner has answered: `overlay`) and the head moves.
 //! Once `write` returns, the bytes are the kernel's: a killed process cannot lose them. sled is
 //! flushed, and the journal emptied, every [`CHECKPOINT_RECORDS`] batches or
 //! [`CHECKPOINT_BYTES`], at open and at shutdown; opening a store replays what the journal
@@ -28,10 +29,12 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::StorageError;
 use crate::layout;
+use crate::overlay::Overlay;
 
 /// The journal's file name inside the store's directory.
 pub(crate) const JOURNAL_FILE: &str = "hearth-journal";
@@ -57,11 +60,13 @@ pub struct WriteBatch {
     pub(crate) record: Vec<u8>,
     /// How many operations the record holds.
     ops: usize,
+    /// Whether any of them is a remove (such a batch is never deferred: `overlay`).
+    removes: bool,
 }
 
 impl Default for WriteBatch {
     fn default() -> Self {
-        Self { record: vec![0; HEADER_LEN + SEQ_LEN], ops: 0 }
+        Self { record: vec![0; HEADER_LEN + SEQ_LEN], ops: 0, removes: false }
     }
 }
 
@@ -85,6 +90,7 @@ impl WriteBatch {
         self.record.push(REMOVE);
         push_bytes(&mut self.record, key.as_ref());
         self.ops += 1;
+        self.removes = true;
     }
 
     /// How many inserts and removes it holds.
@@ -99,6 +105,21 @@ impl WriteBatch {
 
     fn ops(&self) -> impl Iterator<Item = Op<'_>> {
         ops(&self.record[HEADER_LEN + SEQ_LEN..])
+    }
+
+    /// The keys it writes, in order.
+    fn keys(&self) -> impl Iterator<Item = &[u8]> {
+        self.ops().map(|op| match op {
+            Op::Insert(key, _) | Op::Remove(key) => key,
+        })
+    }
+
+    /// Its inserts (all its operations when it has no removes).
+    fn inserts(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.ops().filter_map(|op| match op {
+            Op::Insert(key, value) => Some((key, value)),
+            Op::Remove(_) => None,
+        })
     }
 
     /// Applies the operations to `db`: key by key when `in_order` ([`Self::apply_in_order`]),
@@ -196,28 +217,50 @@ fn committed_seq(db: &sled::Db) -> Result<u64, StorageError> {
     }
 }
 
-/// The open journal of an on-disk store. Only the state owner commits, so the lock around it
-/// (in `ChainDb`) is never contended; readers never touch it.
+/// The writer's side of a store: numbers commits, journals them (on disk) and applies them to
+/// sled, now or deferred (`overlay`). Only the state owner commits, so the lock around it (in
+/// `ChainDb`) is never contended; readers never touch it.
 #[derive(Debug)]
 pub(crate) struct Journal {
-    file: File,
-    path: PathBuf,
+    /// The journal file (`None` for a store in memory, which has nothing to make durable).
+    file: Option<JournalFile>,
     db: sled::Db,
-    bytes: u64,
-    records: u32,
     /// The last commit's sequence number.
     seq: u64,
     /// Set while a journaled batch is being applied. Still set after a failure or a panic
     /// there: the journal then refuses commits and checkpoints, so that the record stays for
     /// the replay at the next open to complete.
     applying: bool,
+    /// A commit journaled and visible through `overlay` but not yet applied to sled.
+    deferred: Option<Deferred>,
+    overlay: Arc<Overlay>,
+}
+
+#[derive(Debug)]
+struct JournalFile {
+    file: File,
+    path: PathBuf,
+    /// Bytes and records written since the last checkpoint.
+    bytes: u64,
+    records: u32,
+}
+
+#[derive(Debug)]
+struct Deferred {
+    seq: u64,
+    batch: WriteBatch,
+    in_order: bool,
 }
 
 impl Journal {
     /// Opens the journal in `dir`: replays the commits it holds that `db` lacks, removes what
     /// a commit cut short by a crash left behind, makes that durable and empties the journal.
     /// Returns the journal and how many records were replayed.
-    pub(crate) fn open(dir: &Path, db: &sled::Db) -> Result<(Self, usize), StorageError> {
+    pub(crate) fn open(
+        dir: &Path,
+        db: &sled::Db,
+        overlay: Arc<Overlay>,
+    ) -> Result<(Self, usize), StorageError> {
         let path = dir.join(JOURNAL_FILE);
         let mut file =
             File::options().read(true).append(true).create(true).open(&path).map_err(io(&path))?;
@@ -225,27 +268,40 @@ impl Journal {
         file.read_to_end(&mut held).map_err(io(&path))?;
         let (replayed, seq) = replay(&held, db, committed_seq(db)?)?;
         let cleaned = remove_partial_commit(db, seq)?;
-        let mut journal =
-            Self { file, path, db: db.clone(), bytes: 0, records: 0, seq, applying: false };
+        let file = JournalFile { file, path, bytes: 0, records: 0 };
+        let mut journal = Self::new(Some(file), db, seq, overlay);
         if !held.is_empty() || cleaned {
             journal.checkpoint()?;
         }
         Ok((journal, replayed))
     }
 
-    /// Journals `batch` as the next commit, then applies it to sled: key by key when
-    /// `in_order` (after its `PENDING_KEY` marker), else as one atomic sled batch. Returns how
-    /// long applying and journaling took.
+    /// The writer of a store in memory: no file, nothing to replay.
+    pub(crate) fn in_memory(db: &sled::Db, overlay: Arc<Overlay>) -> Result<Self, StorageError> {
+        Ok(Self::new(None, db, committed_seq(db)?, overlay))
+    }
+
+    fn new(file: Option<JournalFile>, db: &sled::Db, seq: u64, overlay: Arc<Overlay>) -> Self {
+        Self { file, db: db.clone(), seq, applying: false, deferred: None, overlay }
+    }
+
+    /// Journals `batch` as the next commit (after applying a deferred one), then applies it to
+    /// sled: key by key after its `PENDING_KEY` marker when `in_order`, else as one atomic
+    /// sled batch. When `defer`, and the batch has no removes, applying waits for the next
+    /// [`Self::settle`] or commit, and readers find the batch in the overlay until then.
+    /// Returns how long applying (a deferred commit's and this one's) and journaling took.
     pub(crate) fn commit(
         &mut self,
         mut batch: WriteBatch,
         in_order: bool,
+        defer: bool,
     ) -> Result<(Duration, Duration), StorageError> {
         if self.applying {
             return Err(StorageError::Corrupt {
                 what: "commit journal (an earlier commit failed half-way; restart the node to complete it)",
             });
         }
+        let mut applied = self.settle()?;
         let seq = self.seq + 1;
         batch.insert(layout::COMMIT_SEQ_KEY, seq.to_be_bytes());
         batch.record[HEADER_LEN..HEADER_LEN + SEQ_LEN].copy_from_slice(&seq.to_le_bytes());
@@ -253,53 +309,96 @@ impl Journal {
         self.append(&mut batch.record)?;
         self.seq = seq;
         let journaled = started.elapsed();
-        let applying = Instant::now();
+        if defer && !batch.removes {
+            self.overlay.insert(seq, batch.inserts())?;
+            self.deferred = Some(Deferred { seq, batch, in_order });
+        } else {
+            applied += self.apply(seq, &batch, in_order)?;
+        }
+        Ok((applied, journaled))
+    }
+
+    /// Applies the deferred commit, if any, to sled; returns how long that took.
+    pub(crate) fn settle(&mut self) -> Result<Duration, StorageError> {
+        let Some(Deferred { seq, batch, in_order }) = self.deferred.take() else {
+            return Ok(Duration::ZERO);
+        };
+        let took = self.apply(seq, &batch, in_order)?;
+        self.overlay.release(seq, batch.keys())?;
+        Ok(took)
+    }
+
+    /// Applies commit `seq`: key by key after its marker when `in_order`, else atomically.
+    fn apply(
+        &mut self,
+        seq: u64,
+        batch: &WriteBatch,
+        in_order: bool,
+    ) -> Result<Duration, StorageError> {
+        let started = Instant::now();
         self.applying = true;
-        if in_order {
+        if in_order && self.file.is_some() {
             self.db.insert(layout::PENDING_KEY, batch.pending_marker(seq))?;
         }
         batch.apply(&self.db, in_order)?;
         self.applying = false;
-        Ok((applying.elapsed(), journaled))
+        Ok(started.elapsed())
     }
 
     /// Appends a record in one `write`. Once this returns, a killed process cannot lose it.
     fn append(&mut self, record: &mut [u8]) -> Result<(), StorageError> {
+        let Some(journal) = &mut self.file else { return Ok(()) };
         let payload_len = u32::try_from(record.len() - HEADER_LEN)
             .map_err(|_| StorageError::Corrupt { what: "journal record over 4 GiB" })?;
         let crc = crc32fast::hash(&record[HEADER_LEN..]);
         record[..4].copy_from_slice(&payload_len.to_le_bytes());
         record[4..HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
-        if let Err(error) = self.file.write_all(record) {
+        if let Err(error) = journal.file.write_all(record) {
             // Cut off what part of the record did get written, so that later records stay
             // replayable; if even that fails, stop journaling.
-            if self.file.set_len(self.bytes).is_err() {
+            if journal.file.set_len(journal.bytes).is_err() {
                 self.applying = true;
             }
-            return Err(io(&self.path)(error));
+            return Err(io(&journal.path)(error));
         }
-        self.bytes += record.len() as u64;
-        self.records += 1;
+        journal.bytes += record.len() as u64;
+        journal.records += 1;
         Ok(())
     }
 
-    /// Whether enough has been journaled since the last checkpoint to flush sled now.
-    pub(crate) const fn due(&self) -> bool {
-        self.records >= CHECKPOINT_RECORDS || self.bytes >= CHECKPOINT_BYTES
+    /// Checkpoints when enough has been journaled since the last checkpoint and nothing is
+    /// deferred (so that a commit waits for a flush only when it must). A failure is logged
+    /// and the checkpoint retried at the next chance: the commits are durable in the journal.
+    pub(crate) fn checkpoint_if_due(&mut self) {
+        if self.due()
+            && self.deferred.is_none()
+            && let Err(error) = self.checkpoint()
+        {
+            tracing::warn!(target: "storage", %error, "journal checkpoint failed; retried after the next commit");
+        }
     }
 
-    /// Makes everything sled holds durable, then empties the journal. Refused while a commit
-    /// is cut short: its record must stay for the replay.
+    /// Whether enough has been journaled since the last checkpoint to flush sled.
+    fn due(&self) -> bool {
+        self.file
+            .as_ref()
+            .is_some_and(|f| f.records >= CHECKPOINT_RECORDS || f.bytes >= CHECKPOINT_BYTES)
+    }
+
+    /// Applies what is deferred, makes everything sled holds durable, then empties the
+    /// journal. Refused while a commit is cut short: its record must stay for the replay.
     pub(crate) fn checkpoint(&mut self) -> Result<(), StorageError> {
         if self.applying {
             return Err(StorageError::Corrupt {
                 what: "commit journal (a commit failed half-way; kept for replay at the next open)",
             });
         }
+        self.settle()?;
+        let Some(journal) = &mut self.file else { return Ok(()) };
         self.db.flush()?;
-        self.file.set_len(0).map_err(io(&self.path))?;
-        self.bytes = 0;
-        self.records = 0;
+        journal.file.set_len(0).map_err(io(&journal.path))?;
+        journal.bytes = 0;
+        journal.records = 0;
         Ok(())
     }
 }
@@ -308,7 +407,7 @@ impl Drop for Journal {
     fn drop(&mut self) {
         // Nothing to replay after a clean shutdown; a failure here (or a commit cut short)
         // only means replay at the next open.
-        if self.records > 0
+        if (self.deferred.is_some() || self.file.as_ref().is_some_and(|f| f.records > 0))
             && !self.applying
             && let Err(error) = self.checkpoint()
         {
@@ -439,12 +538,17 @@ mod tests {
         db.get(key).expect("read").map(|v| v.to_vec())
     }
 
-    /// Commits `batches` through a journal in `dir` over `db`, then "crashes": the journal is
-    /// never dropped, so nothing is checkpointed.
+    fn open(dir: &Path, db: &sled::Db) -> Result<(Journal, usize), StorageError> {
+        Journal::open(dir, db, Arc::default())
+    }
+
+    /// Commits `batches` through a journal in `dir` over `db` (atomically, in order or
+    /// deferred, in turn), then "crashes": the journal is never dropped, so nothing is
+    /// checkpointed and the last deferred commit never reaches sled.
     fn commit_and_crash(dir: &Path, db: &sled::Db, batches: Vec<WriteBatch>) {
-        let (mut journal, _) = Journal::open(dir, db).expect("journal");
+        let (mut journal, _) = open(dir, db).expect("journal");
         for (i, batch) in batches.into_iter().enumerate() {
-            journal.commit(batch, i % 2 == 1).expect("commit");
+            journal.commit(batch, i % 3 != 0, i % 3 == 2).expect("commit");
         }
         std::mem::forget(journal);
     }
@@ -459,16 +563,18 @@ mod tests {
         let batches = vec![
             batch(&[(b"a", Some(b"1")), (b"b", Some(b"2"))]),
             batch(&[(b"a", None), (b"c", Some(b"3"))]),
+            batch(&[(b"d", Some(b"4"))]),
         ];
         commit_and_crash(&dir, &store(), batches);
 
         let fresh = store();
-        let (_journal, replayed) = Journal::open(&dir, &fresh).expect("journal");
-        assert_eq!(replayed, 2);
+        let (_journal, replayed) = open(&dir, &fresh).expect("journal");
+        assert_eq!(replayed, 3);
         assert_eq!(get(&fresh, b"a"), None);
         assert_eq!(get(&fresh, b"b").as_deref(), Some(&b"2"[..]));
         assert_eq!(get(&fresh, b"c").as_deref(), Some(&b"3"[..]));
-        assert_eq!(committed_seq(&fresh).unwrap(), 2);
+        assert_eq!(get(&fresh, b"d").as_deref(), Some(&b"4"[..]), "the deferred commit too");
+        assert_eq!(committed_seq(&fresh).unwrap(), 3);
         assert_eq!(journal_len(&dir), 0, "emptied once replayed");
         std::fs::remove_dir_all(&dir).ok();
     }
@@ -483,7 +589,7 @@ mod tests {
         bytes.truncate(bytes.len() - 3);
         std::fs::write(&path, &bytes).unwrap();
         let db = store();
-        assert_eq!(Journal::open(&dir, &db).expect("journal").1, 1);
+        assert_eq!(open(&dir, &db).expect("journal").1, 1);
         assert_eq!(get(&db, b"k").as_deref(), Some(&b"whole"[..]));
 
         let dir = temp_dir("corrupt");
@@ -494,7 +600,7 @@ mod tests {
         bytes[last] ^= 0xff;
         std::fs::write(&path, &bytes).unwrap();
         let db = store();
-        assert_eq!(Journal::open(&dir, &db).expect("journal").1, 0);
+        assert_eq!(open(&dir, &db).expect("journal").1, 0);
         assert_eq!(get(&db, b"k"), None, "a record failing its checksum is not applied");
         std::fs::remove_dir_all(&dir).ok();
     }
@@ -509,7 +615,7 @@ mod tests {
         // sled kept commits 1 and 2 (and its own later writes): only 3 is replayed.
         let db = store();
         db.insert(layout::COMMIT_SEQ_KEY, &2u64.to_be_bytes()).unwrap();
-        assert_eq!(Journal::open(&dir, &db).expect("journal").1, 1);
+        assert_eq!(open(&dir, &db).expect("journal").1, 1);
         assert_eq!(get(&db, b"k").as_deref(), Some(&[3u8][..]));
 
         // sled kept all three: an older record never overwrites newer state.
@@ -517,7 +623,7 @@ mod tests {
         let db = store();
         db.insert(layout::COMMIT_SEQ_KEY, &3u64.to_be_bytes()).unwrap();
         db.insert(b"k", &[9u8]).unwrap();
-        assert_eq!(Journal::open(&dir, &db).expect("journal").1, 0);
+        assert_eq!(open(&dir, &db).expect("journal").1, 0);
         assert_eq!(get(&db, b"k").as_deref(), Some(&[9u8][..]));
 
         // A journal that starts after a commit sled lacks cannot be replayed in order.
@@ -526,7 +632,7 @@ mod tests {
         ahead.insert(layout::COMMIT_SEQ_KEY, &5u64.to_be_bytes()).unwrap();
         commit_and_crash(&dir, &ahead, vec![batch(&[(b"k", Some(b"6"))])]);
         let db = store();
-        assert_eq!(Journal::open(&dir, &db).expect("journal").1, 0);
+        assert_eq!(open(&dir, &db).expect("journal").1, 0);
         assert_eq!(get(&db, b"k"), None);
         std::fs::remove_dir_all(&dir).ok();
     }
@@ -546,7 +652,7 @@ mod tests {
         db.insert(&node, &b"node"[..]).unwrap();
         db.insert(&account, &b"version"[..]).unwrap();
         let dir = temp_dir("partial");
-        Journal::open(&dir, &db).expect("journal");
+        open(&dir, &db).expect("journal");
         assert_eq!(get(&db, &account), None, "the block's own version is gone");
         assert!(get(&db, &node).is_some(), "trie nodes are shared by content and stay");
         assert_eq!(get(&db, layout::PENDING_KEY), None);
@@ -556,7 +662,7 @@ mod tests {
         db.insert(layout::PENDING_KEY, block.pending_marker(1)).unwrap();
         db.insert(&account, &b"version"[..]).unwrap();
         db.insert(layout::COMMIT_SEQ_KEY, &1u64.to_be_bytes()).unwrap();
-        Journal::open(&dir, &db).expect("journal");
+        open(&dir, &db).expect("journal");
         assert!(get(&db, &account).is_some());
         std::fs::remove_dir_all(&dir).ok();
     }
@@ -565,21 +671,27 @@ mod tests {
     fn a_checkpoint_empties_the_journal_once_due_and_never_mid_commit() {
         let dir = temp_dir("checkpoint");
         let db = store();
-        let (mut journal, _) = Journal::open(&dir, &db).expect("journal");
+        let (mut journal, _) = open(&dir, &db).expect("journal");
         for i in 0..CHECKPOINT_RECORDS {
             assert!(!journal.due());
-            journal.commit(batch(&[(&i.to_be_bytes(), Some(b"v"))]), true).unwrap();
+            journal.commit(batch(&[(&i.to_be_bytes(), Some(b"v"))]), true, true).unwrap();
+            journal.checkpoint_if_due();
         }
         assert!(journal.due());
-        journal.checkpoint().unwrap();
-        assert_eq!((journal.bytes, journal.records), (0, 0));
+        journal.checkpoint_if_due();
+        assert!(journal.due(), "not while a commit is deferred");
+        journal.settle().unwrap();
+        journal.checkpoint_if_due();
+        let file = journal.file.as_ref().unwrap();
+        assert_eq!((file.bytes, file.records), (0, 0));
         assert_eq!(journal_len(&dir), 0);
+        assert!(get(&db, &(CHECKPOINT_RECORDS - 1).to_be_bytes()).is_some(), "settled first");
 
         // A commit that failed while being applied keeps its record for the next open.
-        journal.commit(batch(&[(b"x", Some(b"y"))]), true).unwrap();
+        journal.commit(batch(&[(b"x", Some(b"y"))]), true, false).unwrap();
         journal.applying = true;
         assert!(journal.checkpoint().is_err());
-        assert!(journal.commit(batch(&[(b"z", Some(b"w"))]), true).is_err());
+        assert!(journal.commit(batch(&[(b"z", Some(b"w"))]), true, false).is_err());
         drop(journal);
         assert!(journal_len(&dir) > 0, "not emptied at drop either");
         std::fs::remove_dir_all(&dir).ok();

@@ -13,6 +13,7 @@ mod error;
 mod journal;
 mod layout;
 mod node_cache;
+mod overlay;
 mod patch;
 mod records;
 mod state;

@@ -79,6 +79,9 @@ pub fn revert_blocks(
     blocks: &[BlockKeys],
     undo: &[PatchUndo],
 ) -> Result<(), StorageError> {
+    // The chunks of block records are found in sled (below), so a deferred block goes there
+    // first.
+    db.settle()?;
     let mut batch = crate::WriteBatch::default();
     // Patches first, newest first; block deletions below win for keys of removed blocks
     // (the last operation on a key in a batch is the one applied).

@@ -177,26 +177,28 @@ async fn a_replacement_with_a_ten_percent_bump_replaces() {
 }
 
 /// The miner, with a probe in place of the mempool: it asks for pending transactions, builds
-/// on the real executor and state owner, and reports exactly what it mined.
+/// on the real executor and state owner, reports exactly what it mined, and asks for another
+/// block only while the pool says transactions are left.
 #[actix::test]
 async fn miner_mines_what_the_pool_offers_and_reports_it() {
     tokio::time::pause();
     let node = TestNode::start_with(manual_mining());
     let alice = node.signer(0);
-    let tx = fixtures::transfer(&alice, 0, node.signer(1).address(), 7);
-    let pooled = PooledTx { hash: *tx.tx_hash(), sender: alice.address(), tx: Arc::new(tx) };
-    let offer = pooled.clone();
-    let offered = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let once = Arc::clone(&offered);
-    // Offers the transaction once, then nothing: as a pool that saw it mined.
+    let bob = node.signer(1).address();
+    let pooled = |nonce| {
+        let tx = fixtures::transfer(&alice, nonce, bob, 7);
+        PooledTx { hash: *tx.tx_hash(), sender: alice.address(), tx: Arc::new(tx) }
+    };
+    // A pool that offers each queued transaction once, one per block, and answers `TxsMined`
+    // with whether any is still queued.
+    let queue = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+    let offers = Arc::clone(&queue);
     let (take_pending, mut asked) = Probe::<TakePending>::start(move |_| {
-        if once.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            vec![]
-        } else {
-            vec![offer.clone()]
-        }
+        offers.lock().unwrap().pop_front().into_iter().collect::<Vec<PooledTx>>()
     });
-    let (txs_mined, mut mined) = Probe::<TxsMined>::start(|_| ());
+    let left = Arc::clone(&queue);
+    let (txs_mined, mut mined) =
+        Probe::<TxsMined>::start(move |_| !left.lock().unwrap().is_empty());
     let miner = MinerActor::new(
         node.node.chain.clone(),
         MinerPeers {
@@ -216,21 +218,32 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
     )
     .start_bounded(fixtures::one());
 
+    // One transaction: one block, and no second ask, as the pool said nothing was left.
+    let first = pooled(0);
+    queue.lock().unwrap().push_back(first.clone());
     assert_eq!(miner.send(AutoMine).await.unwrap().unwrap(), Some(1));
     let report = mined.recv().await.unwrap();
-    assert_eq!((report.included, report.invalid), (vec![pooled.hash], vec![]));
-    // Asked twice: once for block 1, once more to find nothing left.
+    assert_eq!((report.included, report.invalid), (vec![first.hash], vec![]));
     assert_eq!(asked.recv().await.unwrap().gas_limit, 30_000_000);
-    assert!(asked.recv().await.is_some());
-    assert!(asked.try_recv().is_err());
-    assert!(mined.try_recv().is_err(), "no empty block is reported");
+    assert!(asked.try_recv().is_err(), "asked once");
     assert_eq!(node.node.chain.head_number(), Some(1));
     let header = node.node.chain.header(1).unwrap().unwrap();
     assert_eq!(header.timestamp, GENESIS_TIME + 1, "one second after genesis");
 
-    // Nothing pending: automine makes no block.
+    // Two left after the first block: the miner keeps going until the pool is empty.
+    queue.lock().unwrap().extend([pooled(1), pooled(2)]);
+    assert_eq!(miner.send(AutoMine).await.unwrap().unwrap(), Some(3));
+    for _ in 0..2 {
+        assert!(asked.recv().await.is_some());
+        assert_eq!(mined.recv().await.unwrap().included.len(), 1);
+    }
+    assert!(asked.try_recv().is_err(), "asked once per block");
+
+    // Nothing pending: automine asks, and makes no block.
     assert_eq!(miner.send(AutoMine).await.unwrap().unwrap(), None);
-    assert_eq!(node.node.chain.head_number(), Some(1));
+    assert!(asked.recv().await.is_some());
+    assert!(mined.try_recv().is_err(), "no empty block is reported");
+    assert_eq!(node.node.chain.head_number(), Some(3));
 }
 
 fn success() -> Result<CallOutcome, ExecError> {

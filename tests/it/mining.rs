@@ -81,7 +81,7 @@ fn probed_miner(
     build_delay: Option<Duration>,
 ) -> Probed {
     let (take_pending, asked) = Probe::<TakePending>::start(|_| vec![]);
-    let (txs_mined, reported) = Probe::<TxsMined>::start(|_| ());
+    let (txs_mined, reported) = Probe::<TxsMined>::start(|_| false);
     let (calls, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let (builds, built_seen) = match build_delay {
