@@ -114,6 +114,18 @@ impl WriteBatch {
         })
     }
 
+    /// Its operations on account versions (`layout::ACCOUNT` keys), in order: the key, and
+    /// the value (`None`: removed).
+    pub(crate) fn account_ops(&self) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> {
+        self.ops().filter_map(|op| match op {
+            Op::Insert(key, value) if key.first() == Some(&layout::ACCOUNT) => {
+                Some((key, Some(value)))
+            }
+            Op::Remove(key) if key.first() == Some(&layout::ACCOUNT) => Some((key, None)),
+            _ => None,
+        })
+    }
+
     /// Its inserts (all its operations when it has no removes).
     fn inserts(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.ops().filter_map(|op| match op {

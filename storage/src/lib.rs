@@ -7,6 +7,7 @@
 //! at block N never change after N is committed; trie nodes are addressed by hash and never
 //! deleted (archive).
 
+mod account_cache;
 mod chain;
 mod commit;
 mod error;
