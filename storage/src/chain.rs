@@ -188,9 +188,9 @@ impl ChainDb {
         Ok(timings)
     }
 
-    /// Applies a deferred block to sled (see [`Self::commit_block_timed`]), then checkpoints
-    /// when due; returns how long applying took. The state owner calls it once it has
-    /// answered the block's commit.
+    /// Applies a deferred block to sled (one written by a [`crate::BlockWriter`] with a
+    /// deferred apply), then checkpoints when due; returns how long applying took. The state
+    /// owner calls it once it has answered the block's commit.
     pub fn settle(&self) -> Result<Duration, StorageError> {
         let mut journal = self.journal()?;
         let took = journal.settle()?;
