@@ -9,8 +9,9 @@
 //! an account is block `v`'s, and a read at any N ≥ v is answered from memory. Reads at older
 //! blocks, and of accounts not written since the store was opened, go to the store.
 //!
-//! It stays exact because commits fill it in commit order, a commit that removes a version (a
-//! revert) evicts the account, and a read fills it only when it read at or after the head
+//! It stays exact because a commit forgets the accounts it writes until its batch is visible,
+//! then records their new versions in commit order, a commit that removes a version (a revert)
+//! evicts the account, and a read fills it only when it read at or after the head
 //! while no commit ran (a sequence count, odd while a commit runs, is the same before and
 //! after the read): then the version it found is the newest of all. Bounded by two
 //! generations, as `NodeCache`.
@@ -60,6 +61,13 @@ impl Drop for Writing<'_> {
 }
 
 impl AccountCache {
+    /// A cache that stays empty (tests: a handle that reads the store itself). Its commit
+    /// count starts odd, as if a commit never ended, so reads never fill it.
+    #[cfg(test)]
+    pub(crate) fn never_filled() -> Self {
+        Self { commits: AtomicU64::new(1), ..Self::default() }
+    }
+
     /// Marks a commit as running (from before it records its versions until after the head
     /// moved) for as long as the guard lives.
     pub(crate) fn writing(&self) -> Writing<'_> {
@@ -105,19 +113,23 @@ impl AccountCache {
         }
     }
 
-    /// Records the account versions `batch` writes, in its order; an account one of its
-    /// removes touches is forgotten. Call for every commit, before the head moves.
-    pub(crate) fn record(&self, batch: &WriteBatch) {
+    /// Forgets every account `changes` touches: call before the commit's batch becomes
+    /// visible, so that meanwhile reads ask the store.
+    pub(crate) fn forget(&self, changes: &AccountChanges) {
         let Ok(mut generations) = self.generations.write() else { return };
-        for (key, value) in batch.account_ops() {
-            let Some((address, block)) = parse_account_key(key) else { continue };
-            let account = match value {
-                Some([]) => Some(None),
-                Some(mut value) => StoredAccount::decode(&mut value).ok().map(Some),
-                None => None,
-            };
-            match account {
-                Some(account) => generations.keep(address, Newest { block, account }),
+        for (address, _) in &changes.0 {
+            generations.hot.remove(address);
+            generations.cold.remove(address);
+        }
+    }
+
+    /// Records the versions `changes` wrote, in order (an account a remove touched stays
+    /// forgotten): call once the commit's batch is visible, before the head moves.
+    pub(crate) fn record(&self, changes: AccountChanges) {
+        let Ok(mut generations) = self.generations.write() else { return };
+        for (address, change) in changes.0 {
+            match change {
+                Some(newest) => generations.keep(address, newest),
                 // Removed (or unreadable): the store knows which version is newest now.
                 None => {
                     generations.hot.remove(&address);
@@ -125,6 +137,31 @@ impl AccountCache {
                 }
             }
         }
+    }
+}
+
+/// The account-version operations of one commit's batch, in order: each account with the
+/// version written (`None`: a version removed, or a value that does not decode).
+#[derive(Debug, Default)]
+pub(crate) struct AccountChanges(Vec<(Address, Option<Newest>)>);
+
+impl AccountChanges {
+    pub(crate) fn of(batch: &WriteBatch) -> Self {
+        let changes = batch
+            .account_ops()
+            .filter_map(|(key, value)| {
+                let (address, block) = parse_account_key(key)?;
+                let newest = match value {
+                    Some([]) => Some(Newest { block, account: None }),
+                    Some(mut value) => StoredAccount::decode(&mut value)
+                        .ok()
+                        .map(|account| Newest { block, account: Some(account) }),
+                    None => None,
+                };
+                Some((address, newest))
+            })
+            .collect();
+        Self(changes)
     }
 }
 
@@ -163,19 +200,19 @@ mod tests {
         let mut block = WriteBatch::default();
         block.insert(layout::account_key(&a, 3), alloy_rlp::encode(account(1)));
         block.insert(layout::account_key(&a, 4), alloy_rlp::encode(account(2)));
-        cache.record(&block);
+        cache.record(AccountChanges::of(&block));
         assert_eq!(cache.get(&a, 4), Some(Some(account(2))));
         assert_eq!(cache.get(&a, 9), Some(Some(account(2))));
         assert!(cache.get(&a, 3).is_none(), "older blocks: ask the store");
 
         let mut deleted = WriteBatch::default();
         deleted.insert(layout::account_key(&a, 6), []);
-        cache.record(&deleted);
+        cache.record(AccountChanges::of(&deleted));
         assert_eq!(cache.get(&a, 6), Some(None));
 
         let mut revert = WriteBatch::default();
         revert.remove(layout::account_key(&a, 6));
-        cache.record(&revert);
+        cache.record(AccountChanges::of(&revert));
         assert!(cache.get(&a, 6).is_none(), "a removed version: ask the store");
     }
 
@@ -194,7 +231,7 @@ mod tests {
             assert!(cache.stable().is_none(), "a commit runs");
             let mut block = WriteBatch::default();
             block.insert(layout::account_key(&b, 8), alloy_rlp::encode(account(1)));
-            cache.record(&block);
+            cache.record(AccountChanges::of(&block));
         }
         // What a read from before that commit found must not replace what it wrote.
         cache.fill(&b, count, 0, None);
@@ -208,7 +245,7 @@ mod tests {
             let mut batch = WriteBatch::default();
             let address = Address::left_padding_from(&i.to_be_bytes());
             batch.insert(layout::account_key(&address, i), alloy_rlp::encode(account(i)));
-            cache.record(&batch);
+            cache.record(AccountChanges::of(&batch));
         }
         let generations = cache.generations.read().unwrap();
         assert!(generations.hot.len() + generations.cold.len() <= 2 * GENERATION_ENTRIES);

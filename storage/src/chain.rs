@@ -14,7 +14,7 @@ use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256};
 use alloy_rlp::Decodable;
 
-use crate::account_cache::AccountCache;
+use crate::account_cache::{AccountCache, AccountChanges};
 use crate::journal::Journal;
 use crate::layout::{self, be_u64};
 use crate::overlay::Overlay;
@@ -175,13 +175,25 @@ impl ChainDb {
         block: Option<HeadBlock>,
     ) -> Result<(Duration, Duration), StorageError> {
         let mut journal = self.journal()?;
+        // While the batch becomes visible, readers of what it changes ask the store, which
+        // shows all of it or none: the head's header and root after a patch or revert, the
+        // accounts it writes (a patch rewrites the head's own versions). Cached again after.
         let _writing = self.accounts.writing();
-        self.accounts.record(&batch);
+        let changes = AccountChanges::of(&batch);
+        self.accounts.forget(&changes);
+        if block.is_none()
+            && let Ok(mut head_block) = self.head_block.write()
+        {
+            *head_block = None;
+        }
         let timings =
             journal.commit(batch, in_order, defer).inspect_err(|_| self.accounts.clear())?;
+        self.accounts.record(changes);
         // Before the head moves: a reader that sees the new head finds its block here.
-        if let Ok(mut head_block) = self.head_block.write() {
-            *head_block = block.map(Arc::new);
+        if let Some(block) = block
+            && let Ok(mut head_block) = self.head_block.write()
+        {
+            *head_block = Some(Arc::new(block));
         }
         self.head.store(number, Ordering::Release);
         journal.checkpoint_if_due();
@@ -235,6 +247,17 @@ impl ChainDb {
             }
             (found, None) | (None, found) => found,
         })
+    }
+
+    /// This store without its head-block and account caches: every read goes to the overlay
+    /// and sled (tests compare both paths).
+    #[cfg(test)]
+    pub(crate) fn uncached(&self) -> Self {
+        Self {
+            head_block: Arc::default(),
+            accounts: Arc::new(AccountCache::never_filled()),
+            ..self.clone()
+        }
     }
 
     /// The last block committed, when it is block `number`.

@@ -752,8 +752,58 @@ mod tests {
         }
     }
 
+    /// Block `number` with two transactions whose calldata spans several body chunks.
+    fn draft_with_txs(number: u64) -> BlockDraft {
+        let transactions: Vec<alloy_consensus::TxEnvelope> = (0..2u64)
+            .map(|i| {
+                let tx = alloy_consensus::TxLegacy {
+                    nonce: number * 2 + i,
+                    gas_limit: 21_000,
+                    input: vec![number as u8; 5_000].into(),
+                    ..Default::default()
+                };
+                let signature =
+                    alloy_primitives::Signature::new(U256::from(1), U256::from(2), false);
+                alloy_consensus::SignableTransaction::into_signed(tx, signature).into()
+            })
+            .collect();
+        let senders = vec![Address::repeat_byte(9); transactions.len()];
+        BlockDraft { body: StoredBody { transactions, senders }, ..draft(number) }
+    }
+
+    /// What `db` answers about block `number` equals what `plain` does: headers, indexes,
+    /// body, receipts, every account and slot of the test history.
+    fn assert_same_block(db: &ChainDb, plain: &ChainDb, number: u64) {
+        assert_eq!(db.header(number).unwrap(), plain.header(number).unwrap());
+        let hash = db.block_hash(number).unwrap().expect("hash");
+        assert_eq!(Some(hash), plain.block_hash(number).unwrap());
+        assert_eq!(db.block_number(&hash).unwrap(), Some(number));
+        let body = db.body(number).unwrap();
+        assert_eq!(body, plain.body(number).unwrap());
+        for (index, tx) in body.expect("body").transactions.iter().enumerate() {
+            assert_eq!(db.tx_location(&tx.trie_hash()).unwrap(), Some((number, index as u32)));
+        }
+        assert_eq!(db.receipts(number).unwrap(), plain.receipts(number).unwrap());
+        assert_eq!(db.state_root_at(number).unwrap(), plain.state_root_at(number).unwrap());
+        for id in 0..97u64 {
+            let address = Address::left_padding_from(&id.to_be_bytes());
+            let account = db.account(&address, number).unwrap();
+            assert_eq!(account, plain.account(&address, number).unwrap(), "{address}");
+            if let Some(account) = account {
+                for slot in 0..6u64 {
+                    let slot = U256::from(slot);
+                    assert_eq!(
+                        db.storage(&address, account.incarnation, &slot, number).unwrap(),
+                        plain.storage(&address, account.incarnation, &slot, number).unwrap(),
+                    );
+                }
+            }
+        }
+    }
+
     /// A deferred block reads the same as one applied at once, from the moment `write`
-    /// returns: through the overlay before `settle`, from sled after it.
+    /// returns: through the overlay before `settle`, from sled after it, with and without the
+    /// store's head-block and account caches; and a revert removes it whole.
     #[test]
     fn deferred_blocks_read_the_same_before_and_after_they_are_applied() {
         let plain = ChainDb::in_memory().expect("store");
@@ -762,40 +812,22 @@ mod tests {
         let mut writer = BlockWriter::new(db.clone(), 0);
         writer.set_deferred_apply(true);
         let header_key = |number| layout::number_key(layout::HEADER, number);
-        let same_as = |plain: &ChainDb, number: u64| {
-            assert_eq!(db.header(number).unwrap(), plain.header(number).unwrap());
-            let hash = db.block_hash(number).unwrap().expect("hash");
-            assert_eq!(Some(hash), plain.block_hash(number).unwrap());
-            assert_eq!(db.block_number(&hash).unwrap(), Some(number));
-            assert_eq!(db.body(number).unwrap(), plain.body(number).unwrap());
-            assert_eq!(db.receipts(number).unwrap(), plain.receipts(number).unwrap());
-            for id in 0..97u64 {
-                let address = Address::left_padding_from(&id.to_be_bytes());
-                let account = db.account(&address, number).unwrap();
-                assert_eq!(account, plain.account(&address, number).unwrap(), "{address}");
-                if let Some(account) = account {
-                    for slot in 0..6u64 {
-                        let slot = U256::from(slot);
-                        assert_eq!(
-                            db.storage(&address, account.incarnation, &slot, number).unwrap(),
-                            plain.storage(&address, account.incarnation, &slot, number).unwrap(),
-                        );
-                    }
-                }
-            }
+        let same = |plain: &ChainDb, number: u64| {
+            assert_same_block(&db, plain, number);
+            assert_same_block(&db.uncached(), plain, number);
         };
         for number in 0..12 {
-            let a = write_block(&plain, draft(number), &diff(number)).expect("plain write");
-            let b = writer.write(draft(number), &diff(number)).expect("deferred write");
+            let a = write_block(&plain, draft_with_txs(number), &diff(number)).expect("plain");
+            let b = writer.write(draft_with_txs(number), &diff(number)).expect("deferred write");
             assert_eq!(a.header.state_root, b.header.state_root, "block {number}");
             assert_eq!(db.head_number(), Some(number));
             assert!(db.sled().get(header_key(number)).unwrap().is_none(), "not in sled yet");
-            same_as(&plain, number);
+            same(&plain, number);
             // Every other block is settled by the next write instead.
             if number % 2 == 0 {
                 db.settle().expect("settle");
                 assert!(db.sled().get(header_key(number)).unwrap().is_some(), "applied");
-                same_as(&plain, number);
+                same(&plain, number);
             }
         }
 
@@ -806,17 +838,54 @@ mod tests {
         assert_eq!(db.head_number(), Some(10));
         assert_eq!(db.header(11).unwrap(), None);
         assert_eq!(db.body(11).unwrap(), None);
-        same_as(&plain, 10);
+        same(&plain, 10);
         // A different block 11: no account keeps a version of the reverted one (the account
         // cache forgot them), as on a store that never saw it.
         let never_reverted = ChainDb::in_memory().expect("store");
         for number in 0..=10 {
-            write_block(&never_reverted, draft(number), &diff(number)).expect("write");
+            write_block(&never_reverted, draft_with_txs(number), &diff(number)).expect("write");
         }
         let a = write_block(&never_reverted, draft(11), &diff(30)).expect("write");
         let b = writer.write(draft(11), &diff(30)).expect("deferred write");
         assert_eq!(a.header.state_root, b.header.state_root);
-        same_as(&never_reverted, 11);
+        same(&never_reverted, 11);
+    }
+
+    /// Readers on another thread never see a block half there, nor miss a committed key,
+    /// while the writer commits deferred blocks and settles them: at every head they read,
+    /// the header, body and accounts are those of a store written plainly.
+    #[test]
+    fn readers_on_other_threads_see_whole_blocks_while_the_writer_defers() {
+        const BLOCKS: u64 = 40;
+        let plain = ChainDb::in_memory().expect("store");
+        for number in 0..BLOCKS {
+            write_block(&plain, draft_with_txs(number), &diff(number)).expect("plain");
+        }
+        let db = ChainDb::in_memory().expect("store");
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for cached in [true, false] {
+                let reader = if cached { db.clone() } else { db.uncached() };
+                let (plain, done) = (&plain, &done);
+                scope.spawn(move || {
+                    let mut checked = 0;
+                    while !done.load(std::sync::atomic::Ordering::Acquire) || checked == 0 {
+                        let Some(head) = reader.head_number() else { continue };
+                        assert_same_block(&reader, plain, head);
+                        checked += 1;
+                    }
+                });
+            }
+            let mut writer = BlockWriter::new(db.clone(), 0);
+            writer.set_deferred_apply(true);
+            for number in 0..BLOCKS {
+                writer.write(draft_with_txs(number), &diff(number)).expect("write");
+                if number % 3 == 0 {
+                    db.settle().expect("settle");
+                }
+            }
+            done.store(true, std::sync::atomic::Ordering::Release);
+        });
     }
 
     #[test]

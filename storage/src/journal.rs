@@ -322,7 +322,11 @@ impl Journal {
         self.seq = seq;
         let journaled = started.elapsed();
         if defer && !batch.removes {
+            // Journaled but neither applied nor visible if this fails: like a failed apply,
+            // the record must stay for the replay at the next open.
+            self.applying = true;
             self.overlay.insert(seq, batch.inserts())?;
+            self.applying = false;
             self.deferred = Some(Deferred { seq, batch, in_order });
         } else {
             applied += self.apply(seq, &batch, in_order)?;
