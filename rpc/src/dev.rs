@@ -45,7 +45,9 @@ pub(crate) async fn mine(ctx: &RpcContext, params: &Params) -> Result<Value, Rpc
 }
 
 /// anvil_mine / hardhat_mine: `[count?, interval?]` (hex or decimal); mines `count` blocks
-/// (default 1), `interval` seconds apart when given.
+/// (default 1), `interval` seconds apart when given. An interval of 0 is no spacing, as in
+/// anvil: each block still gets a later timestamp than its parent (viem's `mine({ blocks })`
+/// always sends one).
 pub(crate) async fn mine_many(
     ctx: &RpcContext,
     method: &str,
@@ -58,9 +60,10 @@ pub(crate) async fn mine_many(
     }
     let interval = params.optional::<HexOrDecimal>(1)?.map(|i| i.0);
     let reply = match interval {
-        Some(0) => return Err(invalid("invalid argument 1: interval must be at least 1 second")),
-        Some(interval) => ctx.controls.mine_spaced.send(MineSpaced { count, interval }).await,
-        None => ctx.mine_blocks.send(MineBlocks { count, timestamp: None }).await,
+        Some(interval) if interval > 0 => {
+            ctx.controls.mine_spaced.send(MineSpaced { count, interval }).await
+        }
+        _ => ctx.mine_blocks.send(MineBlocks { count, timestamp: None }).await,
     };
     reply.map_err(|e| RpcError::mailbox("miner", e))??;
     Ok(done(method))
@@ -97,16 +100,34 @@ impl FromParam for IntervalParam {
     }
 }
 
-/// evm_setIntervalMining: `[ms | [minMs, maxMs]]`; 0 turns interval mining off.
+/// evm_setIntervalMining: `[ms | [minMs, maxMs]]` (Hardhat's milliseconds); 0 turns interval
+/// mining off.
 pub(crate) async fn set_interval_mining(
     ctx: &RpcContext,
     params: &Params,
 ) -> Result<Value, RpcError> {
     params.at_most(1)?;
     let interval: IntervalParam = params.required(0)?;
-    let reply = ctx.controls.set_interval_mining.send(SetIntervalMining(interval.0)).await;
-    reply.map_err(|e| RpcError::mailbox("miner", e))?;
+    send_interval(ctx, interval.0).await?;
     Ok(Value::Bool(true))
+}
+
+/// anvil_setIntervalMining: `[seconds]` (anvil's unit); 0 turns interval mining off. Answers
+/// `null`, as anvil does.
+pub(crate) async fn set_interval_mining_seconds(
+    ctx: &RpcContext,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let seconds: HexOrDecimal = params.required(0)?;
+    let block_time = Duration::from_secs(seconds.0);
+    send_interval(ctx, IntervalMining::fixed(block_time)).await?;
+    Ok(Value::Null)
+}
+
+async fn send_interval(ctx: &RpcContext, interval: Option<IntervalMining>) -> Result<(), RpcError> {
+    let reply = ctx.controls.set_interval_mining.send(SetIntervalMining(interval)).await;
+    reply.map_err(|e| RpcError::mailbox("miner", e))
 }
 
 /// evm_setAutomine: `[enabled]`.

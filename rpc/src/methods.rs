@@ -71,6 +71,7 @@ pub(crate) async fn dispatch(
         "evm_setAutomine" => dev::set_automine(ctx, p).await,
         "anvil_getAutomine" | "hardhat_getAutomine" => dev::get_automine(ctx, p).await,
         "evm_setIntervalMining" => dev::set_interval_mining(ctx, p).await,
+        "anvil_setIntervalMining" => dev::set_interval_mining_seconds(ctx, p).await,
         "evm_setNextBlockTimestamp"
         | "evm_increaseTime"
         | "evm_setBlockGasLimit"

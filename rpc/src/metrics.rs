@@ -25,6 +25,7 @@ const METHODS: &[&str] = &[
     "anvil_setBalance",
     "anvil_setCode",
     "anvil_setCoinbase",
+    "anvil_setIntervalMining",
     "anvil_setNextBlockBaseFeePerGas",
     "anvil_setNonce",
     "anvil_setPrevRandao",

@@ -39,7 +39,11 @@ async fn anvil_mine_spaces_blocks_and_checks_its_count() {
     assert_eq!(node.block_number().await, 6);
     assert_eq!(node.err("anvil_mine", json!([0])).await.0, -32602);
     assert_eq!(node.err("hardhat_mine", json!(["x"])).await.0, -32602);
-    assert_eq!(node.err("anvil_mine", json!([1, 0])).await.0, -32602);
+    // Interval 0 (what viem's `mine({ blocks })` sends): no spacing, timestamps still rise.
+    node.ok("anvil_mine", json!(["0x2", "0x0"])).await;
+    assert_eq!(node.block_number().await, 8);
+    let seven = ts(node.ok("eth_getBlockByNumber", json!(["0x7", false])).await);
+    assert!(ts(latest(&node).await) > seven);
 }
 
 #[actix::test]

@@ -261,4 +261,14 @@ async fn mining_controls_over_rpc() {
         let (code, message, _) = node.err("evm_setIntervalMining", bad.clone()).await;
         assert_eq!(code, -32602, "{bad}: {message}");
     }
+    // anvil's own method takes seconds (viem's "anvil" test client sends seconds to
+    // evm_setIntervalMining too, which Hearth reads as Hardhat's milliseconds).
+    let interval = || async { node.node.miner.send(GetMiningStatus).await.unwrap().interval };
+    assert_eq!(node.ok("anvil_setIntervalMining", json!(["0x2"])).await, serde_json::Value::Null);
+    assert_eq!(interval().await, Some(IntervalMining::Fixed(Duration::from_secs(2))));
+    assert_eq!(node.ok("evm_setIntervalMining", json!([2])).await, true);
+    assert_eq!(interval().await, Some(IntervalMining::Fixed(Duration::from_millis(2))));
+    assert_eq!(node.ok("anvil_setIntervalMining", json!([0])).await, serde_json::Value::Null);
+    assert_eq!(interval().await, None);
+    assert_eq!(node.err("anvil_setIntervalMining", json!([-1])).await.0, -32602);
 }

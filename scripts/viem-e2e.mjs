@@ -1,0 +1,112 @@
+// End-to-end check with viem (a client nobody here wrote) against a running Hearth dev chain:
+// wallet sends and receipts, fee estimates, the test client's dev methods (snapshot/revert,
+// setBalance, mine, impersonation, timestamps, automine off and the pool, interval mining,
+// setCode/setStorageAt/setNonce), block polling and WebSocket newHeads.
+//
+//   node scripts/viem-e2e.mjs <http-url> [hardhat|anvil]   (run by scripts/viem-e2e.sh)
+//
+// Mode "hardhat" is the one to use with Hearth: viem's "anvil" mode sends evm_setIntervalMining
+// anvil's seconds, which Hearth (like Hardhat) reads as milliseconds, so that one check runs in
+// hardhat mode only. viem is imported from $VIEM_DIR/node_modules (the .sh installs it there).
+const viemDir = process.env.VIEM_DIR ?? "/tmp/hearth-viem";
+const { createPublicClient, createWalletClient, createTestClient, http, webSocket, parseEther } =
+  await import(`${viemDir}/node_modules/viem/_esm/index.js`);
+const { foundry } = await import(`${viemDir}/node_modules/viem/_esm/chains/index.js`);
+const url = process.argv[2] ?? "http://127.0.0.1:8545";
+const mode = process.argv[3] ?? "hardhat";
+const wsUrl = url.replace("http", "ws");
+const chain = { ...foundry, rpcUrls: { default: { http: [url], webSocket: [wsUrl] } } };
+const pub = createPublicClient({ chain, transport: http(url) });
+const test = createTestClient({ chain, mode, transport: http(url) });
+const [a0, a1] = await pub.request({ method: "eth_accounts" });
+const wallet = createWalletClient({ chain, transport: http(url), account: a0 });
+let fails = 0;
+// Polls `cond` every 25 ms until it holds or `ms` pass (no fixed sleeps: CI machines are slow).
+const until = async (cond, ms = 10_000) => {
+  const end = Date.now() + ms;
+  while (!(await cond()) && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+};
+const check = (name, ok, extra = "") => { console.log(`${ok ? "ok  " : "FAIL"} ${name} ${extra}`); if (!ok) fails++; };
+try {
+  const bob = "0x000000000000000000000000000000000000b0b0";
+  const h = await wallet.sendTransaction({ to: bob, value: parseEther("1") });
+  const r = await pub.waitForTransactionReceipt({ hash: h });
+  check("send + receipt", r.status === "success");
+  check("balance", (await pub.getBalance({ address: bob })) === parseEther("1"));
+  const est = await pub.estimateGas({ account: a0, to: bob, value: 1n });
+  check("estimateGas", est === 21000n, String(est));
+  const fees = await pub.estimateFeesPerGas();
+  check("estimateFeesPerGas", fees.maxFeePerGas > 0n);
+  const snap = await test.snapshot();
+  await test.setBalance({ address: bob, value: parseEther("5") });
+  check("setBalance", (await pub.getBalance({ address: bob })) === parseEther("5"));
+  await test.mine({ blocks: 3 });
+  const n1 = await pub.getBlockNumber({ cacheTime: 0 });
+  await test.revert({ id: snap });
+  check("snapshot/revert", (await pub.getBalance({ address: bob })) === parseEther("1") && (await pub.getBlockNumber({ cacheTime: 0 })) < n1);
+  await test.impersonateAccount({ address: bob });
+  const imp = createWalletClient({ chain, transport: http(url), account: bob });
+  const h2 = await imp.sendTransaction({ to: a1, value: 1n });
+  check("impersonated send", (await pub.waitForTransactionReceipt({ hash: h2 })).status === "success");
+  await test.stopImpersonatingAccount({ address: bob });
+  let refused = false;
+  try { await imp.sendTransaction({ to: a1, value: 1n }); } catch { refused = true; }
+  check("stopImpersonating refuses", refused);
+  const t0 = (await pub.getBlock()).timestamp;
+  await test.setNextBlockTimestamp({ timestamp: t0 + 1000n });
+  await test.mine({ blocks: 1 });
+  check("setNextBlockTimestamp", (await pub.getBlock()).timestamp === t0 + 1000n);
+  await test.increaseTime({ seconds: 60 });
+  await test.mine({ blocks: 1 });
+  check("increaseTime", (await pub.getBlock()).timestamp >= t0 + 1060n);
+  await test.setAutomine(false);
+  const h3 = await wallet.sendTransaction({ to: bob, value: 2n });
+  const pend = await pub.request({ method: "txpool_status" });
+  check("automine off: pending", parseInt(pend.pending, 16) === 1, JSON.stringify(pend));
+  const nonceP = await pub.getTransactionCount({ address: a0, blockTag: "pending" });
+  const nonceL = await pub.getTransactionCount({ address: a0, blockTag: "latest" });
+  check("pending nonce", nonceP === nonceL + 1, `${nonceP} ${nonceL}`);
+  await test.mine({ blocks: 1 });
+  check("mined after evm_mine", (await pub.getTransactionReceipt({ hash: h3 })).status === "success");
+  await test.setAutomine(true);
+  // block filter via polling
+  const seen = [];
+  const unwatch = pub.watchBlockNumber({ onBlockNumber: (b) => seen.push(b), pollingInterval: 50 });
+  await until(() => seen.length >= 1);
+  await wallet.sendTransaction({ to: bob, value: 3n });
+  await until(() => seen.length >= 2);
+  unwatch();
+  check("watchBlockNumber (poll)", seen.length >= 2, JSON.stringify(seen.map(String)));
+  // websocket newHeads
+  const wsc = createPublicClient({ chain, transport: webSocket(wsUrl) });
+  const heads = [];
+  const unwatchWs = await wsc.watchBlocks({ onBlock: (b) => heads.push(b.number) });
+  // The subscription is live once eth_subscribe answered; mine until a head arrives.
+  await until(async () => {
+    await wallet.sendTransaction({ to: bob, value: 4n });
+    return heads.length >= 1;
+  });
+  unwatchWs();
+  check("watchBlocks (ws newHeads)", heads.length >= 1, JSON.stringify(heads.map(String)));
+  if (mode === "hardhat") {
+    // One block a second: two more blocks take between 1 and a few seconds.
+    await test.setIntervalMining({ interval: 1 });
+    const b0 = await pub.getBlockNumber({ cacheTime: 0 });
+    const t0 = Date.now();
+    let b1 = b0;
+    await until(async () => (b1 = await pub.getBlockNumber({ cacheTime: 0 })) >= b0 + 2n);
+    const secs = (Date.now() - t0) / 1000;
+    await test.setIntervalMining({ interval: 0 });
+    check("interval mining 1 s", b1 - b0 >= 2n && b1 - b0 <= 3n && secs >= 1, `${b0} -> ${b1} in ${secs} s`);
+  }
+  const code = "0x6080";
+  await test.setCode({ address: bob, bytecode: code });
+  check("setCode", (await pub.getCode({ address: bob })) === code);
+  await test.setStorageAt({ address: bob, index: 1, value: "0x" + "00".repeat(31) + "2a" });
+  check("setStorageAt", BigInt(await pub.getStorageAt({ address: bob, slot: "0x1" })) === 42n);
+  await test.setNonce({ address: bob, nonce: 7 });
+  check("setNonce", (await pub.getTransactionCount({ address: bob })) === 7);
+  await wsc.transport.getRpcClient?.().then((c) => c.close()).catch(() => {});
+} catch (e) { console.log("FAIL exception", e.shortMessage ?? e.message); fails++; }
+console.log(`viem-e2e (${mode} mode): ${fails} failed`);
+process.exit(fails ? 1 : 0);
