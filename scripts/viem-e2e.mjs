@@ -3,12 +3,12 @@
 // setBalance, mine, impersonation, timestamps, automine off and the pool, interval mining,
 // setCode/setStorageAt/setNonce), block polling and WebSocket newHeads.
 //
-//   node scripts/viem-e2e.mjs <http-url> [hardhat|anvil]   (run by scripts/viem-e2e.sh)
+//   node scripts/viem-e2e.mjs <http-url> [hardhat|anvil]   (run by scripts/js-e2e.sh)
 //
 // Mode "hardhat" is the one to use with Hearth: viem's "anvil" mode sends evm_setIntervalMining
 // anvil's seconds, which Hearth (like Hardhat) reads as milliseconds, so that one check runs in
-// hardhat mode only. viem is imported from $VIEM_DIR/node_modules (the .sh installs it there).
-const viemDir = process.env.VIEM_DIR ?? "/tmp/hearth-viem";
+// hardhat mode only. viem is imported from $JS_DIR/node_modules (scripts/js-e2e.sh installs it).
+const viemDir = process.env.JS_DIR ?? "/tmp/hearth-js";
 const { createPublicClient, createWalletClient, createTestClient, http, webSocket, parseEther } =
   await import(`${viemDir}/node_modules/viem/_esm/index.js`);
 const { foundry } = await import(`${viemDir}/node_modules/viem/_esm/chains/index.js`);

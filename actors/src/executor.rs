@@ -20,7 +20,7 @@ use hearth_messages::executor::{
 };
 use hearth_storage::ChainDb;
 use revm::context::evm::Evm;
-use revm::context::result::{EVMError, ExecutionResult, HaltReason, Output};
+use revm::context::result::{EVMError, ExecutionResult, HaltReason, InvalidTransaction, Output};
 use revm::context::{BlockEnv, CfgEnv, Context, LocalContext, TxEnv};
 use revm::context_interface::LocalContextTr;
 use revm::context_interface::block::BlobExcessGasAndPrice;
@@ -314,8 +314,42 @@ impl actix::Handler<Admitted<BuildBlock>> for ExecutorActor {
 pub(crate) fn exec_error(error: EVMError<hearth_storage::StorageError>) -> ExecError {
     match error {
         EVMError::Database(e) => ExecError::Storage(e),
-        EVMError::Transaction(e) => ExecError::Invalid(e.to_string()),
+        EVMError::Transaction(e) => ExecError::Invalid(geth_message(&e)),
         other => ExecError::Invalid(other.to_string()),
+    }
+}
+
+/// revm's reason for refusing a call or transaction before running it, in geth's words
+/// (core/error.go): client libraries tell these errors apart by their text (ethers and viem
+/// look for "insufficient funds", "nonce too low", "intrinsic gas too low", ...). revm's own
+/// text for the rest.
+fn geth_message(error: &InvalidTransaction) -> String {
+    use InvalidTransaction as E;
+    match error {
+        E::LackOfFundForMaxFee { fee, balance } => {
+            format!("insufficient funds for gas * price + value: have {balance} want {fee}")
+        }
+        E::NonceTooLow { tx, state } => format!("nonce too low: next nonce {state}, tx nonce {tx}"),
+        E::NonceTooHigh { tx, state } => {
+            format!("nonce too high: next nonce {state}, tx nonce {tx}")
+        }
+        E::CallGasCostMoreThanGasLimit { initial_gas, gas_limit } => {
+            format!("intrinsic gas too low: have {gas_limit}, want {initial_gas}")
+        }
+        E::GasFloorMoreThanGasLimit { gas_floor, gas_limit } => {
+            format!("insufficient gas for floor data gas cost: have {gas_limit}, want {gas_floor}")
+        }
+        E::GasPriceLessThanBasefee => "max fee per gas less than block base fee".to_owned(),
+        E::PriorityFeeGreaterThanMaxFee => {
+            "max priority fee per gas higher than max fee per gas".to_owned()
+        }
+        E::CallerGasLimitMoreThanBlock => "exceeds block gas limit".to_owned(),
+        E::RejectCallerWithCode => "sender not an eoa".to_owned(),
+        E::CreateInitCodeSizeLimit => "max initcode size exceeded".to_owned(),
+        E::TxGasLimitGreaterThanCap { gas_limit, cap } => {
+            format!("transaction gas limit too high (cap: {cap}, tx: {gas_limit})")
+        }
+        other => other.to_string(),
     }
 }
 

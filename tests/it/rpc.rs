@@ -293,6 +293,16 @@ async fn contracts_calls_reverts_and_estimates() {
         )
         .await;
     assert_eq!(transfer, "0x5208");
+    // Refusals before execution use geth's words, which client libraries tell apart by text
+    // (ethers' INSUFFICIENT_FUNDS, viem's NonceTooLowError, ...).
+    let bob = node.signer(1).address();
+    let too_much = json!([{"from": alice, "to": bob, "value": "0x52b7d2dcc80cd2e4000000"}]);
+    let (code, message, _) = node.err("eth_estimateGas", too_much).await;
+    assert_eq!(code, -32000);
+    assert!(message.starts_with("insufficient funds for gas * price + value: have "), "{message}");
+    let (code, message, _) =
+        node.err("eth_call", json!([{"from": alice, "to": bob, "nonce": "0x0"}, "latest"])).await;
+    assert_eq!((code, message.as_str()), (-32000, "nonce too low: next nonce 1, tx nonce 0"));
     let estimate = quantity(
         &node
             .ok(
