@@ -4,9 +4,11 @@
 //! receipts, the head pointer), the cache of recently written trie nodes (`BlockWriter`), the
 //! list of block subscribers, and the evm_snapshot journal
 //! (per block the state keys it wrote, per patch what it overwrote, kept only while a snapshot
-//! is live). Handles `CommitBlock`, `PatchState`, `TakeSnapshot`, `RevertTo` and
-//! `SubscribeBlocks`; sends `BlockCommitted` to subscribers with `try_send` (a full subscriber
-//! misses one notification and it is counted; a commit never waits on a subscriber).
+//! is live). Handles `CommitBlock`, `PatchState`, `TakeSnapshot`, `RevertTo`,
+//! `SubscribeBlocks`, and `Settle`, which it sends itself to apply a committed block to sled
+//! once the commit is answered (`BlockWriter::set_deferred_apply`). Sends `BlockCommitted` to
+//! subscribers with `try_send` (a full subscriber misses one notification and it is counted; a
+//! commit never waits on a subscriber).
 //! Mailbox: bounded by the node config. Restart: never; on a storage error it logs at `error`
 //! and stops the `System` with a non-zero code, because a half-known state must not be served.
 
