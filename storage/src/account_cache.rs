@@ -150,7 +150,7 @@ impl AccountChanges {
         let changes = batch
             .account_ops()
             .filter_map(|(key, value)| {
-                let (address, block) = parse_account_key(key)?;
+                let (address, block) = layout::account_key_parts(key)?;
                 let newest = match value {
                     Some([]) => Some(Newest { block, account: None }),
                     Some(mut value) => StoredAccount::decode(&mut value)
@@ -172,14 +172,6 @@ impl Generations {
         }
         self.hot.insert(address, newest);
     }
-}
-
-/// The address and block of an account-version key (`layout::account_key`).
-fn parse_account_key(key: &[u8]) -> Option<(Address, u64)> {
-    if key.len() != 29 || key[0] != layout::ACCOUNT {
-        return None;
-    }
-    Some((Address::from_slice(&key[1..21]), layout::be_u64(&key[21..])?))
 }
 
 #[cfg(test)]

@@ -354,7 +354,8 @@ impl ChainDb {
         let to = layout::account_key(address, number);
         let (block, account) = match self.last_in(&from, &to)? {
             Some((key, value)) => {
-                let block = layout::be_u64(&key[21..]).unwrap_or_default();
+                let (_, block) = layout::account_key_parts(&key)
+                    .ok_or(StorageError::Corrupt { what: "account key" })?;
                 if value.is_empty() {
                     (block, None)
                 } else {
@@ -443,8 +444,19 @@ impl ChainDb {
         }
     }
 
-    /// The sled tree, for writers in this crate that must find every key of a record. It
-    /// lacks a deferred block: call [`Self::settle`] first.
+    /// Every key that starts with `prefix` (the chunks of a record: `layout::chunks`), from
+    /// the deferred block and sled together, in order.
+    pub(crate) fn keys_with_prefix(&self, prefix: &[u8]) -> Result<Vec<sled::IVec>, StorageError> {
+        let mut keys: std::collections::BTreeSet<sled::IVec> =
+            self.overlay.with_prefix(prefix)?.into_iter().map(|(key, _)| key.into()).collect();
+        for key in self.db.scan_prefix(prefix).keys() {
+            keys.insert(key?);
+        }
+        Ok(keys.into_iter().collect())
+    }
+
+    /// The sled tree itself (tests: what has been applied to it).
+    #[cfg(test)]
     pub(crate) const fn sled(&self) -> &sled::Db {
         &self.db
     }

@@ -142,14 +142,7 @@ impl WriteBatch {
 
     /// The operations as one sled batch: applied atomically, readers see all or none.
     pub(crate) fn to_sled(&self) -> sled::Batch {
-        let mut batch = sled::Batch::default();
-        for op in self.ops() {
-            match op {
-                Op::Insert(key, value) => batch.insert(key, value),
-                Op::Remove(key) => batch.remove(key),
-            }
-        }
-        batch
+        to_sled(&self.record[HEADER_LEN + SEQ_LEN..]).0
     }
 
     /// Applies the operations one by one, in order. Unlike a sled batch this never seals
@@ -500,6 +493,13 @@ fn remove_partial_commit(db: &sled::Db, committed: u64) -> Result<bool, StorageE
 
 /// The sled batch a record's operations encode, or `None` when they are malformed.
 fn decode(payload: &[u8]) -> Option<sled::Batch> {
+    let (batch, consumed) = to_sled(payload);
+    (consumed == payload.len()).then_some(batch)
+}
+
+/// The sled batch of the operations `payload` encodes, and how many of its bytes they took
+/// (less than all of it when it is malformed).
+fn to_sled(payload: &[u8]) -> (sled::Batch, usize) {
     let mut batch = sled::Batch::default();
     let mut consumed = 0;
     for op in ops(payload) {
@@ -514,7 +514,7 @@ fn decode(payload: &[u8]) -> Option<sled::Batch> {
             }
         }
     }
-    (consumed == payload.len()).then_some(batch)
+    (batch, consumed)
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> StorageError + '_ {

@@ -1,9 +1,9 @@
 //! The key layout of Hearth's one sled tree.
 //!
 //! Everything lives in a single tree so that a dev patch or revert is one atomic `apply_batch`
-//! (sled batches are atomic per tree only); block commits are journaled (`journal`). Each record kind has a one-byte prefix; numbers are
-//! big-endian so that keys sort by block number and a reverse range scan finds "the newest
-//! version at or before block N".
+//! (sled batches are atomic per tree only); block commits are journaled (`journal`). Each
+//! record kind has a one-byte prefix; numbers are big-endian so that keys sort by block number
+//! and a reverse range scan finds "the newest version at or before block N".
 
 use alloy_primitives::{Address, B256, U256};
 
@@ -105,18 +105,6 @@ pub(crate) mod chunks {
         }
         Ok(value)
     }
-
-    /// Adds the removal of every chunk of `key` (and of an unchunked value) to `batch`.
-    pub(crate) fn remove(
-        db: &sled::Db,
-        batch: &mut crate::WriteBatch,
-        key: &[u8],
-    ) -> sled::Result<()> {
-        for k in db.scan_prefix(key).keys() {
-            batch.remove(k?);
-        }
-        Ok(())
-    }
 }
 
 pub(crate) fn number_key(prefix: u8, number: u64) -> [u8; 9] {
@@ -139,6 +127,14 @@ pub(crate) fn account_key(address: &Address, number: u64) -> [u8; 29] {
     key[1..21].copy_from_slice(address.as_slice());
     key[21..].copy_from_slice(&number.to_be_bytes());
     key
+}
+
+/// The address and block of an account-version key ([`account_key`]); `None` for any other.
+pub(crate) fn account_key_parts(key: &[u8]) -> Option<(Address, u64)> {
+    if key.len() != 29 || key[0] != ACCOUNT {
+        return None;
+    }
+    Some((Address::from_slice(&key[1..21]), be_u64(&key[21..])?))
 }
 
 pub(crate) fn storage_key(
@@ -189,12 +185,30 @@ mod tests {
         assert_eq!(chunks::get(&db, &super::number_key(super::BODY, 10)).expect("read"), None);
         assert!(db.iter().values().all(|v| v.expect("value").len() <= chunks::CHUNK_BYTES));
         assert_eq!(db.scan_prefix(key).count(), 4, "3 full chunks and a tail");
+    }
 
+    /// A revert finds every chunk of a record, and only those, whether the block is applied
+    /// to sled or still deferred (`ChainDb::keys_with_prefix`).
+    #[test]
+    fn every_chunk_of_a_record_and_nothing_else_is_found_for_removal() {
+        let key = super::number_key(super::BODY, 7);
+        let neighbour = super::number_key(super::BODY, 8);
+        let value: Vec<u8> = (0..3 * chunks::CHUNK_BYTES + 5).map(|i| i as u8).collect();
+        let store = crate::ChainDb::in_memory().expect("store");
         let mut batch = crate::WriteBatch::default();
-        chunks::remove(&db, &mut batch, &key).expect("scan");
-        db.apply_batch(batch.to_sled()).expect("batch");
-        assert_eq!(chunks::get(&db, &key).expect("read"), None);
-        assert_eq!(chunks::get(&db, &neighbour).expect("read"), Some(b"next block".to_vec()));
+        chunks::insert(&mut batch, &key, &value);
+        chunks::insert(&mut batch, &neighbour, b"next block");
+        store.commit_batch(batch, 0).expect("commit");
+        let found = store.keys_with_prefix(&key).expect("keys");
+        assert_eq!(found.len(), 4, "3 full chunks and a tail");
+        let mut batch = crate::WriteBatch::default();
+        for chunk in found {
+            batch.remove(chunk);
+        }
+        store.commit_batch(batch, 0).expect("commit");
+        assert_eq!(chunks::get(store.sled(), &key).expect("read"), None);
+        let kept = chunks::get(store.sled(), &neighbour).expect("read");
+        assert_eq!(kept, Some(b"next block".to_vec()));
     }
 
     #[test]

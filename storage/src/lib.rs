@@ -2,10 +2,9 @@
 //!
 //! Main types: [`ChainDb`] (the shared store handle and its read API), [`StateView`] (the state
 //! as of one block, a revm `DatabaseRef`), [`BlockWriter`] / [`write_block`] (the one way a block is written) and
-//! [`trie::Trie`]. Invariants: a block is written by one journaled batch (durable before it is acknowledged,
-//! whole after a crash: see `journal`); records visible
-//! at block N never change after N is committed; trie nodes are addressed by hash and never
-//! deleted (archive).
+//! [`trie::Trie`]. Invariants: a block is written by one journaled batch (durable before it is
+//! acknowledged, whole after a crash: see `journal`); records visible at block N never change
+//! after N is committed; trie nodes are addressed by hash and never deleted (archive).
 
 mod account_cache;
 mod chain;

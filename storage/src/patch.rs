@@ -79,9 +79,6 @@ pub fn revert_blocks(
     blocks: &[BlockKeys],
     undo: &[PatchUndo],
 ) -> Result<(), StorageError> {
-    // The chunks of block records are found in sled (below), so a deferred block goes there
-    // first.
-    db.settle()?;
     let mut batch = crate::WriteBatch::default();
     // Patches first, newest first; block deletions below win for keys of removed blocks
     // (the last operation on a key in a batch is the one applied).
@@ -115,7 +112,10 @@ pub fn revert_blocks(
             batch.remove(&layout::hash_key(layout::NUMBER_BY_HASH, &hash)[..]);
         }
         for prefix in [layout::BODY, layout::RECEIPTS] {
-            layout::chunks::remove(db.sled(), &mut batch, &layout::number_key(prefix, number))?;
+            // Every chunk of the record (and an unchunked value of an older store).
+            for key in db.keys_with_prefix(&layout::number_key(prefix, number))? {
+                batch.remove(key);
+            }
         }
         for prefix in [layout::HEADER, layout::HASH_BY_NUMBER, layout::PATCHED_ROOT] {
             batch.remove(&layout::number_key(prefix, number)[..]);

@@ -246,6 +246,18 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
     assert_eq!(node.node.chain.head_number(), Some(3));
 }
 
+/// `call` fails with `Busy` on its first poll: refused at once, never waiting.
+async fn assert_refused_at_once<F>(call: &mut std::pin::Pin<Box<F>>, max_in_flight: usize)
+where
+    F: std::future::Future<Output = Result<CallOutcome, ExecError>>,
+{
+    let refused = futures_util::poll!(call);
+    assert!(
+        matches!(refused, Poll::Ready(Err(ExecError::Busy { max_in_flight: m })) if m == max_in_flight),
+        "refused on its first poll: {refused:?}"
+    );
+}
+
 fn success() -> Result<CallOutcome, ExecError> {
     Ok(CallOutcome::Success { output: Bytes::new(), gas_used: 0 })
 }
@@ -411,11 +423,7 @@ async fn a_call_beyond_the_waiting_cap_is_refused_at_once() {
     }
     assert_eq!(client.waiting(), 32);
     let mut one_more = Box::pin(client.call(call(99)));
-    let refused = futures_util::poll!(&mut one_more);
-    assert!(
-        matches!(refused, Poll::Ready(Err(ExecError::Busy { max_in_flight: 2 }))),
-        "refused on its first poll: {refused:?}"
-    );
+    assert_refused_at_once(&mut one_more, 2).await;
     assert_eq!(client.waiting(), 32, "the refused call never waited");
 
     // The first slot freed goes to the call that has waited longest.
@@ -445,11 +453,7 @@ async fn a_call_beyond_one_per_slot_that_would_wait_too_long_is_refused_at_once(
     assert!(futures_util::poll!(&mut waiting).is_pending());
     // ... but a second one's slot is ~20 ms away, beyond the 2 ms wait: refused at once.
     let mut next = Box::pin(client.call(call(4)));
-    let refused = futures_util::poll!(&mut next);
-    assert!(
-        matches!(refused, Poll::Ready(Err(ExecError::Busy { max_in_flight: 1 }))),
-        "refused on its first poll: {refused:?}"
-    );
+    assert_refused_at_once(&mut next, 1).await;
     assert_eq!(client.waiting(), 1);
 }
 
@@ -461,11 +465,7 @@ async fn with_no_admission_wait_a_full_pool_refuses_at_once() {
     let _first = running.recv().await.unwrap();
 
     let mut second = Box::pin(client.call(call(2)));
-    let refused = futures_util::poll!(&mut second);
-    assert!(
-        matches!(refused, Poll::Ready(Err(ExecError::Busy { max_in_flight: 1 }))),
-        "refused on its first poll: {refused:?}"
-    );
+    assert_refused_at_once(&mut second, 1).await;
     assert_eq!(client.waiting(), 0);
 }
 
