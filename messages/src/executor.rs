@@ -448,7 +448,8 @@ impl ExecutorClient {
     /// guard drops; `sampled` requests (calls) feed the lane's service time and go round the
     /// lanes on ties. Block builds (not sampled) take the first of the least busy lanes, so
     /// back-to-back automined blocks run on one warm executor thread instead of alternating
-    /// (one sender after 50,000 blocks: 1,657 -> 1,732 tx/s, means of 10 alternating runs).
+    /// (one sender after 50,000 blocks: 1,657 -> 1,732 tx/s, means of 10 alternating runs:
+    /// BENCHMARKS.md).
     fn lane(&self, sampled: bool) -> LaneGuard {
         let n = self.lanes.len();
         let start = if sampled { self.next.fetch_add(1, Relaxed) % n } else { 0 };
