@@ -276,15 +276,21 @@ fn holding_pool(bound: usize, wait: Duration) -> (ExecutorClient, mpsc::Receiver
     (ExecutorClient::new(calls, estimates, builds, bound).with_admission_wait(wait), running)
 }
 
+/// A client with one slot over an executor probe that answers every call at once, and the
+/// receiver of the calls it saw.
+fn answering_pool() -> (ExecutorClient, mpsc::Receiver<Call>) {
+    let (calls, seen) = Probe::start_as_executor(|_: &Call| success());
+    let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    (ExecutorClient::new(calls, estimates, builds, 1), seen)
+}
+
 /// The default admission wait (`--executor.admission-wait`).
 const WAIT: Duration = Duration::from_millis(2);
 
 #[actix::test]
 async fn executor_client_sheds_load_beyond_its_bound() {
-    let (calls, mut seen) = Probe::start_as_executor(|_: &Call| success());
-    let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
-    let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
-    let client = ExecutorClient::new(calls, estimates, builds, 1);
+    let (client, mut seen) = answering_pool();
 
     let first = client.call(call(0));
     tokio::pin!(first);
@@ -352,10 +358,7 @@ async fn a_cancelled_call_keeps_its_slot_until_the_executor_takes_it_off_its_que
 
 #[actix::test]
 async fn an_answer_not_yet_read_holds_no_slot() {
-    let (calls, mut seen) = Probe::start_as_executor(|_: &Call| success());
-    let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
-    let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
-    let client = ExecutorClient::new(calls, estimates, builds, 1);
+    let (client, mut seen) = answering_pool();
 
     let mut first = Box::pin(client.call(call(1)));
     assert!(futures_util::poll!(&mut first).is_pending());
