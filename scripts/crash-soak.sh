@@ -7,6 +7,9 @@
 #   bash scripts/crash-soak.sh N            # N kill -9 cycles (1..1000); CI runs 3
 #   SEED=123 bash scripts/crash-soak.sh 50  # the same schedule (modes, kill delays, values) again
 #   HEARTH_BIN=path/to/hearth bash scripts/crash-soak.sh 5   # default target/release/hearth
+#   SOAK_SABOTAGE=revert bash scripts/crash-soak.sh 1   # must fail: the chain is rolled back
+#                                                        # (evm_revert) just before the kill; with
+#                                                        # =balance, a balance is set instead
 #
 # Odd cycles automine, even cycles interval mining (--block-time 0.2). Progress on stderr, one
 # line per cycle; the last line on stdout is `N cycles, A acknowledged, L lost, C changed blocks`.
