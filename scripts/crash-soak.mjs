@@ -463,10 +463,12 @@ const verify = async () => {
     }
   });
   // 3. Walk the blocks mined since the last check into the ledger.
-  for (let from = walkedTo + 1; from <= head; from += 20) {
-    const to = Math.min(head, from + 19);
+  // Five full blocks per request: an interval block can carry over a megabyte of transactions,
+  // and a response is capped at 25 MiB.
+  for (let from = walkedTo + 1; from <= head; from += 5) {
+    const to = Math.min(head, from + 4);
     const range = Array.from({ length: to - from + 1 }, (_, k) => from + k);
-    const full = await batch(range.map((n) => ["eth_getBlockByNumber", [hex(n), true]]), 20);
+    const full = await batch(range.map((n) => ["eth_getBlockByNumber", [hex(n), true]]));
     const txs = full.flatMap((b) => b.transactions);
     const rs = await batch(txs.map((t) => ["eth_getTransactionReceipt", [t.hash]]));
     const receiptOf = new Map(txs.map((t, k) => [t.hash, rs[k]]));
