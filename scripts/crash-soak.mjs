@@ -416,12 +416,12 @@ const runLoad = async (cycle, p) => {
   const t0 = Date.now();
   await sleep(p.killAfterMs);
   state.killed = true;
+  state.killMs = Date.now() - t0;
   if (snapshot) await rpc("evm_revert", [snapshot]);
   if (SABOTAGE === "balance" && cycle === 1) await rpc("anvil_setBalance", [recipients[0], "0x1"]);
   stopNode("SIGKILL");
   const exit = await node.exited;
   if (exit.signal !== "SIGKILL") fail(`hearth had exited on its own before the kill: ${JSON.stringify(exit)}`);
-  state.killMs = Date.now() - t0;
   // Answers already on their way still count: the node gave them before it died.
   await Promise.all(tasks);
   return state;
@@ -563,7 +563,8 @@ for (let c = 1; c <= CYCLES; c++) {
   const errs = load.errors ? `, ${load.errors} refused (${load.firstErrors.join("; ")})` : "";
   const busy = load.busy ? `, ${load.busy} busy answers retried` : "";
   const late = load.late ? `, ${load.late} acknowledged before their receipt` : "";
-  log(`cycle ${c}/${CYCLES} ${p.interval ? "interval 0.2s" : "automine"}: kill -9 after ${(load.killMs / 1000).toFixed(2)} s, ` +
+  log(`cycle ${c}/${CYCLES} ${p.interval ? "interval 0.2s" : "automine"}: kill -9 at ${(p.killAfterMs / 1000).toFixed(2)} s ` +
+    `(landed ${(load.killMs / 1000).toFixed(2)} s), ` +
     `${load.acks} acknowledged${late}${busy}${errs}; restart ${restartMs} ms, head ${v.head}; checked ${v.receipts} receipts, ` +
     `${v.blocks} blocks, ${v.accounts} accounts, ${v.contracts} contracts in ${verifyMs} ms: ${lost} lost, ${changed} changed, ${mismatches} mismatches`);
 }
