@@ -138,7 +138,7 @@ const batch = async (calls, size = 500) => {
 
 // ---- the node --------------------------------------------------------------------------------
 
-let node = null; // { child, exited, logPath }
+let node = null; // { child, exited (a promise of its exit), logPath, gone (it has exited) }
 let starts = 0;
 const tail = (path, lines = 15) => {
   try {
@@ -153,6 +153,11 @@ const fail = (why) => {
   stopNode("SIGKILL");
   process.exit(1);
 };
+
+// Anything unexpected (a check's request refused, a malformed answer) ends the run the same way,
+// with the node's log.
+process.on("uncaughtException", (e) => fail(e.stack ?? String(e)));
+process.on("unhandledRejection", (e) => fail(e?.stack ?? String(e)));
 
 const startNode = async (interval) => {
   starts += 1;
@@ -182,7 +187,7 @@ const stopNode = (signal) => {
 // ---- what the node told us, kept across cycles -------------------------------------------------
 
 const acked = new Map(); // tx hash -> { kind, cycle, receipt: {block, blockHash, status} | null }
-const seenBlocks = new Map(); // number -> hash, as served before some kill
+const seenBlocks = new Map(); // number -> hash, as served during a load or walked after a restart
 const ackedByKind = new Map();
 let walkedTo = 0; // blocks 0..walkedTo are in the ledger
 const chainHashes = new Map(); // number -> hash of every walked block
@@ -440,7 +445,7 @@ const track = async (address) => {
 
 const verify = async () => {
   const head = Number(await rpc("eth_blockNumber"));
-  // 1. Every block hash seen before a kill, unchanged.
+  // 1. Every block hash seen before (during a load or an earlier walk), unchanged.
   const numbers = [...seenBlocks.keys()];
   const blocks = await batch(numbers.map((n) => ["eth_getBlockByNumber", [hex(n), false]]), 200);
   blocks.forEach((b, j) => {
