@@ -165,4 +165,7 @@ pub enum MineError {
         /// The requested one.
         got: u64,
     },
+    /// The miner panicked while serving this request; it restarted and serves the next.
+    #[error("internal error in the miner: {0}")]
+    Panicked(String),
 }

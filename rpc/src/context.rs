@@ -67,6 +67,11 @@ pub struct RpcLimits {
     pub max_response_bytes: usize,
     /// Gas cap for eth_call and eth_estimateGas.
     pub gas_cap: u64,
+    /// Most blocks one evm_mine / anvil_mine / hardhat_mine call may ask for (-32602 above).
+    pub max_mine_blocks: u64,
+    /// Most logs one eth_getLogs / eth_getFilterLogs / eth_getFilterChanges answer holds
+    /// (-32005 above).
+    pub max_logs: usize,
 }
 
 impl Default for RpcLimits {
@@ -76,6 +81,8 @@ impl Default for RpcLimits {
             max_batch_items: 1000,
             max_response_bytes: 25 * 1024 * 1024,
             gas_cap: 50_000_000,
+            max_mine_blocks: 100_000,
+            max_logs: 10_000,
         }
     }
 }
@@ -157,6 +164,8 @@ pub struct MetricSources {
     pub pool_size: Recipient<Ask<hearth_messages::mempool::PoolSize>>,
     /// The shared code cache's counters.
     pub code_cache: Recipient<Ask<hearth_messages::code_cache::GetCodeCacheStats>>,
+    /// Each restartable actor's restart counter, by name.
+    pub restarts: Vec<(&'static str, hearth_messages::restarts::RestartCounter)>,
 }
 
 /// The recipients behind the txpool_* and dev-chain methods, grouped so the context grows by
