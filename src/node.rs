@@ -207,6 +207,7 @@ impl Node {
         let subscription_actor = SubscriptionActor::new(config.subscriptions);
         let (subs_blocks, subs_pending) =
             (subscription_actor.block_interest(), subscription_actor.pending_interest());
+        restarts.push(("subscriptions", subscription_actor.restart_counter()));
         let subscriptions = subscription_actor.start_bounded(mailbox);
         // The state actor's mailbox was just made and is empty, so this cannot be refused.
         state
