@@ -9,6 +9,7 @@ mod filters;
 mod history;
 mod metrics;
 mod mining;
+mod origin;
 mod persistence;
 mod pool;
 mod process;
