@@ -33,6 +33,12 @@ pub const DEFAULT_TXPOOL_MAX_COUNT: usize = 100_000;
 pub const DEFAULT_TXPOOL_MAX_BYTES: &str = "256MiB";
 /// Default size of the store's page cache (`--cache.db`).
 pub const DEFAULT_DB_CACHE: &str = "128MiB";
+/// Default bound on the blocks one evm_mine / anvil_mine / hardhat_mine call may mine: about
+/// 15 s of empty blocks here, far more than a test suite moves through.
+pub const DEFAULT_MAX_MINE_BLOCKS: u64 = 100_000;
+/// Default bound on the logs of one eth_getLogs answer: Infura's and Alchemy's, so clients that
+/// split a range on "query returned more than 10000 results" do so here as well.
+pub const DEFAULT_RPC_MAX_LOGS: usize = 10_000;
 /// Default bound on open WebSocket connections.
 pub const DEFAULT_WS_MAX_CONNECTIONS: usize = 100;
 /// Default bound on the subscriptions of one WebSocket connection.
@@ -93,6 +99,14 @@ pub struct Cli {
     /// Gas cap of eth_call and eth_estimateGas.
     #[arg(long = "rpc.gascap", default_value_t = DEFAULT_RPC_GAS_CAP)]
     pub rpc_gascap: u64,
+    /// Most logs one eth_getLogs, eth_getFilterLogs or eth_getFilterChanges answer holds;
+    /// more fail with -32005 "query returned more than N results" (1..=10000000).
+    #[arg(long = "rpc.max-logs", default_value_t = DEFAULT_RPC_MAX_LOGS)]
+    pub rpc_max_logs: usize,
+    /// Most blocks one evm_mine, anvil_mine or hardhat_mine call mines (1..=100000000); more
+    /// are refused with -32602.
+    #[arg(long = "dev.max-mine-blocks", default_value_t = DEFAULT_MAX_MINE_BLOCKS)]
+    pub dev_max_mine_blocks: u64,
     /// Time cap of one eth_call / eth_estimateGas run, e.g. 5s or 500ms (-32002 when hit).
     #[arg(long = "rpc.evm-timeout", default_value = DEFAULT_EVM_TIMEOUT)]
     pub rpc_evm_timeout: String,
@@ -202,6 +216,10 @@ pub struct ExportArgs {
     /// Last block to export (default: the head).
     #[arg(long)]
     pub to: Option<u64>,
+    /// Also write the chain's genesis.json here, so that `hearth import --genesis FILE`
+    /// re-creates the chain (a dev chain too).
+    #[arg(long = "genesis-out")]
+    pub genesis_out: Option<PathBuf>,
     /// The output file.
     pub out: PathBuf,
 }

@@ -173,6 +173,10 @@ pub enum ConfigError {
 
 /// Most dev accounts derived at startup.
 const MAX_ACCOUNTS: u64 = 10_000;
+/// Highest `--rpc.max-logs`: the 25 MiB response cap stops an answer long before this.
+const MAX_RPC_MAX_LOGS: u64 = 10_000_000;
+/// Highest `--dev.max-mine-blocks`: about four hours of empty blocks here.
+const MAX_MINE_BLOCKS: u64 = 100_000_000;
 /// Most code cache entries.
 const MAX_CODE_CACHE_ENTRIES: u64 = 1_048_576;
 /// Smallest block gas limit that fits a transfer.
@@ -245,7 +249,7 @@ pub fn parse_block_time(text: &str) -> Result<Option<IntervalMining>, String> {
         Duration::try_from_secs_f64(value).map_err(|_| format!("{part} seconds is too long"))
     };
     match text.split_once(',') {
-        None => Ok(IntervalMining::fixed(seconds(text)?)),
+        None => IntervalMining::fixed(seconds(text)?).map_err(|e| e.to_string()),
         Some((min, max)) => {
             IntervalMining::range(seconds(min)?, seconds(max)?).map(Some).map_err(|e| e.to_string())
         }
@@ -329,6 +333,8 @@ impl TryFrom<Cli> for NodeConfig {
         in_range("--gas-limit", cli.gas_limit, MIN_GAS_LIMIT, u64::MAX)?;
         in_range("--rpc.gascap", cli.rpc_gascap, MIN_GAS_LIMIT, u64::MAX)?;
         in_range("--cache.code-entries", cli.cache_code_entries as u64, 1, MAX_CODE_CACHE_ENTRIES)?;
+        in_range("--rpc.max-logs", cli.rpc_max_logs as u64, 1, MAX_RPC_MAX_LOGS)?;
+        in_range("--dev.max-mine-blocks", cli.dev_max_mine_blocks, 1, MAX_MINE_BLOCKS)?;
         let txpool_max_bytes = parse_size(&cli.txpool_max_bytes).ok_or_else(|| {
             ConfigError::Size { flag: "--txpool.max-bytes", got: cli.txpool_max_bytes.clone() }
         })?;
@@ -379,7 +385,12 @@ impl TryFrom<Cli> for NodeConfig {
             automine,
             interval,
             evm_timeout: duration("--rpc.evm-timeout", &cli.rpc_evm_timeout)?,
-            rpc: RpcLimits { gas_cap: cli.rpc_gascap, ..RpcLimits::default() },
+            rpc: RpcLimits {
+                gas_cap: cli.rpc_gascap,
+                max_logs: cli.rpc_max_logs,
+                max_mine_blocks: cli.dev_max_mine_blocks,
+                ..RpcLimits::default()
+            },
             subscriptions: SubscriptionLimits {
                 max_connections: non_zero("--ws.max-connections", cli.ws_max_connections)?,
                 max_per_connection: non_zero("--ws.max-subscriptions", cli.ws_max_subscriptions)?,
@@ -503,6 +514,13 @@ mod tests {
             (&["--http.vhosts", "a,,b"], "--http.vhosts"),
             (&["--http.api", "eth,eht"], "--http.api"),
             (&["--http.api", ""], "--http.api"),
+            // It used to panic the miner on its first tick ("overflow when adding duration").
+            (&["--block-time", "9223372036854775807"], "--block-time"),
+            (&["--block-time", "1,9223372036854775807"], "--block-time"),
+            (&["--rpc.max-logs", "0"], "--rpc.max-logs"),
+            (&["--rpc.max-logs", "10000001"], "--rpc.max-logs"),
+            (&["--dev.max-mine-blocks", "0"], "--dev.max-mine-blocks"),
+            (&["--dev.max-mine-blocks", "100000001"], "--dev.max-mine-blocks"),
         ];
         for (args, flag) in cases {
             let err = parse(args).expect_err("must be rejected");

@@ -73,6 +73,11 @@ pub struct RpcLimits {
     /// How long a WebSocket connection may send nothing (no frame, no pong) before it is
     /// closed (1001).
     pub ws_idle_timeout: Duration,
+    /// Most blocks one evm_mine / anvil_mine / hardhat_mine call may ask for (-32602 above).
+    pub max_mine_blocks: u64,
+    /// Most logs one eth_getLogs / eth_getFilterLogs / eth_getFilterChanges answer holds
+    /// (-32005 above).
+    pub max_logs: usize,
 }
 
 /// How often the server pings a WebSocket connection (geth pings every 30 s too).
@@ -90,6 +95,8 @@ impl Default for RpcLimits {
             gas_cap: 50_000_000,
             ws_ping_interval: DEFAULT_WS_PING_INTERVAL,
             ws_idle_timeout: DEFAULT_WS_IDLE_TIMEOUT,
+            max_mine_blocks: 100_000,
+            max_logs: 10_000,
         }
     }
 }
@@ -177,6 +184,8 @@ pub struct MetricSources {
     pub pool_size: Recipient<Ask<hearth_messages::mempool::PoolSize>>,
     /// The shared code cache's counters.
     pub code_cache: Recipient<Ask<hearth_messages::code_cache::GetCodeCacheStats>>,
+    /// Each restartable actor's restart counter, by name.
+    pub restarts: Vec<(&'static str, hearth_messages::restarts::RestartCounter)>,
 }
 
 /// The recipients behind the txpool_* and dev-chain methods, grouped so the context grows by

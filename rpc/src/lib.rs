@@ -49,6 +49,10 @@ pub use server::serve;
 pub use transport::RpcReply;
 pub use ws::MAX_IN_FLIGHT_PER_CONNECTION;
 
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
+
 /// Handles one raw request body and returns what to answer: a JSON body with its HTTP status,
 /// or no body (HTTP 204 for notifications only, 413 for an oversized body). Over HTTP there
 /// is no connection to notify, so eth_subscribe answers -32601 "notifications not supported".
@@ -70,7 +74,18 @@ pub(crate) async fn handle_request(
             let start = std::time::Instant::now();
             // Looked up before `dispatch` takes the name, so counting allocates nothing.
             let slot = RpcMetrics::slot_of(&method);
-            let result = methods::dispatch(ctx, method, params, connection).await;
+            // A panic in a method (an extension's, or a bug) fails this request with -32603
+            // instead of unwinding through the worker and every request it is serving.
+            let run = methods::dispatch(ctx, method, params, connection);
+            let result = match AssertUnwindSafe(run).catch_unwind().await {
+                Ok(result) => result,
+                Err(panic) => {
+                    let what = panic_message(&*panic);
+                    ctx.metrics.count_panic();
+                    tracing::error!(target: "rpc", panic = %what, "a method panicked; its request failed");
+                    Err(RpcError::Panicked(what))
+                }
+            };
             ctx.metrics.observe_slot(slot, start.elapsed(), &result);
             result
         },
@@ -91,6 +106,15 @@ pub(crate) async fn handle_request(
         },
     )
     .await
+}
+
+/// The text of a panic's payload.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned())
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::Params;
+use crate::transport::Reply;
 use crate::{
     blocks, call, dev, eth, eth_tx, fees, filters, logs, net, proof, subscriptions, txpool,
 };
@@ -20,13 +21,13 @@ pub(crate) async fn dispatch(
     method: String,
     params: Option<Value>,
     connection: Option<ConnectionId>,
-) -> Result<Value, RpcError> {
+) -> Result<Reply, RpcError> {
     if !ctx.api.allows(&method) {
         return Err(RpcError::MethodNotFound(method));
     }
     let params = Params::new(params);
     let p = &params;
-    match method.as_str() {
+    let value = match method.as_str() {
         "web3_clientVersion" => net::client_version(ctx, p),
         "web3_sha3" => net::sha3(p),
         "net_version" => net::version(ctx, p),
@@ -61,12 +62,13 @@ pub(crate) async fn dispatch(
         "eth_getTransactionByBlockNumberAndIndex" => blocks::tx_by_number_and_index(ctx, p),
         "eth_getTransactionByBlockHashAndIndex" => blocks::tx_by_hash_and_index(ctx, p),
 
-        "eth_getLogs" => logs::get_logs(ctx, p),
+        // Logs are encoded as they are read, within the response and log-count caps.
+        "eth_getLogs" => return logs::get_logs(ctx, p),
+        "eth_getFilterChanges" => return filters::get_filter_changes(ctx, p).await,
+        "eth_getFilterLogs" => return filters::get_filter_logs(ctx, p).await,
         "eth_newFilter" => filters::new_filter(ctx, p).await,
         "eth_newBlockFilter" => filters::new_block_filter(ctx, p).await,
         "eth_newPendingTransactionFilter" => filters::new_pending_transaction_filter(ctx, p).await,
-        "eth_getFilterChanges" => filters::get_filter_changes(ctx, p).await,
-        "eth_getFilterLogs" => filters::get_filter_logs(ctx, p).await,
         "eth_uninstallFilter" => filters::uninstall_filter(ctx, p).await,
         "eth_subscribe" => subscriptions::subscribe(ctx, connection, p).await,
         "eth_unsubscribe" => subscriptions::unsubscribe(ctx, connection, p).await,
@@ -115,7 +117,8 @@ pub(crate) async fn dispatch(
                 .map_err(|(code, message)| RpcError::Extension { code, message }),
             None => Err(RpcError::MethodNotFound(method)),
         },
-    }
+    };
+    value.map(Reply::Value)
 }
 
 /// The namespaces `--http.api` may name: the core's, the dev chain's, and those peers serve

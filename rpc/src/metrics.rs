@@ -155,6 +155,8 @@ pub struct RpcMetrics {
     stripes: Box<[CachePadded<Stripe>]>,
     /// Refused requests by [`Refusal`]: rare, so one shared counter each.
     refusals: [AtomicU64; REFUSALS.len()],
+    /// Requests whose method panicked (rare: one counter, not striped).
+    panics: AtomicU64,
 }
 
 impl Default for RpcMetrics {
@@ -165,7 +167,11 @@ impl Default for RpcMetrics {
                 rejections: Default::default(),
             })
         };
-        Self { stripes: (0..STRIPES).map(|_| stripe()).collect(), refusals: Default::default() }
+        Self {
+            stripes: (0..STRIPES).map(|_| stripe()).collect(),
+            refusals: Default::default(),
+            panics: AtomicU64::new(0),
+        }
     }
 }
 
@@ -185,21 +191,16 @@ impl RpcMetrics {
     }
 
     /// Records one answered request.
-    pub(crate) fn observe(
-        &self,
-        method: &str,
-        elapsed: Duration,
-        result: &Result<serde_json::Value, RpcError>,
-    ) {
+    pub(crate) fn observe<T>(&self, method: &str, elapsed: Duration, result: &Result<T, RpcError>) {
         self.observe_slot(Self::slot_of(method), elapsed, result);
     }
 
     /// Records one answered request of the method in counter slot `slot`.
-    pub(crate) fn observe_slot(
+    pub(crate) fn observe_slot<T>(
         &self,
         slot: usize,
         elapsed: Duration,
-        result: &Result<serde_json::Value, RpcError>,
+        result: &Result<T, RpcError>,
     ) {
         let stripe = self.stripe();
         let stats = &stripe.methods[slot.min(METHODS.len())];
@@ -215,6 +216,16 @@ impl RpcMetrics {
                 self.reject(path);
             }
         }
+    }
+
+    /// Counts one request whose method panicked.
+    pub(crate) fn count_panic(&self) {
+        self.panics.fetch_add(1, Relaxed);
+    }
+
+    /// Requests whose method panicked so far.
+    pub fn panics(&self) -> u64 {
+        self.panics.load(Relaxed)
     }
 
     /// Counts one shed request.
@@ -378,6 +389,23 @@ pub(crate) fn gauge(out: &mut String, name: &str, help: &str, value: impl std::f
     let _ = writeln!(out, "{name} {value}");
 }
 
+/// Appends the actors' restart counters as one labelled counter.
+pub(crate) fn restart_metrics(
+    out: &mut String,
+    restarts: &[(&'static str, hearth_messages::restarts::RestartCounter)],
+    rpc_panics: u64,
+) {
+    let _ = writeln!(
+        out,
+        "# HELP hearth_actor_restarts_total Times an actor rebuilt its state after a handler panicked (rpc: requests whose method panicked)."
+    );
+    let _ = writeln!(out, "# TYPE hearth_actor_restarts_total counter");
+    for (actor, counter) in restarts {
+        let _ = writeln!(out, "hearth_actor_restarts_total{{actor=\"{actor}\"}} {}", counter.get());
+    }
+    let _ = writeln!(out, "hearth_actor_restarts_total{{actor=\"rpc\"}} {rpc_panics}");
+}
+
 /// Appends one counter.
 pub(crate) fn counter(out: &mut String, name: &str, help: &str, value: u64) {
     let _ = writeln!(out, "# HELP {name} {help}");
@@ -425,7 +453,9 @@ mod tests {
                     m.observe(
                         "nope_x",
                         Duration::from_millis(3),
-                        &Err(RpcError::Exec(hearth_messages::ExecError::Busy { max_in_flight: 1 })),
+                        &Err::<(), _>(RpcError::Exec(hearth_messages::ExecError::Busy {
+                            max_in_flight: 1,
+                        })),
                     );
                 })
             })

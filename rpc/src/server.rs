@@ -278,5 +278,6 @@ async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
             status.ticks_skipped,
         );
     }
+    crate::metrics::restart_metrics(&mut out, &ctx.metric_sources.restarts, ctx.metrics.panics());
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(out)
 }

@@ -430,6 +430,7 @@ fn fixture(max_in_flight: usize) -> Fixture {
         metric_sources: crate::MetricSources {
             pool_size: Idle.start().recipient(),
             code_cache: Idle.start().recipient(),
+            restarts: Vec::new(),
         },
         subscriptions: crate::SubscriptionRecipients {
             connect: Idle.start().recipient(),

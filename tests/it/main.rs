@@ -7,6 +7,7 @@ mod conformance;
 mod dev;
 mod filters;
 mod history;
+mod hostile;
 mod metrics;
 mod mining;
 mod origin;
