@@ -45,6 +45,8 @@ pub const DEFAULT_WS_MAX_CONNECTIONS: usize = 100;
 pub const DEFAULT_WS_MAX_SUBSCRIPTIONS: usize = 128;
 /// Default bound on the notifications queued for one WebSocket connection.
 pub const DEFAULT_WS_MAX_QUEUED: usize = 1024;
+/// Default JSON-RPC namespaces: all of them, as a dev node.
+pub const DEFAULT_HTTP_API: &str = "all";
 
 /// Hearth: an Ethereum execution node built on actors.
 #[derive(Debug, Parser)]
@@ -148,6 +150,28 @@ pub struct Cli {
     /// pile up is closed (1008, "subscriber too slow").
     #[arg(long = "ws.max-queued", default_value_t = DEFAULT_WS_MAX_QUEUED)]
     pub ws_max_queued: usize,
+    /// Web origins allowed to call over HTTP: comma-separated patterns scheme://host or
+    /// scheme://host:port (port may be *), * for every origin, or none (default: loopback pages
+    /// on any port, and browser extensions). Requests from other origins get 403. * also makes
+    /// --http.vhosts and --ws.origins default to *.
+    #[arg(long = "http.corsdomain")]
+    pub http_corsdomain: Option<String>,
+    /// Web origins allowed to open a WebSocket; same syntax and default as --http.corsdomain.
+    #[arg(long = "ws.origins")]
+    pub ws_origins: Option<String>,
+    /// Host names the server answers (Host header, port ignored), comma-separated, or * for any
+    /// (default: localhost; IP addresses are always answered). Others get 403: this stops DNS
+    /// rebinding.
+    #[arg(long = "http.vhosts")]
+    pub http_vhosts: Option<String>,
+    /// JSON-RPC namespaces served over HTTP and WebSocket, comma-separated (eth, net, web3,
+    /// txpool, evm, anvil, hardhat, ...), or all. Methods of other namespaces answer -32601.
+    #[arg(long = "http.api", default_value = DEFAULT_HTTP_API)]
+    pub http_api: String,
+    /// Do not sign for the dev accounts: eth_accounts answers [], and eth_sendTransaction from
+    /// a dev account is refused like any unknown account (they stay funded).
+    #[arg(long = "no-unlocked-accounts")]
+    pub no_unlocked_accounts: bool,
 }
 
 /// One-shot tools that run instead of the node.

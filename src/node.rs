@@ -88,7 +88,8 @@ pub struct Node {
     pub code_cache: Addr<CodeCacheActor>,
     /// The bounded executor pool.
     pub executor: ExecutorClient,
-    /// Dev account keys.
+    /// Dev account keys (funded at genesis; the RPC front signs with them unless
+    /// `--no-unlocked-accounts`).
     pub signers: Arc<Vec<PrivateKeySigner>>,
     /// The polling filters (eth_newFilter, eth_newBlockFilter).
     pub filters: Addr<FilterActor>,
@@ -309,7 +310,15 @@ impl Node {
                 take_snapshot: self.state.clone().recipient(),
                 revert_to: self.state.clone().recipient(),
             },
-            signers: Arc::clone(&self.signers),
+            // Without unlocked accounts the front knows no key: eth_accounts is empty and a
+            // dev account is as unknown to eth_sendTransaction as any other.
+            signers: if self.config.unlocked_accounts {
+                Arc::clone(&self.signers)
+            } else {
+                Arc::default()
+            },
+            api: self.config.api,
+            web: Arc::new(self.config.web.clone()),
             chain_id: self.config.chain_id,
             limits: self.config.rpc,
             extensions,
@@ -344,6 +353,9 @@ impl Node {
     ) -> Result<(actix_web::dev::Server, SocketAddr), NodeError> {
         let addr = self.config.http_addr;
         let workers = self.config.http_workers.get();
+        for warning in self.config.exposure_warnings() {
+            tracing::warn!(target: "node", "{warning}");
+        }
         hearth_rpc::serve(addr, self.rpc_context(extensions), workers)
             .map_err(|source| NodeError::Bind { addr, source })
     }

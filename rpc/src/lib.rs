@@ -4,12 +4,15 @@
 //!
 //! Entry points: [`serve`] runs the HTTP server (with WebSocket JSON-RPC and subscriptions on
 //! the same port); [`handle_body`] answers one request body without HTTP (the server uses it
-//! for HTTP and WebSocket alike, and so can tests). Layers, outside in: `server` and `ws`
-//! (the two transports), `transport` (the JSON-RPC envelope, batches, limits), `methods`
-//! (the method table), `subscriptions` (eth_subscribe and notification encoding),
+//! for HTTP and WebSocket alike, and so can tests). Layers, outside in: `access` (which web
+//! origins, hosts and content types may call; the server enforces it before anything runs),
+//! `server` and `ws` (the two transports; `ws/frames` reads client frames within the body
+//! limit), `transport` (the JSON-RPC envelope, batches, limits), `methods`
+//! (the method table and the `--http.api` namespace gate), `subscriptions` (eth_subscribe and notification encoding),
 //! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`, `logs`,
 //! `dev`, `txpool`, `proof`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
 
+mod access;
 mod blocks;
 mod call;
 mod context;
@@ -31,12 +34,17 @@ mod transport;
 mod txpool;
 mod ws;
 
+pub use access::{
+    DEFAULT_ORIGINS, DEFAULT_VHOSTS, HostPolicy, OriginPolicy, PatternError, WebAccess,
+    is_json_content_type,
+};
 pub use context::{
-    Controls, ExtensionMethod, Extensions, FilterRecipients, MetricSources, RpcContext, RpcLimits,
-    SubscriptionRecipients,
+    Controls, DEFAULT_WS_IDLE_TIMEOUT, DEFAULT_WS_PING_INTERVAL, ExtensionMethod, Extensions,
+    FilterRecipients, MetricSources, RpcContext, RpcLimits, SubscriptionRecipients,
 };
 pub use error::RpcError;
-pub use metrics::{Rejection, RpcMetrics};
+pub use methods::{ApiNamespaces, DEV_NAMESPACES, KNOWN_NAMESPACES, NamespaceError};
+pub use metrics::{Refusal, Rejection, RpcMetrics};
 pub use server::serve;
 pub use transport::RpcReply;
 pub use ws::MAX_IN_FLIGHT_PER_CONNECTION;
@@ -81,7 +89,8 @@ pub(crate) async fn handle_request(
             ctx.metrics.observe_slot(slot, start.elapsed(), &result);
             result
         },
-        "eth_sendRawTransaction",
+        // With eth off, a batch of raw transactions goes item by item to the gate (-32601).
+        if ctx.api.allows("eth_sendRawTransaction") { "eth_sendRawTransaction" } else { "" },
         |items| async move {
             let start = std::time::Instant::now();
             let results = eth_tx::send_raw_batch(ctx, items).await;

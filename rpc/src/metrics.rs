@@ -117,6 +117,20 @@ const REJECTIONS: [(&str, Rejection); 4] = [
     ("batch_too_large", Rejection::BatchTooLarge),
 ];
 
+/// Why the HTTP front refused a request before running it (see `access`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// An `Origin` that `--http.corsdomain` / `--ws.origins` does not allow (403).
+    Origin = 0,
+    /// A `Host` that `--http.vhosts` does not allow (403).
+    Host = 1,
+    /// A POST that is not `application/json` (415).
+    ContentType = 2,
+}
+
+const REFUSALS: [(&str, Refusal); 3] =
+    [("origin", Refusal::Origin), ("host", Refusal::Host), ("content_type", Refusal::ContentType)];
+
 /// How many stripes: at least as many as RPC worker threads on any machine we run on.
 const STRIPES: usize = 16;
 
@@ -139,6 +153,8 @@ struct Stripe {
 #[derive(Debug)]
 pub struct RpcMetrics {
     stripes: Box<[CachePadded<Stripe>]>,
+    /// Refused requests by [`Refusal`]: rare, so one shared counter each.
+    refusals: [AtomicU64; REFUSALS.len()],
     /// Requests whose method panicked (rare: one counter, not striped).
     panics: AtomicU64,
 }
@@ -151,7 +167,11 @@ impl Default for RpcMetrics {
                 rejections: Default::default(),
             })
         };
-        Self { stripes: (0..STRIPES).map(|_| stripe()).collect(), panics: AtomicU64::new(0) }
+        Self {
+            stripes: (0..STRIPES).map(|_| stripe()).collect(),
+            refusals: Default::default(),
+            panics: AtomicU64::new(0),
+        }
     }
 }
 
@@ -216,6 +236,16 @@ impl RpcMetrics {
     /// Requests shed on `path` so far.
     pub fn rejections(&self, path: Rejection) -> u64 {
         self.stripes.iter().map(|s| s.rejections[path as usize].load(Relaxed)).sum()
+    }
+
+    /// Counts one request refused for `reason`.
+    pub fn refuse(&self, reason: Refusal) {
+        self.refusals[reason as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Requests refused for `reason` so far.
+    pub fn refusals(&self, reason: Refusal) -> u64 {
+        self.refusals[reason as usize].load(Relaxed)
     }
 
     /// Appends the request metrics in the Prometheus text format.
@@ -289,6 +319,18 @@ impl RpcMetrics {
                 out,
                 "hearth_rpc_rejections_total{{path=\"{path}\"}} {}",
                 self.rejections(rejection)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP hearth_rpc_refused_total HTTP requests refused before running, by reason."
+        );
+        let _ = writeln!(out, "# TYPE hearth_rpc_refused_total counter");
+        for (reason, refusal) in REFUSALS {
+            let _ = writeln!(
+                out,
+                "hearth_rpc_refused_total{{reason=\"{reason}\"}} {}",
+                self.refusals(refusal)
             );
         }
     }

@@ -10,6 +10,7 @@ mod history;
 mod hostile;
 mod metrics;
 mod mining;
+mod origin;
 mod persistence;
 mod pool;
 mod process;
