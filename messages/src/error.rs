@@ -140,6 +140,10 @@ pub enum StateError {
         /// The block's number.
         got: u64,
     },
+    /// The state owner panicked while writing; it stops the node, whose journal replays on
+    /// the next start.
+    #[error("internal error in the state owner: {0}; the node is stopping")]
+    Panicked(String),
 }
 
 /// Mining failed.
@@ -165,4 +169,7 @@ pub enum MineError {
         /// The requested one.
         got: u64,
     },
+    /// The miner panicked while serving this request; it restarted and serves the next.
+    #[error("internal error in the miner: {0}")]
+    Panicked(String),
 }

@@ -321,6 +321,20 @@ impl ChainDb {
         Ok(())
     }
 
+    /// The genesis document (geth's genesis.json) block 0 was made from; `None` for a chain
+    /// written before Hearth kept it.
+    pub fn genesis_document(&self) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(self.db.get(layout::GENESIS_DOCUMENT_KEY)?.map(|v| v.to_vec()))
+    }
+
+    /// Stores the genesis document, durably. Written before block 0, so that a store holding
+    /// a block 0 has its document too (a document without block 0 is replaced at next start).
+    pub fn set_genesis_document(&self, document: &[u8]) -> Result<(), StorageError> {
+        self.db.insert(layout::GENESIS_DOCUMENT_KEY, document)?;
+        self.db.flush()?;
+        Ok(())
+    }
+
     /// Where transaction `hash` was included: block number and index.
     pub fn tx_location(&self, hash: &B256) -> Result<Option<(u64, u32)>, StorageError> {
         match self.get(&layout::hash_key(layout::TX_LOOKUP, hash))? {
