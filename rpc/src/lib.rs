@@ -41,6 +41,11 @@ pub use server::serve;
 pub use transport::RpcReply;
 pub use ws::MAX_IN_FLIGHT_PER_CONNECTION;
 
+/// The names of the core JSON-RPC methods, sorted (extensions add their own).
+pub fn core_methods() -> &'static [&'static str] {
+    metrics::METHODS
+}
+
 /// Handles one raw request body and returns what to answer: a JSON body with its HTTP status,
 /// or no body (HTTP 204 for notifications only, 413 for an oversized body). Over HTTP there
 /// is no connection to notify, so eth_subscribe answers -32601 "notifications not supported".
@@ -84,5 +89,7 @@ pub(crate) async fn handle_request(
     .await
 }
 
+#[cfg(test)]
+mod fuzz;
 #[cfg(test)]
 mod tests;
