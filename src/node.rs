@@ -339,6 +339,7 @@ impl Node {
             },
             metric_sources: hearth_rpc::MetricSources {
                 pool_size: self.mempool.clone().recipient(),
+                pool_counters: self.mempool.clone().recipient(),
                 code_cache: self.code_cache.clone().recipient(),
                 restarts: self.restarts.clone(),
             },

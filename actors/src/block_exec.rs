@@ -19,7 +19,9 @@ use alloy_eips::eip7685::{EMPTY_REQUESTS_HASH, Requests};
 use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{B256, Bloom, Bytes, Log, U256, keccak256};
 use hearth_messages::ExecError;
-use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, BuiltBlock};
+use hearth_messages::executor::{
+    BlockEnvSpec, BlockRules, BuildBlock, BuildMode, BuiltBlock, InvalidTx,
+};
 use hearth_storage::trie::{EMPTY_ROOT, ordered_root};
 use hearth_storage::{
     BlockDraft, ChainDb, StoredBody, receipts_root, state_root_after, transactions_root,
@@ -148,8 +150,8 @@ pub(crate) fn execute_block(
             }
             // A later nonce of a sender whose earlier transaction failed: keep it pooled.
             Err(EVMError::Transaction(InvalidTransaction::NonceTooHigh { .. })) => continue,
-            Err(EVMError::Transaction(_)) => {
-                invalid.push(candidate.hash);
+            Err(EVMError::Transaction(e)) => {
+                invalid.push(InvalidTx { hash: candidate.hash, reason: e.to_string() });
                 continue;
             }
             Err(other) => return Err(exec_error(other)),

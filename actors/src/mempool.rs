@@ -1,35 +1,37 @@
 //! `MempoolActor`: pending transactions by sender and nonce.
 //!
 //! Owns: every admitted, not yet mined transaction, indexed by hash and by (sender, nonce),
-//! the count and byte bounds, and the set of impersonated senders. Handles `SubmitTx`,
-//! `SubmitTxs`, `SubmitFilled`, `TakePending`, `TxsMined`, `GetPooledTx`, `PendingNonce`,
-//! `PoolSize`, `GetPoolContent`, `DropTx`, `SetImpersonated`, `SetAutoImpersonate`,
-//! `SetPoolGasLimit`, `Revalidate`. Sends nothing. Mailbox: bounded by the node config. Restart:
-//! never restarted; its contents are not persisted (a pool is lost on restart, as in geth
-//! --dev without a journal).
+//! each sender's total possible spend, the count and byte bounds, the set of impersonated
+//! senders and the count of admitted transactions block building later refused. Handles
+//! `SubmitTx`, `SubmitTxs`, `SubmitFilled`, `TakePending`, `TxsMined`, `GetPooledTx`,
+//! `PendingNonce`, `PoolSize`, `GetPoolCounters`, `GetPoolContent`, `DropTx`,
+//! `SetImpersonated`, `SetAutoImpersonate`, `SetPoolGasLimit`, `Revalidate`. Sends nothing.
+//! Admission runs the rules of [`validation`] (the ones block execution applies). Mailbox:
+//! bounded by the node config. Restart: never restarted; its contents are not persisted (a
+//! pool is lost on restart, as in geth --dev without a journal).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
-use std::sync::Arc;
 
 use actix::{Actor, Context, Handler};
-use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Transaction, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{Address, B256, U256};
 use hearth_messages::TxError;
-use hearth_messages::executor::PooledTx;
+use hearth_messages::executor::{InvalidTx, PooledTx};
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::{
-    DropTx, GetPoolContent, GetPooledTx, PendingNonce, PoolContent, PoolSize, Revalidate,
-    SetAutoImpersonate, SetImpersonated, SetPoolGasLimit, SubmitFilled, SubmitTx, SubmitTxs,
-    TakePending, TxsMined,
+    DropTx, GetPoolContent, GetPoolCounters, GetPooledTx, PendingNonce, PoolContent, PoolCounters,
+    PoolSize, Revalidate, SetAutoImpersonate, SetImpersonated, SetPoolGasLimit, SubmitFilled,
+    SubmitTx, SubmitTxs, TakePending, TxsMined,
 };
 use hearth_storage::ChainDb;
-use revm::context_interface::cfg::gas::calculate_initial_tx_gas_for_tx;
+use revm::primitives::KECCAK_EMPTY;
 use revm::primitives::hardfork::SpecId;
 
-use crate::executor::tx_env;
+pub use self::validation::{SenderState, TxRules, Valid, check_against_state, check_stateless};
+
+pub mod validation;
 
 /// Largest encoded transaction the pool accepts: geth's limit (four 32 KiB slots).
 pub const MAX_TX_BYTES: usize = 128 * 1024;
@@ -63,6 +65,32 @@ fn price(tx: &TxEnvelope) -> u128 {
     tx.max_fee_per_gas()
 }
 
+/// The most a pooled transaction may cost its sender: `gas_limit * max_fee + value`. Admitted
+/// transactions passed revm's checked computation of the same sum (the pool holds no blob
+/// transactions), so saturation never happens; it only keeps this total.
+fn pooled_cost(tx: &TxEnvelope) -> U256 {
+    U256::from(tx.gas_limit())
+        .saturating_mul(U256::from(tx.max_fee_per_gas()))
+        .saturating_add(tx.value())
+}
+
+/// `sender`'s account at `db`'s head, with its code when it has any (for EIP-3607).
+fn sender_state(db: &ChainDb, sender: &Address) -> Result<SenderState, TxError> {
+    let storage = |e: hearth_storage::StorageError| TxError::Storage(e.to_string());
+    let head = db.head_number().unwrap_or_default();
+    let Some(account) = db.account(sender, head).map_err(storage)? else {
+        return Ok(SenderState { code_hash: KECCAK_EMPTY, ..SenderState::default() });
+    };
+    let has_code = account.code_hash != KECCAK_EMPTY && account.code_hash != B256::ZERO;
+    let code = if has_code { db.code(&account.code_hash).map_err(storage)? } else { None };
+    Ok(SenderState {
+        nonce: account.nonce,
+        balance: account.balance,
+        code_hash: account.code_hash,
+        code,
+    })
+}
+
 /// The next block's base fee after `db`'s head.
 pub fn next_base_fee(db: &ChainDb) -> u64 {
     let head = db.head_number().unwrap_or_default();
@@ -83,10 +111,14 @@ pub struct Pool {
     config: MempoolConfig,
     by_hash: HashMap<B256, PooledTx>,
     by_sender: HashMap<Address, BTreeMap<u64, B256>>,
+    /// Per sender, the most its pooled transactions may cost together ([`pooled_cost`]).
+    spent: HashMap<Address, U256>,
     /// Encoded bytes of everything in `by_hash`.
     bytes: usize,
     impersonated: HashSet<Address>,
     auto_impersonate: bool,
+    /// Admitted transactions block building refused, dropped since start.
+    dropped_invalid: u64,
 }
 
 impl Pool {
@@ -96,14 +128,26 @@ impl Pool {
             config,
             by_hash: HashMap::new(),
             by_sender: HashMap::new(),
+            spent: HashMap::new(),
             bytes: 0,
             impersonated: HashSet::new(),
             auto_impersonate: false,
+            dropped_invalid: 0,
+        }
+    }
+
+    /// The chain rules admissions are checked against.
+    pub const fn rules(&self) -> TxRules {
+        TxRules {
+            spec: self.config.spec,
+            chain_id: self.config.chain_id,
+            block_gas_limit: self.config.block_gas_limit,
         }
     }
 
     /// Checks `tx` against `db`'s head state and the pool without changing anything. `sender`
-    /// is given only for impersonated transactions, whose signature is a placeholder.
+    /// is given only for transactions the node sealed itself (a dev key's, or an impersonated
+    /// account's placeholder signature).
     fn validate(
         &self,
         db: &ChainDb,
@@ -114,6 +158,8 @@ impl Pool {
         if self.by_hash.contains_key(&hash) {
             return Err(TxError::AlreadyKnown);
         }
+        // Blob transactions need sidecars, which the pool does not handle: a pool policy, not
+        // a validity rule (blocks execute them).
         if tx.is_eip4844() {
             return Err(TxError::UnsupportedType);
         }
@@ -121,56 +167,35 @@ impl Pool {
         if size > MAX_TX_BYTES {
             return Err(TxError::Oversized { size, max: MAX_TX_BYTES });
         }
-        let sender = match sender {
-            Some(sender) => sender,
-            None => tx.recover_signer().map_err(|_| TxError::InvalidSignature)?,
-        };
-        if let Some(got) = tx.chain_id()
-            && got != self.config.chain_id
-        {
-            return Err(TxError::WrongChainId { expected: self.config.chain_id, got });
-        }
-        if tx.gas_limit() > self.config.block_gas_limit {
-            return Err(TxError::GasLimitTooHigh {
-                gas: tx.gas_limit(),
-                block_limit: self.config.block_gas_limit,
-            });
-        }
-        if let Some(tip) = tx.max_priority_fee_per_gas()
-            && tip > tx.max_fee_per_gas()
-        {
-            return Err(TxError::TipAboveFeeCap);
-        }
-        let pooled = PooledTx { tx: Arc::new(tx), sender, hash };
-        let gas = calculate_initial_tx_gas_for_tx(tx_env(&pooled), self.config.spec, None);
-        let intrinsic = gas.initial_regular_gas.max(gas.floor_gas);
-        let tx = &pooled.tx;
-        if tx.gas_limit() < intrinsic {
-            return Err(TxError::IntrinsicGasTooLow { gas: tx.gas_limit(), intrinsic });
-        }
+        let valid = check_stateless(tx, sender, &self.rules())?;
+        let sender = valid.pooled.sender;
+        let account = sender_state(db, &sender)?;
+        check_against_state(&valid, &account)?;
 
-        let head = db.head_number().unwrap_or_default();
-        let account = db.account(&sender, head).map_err(|e| TxError::Storage(e.to_string()))?;
-        let (state_nonce, balance) = account.map_or((0, U256::ZERO), |a| (a.nonce, a.balance));
-        if tx.nonce() < state_nonce {
-            return Err(TxError::NonceTooLow { expected: state_nonce, got: tx.nonce() });
-        }
-        let cost = U256::from(tx.gas_limit()) * U256::from(tx.max_fee_per_gas()) + tx.value();
-        if cost > balance {
-            return Err(TxError::InsufficientFunds { sender, balance, cost });
-        }
-
+        let tx = &valid.pooled.tx;
         let replaces = self.by_sender.get(&sender).and_then(|n| n.get(&tx.nonce())).copied();
-        if let Some(old_hash) = replaces {
-            let old = &self.by_hash[&old_hash].tx;
+        let replaced = replaces.map(|old| &self.by_hash[&old].tx);
+        if let Some(old) = replaced {
             // Both fee fields must rise by at least 10%, as geth's default price bump.
-            let bumped = |new: u128, old: u128| new >= old + old / 10;
+            let bumped = |new: u128, old: u128| new >= old.saturating_add(old / 10);
             let old_tip = old.max_priority_fee_per_gas().unwrap_or(old.max_fee_per_gas());
             let new_tip = tx.max_priority_fee_per_gas().unwrap_or(tx.max_fee_per_gas());
             if !bumped(tx.max_fee_per_gas(), old.max_fee_per_gas()) || !bumped(new_tip, old_tip) {
                 return Err(TxError::ReplacementUnderpriced);
             }
         }
+        // geth's overdraft rule: the sender's other pooled transactions spend the same
+        // balance, so one admitted now must not be refused by the block for lack of funds.
+        let spent = self.spent.get(&sender).copied().unwrap_or_default();
+        let queued = spent.saturating_sub(replaced.map_or(U256::ZERO, |old| pooled_cost(old)));
+        // `check_against_state` refused a cost that does not fit.
+        let cost = valid.max_cost.unwrap_or(U256::MAX);
+        let need = queued.saturating_add(cost);
+        let balance = account.balance;
+        if need > balance {
+            return Err(TxError::Overdraft { balance, queued, cost });
+        }
+        let pooled = valid.pooled;
         Ok(Checked { pooled, size, replaces })
     }
 
@@ -236,6 +261,8 @@ impl Pool {
         }
         let hash = pooled.hash;
         self.by_sender.entry(pooled.sender).or_default().insert(pooled.tx.nonce(), hash);
+        let spent = self.spent.entry(pooled.sender).or_default();
+        *spent = spent.saturating_add(pooled_cost(&pooled.tx));
         self.bytes += size;
         self.by_hash.insert(hash, pooled);
         hash
@@ -245,12 +272,16 @@ impl Pool {
     fn remove(&mut self, hash: &B256) -> Option<PooledTx> {
         let pooled = self.by_hash.remove(hash)?;
         self.bytes -= pooled.tx.encode_2718_len();
+        if let Some(spent) = self.spent.get_mut(&pooled.sender) {
+            *spent = spent.saturating_sub(pooled_cost(&pooled.tx));
+        }
         if let Some(nonces) = self.by_sender.get_mut(&pooled.sender) {
             if nonces.get(&pooled.tx.nonce()) == Some(hash) {
                 nonces.remove(&pooled.tx.nonce());
             }
             if nonces.is_empty() {
                 self.by_sender.remove(&pooled.sender);
+                self.spent.remove(&pooled.sender);
             }
         }
         Some(pooled)
@@ -449,7 +480,34 @@ impl Pool {
         content
     }
 
-    /// Drops mined and invalid transactions, and any whose nonce the chain has passed.
+    /// Drops what block building refused, reporting each: a `warn` line naming the hash and
+    /// the reason, and the `dropped_invalid` counter. The sender's later nonces stay pooled
+    /// (as queued, behind the gap), as geth keeps them: the sender can fill the gap with a
+    /// valid transaction at the freed nonce and the rest runs. Returns how many were dropped.
+    pub fn drop_invalid(&mut self, invalid: &[InvalidTx]) -> usize {
+        let mut dropped = 0;
+        for InvalidTx { hash, reason } in invalid {
+            let Some(tx) = self.remove(hash) else { continue };
+            dropped += 1;
+            tracing::warn!(
+                target: "actors::mempool",
+                %hash,
+                sender = %tx.sender,
+                nonce = tx.tx.nonce(),
+                %reason,
+                "block building refused an admitted transaction; dropped it from the pool"
+            );
+        }
+        self.dropped_invalid += dropped as u64;
+        dropped
+    }
+
+    /// Admitted transactions dropped because block building refused them, since start.
+    pub const fn dropped_invalid(&self) -> u64 {
+        self.dropped_invalid
+    }
+
+    /// Drops mined transactions, and any whose nonce the chain has passed.
     pub fn remove_mined(&mut self, db: &ChainDb, hashes: impl IntoIterator<Item = B256>) {
         for hash in hashes {
             self.remove(&hash);
@@ -565,8 +623,17 @@ impl Handler<TxsMined> for MempoolActor {
     type Result = bool;
 
     fn handle(&mut self, msg: TxsMined, _ctx: &mut Self::Context) -> Self::Result {
-        self.pool.remove_mined(&self.db, msg.included.into_iter().chain(msg.invalid));
+        self.pool.drop_invalid(&msg.invalid);
+        self.pool.remove_mined(&self.db, msg.included);
         !self.pool.is_empty()
+    }
+}
+
+impl Handler<GetPoolCounters> for MempoolActor {
+    type Result = actix::MessageResult<GetPoolCounters>;
+
+    fn handle(&mut self, _msg: GetPoolCounters, _ctx: &mut Self::Context) -> Self::Result {
+        actix::MessageResult(PoolCounters { dropped_invalid: self.pool.dropped_invalid() })
     }
 }
 
@@ -769,4 +836,4 @@ impl Handler<hearth_messages::mempool::IsImpersonated> for MempoolActor {
     }
 }
 
-hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, GetPooledTx, PendingNonce, PoolSize, hearth_messages::mempool::IsImpersonated);
+hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, GetPooledTx, PendingNonce, PoolSize, GetPoolCounters, hearth_messages::mempool::IsImpersonated);

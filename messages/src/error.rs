@@ -1,8 +1,9 @@
 //! Error types carried in replies.
 
 use actix::MailboxError;
-use alloy_primitives::{Address, U256};
+use alloy_primitives::{Address, B256, U256};
 use hearth_storage::StorageError;
+use revm::context::result::InvalidTransaction;
 
 /// A call or block execution could not run. A revert is not an error (see `CallOutcome`).
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +93,82 @@ pub enum TxError {
     /// The priority fee is above the fee cap.
     #[error("max priority fee per gas higher than max fee per gas")]
     TipAboveFeeCap,
+    /// The gas limit does not cover the EIP-7623 calldata floor (Prague on).
+    #[error("insufficient gas for floor data gas cost: gas {gas}, minimum needed {floor}")]
+    FloorDataGas {
+        /// The transaction's gas limit.
+        gas: u64,
+        /// The floor its calldata costs.
+        floor: u64,
+    },
+    /// The gas limit is above the per-transaction cap of EIP-7825 (Osaka on).
+    #[error("transaction gas limit too high (cap: {cap}, tx: {gas})")]
+    GasLimitAboveCap {
+        /// The transaction's gas limit.
+        gas: u64,
+        /// The cap.
+        cap: u64,
+    },
+    /// The nonce is 2^64-1, which EIP-2681 forbids (the sender's nonce could not be raised).
+    #[error("nonce has max value")]
+    NonceMax,
+    /// A contract creation whose initcode is larger than EIP-3860 allows (Shanghai on).
+    #[error("max initcode size exceeded: code size {size} limit {limit}")]
+    InitCodeTooLarge {
+        /// The initcode's length in bytes.
+        size: usize,
+        /// The fork's limit.
+        limit: usize,
+    },
+    /// An EIP-7702 transaction without authorizations.
+    #[error("EIP-7702 transaction with empty auth list")]
+    EmptyAuthList,
+    /// A transaction type the chain's fork does not have yet (type 1 before Berlin, 2 before
+    /// London, 3 before Cancun, 4 before Prague).
+    #[error("transaction type not supported: type {ty} rejected, pool not yet in {fork}")]
+    TypeNotActive {
+        /// The EIP-2718 type.
+        ty: u8,
+        /// The fork that introduces it.
+        fork: &'static str,
+    },
+    /// `gas * price + value` does not fit the width the executor computes it in: 256 bits
+    /// for the whole cost (geth's rule), and revm also refuses `gas * price` above 128 bits.
+    #[error(
+        "insufficient funds for gas * price + value: address {sender} required balance exceeds {bits} bits"
+    )]
+    CostOverflow {
+        /// The sender.
+        sender: Address,
+        /// The width exceeded.
+        bits: u16,
+    },
+    /// Each transaction alone is affordable, but with the sender's other pooled transactions
+    /// the balance would not cover them all (geth's overdraft check).
+    #[error(
+        "insufficient funds for gas * price + value: balance {balance}, queued cost {queued}, tx cost {cost}, overshot {overshot}",
+        overshot = queued.saturating_add(*cost).saturating_sub(*balance)
+    )]
+    Overdraft {
+        /// The sender's balance.
+        balance: U256,
+        /// What the sender's other pooled transactions may cost.
+        queued: U256,
+        /// What this one may cost.
+        cost: U256,
+    },
+    /// The sender has code that is not an EIP-7702 delegation (EIP-3607).
+    #[error("sender not an eoa: address {sender}, codehash: {code_hash}")]
+    SenderNotEoa {
+        /// The sender.
+        sender: Address,
+        /// Its code hash.
+        code_hash: B256,
+    },
+    /// Any other rule revm's validation refuses the transaction by (blob fields, mostly),
+    /// in revm's words.
+    #[error("invalid transaction: {0}")]
+    Rejected(InvalidTransaction),
     /// A same-nonce transaction is already pending and this one does not pay 10% more.
     #[error("replacement transaction underpriced")]
     ReplacementUnderpriced,

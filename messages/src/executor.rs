@@ -265,8 +265,18 @@ pub struct BuiltBlock {
     pub draft: BlockDraft,
     /// What the block changes.
     pub diff: StateDiff,
-    /// Hashes of transactions that failed validation and must leave the pool.
-    pub invalid: Vec<B256>,
+    /// Transactions that failed validation and must leave the pool, with why.
+    pub invalid: Vec<InvalidTx>,
+}
+
+/// A transaction block building refused (revm's validation failed against the block's state),
+/// which therefore leaves the pool without a receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidTx {
+    /// Its hash.
+    pub hash: B256,
+    /// Why it was refused, in revm's words.
+    pub reason: String,
 }
 
 impl Message for BuildBlock {

@@ -5,7 +5,15 @@ use alloy_consensus::TxEnvelope;
 use alloy_primitives::{Address, B256};
 
 use crate::TxError;
-use crate::executor::PooledTx;
+use crate::executor::{InvalidTx, PooledTx};
+
+/// Decodes raw transaction bytes as eth_sendRawTransaction receives them: one EIP-2718
+/// envelope (a legacy RLP list, or `type || rlp(fields)`), with nothing after it. The RPC front
+/// and the conformance runner both decode with this, so they accept exactly the same bytes.
+pub fn decode_tx(raw: &[u8]) -> Result<TxEnvelope, alloy_eips::eip2718::Eip2718Error> {
+    use alloy_eips::eip2718::Decodable2718;
+    TxEnvelope::decode_2718_exact(raw)
+}
 
 /// Validates and admits a signed transaction. Serves `eth_sendRawTransaction` and
 /// `eth_sendTransaction`. Replies with the transaction hash.
@@ -120,13 +128,14 @@ impl Message for TakePending {
 /// A block was committed: drop what it included and what it found invalid. Answers whether
 /// any transaction is left in the pool, so that automine asks for another block only then
 /// (with one sequential sender the pool is empty after every block, and the extra
-/// `TakePending` round trip was a tenth of a transaction's path).
+/// `TakePending` round trip was a tenth of a transaction's path). The pool reports every
+/// invalid one it drops (a `warn` line and `hearth_mempool_dropped_invalid_total`).
 #[derive(Debug, Clone)]
 pub struct TxsMined {
     /// Hashes included in the block.
     pub included: Vec<B256>,
-    /// Hashes that failed validation.
-    pub invalid: Vec<B256>,
+    /// Transactions that failed validation, with why.
+    pub invalid: Vec<InvalidTx>,
 }
 
 impl Message for TxsMined {
@@ -149,6 +158,21 @@ pub struct PendingNonce(pub Address);
 
 impl Message for PendingNonce {
     type Result = Result<u64, TxError>;
+}
+
+/// The pool's counters for `/metrics`.
+#[derive(Debug, Clone, Copy)]
+pub struct GetPoolCounters;
+
+/// What [`GetPoolCounters`] answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolCounters {
+    /// Admitted transactions that block building later refused and the pool dropped.
+    pub dropped_invalid: u64,
+}
+
+impl Message for GetPoolCounters {
+    type Result = PoolCounters;
 }
 
 /// How many transactions the pool holds: (executable, waiting on a nonce gap).

@@ -182,6 +182,8 @@ pub struct FilterRecipients {
 pub struct MetricSources {
     /// The pool's (executable, queued) counts.
     pub pool_size: Recipient<Ask<hearth_messages::mempool::PoolSize>>,
+    /// The pool's counters (transactions dropped as invalid).
+    pub pool_counters: Recipient<Ask<hearth_messages::mempool::GetPoolCounters>>,
     /// The shared code cache's counters.
     pub code_cache: Recipient<Ask<hearth_messages::code_cache::GetCodeCacheStats>>,
     /// Each restartable actor's restart counter, by name.

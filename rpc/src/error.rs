@@ -207,6 +207,16 @@ impl RpcError {
                 | TxError::IntrinsicGasTooLow { .. }
                 | TxError::GasLimitTooHigh { .. }
                 | TxError::TipAboveFeeCap
+                | TxError::FloorDataGas { .. }
+                | TxError::GasLimitAboveCap { .. }
+                | TxError::NonceMax
+                | TxError::InitCodeTooLarge { .. }
+                | TxError::EmptyAuthList
+                | TxError::TypeNotActive { .. }
+                | TxError::CostOverflow { .. }
+                | TxError::Overdraft { .. }
+                | TxError::SenderNotEoa { .. }
+                | TxError::Rejected(_)
                 | TxError::ReplacementUnderpriced
                 | TxError::AlreadyKnown
                 | TxError::UnsupportedType
@@ -413,6 +423,10 @@ mod tests {
             (RpcError::Exec(ExecError::Mailbox(MailboxError::Closed)), -32603),
             (RpcError::Exec(ExecError::Panicked("boom".into())), -32603),
             (RpcError::Tx(TxError::NonceTooLow { expected: 2, got: 1 }), -32000),
+            (RpcError::Tx(TxError::NonceMax), -32000),
+            (RpcError::Tx(TxError::InitCodeTooLarge { size: 2, limit: 1 }), -32000),
+            (RpcError::Tx(TxError::EmptyAuthList), -32000),
+            (RpcError::Tx(TxError::CostOverflow { sender: Address::ZERO, bits: 256 }), -32000),
             (RpcError::Tx(TxError::PoolFull), -32005),
             (RpcError::Tx(TxError::Mailbox("closed".into())), -32603),
             (RpcError::BatchTooLarge { len: 2, max: 1 }, -32005),

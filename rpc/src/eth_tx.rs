@@ -7,12 +7,11 @@
 //! receipt has status 0.
 
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEip2930, TxEnvelope, TxLegacy};
-use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
 use hearth_messages::TxError;
 use hearth_messages::ask::ask;
 use hearth_messages::mempool::{
-    GetPooledTx, IsImpersonated, Seal, SubmitFilled, SubmitTx, SubmitTxs,
+    GetPooledTx, IsImpersonated, Seal, SubmitFilled, SubmitTx, SubmitTxs, decode_tx,
 };
 use hearth_messages::miner::AutoMine;
 use serde_json::Value;
@@ -36,7 +35,7 @@ fn decode_raw(params: &Params) -> Result<TxEnvelope, RpcError> {
     if raw.first() == Some(&BLOB_TX_TYPE) {
         return Err(TxError::UnsupportedType.into());
     }
-    TxEnvelope::decode_2718_exact(&raw).map_err(|e| RpcError::TxDecode(e.to_string()))
+    decode_tx(&raw).map_err(|e| RpcError::TxDecode(e.to_string()))
 }
 
 /// eth_sendRawTransaction: `[signedTxBytes]`; the transaction hash.

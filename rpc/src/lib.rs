@@ -53,6 +53,11 @@ use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt;
 
+/// The names of the core JSON-RPC methods, sorted (extensions add their own).
+pub fn core_methods() -> &'static [&'static str] {
+    metrics::METHODS
+}
+
 /// Handles one raw request body and returns what to answer: a JSON body with its HTTP status,
 /// or no body (HTTP 204 for notifications only, 413 for an oversized body). Over HTTP there
 /// is no connection to notify, so eth_subscribe answers -32601 "notifications not supported".
@@ -117,5 +122,7 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "no message".to_owned())
 }
 
+#[cfg(test)]
+mod fuzz;
 #[cfg(test)]
 mod tests;

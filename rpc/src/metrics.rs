@@ -16,7 +16,7 @@ use crate::error::RpcError;
 
 /// Every method of the dispatch table (`methods.rs`), sorted, each with its own counters; a
 /// test checks the two lists name the same methods.
-const METHODS: &[&str] = &[
+pub(crate) const METHODS: &[&str] = &[
     "anvil_autoImpersonateAccount",
     "anvil_dropTransaction",
     "anvil_getAutomine",

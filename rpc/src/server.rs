@@ -207,7 +207,7 @@ async fn endpoint(ctx: web::Data<RpcContext>, body: web::Bytes) -> HttpResponse 
 async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
     use hearth_messages::ask::ask;
     use hearth_messages::code_cache::GetCodeCacheStats;
-    use hearth_messages::mempool::PoolSize;
+    use hearth_messages::mempool::{GetPoolCounters, PoolSize};
 
     use crate::metrics::{counter, gauge};
 
@@ -235,6 +235,14 @@ async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
             "hearth_mempool_queued",
             "Pooled transactions waiting on a nonce gap or fee.",
             queued,
+        );
+    }
+    if let Ok(counters) = ask(&ctx.metric_sources.pool_counters, GetPoolCounters).await {
+        counter(
+            &mut out,
+            "hearth_mempool_dropped_invalid_total",
+            "Admitted transactions that block building refused, dropped from the pool.",
+            counters.dropped_invalid,
         );
     }
     if let Ok(stats) = ask(&ctx.metric_sources.code_cache, GetCodeCacheStats).await {

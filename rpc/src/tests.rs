@@ -165,7 +165,7 @@ impl Actor for Idle {
 }
 
 hearth_messages::answer_asks!(Stub: SubmitTx, mempool::SubmitFilled, GetPooledTx, PendingNonce, AutoMine);
-hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::PoolSize, hearth_messages::code_cache::GetCodeCacheStats, mempool::IsImpersonated);
+hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::PoolSize, mempool::GetPoolCounters, hearth_messages::code_cache::GetCodeCacheStats, mempool::IsImpersonated);
 hearth_messages::answer_asks!(Idle: subs::Connect, subs::Subscribe, subs::Unsubscribe, subs::GetSubscriptionStats);
 hearth_messages::answer_asks!(Idle: hearth_messages::filters::InstallFilter, hearth_messages::filters::PollFilter, hearth_messages::filters::GetFilter, hearth_messages::filters::UninstallFilter);
 
@@ -196,6 +196,7 @@ idle_replies! {
     miner::SetBlockParam => Ok(0),
     miner::GetMiningStatus => miner::MiningStatus { automine: true, interval: None, ticks_skipped: 0 },
     mempool::PoolSize => (2, 1),
+    mempool::GetPoolCounters => mempool::PoolCounters { dropped_invalid: 3 },
     mempool::IsImpersonated => false,
     hearth_messages::filters::InstallFilter => Err(hearth_messages::filters::FilterError::TooMany { max: 0 }),
     hearth_messages::filters::PollFilter => Err(hearth_messages::filters::FilterError::NotFound),
@@ -429,6 +430,7 @@ fn fixture(max_in_flight: usize) -> Fixture {
         },
         metric_sources: crate::MetricSources {
             pool_size: Idle.start().recipient(),
+            pool_counters: Idle.start().recipient(),
             code_cache: Idle.start().recipient(),
             restarts: Vec::new(),
         },

@@ -2,10 +2,12 @@
 //! each other module covers one area (actors by messages, RPC methods, persistence, conformance).
 
 mod actors;
+mod admission;
 mod blocktest;
 mod conformance;
 mod dev;
 mod filters;
+mod fuzz;
 mod history;
 mod hostile;
 mod metrics;
@@ -20,3 +22,4 @@ mod rpc_compat;
 mod statetest;
 mod subscriptions;
 mod support;
+mod txtest;
