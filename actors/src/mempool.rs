@@ -451,7 +451,10 @@ impl Pool {
         while let Some((_, Reverse(i))) = heap.pop() {
             let Some(tx) = queues[i].pop() else { continue };
             let size = tx.tx.encode_2718_len();
-            if gas + tx.tx.gas_limit() > gas_limit || bytes + size > max_bytes {
+            // Saturating: evm_setBlockGasLimit may set a limit near u64::MAX.
+            if gas.saturating_add(tx.tx.gas_limit()) > gas_limit
+                || bytes.saturating_add(size) > max_bytes
+            {
                 continue; // this sender's later nonces cannot go first; its turn ends here
             }
             gas += tx.tx.gas_limit();
