@@ -212,6 +212,14 @@ impl ChainConfig {
     }
 }
 
+/// Trace replays on an imported chain run each block under the rules its import used.
+impl hearth_messages::trace::ForkSchedule for ChainConfig {
+    fn rules_for(&self, header: &Header) -> hearth_messages::trace::BlockForkRules {
+        let rules = Self::rules_for(self, header);
+        hearth_messages::trace::BlockForkRules { spec: rules.spec, blob_params: rules.blob_params }
+    }
+}
+
 /// What a dev chain's genesis is made of: the node's flags.
 #[derive(Debug, Clone)]
 pub struct DevGenesis {

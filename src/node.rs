@@ -133,6 +133,9 @@ impl Node {
         let signers = hearth_actors::dev::dev_signers(&config.mnemonic, config.accounts)
             .map_err(|e| NodeError::Keys(e.to_string()))?;
         let imported = crate::chainfile::stored_config(&chain).map_err(NodeError::ChainConfig)?;
+        // An imported chain crossed forks: trace replays follow its schedule block by block.
+        let forks: Option<std::sync::Arc<dyn hearth_messages::trace::ForkSchedule>> =
+            imported.clone().map(|c| std::sync::Arc::new(c) as _);
         let (head, spec) = match imported {
             Some(chain_config) => {
                 let head = chain.head_number().unwrap_or_default();
@@ -193,7 +196,12 @@ impl Node {
             config.max_in_flight,
             move || {
                 crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
-                ExecutorActor::new(exec_chain.clone(), exec_config, Some(l2.clone()))
+                let executor =
+                    ExecutorActor::new(exec_chain.clone(), exec_config, Some(l2.clone()));
+                match &forks {
+                    Some(forks) => executor.with_fork_schedule(std::sync::Arc::clone(forks)),
+                    None => executor,
+                }
             },
         );
         let executor = ExecutorClient::with_lanes(lanes, config.max_in_flight.get())

@@ -1,7 +1,8 @@
 //! `ExecutorActor`: one revm executor thread of the pool.
 //!
 //! Owns: a per-thread L1 of analysed code (in front of the shared `CodeCacheActor`) and a
-//! read handle to the store. Handles `Call`, `EstimateGas` and `BuildBlock`. Sends `GetCode` /
+//! read handle to the store. Handles `Call`, `EstimateGas`, `BuildBlock` and `Trace` (in
+//! `trace.rs`). Sends `GetCode` /
 //! `InsertCode` to the L2. Each executor runs on an arbiter (OS thread) of its own
 //! ([`start_pool`]); every sender goes through `ExecutorClient`, which holds the admission
 //! bound and sends each request to the executor holding the fewest. Requests arrive wrapped in
@@ -9,6 +10,8 @@
 //! CPU-bound: the thread does nothing else.
 //! Restart: stateless apart from caches. A panic while handling a request fails that request
 //! (-32603) and resets the caches; the executor and its thread carry on.
+
+use std::sync::Arc;
 
 use alloy_consensus::{Header, Transaction};
 use alloy_eips::Typed2718;
@@ -18,6 +21,7 @@ use hearth_messages::executor::{
     Admitted, BlockOverrides, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas,
     EstimateOutcome, PooledTx,
 };
+use hearth_messages::trace::{ForkSchedule, Trace, TraceOutput};
 use hearth_storage::ChainDb;
 use revm::context::evm::Evm;
 use revm::context::result::{EVMError, ExecutionResult, HaltReason, InvalidTransaction, Output};
@@ -59,13 +63,16 @@ const OSAKA_TX_GAS_LIMIT_CAP: u64 = 1 << 24;
 /// One executor thread.
 #[derive(Debug)]
 pub struct ExecutorActor {
-    db: ChainDb,
-    config: ExecConfig,
-    codes: CodeL1,
+    pub(crate) db: ChainDb,
+    pub(crate) config: ExecConfig,
+    pub(crate) codes: CodeL1,
     /// Snapshot reads of calls, keyed by state root (see `ReadCache`).
     reads: crate::exec_db::ReadCache,
     /// EVM stacks and memory kept from one call to the next (see `EvmScratch`).
     scratch: EvmScratch,
+    /// The chain's fork schedule, when its rules change along it (an imported chain): trace
+    /// replays run each block under its own rules. `None`: every block under `config.spec`.
+    pub(crate) forks: Option<Arc<dyn ForkSchedule>>,
 }
 
 impl ExecutorActor {
@@ -77,7 +84,16 @@ impl ExecutorActor {
             codes: CodeL1::new(l2),
             reads: Default::default(),
             scratch: EvmScratch::new(SCRATCH_RETAINED_BYTES),
+            forks: None,
         }
+    }
+
+    /// Replays (traces) each block under the rules `forks` gives it, instead of the configured
+    /// spec: what a node on an imported chain that crossed forks needs.
+    #[must_use]
+    pub fn with_fork_schedule(mut self, forks: Arc<dyn ForkSchedule>) -> Self {
+        self.forks = Some(forks);
+        self
     }
 
     /// Sets how many bytes of EVM stacks and memory this thread keeps between calls
@@ -89,7 +105,7 @@ impl ExecutorActor {
 
     /// The most gas a call may use: `--rpc.gascap`, and from Osaka no more than a transaction
     /// may carry (EIP-7825), as geth does, since revm rejects a call above that cap.
-    fn call_gas_cap(&self) -> u64 {
+    pub(crate) fn call_gas_cap(&self) -> u64 {
         if self.config.spec.is_enabled_in(SpecId::OSAKA) {
             self.config.gas_cap.min(OSAKA_TX_GAS_LIMIT_CAP)
         } else {
@@ -103,14 +119,14 @@ impl ExecutorActor {
         cfg
     }
 
-    /// Runs `request` with `gas` against the post-state of `block`, without committing.
-    fn run_call(
-        &mut self,
+    /// The configuration, block environment and transaction eth_call runs `request` with
+    /// (`gas` already capped) at block `header`. Shared with debug_traceCall and trace_call.
+    pub(crate) fn call_env(
+        &self,
         request: &CallRequest,
-        block: u64,
+        header: &Header,
         gas: u64,
-    ) -> Result<ExecutionResult, ExecError> {
-        let header = self.db.header(block)?.ok_or(ExecError::UnknownBlock)?;
+    ) -> (CfgEnv, BlockEnv, TxEnv) {
         let mut cfg = self.cfg();
         // eth_call semantics, as geth: no fee unless a price is given, no nonce check unless a
         // nonce is given, calls may come from contract addresses, and the gas cap (not the
@@ -122,20 +138,32 @@ impl ExecutorActor {
         cfg.disable_block_gas_limit = true;
         cfg.tx_chain_id_check = false;
         let tx = call_tx_env(request, gas, self.config.chain_id);
-        let view = self.db.state_at(block);
-        let root = self.db.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
-        self.reads.use_root(root);
-        let mut db = ExecDb::new(view, &mut self.codes).with_read_cache(&mut self.reads);
-        if let Some(overrides) = &request.state_overrides {
-            db.apply_overrides(overrides)?;
-        }
-        let mut block_env = block_env_of(&header);
+        let mut block_env = block_env_of(header);
         if !priced {
             // geth runs an unpriced call with a zero base fee, so BASEFEE reads 0 there.
             block_env.basefee = 0;
         }
         if let Some(o) = &request.block_overrides {
             apply_block_overrides(&mut block_env, o);
+        }
+        (cfg, block_env, tx)
+    }
+
+    /// Runs `request` with `gas` against the post-state of `block`, without committing.
+    fn run_call(
+        &mut self,
+        request: &CallRequest,
+        block: u64,
+        gas: u64,
+    ) -> Result<ExecutionResult, ExecError> {
+        let header = self.db.header(block)?.ok_or(ExecError::UnknownBlock)?;
+        let (cfg, block_env, tx) = self.call_env(request, &header, gas);
+        let view = self.db.state_at(block);
+        let root = self.db.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
+        self.reads.use_root(root);
+        let mut db = ExecDb::new(view, &mut self.codes).with_read_cache(&mut self.reads);
+        if let Some(overrides) = &request.state_overrides {
+            db.apply_overrides(overrides)?;
         }
         let spec = self.config.spec;
         let mut ctx = Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env);
@@ -252,8 +280,9 @@ where
             hearth_messages::executor::ExecutorLane::new(
                 addr.clone().recipient(),
                 addr.clone().recipient(),
-                addr.recipient(),
+                addr.clone().recipient(),
             )
+            .with_traces(addr.recipient())
         })
         .collect()
 }
@@ -300,6 +329,14 @@ impl actix::Handler<Admitted<EstimateGas>> for ExecutorActor {
 
     fn handle(&mut self, msg: Admitted<EstimateGas>, _ctx: &mut Self::Context) -> Self::Result {
         self.contained(|executor| executor.estimate(msg.request))
+    }
+}
+
+impl actix::Handler<Admitted<Trace>> for ExecutorActor {
+    type Result = Result<TraceOutput, ExecError>;
+
+    fn handle(&mut self, msg: Admitted<Trace>, _ctx: &mut Self::Context) -> Self::Result {
+        self.contained(|executor| executor.trace(msg.request))
     }
 }
 

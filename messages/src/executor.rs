@@ -320,6 +320,8 @@ pub struct ExecutorLane {
     calls: Recipient<Admitted<Call>>,
     estimates: Recipient<Admitted<EstimateGas>>,
     builds: Recipient<Admitted<BuildBlock>>,
+    /// Traces (`debug_trace*`, `trace_*`); `None` for a stand-in that serves none.
+    traces: Option<Recipient<Admitted<crate::trace::Trace>>>,
     /// Requests sent to this lane and not run yet (padded: every RPC worker touches it).
     in_flight: CachePadded<AtomicUsize>,
     /// How long one request takes this lane, in nanoseconds: a moving average written as
@@ -339,9 +341,17 @@ impl ExecutorLane {
             calls,
             estimates,
             builds,
+            traces: None,
             in_flight: Default::default(),
             service_nanos: Default::default(),
         }
+    }
+
+    /// Lets this lane serve traces too.
+    #[must_use]
+    pub fn with_traces(mut self, traces: Recipient<Admitted<crate::trace::Trace>>) -> Self {
+        self.traces = Some(traces);
+        self
     }
 }
 
@@ -510,6 +520,23 @@ impl ExecutorClient {
     pub async fn estimate_gas(&self, estimate: EstimateGas) -> Result<EstimateOutcome, ExecError> {
         let permit = self.admit().await?;
         self.dispatch(permit, |lane| &lane.estimates, estimate, true).await?
+    }
+
+    /// Runs a trace on the pool, admitted as [`call`](Self::call) is. Fails with
+    /// [`ExecError::Mailbox`] on a pool whose executors serve no traces (a test's stand-in).
+    pub async fn trace(
+        &self,
+        trace: crate::trace::Trace,
+    ) -> Result<crate::trace::TraceOutput, ExecError> {
+        let permit = self.admit().await?;
+        // Not sampled, as block builds: a trace (a replay, often a long one) would inflate the
+        // service time that cheap calls are admitted by.
+        let lane = self.lane(false);
+        let Some(to) = &self.lanes[lane.index].traces else {
+            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
+        };
+        let answer = to.send(Admitted { request: trace, _slot: Slot { _permit: permit, lane } });
+        answer.await?
     }
 
     /// Builds a block. Block building waits for a permit rather than failing: the miner must

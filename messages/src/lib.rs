@@ -15,6 +15,7 @@ pub mod miner;
 pub mod restarts;
 pub mod state;
 pub mod subscriptions;
+pub mod trace;
 
 pub use error::{ExecError, MineError, StateError, TxError};
 /// The storage read types (blocks, receipts, state snapshots) the RPC front reads directly.

@@ -96,6 +96,18 @@ pub enum RpcError {
         /// The head.
         head: u64,
     },
+    /// A trace names a transaction that is not in the chain (geth's words).
+    #[error("transaction not found")]
+    TxNotFound,
+    /// A trace names a block that is not in the chain: `#N` or its hash, as geth says it.
+    #[error("block {0} not found")]
+    BlockNotFound(String),
+    /// A trace of block 0, which has no parent state to replay from (geth's words).
+    #[error("genesis is not traceable")]
+    GenesisNotTraceable,
+    /// debug_traceBlock got bytes that do not decode as a block (geth's words).
+    #[error("could not decode block: {0}")]
+    BlockDecode(String),
     /// eth_sendTransaction from an address we hold no key for.
     #[error("unknown account")]
     UnknownAccount,
@@ -183,7 +195,9 @@ impl RpcError {
             Self::InvalidRequest(_) => -32600,
             // geth answers eth_subscribe over HTTP with -32601 "notifications not supported".
             Self::MethodNotFound(_) | Self::NotificationsUnsupported => -32601,
-            Self::InvalidParams(_) => -32602,
+            Self::InvalidParams(_)
+            | Self::Exec(ExecError::Tracer(_))
+            | Self::Mine(MineError::Exec(ExecError::Tracer(_))) => -32602,
             Self::Reverted { .. } => 3,
             // Transaction rejected, call halted, or a resource not found: geth uses -32000.
             Self::Halted { .. }
@@ -194,6 +208,10 @@ impl RpcError {
             | Self::Filter(hearth_messages::filters::FilterError::NotFound)
             | Self::Subscription(SubscriptionError::UnknownConnection)
             | Self::BeyondHead { .. }
+            | Self::TxNotFound
+            | Self::BlockNotFound(_)
+            | Self::GenesisNotTraceable
+            | Self::BlockDecode(_)
             | Self::UnknownAccount
             | Self::TxDecode(_)
             | Self::Exec(ExecError::UnknownBlock | ExecError::Invalid(_))
@@ -224,15 +242,19 @@ impl RpcError {
                 | TxError::NotImpersonated(_),
             ) => -32000,
             // The EVM time cap stopped the call.
-            Self::Exec(ExecError::Timeout { .. })
-            | Self::Mine(MineError::Exec(ExecError::Timeout { .. })) => -32002,
+            Self::Exec(ExecError::Timeout { .. } | ExecError::TraceTimeout { .. })
+            | Self::Mine(MineError::Exec(
+                ExecError::Timeout { .. } | ExecError::TraceTimeout { .. },
+            )) => -32002,
             // A bound was hit: the caller may retry later.
             Self::BatchTooLarge { .. }
             | Self::ResponseTooLarge { .. }
             | Self::BlockRangeTooLarge { .. }
             | Self::TooManyLogs { .. }
-            | Self::Exec(ExecError::Busy { .. })
-            | Self::Mine(MineError::Exec(ExecError::Busy { .. }))
+            | Self::Exec(ExecError::Busy { .. } | ExecError::TraceTooLarge { .. })
+            | Self::Mine(MineError::Exec(
+                ExecError::Busy { .. } | ExecError::TraceTooLarge { .. },
+            ))
             | Self::Tx(TxError::PoolFull)
             | Self::MailboxFull { .. }
             | Self::Filter(hearth_messages::filters::FilterError::TooMany { .. })
@@ -248,10 +270,18 @@ impl RpcError {
             | Self::Mailbox { .. }
             | Self::Gone { .. }
             | Self::Encode(_)
-            | Self::Exec(ExecError::Storage(_) | ExecError::Mailbox(_) | ExecError::Panicked(_))
+            | Self::Exec(
+                ExecError::Storage(_)
+                | ExecError::Mailbox(_)
+                | ExecError::Panicked(_)
+                | ExecError::Encode(_),
+            )
             | Self::Mine(
                 MineError::Exec(
-                    ExecError::Storage(_) | ExecError::Mailbox(_) | ExecError::Panicked(_),
+                    ExecError::Storage(_)
+                    | ExecError::Mailbox(_)
+                    | ExecError::Panicked(_)
+                    | ExecError::Encode(_),
                 )
                 | MineError::State(_)
                 | MineError::Mailbox(_)

@@ -10,12 +10,13 @@
 //! limit), `transport` (the JSON-RPC envelope, batches, limits), `methods`
 //! (the method table and the `--http.api` namespace gate), `subscriptions` (eth_subscribe and notification encoding),
 //! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`, `logs`,
-//! `dev`, `txpool`, `proof`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
+//! `dev`, `txpool`, `proof`, `debug_trace` and `parity_trace`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
 
 mod access;
 mod blocks;
 mod call;
 mod context;
+mod debug_trace;
 mod dev;
 mod error;
 mod eth;
@@ -27,6 +28,7 @@ mod methods;
 mod metrics;
 mod net;
 mod params;
+mod parity_trace;
 mod proof;
 mod server;
 mod subscriptions;

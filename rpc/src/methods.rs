@@ -11,7 +11,8 @@ use crate::error::RpcError;
 use crate::params::Params;
 use crate::transport::Reply;
 use crate::{
-    blocks, call, dev, eth, eth_tx, fees, filters, logs, net, proof, subscriptions, txpool,
+    blocks, call, debug_trace, dev, eth, eth_tx, fees, filters, logs, net, parity_trace, proof,
+    subscriptions, txpool,
 };
 
 /// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
@@ -106,6 +107,21 @@ pub(crate) async fn dispatch(
         }
         "evm_snapshot" => dev::snapshot(ctx, p).await,
         "evm_revert" => dev::revert(ctx, p).await,
+
+        // Traces are encoded on the executor thread, within the response cap.
+        "debug_traceTransaction" => return debug_trace::trace_transaction(ctx, p).await,
+        "debug_traceCall" => return debug_trace::trace_call(ctx, p).await,
+        "debug_traceBlockByNumber" => return debug_trace::trace_block_by_number(ctx, p).await,
+        "debug_traceBlockByHash" => return debug_trace::trace_block_by_hash(ctx, p).await,
+        "debug_traceBlock" => return debug_trace::trace_raw_block(ctx, p).await,
+        "trace_transaction" => return parity_trace::trace_transaction(ctx, p).await,
+        "trace_get" => return parity_trace::trace_get(ctx, p).await,
+        "trace_block" => return parity_trace::trace_block(ctx, p).await,
+        "trace_replayTransaction" => return parity_trace::replay_transaction(ctx, p).await,
+        "trace_replayBlockTransactions" => return parity_trace::replay_block(ctx, p).await,
+        "trace_call" => return parity_trace::trace_call(ctx, p).await,
+        "trace_callMany" => return parity_trace::trace_call_many(ctx, p).await,
+        "trace_filter" => return parity_trace::trace_filter(ctx, p).await,
 
         "txpool_status" => txpool::status(ctx, p).await,
         "txpool_content" => return txpool::content_method(ctx, p).await,

@@ -22,9 +22,12 @@ use serde_json::{Value, json};
 use crate::conformance::conformance_dir;
 use crate::support::TestNode;
 
-/// Methods Hearth serves; the other directories (debug_*, eth_simulateV1, eth_createAccessList,
+/// Methods Hearth serves; the other directories (debug_getRaw*, eth_simulateV1, eth_createAccessList,
 /// eth_getBlockReceipts, eth_blobBaseFee, eth_sendRawTransaction, ...) are out of scope here.
 const METHODS: &[&str] = &[
+    "debug_traceBlockByHash",
+    "debug_traceBlockByNumber",
+    "debug_traceTransaction",
     "eth_blockNumber",
     "eth_call",
     "eth_chainId",
