@@ -1043,3 +1043,142 @@ impl JsonArray {
         out.raw(if self.items == 0 { b"[]" } else { b"]" })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::{Bytes, TxKind, address, hex};
+    use revm::database::{CacheDB, EmptyDB};
+    use revm::state::{AccountInfo, Bytecode};
+    use serde_json::Value;
+
+    use super::*;
+
+    const CALLEE: Address = address!("00000000000000000000000000000000000000c1");
+    const NESTER: Address = address!("00000000000000000000000000000000000000a1");
+
+    /// Runs the nester (an SLOAD, a CALL that stores and logs, a STATICCALL that halts on its
+    /// SSTORE, memory and return data all along) under a struct logger with `config`.
+    fn traced(config: &GethDefaultTracingOptions) -> (TracingInspector, ExecutionResult) {
+        let callee = "600035 80600055 80600052 8060206000a1 600101 600052 60206000f3";
+        let nester = "60005450 602a600052 60206000602060006000600035 5af150 \
+                      602060206020600060003561 2710fa50 60206000f3";
+        let mut db = CacheDB::new(EmptyDB::default());
+        for (address, code) in [(CALLEE, callee), (NESTER, nester)] {
+            let code = Bytecode::new_raw(hex::decode(code.replace(' ', "")).expect("hex").into());
+            db.insert_account_info(address, AccountInfo::default().with_code(code));
+        }
+        let mut calldata = [0u8; 32];
+        calldata[12..].copy_from_slice(CALLEE.as_slice());
+        let tx = TxEnv {
+            caller: Address::repeat_byte(0xee),
+            kind: TxKind::Call(NESTER),
+            data: Bytes::from(calldata.to_vec()),
+            gas_limit: 1_000_000,
+            ..Default::default()
+        };
+        let inspector = TracingInspector::new(TracingInspectorConfig::from_geth_config(config));
+        let mut evm = Context::mainnet().with_db(db).build_mainnet_with_inspector(inspector);
+        let result = evm.inspect_tx(tx).expect("runs").result;
+        (evm.inspector, result)
+    }
+
+    /// revm-inspectors' struct logs in geth's JSON: the rules `struct_log` adds.
+    fn as_geth(mut log: Value) -> Value {
+        let object = log.as_object_mut().expect("a struct log");
+        for (key, empty) in [("refund", Value::from(0)), ("returnData", "0x".into())] {
+            if object.get(key) == Some(&empty) {
+                object.remove(key);
+            }
+        }
+        if object.get("memory").is_some_and(|m| m.as_array().is_some_and(Vec::is_empty)) {
+            object.remove("memory");
+        }
+        log
+    }
+
+    #[test]
+    fn streamed_struct_logs_equal_the_builders() {
+        let configs = [
+            GethDefaultTracingOptions::default(),
+            GethDefaultTracingOptions::default().enable_memory().enable_return_data(),
+            GethDefaultTracingOptions::default().disable_stack().disable_storage(),
+            GethDefaultTracingOptions::default().with_limit(7),
+        ];
+        for config in configs {
+            let (inspector, result) = traced(&config);
+            let mut out = JsonOut::new(usize::MAX);
+            write_struct_logs(
+                &mut out,
+                inspector.traces().nodes(),
+                &config,
+                &result,
+                SpecId::PRAGUE,
+            )
+            .expect("fits");
+            let ours: Value = serde_json::from_slice(&out.buf).expect("JSON");
+            let frame = inspector.geth_builder().geth_traces(
+                result.tx_gas_used(),
+                result.output().cloned().unwrap_or_default(),
+                config,
+            );
+            let mut theirs = serde_json::to_value(&frame).expect("encodes");
+            let logs = theirs["structLogs"].take();
+            let logs: Vec<Value> =
+                logs.as_array().expect("logs").iter().cloned().map(as_geth).collect();
+            let mut ours_logs = ours["structLogs"].as_array().expect("logs").clone();
+            assert_eq!(ours_logs.len(), logs.len(), "{config:?}");
+            // Errors are in geth's words here, the status's debug form there: same steps.
+            for (mine, theirs) in ours_logs.iter_mut().zip(&logs) {
+                assert_eq!(mine.get("error").is_some(), theirs.get("error").is_some());
+                if let (Some(mine), Some(theirs)) = (mine.get_mut("error"), theirs.get("error")) {
+                    assert_eq!(
+                        (mine.as_str(), theirs.as_str()),
+                        (Some("write protection"), Some("Some(StateChangeDuringStaticCall)"))
+                    );
+                    *mine = theirs.clone();
+                }
+            }
+            assert_eq!(ours_logs, logs, "{config:?}");
+            theirs["structLogs"] = Value::Null;
+            let mut ours = ours;
+            ours["structLogs"] = Value::Null;
+            assert_eq!(ours, theirs, "the frame's other fields");
+            if config.limit.is_none() {
+                assert!(
+                    logs.iter().any(|l| l["depth"] == 2)
+                        && logs.iter().any(|l| l.get("error").is_some())
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_guard_stops_a_trace_that_cannot_fit() {
+        let config = GethDefaultTracingOptions::default();
+        let bounds = Bounds::new(TraceBudget { max_bytes: 2_000, timeout: None }, None);
+        let size = SizeBound::struct_logs(&config, TraceBudget { max_bytes: 2_000, timeout: None });
+        let mut guard = TraceGuard::new(bounds, Some(size));
+        assert!(guard.outcome().is_ok());
+        guard.too_large = true;
+        assert!(matches!(guard.outcome(), Err(ExecError::TraceTooLarge { max_bytes: 2_000 })));
+        let expired = Bounds::new(
+            TraceBudget { max_bytes: 2_000, timeout: Some(std::time::Duration::from_millis(5)) },
+            None,
+        );
+        let mut guard = TraceGuard::new(expired, None);
+        guard.expired = true;
+        assert!(matches!(guard.outcome(), Err(ExecError::TraceTimeout { timeout_ms: 5 })));
+    }
+
+    #[test]
+    fn answers_stop_at_the_cap() {
+        let mut out = JsonOut::new(10);
+        let mut list = out.array();
+        list.push(&mut out, "abc").expect("fits");
+        let err = list.push(&mut out, "defgh").expect_err("over");
+        assert!(matches!(err, ExecError::TraceTooLarge { max_bytes: 10 }));
+        let mut out = JsonOut::new(100);
+        out.array().close(&mut out).expect("fits");
+        assert_eq!(out.buf, b"[]");
+    }
+}

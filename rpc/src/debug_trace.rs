@@ -61,7 +61,7 @@ impl FromParam for TraceOptions {
             return Err(format!("expected a tracer options object, got {value}"));
         }
         let options: GethDebugTracingOptions =
-            serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+            serde_json::from_value(mux_without_empty_configs(value)).map_err(|e| e.to_string())?;
         check_tracer(&options)?;
         let timeout = match &options.timeout {
             None => DEFAULT_TRACER_TIMEOUT,
@@ -78,6 +78,23 @@ impl FromParam for TraceOptions {
         };
         Ok(Self { options, timeout })
     }
+}
+
+/// The options with a muxTracer's `{}` configurations of tracers that take none (4byteTracer,
+/// noopTracer) made `null`: geth ignores them, revm-inspectors refuses them.
+fn mux_without_empty_configs(value: &Value) -> Value {
+    let mut value = value.clone();
+    if value.get("tracer").and_then(Value::as_str) == Some("muxTracer")
+        && let Some(Value::Object(inner)) = value.get_mut("tracerConfig")
+    {
+        for (name, config) in inner.iter_mut() {
+            let takes_none = matches!(name.as_str(), "4byteTracer" | "noopTracer");
+            if takes_none && config.as_object().is_some_and(|c| c.is_empty()) {
+                *config = Value::Null;
+            }
+        }
+    }
+    value
 }
 
 /// Refuses what no executor could run: a JavaScript tracer, an unknown name, a configuration

@@ -6,7 +6,7 @@
 //! is `null` for the lookups (trace_transaction, trace_get, trace_block,
 //! trace_replayBlockTransactions) and -32000 "transaction not found" for
 //! trace_replayTransaction; trace types are `trace`, `stateDiff` and `vmTrace`. trace_filter
-//! spans at most [`MAX_BLOCK_RANGE`] blocks, as eth_getLogs (-32005 above), and pages with
+//! spans at most [`MAX_BLOCK_RANGE`](crate::logs::MAX_BLOCK_RANGE) blocks, as eth_getLogs (-32005 above), and pages with
 //! `after` and `count`. Traces run under the EVM time cap (-32002) and the response cap
 //! (-32005).
 
@@ -24,7 +24,7 @@ use crate::blocks::{head, state_block, tag_number};
 use crate::context::RpcContext;
 use crate::debug_trace::run;
 use crate::error::RpcError;
-use crate::logs::MAX_BLOCK_RANGE;
+use crate::logs::range_within;
 use crate::params::{FromParam, Params, TxObject};
 use crate::transport::Reply;
 
@@ -272,15 +272,12 @@ pub(crate) async fn trace_filter(ctx: &RpcContext, p: &Params) -> Result<Reply, 
     let head = head(ctx)?;
     let from = from.map_or(0, |tag| tag_number(tag, head));
     let to = to.map_or(head, |tag| tag_number(tag, head));
-    if from > to {
-        return Err(RpcError::InvalidBlockRange);
-    }
-    let to = to.min(head);
-    if from > to || filter.count == Some(0) {
+    // The same checks and cut as eth_getLogs.
+    let Some((from, to)) = range_within(from, to, head)? else {
         return Ok(Reply::Encoded(b"[]".to_vec()));
-    }
-    if to - from >= MAX_BLOCK_RANGE {
-        return Err(RpcError::BlockRangeTooLarge { max: MAX_BLOCK_RANGE });
+    };
+    if filter.count == Some(0) {
+        return Ok(Reply::Encoded(b"[]".to_vec()));
     }
     filter.from_block = Some(from);
     filter.to_block = Some(to);

@@ -22,4 +22,5 @@ mod rpc_compat;
 mod statetest;
 mod subscriptions;
 mod support;
+mod trace;
 mod txtest;

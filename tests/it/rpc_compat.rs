@@ -110,6 +110,11 @@ fn start_node(db: ChainDb) -> TestNode {
     TestNode { node, ctx }
 }
 
+/// A node serving the imported osaka snapshot, for other modules' tests.
+pub(crate) fn osaka_node() -> TestNode {
+    start_node(import_snapshot("osaka").0)
+}
+
 #[test]
 fn import_is_idempotent_and_exports_byte_for_byte() {
     for name in ["prague", "osaka"] {
