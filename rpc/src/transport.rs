@@ -591,7 +591,10 @@ mod tests {
             serde_json::from_slice::<Value>(&encoded).unwrap(),
             json!({"jsonrpc": "2.0", "id": "a\"b", "result": [{"x": 1}]})
         );
-        assert_eq!(encode_raw(&json!(7), b"[]".to_vec()), encode(&json!(7), Some(&json!([])), None));
+        assert_eq!(
+            encode_raw(&json!(7), b"[]".to_vec()),
+            encode(&json!(7), Some(&json!([])), None)
+        );
     }
 
     #[tokio::test]
