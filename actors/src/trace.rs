@@ -1048,6 +1048,8 @@ impl JsonArray {
 mod tests {
     use alloy_primitives::{Bytes, TxKind, address, hex};
     use revm::database::{CacheDB, EmptyDB};
+    use std::time::Duration;
+
     use revm::state::{AccountInfo, Bytecode};
     use serde_json::Value;
 
@@ -1152,22 +1154,43 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_guard_stops_a_trace_that_cannot_fit() {
+    /// Runs an endless loop (JUMPDEST, PUSH1 0, JUMP) with a million gas under a struct
+    /// logger and `guard`; returns the guard's verdict and the steps the logger recorded.
+    fn guarded_loop(guard: TraceGuard) -> (Result<(), ExecError>, usize) {
+        let looping = Address::repeat_byte(0x10);
+        let mut db = CacheDB::new(EmptyDB::default());
+        let code = Bytecode::new_raw(Bytes::from_static(&[0x5b, 0x60, 0x00, 0x56]));
+        db.insert_account_info(looping, AccountInfo::default().with_code(code));
         let config = GethDefaultTracingOptions::default();
-        let bounds = Bounds::new(TraceBudget { max_bytes: 2_000, timeout: None }, None);
-        let size = SizeBound::struct_logs(&config, TraceBudget { max_bytes: 2_000, timeout: None });
-        let mut guard = TraceGuard::new(bounds, Some(size));
-        assert!(guard.outcome().is_ok());
-        guard.too_large = true;
-        assert!(matches!(guard.outcome(), Err(ExecError::TraceTooLarge { max_bytes: 2_000 })));
-        let expired = Bounds::new(
-            TraceBudget { max_bytes: 2_000, timeout: Some(std::time::Duration::from_millis(5)) },
-            None,
-        );
-        let mut guard = TraceGuard::new(expired, None);
-        guard.expired = true;
-        assert!(matches!(guard.outcome(), Err(ExecError::TraceTimeout { timeout_ms: 5 })));
+        let tracer = TracingInspector::new(TracingInspectorConfig::from_geth_config(&config));
+        let mut evm = Context::mainnet().with_db(db).build_mainnet_with_inspector((tracer, guard));
+        let tx = TxEnv { kind: TxKind::Call(looping), gas_limit: 1_000_000, ..Default::default() };
+        evm.inspect_tx(tx).expect("runs");
+        let steps = evm.inspector.0.traces().nodes().iter().map(|n| n.trace.steps.len()).sum();
+        (evm.inspector.1.outcome(), steps)
+    }
+
+    #[test]
+    fn the_guard_stops_a_trace_that_cannot_fit_or_runs_too_long() {
+        // Unguarded, the loop runs until its gas is gone: 81,583 rounds of 3 steps (12 gas) in
+        // the 979,000 gas after the intrinsic cost, then a last round whose JUMP runs out.
+        let budget = TraceBudget { max_bytes: usize::MAX, timeout: None };
+        let (outcome, steps) = guarded_loop(TraceGuard::new(Bounds::new(budget, None), None));
+        assert!(outcome.is_ok());
+        assert_eq!(steps, 81_583 * 3 + 3);
+
+        // 10 kB of struct logs is ~120 steps of this loop: stopped there, not at the end.
+        let budget = TraceBudget { max_bytes: 10_000, timeout: None };
+        let size = SizeBound::struct_logs(&GethDefaultTracingOptions::default(), budget);
+        let (outcome, steps) = guarded_loop(TraceGuard::new(Bounds::new(budget, None), Some(size)));
+        assert!(matches!(outcome, Err(ExecError::TraceTooLarge { max_bytes: 10_000 })));
+        assert!((100..200).contains(&steps), "{steps} steps recorded");
+
+        // A timeout already past stops the loop at the first look at the clock.
+        let budget = TraceBudget { max_bytes: usize::MAX, timeout: Some(Duration::ZERO) };
+        let (outcome, steps) = guarded_loop(TraceGuard::new(Bounds::new(budget, None), None));
+        assert!(matches!(outcome, Err(ExecError::TraceTimeout { timeout_ms: 0 })));
+        assert_eq!(steps, CHECK_EVERY as usize);
     }
 
     #[test]
