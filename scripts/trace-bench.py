@@ -8,9 +8,9 @@ Usage (scripts/trace-bench.sh starts both nodes and calls this):
    million steps, a ~220 MB answer), on every node.
 2. callTracer over a block of 1,000 BenchToken transfers (debug_traceBlockByNumber).
 
-Each trace runs RUNS times per node, nodes alternating, except anvil's block trace, which runs
-once (it takes minutes: anvil 1.7.1 replays the block again for every transaction it traces);
-time is the client's, from sending the
+Each trace runs RUNS times per node, nodes alternating, the block traces first (see main),
+except anvil's block trace, which runs once (it takes minutes on anvil 1.7.1); time is the
+client's, from sending the
 request to the last byte of the answer; peak RSS is the process's VmHWM after the trace, the
 mark reset (`echo 5 > /proc/PID/clear_refs`) before it, so it is the peak of that trace alone
 on top of what the node held. Prints one line per run and a table of medians.
@@ -110,22 +110,28 @@ def main():
     prepared = {node[0]: setup(node, bench) for node in nodes}
     hash_loop = bench["methodIdentifiers"]["hashLoop(uint256)"] + format(20000, "064x")
     results = {}
+
+    def one(run, node, label, method, params):
+        seconds, peak, before, size = measure(node, method, params)
+        results.setdefault((label, node[0]), []).append((seconds, peak, before, size))
+        print(f"run {run + 1} {node[0]:7} {label:30} {seconds:7.3f} s  peak RSS "
+              f"{peak:7.0f} MiB (held {before:5.0f} MiB before)  answer {size / 1e6:6.1f} MB",
+              flush=True)
+
+    # The block traces first, while each node holds little: a struct-log trace leaves a few
+    # hundred MiB of freed heap resident in either process, which would hide their peaks.
     for run in range(runs):
         for node in nodes:
-            token, block = prepared[node[0]]
+            if run > 0 and node[0] == "anvil":
+                continue
+            _, block = prepared[node[0]]
+            one(run, node, "callTracer, 1,000 transfers", "debug_traceBlockByNumber",
+                [block, {"tracer": "callTracer"}])
+    for run in range(runs):
+        for node in nodes:
+            token, _ = prepared[node[0]]
             call = {"to": token, "data": "0x" + hash_loop, "gas": "0x1c9c380"}
-            for label, method, params in [
-                ("struct logs, hashLoop(20000)", "debug_traceCall", [call, "latest", {}]),
-                ("callTracer, 1,000 transfers", "debug_traceBlockByNumber",
-                 [block, {"tracer": "callTracer"}]),
-            ]:
-                if run > 0 and node[0] == "anvil" and method == "debug_traceBlockByNumber":
-                    continue
-                seconds, peak, before, size = measure(node, method, params)
-                results.setdefault((label, node[0]), []).append((seconds, peak, before, size))
-                print(f"run {run + 1} {node[0]:7} {label:30} {seconds:7.3f} s  peak RSS "
-                      f"{peak:7.0f} MiB (held {before:5.0f} MiB before)  answer {size / 1e6:6.1f} MB",
-                      flush=True)
+            one(run, node, "struct logs, hashLoop(20000)", "debug_traceCall", [call, "latest", {}])
     print()
     print("| trace | node | time (median) | peak RSS (median) | RSS before | answer |")
     print("|---|---|---|---|---|---|")
