@@ -84,6 +84,11 @@ pub enum ChainFileError {
         /// Why (boxed: it is large, and this path is taken once per import).
         source: Box<ImportError>,
     },
+    /// The datadir has no genesis document to export.
+    #[error(
+        "the datadir keeps no genesis document: it was created by an older Hearth; export its blocks without --genesis-out"
+    )]
+    NoGenesisDocument,
     /// There is nothing to export.
     #[error("the datadir holds no chain; import one first (hearth import)")]
     Empty,
@@ -115,9 +120,9 @@ pub struct ImportSummary {
     pub head_hash: B256,
 }
 
-/// Writes `genesis` as block 0 of an empty `db`, or checks that `db` starts with it, and
-/// stores its chain configuration. Returns the genesis hash.
-pub fn init_chain(db: &ChainDb, genesis: &Genesis) -> Result<B256, ChainFileError> {
+/// Writes `genesis` as block 0 of an empty `db` (its document first, for `hearth export
+/// --genesis-out`), or checks that `db` starts with it. Returns the genesis hash.
+pub fn write_genesis(db: &ChainDb, genesis: &Genesis) -> Result<B256, ChainFileError> {
     let header = genesis.header(db)?;
     let computed = header.hash_slow();
     match db.block_hash(0)? {
@@ -126,14 +131,35 @@ pub fn init_chain(db: &ChainDb, genesis: &Genesis) -> Result<B256, ChainFileErro
         }
         Some(_) => {}
         None => {
+            db.set_genesis_document(genesis.document().to_string().as_bytes())?;
             let draft = BlockDraft { header, body: empty_body(), receipts: vec![] };
             import_block(db, draft, &genesis.diff())?;
         }
     }
+    Ok(computed)
+}
+
+/// [`write_genesis`], then stores the chain configuration an imported chain runs under.
+/// Returns the genesis hash.
+pub fn init_chain(db: &ChainDb, genesis: &Genesis) -> Result<B256, ChainFileError> {
+    let computed = write_genesis(db, genesis)?;
     // Written after genesis: a crash in between leaves a datadir that the next import run
     // (same genesis) completes, while the node would refuse nothing but run dev defaults.
     db.set_chain_config(&genesis.config.to_bytes())?;
     Ok(computed)
+}
+
+/// Writes the genesis document `db`'s block 0 was made from to `out` (pretty-printed JSON),
+/// so that `hearth import --genesis out` re-creates the same chain.
+pub fn export_genesis(db: &ChainDb, out: &Path) -> Result<(), ChainFileError> {
+    let document = db.genesis_document()?.ok_or(ChainFileError::NoGenesisDocument)?;
+    let value: serde_json::Value = serde_json::from_slice(&document)
+        .map_err(|_| StorageError::Corrupt { what: "stored genesis document" })?;
+    let mut text = serde_json::to_string_pretty(&value)
+        .map_err(|_| StorageError::Corrupt { what: "stored genesis document" })?;
+    text.push('\n');
+    std::fs::write(out, text)
+        .map_err(|source| ChainFileError::Write { path: out.to_path_buf(), source })
 }
 
 /// The chain configuration stored in `db` by an import, if any.

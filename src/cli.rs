@@ -33,12 +33,20 @@ pub const DEFAULT_TXPOOL_MAX_COUNT: usize = 100_000;
 pub const DEFAULT_TXPOOL_MAX_BYTES: &str = "256MiB";
 /// Default size of the store's page cache (`--cache.db`).
 pub const DEFAULT_DB_CACHE: &str = "128MiB";
+/// Default bound on the blocks one evm_mine / anvil_mine / hardhat_mine call may mine: about
+/// 15 s of empty blocks here, far more than a test suite moves through.
+pub const DEFAULT_MAX_MINE_BLOCKS: u64 = 100_000;
+/// Default bound on the logs of one eth_getLogs answer: Infura's and Alchemy's, so clients that
+/// split a range on "query returned more than 10000 results" do so here as well.
+pub const DEFAULT_RPC_MAX_LOGS: usize = 10_000;
 /// Default bound on open WebSocket connections.
 pub const DEFAULT_WS_MAX_CONNECTIONS: usize = 100;
 /// Default bound on the subscriptions of one WebSocket connection.
 pub const DEFAULT_WS_MAX_SUBSCRIPTIONS: usize = 128;
 /// Default bound on the notifications queued for one WebSocket connection.
 pub const DEFAULT_WS_MAX_QUEUED: usize = 1024;
+/// Default JSON-RPC namespaces: all of them, as a dev node.
+pub const DEFAULT_HTTP_API: &str = "all";
 
 /// Hearth: an Ethereum execution node built on actors.
 #[derive(Debug, Parser)]
@@ -91,6 +99,14 @@ pub struct Cli {
     /// Gas cap of eth_call and eth_estimateGas.
     #[arg(long = "rpc.gascap", default_value_t = DEFAULT_RPC_GAS_CAP)]
     pub rpc_gascap: u64,
+    /// Most logs one eth_getLogs, eth_getFilterLogs or eth_getFilterChanges answer holds;
+    /// more fail with -32005 "query returned more than N results" (1..=10000000).
+    #[arg(long = "rpc.max-logs", default_value_t = DEFAULT_RPC_MAX_LOGS)]
+    pub rpc_max_logs: usize,
+    /// Most blocks one evm_mine, anvil_mine or hardhat_mine call mines (1..=100000000); more
+    /// are refused with -32602.
+    #[arg(long = "dev.max-mine-blocks", default_value_t = DEFAULT_MAX_MINE_BLOCKS)]
+    pub dev_max_mine_blocks: u64,
     /// Time cap of one eth_call / eth_estimateGas run, e.g. 5s or 500ms (-32002 when hit).
     #[arg(long = "rpc.evm-timeout", default_value = DEFAULT_EVM_TIMEOUT)]
     pub rpc_evm_timeout: String,
@@ -134,6 +150,28 @@ pub struct Cli {
     /// pile up is closed (1008, "subscriber too slow").
     #[arg(long = "ws.max-queued", default_value_t = DEFAULT_WS_MAX_QUEUED)]
     pub ws_max_queued: usize,
+    /// Web origins allowed to call over HTTP: comma-separated patterns scheme://host or
+    /// scheme://host:port (port may be *), * for every origin, or none (default: loopback pages
+    /// on any port, and browser extensions). Requests from other origins get 403. * also makes
+    /// --http.vhosts and --ws.origins default to *.
+    #[arg(long = "http.corsdomain")]
+    pub http_corsdomain: Option<String>,
+    /// Web origins allowed to open a WebSocket; same syntax and default as --http.corsdomain.
+    #[arg(long = "ws.origins")]
+    pub ws_origins: Option<String>,
+    /// Host names the server answers (Host header, port ignored), comma-separated, or * for any
+    /// (default: localhost; IP addresses are always answered). Others get 403: this stops DNS
+    /// rebinding.
+    #[arg(long = "http.vhosts")]
+    pub http_vhosts: Option<String>,
+    /// JSON-RPC namespaces served over HTTP and WebSocket, comma-separated (eth, net, web3,
+    /// txpool, evm, anvil, hardhat, ...), or all. Methods of other namespaces answer -32601.
+    #[arg(long = "http.api", default_value = DEFAULT_HTTP_API)]
+    pub http_api: String,
+    /// Do not sign for the dev accounts: eth_accounts answers [], and eth_sendTransaction from
+    /// a dev account is refused like any unknown account (they stay funded).
+    #[arg(long = "no-unlocked-accounts")]
+    pub no_unlocked_accounts: bool,
 }
 
 /// One-shot tools that run instead of the node.
@@ -178,6 +216,10 @@ pub struct ExportArgs {
     /// Last block to export (default: the head).
     #[arg(long)]
     pub to: Option<u64>,
+    /// Also write the chain's genesis.json here, so that `hearth import --genesis FILE`
+    /// re-creates the chain (a dev chain too).
+    #[arg(long = "genesis-out")]
+    pub genesis_out: Option<PathBuf>,
     /// The output file.
     pub out: PathBuf,
 }

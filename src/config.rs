@@ -9,7 +9,7 @@ use std::time::Duration;
 use alloy_primitives::U256;
 use hearth_messages::miner::IntervalMining;
 use hearth_messages::subscriptions::SubscriptionLimits;
-use hearth_rpc::RpcLimits;
+use hearth_rpc::{ApiNamespaces, HostPolicy, OriginPolicy, RpcLimits, WebAccess};
 
 use crate::cli::Cli;
 
@@ -68,6 +68,14 @@ pub struct NodeConfig {
     pub rpc: RpcLimits,
     /// WebSocket connection, subscription and notification-queue bounds.
     pub subscriptions: SubscriptionLimits,
+    /// Which web origins and hosts may call (`--http.corsdomain`, `--ws.origins`,
+    /// `--http.vhosts`).
+    pub web: WebAccess,
+    /// The JSON-RPC namespaces served (`--http.api`).
+    pub api: ApiNamespaces,
+    /// Whether eth_sendTransaction signs for the dev accounts (off with
+    /// `--no-unlocked-accounts`).
+    pub unlocked_accounts: bool,
 }
 
 /// A flag value that cannot be used.
@@ -143,10 +151,32 @@ pub enum ConfigError {
     /// The mnemonic is not a valid BIP-39 phrase.
     #[error("--mnemonic is not a valid BIP-39 mnemonic: {0}")]
     Mnemonic(String),
+    /// An origin or host list that cannot be parsed.
+    #[error("{flag} {got:?} is not usable: {reason}")]
+    Access {
+        /// The flag.
+        flag: &'static str,
+        /// What was given.
+        got: String,
+        /// Why.
+        reason: hearth_rpc::PatternError,
+    },
+    /// A namespace list that cannot be served.
+    #[error("--http.api {got:?} is not usable: {reason}")]
+    Api {
+        /// What was given.
+        got: String,
+        /// Why.
+        reason: hearth_rpc::NamespaceError,
+    },
 }
 
 /// Most dev accounts derived at startup.
 const MAX_ACCOUNTS: u64 = 10_000;
+/// Highest `--rpc.max-logs`: the 25 MiB response cap stops an answer long before this.
+const MAX_RPC_MAX_LOGS: u64 = 10_000_000;
+/// Highest `--dev.max-mine-blocks`: about four hours of empty blocks here.
+const MAX_MINE_BLOCKS: u64 = 100_000_000;
 /// Most code cache entries.
 const MAX_CODE_CACHE_ENTRIES: u64 = 1_048_576;
 /// Smallest block gas limit that fits a transfer.
@@ -219,11 +249,45 @@ pub fn parse_block_time(text: &str) -> Result<Option<IntervalMining>, String> {
         Duration::try_from_secs_f64(value).map_err(|_| format!("{part} seconds is too long"))
     };
     match text.split_once(',') {
-        None => Ok(IntervalMining::fixed(seconds(text)?)),
+        None => IntervalMining::fixed(seconds(text)?).map_err(|e| e.to_string()),
         Some((min, max)) => {
             IntervalMining::range(seconds(min)?, seconds(max)?).map(Some).map_err(|e| e.to_string())
         }
     }
+}
+
+/// Parses an origin list flag, or its default when not given.
+fn origins(flag: &'static str, given: Option<&str>) -> Result<OriginPolicy, ConfigError> {
+    match given {
+        None => Ok(OriginPolicy::default()),
+        Some(list) => OriginPolicy::parse(list).map_err(|reason| ConfigError::Access {
+            flag,
+            got: list.to_owned(),
+            reason,
+        }),
+    }
+}
+
+/// The web-access policies. `--http.corsdomain '*'` lets every page call already, so the host
+/// check (which only stops pages that reach the node under another name) and the WebSocket
+/// origin check add nothing: they default to `*` too, anvil's behaviour in one flag. Given
+/// explicitly, they apply as given.
+fn web_access(cli: &Cli) -> Result<WebAccess, ConfigError> {
+    let cors = origins("--http.corsdomain", cli.http_corsdomain.as_deref())?;
+    let ws_origins = match cli.ws_origins.as_deref() {
+        None if cors.is_any() => OriginPolicy::any(),
+        given => origins("--ws.origins", given)?,
+    };
+    let vhosts = match cli.http_vhosts.as_deref() {
+        None if cors.is_any() => HostPolicy::any(),
+        None => HostPolicy::default(),
+        Some(list) => HostPolicy::parse(list).map_err(|reason| ConfigError::Access {
+            flag: "--http.vhosts",
+            got: list.to_owned(),
+            reason,
+        })?,
+    };
+    Ok(WebAccess { cors, ws_origins, vhosts })
 }
 
 /// The datadir when `--datadir` is not given: `$HOME/.hearth/dev`.
@@ -249,6 +313,9 @@ impl TryFrom<Cli> for NodeConfig {
 
     fn try_from(cli: Cli) -> Result<Self, Self::Error> {
         let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+        let web = web_access(&cli)?;
+        let api = ApiNamespaces::parse(&cli.http_api)
+            .map_err(|reason| ConfigError::Api { got: cli.http_api.clone(), reason })?;
         let storage = match (cli.ephemeral, cli.datadir) {
             (true, _) => StorageMode::Ephemeral,
             (false, Some(dir)) => StorageMode::Disk(dir),
@@ -266,6 +333,8 @@ impl TryFrom<Cli> for NodeConfig {
         in_range("--gas-limit", cli.gas_limit, MIN_GAS_LIMIT, u64::MAX)?;
         in_range("--rpc.gascap", cli.rpc_gascap, MIN_GAS_LIMIT, u64::MAX)?;
         in_range("--cache.code-entries", cli.cache_code_entries as u64, 1, MAX_CODE_CACHE_ENTRIES)?;
+        in_range("--rpc.max-logs", cli.rpc_max_logs as u64, 1, MAX_RPC_MAX_LOGS)?;
+        in_range("--dev.max-mine-blocks", cli.dev_max_mine_blocks, 1, MAX_MINE_BLOCKS)?;
         let txpool_max_bytes = parse_size(&cli.txpool_max_bytes).ok_or_else(|| {
             ConfigError::Size { flag: "--txpool.max-bytes", got: cli.txpool_max_bytes.clone() }
         })?;
@@ -316,17 +385,52 @@ impl TryFrom<Cli> for NodeConfig {
             automine,
             interval,
             evm_timeout: duration("--rpc.evm-timeout", &cli.rpc_evm_timeout)?,
-            rpc: RpcLimits { gas_cap: cli.rpc_gascap, ..RpcLimits::default() },
+            rpc: RpcLimits {
+                gas_cap: cli.rpc_gascap,
+                max_logs: cli.rpc_max_logs,
+                max_mine_blocks: cli.dev_max_mine_blocks,
+                ..RpcLimits::default()
+            },
             subscriptions: SubscriptionLimits {
                 max_connections: non_zero("--ws.max-connections", cli.ws_max_connections)?,
                 max_per_connection: non_zero("--ws.max-subscriptions", cli.ws_max_subscriptions)?,
                 queue: non_zero("--ws.max-queued", cli.ws_max_queued)?,
             },
+            web,
+            api,
+            unlocked_accounts: !cli.no_unlocked_accounts,
         })
     }
 }
 
 impl NodeConfig {
+    /// What an operator should know before exposing this node: dev methods or unlocked
+    /// accounts on an address other machines can reach. One message per risk (logged as
+    /// warnings at startup).
+    pub fn exposure_warnings(&self) -> Vec<String> {
+        let addr = self.http_addr;
+        let mut warnings = Vec::new();
+        if addr.ip().is_loopback() {
+            return warnings;
+        }
+        if self.api.serves_dev_methods() {
+            warnings.push(format!(
+                "JSON-RPC on {addr} is reachable from other machines and serves the dev methods \
+                 (evm_*, anvil_*, hardhat_*), which set any balance, code or storage: for a \
+                 shared node pass --http.api eth,net,web3"
+            ));
+        }
+        if self.unlocked_accounts && self.accounts > 0 {
+            warnings.push(format!(
+                "JSON-RPC on {addr} is reachable from other machines and signs \
+                 eth_sendTransaction for {} unlocked dev accounts, whose keys are public: pass \
+                 --no-unlocked-accounts",
+                self.accounts
+            ));
+        }
+        warnings
+    }
+
     /// An in-memory dev chain with the defaults, RPC on an ephemeral loopback port: for tests.
     pub fn for_tests() -> Self {
         let cli = <Cli as clap::Parser>::parse_from(["hearth", "--ephemeral", "--http.port", "0"]);
@@ -401,11 +505,89 @@ mod tests {
             (&["--block-time", "0,0"], "--block-time"),
             (&["--block-time", "1e30"], "--block-time"),
             (&["--block-time", "inf"], "--block-time"),
+            (&["--http.corsdomain", "localhost:5173"], "--http.corsdomain"),
+            (&["--http.corsdomain", ""], "--http.corsdomain"),
+            (&["--http.corsdomain", "http://a.test,none"], "--http.corsdomain"),
+            (&["--http.corsdomain", "http://a.test:99999"], "--http.corsdomain"),
+            (&["--ws.origins", "http://*.a.test"], "--ws.origins"),
+            (&["--http.vhosts", "localhost:8545"], "--http.vhosts"),
+            (&["--http.vhosts", "a,,b"], "--http.vhosts"),
+            (&["--http.api", "eth,eht"], "--http.api"),
+            (&["--http.api", ""], "--http.api"),
+            // It used to panic the miner on its first tick ("overflow when adding duration").
+            (&["--block-time", "9223372036854775807"], "--block-time"),
+            (&["--block-time", "1,9223372036854775807"], "--block-time"),
+            (&["--rpc.max-logs", "0"], "--rpc.max-logs"),
+            (&["--rpc.max-logs", "10000001"], "--rpc.max-logs"),
+            (&["--dev.max-mine-blocks", "0"], "--dev.max-mine-blocks"),
+            (&["--dev.max-mine-blocks", "100000001"], "--dev.max-mine-blocks"),
         ];
         for (args, flag) in cases {
             let err = parse(args).expect_err("must be rejected");
             assert!(err.to_string().contains(flag), "{err} should name {flag}");
         }
+    }
+
+    #[test]
+    fn web_access_defaults_and_star() {
+        let config = parse(&["--ephemeral"]).expect("valid");
+        assert_eq!(config.web, WebAccess::default());
+        assert!(config.web.cors.allows("http://localhost:5173"));
+        assert!(!config.web.cors.allows("http://evil.example"));
+        assert!(!config.web.vhosts.allows("evil.example"));
+        assert_eq!(config.api, ApiNamespaces::all());
+        assert!(config.unlocked_accounts);
+        // * for CORS makes the other two * unless they are given.
+        let star = parse(&["--ephemeral", "--http.corsdomain", "*"]).expect("valid");
+        assert!(star.web.cors.is_any() && star.web.ws_origins.is_any() && star.web.vhosts.is_any());
+        let kept = parse(&[
+            "--ephemeral",
+            "--http.corsdomain",
+            "*",
+            "--http.vhosts",
+            "node.internal",
+            "--ws.origins",
+            "none",
+        ])
+        .expect("valid");
+        assert!(!kept.web.vhosts.allows("evil.example") && kept.web.vhosts.allows("node.internal"));
+        assert_eq!(kept.web.ws_origins, OriginPolicy::none());
+        let err = parse(&["--ephemeral", "--http.corsdomain", "localhost:5173"]).expect_err("bad");
+        assert_eq!(
+            err.to_string(),
+            "--http.corsdomain \"localhost:5173\" is not usable: \"localhost:5173\" has no \
+             scheme: write it as http://host[:port] (port may be *)"
+        );
+        let shared =
+            parse(&["--ephemeral", "--http.api", "eth,net,web3", "--no-unlocked-accounts"])
+                .unwrap();
+        assert!(!shared.api.serves_dev_methods() && !shared.unlocked_accounts);
+    }
+
+    #[test]
+    fn exposing_dev_methods_or_keys_warns() {
+        assert!(parse(&["--ephemeral"]).unwrap().exposure_warnings().is_empty(), "loopback");
+        let open = parse(&["--ephemeral", "--http.addr", "0.0.0.0"]).unwrap().exposure_warnings();
+        assert_eq!(open.len(), 2, "{open:?}");
+        assert!(open[0].contains("dev methods") && open[0].contains("--http.api eth,net,web3"));
+        assert!(open[1].contains("10 unlocked dev accounts") && open[1].contains("--no-unlocked"));
+        let shared = parse(&[
+            "--ephemeral",
+            "--http.addr",
+            "192.168.1.20",
+            "--http.api",
+            "eth,net,web3",
+            "--no-unlocked-accounts",
+        ])
+        .unwrap();
+        assert!(shared.exposure_warnings().is_empty());
+        let dev_only =
+            parse(&["--ephemeral", "--http.addr", "::", "--http.api", "eth,anvil"]).unwrap();
+        let warnings = dev_only.exposure_warnings();
+        assert_eq!(warnings.len(), 2);
+        assert!(warnings[0].contains("JSON-RPC on [::]:8545"), "{warnings:?}");
+        let ipv6_loopback = parse(&["--ephemeral", "--http.addr", "::1"]).unwrap();
+        assert!(ipv6_loopback.exposure_warnings().is_empty());
     }
 
     #[test]

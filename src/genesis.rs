@@ -212,6 +212,114 @@ impl ChainConfig {
     }
 }
 
+/// What a dev chain's genesis is made of: the node's flags.
+#[derive(Debug, Clone)]
+pub struct DevGenesis {
+    /// Chain id.
+    pub chain_id: u64,
+    /// The rules every block runs under; every fork up to it is active at block 0.
+    pub spec: SpecId,
+    /// Funded accounts.
+    pub accounts: Vec<(Address, U256)>,
+    /// Block gas limit.
+    pub gas_limit: u64,
+    /// Base fee of block 0.
+    pub base_fee: u64,
+    /// Timestamp of block 0 (seconds).
+    pub timestamp: u64,
+}
+
+impl DevGenesis {
+    /// The dev chain's genesis as a geth-style genesis.json document, which is what makes the
+    /// chain: the node writes block 0 from it exactly as `hearth import --genesis` would, and
+    /// stores it, so an exported dev chain imports back to the same hashes.
+    ///
+    /// Beside the funded accounts it deploys the system contracts the rules call into every
+    /// block, as geth --dev and anvil do (with nonce 1, as their deployment transactions
+    /// leave them): EIP-4788's beacon roots from Cancun, EIP-2935's block hashes and the
+    /// EIP-7002 / EIP-7251 request queues from Prague. Without the request contracts a Prague
+    /// block is invalid, so a dev chain without them could not be re-imported.
+    pub fn document(&self) -> Value {
+        let mut config = serde_json::Map::new();
+        config.insert("chainId".into(), self.chain_id.into());
+        for (key, fork) in BLOCK_FORKS {
+            if self.spec.is_enabled_in(*fork) {
+                config.insert((*key).into(), 0.into());
+            }
+        }
+        if self.spec.is_enabled_in(SpecId::MERGE) {
+            config.insert("terminalTotalDifficulty".into(), 0.into());
+        }
+        let mut blob_schedule = serde_json::Map::new();
+        for (key, name, fork) in TIME_FORKS {
+            // Blob-parameter-only forks are not rules of their own: a dev chain has none.
+            if name.starts_with("bpo") || !self.spec.is_enabled_in(*fork) {
+                continue;
+            }
+            config.insert((*key).into(), 0.into());
+            if fork.is_enabled_in(SpecId::CANCUN) {
+                let params = default_blob_params(*fork);
+                blob_schedule.insert(
+                    (*name).into(),
+                    serde_json::json!({
+                        "target": params.target_blob_count,
+                        "max": params.max_blob_count,
+                        "baseFeeUpdateFraction": u64::try_from(params.update_fraction)
+                            .unwrap_or(u64::MAX),
+                    }),
+                );
+            }
+        }
+        if !blob_schedule.is_empty() {
+            config.insert("blobSchedule".into(), blob_schedule.into());
+        }
+        let mut alloc = serde_json::Map::new();
+        for (address, balance) in &self.accounts {
+            alloc
+                .insert(address.to_string(), serde_json::json!({ "balance": balance.to_string() }));
+        }
+        for (address, code, fork) in system_contracts() {
+            if self.spec.is_enabled_in(fork) {
+                alloc.insert(
+                    address.to_string(),
+                    serde_json::json!({ "balance": "0x0", "nonce": "0x1", "code": code.to_string() }),
+                );
+            }
+        }
+        serde_json::json!({
+            "config": config,
+            "nonce": "0x0",
+            "timestamp": format!("{:#x}", self.timestamp),
+            "extraData": "0x",
+            "gasLimit": format!("{:#x}", self.gas_limit),
+            "difficulty": "0x0",
+            "mixHash": B256::ZERO.to_string(),
+            "coinbase": Address::ZERO.to_string(),
+            "baseFeePerGas": format!("{:#x}", self.base_fee),
+            "alloc": alloc,
+        })
+    }
+}
+
+/// The system contracts of the forks: address, runtime code and the fork that needs them.
+fn system_contracts() -> [(Address, &'static Bytes, SpecId); 4] {
+    use alloy_eips::{eip2935, eip4788, eip7002, eip7251};
+    [
+        (eip4788::BEACON_ROOTS_ADDRESS, &eip4788::BEACON_ROOTS_CODE, SpecId::CANCUN),
+        (eip2935::HISTORY_STORAGE_ADDRESS, &eip2935::HISTORY_STORAGE_CODE, SpecId::PRAGUE),
+        (
+            eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS,
+            &eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_CODE,
+            SpecId::PRAGUE,
+        ),
+        (
+            eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS,
+            &eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_CODE,
+            SpecId::PRAGUE,
+        ),
+    ]
+}
+
 /// A parsed genesis file: the chain's rules, its alloc and its block 0.
 #[derive(Debug, Clone)]
 pub struct Genesis {
@@ -221,6 +329,8 @@ pub struct Genesis {
     alloc: BTreeMap<Address, AllocAccount>,
     /// Block 0's header without its state root (computed from `alloc`).
     header: Header,
+    /// The document as given: what the datadir keeps, and `hearth export --genesis-out` writes.
+    document: Value,
 }
 
 impl Genesis {
@@ -291,7 +401,12 @@ impl Genesis {
             requests_hash: spec.is_enabled_in(SpecId::PRAGUE).then_some(EMPTY_REQUESTS_HASH),
             ..Default::default()
         };
-        Ok(Self { config, alloc, header })
+        Ok(Self { config, alloc, header, document: v.clone() })
+    }
+
+    /// The genesis document, as given.
+    pub const fn document(&self) -> &Value {
+        &self.document
     }
 
     /// Block 0's header, with the state root of the alloc (computed by our trie, nothing

@@ -137,11 +137,21 @@ fn run_import(args: ImportArgs) -> ExitCode {
 /// Runs `hearth export`.
 fn run_export(args: ExportArgs) -> ExitCode {
     let result = open_datadir(args.datadir).and_then(|db| {
-        chainfile::export_chain(&db, args.from, args.to, &args.out).map_err(|e| e.to_string())
+        if let Some(path) = &args.genesis_out {
+            chainfile::export_genesis(&db, path).map_err(|e| e.to_string())?;
+        }
+        let n = chainfile::export_chain(&db, args.from, args.to, &args.out)
+            .map_err(|e| e.to_string())?;
+        let last = args.to.or_else(|| db.head_number()).unwrap_or_default();
+        let hash = db.block_hash(last).map_err(|e| e.to_string())?.unwrap_or_default();
+        Ok((n, last, hash))
     });
     match result {
-        Ok(n) => {
-            eprintln!("exported {n} blocks to {}", args.out.display());
+        Ok((n, last, hash)) => {
+            eprintln!("exported {n} blocks to {}; last #{last} {hash}", args.out.display());
+            if let Some(path) = &args.genesis_out {
+                eprintln!("wrote the genesis to {}", path.display());
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

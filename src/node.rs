@@ -17,9 +17,8 @@ use alloy_primitives::Address;
 use alloy_signer_local::PrivateKeySigner;
 use hearth_actors::miner::{Clock, system_clock};
 use hearth_actors::{
-    CodeCacheActor, CodeL2, ExecConfig, ExecutorActor, FilterActor, GenesisSpec, MempoolActor,
-    MempoolConfig, MinerActor, MinerConfig, MinerPeers, StateActor, SubscriptionActor,
-    init_genesis,
+    CodeCacheActor, CodeL2, ExecConfig, ExecutorActor, FilterActor, MempoolActor, MempoolConfig,
+    MinerActor, MinerConfig, MinerPeers, StateActor, SubscriptionActor,
 };
 use hearth_messages::executor::ExecutorClient;
 use hearth_messages::interest::Interest;
@@ -30,6 +29,7 @@ use revm::primitives::hardfork::SpecId;
 use tracing::info;
 
 use crate::config::{NodeConfig, StorageMode};
+use crate::genesis::{DevGenesis, Genesis};
 
 /// The hard fork the dev chain runs (an imported chain runs its own, from its config).
 pub const SPEC: SpecId = SpecId::PRAGUE;
@@ -88,7 +88,8 @@ pub struct Node {
     pub code_cache: Addr<CodeCacheActor>,
     /// The bounded executor pool.
     pub executor: ExecutorClient,
-    /// Dev account keys.
+    /// Dev account keys (funded at genesis; the RPC front signs with them unless
+    /// `--no-unlocked-accounts`).
     pub signers: Arc<Vec<PrivateKeySigner>>,
     /// The polling filters (eth_newFilter, eth_newBlockFilter).
     pub filters: Addr<FilterActor>,
@@ -96,6 +97,8 @@ pub struct Node {
     pub subscriptions: Addr<SubscriptionActor>,
     /// Request counters of the RPC front (shared by every context this node hands out).
     pub rpc_metrics: Arc<hearth_rpc::RpcMetrics>,
+    /// The restartable actors' restart counters (for `/metrics`).
+    pub restarts: Vec<(&'static str, hearth_messages::restarts::RestartCounter)>,
     config: NodeConfig,
 }
 
@@ -146,19 +149,33 @@ impl Node {
                 (head, spec)
             }
             None => {
-                let genesis = GenesisSpec {
-                    alloc: signers.iter().map(|s| (s.address(), config.balance_wei)).collect(),
-                    gas_limit: config.gas_limit,
-                    base_fee: GENESIS_BASE_FEE,
-                    timestamp: clock(),
-                };
-                (init_genesis(&chain, &genesis).map_err(NodeError::Genesis)?, SPEC)
+                if chain.head_number().is_none() {
+                    let dev = DevGenesis {
+                        chain_id: config.chain_id,
+                        spec: SPEC,
+                        accounts: signers
+                            .iter()
+                            .map(|s| (s.address(), config.balance_wei))
+                            .collect(),
+                        gas_limit: config.gas_limit,
+                        base_fee: GENESIS_BASE_FEE,
+                        timestamp: clock(),
+                    };
+                    let genesis = Genesis::from_json(&dev.document())
+                        .map_err(|e| NodeError::ChainConfig(e.into()))?;
+                    let hash = crate::chainfile::write_genesis(&chain, &genesis)
+                        .map_err(NodeError::ChainConfig)?;
+                    info!(target: "node", %hash, "dev genesis written");
+                }
+                (chain.head_number().unwrap_or_default(), SPEC)
             }
         };
         info!(target: "node", head, db_cache_bytes = config.db_cache_bytes, "chain opened");
 
         let mailbox = config.mailbox;
-        let code_cache = CodeCacheActor::new(config.code_cache_entries).start_bounded(mailbox);
+        let code_cache = CodeCacheActor::new(config.code_cache_entries);
+        let mut restarts = vec![("code_cache", code_cache.restart_counter())];
+        let code_cache = code_cache.start_bounded(mailbox);
         info!(target: "node", entries = config.code_cache_entries.get(), "code cache sized");
         let l2 =
             CodeL2 { get: code_cache.clone().recipient(), insert: code_cache.clone().recipient() };
@@ -186,10 +203,12 @@ impl Node {
         // that nothing wakes them per block or transaction while nobody listens.
         let filter_actor = FilterActor::new(MAX_FILTERS);
         let filters_pending = filter_actor.pending_interest();
+        restarts.push(("filters", filter_actor.restart_counter()));
         let filters = filter_actor.start_bounded(mailbox);
         let subscription_actor = SubscriptionActor::new(config.subscriptions);
         let (subs_blocks, subs_pending) =
             (subscription_actor.block_interest(), subscription_actor.pending_interest());
+        restarts.push(("subscriptions", subscription_actor.restart_counter()));
         let subscriptions = subscription_actor.start_bounded(mailbox);
         // The state actor's mailbox was just made and is empty, so this cannot be refused.
         state
@@ -210,6 +229,7 @@ impl Node {
         )
         .notify_admitted(filters.clone().recipient(), filters_pending)
         .notify_admitted(subscriptions.clone().recipient(), subs_pending);
+        restarts.push(("mempool", mempool.restart_counter()));
         let mempool = hearth_actors::start_on(&pool_and_miner.handle(), mempool, mailbox);
         let miner = MinerActor::new(
             chain.clone(),
@@ -229,6 +249,7 @@ impl Node {
                 seed: config.chain_id,
             },
         );
+        restarts.push(("miner", miner.restart_counter()));
         let miner = hearth_actors::start_on(&pool_and_miner.handle(), miner, mailbox);
         info!(
             target: "node",
@@ -248,6 +269,7 @@ impl Node {
             rpc_metrics: Arc::default(),
             filters,
             subscriptions,
+            restarts,
             config,
         })
     }
@@ -289,7 +311,15 @@ impl Node {
                 take_snapshot: self.state.clone().recipient(),
                 revert_to: self.state.clone().recipient(),
             },
-            signers: Arc::clone(&self.signers),
+            // Without unlocked accounts the front knows no key: eth_accounts is empty and a
+            // dev account is as unknown to eth_sendTransaction as any other.
+            signers: if self.config.unlocked_accounts {
+                Arc::clone(&self.signers)
+            } else {
+                Arc::default()
+            },
+            api: self.config.api,
+            web: Arc::new(self.config.web.clone()),
             chain_id: self.config.chain_id,
             limits: self.config.rpc,
             extensions,
@@ -312,6 +342,7 @@ impl Node {
                 pool_size: self.mempool.clone().recipient(),
                 pool_counters: self.mempool.clone().recipient(),
                 code_cache: self.code_cache.clone().recipient(),
+                restarts: self.restarts.clone(),
             },
         }
     }
@@ -324,6 +355,9 @@ impl Node {
     ) -> Result<(actix_web::dev::Server, SocketAddr), NodeError> {
         let addr = self.config.http_addr;
         let workers = self.config.http_workers.get();
+        for warning in self.config.exposure_warnings() {
+            tracing::warn!(target: "node", "{warning}");
+        }
         hearth_rpc::serve(addr, self.rpc_context(extensions), workers)
             .map_err(|source| NodeError::Bind { addr, source })
     }

@@ -21,6 +21,8 @@ use alloy_primitives::B256;
 use hearth_messages::code_cache::{CodeCacheStats, GetCode, GetCodeCacheStats, InsertCode};
 use revm::bytecode::Bytecode;
 
+use crate::supervise::{Restart, RestartCounter, contain};
+
 /// The L2 core: an LRU map with hit/miss/eviction counts. No actix types, tested directly.
 #[derive(Debug)]
 pub struct CodeCache {
@@ -87,12 +89,18 @@ impl CodeCache {
 #[derive(Debug)]
 pub struct CodeCacheActor {
     cache: CodeCache,
+    restarts: RestartCounter,
 }
 
 impl CodeCacheActor {
     /// A cache of `capacity` entries.
     pub fn new(capacity: NonZeroUsize) -> Self {
-        Self { cache: CodeCache::new(capacity) }
+        Self { cache: CodeCache::new(capacity), restarts: RestartCounter::default() }
+    }
+
+    /// How many times the actor restarted after a panic (for `/metrics`).
+    pub fn restart_counter(&self) -> RestartCounter {
+        self.restarts.clone()
     }
 
     /// Starts the actor with its mailbox bounded from the first message on.
@@ -105,11 +113,26 @@ impl Actor for CodeCacheActor {
     type Context = Context<Self>;
 }
 
+impl Restart for CodeCacheActor {
+    const NAME: &'static str = "code_cache";
+
+    /// A cache can always start empty: every entry is analysed again from the store on demand.
+    fn restart(&mut self) {
+        self.cache =
+            CodeCache::new(NonZeroUsize::new(self.cache.capacity).unwrap_or(NonZeroUsize::MIN));
+    }
+
+    fn restarts(&self) -> &RestartCounter {
+        &self.restarts
+    }
+}
+
 impl Handler<GetCode> for CodeCacheActor {
     type Result = Option<Bytecode>;
 
+    /// After a panic the answer is a miss: the executor then analyses the code itself.
     fn handle(&mut self, msg: GetCode, _ctx: &mut Self::Context) -> Self::Result {
-        self.cache.get(&msg.0)
+        contain(self, |act| act.cache.get(&msg.0)).unwrap_or(None)
     }
 }
 
@@ -117,7 +140,7 @@ impl Handler<InsertCode> for CodeCacheActor {
     type Result = ();
 
     fn handle(&mut self, msg: InsertCode, _ctx: &mut Self::Context) -> Self::Result {
-        self.cache.insert(msg.0, msg.1);
+        let _ = contain(self, |act| act.cache.insert(msg.0, msg.1));
     }
 }
 

@@ -6,7 +6,8 @@
 //! pending-transaction filters). Sends nothing: the RPC front reads the block range a poll
 //! returns from the chain itself. A filter not polled for `FILTER_TTL` is dropped (as geth), by
 //! a sweep on the tokio clock. Mailbox: bounded by the node config. Restart: filters are not
-//! persisted (geth's are not either); clients re-install after a restart.
+//! persisted (geth's are not either); clients re-install after a restart. A panic in a
+//! handler fails that request (-32603) and empties the table (`supervise`).
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
@@ -20,6 +21,8 @@ use hearth_messages::filters::{
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::TxsAdmitted;
 use tokio::time::Instant;
+
+use crate::supervise::{Restart, RestartCounter, contain};
 
 /// How long a filter lives without being polled (geth's value).
 pub const FILTER_TTL: Duration = Duration::from_secs(5 * 60);
@@ -134,12 +137,30 @@ pub struct FilterActor {
     filters: Filters,
     /// On while a pending-transaction filter is installed.
     pending: Interest,
+    restarts: RestartCounter,
 }
 
 impl FilterActor {
     /// Holds at most `max` filters.
     pub fn new(max: NonZeroUsize) -> Self {
-        Self { filters: Filters::new(max), pending: Interest::none() }
+        Self {
+            filters: Filters::new(max),
+            pending: Interest::none(),
+            restarts: RestartCounter::default(),
+        }
+    }
+
+    /// How many times the actor restarted after a panic (for `/metrics`).
+    pub fn restart_counter(&self) -> RestartCounter {
+        self.restarts.clone()
+    }
+
+    /// Runs a handler's `work`; a panic in it restarts the actor and fails the request.
+    fn contained<T>(
+        &mut self,
+        work: impl FnOnce(&mut Self) -> Result<T, FilterError>,
+    ) -> Result<T, FilterError> {
+        contain(self, work).unwrap_or_else(|what| Err(FilterError::Panicked(what)))
     }
 
     /// Whether it wants `TxsAdmitted` now: pass it to the mempool's `notify_admitted`.
@@ -173,13 +194,31 @@ impl Actor for FilterActor {
     }
 }
 
+impl Restart for FilterActor {
+    const NAME: &'static str = "filters";
+
+    /// Filters are not persisted (a restarted node has none either): the table starts empty,
+    /// and clients re-install on "filter not found", as after a geth restart.
+    fn restart(&mut self) {
+        self.filters =
+            Filters::new(NonZeroUsize::new(self.filters.max).unwrap_or(NonZeroUsize::MIN));
+        self.publish_interest();
+    }
+
+    fn restarts(&self) -> &RestartCounter {
+        &self.restarts
+    }
+}
+
 impl Handler<InstallFilter> for FilterActor {
     type Result = Result<u64, FilterError>;
 
     fn handle(&mut self, msg: InstallFilter, _ctx: &mut Self::Context) -> Self::Result {
-        let id = self.filters.install(msg.kind, msg.head, Instant::now());
-        self.publish_interest();
-        id
+        self.contained(|act| {
+            let id = act.filters.install(msg.kind, msg.head, Instant::now());
+            act.publish_interest();
+            id
+        })
     }
 }
 
@@ -187,7 +226,7 @@ impl Handler<PollFilter> for FilterActor {
     type Result = Result<FilterPoll, FilterError>;
 
     fn handle(&mut self, msg: PollFilter, _ctx: &mut Self::Context) -> Self::Result {
-        self.filters.poll(msg.id, msg.head, Instant::now())
+        self.contained(|act| act.filters.poll(msg.id, msg.head, Instant::now()))
     }
 }
 
@@ -195,7 +234,7 @@ impl Handler<GetFilter> for FilterActor {
     type Result = Result<FilterKind, FilterError>;
 
     fn handle(&mut self, msg: GetFilter, _ctx: &mut Self::Context) -> Self::Result {
-        self.filters.get(msg.0, Instant::now())
+        self.contained(|act| act.filters.get(msg.0, Instant::now()))
     }
 }
 
@@ -203,17 +242,24 @@ impl Handler<TxsAdmitted> for FilterActor {
     type Result = ();
 
     fn handle(&mut self, msg: TxsAdmitted, _ctx: &mut Self::Context) {
-        self.filters.admitted(&msg.0);
+        let _ = self.contained(|act| {
+            act.filters.admitted(&msg.0);
+            Ok(())
+        });
     }
 }
 
 impl Handler<UninstallFilter> for FilterActor {
     type Result = bool;
 
+    /// After a panic the table is empty, so "not installed" (`false`) is the true answer.
     fn handle(&mut self, msg: UninstallFilter, _ctx: &mut Self::Context) -> bool {
-        let removed = self.filters.uninstall(msg.0);
-        self.publish_interest();
-        removed
+        self.contained(|act| {
+            let removed = act.filters.uninstall(msg.0);
+            act.publish_interest();
+            Ok(removed)
+        })
+        .unwrap_or(false)
     }
 }
 

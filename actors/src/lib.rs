@@ -17,6 +17,7 @@ pub mod mempool;
 pub mod miner;
 pub mod state;
 pub mod subscriptions;
+pub mod supervise;
 
 pub use bounded::start_on;
 pub use code_cache::{CodeCache, CodeCacheActor, CodeL1, CodeL2};
@@ -27,3 +28,4 @@ pub use mempool::{MempoolActor, MempoolConfig};
 pub use miner::{Clock, MinerActor, MinerConfig, MinerPeers, system_clock};
 pub use state::{GenesisSpec, StateActor, init_genesis};
 pub use subscriptions::SubscriptionActor;
+pub use supervise::{Restart, RestartCounter};

@@ -10,16 +10,19 @@
 //! `CommitBlock` to the state owner. Execution never runs here: the miner only sequences, so
 //! its mailbox keeps moving while a block executes. One block at a time: handlers are atomic
 //! futures, so a second request waits in the (bounded) mailbox until the first block is
-//! committed. Restart: never; it holds no state that is not in the chain.
+//! committed. Restart: a panic in a handler or a mining run fails that request (-32603) and
+//! the miner goes on from its settings (`supervise`); it holds no state that is not in the
+//! chain or its settings.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::{
-    Actor, ActorFutureExt, Addr, AsyncContext, AtomicResponse, Context, Handler, Recipient,
-    SpawnHandle, WrapFuture,
+    Actor, ActorFutureExt, Addr, AsyncContext, AtomicResponse, Context, Handler, MailboxError,
+    Recipient, ResponseFuture, SpawnHandle, WrapFuture,
 };
 use alloy_eips::eip1559::BaseFeeParams;
 use alloy_primitives::{Address, B256, keccak256};
@@ -27,13 +30,16 @@ use hearth_messages::MineError;
 use hearth_messages::executor::{BlockEnvSpec, BuildBlock, BuildMode, ExecutorClient};
 use hearth_messages::mempool::{TakePending, TxsMined};
 use hearth_messages::miner::{
-    AutoMine, GetMiningStatus, IntervalMining, MineBlocks, MineSpaced, MiningStatus, RestoreClock,
-    SaveClock, SetAutomine, SetBlockParam, SetIntervalMining,
+    AutoMine, GetMiningStatus, IntervalMining, MAX_TIMESTAMP, MineBlocks, MineSpaced, MiningStatus,
+    RestoreClock, SaveClock, SetAutomine, SetBlockParam, SetIntervalMining,
 };
 use hearth_messages::state::CommitBlock;
 use hearth_storage::{ChainDb, SealedBlock};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{info, warn};
+
+use crate::supervise::{Restart, RestartCounter, contain, contain_future, restarted};
 
 /// Seconds since the Unix epoch. Injected so tests stamp blocks deterministically.
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
@@ -137,6 +143,11 @@ pub struct MinerActor {
     ticks_skipped: u64,
     /// Clock state saved per live snapshot id, oldest first.
     saved_clocks: Vec<(u64, i64, Overrides)>,
+    /// Multi-block requests not finished yet, oldest first.
+    series: VecDeque<Series>,
+    /// A chunk of a series is being mined.
+    mining_series: bool,
+    restarts: RestartCounter,
 }
 
 impl MinerActor {
@@ -155,6 +166,9 @@ impl MinerActor {
             last_build: (now, now),
             ticks_skipped: 0,
             saved_clocks: Vec::new(),
+            series: VecDeque::new(),
+            mining_series: false,
+            restarts: RestartCounter::default(),
         }
     }
 
@@ -170,6 +184,11 @@ impl MinerActor {
             ctx.set_mailbox_capacity(mailbox.get());
             self
         })
+    }
+
+    /// How many times the miner restarted after a panic (for `/metrics`).
+    pub fn restart_counter(&self) -> RestartCounter {
+        self.restarts.clone()
     }
 
     fn job(&self) -> MineJob {
@@ -191,8 +210,13 @@ impl MinerActor {
         explicit_time: bool,
     ) -> AtomicResponse<Self, Result<T, MineError>> {
         let started = Instant::now();
-        AtomicResponse::new(Box::pin(run.into_actor(self).map(move |(result, last), act, _| {
+        let run = contain_future(run);
+        AtomicResponse::new(Box::pin(run.into_actor(self).map(move |outcome, act, ctx| {
             act.last_build = (started, Instant::now());
+            let (result, last) = match outcome {
+                Ok(outcome) => outcome,
+                Err(panic) => return Err(act.restarted_after(&*panic, ctx)),
+            };
             if let Some(block) = last {
                 act.after_block(&block, explicit_time);
             }
@@ -200,12 +224,38 @@ impl MinerActor {
         })))
     }
 
+    /// Restarts the miner after a panic in one of its runs (the timer re-armed from its
+    /// settings) and gives the error the run's caller gets.
+    fn restarted_after(
+        &mut self,
+        panic: &(dyn std::any::Any + Send),
+        ctx: &mut Context<Self>,
+    ) -> MineError {
+        let what = restarted(self, panic);
+        self.arm_timer(ctx);
+        MineError::Panicked(what)
+    }
+
+    /// Runs a handler's `work`, containing a panic in it (see [`contain`]).
+    fn contained<T>(
+        &mut self,
+        ctx: &mut Context<Self>,
+        work: impl FnOnce(&mut Self, &mut Context<Self>) -> T,
+    ) -> Result<T, MineError> {
+        let result = contain(self, |act| work(act, ctx));
+        result.map_err(|what| {
+            self.arm_timer(ctx);
+            MineError::Panicked(what)
+        })
+    }
+
     /// One or more blocks were made, `block` the last: one-block overrides are used up, and an
     /// explicit timestamp moves the clock so that later blocks continue from it (as anvil).
     fn after_block(&mut self, block: &SealedBlock, explicit_time: bool) {
         if self.next.timestamp.take().is_some() || explicit_time {
-            let now = (self.config.clock)() as i64;
-            self.time_offset = block.header.timestamp as i64 - now;
+            let now = i128::from((self.config.clock)());
+            let offset = i128::from(block.header.timestamp) - now;
+            self.time_offset = i64::try_from(offset).unwrap_or(i64::MAX);
         }
         self.next.base_fee = None;
         self.next.prevrandao = None;
@@ -218,7 +268,7 @@ impl MinerActor {
         }
         let Some(interval) = self.config.interval else { return };
         let delay = self.draw(interval);
-        self.tick_due = Instant::now() + delay;
+        self.tick_due = later(Instant::now(), delay);
         self.schedule(ctx);
     }
 
@@ -246,13 +296,14 @@ impl MinerActor {
                 // Every due time the build covered is skipped; the grid stays in phase.
                 IntervalMining::Fixed(block_time) => {
                     let late = build_end - due;
-                    let missed = (late.as_nanos() / block_time.as_nanos().max(1)) as u32 + 1;
-                    self.tick_due = due + block_time * missed;
+                    let missed = late.as_nanos() / block_time.as_nanos().max(1) + 1;
+                    let missed = u32::try_from(missed).unwrap_or(u32::MAX);
+                    self.tick_due = later(due, block_time.saturating_mul(missed));
                     u64::from(missed)
                 }
                 IntervalMining::Range { .. } => {
                     let delay = self.draw(interval);
-                    self.tick_due = build_end + delay;
+                    self.tick_due = later(build_end, delay);
                     1
                 }
             };
@@ -263,31 +314,39 @@ impl MinerActor {
         }
         // Fixed block times stay on their grid (no drift from how long building takes).
         self.tick_due = match interval {
-            IntervalMining::Fixed(block_time) => due + block_time,
-            IntervalMining::Range { .. } => Instant::now() + self.draw(interval),
+            IntervalMining::Fixed(block_time) => later(due, block_time),
+            IntervalMining::Range { .. } => later(Instant::now(), self.draw(interval)),
         };
         self.schedule(ctx);
         let job = self.job();
         let started = Instant::now();
-        ctx.wait(
-            async move {
-                match job.mine_one(None, false).await {
-                    Ok(mined) => mined.block,
-                    Err(error) => {
-                        warn!(target: "actors::miner", %error, "interval block failed");
-                        None
-                    }
+        let run = contain_future(async move {
+            match job.mine_one(None, false).await {
+                Ok(mined) => mined.block,
+                Err(error) => {
+                    warn!(target: "actors::miner", %error, "interval block failed");
+                    None
                 }
             }
-            .into_actor(self)
-            .map(move |block, act, _| {
-                act.last_build = (started, Instant::now());
-                if let Some(block) = block {
-                    act.after_block(&block, false);
+        });
+        ctx.wait(run.into_actor(self).map(move |block, act, ctx| {
+            act.last_build = (started, Instant::now());
+            match block {
+                Ok(Some(block)) => act.after_block(&block, false),
+                Ok(None) => {}
+                Err(panic) => {
+                    act.restarted_after(&*panic, ctx);
                 }
-            }),
-        );
+            }
+        }));
     }
+}
+
+/// `at + delay`, or the furthest instant tokio's timer can wait for when that overflows.
+/// Interval settings are capped at [`IntervalMining::MAX`] where they are parsed, so this only
+/// keeps a clock that has run for ages (or a bug) from panicking the miner.
+fn later(at: Instant, delay: Duration) -> Instant {
+    at.checked_add(delay.min(IntervalMining::MAX)).unwrap_or(at)
 }
 
 /// Everything one mining run needs, detached from the actor so it can run as a future.
@@ -344,10 +403,16 @@ impl MineJob {
             }
             Some(t) => t,
             None => {
-                let now = ((self.config.clock)() as i64).saturating_add(self.time_offset);
-                (now.max(0) as u64).max(parent.timestamp + 1)
+                let now = i64::try_from((self.config.clock)()).unwrap_or(i64::MAX);
+                let now = now.saturating_add(self.time_offset);
+                (now.max(0) as u64).max(parent.timestamp.saturating_add(1))
             }
         };
+        if timestamp <= parent.timestamp {
+            // Only a parent stamped u64::MAX gets here (an imported chain's): no later second
+            // exists, so refuse rather than wrap around.
+            return Err(MineError::Timestamp { parent: parent.timestamp, got: timestamp });
+        }
         // Deterministic prevrandao per parent: a dev chain needs no real randomness.
         let env = BlockEnvSpec::dev(
             parent.number + 1,
@@ -429,60 +494,165 @@ impl Handler<AutoMine> for MinerActor {
     }
 }
 
+/// How the blocks of a series after the first are stamped.
+#[derive(Debug, Clone, Copy)]
+enum Spacing {
+    /// By the clock, unless the series was given a first timestamp: then each block follows
+    /// the previous one a second later (evm_mine with a timestamp, anvil_mine without interval).
+    Clock,
+    /// Each block `0` seconds after the previous one (anvil_mine with an interval).
+    Seconds(u64),
+}
+
+impl Spacing {
+    /// The timestamp of the block after `block`, given the one `block` was asked to have.
+    fn after(self, asked: Option<u64>, block: &SealedBlock) -> Option<u64> {
+        match self {
+            Self::Clock => asked.map(|t| t.max(block.header.timestamp).saturating_add(1)),
+            Self::Seconds(interval) => Some(block.header.timestamp.saturating_add(interval)),
+        }
+    }
+}
+
+/// A request for several blocks (evm_mine, anvil_mine, hardhat_mine), mined in chunks of at
+/// most [`MINE_CHUNK_BLOCKS`] between which the miner serves its mailbox.
+#[derive(Debug)]
+struct Series {
+    /// Blocks still to mine.
+    remaining: u64,
+    /// The next block's timestamp, when the caller chose it.
+    timestamp: Option<u64>,
+    spacing: Spacing,
+    /// The caller chose the timestamps: the clock follows the last block.
+    explicit_time: bool,
+    /// The next block is the series' first: one-block overrides apply to it.
+    first: bool,
+    /// Where the last block's number (or the first error) goes.
+    reply: oneshot::Sender<Result<u64, MineError>>,
+}
+
+/// Most blocks one mining run builds before the miner serves its mailbox again: anvil_mine of
+/// a hundred thousand blocks must not keep automine, interval ticks, settings or status out
+/// for its whole run. A chunk is ~10 ms of empty blocks.
+const MINE_CHUNK_BLOCKS: u64 = 64;
+
 /// Mines `count` blocks one after the other (empty ones too). The first is stamped
-/// `timestamp` (`None`: the clock); after each block, `next(timestamp, block)` gives the next
-/// one's. Replies with the last block number (the head when none was made) and the last block.
+/// `timestamp` (`None`: the clock) and gets the one-block overrides when `first`; later ones
+/// follow `spacing`. Gives the last block number (the head when none was made), the last block
+/// and the timestamp asked for the block after it.
 async fn mine_series(
     job: MineJob,
     count: u64,
     mut timestamp: Option<u64>,
-    next: impl Fn(Option<u64>, &SealedBlock) -> Option<u64>,
-) -> (Result<u64, MineError>, Option<Arc<SealedBlock>>) {
+    first: bool,
+    spacing: Spacing,
+) -> (Result<u64, MineError>, Option<Arc<SealedBlock>>, Option<u64>) {
     let mut last: Option<Arc<SealedBlock>> = None;
     for i in 0..count {
-        match job.mine_one_first(timestamp, false, i == 0).await {
+        match job.mine_one_first(timestamp, false, first && i == 0).await {
             Ok(Mined { block: Some(block), .. }) => {
-                timestamp = next(timestamp, &block);
+                timestamp = spacing.after(timestamp, &block);
                 last = Some(block);
             }
             Ok(Mined { block: None, .. }) => {}
-            Err(e) => return (Err(e), last),
+            Err(e) => return (Err(e), last, timestamp),
         }
     }
     let number =
         last.as_ref().map_or_else(|| job.db.head_number().unwrap_or_default(), |b| b.number());
-    (Ok(number), last)
+    (Ok(number), last, timestamp)
+}
+
+impl MinerActor {
+    /// Queues a series and answers when its last block is committed.
+    fn queue_series(
+        &mut self,
+        ctx: &mut Context<Self>,
+        count: u64,
+        timestamp: Option<u64>,
+        spacing: Spacing,
+        explicit_time: bool,
+    ) -> ResponseFuture<Result<u64, MineError>> {
+        let (reply, answer) = oneshot::channel();
+        self.series.push_back(Series {
+            remaining: count,
+            timestamp,
+            spacing,
+            explicit_time,
+            first: true,
+            reply,
+        });
+        self.mine_next_chunk(ctx);
+        Box::pin(
+            async move { answer.await.unwrap_or(Err(MineError::Mailbox(MailboxError::Closed))) },
+        )
+    }
+
+    /// Mines the next chunk of the oldest series, unless a chunk is being mined. The actor
+    /// does nothing else meanwhile (`ctx.wait`), so blocks are still built one at a time; once
+    /// the chunk is committed the mailbox has its turn before the next chunk starts.
+    fn mine_next_chunk(&mut self, ctx: &mut Context<Self>) {
+        if self.mining_series {
+            return;
+        }
+        let Some(mut series) = self.series.pop_front() else { return };
+        self.mining_series = true;
+        let chunk = series.remaining.min(MINE_CHUNK_BLOCKS);
+        let run = mine_series(self.job(), chunk, series.timestamp, series.first, series.spacing);
+        let started = Instant::now();
+        ctx.wait(contain_future(run).into_actor(self).map(move |outcome, act, ctx| {
+            act.mining_series = false;
+            act.last_build = (started, Instant::now());
+            let (result, last, next) = match outcome {
+                Ok(outcome) => outcome,
+                Err(panic) => {
+                    let _ = series.reply.send(Err(act.restarted_after(&*panic, ctx)));
+                    return;
+                }
+            };
+            if let Some(block) = &last {
+                act.after_block(block, series.explicit_time);
+            }
+            series.remaining -= chunk;
+            match result {
+                Ok(number) if series.remaining == 0 => {
+                    let _ = series.reply.send(Ok(number));
+                }
+                // Nobody waits for the rest: the caller went away.
+                Ok(_) if series.reply.is_closed() => {}
+                Ok(_) => {
+                    series.first = false;
+                    series.timestamp = next;
+                    act.series.push_front(series);
+                }
+                Err(error) => {
+                    let _ = series.reply.send(Err(error));
+                }
+            }
+            // Spawned, not called: the mailbox is served before the next chunk begins.
+            ctx.spawn(
+                actix::fut::ready(()).map(|(), act: &mut Self, ctx| act.mine_next_chunk(ctx)),
+            );
+        }));
+    }
 }
 
 impl Handler<MineBlocks> for MinerActor {
-    type Result = AtomicResponse<Self, Result<u64, MineError>>;
+    type Result = ResponseFuture<Result<u64, MineError>>;
 
-    fn handle(&mut self, msg: MineBlocks, _ctx: &mut Self::Context) -> Self::Result {
-        let job = self.job();
+    fn handle(&mut self, msg: MineBlocks, ctx: &mut Self::Context) -> Self::Result {
         let explicit_time = msg.timestamp.is_some();
-        self.atomic(
-            // A given timestamp stamps the first block; later ones follow it a second apart.
-            mine_series(job, msg.count, msg.timestamp, |t, block| {
-                t.map(|t| t.max(block.header.timestamp) + 1)
-            }),
-            explicit_time,
-        )
+        // A given timestamp stamps the first block; later ones follow it a second apart.
+        self.queue_series(ctx, msg.count, msg.timestamp, Spacing::Clock, explicit_time)
     }
 }
 
 impl Handler<MineSpaced> for MinerActor {
-    type Result = AtomicResponse<Self, Result<u64, MineError>>;
+    type Result = ResponseFuture<Result<u64, MineError>>;
 
-    fn handle(&mut self, msg: MineSpaced, _ctx: &mut Self::Context) -> Self::Result {
-        let job = self.job();
-        let interval = msg.interval.max(1);
-        self.atomic(
-            // The first block takes the clock; each later one comes `interval` seconds after.
-            mine_series(job, msg.count, None, move |_, block| {
-                Some(block.header.timestamp + interval)
-            }),
-            true,
-        )
+    fn handle(&mut self, msg: MineSpaced, ctx: &mut Self::Context) -> Self::Result {
+        // The first block takes the clock; each later one comes `interval` seconds after.
+        self.queue_series(ctx, msg.count, None, Spacing::Seconds(msg.interval.max(1)), true)
     }
 }
 
@@ -491,8 +661,10 @@ impl Handler<SetIntervalMining> for MinerActor {
 
     fn handle(&mut self, msg: SetIntervalMining, ctx: &mut Self::Context) -> Self::Result {
         info!(target: "actors::miner", interval = ?msg.0, "interval mining set");
-        self.config.interval = msg.0;
-        self.arm_timer(ctx);
+        let _ = self.contained(ctx, |act, ctx| {
+            act.config.interval = msg.0;
+            act.arm_timer(ctx);
+        });
     }
 }
 
@@ -541,9 +713,21 @@ impl Handler<GetMiningStatus> for MinerActor {
 impl Handler<SetBlockParam> for MinerActor {
     type Result = Result<u64, MineError>;
 
-    fn handle(&mut self, msg: SetBlockParam, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: SetBlockParam, ctx: &mut Self::Context) -> Self::Result {
+        self.contained(ctx, |act, _| act.set_block_param(msg))?
+    }
+}
+
+impl MinerActor {
+    /// Serves [`SetBlockParam`]: answers the clock's offset afterwards.
+    fn set_block_param(&mut self, msg: SetBlockParam) -> Result<u64, MineError> {
         match msg {
             SetBlockParam::NextTimestamp(t) => {
+                if t > MAX_TIMESTAMP {
+                    return Err(MineError::Setting(format!(
+                        "timestamp {t} is past the latest allowed {MAX_TIMESTAMP}"
+                    )));
+                }
                 let head = self.db.head_number().unwrap_or_default();
                 let parent = self.db.header(head).ok().flatten().map_or(0, |h| h.timestamp);
                 if t <= parent {
@@ -552,10 +736,19 @@ impl Handler<SetBlockParam> for MinerActor {
                 self.next.timestamp = Some(t);
             }
             SetBlockParam::IncreaseTime(seconds) => {
-                let seconds = i64::try_from(seconds).map_err(|_| {
-                    MineError::Setting(format!("time increase {seconds} too large"))
-                })?;
-                self.time_offset = self.time_offset.saturating_add(seconds);
+                // The clock must stay within MAX_TIMESTAMP, or no later block could be stamped.
+                let now = i64::try_from((self.config.clock)()).unwrap_or(i64::MAX);
+                let offset = i64::try_from(seconds)
+                    .ok()
+                    .and_then(|s| self.time_offset.checked_add(s))
+                    .filter(|offset| now.checked_add(*offset).is_some())
+                    .ok_or_else(|| {
+                        MineError::Setting(format!(
+                            "time increase {seconds} would take the clock past the latest \
+                             timestamp allowed ({MAX_TIMESTAMP})"
+                        ))
+                    })?;
+                self.time_offset = offset;
             }
             SetBlockParam::GasLimit(gas) => {
                 if gas < MIN_GAS_LIMIT {
@@ -570,6 +763,38 @@ impl Handler<SetBlockParam> for MinerActor {
             SetBlockParam::PrevRandao(value) => self.next.prevrandao = Some(value),
         }
         Ok(self.time_offset.max(0) as u64)
+    }
+}
+
+impl Restart for MinerActor {
+    const NAME: &'static str = "miner";
+
+    /// The settings (mode, block time, gas limit, coinbase, clock offset, saved clocks) stay;
+    /// what a run was in the middle of goes: one-block overrides, and the queued series, whose
+    /// callers get an error. The caller re-arms the timer from the settings.
+    fn restart(&mut self) {
+        self.next = Overrides::default();
+        self.mining_series = false;
+        for series in self.series.drain(..) {
+            let _ = series.reply.send(Err(MineError::Panicked("the miner restarted".into())));
+        }
+    }
+
+    fn restarts(&self) -> &RestartCounter {
+        &self.restarts
+    }
+}
+
+#[cfg(feature = "test-hooks")]
+impl Handler<crate::supervise::PanicForTest> for MinerActor {
+    type Result = Result<(), MineError>;
+
+    fn handle(
+        &mut self,
+        msg: crate::supervise::PanicForTest,
+        ctx: &mut Self::Context,
+    ) -> Self::Result {
+        self.contained(ctx, |_, _| panic!("{}", msg.0))
     }
 }
 

@@ -9,8 +9,9 @@
 //! once the commit is answered (`BlockWriter::set_deferred_apply`). Sends `BlockCommitted` to
 //! subscribers with `try_send` (a full subscriber misses one notification and it is counted; a
 //! commit never waits on a subscriber).
-//! Mailbox: bounded by the node config. Restart: never; on a storage error it logs at `error`
-//! and stops the `System` with a non-zero code, because a half-known state must not be served.
+//! Mailbox: bounded by the node config. Restart: never; on a storage error or a panic it
+//! answers the request with an error, logs at `error` and stops the `System` with a non-zero
+//! code, because a half-known state must not be served (the journal replays at next start).
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -185,7 +186,7 @@ impl Handler<CommitBlock> for StateActor {
     type Result = Result<Arc<SealedBlock>, StateError>;
 
     fn handle(&mut self, msg: CommitBlock, ctx: &mut Self::Context) -> Self::Result {
-        let result = self.commit(msg);
+        let result = guarded(|| self.commit(msg));
         stop_on_storage_error(&result, "committing");
         if result.is_ok() {
             ctx.notify(Settle);
@@ -205,7 +206,7 @@ impl Handler<Settle> for StateActor {
     type Result = ();
 
     fn handle(&mut self, _msg: Settle, _ctx: &mut Self::Context) -> Self::Result {
-        let result = self.db.settle().map_err(StateError::from);
+        let result = guarded(|| self.db.settle().map_err(StateError::from));
         if let Ok(took) = &result {
             tracing::debug!(target: "actors::state", apply_us = took.as_micros() as u64, "block applied to sled");
         }
@@ -213,19 +214,35 @@ impl Handler<Settle> for StateActor {
     }
 }
 
-/// Stops the node on a storage failure: a half-known state must not be served.
+/// Stops the node on a storage failure or a panic: a half-known state must not be served.
+/// Unlike the other actors, the writer is not restarted after a panic: it may have stopped
+/// half-way through a block's writes, and only a restart of the process (which replays the
+/// journal) rebuilds the store's view from what is durable.
 fn stop_on_storage_error<T>(result: &Result<T, StateError>, what: &str) {
-    if let Err(StateError::Storage(e)) = result {
-        error!(target: "actors::state", error = %e, "storage failed while {what}; stopping the node");
-        actix::System::current().stop_with_code(1);
+    match result {
+        Err(StateError::Storage(e)) => {
+            error!(target: "actors::state", error = %e, "storage failed while {what}; stopping the node");
+        }
+        Err(StateError::Panicked(panic)) => {
+            error!(target: "actors::state", %panic, "the state owner panicked while {what}; stopping the node");
+        }
+        _ => return,
     }
+    actix::System::current().stop_with_code(1);
+}
+
+/// Runs a write, turning a panic in it into [`StateError::Panicked`] (which stops the node)
+/// instead of unwinding out of the actor and leaving every later write without an owner.
+fn guarded<T>(write: impl FnOnce() -> Result<T, StateError>) -> Result<T, StateError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(write))
+        .unwrap_or_else(|panic| Err(StateError::Panicked(crate::supervise::panic_message(&*panic))))
 }
 
 impl Handler<PatchState> for StateActor {
     type Result = Result<B256, StateError>;
 
     fn handle(&mut self, msg: PatchState, _ctx: &mut Self::Context) -> Self::Result {
-        let result = self.patch(msg);
+        let result = guarded(|| self.patch(msg));
         stop_on_storage_error(&result, "patching");
         result
     }
@@ -243,7 +260,7 @@ impl Handler<RevertTo> for StateActor {
     type Result = Result<bool, StateError>;
 
     fn handle(&mut self, msg: RevertTo, _ctx: &mut Self::Context) -> Self::Result {
-        let result = self.revert(msg.0);
+        let result = guarded(|| self.revert(msg.0));
         stop_on_storage_error(&result, "reverting");
         result
     }

@@ -9,8 +9,9 @@
 //! connection whose queue is full is forgotten at once and told why through its close signal
 //! (the WebSocket session then closes with 1008 "subscriber too slow: N notifications
 //! queued"). Mailbox: bounded by the node config; a full mailbox makes the publisher drop that
-//! event (counted by the state actor), never wait. Restart: none needed; subscriptions live only
-//! as long as their connection, as in geth.
+//! event (counted by the state actor), never wait. Restart: subscriptions live only as long as
+//! their connection, as in geth; a panic in a handler fails that request (-32603) and closes
+//! every connection (1001), whose clients reconnect (`supervise`).
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
@@ -30,6 +31,8 @@ use hearth_messages::subscriptions::{
 };
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
+
+use crate::supervise::{Restart, RestartCounter, contain};
 
 /// One registered connection.
 #[derive(Debug)]
@@ -259,6 +262,7 @@ pub struct SubscriptionActor {
     blocks: Interest,
     /// On while some subscription wants admitted transactions.
     pending: Interest,
+    restarts: RestartCounter,
 }
 
 impl SubscriptionActor {
@@ -268,7 +272,21 @@ impl SubscriptionActor {
             subscriptions: Subscriptions::new(limits),
             blocks: Interest::none(),
             pending: Interest::none(),
+            restarts: RestartCounter::default(),
         }
+    }
+
+    /// How many times the actor restarted after a panic (for `/metrics`).
+    pub fn restart_counter(&self) -> RestartCounter {
+        self.restarts.clone()
+    }
+
+    /// Runs a handler's `work`; a panic in it restarts the actor and fails the request.
+    fn contained<T>(
+        &mut self,
+        work: impl FnOnce(&mut Self) -> Result<T, SubscriptionError>,
+    ) -> Result<T, SubscriptionError> {
+        contain(self, work).unwrap_or_else(|what| Err(SubscriptionError::Panicked(what)))
     }
 
     /// Whether it wants `BlockCommitted` now: pass it with `SubscribeBlocks`.
@@ -298,11 +316,27 @@ impl Actor for SubscriptionActor {
     type Context = Context<Self>;
 }
 
+impl Restart for SubscriptionActor {
+    const NAME: &'static str = "subscriptions";
+
+    /// Subscriptions live only as long as their connection: every connection is closed (1001,
+    /// as at shutdown) and its client reconnects and subscribes again. Ids keep counting, so a
+    /// late `Disconnect` of an old connection can never hit a new one.
+    fn restart(&mut self) {
+        self.subscriptions.close_all();
+        self.publish_interest();
+    }
+
+    fn restarts(&self) -> &RestartCounter {
+        &self.restarts
+    }
+}
+
 impl Handler<Connect> for SubscriptionActor {
     type Result = Result<Connection, SubscriptionError>;
 
     fn handle(&mut self, _msg: Connect, _ctx: &mut Self::Context) -> Self::Result {
-        self.subscriptions.connect()
+        self.contained(|act| act.subscriptions.connect())
     }
 }
 
@@ -310,8 +344,11 @@ impl Handler<Disconnect> for SubscriptionActor {
     type Result = ();
 
     fn handle(&mut self, msg: Disconnect, _ctx: &mut Self::Context) {
-        self.subscriptions.disconnect(msg.0);
-        self.publish_interest();
+        let _ = self.contained(|act| {
+            act.subscriptions.disconnect(msg.0);
+            act.publish_interest();
+            Ok(())
+        });
     }
 }
 
@@ -319,19 +356,25 @@ impl Handler<Subscribe> for SubscriptionActor {
     type Result = Result<B128, SubscriptionError>;
 
     fn handle(&mut self, msg: Subscribe, _ctx: &mut Self::Context) -> Self::Result {
-        let id = self.subscriptions.subscribe(msg.connection, msg.kind);
-        self.publish_interest();
-        id
+        self.contained(|act| {
+            let id = act.subscriptions.subscribe(msg.connection, msg.kind);
+            act.publish_interest();
+            id
+        })
     }
 }
 
 impl Handler<Unsubscribe> for SubscriptionActor {
     type Result = bool;
 
+    /// After a panic every connection was closed, so "not subscribed" (`false`) is true.
     fn handle(&mut self, msg: Unsubscribe, _ctx: &mut Self::Context) -> bool {
-        let removed = self.subscriptions.unsubscribe(msg.connection, msg.id);
-        self.publish_interest();
-        removed
+        self.contained(|act| {
+            let removed = act.subscriptions.unsubscribe(msg.connection, msg.id);
+            act.publish_interest();
+            Ok(removed)
+        })
+        .unwrap_or(false)
     }
 }
 
@@ -347,9 +390,12 @@ impl Handler<BlockCommitted> for SubscriptionActor {
     type Result = ();
 
     fn handle(&mut self, msg: BlockCommitted, _ctx: &mut Self::Context) {
-        self.subscriptions.block_committed(&msg.block);
-        // A slow connection may have been dropped.
-        self.publish_interest();
+        let _ = self.contained(|act| {
+            act.subscriptions.block_committed(&msg.block);
+            // A slow connection may have been dropped.
+            act.publish_interest();
+            Ok(())
+        });
     }
 }
 
@@ -367,8 +413,11 @@ impl Handler<TxsAdmitted> for SubscriptionActor {
     type Result = ();
 
     fn handle(&mut self, msg: TxsAdmitted, _ctx: &mut Self::Context) {
-        self.subscriptions.txs_admitted(&msg.0);
-        self.publish_interest();
+        let _ = self.contained(|act| {
+            act.subscriptions.txs_admitted(&msg.0);
+            act.publish_interest();
+            Ok(())
+        });
     }
 }
 

@@ -201,6 +201,9 @@ pub enum TxError {
     /// The pool is gone (shutting down).
     #[error("mempool mailbox: {0}")]
     Mailbox(String),
+    /// The mempool panicked serving this request; it rebuilt its pool and serves the next.
+    #[error("internal error in the mempool: {0}")]
+    Panicked(String),
 }
 
 /// Committing a block failed.
@@ -217,6 +220,10 @@ pub enum StateError {
         /// The block's number.
         got: u64,
     },
+    /// The state owner panicked while writing; it stops the node, whose journal replays on
+    /// the next start.
+    #[error("internal error in the state owner: {0}; the node is stopping")]
+    Panicked(String),
 }
 
 /// Mining failed.
@@ -242,4 +249,7 @@ pub enum MineError {
         /// The requested one.
         got: u64,
     },
+    /// The miner panicked while serving this request; it restarted and serves the next.
+    #[error("internal error in the miner: {0}")]
+    Panicked(String),
 }

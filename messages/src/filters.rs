@@ -20,7 +20,7 @@ pub enum FilterKind {
 }
 
 /// Why a filter request failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FilterError {
     /// No such filter (never installed, uninstalled, or expired after 5 minutes unpolled).
     #[error("filter not found")]
@@ -31,6 +31,9 @@ pub enum FilterError {
         /// The bound.
         max: usize,
     },
+    /// The filter actor panicked serving this request; it restarted with no filters.
+    #[error("internal error in the filters: {0}; filters were reset, install them again")]
+    Panicked(String),
 }
 
 /// Installs a filter whose first poll reports what comes after block `head`.

@@ -12,6 +12,7 @@ pub mod filters;
 pub mod interest;
 pub mod mempool;
 pub mod miner;
+pub mod restarts;
 pub mod state;
 pub mod subscriptions;
 

@@ -18,6 +18,11 @@ impl Message for AutoMine {
     type Result = Result<Option<u64>, MineError>;
 }
 
+/// The latest block timestamp the dev methods may ask for (seconds): `i64::MAX`, so that the
+/// miner's clock offset (a block's timestamp minus the wall clock) always fits an `i64`, and
+/// the chain can still go on for 2^63 blocks after it.
+pub const MAX_TIMESTAMP: u64 = i64::MAX as u64;
+
 /// Mines `count` blocks now, whatever the mode, with pending transactions if any. Serves
 /// `evm_mine`, `anvil_mine` and `hardhat_mine`. Replies with the last block number.
 #[derive(Debug, Clone, Copy)]
@@ -66,6 +71,12 @@ pub enum IntervalError {
     /// Not a number.
     #[error("interval is not a number: {0}")]
     NotANumber(String),
+    /// Longer than [`IntervalMining::MAX`].
+    #[error("interval of {ms} ms is too long: at most {max_ms} ms (one year)", max_ms = IntervalMining::MAX.as_millis())]
+    TooLong {
+        /// The interval asked for, in milliseconds (saturated).
+        ms: u64,
+    },
 }
 
 /// When the miner makes blocks on its own clock.
@@ -83,13 +94,29 @@ pub enum IntervalMining {
 }
 
 impl IntervalMining {
-    /// A fixed block time; `None` (interval mining off) for zero.
-    pub fn fixed(block_time: Duration) -> Option<Self> {
-        (!block_time.is_zero()).then_some(Self::Fixed(block_time))
+    /// The longest block time: one year. A timer further out than that is a mistake (or an
+    /// attack: a block time near `u64::MAX` seconds overflows every clock it is added to), and
+    /// tokio's timer wheel only reaches about two years.
+    pub const MAX: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+    /// A fixed block time; `None` (interval mining off) for zero; refuses more than [`Self::MAX`].
+    pub fn fixed(block_time: Duration) -> Result<Option<Self>, IntervalError> {
+        Self::within_max(block_time)?;
+        Ok((!block_time.is_zero()).then_some(Self::Fixed(block_time)))
     }
 
-    /// A random range; refuses `min > max` and `[0, 0]`. `min == max` is a fixed time.
+    fn within_max(duration: Duration) -> Result<(), IntervalError> {
+        if duration > Self::MAX {
+            let ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+            return Err(IntervalError::TooLong { ms });
+        }
+        Ok(())
+    }
+
+    /// A random range; refuses `min > max`, `[0, 0]` and a `max` over [`Self::MAX`].
+    /// `min == max` is a fixed time.
     pub fn range(min: Duration, max: Duration) -> Result<Self, IntervalError> {
+        Self::within_max(max)?;
         if min > max {
             return Err(IntervalError::MinAboveMax {
                 min_ms: min.as_millis() as u64,

@@ -45,7 +45,7 @@ pub struct SubscriptionLimits {
 }
 
 /// Why a subscription request failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SubscriptionError {
     /// The connection table is at `--ws.max-connections`.
     #[error(
@@ -66,6 +66,9 @@ pub enum SubscriptionError {
     /// The connection is not registered (it was closed as too slow, or never connected).
     #[error("this connection was closed; reconnect to subscribe")]
     UnknownConnection,
+    /// The subscription actor panicked serving this request; it closed every connection.
+    #[error("internal error in the subscriptions: {0}; reconnect and subscribe again")]
+    Panicked(String),
 }
 
 /// Why the subscription actor closed a connection.

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::Recipient;
 use alloy_signer_local::PrivateKeySigner;
@@ -67,7 +68,23 @@ pub struct RpcLimits {
     pub max_response_bytes: usize,
     /// Gas cap for eth_call and eth_estimateGas.
     pub gas_cap: u64,
+    /// How often the server pings each WebSocket connection.
+    pub ws_ping_interval: Duration,
+    /// How long a WebSocket connection may send nothing (no frame, no pong) before it is
+    /// closed (1001).
+    pub ws_idle_timeout: Duration,
+    /// Most blocks one evm_mine / anvil_mine / hardhat_mine call may ask for (-32602 above).
+    pub max_mine_blocks: u64,
+    /// Most logs one eth_getLogs / eth_getFilterLogs / eth_getFilterChanges answer holds
+    /// (-32005 above).
+    pub max_logs: usize,
 }
+
+/// How often the server pings a WebSocket connection (geth pings every 30 s too).
+pub const DEFAULT_WS_PING_INTERVAL: Duration = Duration::from_secs(30);
+/// How long a WebSocket connection may stay silent: two ping intervals, so a live client that
+/// answers pings is never closed, and a vanished one is within a minute.
+pub const DEFAULT_WS_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Default for RpcLimits {
     fn default() -> Self {
@@ -76,6 +93,10 @@ impl Default for RpcLimits {
             max_batch_items: 1000,
             max_response_bytes: 25 * 1024 * 1024,
             gas_cap: 50_000_000,
+            ws_ping_interval: DEFAULT_WS_PING_INTERVAL,
+            ws_idle_timeout: DEFAULT_WS_IDLE_TIMEOUT,
+            max_mine_blocks: 100_000,
+            max_logs: 10_000,
         }
     }
 }
@@ -102,8 +123,14 @@ pub struct RpcContext {
     pub mine_blocks: Recipient<MineBlocks>,
     /// The txpool_* and dev-chain (evm_*, anvil_*, hardhat_*) controls.
     pub controls: Controls,
-    /// Unlocked dev accounts for eth_sendTransaction and eth_accounts, in order.
+    /// Unlocked dev accounts for eth_sendTransaction and eth_accounts, in order (empty with
+    /// `--no-unlocked-accounts`).
     pub signers: Arc<Vec<PrivateKeySigner>>,
+    /// The namespaces served (`--http.api`).
+    pub api: crate::methods::ApiNamespaces,
+    /// Which web origins and hosts may call (`--http.corsdomain`, `--ws.origins`,
+    /// `--http.vhosts`).
+    pub web: Arc<crate::access::WebAccess>,
     /// The chain id.
     pub chain_id: u64,
     /// Request limits.
@@ -159,6 +186,8 @@ pub struct MetricSources {
     pub pool_counters: Recipient<Ask<hearth_messages::mempool::GetPoolCounters>>,
     /// The shared code cache's counters.
     pub code_cache: Recipient<Ask<hearth_messages::code_cache::GetCodeCacheStats>>,
+    /// Each restartable actor's restart counter, by name.
+    pub restarts: Vec<(&'static str, hearth_messages::restarts::RestartCounter)>,
 }
 
 /// The recipients behind the txpool_* and dev-chain methods, grouped so the context grows by

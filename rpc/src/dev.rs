@@ -10,8 +10,8 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth_messages::mempool::{DropTx, Revalidate, SetAutoImpersonate, SetImpersonated};
 use hearth_messages::miner::{
-    GetMiningStatus, IntervalMining, MineBlocks, MineSpaced, RestoreClock, SaveClock, SetAutomine,
-    SetBlockParam, SetIntervalMining,
+    GetMiningStatus, IntervalMining, MAX_TIMESTAMP, MineBlocks, MineSpaced, RestoreClock,
+    SaveClock, SetAutomine, SetBlockParam, SetIntervalMining,
 };
 use hearth_messages::state::{AccountPatch, PatchState, RevertTo, TakeSnapshot};
 use serde_json::Value;
@@ -34,9 +34,9 @@ fn invalid(message: impl Into<String>) -> RpcError {
 pub(crate) async fn mine(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(1)?;
     let options: MineOptions = params.optional(0)?.unwrap_or_default();
-    let count = options.blocks.unwrap_or(1);
-    if count == 0 {
-        return Err(invalid("invalid argument 0: blocks must be at least 1"));
+    let count = block_count(ctx, options.blocks.unwrap_or(1), "blocks")?;
+    if let Some(timestamp) = options.timestamp {
+        timestamp_within(timestamp)?;
     }
     let reply = ctx.mine_blocks.send(MineBlocks { count, timestamp: options.timestamp }).await;
     let last = reply.map_err(|e| RpcError::mailbox("miner", e))??;
@@ -54,11 +54,15 @@ pub(crate) async fn mine_many(
     params: &Params,
 ) -> Result<Value, RpcError> {
     params.at_most(2)?;
-    let count = params.optional::<HexOrDecimal>(0)?.map_or(1, |c| c.0);
-    if count == 0 {
-        return Err(invalid("invalid argument 0: count must be at least 1"));
-    }
+    let count = block_count(ctx, params.optional::<HexOrDecimal>(0)?.map_or(1, |c| c.0), "count")?;
     let interval = params.optional::<HexOrDecimal>(1)?.map(|i| i.0);
+    if let Some(interval) = interval
+        && interval > MAX_TIMESTAMP
+    {
+        return Err(invalid(format!(
+            "invalid argument 1: interval {interval} is over {MAX_TIMESTAMP} seconds"
+        )));
+    }
     let reply = match interval {
         Some(interval) if interval > 0 => {
             ctx.controls.mine_spaced.send(MineSpaced { count, interval }).await
@@ -67,6 +71,31 @@ pub(crate) async fn mine_many(
     };
     reply.map_err(|e| RpcError::mailbox("miner", e))??;
     Ok(done(method))
+}
+
+/// Checks a number of blocks to mine: at least 1, at most `--dev.max-mine-blocks`.
+fn block_count(ctx: &RpcContext, count: u64, name: &str) -> Result<u64, RpcError> {
+    let max = ctx.limits.max_mine_blocks;
+    if count == 0 {
+        return Err(invalid(format!("invalid argument 0: {name} must be at least 1")));
+    }
+    if count > max {
+        return Err(invalid(format!(
+            "invalid argument 0: {name} {count} is over the limit of {max} blocks per call \
+             (--dev.max-mine-blocks)"
+        )));
+    }
+    Ok(count)
+}
+
+/// Checks a block timestamp a dev method asks for.
+fn timestamp_within(timestamp: u64) -> Result<(), RpcError> {
+    if timestamp > MAX_TIMESTAMP {
+        return Err(invalid(format!(
+            "invalid argument 0: timestamp {timestamp} is past the latest allowed {MAX_TIMESTAMP}"
+        )));
+    }
+    Ok(())
 }
 
 /// An `evm_setIntervalMining` argument: milliseconds, or a `[min, max]` pair of them.
@@ -95,7 +124,7 @@ impl FromParam for IntervalParam {
                     .map_err(|e| e.to_string()),
                 _ => Err(format!("expected [min, max], got {} values", pair.len())),
             },
-            other => Ok(Self(IntervalMining::fixed(millis(other)?))),
+            other => IntervalMining::fixed(millis(other)?).map(Self).map_err(|e| e.to_string()),
         }
     }
 }
@@ -120,8 +149,9 @@ pub(crate) async fn set_interval_mining_seconds(
 ) -> Result<Value, RpcError> {
     params.at_most(1)?;
     let seconds: HexOrDecimal = params.required(0)?;
-    let block_time = Duration::from_secs(seconds.0);
-    send_interval(ctx, IntervalMining::fixed(block_time)).await?;
+    let interval = IntervalMining::fixed(Duration::from_secs(seconds.0))
+        .map_err(|e| invalid(format!("invalid argument 0: {e}")))?;
+    send_interval(ctx, interval).await?;
     Ok(Value::Null)
 }
 
@@ -169,7 +199,9 @@ pub(crate) async fn set_block(
     let name = method.split_once('_').map_or(method, |(_, name)| name);
     let param = match name {
         "setNextBlockTimestamp" => {
-            SetBlockParam::NextTimestamp(params.required::<HexOrDecimal>(0)?.0)
+            let timestamp = params.required::<HexOrDecimal>(0)?.0;
+            timestamp_within(timestamp)?;
+            SetBlockParam::NextTimestamp(timestamp)
         }
         "increaseTime" => SetBlockParam::IncreaseTime(params.required::<HexOrDecimal>(0)?.0),
         "setBlockGasLimit" => SetBlockParam::GasLimit(params.required::<HexOrDecimal>(0)?.0),
@@ -336,5 +368,14 @@ mod tests {
         assert!(parse(json!(-5)).unwrap_err().contains("negative"));
         assert!(parse(json!([1, 2, 3])).is_err());
         assert!(parse(json!(true)).is_err());
+        // A hostile tester's value: it used to overflow the miner's clock and kill it.
+        assert!(parse(json!("0x7fffffffffffffff")).unwrap_err().contains("too long"));
+        assert!(parse(json!([0, "0xffffffffffffffff"])).unwrap_err().contains("too long"));
+        let year = IntervalMining::MAX.as_millis() as u64;
+        assert_eq!(
+            parse(json!(year)),
+            Ok(IntervalParam(Some(IntervalMining::Fixed(IntervalMining::MAX))))
+        );
+        assert!(parse(json!(year + 1)).is_err());
     }
 }

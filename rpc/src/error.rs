@@ -81,6 +81,13 @@ pub enum RpcError {
         /// The bound on `toBlock - fromBlock + 1`.
         max: u64,
     },
+    /// A log query matched more logs than `RpcLimits::max_logs` (`--rpc.max-logs`); the
+    /// words are Infura's and Alchemy's, which clients read to split the range.
+    #[error("query returned more than {max} results")]
+    TooManyLogs {
+        /// The bound on the logs of one answer.
+        max: usize,
+    },
     /// eth_feeHistory names a newest block after the head.
     #[error("request beyond head block: requested {requested}, head {head}")]
     BeyondHead {
@@ -154,6 +161,10 @@ pub enum RpcError {
     /// A result could not be encoded as JSON.
     #[error("internal error: cannot encode the result: {0}")]
     Encode(#[from] serde_json::Error),
+    /// The method panicked (a bug, in the core or an extension); the request fails and the
+    /// front goes on serving.
+    #[error("internal error: {0}")]
+    Panicked(String),
     /// An extension method failed with its own code.
     #[error("{message}")]
     Extension {
@@ -219,6 +230,7 @@ impl RpcError {
             Self::BatchTooLarge { .. }
             | Self::ResponseTooLarge { .. }
             | Self::BlockRangeTooLarge { .. }
+            | Self::TooManyLogs { .. }
             | Self::Exec(ExecError::Busy { .. })
             | Self::Mine(MineError::Exec(ExecError::Busy { .. }))
             | Self::Tx(TxError::PoolFull)
@@ -242,9 +254,18 @@ impl RpcError {
                     ExecError::Storage(_) | ExecError::Mailbox(_) | ExecError::Panicked(_),
                 )
                 | MineError::State(_)
-                | MineError::Mailbox(_),
+                | MineError::Mailbox(_)
+                | MineError::Panicked(_),
             )
-            | Self::Tx(TxError::Storage(_) | TxError::Mailbox(_) | TxError::Signing(_)) => -32603,
+            | Self::Panicked(_)
+            | Self::Filter(hearth_messages::filters::FilterError::Panicked(_))
+            | Self::Subscription(SubscriptionError::Panicked(_))
+            | Self::Tx(
+                TxError::Storage(_)
+                | TxError::Mailbox(_)
+                | TxError::Signing(_)
+                | TxError::Panicked(_),
+            ) => -32603,
             Self::Extension { code, .. } => *code,
         }
     }
@@ -416,9 +437,11 @@ mod tests {
             (RpcError::BatchTooLarge { len: 2, max: 1 }, -32005),
             (RpcError::ResponseTooLarge { max: 1 }, -32005),
             (RpcError::BlockRangeTooLarge { max: 1 }, -32005),
+            (RpcError::TooManyLogs { max: 1 }, -32005),
             (RpcError::Mine(MineError::Timestamp { parent: 2, got: 1 }), -32000),
             (RpcError::Mine(MineError::Mailbox(MailboxError::Timeout)), -32603),
             (RpcError::Extension { code: 42, message: "x".into() }, 42),
+            (RpcError::Panicked("boom".into()), -32603),
             (RpcError::NotificationsUnsupported, -32601),
             (RpcError::Subscription(SubscriptionError::TooManySubscriptions { max: 1 }), -32005),
         ];

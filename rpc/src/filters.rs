@@ -14,8 +14,9 @@ use serde_json::Value;
 use crate::blocks::{head, quantity, tag_number, to_json};
 use crate::context::RpcContext;
 use crate::error::RpcError;
-use crate::logs::{block_range, matching_logs};
+use crate::logs::{block_range, encode_matching_logs};
 use crate::params::Params;
+use crate::transport::Reply;
 
 /// eth_newFilter: `[filter]`; logs from blocks after the current head.
 pub(crate) async fn new_filter(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
@@ -57,7 +58,7 @@ async fn install(ctx: &RpcContext, kind: FilterKind) -> Result<Value, RpcError> 
 pub(crate) async fn get_filter_changes(
     ctx: &RpcContext,
     params: &Params,
-) -> Result<Value, RpcError> {
+) -> Result<Reply, RpcError> {
     params.at_most(1)?;
     let id: u64 = params.required(0)?;
     let head = head(ctx)?;
@@ -66,7 +67,7 @@ pub(crate) async fn get_filter_changes(
         .map_err(|e| RpcError::ask("filters", e))?
         .map_err(RpcError::Filter)?;
     match poll.kind {
-        FilterKind::PendingTxs => to_json(&poll.pending),
+        FilterKind::PendingTxs => to_json(&poll.pending).map(Reply::Value),
         FilterKind::Blocks => {
             let mut hashes = Vec::new();
             for number in poll.from..=poll.to {
@@ -74,7 +75,7 @@ pub(crate) async fn get_filter_changes(
                     hashes.push(hash);
                 }
             }
-            to_json(&hashes)
+            to_json(&hashes).map(Reply::Value)
         }
         FilterKind::Logs(filter) => {
             // Only the part of the new range that the filter's own fromBlock/toBlock allow.
@@ -90,15 +91,15 @@ pub(crate) async fn get_filter_changes(
                 FilterBlockOption::AtBlockHash(_) => (1, 0),
             };
             if from > to {
-                return Ok(Value::Array(Vec::new()));
+                return Ok(Reply::Value(Value::Array(Vec::new())));
             }
-            to_json(&matching_logs(ctx, &filter, from, to)?)
+            encode_matching_logs(ctx, &filter, from, to)
         }
     }
 }
 
 /// eth_getFilterLogs: `[id]`; every log the (log) filter's criteria match, as eth_getLogs.
-pub(crate) async fn get_filter_logs(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+pub(crate) async fn get_filter_logs(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
     params.at_most(1)?;
     let id: u64 = params.required(0)?;
     let kind = ask(&ctx.filters.get, GetFilter(id))
@@ -110,9 +111,9 @@ pub(crate) async fn get_filter_logs(ctx: &RpcContext, params: &Params) -> Result
         return Err(RpcError::Filter(FilterError::NotFound));
     };
     let Some((from, to)) = block_range(ctx, &filter.block_option)? else {
-        return Ok(Value::Array(Vec::new()));
+        return Ok(Reply::Value(Value::Array(Vec::new())));
     };
-    to_json(&matching_logs(ctx, &filter, from, to)?)
+    encode_matching_logs(ctx, &filter, from, to)
 }
 
 /// eth_uninstallFilter: `[id]`; `true` when the filter existed.

@@ -4,12 +4,15 @@
 //!
 //! Entry points: [`serve`] runs the HTTP server (with WebSocket JSON-RPC and subscriptions on
 //! the same port); [`handle_body`] answers one request body without HTTP (the server uses it
-//! for HTTP and WebSocket alike, and so can tests). Layers, outside in: `server` and `ws`
-//! (the two transports), `transport` (the JSON-RPC envelope, batches, limits), `methods`
-//! (the method table), `subscriptions` (eth_subscribe and notification encoding),
+//! for HTTP and WebSocket alike, and so can tests). Layers, outside in: `access` (which web
+//! origins, hosts and content types may call; the server enforces it before anything runs),
+//! `server` and `ws` (the two transports; `ws/frames` reads client frames within the body
+//! limit), `transport` (the JSON-RPC envelope, batches, limits), `methods`
+//! (the method table and the `--http.api` namespace gate), `subscriptions` (eth_subscribe and notification encoding),
 //! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`, `logs`,
 //! `dev`, `txpool`, `proof`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
 
+mod access;
 mod blocks;
 mod call;
 mod context;
@@ -31,15 +34,24 @@ mod transport;
 mod txpool;
 mod ws;
 
+pub use access::{
+    DEFAULT_ORIGINS, DEFAULT_VHOSTS, HostPolicy, OriginPolicy, PatternError, WebAccess,
+    is_json_content_type,
+};
 pub use context::{
-    Controls, ExtensionMethod, Extensions, FilterRecipients, MetricSources, RpcContext, RpcLimits,
-    SubscriptionRecipients,
+    Controls, DEFAULT_WS_IDLE_TIMEOUT, DEFAULT_WS_PING_INTERVAL, ExtensionMethod, Extensions,
+    FilterRecipients, MetricSources, RpcContext, RpcLimits, SubscriptionRecipients,
 };
 pub use error::RpcError;
-pub use metrics::{Rejection, RpcMetrics};
+pub use methods::{ApiNamespaces, DEV_NAMESPACES, KNOWN_NAMESPACES, NamespaceError};
+pub use metrics::{Refusal, Rejection, RpcMetrics};
 pub use server::serve;
 pub use transport::RpcReply;
 pub use ws::MAX_IN_FLIGHT_PER_CONNECTION;
+
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
 
 /// The names of the core JSON-RPC methods, sorted (extensions add their own).
 pub fn core_methods() -> &'static [&'static str] {
@@ -67,11 +79,23 @@ pub(crate) async fn handle_request(
             let start = std::time::Instant::now();
             // Looked up before `dispatch` takes the name, so counting allocates nothing.
             let slot = RpcMetrics::slot_of(&method);
-            let result = methods::dispatch(ctx, method, params, connection).await;
+            // A panic in a method (an extension's, or a bug) fails this request with -32603
+            // instead of unwinding through the worker and every request it is serving.
+            let run = methods::dispatch(ctx, method, params, connection);
+            let result = match AssertUnwindSafe(run).catch_unwind().await {
+                Ok(result) => result,
+                Err(panic) => {
+                    let what = panic_message(&*panic);
+                    ctx.metrics.count_panic();
+                    tracing::error!(target: "rpc", panic = %what, "a method panicked; its request failed");
+                    Err(RpcError::Panicked(what))
+                }
+            };
             ctx.metrics.observe_slot(slot, start.elapsed(), &result);
             result
         },
-        "eth_sendRawTransaction",
+        // With eth off, a batch of raw transactions goes item by item to the gate (-32601).
+        if ctx.api.allows("eth_sendRawTransaction") { "eth_sendRawTransaction" } else { "" },
         |items| async move {
             let start = std::time::Instant::now();
             let results = eth_tx::send_raw_batch(ctx, items).await;
@@ -87,6 +111,15 @@ pub(crate) async fn handle_request(
         },
     )
     .await
+}
+
+/// The text of a panic's payload.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned())
 }
 
 #[cfg(test)]

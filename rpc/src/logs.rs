@@ -4,38 +4,44 @@
 //! whole. A range is inclusive, defaults to "latest" at both ends, is cut at the head, and may
 //! span at most [`MAX_BLOCK_RANGE`] blocks (-32005 above). As geth: `fromBlock > toBlock` is
 //! -32000 "invalid block range params", an unknown `blockHash` is -32000 "unknown block".
+//! An answer holds at most `--rpc.max-logs` logs and the response cap in bytes (-32005 past
+//! either, counted while the logs are encoded).
 
-use alloy_eips::BlockNumHash;
-use alloy_rpc_types_eth::{BlockNumberOrTag, Filter, FilterBlockOption};
-use serde_json::Value;
-
-use crate::blocks::{head, read_block, tag_number, to_json};
-use crate::context::RpcContext;
+use crate::blocks::{head, read_block, tag_number};
+use crate::context::{RpcContext, RpcLimits};
 use crate::error::RpcError;
 use crate::params::Params;
+use crate::transport::{CappedJson, Reply};
+use alloy_eips::BlockNumHash;
+use alloy_rpc_types_eth::{BlockNumberOrTag, Filter, FilterBlockOption};
 
 /// The most blocks one eth_getLogs request scans.
 pub(crate) const MAX_BLOCK_RANGE: u64 = 10_000;
 
 /// eth_getLogs: `[filter]`.
-pub(crate) fn get_logs(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+pub(crate) fn get_logs(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
     params.at_most(1)?;
     let filter: Filter = params.required(0)?;
     let Some((from, to)) = block_range(ctx, &filter.block_option)? else {
-        return Ok(Value::Array(Vec::new()));
+        return Ok(Reply::Encoded(b"[]".to_vec()));
     };
-    to_json(&matching_logs(ctx, &filter, from, to)?)
+    encode_matching_logs(ctx, &filter, from, to)
 }
 
 /// The logs of blocks `from..=to` that match `filter`'s addresses and topics (its own block
-/// range is the caller's business), with block, transaction and block-wide log indexes.
-pub(crate) fn matching_logs(
+/// range is the caller's business), with block, transaction and block-wide log indexes,
+/// encoded as a JSON array while they are read: at most one block's logs are decoded at a
+/// time, and the answer stops with -32005 as soon as it holds more than `--rpc.max-logs` logs
+/// or more bytes than the response cap, so a cheap request over a log-heavy range costs at
+/// most the cap in memory.
+pub(crate) fn encode_matching_logs(
     ctx: &RpcContext,
     filter: &Filter,
     from: u64,
     to: u64,
-) -> Result<Vec<alloy_rpc_types_eth::Log>, RpcError> {
-    let mut logs = Vec::new();
+) -> Result<Reply, RpcError> {
+    let mut out = LogWriter::new(&ctx.limits);
+    let mut block_logs = Vec::new();
     for number in from..=to {
         let Some(header) = ctx.chain.header(number)? else {
             continue;
@@ -49,14 +55,45 @@ pub(crate) fn matching_logs(
         let tx_hashes = block.body.transactions.iter().map(|tx| *tx.tx_hash());
         // Adds each matching log with its block, transaction and block-wide log index.
         filter.append_matching_block_logs(
-            &mut logs,
+            &mut block_logs,
             BlockNumHash { number, hash: block.hash },
             block.header.timestamp,
             tx_hashes.zip(&block.receipts),
             false,
         );
+        for log in block_logs.drain(..) {
+            out.push(&log)?;
+        }
     }
-    Ok(logs)
+    out.finish()
+}
+
+/// A JSON array of logs written into one capped buffer, with `--rpc.max-logs` counted per log.
+struct LogWriter {
+    out: CappedJson,
+    count: usize,
+    max_logs: usize,
+}
+
+impl LogWriter {
+    fn new(limits: &RpcLimits) -> Self {
+        Self { out: CappedJson::new(limits), count: 0, max_logs: limits.max_logs }
+    }
+
+    /// Appends one log, or fails once the answer is over either cap.
+    fn push(&mut self, log: &alloy_rpc_types_eth::Log) -> Result<(), RpcError> {
+        self.count += 1;
+        if self.count > self.max_logs {
+            return Err(RpcError::TooManyLogs { max: self.max_logs });
+        }
+        self.out.raw(if self.count > 1 { b"," } else { b"[" })?;
+        self.out.value(log)
+    }
+
+    fn finish(mut self) -> Result<Reply, RpcError> {
+        self.out.raw(if self.count == 0 { b"[]" } else { b"]" })?;
+        Ok(self.out.finish())
+    }
 }
 
 /// The inclusive block range to scan, or `None` when it lies wholly after the head.

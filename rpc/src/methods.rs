@@ -1,5 +1,7 @@
 //! The method table: one `match` from method name to handler. Extension methods are consulted
-//! only when the table has no entry, so a core method always wins over an extension.
+//! only when the table has no entry, so a core method always wins over an extension. In front
+//! of the table sits the namespace gate of `--http.api` ([`ApiNamespaces`]): a method whose
+//! namespace (the name up to its first `_`) is not enabled is unknown, -32601, whatever it is.
 
 use hearth_messages::subscriptions::ConnectionId;
 use serde_json::Value;
@@ -7,6 +9,7 @@ use serde_json::Value;
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::Params;
+use crate::transport::Reply;
 use crate::{
     blocks, call, dev, eth, eth_tx, fees, filters, logs, net, proof, subscriptions, txpool,
 };
@@ -18,10 +21,13 @@ pub(crate) async fn dispatch(
     method: String,
     params: Option<Value>,
     connection: Option<ConnectionId>,
-) -> Result<Value, RpcError> {
+) -> Result<Reply, RpcError> {
+    if !ctx.api.allows(&method) {
+        return Err(RpcError::MethodNotFound(method));
+    }
     let params = Params::new(params);
     let p = &params;
-    match method.as_str() {
+    let value = match method.as_str() {
         "web3_clientVersion" => net::client_version(ctx, p),
         "web3_sha3" => net::sha3(p),
         "net_version" => net::version(ctx, p),
@@ -56,12 +62,13 @@ pub(crate) async fn dispatch(
         "eth_getTransactionByBlockNumberAndIndex" => blocks::tx_by_number_and_index(ctx, p),
         "eth_getTransactionByBlockHashAndIndex" => blocks::tx_by_hash_and_index(ctx, p),
 
-        "eth_getLogs" => logs::get_logs(ctx, p),
+        // Logs are encoded as they are read, within the response and log-count caps.
+        "eth_getLogs" => return logs::get_logs(ctx, p),
+        "eth_getFilterChanges" => return filters::get_filter_changes(ctx, p).await,
+        "eth_getFilterLogs" => return filters::get_filter_logs(ctx, p).await,
         "eth_newFilter" => filters::new_filter(ctx, p).await,
         "eth_newBlockFilter" => filters::new_block_filter(ctx, p).await,
         "eth_newPendingTransactionFilter" => filters::new_pending_transaction_filter(ctx, p).await,
-        "eth_getFilterChanges" => filters::get_filter_changes(ctx, p).await,
-        "eth_getFilterLogs" => filters::get_filter_logs(ctx, p).await,
         "eth_uninstallFilter" => filters::uninstall_filter(ctx, p).await,
         "eth_subscribe" => subscriptions::subscribe(ctx, connection, p).await,
         "eth_unsubscribe" => subscriptions::unsubscribe(ctx, connection, p).await,
@@ -101,8 +108,8 @@ pub(crate) async fn dispatch(
         "evm_revert" => dev::revert(ctx, p).await,
 
         "txpool_status" => txpool::status(ctx, p).await,
-        "txpool_content" => txpool::content_method(ctx, p).await,
-        "txpool_inspect" => txpool::inspect(ctx, p).await,
+        "txpool_content" => return txpool::content_method(ctx, p).await,
+        "txpool_inspect" => return txpool::inspect(ctx, p).await,
 
         _ => match ctx.extensions.get(&method) {
             Some(extension) => extension(params.into_value())
@@ -110,5 +117,120 @@ pub(crate) async fn dispatch(
                 .map_err(|(code, message)| RpcError::Extension { code, message }),
             None => Err(RpcError::MethodNotFound(method)),
         },
+    };
+    value.map(Reply::Value)
+}
+
+/// The namespaces `--http.api` may name: the core's, the dev chain's, and those peers serve
+/// that extensions may add (`debug`, `trace`, `personal`, `admin`, `ots`, `hearth`).
+pub const KNOWN_NAMESPACES: [&str; 13] = [
+    "eth", "net", "web3", "txpool", "debug", "trace", "evm", "anvil", "hardhat", "personal",
+    "admin", "ots", "hearth",
+];
+
+/// The namespaces whose methods change the chain outside its rules (balances, code, time,
+/// mining): a shared deployment should not serve them.
+pub const DEV_NAMESPACES: [&str; 3] = ["evm", "anvil", "hardhat"];
+
+/// A namespace `--http.api` cannot serve.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NamespaceError {
+    /// The list is empty.
+    #[error("empty: name namespaces such as eth,net,web3, or all")]
+    Empty,
+    /// A name that is not a namespace.
+    #[error("unknown namespace {name:?}; known: all, {}", KNOWN_NAMESPACES.join(", "))]
+    Unknown {
+        /// What was given.
+        name: String,
+    },
+}
+
+/// The JSON-RPC namespaces served (`--http.api`): all of them (a dev node's default), or a set
+/// of [`KNOWN_NAMESPACES`]. Applies to HTTP and WebSocket alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiNamespaces(Option<u16>);
+
+impl ApiNamespaces {
+    /// Every namespace, extensions' included.
+    pub const fn all() -> Self {
+        Self(None)
+    }
+
+    /// Parses a comma-separated list of namespaces, or `all`.
+    pub fn parse(list: &str) -> Result<Self, NamespaceError> {
+        let mut bits = 0u16;
+        let mut empty = true;
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            empty = false;
+            if name.eq_ignore_ascii_case("all") {
+                return Ok(Self::all());
+            }
+            let index = KNOWN_NAMESPACES
+                .iter()
+                .position(|known| known.eq_ignore_ascii_case(name))
+                .ok_or_else(|| NamespaceError::Unknown { name: name.to_owned() })?;
+            bits |= 1 << index;
+        }
+        if empty { Err(NamespaceError::Empty) } else { Ok(Self(Some(bits))) }
+    }
+
+    /// Whether `namespace` (e.g. `anvil`) is served.
+    pub fn serves(&self, namespace: &str) -> bool {
+        match self.0 {
+            None => true,
+            Some(bits) => KNOWN_NAMESPACES
+                .iter()
+                .position(|known| *known == namespace)
+                .is_some_and(|index| bits & (1 << index) != 0),
+        }
+    }
+
+    /// Whether `method` may run: its namespace is the part before the first `_`.
+    pub fn allows(&self, method: &str) -> bool {
+        self.0.is_none() || method.split_once('_').is_some_and(|(ns, _)| self.serves(ns))
+    }
+
+    /// Whether any dev namespace (evm, anvil, hardhat) is served.
+    pub fn serves_dev_methods(&self) -> bool {
+        DEV_NAMESPACES.iter().any(|ns| self.serves(ns))
+    }
+}
+
+impl Default for ApiNamespaces {
+    fn default() -> Self {
+        Self::all()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_gate_by_prefix() {
+        let shared = ApiNamespaces::parse("eth, net,WEB3").expect("valid");
+        assert!(shared.allows("eth_chainId") && shared.allows("net_version"));
+        assert!(shared.allows("web3_clientVersion"));
+        for refused in ["anvil_setBalance", "evm_mine", "hardhat_mine", "txpool_status"] {
+            assert!(!shared.allows(refused), "{refused}");
+        }
+        assert!(!shared.allows("eth"), "no namespace");
+        assert!(!shared.allows("ext_echo"), "an unknown namespace is not served by a list");
+        assert!(!shared.serves_dev_methods());
+        let all = ApiNamespaces::default();
+        assert!(all.allows("anvil_setBalance") && all.allows("ext_echo") && all.allows("x"));
+        assert!(all.serves_dev_methods());
+        assert_eq!(ApiNamespaces::parse("eth,all"), Ok(ApiNamespaces::all()));
+        assert!(ApiNamespaces::parse("eth,anvil").expect("valid").serves_dev_methods());
+    }
+
+    #[test]
+    fn bad_namespace_lists_say_why() {
+        assert_eq!(ApiNamespaces::parse(""), Err(NamespaceError::Empty));
+        assert_eq!(ApiNamespaces::parse(" , "), Err(NamespaceError::Empty));
+        let err = ApiNamespaces::parse("eth,eht").expect_err("typo");
+        assert_eq!(err, NamespaceError::Unknown { name: "eht".into() });
+        assert!(err.to_string().contains("known: all, eth, net"), "{err}");
     }
 }

@@ -117,6 +117,20 @@ const REJECTIONS: [(&str, Rejection); 4] = [
     ("batch_too_large", Rejection::BatchTooLarge),
 ];
 
+/// Why the HTTP front refused a request before running it (see `access`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// An `Origin` that `--http.corsdomain` / `--ws.origins` does not allow (403).
+    Origin = 0,
+    /// A `Host` that `--http.vhosts` does not allow (403).
+    Host = 1,
+    /// A POST that is not `application/json` (415).
+    ContentType = 2,
+}
+
+const REFUSALS: [(&str, Refusal); 3] =
+    [("origin", Refusal::Origin), ("host", Refusal::Host), ("content_type", Refusal::ContentType)];
+
 /// How many stripes: at least as many as RPC worker threads on any machine we run on.
 const STRIPES: usize = 16;
 
@@ -139,6 +153,10 @@ struct Stripe {
 #[derive(Debug)]
 pub struct RpcMetrics {
     stripes: Box<[CachePadded<Stripe>]>,
+    /// Refused requests by [`Refusal`]: rare, so one shared counter each.
+    refusals: [AtomicU64; REFUSALS.len()],
+    /// Requests whose method panicked (rare: one counter, not striped).
+    panics: AtomicU64,
 }
 
 impl Default for RpcMetrics {
@@ -149,7 +167,11 @@ impl Default for RpcMetrics {
                 rejections: Default::default(),
             })
         };
-        Self { stripes: (0..STRIPES).map(|_| stripe()).collect() }
+        Self {
+            stripes: (0..STRIPES).map(|_| stripe()).collect(),
+            refusals: Default::default(),
+            panics: AtomicU64::new(0),
+        }
     }
 }
 
@@ -169,21 +191,16 @@ impl RpcMetrics {
     }
 
     /// Records one answered request.
-    pub(crate) fn observe(
-        &self,
-        method: &str,
-        elapsed: Duration,
-        result: &Result<serde_json::Value, RpcError>,
-    ) {
+    pub(crate) fn observe<T>(&self, method: &str, elapsed: Duration, result: &Result<T, RpcError>) {
         self.observe_slot(Self::slot_of(method), elapsed, result);
     }
 
     /// Records one answered request of the method in counter slot `slot`.
-    pub(crate) fn observe_slot(
+    pub(crate) fn observe_slot<T>(
         &self,
         slot: usize,
         elapsed: Duration,
-        result: &Result<serde_json::Value, RpcError>,
+        result: &Result<T, RpcError>,
     ) {
         let stripe = self.stripe();
         let stats = &stripe.methods[slot.min(METHODS.len())];
@@ -201,6 +218,16 @@ impl RpcMetrics {
         }
     }
 
+    /// Counts one request whose method panicked.
+    pub(crate) fn count_panic(&self) {
+        self.panics.fetch_add(1, Relaxed);
+    }
+
+    /// Requests whose method panicked so far.
+    pub fn panics(&self) -> u64 {
+        self.panics.load(Relaxed)
+    }
+
     /// Counts one shed request.
     pub fn reject(&self, path: Rejection) {
         self.stripe().rejections[path as usize].fetch_add(1, Relaxed);
@@ -209,6 +236,16 @@ impl RpcMetrics {
     /// Requests shed on `path` so far.
     pub fn rejections(&self, path: Rejection) -> u64 {
         self.stripes.iter().map(|s| s.rejections[path as usize].load(Relaxed)).sum()
+    }
+
+    /// Counts one request refused for `reason`.
+    pub fn refuse(&self, reason: Refusal) {
+        self.refusals[reason as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Requests refused for `reason` so far.
+    pub fn refusals(&self, reason: Refusal) -> u64 {
+        self.refusals[reason as usize].load(Relaxed)
     }
 
     /// Appends the request metrics in the Prometheus text format.
@@ -284,6 +321,18 @@ impl RpcMetrics {
                 self.rejections(rejection)
             );
         }
+        let _ = writeln!(
+            out,
+            "# HELP hearth_rpc_refused_total HTTP requests refused before running, by reason."
+        );
+        let _ = writeln!(out, "# TYPE hearth_rpc_refused_total counter");
+        for (reason, refusal) in REFUSALS {
+            let _ = writeln!(
+                out,
+                "hearth_rpc_refused_total{{reason=\"{reason}\"}} {}",
+                self.refusals(refusal)
+            );
+        }
     }
 }
 
@@ -340,6 +389,23 @@ pub(crate) fn gauge(out: &mut String, name: &str, help: &str, value: impl std::f
     let _ = writeln!(out, "{name} {value}");
 }
 
+/// Appends the actors' restart counters as one labelled counter.
+pub(crate) fn restart_metrics(
+    out: &mut String,
+    restarts: &[(&'static str, hearth_messages::restarts::RestartCounter)],
+    rpc_panics: u64,
+) {
+    let _ = writeln!(
+        out,
+        "# HELP hearth_actor_restarts_total Times an actor rebuilt its state after a handler panicked (rpc: requests whose method panicked)."
+    );
+    let _ = writeln!(out, "# TYPE hearth_actor_restarts_total counter");
+    for (actor, counter) in restarts {
+        let _ = writeln!(out, "hearth_actor_restarts_total{{actor=\"{actor}\"}} {}", counter.get());
+    }
+    let _ = writeln!(out, "hearth_actor_restarts_total{{actor=\"rpc\"}} {rpc_panics}");
+}
+
 /// Appends one counter.
 pub(crate) fn counter(out: &mut String, name: &str, help: &str, value: u64) {
     let _ = writeln!(out, "# HELP {name} {help}");
@@ -387,7 +453,9 @@ mod tests {
                     m.observe(
                         "nope_x",
                         Duration::from_millis(3),
-                        &Err(RpcError::Exec(hearth_messages::ExecError::Busy { max_in_flight: 1 })),
+                        &Err::<(), _>(RpcError::Exec(hearth_messages::ExecError::Busy {
+                            max_in_flight: 1,
+                        })),
                     );
                 })
             })

@@ -1,20 +1,34 @@
 //! The HTTP side: an actix-web server answering JSON-RPC on `POST /`, WebSocket JSON-RPC on
-//! `GET /` with `Upgrade` (see `ws`), and Prometheus text on `GET /metrics`.
+//! `GET /` with `Upgrade` (see `ws`), Prometheus text on `GET /metrics`, and CORS preflights
+//! on `OPTIONS`.
+//!
+//! Every request first passes [`guard`], which applies the web-access policy (`access`) before
+//! anything runs or any body is read: a `Host` name not in `--http.vhosts` gets 403; an
+//! `Origin` not allowed by `--http.corsdomain` (or `--ws.origins` for a WebSocket upgrade)
+//! gets 403; a POST that is not `application/json` gets 415. Allowed cross-origin answers
+//! carry `Access-Control-Allow-Origin` and `Vary: Origin`.
 
 use std::io;
 use std::net::SocketAddr;
 
-use actix_web::dev::Server;
-use actix_web::http::StatusCode;
-use actix_web::http::header::ContentType;
-use actix_web::{App, HttpResponse, HttpServer, web};
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{Server, ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, ContentType, HeaderMap, HeaderValue};
+use actix_web::http::{Method, StatusCode};
+use actix_web::middleware::{Next, from_fn};
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 
+use crate::access::{PREFLIGHT_MAX_AGE_SECS, is_header_token, is_json_content_type};
 use crate::context::RpcContext;
 use crate::handle_body;
+use crate::metrics::Refusal;
 use crate::transport::RpcReply;
 
-/// Binds `addr` and serves JSON-RPC on POST `/` and over WebSocket on GET `/`. Returns the running server (to await or stop)
-/// and the bound address (port 0 picks one).
+/// The methods a preflight may be answered for.
+const ALLOWED_METHODS: &str = "GET, POST, OPTIONS";
+
+/// Binds `addr` and serves JSON-RPC on POST `/` and over WebSocket on GET `/`. Returns the
+/// running server (to await or stop) and the bound address (port 0 picks one).
 ///
 /// The server starts when the returned [`Server`] is awaited or spawned. It keeps actix-web's
 /// signal handling: SIGINT/SIGTERM stop it gracefully, which is how the node shuts down.
@@ -23,18 +37,7 @@ pub fn serve(
     ctx: RpcContext,
     workers: usize,
 ) -> io::Result<(Server, SocketAddr)> {
-    // actix stops reading a body at this size and answers 413 itself.
-    let body_limit = ctx.limits.max_body_bytes;
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(web::Data::new(ctx.clone()))
-            .app_data(web::PayloadConfig::new(body_limit))
-            .route("/", web::post().to(endpoint))
-            .route("/", web::get().to(crate::ws::endpoint))
-            .route("/metrics", web::get().to(metrics))
-    })
-    .workers(workers.max(1))
-    .bind(addr)?;
+    let server = HttpServer::new(move || app(ctx.clone())).workers(workers.max(1)).bind(addr)?;
     let bound = server
         .addrs()
         .first()
@@ -42,6 +45,151 @@ pub fn serve(
         .ok_or_else(|| io::Error::other(format!("binding {addr} gave no address")))?;
     tracing::info!(target: "rpc", %bound, workers, "json-rpc server bound");
     Ok((server.run(), bound))
+}
+
+/// The routes, behind the access guard: what each worker serves (and tests call in-process).
+pub(crate) fn app(
+    ctx: RpcContext,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<BoxBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    // actix stops reading a body at this size and answers 413 itself.
+    let body_limit = ctx.limits.max_body_bytes;
+    App::new()
+        .app_data(web::Data::new(ctx))
+        .app_data(web::PayloadConfig::new(body_limit))
+        .wrap(from_fn(guard))
+        .route("/", web::post().to(endpoint))
+        .route("/", web::get().to(crate::ws::endpoint))
+        .route("/metrics", web::get().to(metrics))
+        .route("/", web::route().method(Method::OPTIONS).to(preflight))
+        .route("/metrics", web::route().method(Method::OPTIONS).to(preflight))
+}
+
+/// Applies the web-access policy before the route runs (see the module docs), and marks
+/// allowed cross-origin answers.
+async fn guard(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let Some(ctx) = req.app_data::<web::Data<RpcContext>>().cloned() else {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    };
+    if let Some(refusal) = refusal(&ctx, req.request()) {
+        let (reason, status, message) = refusal;
+        ctx.metrics.refuse(reason);
+        tracing::debug!(target: "rpc", %message, "request refused");
+        let response =
+            HttpResponse::build(status).content_type(ContentType::plaintext()).body(message);
+        return Ok(req.into_response(response).map_into_boxed_body());
+    }
+    let origin = req.headers().get(header::ORIGIN).cloned();
+    let policy = if is_upgrade(req.headers()) { &ctx.web.ws_origins } else { &ctx.web.cors };
+    let allow = origin.as_ref().and_then(|o| o.to_str().ok()).map(|o| {
+        HeaderValue::from_str(policy.allow_origin_value(o)).unwrap_or(HeaderValue::from_static("*"))
+    });
+    let mut response = next.call(req).await?.map_into_boxed_body();
+    if let Some(allow) = allow {
+        let headers = response.headers_mut();
+        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, allow);
+        headers.append(header::VARY, HeaderValue::from_static("Origin"));
+    }
+    Ok(response)
+}
+
+/// Why `req` must not run, if it must not: the counter, the status and a message saying which
+/// flag would allow it.
+fn refusal(ctx: &RpcContext, req: &HttpRequest) -> Option<(Refusal, StatusCode, String)> {
+    let headers = req.headers();
+    if let Some(host) = headers.get(header::HOST) {
+        let allowed = host.to_str().is_ok_and(|host| ctx.web.vhosts.allows(host));
+        if !allowed {
+            let message = format!(
+                "host {} is not allowed: add its name to --http.vhosts",
+                String::from_utf8_lossy(host.as_bytes())
+            );
+            return Some((Refusal::Host, StatusCode::FORBIDDEN, message));
+        }
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let (policy, flag) = if is_upgrade(headers) {
+            (&ctx.web.ws_origins, "--ws.origins")
+        } else {
+            (&ctx.web.cors, "--http.corsdomain")
+        };
+        if !origin.to_str().is_ok_and(|origin| policy.allows(origin)) {
+            let message = format!(
+                "origin {} is not allowed: add it to {flag}",
+                String::from_utf8_lossy(origin.as_bytes())
+            );
+            return Some((Refusal::Origin, StatusCode::FORBIDDEN, message));
+        }
+    }
+    if req.method() == Method::POST {
+        let json = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(is_json_content_type);
+        if !json {
+            let message = "unsupported content type: send Content-Type: application/json".into();
+            return Some((Refusal::ContentType, StatusCode::UNSUPPORTED_MEDIA_TYPE, message));
+        }
+    }
+    None
+}
+
+/// Whether the request asks for a WebSocket.
+fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers.get(header::UPGRADE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+        v.split(',').any(|protocol| protocol.trim().eq_ignore_ascii_case("websocket"))
+    })
+}
+
+/// OPTIONS `/` and `/metrics`: a CORS preflight from an allowed origin (the guard refused the others)
+/// is answered with what may follow; without `Origin` it only lists the methods.
+async fn preflight(req: HttpRequest, ctx: web::Data<RpcContext>) -> HttpResponse {
+    let headers = req.headers();
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) else {
+        return HttpResponse::NoContent().insert_header((header::ALLOW, ALLOWED_METHODS)).finish();
+    };
+    // Content-Type always; besides it, any well-formed header the page asks for: the node reads
+    // no other request header, so allowing one grants nothing.
+    let mut allow_headers = String::from("content-type");
+    if let Some(asked) =
+        headers.get(header::ACCESS_CONTROL_REQUEST_HEADERS).and_then(|h| h.to_str().ok())
+    {
+        for name in asked.split(',').map(str::trim) {
+            if is_header_token(name) && !name.eq_ignore_ascii_case("content-type") {
+                allow_headers.push_str(", ");
+                allow_headers.push_str(&name.to_ascii_lowercase());
+            }
+        }
+    }
+    let mut response = HttpResponse::NoContent();
+    response
+        .insert_header((header::ACCESS_CONTROL_ALLOW_METHODS, ALLOWED_METHODS))
+        .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, allow_headers))
+        .insert_header((header::ACCESS_CONTROL_MAX_AGE, PREFLIGHT_MAX_AGE_SECS))
+        .insert_header((
+            header::VARY,
+            "Access-Control-Request-Method, Access-Control-Request-Headers",
+        ));
+    // Chrome asks before a public page may reach a private address (Private Network Access);
+    // the origin is already one the operator allowed.
+    if headers
+        .get("access-control-request-private-network")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"))
+    {
+        response.insert_header(("access-control-allow-private-network", "true"));
+    }
+    tracing::debug!(target: "rpc", origin, cors_any = ctx.web.cors.is_any(), "preflight answered");
+    response.finish()
 }
 
 /// POST `/`: one JSON-RPC body in, one reply out.
@@ -138,5 +286,6 @@ async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
             status.ticks_skipped,
         );
     }
+    crate::metrics::restart_metrics(&mut out, &ctx.metric_sources.restarts, ctx.metrics.panics());
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(out)
 }

@@ -3,6 +3,7 @@
 //! Whole-node behaviour (real EVM, mining) is tested in `tests/it`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::{Actor, Addr, Context, Handler, Message, MessageResult};
 use alloy_consensus::{
@@ -414,6 +415,8 @@ fn fixture(max_in_flight: usize) -> Fixture {
         mine_blocks: stub.clone().recipient(),
         controls: idle_controls(),
         signers: Arc::new(vec![alice.clone()]),
+        api: crate::ApiNamespaces::all(),
+        web: Arc::default(),
         chain_id: 31337,
         limits: RpcLimits::default(),
         extensions,
@@ -429,6 +432,7 @@ fn fixture(max_in_flight: usize) -> Fixture {
             pool_size: Idle.start().recipient(),
             pool_counters: Idle.start().recipient(),
             code_cache: Idle.start().recipient(),
+            restarts: Vec::new(),
         },
         subscriptions: crate::SubscriptionRecipients {
             connect: Idle.start().recipient(),
@@ -872,4 +876,185 @@ fn http_post(addr: std::net::SocketAddr, body: &str) -> (u16, String) {
     let status = response[9..12].parse().expect("a status code");
     let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
     (status, body)
+}
+
+// ---- WebSocket keep-alive, in process on a paused clock -------------------------------------
+
+/// Stands in for the subscription actor: accepts every connection and keeps its queue open.
+#[derive(Default)]
+struct Connector {
+    held: Vec<(
+        tokio::sync::mpsc::Sender<subs::Notification>,
+        tokio::sync::oneshot::Sender<subs::CloseReason>,
+    )>,
+}
+
+impl Actor for Connector {
+    type Context = Context<Self>;
+}
+
+impl Handler<subs::Connect> for Connector {
+    type Result = MessageResult<subs::Connect>;
+    fn handle(&mut self, _: subs::Connect, _: &mut Context<Self>) -> Self::Result {
+        let (notify, notifications) = tokio::sync::mpsc::channel(4);
+        let (close, closed) = tokio::sync::oneshot::channel();
+        self.held.push((notify, close));
+        let id = subs::ConnectionId(self.held.len() as u64);
+        MessageResult(Ok(subs::Connection { id, notifications, closed }))
+    }
+}
+
+hearth_messages::answer_asks!(Connector: subs::Connect);
+
+/// The client side of an in-process WebSocket: frames in through the request payload, the
+/// server's frames out of the response body.
+struct InProcessWs {
+    send: tokio::sync::mpsc::Sender<Result<actix_web::web::Bytes, actix_web::error::PayloadError>>,
+    body: actix_web::body::BoxBody,
+    read: Vec<u8>,
+}
+
+/// A server frame: (opcode, payload). Server frames are unmasked.
+type ServerFrame = (u8, Vec<u8>);
+
+impl InProcessWs {
+    /// Upgrades a request to the app built from `ctx`, served on this thread.
+    async fn open(ctx: RpcContext) -> Self {
+        use actix_web::http::header;
+        let app = actix_web::test::init_service(crate::server::app(ctx)).await;
+        let (send, receive) = tokio::sync::mpsc::channel(16);
+        let stream = futures_util::stream::unfold(receive, |mut receive| async move {
+            receive.recv().await.map(|item| (item, receive))
+        });
+        let stream: std::pin::Pin<
+            Box<
+                dyn futures_util::Stream<
+                        Item = Result<actix_web::web::Bytes, actix_web::error::PayloadError>,
+                    >,
+            >,
+        > = Box::pin(stream);
+        let mut req = actix_web::test::TestRequest::get()
+            .uri("/")
+            .insert_header((header::UPGRADE, "websocket"))
+            .insert_header((header::CONNECTION, "Upgrade"))
+            .insert_header((header::SEC_WEBSOCKET_VERSION, "13"))
+            .insert_header((header::SEC_WEBSOCKET_KEY, "dGhlIHNhbXBsZSBub25jZQ=="))
+            .to_request();
+        *req.payload() = actix_web::dev::Payload::Stream { payload: stream };
+        let response = actix_web::dev::Service::call(&app, req).await.expect("served");
+        assert_eq!(response.status().as_u16(), 101, "upgraded");
+        Self { send, body: response.into_body(), read: Vec::new() }
+    }
+
+    /// The next frame the server sends; `None` when it ends the connection.
+    async fn frame(&mut self) -> Option<ServerFrame> {
+        use actix_web::body::MessageBody;
+        loop {
+            if self.read.len() >= 2 {
+                let len = usize::from(self.read[1] & 0x7f);
+                assert!(len < 126, "control frames and short texts only");
+                if self.read.len() >= 2 + len {
+                    let frame: Vec<u8> = self.read.drain(..2 + len).collect();
+                    return Some((frame[0] & 0x0f, frame[2..].to_vec()));
+                }
+            }
+            let chunk =
+                std::future::poll_fn(|cx| std::pin::Pin::new(&mut self.body).poll_next(cx)).await;
+            match chunk {
+                Some(Ok(bytes)) => self.read.extend_from_slice(&bytes),
+                Some(Err(error)) => panic!("body failed: {error}"),
+                None => return None,
+            }
+        }
+    }
+
+    /// Sends a masked client frame.
+    async fn send(&self, opcode: u8, payload: &[u8]) {
+        assert!(payload.len() < 126);
+        let mut frame = vec![0x80 | opcode, 0x80 | payload.len() as u8, 0, 0, 0, 0];
+        frame.extend_from_slice(payload);
+        self.send.send(Ok(frame.into())).await.expect("the server reads");
+    }
+}
+
+/// Asserts that `at` is `want` after `start`: tokio's timers tick in whole milliseconds, so a
+/// deadline may fire up to a millisecond late.
+#[track_caller]
+fn assert_at(start: tokio::time::Instant, want: Duration) {
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed >= want && elapsed <= want + Duration::from_millis(2),
+        "at {elapsed:?}, expected {want:?}"
+    );
+}
+
+/// A context whose WebSocket connections are accepted.
+fn ws_context() -> RpcContext {
+    let mut ctx = fixture(4).ctx;
+    ctx.subscriptions.connect = Connector::default().start().recipient();
+    ctx
+}
+
+#[actix::test]
+async fn a_silent_websocket_is_pinged_then_closed_when_idle() {
+    tokio::time::pause();
+    let ctx = ws_context();
+    let (every, idle) = (ctx.limits.ws_ping_interval, ctx.limits.ws_idle_timeout);
+    assert_eq!((every.as_secs(), idle.as_secs()), (30, 60));
+    let start = tokio::time::Instant::now();
+    let mut ws = InProcessWs::open(ctx).await;
+    // The paused clock jumps to each timer: no test time passes.
+    assert_eq!(ws.frame().await, Some((0x9, vec![])), "a ping");
+    assert_at(start, every);
+    let (opcode, payload) = ws.frame().await.expect("a close frame");
+    assert_at(start, idle);
+    assert_eq!(opcode, 0x8);
+    assert_eq!(u16::from_be_bytes([payload[0], payload[1]]), 1001);
+    assert_eq!(&payload[2..], b"idle for 60s: no frame or pong");
+    assert_eq!(ws.frame().await, None, "then the connection ends");
+}
+
+#[actix::test]
+async fn a_websocket_that_answers_pings_stays_open() {
+    tokio::time::pause();
+    let ctx = ws_context();
+    let every = ctx.limits.ws_ping_interval;
+    let start = tokio::time::Instant::now();
+    let mut ws = InProcessWs::open(ctx).await;
+    for n in 1..=4u32 {
+        assert_eq!(ws.frame().await, Some((0x9, vec![])), "ping {n}");
+        assert_at(start, every * n);
+        ws.send(0xa, b"").await;
+    }
+    // Requests count as activity too, and are answered between the pings.
+    ws.send(0x1, br#"{"jsonrpc":"2.0","id":7,"method":"eth_chainId"}"#).await;
+    let (opcode, answer) = ws.frame().await.expect("an answer");
+    assert_eq!(opcode, 0x1);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&answer).expect("JSON"),
+        json!({"jsonrpc": "2.0", "id": 7, "result": "0x7a69"})
+    );
+    assert_at(start, every * 4);
+    // Silent from now on: pinged on, then closed a whole idle timeout after the request.
+    let mut pings = 0;
+    loop {
+        match ws.frame().await.expect("a frame") {
+            (0x9, _) => pings += 1,
+            (0x8, _) => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!((1..=2).contains(&pings), "{pings} pings while silent");
+    assert_at(start, every * 4 + Duration::from_secs(60));
+}
+
+#[actix::test]
+async fn a_websocket_ping_from_the_client_is_answered_with_its_payload() {
+    tokio::time::pause();
+    let mut ws = InProcessWs::open(ws_context()).await;
+    ws.send(0x9, b"are you there").await;
+    assert_eq!(ws.frame().await, Some((0xa, b"are you there".to_vec())));
+    ws.send(0x8, &[0x03, 0xe8]).await;
+    assert_eq!(ws.frame().await, Some((0x8, vec![0x03, 0xe8])), "the close is echoed");
+    assert_eq!(ws.frame().await, None);
 }

@@ -50,6 +50,63 @@ impl RpcReply {
     }
 }
 
+/// What a method answers: a JSON value, or its result already encoded as JSON. Large answers
+/// (logs) are written straight into their buffer, so that the response cap is counted while
+/// they grow instead of after a `Value` tree of all of them was built.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Reply {
+    /// A value, encoded with the response.
+    Value(Value),
+    /// The `result` member's JSON text, as is.
+    Encoded(Vec<u8>),
+}
+
+impl From<Value> for Reply {
+    fn from(value: Value) -> Self {
+        Self::Value(value)
+    }
+}
+
+/// A JSON answer written straight into one buffer, refused with -32005 as soon as it outgrows
+/// the response cap: what large answers (logs, the pool's content) are built with, so that the
+/// cap bounds their memory, not only their size on the wire.
+#[derive(Debug)]
+pub(crate) struct CappedJson {
+    out: Vec<u8>,
+    max_bytes: usize,
+}
+
+impl CappedJson {
+    /// An empty answer capped at the response limit.
+    pub(crate) fn new(limits: &RpcLimits) -> Self {
+        Self { out: Vec::new(), max_bytes: limits.max_response_bytes }
+    }
+
+    /// Appends JSON text as is (punctuation, or something encoded already).
+    pub(crate) fn raw(&mut self, text: &[u8]) -> Result<(), RpcError> {
+        self.out.extend_from_slice(text);
+        self.check()
+    }
+
+    /// Appends `value` encoded as JSON.
+    pub(crate) fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), RpcError> {
+        serde_json::to_writer(&mut self.out, value)?;
+        self.check()
+    }
+
+    fn check(&self) -> Result<(), RpcError> {
+        if self.out.len() >= self.max_bytes {
+            return Err(RpcError::ResponseTooLarge { max: self.max_bytes });
+        }
+        Ok(())
+    }
+
+    /// The answer.
+    pub(crate) fn finish(self) -> Reply {
+        Reply::Encoded(self.out)
+    }
+}
+
 /// A well-formed request object.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Request {
@@ -146,6 +203,10 @@ where
     F: Fn(String, Option<Value>) -> Fut,
     Fut: Future<Output = Result<Value, RpcError>>,
 {
+    let run = |method, params| {
+        let answer = run(method, params);
+        async move { answer.await.map(Reply::Value) }
+    };
     handle_with_grouped(limits, body, run, "", |_| async { Vec::new() }, |_| {}).await
 }
 
@@ -164,7 +225,7 @@ pub(crate) async fn handle_with_grouped<F, Fut, G, GFut>(
 ) -> RpcReply
 where
     F: Fn(String, Option<Value>) -> Fut,
-    Fut: Future<Output = Result<Value, RpcError>>,
+    Fut: Future<Output = Result<Reply, RpcError>>,
     G: FnOnce(Vec<Option<Value>>) -> GFut,
     GFut: Future<Output = Vec<Result<Value, RpcError>>>,
 {
@@ -185,7 +246,7 @@ where
         },
         Envelope::Batch(items) => {
             let is_grouped = |item: &Item| matches!(item, Item::Call(r) if !grouped.is_empty() && r.method == grouped);
-            let mut early: Vec<Option<Result<Value, RpcError>>> = Vec::new();
+            let mut early: Vec<Option<Result<Reply, RpcError>>> = Vec::new();
             if items.iter().filter(|item| is_grouped(item)).count() >= 2 {
                 let params = items
                     .iter()
@@ -197,7 +258,13 @@ where
                 let mut results = group(params).await.into_iter();
                 early = items
                     .iter()
-                    .map(|item| if is_grouped(item) { results.next() } else { None })
+                    .map(|item| {
+                        if is_grouped(item) {
+                            results.next().map(|r| r.map(Reply::Value))
+                        } else {
+                            None
+                        }
+                    })
                     .collect();
             }
             early.resize_with(items.len(), || None);
@@ -233,11 +300,11 @@ struct Answer {
 async fn answer<F, Fut>(
     item: Item,
     run: &F,
-    done: Option<Result<Value, RpcError>>,
+    done: Option<Result<Reply, RpcError>>,
 ) -> Option<Answer>
 where
     F: Fn(String, Option<Value>) -> Fut,
-    Fut: Future<Output = Result<Value, RpcError>>,
+    Fut: Future<Output = Result<Reply, RpcError>>,
 {
     let Request { id, method, params } = match item {
         Item::Call(request) => request,
@@ -261,7 +328,8 @@ where
     let id = id?;
     let busy = matches!(&outcome, Err(error) if error.is_busy());
     let encoded = match &outcome {
-        Ok(result) => encode(&id, Some(result), None),
+        Ok(Reply::Value(result)) => encode(&id, Some(result), None),
+        Ok(Reply::Encoded(result)) => encode_raw(&id, result),
         Err(error) => encode_error(&id, error),
     };
     Some(Answer { id, encoded, busy })
@@ -301,6 +369,21 @@ fn encode_error(id: &Value, error: &RpcError) -> Vec<u8> {
     encode(id, None, Some(object))
 }
 
+/// A success response around a result that is JSON already (same member order as [`encode`]).
+fn encode_raw(id: &Value, result: &[u8]) -> Vec<u8> {
+    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    let mut out = Vec::with_capacity(HEAD.len() + 24 + result.len());
+    out.extend_from_slice(HEAD);
+    // An id is null, a string or a number: encoding it cannot fail.
+    if serde_json::to_writer(&mut out, id).is_err() {
+        out.extend_from_slice(b"null");
+    }
+    out.extend_from_slice(br#","result":"#);
+    out.extend_from_slice(result);
+    out.push(b'}');
+    out
+}
+
 fn encode(id: &Value, result: Option<&Value>, error: Option<ErrorObject>) -> Vec<u8> {
     let response = ResponseObject { jsonrpc: "2.0", id, result, error };
     // Encoding a `Value` cannot fail (its map keys are strings); answer something valid anyway.
@@ -320,6 +403,11 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// [`fake`] as the transport's method runner sees it.
+    async fn fake_reply(method: String, params: Option<Value>) -> Result<Reply, RpcError> {
+        fake(method, params).await.map(Reply::Value)
+    }
 
     /// A method table for tests: `echo` returns its params, `busy` sheds, `fail` is invalid
     /// params, `sleep` waits the milliseconds in params[0] then returns them; anything else is
@@ -495,6 +583,16 @@ mod tests {
         assert_eq!(calls.into_inner(), vec!["x".to_owned()]);
     }
 
+    #[test]
+    fn an_encoded_result_is_spliced_in_as_is() {
+        let encoded = encode_raw(&json!("a\"b"), br#"[{"x":1}]"#);
+        assert_eq!(
+            serde_json::from_slice::<Value>(&encoded).unwrap(),
+            json!({"jsonrpc": "2.0", "id": "a\"b", "result": [{"x": 1}]})
+        );
+        assert_eq!(encode_raw(&json!(7), b"[]"), encode(&json!(7), Some(&json!([])), None));
+    }
+
     #[tokio::test]
     async fn grouped_items_are_answered_together_and_the_rest_as_usual() {
         let groups = RefCell::new(Vec::new());
@@ -505,7 +603,7 @@ mod tests {
         let reply = handle_with_grouped(
             &RpcLimits::default(),
             body.as_bytes(),
-            fake,
+            fake_reply,
             "g",
             |ps| {
                 groups.borrow_mut().push(ps.clone());
@@ -534,7 +632,7 @@ mod tests {
         let one = handle_with_grouped(
             &RpcLimits::default(),
             br#"[{"jsonrpc":"2.0","method":"echo","params":[9],"id":9}]"#,
-            fake,
+            fake_reply,
             "echo",
             |_| async { panic!("one item is not grouped") },
             |_| {},

@@ -38,6 +38,8 @@ pub(crate) const PATCHED_ROOT: u8 = b'P';
 pub(crate) const HEAD_KEY: &[u8] = b"mhead";
 /// The key of the chain configuration an imported chain runs under (JSON, opaque here).
 pub(crate) const CHAIN_CONFIG_KEY: &[u8] = b"mchainconfig";
+/// The genesis.json block 0 was made from (JSON text).
+pub(crate) const GENESIS_DOCUMENT_KEY: &[u8] = b"mgenesisdoc";
 /// The key of the last commit sled holds whole: its journal sequence number (`journal`).
 pub(crate) const COMMIT_SEQ_KEY: &[u8] = b"mcommitseq";
 /// The key of the marker a commit applied key by key writes first (`journal`).

@@ -175,7 +175,7 @@ async fn modes_switch_at_run_time() {
     settle().await;
     assert!(commits.try_recv().is_err(), "manual: no timer");
 
-    miner.send(SetIntervalMining(IntervalMining::fixed(SECOND))).await.unwrap();
+    miner.send(SetIntervalMining(IntervalMining::fixed(SECOND).unwrap())).await.unwrap();
     tokio::time::advance(SECOND).await;
     settle().await;
     assert!(commits.try_recv().is_ok());

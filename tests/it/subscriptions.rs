@@ -24,14 +24,14 @@ use crate::support::TestNode;
 const FRAME_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A node with its JSON-RPC server (HTTP and WebSocket) bound on an ephemeral loopback port.
-struct Served {
-    node: TestNode,
-    addr: SocketAddr,
+pub(crate) struct Served {
+    pub(crate) node: TestNode,
+    pub(crate) addr: SocketAddr,
     server: actix_web::dev::ServerHandle,
 }
 
 impl Served {
-    fn start(config: NodeConfig) -> Self {
+    pub(crate) fn start(config: NodeConfig) -> Self {
         let node = TestNode::start_with(config);
         let (server, addr) = node.node.serve_rpc(Extensions::default()).expect("binds");
         let handle = server.handle();
@@ -43,7 +43,7 @@ impl Served {
         WsClient::connect(self.addr, None).await
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.server.stop(false).await;
     }
 }
