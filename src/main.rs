@@ -17,6 +17,10 @@ use hearth::genesis::Genesis;
 use hearth::node::Node;
 use hearth_rpc::Extensions;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::FilterExt as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 fn main() -> ExitCode {
     hearth::os::bound_malloc_retention();
@@ -38,16 +42,24 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+    // anvil_setLoggingEnabled turns lines below `warn` off and on through this switch.
+    let logging = hearth_rpc::LogSwitch::default();
+    let switch = logging.clone();
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info"))
+        .and(tracing_subscriber::filter::filter_fn(move |meta| switch.allows(meta.level())));
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+                .with_filter(filter),
         )
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
 
     let system = actix_rt::System::new();
     let result = system.block_on(async move {
-        let node = Node::start(config)?;
+        let mut node = Node::start(config)?;
+        node.logging = logging;
         let (server, addr) = node.serve_rpc(Extensions::default())?;
         let accounts: Vec<String> = node.signers.iter().map(|s| s.address().to_string()).collect();
         tracing::info!(target: "node", %addr, chain_id = node.config().chain_id, ?accounts, "JSON-RPC listening on http://{addr} and ws://{addr}");

@@ -20,10 +20,11 @@ use hearth_actors::{
     CodeCacheActor, CodeL2, ExecConfig, ExecutorActor, FilterActor, MempoolActor, MempoolConfig,
     MinerActor, MinerConfig, MinerPeers, StateActor, SubscriptionActor,
 };
+use hearth_messages::ChainId;
 use hearth_messages::executor::ExecutorClient;
 use hearth_messages::interest::Interest;
 use hearth_messages::state::{BlockCommitted, SubscribeBlocks};
-use hearth_rpc::{Controls, Extensions, RpcContext};
+use hearth_rpc::{Controls, Extensions, LogSwitch, NodeFacts, RpcContext};
 use hearth_storage::{ChainDb, StorageError};
 use revm::primitives::hardfork::SpecId;
 use tracing::info;
@@ -99,6 +100,13 @@ pub struct Node {
     pub rpc_metrics: Arc<hearth_rpc::RpcMetrics>,
     /// The restartable actors' restart counters (for `/metrics`).
     pub restarts: Vec<(&'static str, hearth_messages::restarts::RestartCounter)>,
+    /// The chain id every component reads (the pool writes it: anvil_setChainId).
+    pub chain_id: ChainId,
+    /// Whether informational logging is on (anvil_setLoggingEnabled flips it; `main`'s log
+    /// subscriber reads it).
+    pub logging: LogSwitch,
+    /// What anvil_nodeInfo and anvil_metadata report about this run.
+    pub facts: NodeFacts,
     config: NodeConfig,
 }
 
@@ -173,6 +181,7 @@ impl Node {
         info!(target: "node", head, db_cache_bytes = config.db_cache_bytes, "chain opened");
 
         let mailbox = config.mailbox;
+        let chain_id = ChainId::new(config.chain_id);
         let code_cache = CodeCacheActor::new(config.code_cache_entries);
         let mut restarts = vec![("code_cache", code_cache.restart_counter())];
         let code_cache = code_cache.start_bounded(mailbox);
@@ -180,7 +189,7 @@ impl Node {
         let l2 =
             CodeL2 { get: code_cache.clone().recipient(), insert: code_cache.clone().recipient() };
         let exec_config = ExecConfig {
-            chain_id: config.chain_id,
+            chain_id: chain_id.clone(),
             spec,
             gas_cap: config.rpc.gas_cap,
             evm_timeout: Some(config.evm_timeout),
@@ -193,7 +202,7 @@ impl Node {
             config.max_in_flight,
             move || {
                 crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
-                ExecutorActor::new(exec_chain.clone(), exec_config, Some(l2.clone()))
+                ExecutorActor::new(exec_chain.clone(), exec_config.clone(), Some(l2.clone()))
             },
         );
         let executor = ExecutorClient::with_lanes(lanes, config.max_in_flight.get())
@@ -220,7 +229,7 @@ impl Node {
         let mempool = MempoolActor::new(
             chain.clone(),
             MempoolConfig {
-                chain_id: config.chain_id,
+                chain_id: chain_id.clone(),
                 spec,
                 block_gas_limit: config.gas_limit,
                 max_count: config.txpool_max_count.get(),
@@ -237,6 +246,7 @@ impl Node {
                 txs_mined: mempool.clone().recipient(),
                 executor: executor.clone(),
                 commit: state.clone().recipient(),
+                rollback: state.clone().recipient(),
             },
             MinerConfig {
                 automine: config.automine,
@@ -269,6 +279,9 @@ impl Node {
             filters,
             subscriptions,
             restarts,
+            chain_id,
+            logging: LogSwitch::default(),
+            facts: NodeFacts::new(<&'static str>::from(spec)),
             config,
         })
     }
@@ -309,6 +322,14 @@ impl Node {
                 patch_state: self.state.clone().recipient(),
                 take_snapshot: self.state.clone().recipient(),
                 revert_to: self.state.clone().recipient(),
+                rewind: self.miner.clone().recipient(),
+                list_snapshots: self.state.clone().recipient(),
+                set_chain_id: self.mempool.clone().recipient(),
+                drop_all: self.mempool.clone().recipient(),
+                remove_sender: self.mempool.clone().recipient(),
+                set_time: self.miner.clone().recipient(),
+                set_timestamp_interval: self.miner.clone().recipient(),
+                mine_detailed: self.miner.clone().recipient(),
             },
             // Without unlocked accounts the front knows no key: eth_accounts is empty and a
             // dev account is as unknown to eth_sendTransaction as any other.
@@ -319,7 +340,9 @@ impl Node {
             },
             api: self.config.api,
             web: Arc::new(self.config.web.clone()),
-            chain_id: self.config.chain_id,
+            chain_id: self.chain_id.clone(),
+            node: self.facts.clone(),
+            logging: self.logging.clone(),
             limits: self.config.rpc,
             extensions,
             client_version: format!("hearth/v{}", env!("CARGO_PKG_VERSION")),

@@ -4,8 +4,11 @@
 //! each sender's total possible spend, the count and byte bounds, the set of impersonated
 //! senders and the count of admitted transactions block building later refused. Handles
 //! `SubmitTx`, `SubmitTxs`, `SubmitFilled`, `TakePending`, `TxsMined`, `GetPooledTx`,
-//! `PendingNonce`, `PoolSize`, `GetPoolCounters`, `GetPoolContent`, `DropTx`,
-//! `SetImpersonated`, `SetAutoImpersonate`, `SetPoolGasLimit`, `Revalidate`. Sends nothing.
+//! `PendingNonce`, `PoolSize`, `GetPoolCounters`, `GetPoolContent`, `DropTx`, `DropAll`,
+//! `RemoveSender`, `SetImpersonated`, `SetAutoImpersonate`, `SetPoolGasLimit`, `SetChainId`,
+//! `Revalidate`. Sends nothing. It is the one writer of the shared chain id
+//! (`hearth_messages::ChainId`): `SetChainId` publishes the new id and drops what was signed
+//! for the old one in one handler.
 //! Admission runs the rules of [`validation`] (the ones block execution applies). Mailbox:
 //! bounded by the node config. Restart: never restarted; its contents are not persisted (a
 //! pool is lost on restart, as in geth --dev without a journal).
@@ -17,13 +20,15 @@ use actix::{Actor, Context, Handler};
 use alloy_consensus::{Transaction, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{Address, B256, U256};
+use hearth_messages::ChainId;
 use hearth_messages::TxError;
 use hearth_messages::executor::{InvalidTx, PooledTx};
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::{
-    DropTx, GetPoolContent, GetPoolCounters, GetPooledTx, PendingNonce, PoolContent, PoolCounters,
-    PoolSize, Revalidate, SetAutoImpersonate, SetImpersonated, SetPoolGasLimit, SubmitFilled,
-    SubmitTx, SubmitTxs, TakePending, TxsMined,
+    DropAll, DropTx, GetPoolContent, GetPoolCounters, GetPooledTx, PendingNonce, PoolContent,
+    PoolCounters, PoolSize, RemoveSender, Revalidate, SetAutoImpersonate, SetChainId,
+    SetImpersonated, SetPoolGasLimit, SignedBy, SubmitFilled, SubmitTx, SubmitTxs, TakePending,
+    TxsMined,
 };
 use hearth_storage::ChainDb;
 use revm::primitives::KECCAK_EMPTY;
@@ -37,10 +42,11 @@ pub mod validation;
 pub const MAX_TX_BYTES: usize = 128 * 1024;
 
 /// The pool's limits and the chain rules it validates against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct MempoolConfig {
-    /// Chain id transactions must carry (legacy pre-EIP-155 transactions carry none).
-    pub chain_id: u64,
+    /// Chain id transactions must carry (legacy pre-EIP-155 transactions carry none), shared
+    /// with every other reader; the pool is its only writer (`SetChainId`).
+    pub chain_id: ChainId,
     /// Hard fork rules for intrinsic gas.
     pub spec: SpecId,
     /// No transaction may ask for more gas than a block holds.
@@ -137,10 +143,10 @@ impl Pool {
     }
 
     /// The chain rules admissions are checked against.
-    pub const fn rules(&self) -> TxRules {
+    pub fn rules(&self) -> TxRules {
         TxRules {
             spec: self.config.spec,
-            chain_id: self.config.chain_id,
+            chain_id: self.config.chain_id.get(),
             block_gas_limit: self.config.block_gas_limit,
         }
     }
@@ -312,8 +318,8 @@ impl Pool {
     /// `sender` can take the same nonce in between. A dev-key transaction is admitted as from
     /// `sender` without recovering its signature: the node signed it itself.
     pub fn admit_filled(&mut self, db: &ChainDb, filled: SubmitFilled) -> Result<B256, TxError> {
-        let SubmitFilled { sender, nonce, impersonated, seal } = filled;
-        if impersonated && !self.is_impersonated(&sender) {
+        let SubmitFilled { sender, nonce, signed_by, seal } = filled;
+        if signed_by == SignedBy::Impersonated && !self.is_impersonated(&sender) {
             return Err(TxError::NotImpersonated(sender));
         }
         let nonce = match nonce {
@@ -393,6 +399,42 @@ impl Pool {
     /// Removes one transaction; whether it was pooled.
     pub fn drop_tx(&mut self, hash: &B256) -> bool {
         self.remove(hash).is_some()
+    }
+
+    /// Removes every transaction; how many there were. Impersonation settings stay.
+    pub fn drop_all(&mut self) -> usize {
+        let count = self.by_hash.len();
+        self.by_hash.clear();
+        self.by_sender.clear();
+        self.spent.clear();
+        self.bytes = 0;
+        count
+    }
+
+    /// Removes every transaction from `sender`; how many there were.
+    pub fn remove_sender(&mut self, sender: &Address) -> usize {
+        let hashes: Vec<B256> =
+            self.by_sender.get(sender).map(|n| n.values().copied().collect()).unwrap_or_default();
+        for hash in &hashes {
+            self.remove(hash);
+        }
+        hashes.len()
+    }
+
+    /// Publishes `chain_id` as the chain id and drops every pooled transaction signed for
+    /// another one (legacy ones without a chain id stay valid); how many were dropped.
+    pub fn set_chain_id(&mut self, chain_id: u64) -> usize {
+        self.config.chain_id.set(chain_id);
+        let foreign: Vec<B256> = self
+            .by_hash
+            .values()
+            .filter(|p| p.tx.chain_id().is_some_and(|id| id != chain_id))
+            .map(|p| p.hash)
+            .collect();
+        for hash in &foreign {
+            self.remove(hash);
+        }
+        foreign.len()
     }
 
     /// Executable transactions (consecutive nonces from each sender's state nonce, paying at
@@ -714,6 +756,32 @@ impl Handler<DropTx> for MempoolActor {
     }
 }
 
+impl Handler<DropAll> for MempoolActor {
+    type Result = usize;
+
+    fn handle(&mut self, _msg: DropAll, _ctx: &mut Self::Context) -> Self::Result {
+        self.pool.drop_all()
+    }
+}
+
+impl Handler<RemoveSender> for MempoolActor {
+    type Result = usize;
+
+    fn handle(&mut self, msg: RemoveSender, _ctx: &mut Self::Context) -> Self::Result {
+        self.pool.remove_sender(&msg.0)
+    }
+}
+
+impl Handler<SetChainId> for MempoolActor {
+    type Result = usize;
+
+    fn handle(&mut self, msg: SetChainId, _ctx: &mut Self::Context) -> Self::Result {
+        let dropped = self.pool.set_chain_id(msg.0);
+        tracing::info!(target: "actors::mempool", chain_id = msg.0, dropped, "chain id set");
+        dropped
+    }
+}
+
 impl Handler<SetPoolGasLimit> for MempoolActor {
     type Result = ();
 
@@ -772,7 +840,7 @@ mod tests {
 
     fn pool(max_count: usize) -> Pool {
         Pool::new(MempoolConfig {
-            chain_id: 1,
+            chain_id: ChainId::new(1),
             spec: SpecId::PRAGUE,
             block_gas_limit: 30_000_000,
             max_count,

@@ -3,6 +3,7 @@
 
 mod actors;
 mod admission;
+mod anvil;
 mod blocktest;
 mod conformance;
 mod dev;
