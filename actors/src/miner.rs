@@ -129,6 +129,9 @@ struct Overrides {
     timestamp: Option<u64>,
     base_fee: Option<u64>,
     prevrandao: Option<B256>,
+    /// The time the clock was last set to (anvil_setTime): with a timestamp interval, the
+    /// next block comes that interval after it rather than after its parent, as in anvil.
+    time_set: Option<u64>,
 }
 
 /// The miner.
@@ -270,6 +273,7 @@ impl MinerActor {
         }
         self.next.base_fee = None;
         self.next.prevrandao = None;
+        self.next.time_set = None;
     }
 
     /// (Re)arms the timer from now, or disarms it when interval mining is off.
@@ -432,6 +436,7 @@ impl MineJob {
             }
             Some(t) => t,
             None => stamp_after(
+                next.time_set.unwrap_or(parent.timestamp),
                 parent.timestamp,
                 self.timestamp_interval,
                 &self.config.clock,
@@ -472,10 +477,11 @@ impl MineJob {
     }
 }
 
-/// The timestamp of a block after one stamped `parent` when nobody chose it: `parent` plus
-/// the timestamp `interval` when one is set, else the `clock` with its `offset`; always after
-/// `parent`.
+/// The timestamp of a block after one stamped `parent` when nobody chose it: `last` (the
+/// parent's timestamp, or the time the clock was set to since) plus the timestamp `interval`
+/// when one is set, else the `clock` with its `offset`; always after `parent`.
 fn stamp_after(
+    last: u64,
     parent: u64,
     interval: Option<u64>,
     clock: &Clock,
@@ -483,9 +489,9 @@ fn stamp_after(
 ) -> Result<u64, MineError> {
     let stamped = match interval {
         Some(interval) => {
-            parent.checked_add(interval).filter(|t| *t <= MAX_TIMESTAMP).ok_or_else(|| {
+            last.checked_add(interval).filter(|t| *t <= MAX_TIMESTAMP).ok_or_else(|| {
                 MineError::Setting(format!(
-                    "the timestamp interval of {interval} s takes the block after {parent} past \
+                    "the timestamp interval of {interval} s takes the block after {last} past \
                      the latest timestamp allowed ({MAX_TIMESTAMP})"
                 ))
             })?
@@ -940,10 +946,14 @@ impl MinerActor {
         match self.next.timestamp {
             Some(t) => t,
             // Past the latest timestamp the interval cannot stamp a block; say where it points.
-            None => {
-                stamp_after(parent, self.timestamp_interval, &self.config.clock, self.time_offset)
-                    .unwrap_or(MAX_TIMESTAMP)
-            }
+            None => stamp_after(
+                self.next.time_set.unwrap_or(parent),
+                parent,
+                self.timestamp_interval,
+                &self.config.clock,
+                self.time_offset,
+            )
+            .unwrap_or(MAX_TIMESTAMP),
         }
     }
 
@@ -971,6 +981,7 @@ impl MinerActor {
         // Both are within 0..=i64::MAX, so the difference fits.
         self.time_offset = timestamp as i64 - now;
         self.next.timestamp = None;
+        self.next.time_set = Some(timestamp);
         info!(target: "actors::miner", timestamp, offset = self.time_offset, "clock set");
         Ok(timestamp.saturating_sub(before))
     }

@@ -361,6 +361,15 @@ async fn set_time_moves_the_clock_both_ways_and_checks_its_value() {
     assert_eq!(node.ok("anvil_setTime", json!([GENESIS_TIME])).await, json!(0));
     node.ok("evm_mine", json!([])).await;
     assert_eq!(quantity(&block(&node, "latest").await["timestamp"]), GENESIS_TIME + 5001);
+    // With a timestamp interval, the next block comes that interval after the time set, as
+    // in anvil, not after its parent.
+    node.ok("anvil_setBlockTimestampInterval", json!([10])).await;
+    node.ok("anvil_setTime", json!([GENESIS_TIME + 6000])).await;
+    node.ok("evm_mine", json!([])).await;
+    assert_eq!(quantity(&block(&node, "latest").await["timestamp"]), GENESIS_TIME + 6010);
+    node.ok("evm_mine", json!([])).await;
+    assert_eq!(quantity(&block(&node, "latest").await["timestamp"]), GENESIS_TIME + 6020);
+    node.ok("anvil_removeBlockTimestampInterval", json!([])).await;
     // A pending next-block timestamp is dropped by a reset.
     node.ok("evm_setNextBlockTimestamp", json!([GENESIS_TIME + 9000])).await;
     node.ok("anvil_setTime", json!([GENESIS_TIME + 7000])).await;
