@@ -47,7 +47,11 @@ fn main() -> ExitCode {
     let switch = logging.clone();
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info"))
-        .and(tracing_subscriber::filter::filter_fn(move |meta| switch.allows(meta.level())));
+        // Dynamic: asked at every event, since the switch changes at runtime (a plain
+        // `filter_fn` is cached per call site after its first answer).
+        .and(tracing_subscriber::filter::dynamic_filter_fn(move |meta, _| {
+            switch.allows(meta.level())
+        }));
     tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()

@@ -10,7 +10,8 @@
 //! block builds on it. Any layout the getter reads (mappings at any slot, Vyper's order,
 //! hashed namespaces, a proxy's delegatecall into the token's own storage) is found; a token
 //! whose getter computes its answer from several slots, or an account without code, has no
-//! such slot and the method fails with -32000, changing nothing.
+//! such slot and the method fails with -32000, changing nothing. A getter touching more than
+//! [`MAX_PROBED_SLOTS`] slots is refused the same way before any is tried.
 
 use std::sync::Arc;
 
@@ -26,6 +27,10 @@ use crate::context::RpcContext;
 use crate::dev::{Amount, revalidate};
 use crate::error::RpcError;
 use crate::params::Params;
+
+/// Most slots tried for one getter: each try is a call, and a getter that reads thousands of
+/// slots (no token does) must not hold the executors for a call per slot.
+pub(crate) const MAX_PROBED_SLOTS: usize = 1024;
 
 /// `balanceOf(address)`.
 const BALANCE_OF: [u8; 4] = [0x70, 0xa0, 0x82, 0x31];
@@ -100,6 +105,12 @@ async fn find_slot(
         .executor
         .touched_slots(GetTouchedSlots { request: request.clone(), block, account: token })
         .await?;
+    if touched.slots.len() > MAX_PROBED_SLOTS {
+        return Err(RpcError::Unsupported(format!(
+            "the getter of {token} touched {} storage slots; at most {MAX_PROBED_SLOTS} are tried",
+            touched.slots.len()
+        )));
+    }
     for slot in touched.slots {
         let mut diff = std::collections::BTreeMap::new();
         diff.insert(slot, amount);

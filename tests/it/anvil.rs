@@ -228,6 +228,17 @@ async fn deal_erc20_refuses_what_has_no_slot_and_changes_nothing() {
         assert_eq!(node.err(method, bad.clone()).await.0, -32602, "{method} {bad}");
     }
     assert_eq!(unchanged(&node).await, before);
+    // A getter reading 1,100 slots (a loop of SLOADs) is refused before any is tried.
+    let greedy = Address::repeat_byte(0x9e);
+    // PUSH2 1100; loop: n-1, SLOAD(n-1) while n > 0; then return a zero word.
+    let code = "0x61044c5b801560135760019003805450600356\
+                5b600060005260206000f3";
+    node.ok("anvil_setCode", json!([greedy, code])).await;
+    let before = unchanged(&node).await;
+    let (code, message, _) = node.err("anvil_dealERC20", json!([bob, greedy, "0x1"])).await;
+    assert_eq!(code, -32000);
+    assert!(message.contains("touched 1100 storage slots; at most 1024"), "{message}");
+    assert_eq!(unchanged(&node).await, before);
     // BenchToken's balanceOf is found all the same.
     node.ok("anvil_dealERC20", json!([bob, bench, "0x2a"])).await;
     assert_eq!(balance_of(&node, bench, bob).await, U256::from(42));
@@ -737,4 +748,62 @@ fn a_rollback_survives_kill_9() {
     // And the chain goes on from block 2.
     node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": BOB, "value": "0x1"}]));
     assert_eq!(node.ok("eth_blockNumber", json!([])), "0x3");
+}
+
+/// anvil_setLoggingEnabled reaches the node's log output: a block committed while logging is
+/// off leaves no line, one committed after it is back on does (warnings would stay).
+#[test]
+fn set_logging_enabled_silences_the_log_lines() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    const ALICE: &str = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args(["--ephemeral", "--http.port", "0"])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hearth starts");
+    // Both streams into one channel, line by line (the log may go to either).
+    let (lines, seen) = std::sync::mpsc::channel::<String>();
+    let out = BufReader::new(child.stdout.take().expect("stdout"));
+    let err = BufReader::new(child.stderr.take().expect("stderr"));
+    let to_out = lines.clone();
+    std::thread::spawn(move || {
+        out.lines().map_while(Result::ok).for_each(|l| drop(to_out.send(l)))
+    });
+    std::thread::spawn(move || err.lines().map_while(Result::ok).for_each(|l| drop(lines.send(l))));
+    let next = || seen.recv_timeout(std::time::Duration::from_secs(30)).expect("a log line");
+    let addr: std::net::SocketAddr = loop {
+        let line = next();
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.split_whitespace().next().expect("address").parse().expect("address");
+        }
+    };
+    let call = |method: &str, params: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let (_, answer) = crate::process::post(addr, &body.to_string()).expect("answers");
+        let answer: Value = serde_json::from_str(&answer).expect("JSON");
+        assert!(answer.get("error").is_none(), "{method}: {answer}");
+        answer["result"].clone()
+    };
+    let send = || call("eth_sendTransaction", json!([{"from": ALICE, "to": ALICE}]));
+
+    assert_eq!(call("anvil_setLoggingEnabled", json!([false])), Value::Null);
+    send(); // block 1, while logging is off
+    assert_eq!(call("anvil_setLoggingEnabled", json!([true])), Value::Null);
+    send(); // block 2
+    // The state owner writes its commit lines in order: block 1's would come before block 2's.
+    loop {
+        let line = next();
+        assert!(
+            !(line.contains("block committed") && line.contains("number=1 ")),
+            "a block committed while logging was off was logged: {line}"
+        );
+        if line.contains("block committed") && line.contains("number=2 ") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
