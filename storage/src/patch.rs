@@ -188,6 +188,8 @@ mod tests {
     use alloy_consensus::{Header, SignableTransaction, TxEnvelope, TxLegacy};
     use alloy_primitives::{Address, Signature, U256};
 
+    use proptest::prelude::Strategy as _;
+
     use super::*;
     use crate::commit::{BlockDraft, BlockWriter, write_block};
     use crate::records::{EMPTY_CODE_HASH, StoredBody};
@@ -313,6 +315,109 @@ mod tests {
         assert_eq!(rollback(&db, 7).expect("rollback"), RolledBack::default());
         assert_eq!(records(&db), before);
         assert_eq!(db.head_number(), Some(3));
+    }
+
+    /// What a model history does: blocks (their contents drawn from a seed), dev patches on
+    /// the head, and rollbacks.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Block(u8),
+        Patch(u8),
+        Rollback(u8),
+    }
+
+    /// Block `number`'s changes drawn from `seed`: a few of eight accounts set (with slots),
+    /// or deleted, so that storage incarnations come and go.
+    fn seeded(number: u64, seed: u8) -> StateDiff {
+        let mut diff = StateDiff::default();
+        for i in 0..3u64 {
+            let pick = (u64::from(seed) + i * 3) % 8;
+            let address = Address::repeat_byte(pick as u8 + 1);
+            let change = if (u64::from(seed) + i) % 5 == 0 {
+                AccountChange { info: None, storage_wiped: true, storage: Default::default() }
+            } else {
+                set(number, u64::from(seed) * 7 + i, &[(pick, number + 1), (i, u64::from(seed))])
+            };
+            diff.accounts.insert(address, change);
+        }
+        diff
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 24,
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// After every step of a history of blocks, patches and rollbacks, the store holds
+        /// exactly the records of a store that only ever wrote what the rollbacks left (the
+        /// model: the history with each rollback's dropped blocks and their patches cut out).
+        #[test]
+        fn rollbacks_match_a_store_that_never_saw_the_dropped_blocks(
+            ops in proptest::collection::vec(
+                proptest::prop_oneof![
+                    4 => proptest::prelude::any::<u8>().prop_map(Op::Block),
+                    1 => proptest::prelude::any::<u8>().prop_map(Op::Patch),
+                    1 => (0u8..5).prop_map(Op::Rollback),
+                ],
+                1..12,
+            )
+        ) {
+            let store = ChainDb::in_memory().expect("store");
+            let mut writer = BlockWriter::new(store.clone(), 0);
+            writer.set_deferred_apply(true);
+            writer.write(draft(0, 0), &diff(0)).expect("genesis");
+            // What survives: each block's seed, and each patch's head and seed, in order.
+            let mut kept: Vec<Op> = Vec::new();
+            let mut head = 0u64;
+            for op in ops {
+                match op {
+                    Op::Block(seed) => {
+                        head += 1;
+                        writer.write(draft(head, seed), &seeded(head, seed)).expect("block");
+                        kept.push(Op::Block(seed));
+                    }
+                    Op::Patch(seed) => {
+                        patch(&store, u64::from(seed));
+                        kept.push(Op::Patch(seed));
+                    }
+                    Op::Rollback(depth) => {
+                        let target = head.saturating_sub(u64::from(depth));
+                        rollback(&store, target).expect("rollback");
+                        // Cut the history after block `target`'s last patch.
+                        let mut blocks = 0;
+                        let cut = kept
+                            .iter()
+                            .position(|op| {
+                                if let Op::Block(_) = op {
+                                    blocks += 1;
+                                }
+                                blocks > target
+                            })
+                            .unwrap_or(kept.len());
+                        kept.truncate(cut);
+                        head = target;
+                    }
+                }
+                let model = ChainDb::in_memory().expect("store");
+                write_block(&model, draft(0, 0), &diff(0)).expect("genesis");
+                let mut number = 0;
+                for op in &kept {
+                    match op {
+                        Op::Block(seed) => {
+                            number += 1;
+                            write_block(&model, draft(number, *seed), &seeded(number, *seed))
+                                .expect("block");
+                        }
+                        Op::Patch(seed) => patch(&model, u64::from(*seed)),
+                        Op::Rollback(_) => unreachable!("the model keeps no rollback"),
+                    }
+                }
+                proptest::prop_assert_eq!(store.head_number(), Some(head));
+                proptest::prop_assert_eq!(records(&store), records(&model));
+            }
+        }
     }
 
     /// A rollback is durable: a store reopened from its directory serves the shorter chain.
