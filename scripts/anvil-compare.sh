@@ -20,8 +20,11 @@ BENCH=$SHARED/peers/build/BenchToken.json
 TOKENS=$ROOT/tests/contracts/DevTokens.json
 
 # What both nodes are started with: anvil's flags, which Hearth takes as its own spellings.
+# A zero base fee keeps every block's base fee equal (anvil mines block 1 at the genesis base
+# fee, Hearth applies EIP-1559 from block 1 on: README.md), so base fees are compared too.
 ANVIL_ARGS=(--host 127.0.0.1 --hardfork prague --accounts 10 --balance 10000 --chain-id 31337
-  --gas-limit 30000000)
+  --gas-limit 30000000 --block-base-fee-per-gas 0 --timestamp 1700000000)
+DRIVER_ARGS=()
 
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
@@ -43,16 +46,16 @@ for s in socks: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in socks])
 for s in socks: s.close()')
 
-# Hearth keeps its chain in a datadir unless told otherwise; anvil's is in memory.
-HEARTH_ONLY=(--ephemeral)
 HEARTH_ARGS=("${ANVIL_ARGS[@]}")
+PORT_FLAG=--port
 if ! "$HEARTH_BIN" --help | grep -q -- '--port'; then
-  # A Hearth without anvil's spellings yet: its own names for the same settings.
-  HEARTH_ARGS=(--http.addr 127.0.0.1 --accounts 10 --balance 10000 --chain-id 31337 --gas-limit 30000000)
-  echo "note: $HEARTH_BIN has no anvil flags; started with its own: ${HEARTH_ARGS[*]}"
+  # A Hearth built without anvil's command line: its own names for what it has, in memory,
+  # at its own genesis base fee (so base fees are compared by kind only).
+  HEARTH_ARGS=(--ephemeral --http.addr 127.0.0.1 --accounts 10 --balance 10000 --chain-id 31337
+    --gas-limit 30000000)
   PORT_FLAG=--http.port
-else
-  PORT_FLAG=--port
+  DRIVER_ARGS=(--ignore-base-fee)
+  echo "note: $HEARTH_BIN has no anvil flags; started with its own: ${HEARTH_ARGS[*]}"
 fi
 
 ANVIL_LOG=$(mktemp)
@@ -68,7 +71,7 @@ trap cleanup EXIT
 
 "$ANVIL" "${ANVIL_ARGS[@]}" --port "$ANVIL_PORT" >"$ANVIL_LOG" 2>&1 &
 ANVIL_PID=$!
-"$HEARTH_BIN" "${HEARTH_ARGS[@]}" "$PORT_FLAG" "$HEARTH_PORT" "${HEARTH_ONLY[@]}" >"$HEARTH_LOG" 2>&1 &
+"$HEARTH_BIN" "${HEARTH_ARGS[@]}" "$PORT_FLAG" "$HEARTH_PORT" >"$HEARTH_LOG" 2>&1 &
 HEARTH_PID=$!
 
 ready() { # url pid log
@@ -85,4 +88,5 @@ ready "http://127.0.0.1:$HEARTH_PORT" "$HEARTH_PID" "$HEARTH_LOG"
 echo "anvil $("$ANVIL" --version | head -1 | awk '{print $3}') at :$ANVIL_PORT, hearth at :$HEARTH_PORT"
 
 timeout 120 python3 "$ROOT/scripts/anvil-compare.py" "http://127.0.0.1:$ANVIL_PORT" \
-  "http://127.0.0.1:$HEARTH_PORT" "$BENCH" "$TOKENS" ${VERBOSE:+--verbose} ${SABOTAGE:+--sabotage}
+  "http://127.0.0.1:$HEARTH_PORT" "$BENCH" "$TOKENS" ${VERBOSE:+--verbose} ${SABOTAGE:+--sabotage} \
+  "${DRIVER_ARGS[@]}"
