@@ -4,12 +4,13 @@
 //! manual), the block gas limit and coinbase, the clock that stamps blocks with its offset, and
 //! one-block overrides (next timestamp, base fee, prevrandao), and the timestamp interval
 //! (anvil_setBlockTimestampInterval). Handles `AutoMine`, `MineBlocks`, `MineDetailed`,
-//! `MineSpaced`, `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `SetTime`,
+//! `MineSpaced`, `Rewind` (anvil_rollback / anvil_reorg: the state owner's `Rollback`, then the
+//! new blocks, as one run), `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `SetTime`,
 //! `SetTimestampInterval`, `GetMiningStatus`, `SaveClock` and `RestoreClock` (the clock side
 //! of evm_snapshot / evm_revert). The
 //! interval timer runs on the tokio clock (`run_later`), so paused-time tests drive it. Sends `TakePending` and `TxsMined`
 //! to the mempool, `BuildBlock` to the executor pool (through `ExecutorClient`) and
-//! `CommitBlock` to the state owner. Execution never runs here: the miner only sequences, so
+//! `CommitBlock` and `Rollback` to the state owner. Execution never runs here: the miner only sequences, so
 //! its mailbox keeps moving while a block executes. One block at a time: handlers are atomic
 //! futures, so a second request waits in the (bounded) mailbox until the first block is
 //! committed. Restart: a panic in a handler or a mining run fails that request (-32603) and
