@@ -757,17 +757,27 @@ fn set_logging_enabled_silences_the_log_lines() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     const ALICE: &str = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .args(["--ephemeral", "--http.port", "0"])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("hearth starts");
+    /// Kills the node however the test ends, a failed assertion included.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Killed(
+        Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .args(["--ephemeral", "--http.port", "0"])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("hearth starts"),
+    );
     // Both streams into one channel, line by line (the log may go to either).
     let (lines, seen) = std::sync::mpsc::channel::<String>();
-    let out = BufReader::new(child.stdout.take().expect("stdout"));
-    let err = BufReader::new(child.stderr.take().expect("stderr"));
+    let out = BufReader::new(child.0.stdout.take().expect("stdout"));
+    let err = BufReader::new(child.0.stderr.take().expect("stderr"));
     let to_out = lines.clone();
     std::thread::spawn(move || {
         out.lines().map_while(Result::ok).for_each(|l| drop(to_out.send(l)))
@@ -804,6 +814,4 @@ fn set_logging_enabled_silences_the_log_lines() {
             break;
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
