@@ -66,6 +66,10 @@ struct Checked {
     size: usize,
     /// The same-nonce transaction it replaces.
     replaces: Option<B256>,
+    /// The most it can cost ([`pooled_cost`]).
+    cost: U256,
+    /// The sender's balance at the head.
+    balance: U256,
 }
 
 /// What the pool orders by when it must evict: the fee cap (the gas price of legacy ones).
@@ -192,19 +196,29 @@ impl Pool {
                 return Err(TxError::ReplacementUnderpriced);
             }
         }
-        // geth's overdraft rule: the sender's other pooled transactions spend the same
-        // balance, so one admitted now must not be refused by the block for lack of funds.
-        let spent = self.spent.get(&sender).copied().unwrap_or_default();
-        let queued = spent.saturating_sub(replaced.map_or(U256::ZERO, |old| pooled_cost(old)));
         // `check_against_state` refused a cost that does not fit.
         let cost = valid.max_cost.unwrap_or(U256::MAX);
-        let need = queued.saturating_add(cost);
-        let balance = account.balance;
-        if need > balance {
-            return Err(TxError::Overdraft { balance, queued, cost });
+        let checked =
+            Checked { pooled: valid.pooled, size, replaces, cost, balance: account.balance };
+        self.check_overdraft(&checked)?;
+        Ok(checked)
+    }
+
+    /// geth's overdraft rule: the sender's other pooled transactions spend the same balance,
+    /// so one admitted now must not be refused by the block for lack of funds once they ran.
+    fn check_overdraft(&self, checked: &Checked) -> Result<(), TxError> {
+        let sender = &checked.pooled.sender;
+        let spent = self.spent.get(sender).copied().unwrap_or_default();
+        let replaced = checked.replaces.and_then(|old| self.by_hash.get(&old));
+        let queued = spent.saturating_sub(replaced.map_or(U256::ZERO, |old| pooled_cost(&old.tx)));
+        if queued.saturating_add(checked.cost) > checked.balance {
+            return Err(TxError::Overdraft {
+                balance: checked.balance,
+                queued,
+                cost: checked.cost,
+            });
         }
-        let pooled = valid.pooled;
-        Ok(Checked { pooled, size, replaces })
+        Ok(())
     }
 
     /// How much the pool grows when `checked` goes in: (transactions, bytes).
@@ -263,7 +277,7 @@ impl Pool {
 
     /// Puts a validated transaction in, replacing its same-nonce predecessor.
     fn insert(&mut self, checked: Checked) -> B256 {
-        let Checked { pooled, size, replaces } = checked;
+        let Checked { pooled, size, replaces, .. } = checked;
         if let Some(old) = replaces {
             self.remove(&old);
         }
@@ -369,6 +383,8 @@ impl Pool {
                 if current.is_some() && current != checked.replaces.as_ref() {
                     return Err(TxError::ReplacementUnderpriced);
                 }
+                // Earlier items of this batch from the same sender spend its balance too.
+                self.check_overdraft(&checked)?;
                 Ok(self.insert(checked))
             })
             .collect())
@@ -587,10 +603,20 @@ impl Pool {
         let mut stale = Vec::new();
         for (sender, nonces) in &self.by_sender {
             let state_nonce = db.account(sender, head).ok().flatten().map_or(0, |a| a.nonce);
-            stale.extend(nonces.range(..state_nonce).map(|(_, hash)| *hash));
+            stale.extend(nonces.range(..state_nonce).map(|(_, hash)| (*hash, state_nonce)));
         }
-        for hash in stale {
-            self.remove(&hash);
+        for (hash, state_nonce) in stale {
+            // A dev patch (anvil_setNonce) is what moves a nonce past a pooled one.
+            if let Some(tx) = self.remove(&hash) {
+                tracing::info!(
+                    target: "actors::mempool",
+                    %hash,
+                    sender = %tx.sender,
+                    nonce = tx.tx.nonce(),
+                    state_nonce,
+                    "dropped a pooled transaction whose nonce the chain has passed"
+                );
+            }
         }
     }
 
@@ -969,6 +995,33 @@ mod tests {
             rebuilt.pending(&db, 30_000_000, usize::MAX, 0).len(),
             pool.pending(&db, 30_000_000, usize::MAX, 0).len()
         );
+    }
+
+    #[test]
+    fn a_batch_may_not_overdraw_a_sender_either() {
+        let keys = signers(1);
+        let db = chain(&keys);
+        let mut pool = pool(10);
+        // 10^20 wei each: two transfers of 0.6 * 10^20 cannot both be paid.
+        let spend = |nonce| {
+            let tx = TxEip1559 {
+                chain_id: 1,
+                nonce,
+                gas_limit: 21_000,
+                max_fee_per_gas: 2 * GWEI,
+                max_priority_fee_per_gas: GWEI,
+                to: TxKind::Call(Address::ZERO),
+                value: U256::from(6 * 10u128.pow(19)),
+                access_list: Default::default(),
+                input: Bytes::new(),
+            };
+            let signature = keys[0].sign_hash_sync(&tx.signature_hash()).unwrap();
+            TxEnvelope::from(tx.into_signed(signature))
+        };
+        let answers = pool.admit_batch(&db, vec![spend(0), spend(1)]).unwrap();
+        assert!(answers[0].is_ok());
+        assert!(matches!(answers[1], Err(TxError::Overdraft { .. })), "{answers:?}");
+        assert_eq!(pool.len(), 1);
     }
 
     #[test]

@@ -43,19 +43,13 @@ fn cases(default: u32) -> u32 {
     std::env::var("HEARTH_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// A node on its own actix system, replaced every [`BATCH`] cases; once a case has failed,
-/// replaced before every case, so that shrinking judges each candidate on a fresh node and
-/// not on what an earlier candidate left behind.
-struct Harness {
-    system: actix_rt::System,
+/// A node on its own actix system.
+struct Live {
     runner: actix_rt::SystemRunner,
     node: TestNode,
-    ran: u32,
-    /// A case has not finished with `Ok` (a panic leaves this set too).
-    failed: bool,
 }
 
-impl Harness {
+impl Live {
     fn start() -> Self {
         let runner = actix_rt::System::new();
         let node = runner.block_on(async {
@@ -67,28 +61,61 @@ impl Harness {
             }
             node
         });
-        Self { system: actix_rt::System::current(), runner, node, ran: 0, failed: false }
+        Self { runner, node }
     }
 
-    /// A fresh node, keeping whether a case failed.
-    fn restart(&mut self) {
-        self.system.stop();
-        let failed = self.failed;
-        *self = Self::start();
-        self.failed = failed;
+    /// Stops the system and waits until it has: its arbiters (and their threads) end, and
+    /// with them every actor, so a long run holds one node at a time.
+    fn stop(self) {
+        let Self { runner, node } = self;
+        runner.block_on(async move {
+            drop(node);
+            actix_rt::System::current().stop();
+        });
+        // Runs the system's controller, which stops every arbiter, then returns.
+        let _ = runner.run();
+    }
+}
+
+/// A node replaced every [`BATCH`] cases; once a case has failed, replaced before every case,
+/// so that shrinking judges each candidate on a fresh node and not on what an earlier
+/// candidate left behind.
+struct Harness {
+    live: Option<Live>,
+    ran: u32,
+    /// A case has not finished with `Ok` (a panic leaves this set too).
+    failed: bool,
+}
+
+impl Harness {
+    fn start() -> Self {
+        Self { live: Some(Live::start()), ran: 0, failed: false }
     }
 
     /// Runs one case's future on the node, replacing the node first when its batch is done or
     /// once shrinking has begun.
     fn run<T, E>(&mut self, case: impl AsyncFnOnce(&TestNode) -> Result<T, E>) -> Result<T, E> {
-        if self.ran == BATCH || self.failed {
-            self.restart();
+        if self.ran == BATCH || self.failed || self.live.is_none() {
+            if let Some(live) = self.live.take() {
+                live.stop();
+            }
+            self.live = Some(Live::start());
+            self.ran = 0;
         }
         self.ran += 1;
         let failed = std::mem::replace(&mut self.failed, true);
-        let result = self.runner.block_on(case(&self.node));
+        let live = self.live.as_ref().expect("started above");
+        let result = live.runner.block_on(case(&live.node));
         self.failed = failed || result.is_err();
         result
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if let Some(live) = self.live.take() {
+            live.stop();
+        }
     }
 }
 

@@ -124,8 +124,9 @@ pub fn check_against_state(valid: &Valid, account: &SenderState) -> Result<(), T
     }
     let sender = valid.pooled.sender;
     let Some(cost) = valid.max_cost else {
-        // revm multiplies gas by the fee cap in 128 bits and adds the value in 256.
-        let gas_cost = U256::from(tx.gas_limit()) * U256::from(tx.max_fee_per_gas());
+        // revm multiplies gas by the fee cap in 128 bits and adds the value in 256; in 256
+        // bits the product (under 2^192) cannot overflow, only the sum can.
+        let gas_cost = U256::from(tx.gas_limit()).saturating_mul(U256::from(tx.max_fee_per_gas()));
         let bits = if gas_cost.checked_add(tx.value()).is_none() { 256 } else { 128 };
         return Err(TxError::CostOverflow { sender, bits });
     };
