@@ -133,6 +133,10 @@ pub struct RpcContext {
     pub web: Arc<crate::access::WebAccess>,
     /// The chain id.
     pub chain_id: u64,
+    /// A fixed gas price (`--gas-price`): what eth_gasPrice answers, and the price of the
+    /// legacy transaction eth_sendTransaction fills for a request that names no fee. `None`:
+    /// the latest base fee plus the suggested tip, and EIP-1559 transactions.
+    pub gas_price: Option<u128>,
     /// Request limits.
     pub limits: RpcLimits,
     /// Methods added by extension actors.

@@ -43,6 +43,7 @@ pub use context::{
     FilterRecipients, MetricSources, RpcContext, RpcLimits, SubscriptionRecipients,
 };
 pub use error::RpcError;
+pub use fees::SUGGESTED_TIP;
 pub use methods::{ApiNamespaces, DEV_NAMESPACES, KNOWN_NAMESPACES, NamespaceError};
 pub use metrics::{Refusal, Rejection, RpcMetrics};
 pub use server::serve;

@@ -418,6 +418,7 @@ fn fixture(max_in_flight: usize) -> Fixture {
         api: crate::ApiNamespaces::all(),
         web: Arc::default(),
         chain_id: 31337,
+        gas_price: None,
         limits: RpcLimits::default(),
         extensions,
         client_version: "hearth/test".into(),

@@ -4,6 +4,7 @@
 mod actors;
 mod admission;
 mod blocktest;
+mod cli;
 mod conformance;
 mod dev;
 mod filters;
