@@ -399,12 +399,18 @@ fn in_range(flag: &'static str, value: u64, min: u64, max: u64) -> Result<u64, C
     }
 }
 
-/// The chain-shaping flags: rules, the `--init` file, the genesis settings, which flags were
-/// given, and the block gas limit. Flags given explicitly win over the `--init` file, which
+/// What the chain-shaping flags resolve to.
+struct ChainSettings {
+    chain_id: u64,
+    spec: SpecId,
+    genesis: GenesisSettings,
+    given: GivenFlags,
+    gas_limit: u64,
+}
+
+/// Resolves the chain-shaping flags. Flags given explicitly win over the `--init` file, which
 /// wins over the defaults (anvil's precedence).
-fn chain_settings(
-    cli: &Cli,
-) -> Result<(SpecId, Option<InitGenesis>, GenesisSettings, GivenFlags, u64), ConfigError> {
+fn chain_settings(cli: &Cli) -> Result<ChainSettings, ConfigError> {
     let init = match &cli.init {
         None => None,
         Some(path) => Some(InitGenesis::read(path).map_err(|e| ConfigError::Init {
@@ -459,8 +465,13 @@ fn chain_settings(
         gas_limit: cli.gas_limit.is_some(),
         genesis_only: genesis_only.iter().filter(|(_, on)| *on).map(|(flag, _)| *flag).collect(),
     };
-    let spec = cli.hardfork.unwrap_or(Hardfork::DEFAULT).spec();
-    Ok((spec, init, genesis, given, gas_limit))
+    Ok(ChainSettings {
+        chain_id: cli.chain_id.or(init.map(|i| i.chain_id)).unwrap_or(DEFAULT_CHAIN_ID),
+        spec: cli.hardfork.unwrap_or(Hardfork::DEFAULT).spec(),
+        genesis,
+        given,
+        gas_limit,
+    })
 }
 
 impl TryFrom<Cli> for NodeConfig {
@@ -471,7 +482,7 @@ impl TryFrom<Cli> for NodeConfig {
         let web = web_access(&cli)?;
         let api = ApiNamespaces::parse(&cli.http_api)
             .map_err(|reason| ConfigError::Api { got: cli.http_api.clone(), reason })?;
-        let (spec, init, genesis, given, gas_limit) = chain_settings(&cli)?;
+        let ChainSettings { chain_id, spec, genesis, given, gas_limit } = chain_settings(&cli)?;
         // Without --datadir the chain lives in memory, as anvil's: a script that starts a node
         // gets a fresh chain every time, and several nodes run side by side. `--ephemeral` says
         // the same explicitly (clap refuses it beside --datadir).
@@ -534,7 +545,7 @@ impl TryFrom<Cli> for NodeConfig {
         Ok(Self {
             storage,
             http_addr: SocketAddr::new(cli.http_addr, cli.http_port),
-            chain_id: cli.chain_id.or(init.map(|i| i.chain_id)).unwrap_or(DEFAULT_CHAIN_ID),
+            chain_id,
             accounts: cli.accounts,
             balance_wei: U256::from(balance) * U256::from(10u64).pow(U256::from(18)),
             mnemonic: cli.mnemonic,
