@@ -170,7 +170,8 @@ pub struct Cli {
     #[arg(long = "gas-price", allow_negative_numbers = true)]
     pub gas_price: Option<u128>,
     /// Start a new dev chain from a geth-style genesis.json: its accounts, chain id, timestamp,
-    /// base fee and coinbase (flags given explicitly win), beside the dev accounts.
+    /// base fee and coinbase (flags given explicitly win), beside the dev accounts. Its gas
+    /// limit and fork schedule are not used: --gas-limit and --hardfork set those, as in anvil.
     #[arg(long)]
     pub init: Option<PathBuf>,
     /// Leave the CREATE2 deployer (0x4e59b44847b379578588920ca78fbf26c0b4956c) out of a new
