@@ -315,6 +315,7 @@ impl Node {
         )
         .notify_admitted(filters.clone().recipient(), filters_pending)
         .notify_admitted(subscriptions.clone().recipient(), subs_pending);
+        restarts.push(("mempool", mempool.restart_counter()));
         let mempool = hearth_actors::start_on(&pool_and_miner.handle(), mempool, mailbox);
         let miner = MinerActor::new(
             chain.clone(),

@@ -29,6 +29,8 @@ use hearth_storage::ChainDb;
 use revm::primitives::KECCAK_EMPTY;
 use revm::primitives::hardfork::SpecId;
 
+use crate::supervise::{Restart, RestartCounter, contain};
+
 pub use self::validation::{SenderState, TxRules, Valid, check_against_state, check_stateless};
 
 pub mod validation;
@@ -156,6 +158,7 @@ pub struct Pool {
 impl Pool {
     /// An empty pool.
     pub fn new(config: MempoolConfig) -> Self {
+        let auto_impersonate = config.auto_impersonate;
         Self {
             config,
             by_hash: HashMap::new(),
@@ -163,7 +166,7 @@ impl Pool {
             spent: HashMap::new(),
             bytes: 0,
             impersonated: HashSet::new(),
-            auto_impersonate: config.auto_impersonate,
+            auto_impersonate,
             dropped_invalid: 0,
             arrival: HashMap::new(),
             next_arrival: 0,
@@ -428,6 +431,38 @@ impl Pool {
         self.config.block_gas_limit = gas_limit;
     }
 
+    /// A pool with the same settings holding what this one holds that is still valid at the
+    /// head, re-admitted sender by sender in nonce order: what the actor rebuilds after a panic
+    /// that may have left this pool's indexes half-updated. Only `by_hash`, the primary map,
+    /// is trusted; every index is built anew.
+    pub fn rebuilt(&self, db: &ChainDb) -> Self {
+        let mut fresh = Self::new(self.config);
+        fresh.impersonated = self.impersonated.clone();
+        fresh.auto_impersonate = self.auto_impersonate;
+        fresh.dropped_invalid = self.dropped_invalid;
+        let mut txs: Vec<&PooledTx> = self.by_hash.values().collect();
+        txs.sort_by_key(|p| (p.sender, p.tx.nonce()));
+        for pooled in txs {
+            // The sender was proved (or, for the node's own, known) at first admission; an
+            // impersonated transaction's signature is a placeholder that proves nothing.
+            let readmitted = fresh
+                .validate(db, pooled.tx.as_ref().clone(), Some(pooled.sender))
+                .and_then(|checked| fresh.admit_checked(checked));
+            if let Err(error) = readmitted {
+                tracing::warn!(target: "actors::mempool", hash = %pooled.hash, %error, "dropped while rebuilding the pool");
+            }
+        }
+        // Re-admission numbered the transactions by sender; keep their first admission's
+        // order (for `--order fifo`) wherever it is known.
+        for (hash, arrival) in &mut fresh.arrival {
+            if let Some(first) = self.arrival.get(hash) {
+                *arrival = *first;
+            }
+        }
+        fresh.next_arrival = fresh.next_arrival.max(self.next_arrival);
+        fresh
+    }
+
     /// Removes one transaction; whether it was pooled.
     pub fn drop_tx(&mut self, hash: &B256) -> bool {
         self.remove(hash).is_some()
@@ -470,7 +505,8 @@ impl Pool {
         while let Some((_, Reverse(i))) = heap.pop() {
             let Some(tx) = queues[i].pop() else { continue };
             let size = tx.tx.encode_2718_len();
-            // Saturating: with the block gas limit disabled it is u64::MAX.
+            // Saturating: evm_setBlockGasLimit may set a limit near u64::MAX, and with the
+            // block gas limit disabled it is u64::MAX.
             if gas.saturating_add(tx.tx.gas_limit()) > gas_limit
                 || bytes.saturating_add(size) > max_bytes
             {
@@ -613,12 +649,31 @@ pub struct MempoolActor {
     /// Told of every admission while their interest is on (the filter and subscription
     /// actors); never waited on.
     admitted: Vec<(actix::Recipient<hearth_messages::mempool::TxsAdmitted>, Interest)>,
+    restarts: RestartCounter,
 }
 
 impl MempoolActor {
     /// A pool validating against `db`.
     pub fn new(db: ChainDb, config: MempoolConfig) -> Self {
-        Self { pool: Pool::new(config), db, admitted: Vec::new() }
+        Self {
+            pool: Pool::new(config),
+            db,
+            admitted: Vec::new(),
+            restarts: RestartCounter::default(),
+        }
+    }
+
+    /// How many times the actor restarted after a panic (for `/metrics`).
+    pub fn restart_counter(&self) -> RestartCounter {
+        self.restarts.clone()
+    }
+
+    /// Runs a handler's `work`; a panic in it rebuilds the pool and fails the request.
+    fn contained<T>(
+        &mut self,
+        work: impl FnOnce(&mut Self) -> Result<T, TxError>,
+    ) -> Result<T, TxError> {
+        contain(self, work).unwrap_or_else(|what| Err(TxError::Panicked(what)))
     }
 
     /// Also tells `subscriber` the hash of every transaction admitted while `interest` is on.
@@ -649,11 +704,25 @@ impl Actor for MempoolActor {
     type Context = Context<Self>;
 }
 
+impl Restart for MempoolActor {
+    const NAME: &'static str = "mempool";
+
+    /// The pool is not persisted, so its owner is itself: the transactions it holds are
+    /// re-admitted into fresh indexes, and those no longer valid at the head are dropped.
+    fn restart(&mut self) {
+        self.pool = self.pool.rebuilt(&self.db);
+    }
+
+    fn restarts(&self) -> &RestartCounter {
+        &self.restarts
+    }
+}
+
 impl Handler<SubmitTx> for MempoolActor {
     type Result = Result<B256, TxError>;
 
     fn handle(&mut self, msg: SubmitTx, _ctx: &mut Self::Context) -> Self::Result {
-        let hash = self.pool.admit(&self.db, msg.tx)?;
+        let hash = self.contained(|act| act.pool.admit(&act.db, msg.tx))?;
         self.announce(vec![hash]);
         Ok(hash)
     }
@@ -662,8 +731,12 @@ impl Handler<SubmitTx> for MempoolActor {
 impl Handler<TakePending> for MempoolActor {
     type Result = Vec<PooledTx>;
 
+    /// After a panic the block is built without pooled transactions; they stay pooled.
     fn handle(&mut self, msg: TakePending, _ctx: &mut Self::Context) -> Self::Result {
-        self.pool.pending(&self.db, msg.gas_limit, msg.max_bytes, msg.base_fee)
+        self.contained(|act| {
+            Ok(act.pool.pending(&act.db, msg.gas_limit, msg.max_bytes, msg.base_fee))
+        })
+        .unwrap_or_default()
     }
 }
 
@@ -671,9 +744,13 @@ impl Handler<TxsMined> for MempoolActor {
     type Result = bool;
 
     fn handle(&mut self, msg: TxsMined, _ctx: &mut Self::Context) -> Self::Result {
-        self.pool.drop_invalid(&msg.invalid);
-        self.pool.remove_mined(&self.db, msg.included);
-        !self.pool.is_empty()
+        self.contained(|act| {
+            act.pool.drop_invalid(&msg.invalid);
+            act.pool.remove_mined(&act.db, msg.included);
+            Ok(!act.pool.is_empty())
+        })
+        // The rebuilt pool dropped what the block mined; ask for another block if any is left.
+        .unwrap_or_else(|_| !self.pool.is_empty())
     }
 }
 
@@ -697,7 +774,7 @@ impl Handler<PendingNonce> for MempoolActor {
     type Result = Result<u64, TxError>;
 
     fn handle(&mut self, msg: PendingNonce, _ctx: &mut Self::Context) -> Self::Result {
-        self.pool.pending_nonce(&self.db, &msg.0)
+        self.contained(|act| act.pool.pending_nonce(&act.db, &msg.0))
     }
 }
 
@@ -714,7 +791,7 @@ impl Handler<SubmitTxs> for MempoolActor {
     type Result = Result<Vec<Result<B256, TxError>>, TxError>;
 
     fn handle(&mut self, msg: SubmitTxs, _ctx: &mut Self::Context) -> Self::Result {
-        let results = self.pool.admit_batch(&self.db, msg.txs)?;
+        let results = self.contained(|act| act.pool.admit_batch(&act.db, msg.txs))?;
         self.announce(results.iter().filter_map(|r| r.as_ref().ok().copied()).collect());
         Ok(results)
     }
@@ -724,7 +801,7 @@ impl Handler<SubmitFilled> for MempoolActor {
     type Result = Result<B256, TxError>;
 
     fn handle(&mut self, msg: SubmitFilled, _ctx: &mut Self::Context) -> Self::Result {
-        let hash = self.pool.admit_filled(&self.db, msg)?;
+        let hash = self.contained(|act| act.pool.admit_filled(&act.db, msg))?;
         self.announce(vec![hash]);
         Ok(hash)
     }
@@ -774,7 +851,10 @@ impl Handler<Revalidate> for MempoolActor {
     type Result = ();
 
     fn handle(&mut self, _msg: Revalidate, _ctx: &mut Self::Context) -> Self::Result {
-        self.pool.remove_mined(&self.db, []);
+        let _ = self.contained(|act| {
+            act.pool.remove_mined(&act.db, []);
+            Ok(())
+        });
     }
 }
 
@@ -862,6 +942,26 @@ mod tests {
     }
 
     #[test]
+    fn a_rebuilt_pool_holds_what_is_still_valid() {
+        let keys = signers(2);
+        let db = chain(&keys);
+        let mut pool = pool(10);
+        let txs = [tx(&keys[0], 0, 2 * GWEI), tx(&keys[0], 1, 2 * GWEI), tx(&keys[1], 0, GWEI)];
+        for t in &txs {
+            pool.admit(&db, t.clone()).unwrap();
+        }
+        pool.set_impersonated(keys[1].address(), true);
+        let rebuilt = pool.rebuilt(&db);
+        assert_eq!((rebuilt.len(), rebuilt.bytes()), (pool.len(), pool.bytes()));
+        assert!(txs.iter().all(|t| rebuilt.get(t.tx_hash()).is_some()));
+        assert!(rebuilt.is_impersonated(&keys[1].address()));
+        assert_eq!(
+            rebuilt.pending(&db, 30_000_000, usize::MAX, 0).len(),
+            pool.pending(&db, 30_000_000, usize::MAX, 0).len()
+        );
+    }
+
+    #[test]
     fn duplicates_inside_a_batch_fail_alone() {
         let keys = signers(1);
         let db = chain(&keys);
@@ -884,18 +984,23 @@ mod tests {
             tx(&keys[0], 1, 20 * GWEI),
             tx(&keys[2], 0, 5 * GWEI),
         ];
-        let order_of = |order| {
+        let order_of = |order, rebuild: bool| {
             let mut pool = Pool::new(MempoolConfig { order, ..pool(10).config });
             for t in &txs {
                 pool.admit(&db, t.clone()).unwrap();
+            }
+            if rebuild {
+                pool = pool.rebuilt(&db);
             }
             let taken = pool.pending(&db, u64::MAX, usize::MAX, 1);
             let index = |h: &B256| txs.iter().position(|t| t.tx_hash() == h).unwrap();
             taken.iter().map(|p| index(&p.hash)).collect::<Vec<_>>()
         };
         // By tip: b (4.5 gwei), c (2.5), then a's 0 (1) unlocks a's 1 (10).
-        assert_eq!(order_of(TxOrder::Fees), [1, 3, 0, 2]);
-        assert_eq!(order_of(TxOrder::Fifo), [0, 1, 2, 3]);
+        assert_eq!(order_of(TxOrder::Fees, false), [1, 3, 0, 2]);
+        assert_eq!(order_of(TxOrder::Fifo, false), [0, 1, 2, 3]);
+        // A pool rebuilt after a panic keeps the admission order.
+        assert_eq!(order_of(TxOrder::Fifo, true), [0, 1, 2, 3]);
         // A full block ends each sender's turn where its next nonce does not fit.
         let mut pool = Pool::new(MempoolConfig { order: TxOrder::Fifo, ..pool(10).config });
         for t in &txs {

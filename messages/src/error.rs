@@ -201,6 +201,9 @@ pub enum TxError {
     /// The pool is gone (shutting down).
     #[error("mempool mailbox: {0}")]
     Mailbox(String),
+    /// The mempool panicked serving this request; it rebuilt its pool and serves the next.
+    #[error("internal error in the mempool: {0}")]
+    Panicked(String),
 }
 
 /// Committing a block failed.

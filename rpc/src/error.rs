@@ -260,7 +260,12 @@ impl RpcError {
             | Self::Panicked(_)
             | Self::Filter(hearth_messages::filters::FilterError::Panicked(_))
             | Self::Subscription(SubscriptionError::Panicked(_))
-            | Self::Tx(TxError::Storage(_) | TxError::Mailbox(_) | TxError::Signing(_)) => -32603,
+            | Self::Tx(
+                TxError::Storage(_)
+                | TxError::Mailbox(_)
+                | TxError::Signing(_)
+                | TxError::Panicked(_),
+            ) => -32603,
             Self::Extension { code, .. } => *code,
         }
     }

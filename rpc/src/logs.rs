@@ -11,7 +11,7 @@ use crate::blocks::{head, read_block, tag_number};
 use crate::context::{RpcContext, RpcLimits};
 use crate::error::RpcError;
 use crate::params::Params;
-use crate::transport::Reply;
+use crate::transport::{CappedJson, Reply};
 use alloy_eips::BlockNumHash;
 use alloy_rpc_types_eth::{BlockNumberOrTag, Filter, FilterBlockOption};
 
@@ -65,25 +65,19 @@ pub(crate) fn encode_matching_logs(
             out.push(&log)?;
         }
     }
-    Ok(Reply::Encoded(out.finish()))
+    out.finish()
 }
 
-/// A JSON array of logs written into one buffer, with the caps counted per log.
+/// A JSON array of logs written into one capped buffer, with `--rpc.max-logs` counted per log.
 struct LogWriter {
-    out: Vec<u8>,
+    out: CappedJson,
     count: usize,
     max_logs: usize,
-    max_bytes: usize,
 }
 
 impl LogWriter {
     fn new(limits: &RpcLimits) -> Self {
-        Self {
-            out: vec![b'['],
-            count: 0,
-            max_logs: limits.max_logs,
-            max_bytes: limits.max_response_bytes,
-        }
+        Self { out: CappedJson::new(limits), count: 0, max_logs: limits.max_logs }
     }
 
     /// Appends one log, or fails once the answer is over either cap.
@@ -92,19 +86,13 @@ impl LogWriter {
         if self.count > self.max_logs {
             return Err(RpcError::TooManyLogs { max: self.max_logs });
         }
-        if self.count > 1 {
-            self.out.push(b',');
-        }
-        serde_json::to_writer(&mut self.out, log)?;
-        if self.out.len() >= self.max_bytes {
-            return Err(RpcError::ResponseTooLarge { max: self.max_bytes });
-        }
-        Ok(())
+        self.out.raw(if self.count > 1 { b"," } else { b"[" })?;
+        self.out.value(log)
     }
 
-    fn finish(mut self) -> Vec<u8> {
-        self.out.push(b']');
-        self.out
+    fn finish(mut self) -> Result<Reply, RpcError> {
+        self.out.raw(if self.count == 0 { b"[]" } else { b"]" })?;
+        Ok(self.out.finish())
     }
 }
 

@@ -108,8 +108,8 @@ pub(crate) async fn dispatch(
         "evm_revert" => dev::revert(ctx, p).await,
 
         "txpool_status" => txpool::status(ctx, p).await,
-        "txpool_content" => txpool::content_method(ctx, p).await,
-        "txpool_inspect" => txpool::inspect(ctx, p).await,
+        "txpool_content" => return txpool::content_method(ctx, p).await,
+        "txpool_inspect" => return txpool::inspect(ctx, p).await,
 
         _ => match ctx.extensions.get(&method) {
             Some(extension) => extension(params.into_value())

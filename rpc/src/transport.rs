@@ -67,6 +67,46 @@ impl From<Value> for Reply {
     }
 }
 
+/// A JSON answer written straight into one buffer, refused with -32005 as soon as it outgrows
+/// the response cap: what large answers (logs, the pool's content) are built with, so that the
+/// cap bounds their memory, not only their size on the wire.
+#[derive(Debug)]
+pub(crate) struct CappedJson {
+    out: Vec<u8>,
+    max_bytes: usize,
+}
+
+impl CappedJson {
+    /// An empty answer capped at the response limit.
+    pub(crate) fn new(limits: &RpcLimits) -> Self {
+        Self { out: Vec::new(), max_bytes: limits.max_response_bytes }
+    }
+
+    /// Appends JSON text as is (punctuation, or something encoded already).
+    pub(crate) fn raw(&mut self, text: &[u8]) -> Result<(), RpcError> {
+        self.out.extend_from_slice(text);
+        self.check()
+    }
+
+    /// Appends `value` encoded as JSON.
+    pub(crate) fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), RpcError> {
+        serde_json::to_writer(&mut self.out, value)?;
+        self.check()
+    }
+
+    fn check(&self) -> Result<(), RpcError> {
+        if self.out.len() >= self.max_bytes {
+            return Err(RpcError::ResponseTooLarge { max: self.max_bytes });
+        }
+        Ok(())
+    }
+
+    /// The answer.
+    pub(crate) fn finish(self) -> Reply {
+        Reply::Encoded(self.out)
+    }
+}
+
 /// A well-formed request object.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Request {

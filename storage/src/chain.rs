@@ -67,6 +67,43 @@ const IN_ORDER_MAX_OPS: usize = 128;
 /// under sustained ingest; import, export and the benches use this default.
 pub const DEFAULT_PAGE_CACHE_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 
+/// Where the next in-memory store keeps its files: `hearth-mem-PID-N` in `/dev/shm` (RAM) when
+/// there is one, else the temp dir. sled removes a temporary store when it is dropped, but a
+/// process that exits without dropping it (a killed node, a test binary whose actors still
+/// hold the store) used to leave sled's `pagecache.tmp.*` behind in /dev/shm, in RAM, for good:
+/// 13 GB of them after a day of test runs here. So each process first removes the stores of
+/// processes that no longer run.
+fn temporary_dir() -> std::path::PathBuf {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+    SWEPT.call_once(|| sweep_dead_stores(&base));
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    base.join(format!("hearth-mem-{}-{n}", std::process::id()))
+}
+
+/// Removes the in-memory stores under `base` whose process has exited (Linux: no `/proc/PID`).
+fn sweep_dead_stores(base: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return; // no way to tell a live process from a dead one
+    }
+    let Ok(entries) = std::fs::read_dir(base) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("hearth-mem-"))
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 impl ChainDb {
     /// Opens (or creates) a store in `path`, with a page cache of [`DEFAULT_PAGE_CACHE_BYTES`].
     pub fn open(path: &Path) -> Result<Self, StorageError> {
@@ -97,7 +134,11 @@ impl ChainDb {
     /// A store that lives in memory only (`--ephemeral`), whose page cache holds up to
     /// `cache_bytes`.
     pub fn in_memory_with_cache(cache_bytes: u64) -> Result<Self, StorageError> {
-        let db = sled::Config::new().temporary(true).cache_capacity(cache_bytes).open()?;
+        let db = sled::Config::new()
+            .path(temporary_dir())
+            .temporary(true)
+            .cache_capacity(cache_bytes)
+            .open()?;
         let overlay = Arc::new(Overlay::default());
         let journal = Journal::in_memory(&db, Arc::clone(&overlay))?;
         Self::from_db(db, journal, overlay)
@@ -498,5 +539,36 @@ impl NodeSource for ChainDb {
         out.clear();
         out.extend_from_slice(&rlp);
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stores_of_dead_processes_are_swept_and_live_ones_kept() {
+        let base = std::env::temp_dir().join(format!("hearth-sweep-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        // No pid reaches 2^32 - 1 (Linux caps pid_max at 2^22).
+        let dead = base.join("hearth-mem-4294967295-0");
+        let live = base.join(format!("hearth-mem-{}-7", std::process::id()));
+        let other = base.join("pagecache.tmp.1");
+        for dir in [&dead, &live, &other] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        sweep_dead_stores(&base);
+        assert!(!dead.exists(), "a dead process's store is removed");
+        assert!(live.exists() && other.exists(), "live stores and other files stay");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn an_in_memory_store_lives_under_a_name_the_sweep_knows() {
+        let db = ChainDb::in_memory().unwrap();
+        drop(db);
+        let next = temporary_dir();
+        let name = next.file_name().unwrap().to_str().unwrap().to_owned();
+        assert!(name.starts_with(&format!("hearth-mem-{}-", std::process::id())), "{name}");
     }
 }

@@ -269,3 +269,30 @@ async fn a_panicking_method_fails_its_request_and_the_front_goes_on() {
     assert_eq!(answers[1]["result"], "0x7a69");
     assert_mines(&node).await;
 }
+
+#[actix::test]
+async fn the_pools_content_stops_at_the_response_cap() {
+    let mut config = NodeConfig::for_tests();
+    config.automine = false;
+    config.rpc.max_response_bytes = 4_000;
+    let node = TestNode::start_with(config);
+    let from = node.signer(0).address();
+    let send = json!([{"from": from, "to": node.signer(1).address(), "value": "0x1"}]);
+    node.ok("eth_sendTransaction", send.clone()).await;
+    let content = node.ok("txpool_content", json!([])).await;
+    let sender = from.to_checksum(None);
+    assert_eq!(
+        content["pending"][&sender]["0"]["from"].as_str().map(str::to_lowercase),
+        Some(sender.to_lowercase())
+    );
+    assert_eq!(content["queued"], json!({}));
+    let inspect = node.ok("txpool_inspect", json!([])).await;
+    assert!(inspect["pending"][&sender]["0"].as_str().unwrap().contains("21000 gas"), "{inspect}");
+    // Built into one capped buffer: a pool larger than the cap is refused, not built whole.
+    for _ in 0..10 {
+        node.ok("eth_sendTransaction", send.clone()).await;
+    }
+    let (code, message, _) = node.err("txpool_content", json!([])).await;
+    assert_eq!((code, message.as_str()), (-32005, "response too large: more than 4000 bytes"));
+    assert_eq!(node.ok("txpool_status", json!([])).await["pending"], "0xb");
+}
