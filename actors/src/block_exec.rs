@@ -82,6 +82,7 @@ pub(crate) fn execute_block(
 
     let mut cfg = CfgEnv::new_with_spec(spec);
     cfg.chain_id = chain_id;
+    cfg.limit_contract_code_size = defaults.code_size_limit;
     if cancun {
         cfg.max_blobs_per_tx = Some(blob_params.max_blobs_per_tx);
         cfg.blob_base_fee_update_fraction = Some(blob_fraction(&blob_params));

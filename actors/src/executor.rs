@@ -54,6 +54,9 @@ pub struct ExecConfig {
     pub gas_cap: u64,
     /// The longest an eth_call / eth_estimateGas run may take (`None`: no cap).
     pub evm_timeout: Option<std::time::Duration>,
+    /// Contract code size limit (`None`: the fork's, EIP-170's 24,576 bytes); initcode may be
+    /// twice it. anvil's `--code-size-limit`.
+    pub code_size_limit: Option<usize>,
 }
 
 /// EIP-7825: the gas limit cap of a transaction from Osaka on (2^24).
@@ -103,6 +106,7 @@ impl ExecutorActor {
     fn cfg(&self) -> CfgEnv {
         let mut cfg = CfgEnv::new_with_spec(self.config.spec);
         cfg.chain_id = self.config.chain_id.get();
+        cfg.limit_contract_code_size = self.config.code_size_limit;
         cfg
     }
 
@@ -682,6 +686,7 @@ mod tests {
             spec: SpecId::PRAGUE,
             gas_cap: 50_000_000,
             evm_timeout: Some(std::time::Duration::from_secs(5)),
+            code_size_limit: None,
         };
         (ExecutorActor::new(db, config, None), contracts)
     }

@@ -43,6 +43,27 @@ pub mod validation;
 /// Largest encoded transaction the pool accepts: geth's limit (four 32 KiB slots).
 pub const MAX_TX_BYTES: usize = 128 * 1024;
 
+/// The order in which pending transactions of different senders go into a block (anvil's
+/// `--order`). Each sender's own transactions always go in nonce order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TxOrder {
+    /// Highest effective tip first.
+    #[default]
+    Fees,
+    /// First admitted first.
+    Fifo,
+}
+
+impl TxOrder {
+    /// The name anvil's `--order` and `anvil_nodeInfo` use.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Fees => "fees",
+            Self::Fifo => "fifo",
+        }
+    }
+}
+
 /// The pool's limits and the chain rules it validates against.
 #[derive(Debug, Clone)]
 pub struct MempoolConfig {
@@ -53,10 +74,17 @@ pub struct MempoolConfig {
     pub spec: SpecId,
     /// No transaction may ask for more gas than a block holds.
     pub block_gas_limit: u64,
+    /// Contract code size limit the block runs under (`None`: the fork's); a creation's
+    /// initcode may be twice it.
+    pub code_size_limit: Option<usize>,
     /// Most transactions held.
     pub max_count: usize,
     /// Most encoded (EIP-2718) transaction bytes held.
     pub max_bytes: usize,
+    /// How pending transactions are ordered when a block is built.
+    pub order: TxOrder,
+    /// Every sender counts as impersonated from the start (anvil's `--auto-impersonate`).
+    pub auto_impersonate: bool,
 }
 
 /// A transaction that passed validation and is not inserted yet.
@@ -131,11 +159,16 @@ pub struct Pool {
     auto_impersonate: bool,
     /// Admitted transactions block building refused, dropped since start.
     dropped_invalid: u64,
+    /// When each pooled transaction was admitted (a counter), for [`TxOrder::Fifo`].
+    arrival: HashMap<B256, u64>,
+    /// The next admission's number.
+    next_arrival: u64,
 }
 
 impl Pool {
     /// An empty pool.
     pub fn new(config: MempoolConfig) -> Self {
+        let auto_impersonate = config.auto_impersonate;
         Self {
             config,
             by_hash: HashMap::new(),
@@ -143,8 +176,10 @@ impl Pool {
             spent: HashMap::new(),
             bytes: 0,
             impersonated: HashSet::new(),
-            auto_impersonate: false,
+            auto_impersonate,
             dropped_invalid: 0,
+            arrival: HashMap::new(),
+            next_arrival: 0,
         }
     }
 
@@ -154,6 +189,7 @@ impl Pool {
             spec: self.config.spec,
             chain_id: self.config.chain_id.get(),
             block_gas_limit: self.config.block_gas_limit,
+            code_size_limit: self.config.code_size_limit,
         }
     }
 
@@ -287,12 +323,15 @@ impl Pool {
         *spent = spent.saturating_add(pooled_cost(&pooled.tx));
         self.bytes += size;
         self.by_hash.insert(hash, pooled);
+        self.arrival.insert(hash, self.next_arrival);
+        self.next_arrival += 1;
         hash
     }
 
     /// Takes one transaction out; `None` when it is not pooled.
     fn remove(&mut self, hash: &B256) -> Option<PooledTx> {
         let pooled = self.by_hash.remove(hash)?;
+        self.arrival.remove(hash);
         self.bytes -= pooled.tx.encode_2718_len();
         if let Some(spent) = self.spent.get_mut(&pooled.sender) {
             *spent = spent.saturating_sub(pooled_cost(&pooled.tx));
@@ -435,6 +474,14 @@ impl Pool {
                 tracing::warn!(target: "actors::mempool", hash = %pooled.hash, %error, "dropped while rebuilding the pool");
             }
         }
+        // Re-admission numbered the transactions by sender; keep their first admission's
+        // order (for `--order fifo`) wherever it is known.
+        for (hash, arrival) in &mut fresh.arrival {
+            if let Some(first) = self.arrival.get(hash) {
+                *arrival = *first;
+            }
+        }
+        fresh.next_arrival = fresh.next_arrival.max(self.next_arrival);
         fresh
     }
 
@@ -480,8 +527,9 @@ impl Pool {
     }
 
     /// Executable transactions (consecutive nonces from each sender's state nonce, paying at
-    /// least `base_fee`), highest tip first across senders, nonce order within a sender, up to
-    /// `gas_limit` of declared gas and `max_bytes` of encoded transactions.
+    /// least `base_fee`), across senders highest tip first (or first admitted first, under
+    /// [`TxOrder::Fifo`]), nonce order within a sender, up to `gas_limit` of declared gas and
+    /// `max_bytes` of encoded transactions.
     pub fn pending(
         &self,
         db: &ChainDb,
@@ -497,11 +545,17 @@ impl Pool {
                 queues.push(queue);
             }
         }
-        let tip = |tx: &PooledTx| tx.tx.effective_tip_per_gas(base_fee).unwrap_or_default();
+        // The heap pops the largest key: the highest tip, or the earliest admission.
+        let key = |tx: &PooledTx| match self.config.order {
+            TxOrder::Fees => tx.tx.effective_tip_per_gas(base_fee).unwrap_or_default(),
+            TxOrder::Fifo => {
+                u128::MAX - u128::from(self.arrival.get(&tx.hash).copied().unwrap_or(0))
+            }
+        };
         let mut heap: BinaryHeap<(u128, Reverse<usize>)> = queues
             .iter()
             .enumerate()
-            .filter_map(|(i, q)| q.last().map(|tx| (tip(tx), Reverse(i))))
+            .filter_map(|(i, q)| q.last().map(|tx| (key(tx), Reverse(i))))
             .collect();
         let mut out = Vec::new();
         let mut gas = 0u64;
@@ -509,7 +563,8 @@ impl Pool {
         while let Some((_, Reverse(i))) = heap.pop() {
             let Some(tx) = queues[i].pop() else { continue };
             let size = tx.tx.encode_2718_len();
-            // Saturating: evm_setBlockGasLimit may set a limit near u64::MAX.
+            // Saturating: evm_setBlockGasLimit may set a limit near u64::MAX, and with the
+            // block gas limit disabled it is u64::MAX.
             if gas.saturating_add(tx.tx.gas_limit()) > gas_limit
                 || bytes.saturating_add(size) > max_bytes
             {
@@ -519,7 +574,7 @@ impl Pool {
             bytes += size;
             out.push(tx.clone());
             if let Some(next) = queues[i].last() {
-                heap.push((tip(next), Reverse(i)));
+                heap.push((key(next), Reverse(i)));
             }
         }
         out
@@ -942,8 +997,11 @@ mod tests {
             chain_id: ChainId::new(1),
             spec: SpecId::PRAGUE,
             block_gas_limit: 30_000_000,
+            code_size_limit: None,
             max_count,
             max_bytes: usize::MAX,
+            order: TxOrder::Fees,
+            auto_impersonate: false,
         })
     }
 
@@ -1034,6 +1092,50 @@ mod tests {
         assert_eq!(answers[0], Ok(*t.tx_hash()));
         assert_eq!(answers[1], Err(TxError::AlreadyKnown));
         assert_eq!(pool.len(), 1);
+    }
+
+    #[test]
+    fn blocks_take_the_highest_tip_first_or_the_first_admitted_under_fifo() {
+        let keys = signers(3);
+        let db = chain(&keys);
+        // Admitted cheapest first: a (2 gwei), b (9 gwei), then a's next nonce and c (5 gwei).
+        let txs = [
+            tx(&keys[0], 0, 2 * GWEI),
+            tx(&keys[1], 0, 9 * GWEI),
+            tx(&keys[0], 1, 20 * GWEI),
+            tx(&keys[2], 0, 5 * GWEI),
+        ];
+        let order_of = |order, rebuild: bool| {
+            let mut pool = Pool::new(MempoolConfig { order, ..pool(10).config });
+            for t in &txs {
+                pool.admit(&db, t.clone()).unwrap();
+            }
+            if rebuild {
+                pool = pool.rebuilt(&db);
+            }
+            let taken = pool.pending(&db, u64::MAX, usize::MAX, 1);
+            let index = |h: &B256| txs.iter().position(|t| t.tx_hash() == h).unwrap();
+            taken.iter().map(|p| index(&p.hash)).collect::<Vec<_>>()
+        };
+        // By tip: b (4.5 gwei), c (2.5), then a's 0 (1) unlocks a's 1 (10).
+        assert_eq!(order_of(TxOrder::Fees, false), [1, 3, 0, 2]);
+        assert_eq!(order_of(TxOrder::Fifo, false), [0, 1, 2, 3]);
+        // A pool rebuilt after a panic keeps the admission order.
+        assert_eq!(order_of(TxOrder::Fifo, true), [0, 1, 2, 3]);
+        // A full block ends each sender's turn where its next nonce does not fit.
+        let mut pool = Pool::new(MempoolConfig { order: TxOrder::Fifo, ..pool(10).config });
+        for t in &txs {
+            pool.admit(&db, t.clone()).unwrap();
+        }
+        assert_eq!(pool.pending(&db, 42_000, usize::MAX, 1).len(), 2);
+    }
+
+    #[test]
+    fn auto_impersonate_starts_on_when_configured() {
+        let someone = Address::repeat_byte(7);
+        assert!(!pool(1).is_impersonated(&someone));
+        let pool = Pool::new(MempoolConfig { auto_impersonate: true, ..pool(1).config });
+        assert!(pool.is_impersonated(&someone));
     }
 }
 

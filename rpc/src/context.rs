@@ -134,6 +134,10 @@ pub struct RpcContext {
     pub web: Arc<crate::access::WebAccess>,
     /// The chain id, read per request (anvil_setChainId changes it through the pool).
     pub chain_id: hearth_messages::ChainId,
+    /// A fixed gas price (`--gas-price`): what eth_gasPrice answers, and the price of the
+    /// legacy transaction eth_sendTransaction fills for a request that names no fee. `None`:
+    /// the latest base fee plus the suggested tip, and EIP-1559 transactions.
+    pub gas_price: Option<u128>,
     /// What anvil_nodeInfo and anvil_metadata report about this node.
     pub node: crate::node_info::NodeFacts,
     /// Whether the node logs below `warn` (anvil_setLoggingEnabled).

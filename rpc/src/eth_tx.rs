@@ -278,8 +278,12 @@ pub(crate) async fn fill(
     let value = request.value.unwrap_or_default();
     let input = request.input.unwrap_or_default();
 
-    // A gasPrice means a legacy transaction (EIP-2930 when it has an access list).
-    if let Some(gas_price) = request.gas_price {
+    // A gasPrice means a legacy transaction (EIP-2930 when it has an access list); so does a
+    // node-wide `--gas-price` when the request names no fee at all.
+    let fixed_price = ctx.gas_price.filter(|_| {
+        request.max_fee_per_gas.is_none() && request.max_priority_fee_per_gas.is_none()
+    });
+    if let Some(gas_price) = request.gas_price.or(fixed_price) {
         return Ok(match request.access_list {
             Some(access_list) => Filled::Eip2930(TxEip2930 {
                 chain_id,

@@ -49,6 +49,7 @@ pub use context::{
     FilterRecipients, MetricSources, RpcContext, RpcLimits, SubscriptionRecipients,
 };
 pub use error::RpcError;
+pub use fees::SUGGESTED_TIP;
 pub use log_switch::LogSwitch;
 pub use methods::{
     ApiNamespaces, DEV_METHODS_ELSEWHERE, DEV_NAMESPACES, KNOWN_NAMESPACES, NamespaceError,

@@ -12,7 +12,6 @@ use serde_json::Value;
 use crate::blocks::{head, to_json};
 use crate::context::RpcContext;
 use crate::error::RpcError;
-use crate::fees::SUGGESTED_TIP;
 use crate::params::Params;
 
 /// Facts about the node fixed at startup.
@@ -110,9 +109,8 @@ pub(crate) async fn node_info(ctx: &RpcContext, params: &Params) -> Result<Value
             base_fee: U256::from(next_base_fee),
             chain_id: ctx.chain_id.get(),
             gas_limit: U256::from(status.gas_limit),
-            // What eth_gasPrice answers.
-            gas_price: U256::from(u128::from(header.base_fee_per_gas.unwrap_or_default()))
-                + U256::from(SUGGESTED_TIP),
+            // What eth_gasPrice answers (`--gas-price` when given).
+            gas_price: U256::from(crate::fees::suggested_gas_price(ctx)?),
         },
         fork_config: ForkConfig {
             fork_url: None,

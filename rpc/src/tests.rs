@@ -444,6 +444,7 @@ fn fixture(max_in_flight: usize) -> Fixture {
         api: crate::ApiNamespaces::all(),
         web: Arc::default(),
         chain_id: hearth_messages::ChainId::new(31337),
+        gas_price: None,
         node: crate::NodeFacts::new("Prague"),
         logging: crate::LogSwitch::default(),
         limits: RpcLimits::default(),

@@ -91,6 +91,7 @@ fn run_case(case: &Value, network: &str) -> Result<Option<String>, CaseError> {
             spec: first_spec,
             gas_cap: u64::MAX,
             evm_timeout: None,
+            code_size_limit: None,
         },
         None,
     );

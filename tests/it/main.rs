@@ -5,6 +5,7 @@ mod actors;
 mod admission;
 mod anvil;
 mod blocktest;
+mod cli;
 mod conformance;
 mod dev;
 mod filters;
