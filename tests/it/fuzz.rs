@@ -698,22 +698,40 @@ const MAX_MINE_BLOCKS: u64 = 8;
 
 /// What each core method takes, one letter per argument: `A` address, `B` block, `Q`
 /// quantity, `H` 32-byte hash, `D` data, `T` transaction object, `F` filter, `b` bool, `S`
-/// storage slot, `N` block count or mining options (mostly small), `K` storage keys, `P`
-/// percentiles, `I` filter or snapshot id, `s` subscription kind. Methods not listed take no
-/// arguments.
+/// storage slot, `N` block count, depth, interval, time or mining options (mostly small), `K`
+/// storage keys, `P` percentiles, `I` filter or snapshot id, `s` subscription kind. Methods
+/// not listed take no arguments.
 const SIGNATURES: &[(&str, &str)] = &[
+    ("anvil_addBalance", "AQ"),
     ("anvil_autoImpersonateAccount", "b"),
+    ("anvil_dealERC20", "AAQ"),
     ("anvil_dropTransaction", "H"),
     ("anvil_impersonateAccount", "A"),
+    ("anvil_increaseTime", "N"),
     ("anvil_mine", "NN"),
+    ("anvil_mine_detailed", "N"),
+    ("anvil_removePoolTransactions", "A"),
+    ("anvil_reorg", "N"),
+    ("anvil_revert", "I"),
+    ("anvil_rollback", "N"),
+    ("anvil_setAutomine", "b"),
     ("anvil_setBalance", "AQ"),
+    ("anvil_setBlockGasLimit", "Q"),
+    ("anvil_setBlockTimestampInterval", "N"),
+    ("anvil_setChainId", "N"),
     ("anvil_setCode", "AD"),
     ("anvil_setCoinbase", "A"),
+    ("anvil_setERC20Allowance", "AAAQ"),
+    ("anvil_setERC20Balance", "AAQ"),
     ("anvil_setIntervalMining", "N"),
+    ("anvil_setLoggingEnabled", "b"),
+    ("anvil_setMinGasPrice", "Q"),
     ("anvil_setNextBlockBaseFeePerGas", "Q"),
+    ("anvil_setNextBlockTimestamp", "N"),
     ("anvil_setNonce", "AQ"),
     ("anvil_setPrevRandao", "H"),
     ("anvil_setStorageAt", "ASH"),
+    ("anvil_setTime", "N"),
     ("anvil_stopImpersonatingAccount", "A"),
     ("eth_call", "TB"),
     ("eth_estimateGas", "TB"),
@@ -737,22 +755,27 @@ const SIGNATURES: &[(&str, &str)] = &[
     ("eth_newFilter", "F"),
     ("eth_sendRawTransaction", "D"),
     ("eth_sendTransaction", "T"),
+    ("eth_sendUnsignedTransaction", "T"),
     ("eth_subscribe", "sF"),
     ("eth_uninstallFilter", "I"),
     ("eth_unsubscribe", "I"),
-    ("evm_increaseTime", "Q"),
+    ("evm_increaseTime", "N"),
     ("evm_mine", "N"),
+    ("evm_mine_detailed", "N"),
     ("evm_revert", "I"),
     ("evm_setAutomine", "b"),
     ("evm_setBlockGasLimit", "Q"),
     ("evm_setIntervalMining", "N"),
-    ("evm_setNextBlockTimestamp", "Q"),
+    ("evm_setNextBlockTimestamp", "N"),
+    ("evm_setTime", "N"),
     ("hardhat_dropTransaction", "H"),
     ("hardhat_impersonateAccount", "A"),
     ("hardhat_mine", "NN"),
     ("hardhat_setBalance", "AQ"),
     ("hardhat_setCode", "AD"),
     ("hardhat_setCoinbase", "A"),
+    ("hardhat_setLoggingEnabled", "b"),
+    ("hardhat_setMinGasPrice", "Q"),
     ("hardhat_setNextBlockBaseFeePerGas", "Q"),
     ("hardhat_setNonce", "AQ"),
     ("hardhat_setPrevRandao", "H"),
@@ -920,7 +943,8 @@ fn filter_arg() -> BoxedStrategy<Value> {
         .boxed()
 }
 
-/// A block count, interval or `evm_mine` options: mostly small, sometimes anything.
+/// A block count, depth, interval, time or `evm_mine` options: mostly small, sometimes
+/// anything in the u64 range (or past it).
 fn count() -> BoxedStrategy<Value> {
     prop_oneof![
         3 => (0u64..4).prop_map(|n| json!(n)),
@@ -1043,10 +1067,10 @@ async fn dispatch(
 // Shrunk failures
 // ---------------------------------------------------------------------------------------------
 
-/// Found by `fuzz_method_dispatch_with_random_params` on this branch before the miner's range
-/// checks (another part of issue 15) were merged: a block stamped u64::MAX made the next mine
-/// compute `parent.timestamp + 1` and overflow (actors/src/miner.rs), which panicked the miner
-/// thread; every mining method then answered -32603 "miner is unavailable".
+/// Found by `fuzz_method_dispatch_with_random_params` on the txvalid branch before the miner's
+/// range checks (another part of issue 15) were merged: a block stamped u64::MAX made the next
+/// mine compute `parent.timestamp + 1` and overflow (actors/src/miner.rs), which panicked the
+/// miner thread; every mining method then answered -32603 "miner is unavailable".
 #[actix::test]
 async fn a_timestamp_at_u64_max_does_not_panic_the_miner() {
     let node = TestNode::start();
