@@ -91,10 +91,11 @@ pub(crate) fn block_evm<'a, I>(
     inspector: I,
 ) -> (BlockEvm<'a, I>, BlockSetup) {
     let spec = env.spec.unwrap_or(defaults.spec);
-    let chain_id = env.chain_id.unwrap_or(defaults.chain_id);
+    let chain_id = env.chain_id.unwrap_or_else(|| defaults.chain_id.get());
     let blob_params = env.blob_params.unwrap_or_else(|| default_blob_params(spec));
     let mut cfg = CfgEnv::new_with_spec(spec);
     cfg.chain_id = chain_id;
+    cfg.limit_contract_code_size = defaults.code_size_limit;
     if spec.is_enabled_in(SpecId::CANCUN) {
         cfg.max_blobs_per_tx = Some(blob_params.max_blobs_per_tx);
         cfg.blob_base_fee_update_fraction = Some(blob_fraction(&blob_params));
@@ -163,6 +164,7 @@ pub(crate) fn execute_block(
     let mut body = StoredBody { transactions: Vec::new(), senders: Vec::new() };
     let mut receipts = Vec::new();
     let mut invalid = Vec::new();
+    let mut outputs = Vec::new();
     let mut gas_used = 0u64;
     let mut blob_gas_used = 0u64;
     let mut logs_bloom = Bloom::ZERO;
@@ -213,6 +215,8 @@ pub(crate) fn execute_block(
             let diff = evm.ctx.journaled_state.database.diff_so_far();
             Eip658Value::PostState(state_root_after(db, env.number, &diff)?)
         };
+        // A halt returns nothing; a revert its revert data.
+        outputs.push(result.output().cloned());
         let logs = result.into_logs();
         all_logs.extend(logs.iter().cloned());
         let receipt = Receipt { status, cumulative_gas_used: gas_used, logs };
@@ -306,6 +310,7 @@ pub(crate) fn execute_block(
         draft: BlockDraft { header, body, receipts },
         diff: changes.into_diff(),
         invalid,
+        outputs,
     })
 }
 

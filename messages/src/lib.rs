@@ -5,6 +5,7 @@
 //! that the RPC front and tests never name an actor type.
 
 pub mod ask;
+pub mod chain_id;
 pub mod code_cache;
 pub mod error;
 pub mod executor;
@@ -17,6 +18,7 @@ pub mod state;
 pub mod subscriptions;
 pub mod trace;
 
+pub use chain_id::ChainId;
 pub use error::{ExecError, MineError, StateError, TxError};
 /// The storage read types (blocks, receipts, state snapshots) the RPC front reads directly.
 pub use hearth_storage as storage;

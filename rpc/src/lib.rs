@@ -10,7 +10,8 @@
 //! limit), `transport` (the JSON-RPC envelope, batches, limits), `methods`
 //! (the method table and the `--http.api` namespace gate), `subscriptions` (eth_subscribe and notification encoding),
 //! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`, `logs`,
-//! `dev`, `txpool`, `proof`, `debug_trace` and `parity_trace`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
+//! `dev`, `erc20`, `rewind`, `mined`, `node_info`, `txpool`, `proof`, `debug_trace`,
+//! `parity_trace`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
 
 mod access;
 mod blocks;
@@ -18,18 +19,23 @@ mod call;
 mod context;
 mod debug_trace;
 mod dev;
+mod erc20;
 mod error;
 mod eth;
 mod eth_tx;
 mod fees;
 mod filters;
+mod log_switch;
 mod logs;
 mod methods;
 mod metrics;
+mod mined;
 mod net;
+mod node_info;
 mod params;
 mod parity_trace;
 mod proof;
+mod rewind;
 mod server;
 mod subscriptions;
 mod transport;
@@ -45,8 +51,13 @@ pub use context::{
     FilterRecipients, MetricSources, RpcContext, RpcLimits, SubscriptionRecipients,
 };
 pub use error::RpcError;
-pub use methods::{ApiNamespaces, DEV_NAMESPACES, KNOWN_NAMESPACES, NamespaceError};
+pub use fees::SUGGESTED_TIP;
+pub use log_switch::LogSwitch;
+pub use methods::{
+    ApiNamespaces, DEV_METHODS_ELSEWHERE, DEV_NAMESPACES, KNOWN_NAMESPACES, NamespaceError,
+};
 pub use metrics::{Refusal, Rejection, RpcMetrics};
+pub use node_info::NodeFacts;
 pub use server::serve;
 pub use transport::RpcReply;
 pub use ws::MAX_IN_FLIGHT_PER_CONNECTION;

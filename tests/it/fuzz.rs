@@ -22,6 +22,7 @@ use alloy_eips::eip7702::Authorization;
 use alloy_primitives::{Address, B256, Bytes, TxKind, U256, hex};
 use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
+use hearth::config::NodeConfig;
 use hearth_messages::mempool::{
     DropTx, GetPoolContent, GetPoolCounters, GetPooledTx, PendingNonce,
 };
@@ -43,23 +44,19 @@ fn cases(default: u32) -> u32 {
     std::env::var("HEARTH_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// A node on its own actix system, replaced every [`BATCH`] cases; once a case has failed,
-/// replaced before every case, so that shrinking judges each candidate on a fresh node and
-/// not on what an earlier candidate left behind.
-struct Harness {
-    system: actix_rt::System,
+/// A node on its own actix system.
+struct Live {
     runner: actix_rt::SystemRunner,
     node: TestNode,
-    ran: u32,
-    /// A case has not finished with `Ok` (a panic leaves this set too).
-    failed: bool,
 }
 
-impl Harness {
+impl Live {
     fn start() -> Self {
         let runner = actix_rt::System::new();
         let node = runner.block_on(async {
-            let node = TestNode::start();
+            let mut config = NodeConfig::for_tests();
+            config.rpc.max_mine_blocks = MAX_MINE_BLOCKS;
+            let node = TestNode::start_with(config);
             // Let every actor run `started` inside the runtime: an actor that never started
             // would start while its runtime is dropped, outside any reactor.
             for _ in 0..16 {
@@ -67,28 +64,61 @@ impl Harness {
             }
             node
         });
-        Self { system: actix_rt::System::current(), runner, node, ran: 0, failed: false }
+        Self { runner, node }
     }
 
-    /// A fresh node, keeping whether a case failed.
-    fn restart(&mut self) {
-        self.system.stop();
-        let failed = self.failed;
-        *self = Self::start();
-        self.failed = failed;
+    /// Stops the system and waits until it has: its arbiters (and their threads) end, and
+    /// with them every actor, so a long run holds one node at a time.
+    fn stop(self) {
+        let Self { runner, node } = self;
+        runner.block_on(async move {
+            drop(node);
+            actix_rt::System::current().stop();
+        });
+        // Runs the system's controller, which stops every arbiter, then returns.
+        let _ = runner.run();
+    }
+}
+
+/// A node replaced every [`BATCH`] cases; once a case has failed, replaced before every case,
+/// so that shrinking judges each candidate on a fresh node and not on what an earlier
+/// candidate left behind.
+struct Harness {
+    live: Option<Live>,
+    ran: u32,
+    /// A case has not finished with `Ok` (a panic leaves this set too).
+    failed: bool,
+}
+
+impl Harness {
+    fn start() -> Self {
+        Self { live: Some(Live::start()), ran: 0, failed: false }
     }
 
     /// Runs one case's future on the node, replacing the node first when its batch is done or
     /// once shrinking has begun.
     fn run<T, E>(&mut self, case: impl AsyncFnOnce(&TestNode) -> Result<T, E>) -> Result<T, E> {
-        if self.ran == BATCH || self.failed {
-            self.restart();
+        if self.ran == BATCH || self.failed || self.live.is_none() {
+            if let Some(live) = self.live.take() {
+                live.stop();
+            }
+            self.live = Some(Live::start());
+            self.ran = 0;
         }
         self.ran += 1;
         let failed = std::mem::replace(&mut self.failed, true);
-        let result = self.runner.block_on(case(&self.node));
+        let live = self.live.as_ref().expect("started above");
+        let result = live.runner.block_on(case(&live.node));
         self.failed = failed || result.is_err();
         result
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if let Some(live) = self.live.take() {
+            live.stop();
+        }
     }
 }
 
@@ -661,38 +691,47 @@ fn fuzz_raw_transactions_through_the_pool() {
 // Method dispatch
 // ---------------------------------------------------------------------------------------------
 
-/// Methods whose numeric arguments start long-running or time-based work (block counts,
-/// intervals, timestamps). Range-checking those is another part of issue 15 (the miner's
-/// durations and counts); until it lands their numbers are drawn small here (kind `N`), so
-/// the property tests decoding and state, not run time. What this fuzz found there is in
-/// [`a_timestamp_at_u64_max_does_not_panic_the_miner`].
-const BOUNDED_ARGS: &[&str] = &[
-    "anvil_mine",
-    "anvil_setIntervalMining",
-    "evm_increaseTime",
-    "evm_mine",
-    "evm_setIntervalMining",
-    "evm_setNextBlockTimestamp",
-    "hardhat_mine",
-];
+/// The most blocks one mining request may ask for on the fuzzed node (`--dev.max-mine-blocks`):
+/// counts are drawn from the whole u64 range, and those above this are refused with -32602
+/// instead of mining for minutes.
+const MAX_MINE_BLOCKS: u64 = 8;
 
 /// What each core method takes, one letter per argument: `A` address, `B` block, `Q`
 /// quantity, `H` 32-byte hash, `D` data, `T` transaction object, `F` filter, `b` bool, `S`
-/// storage slot, `N` small count, `K` storage keys, `P` percentiles, `I` filter or snapshot
-/// id, `s` subscription kind. Methods not listed take no arguments.
+/// storage slot, `N` block count, depth, interval, time or mining options (mostly small), `K`
+/// storage keys, `P` percentiles, `I` filter or snapshot id, `s` subscription kind. Methods
+/// not listed take no arguments.
 const SIGNATURES: &[(&str, &str)] = &[
+    ("anvil_addBalance", "AQ"),
     ("anvil_autoImpersonateAccount", "b"),
+    ("anvil_dealERC20", "AAQ"),
     ("anvil_dropTransaction", "H"),
     ("anvil_impersonateAccount", "A"),
+    ("anvil_increaseTime", "N"),
     ("anvil_mine", "NN"),
+    ("anvil_mine_detailed", "N"),
+    ("anvil_removePoolTransactions", "A"),
+    ("anvil_reorg", "N"),
+    ("anvil_revert", "I"),
+    ("anvil_rollback", "N"),
+    ("anvil_setAutomine", "b"),
     ("anvil_setBalance", "AQ"),
+    ("anvil_setBlockGasLimit", "Q"),
+    ("anvil_setBlockTimestampInterval", "N"),
+    ("anvil_setChainId", "N"),
     ("anvil_setCode", "AD"),
     ("anvil_setCoinbase", "A"),
+    ("anvil_setERC20Allowance", "AAAQ"),
+    ("anvil_setERC20Balance", "AAQ"),
     ("anvil_setIntervalMining", "N"),
+    ("anvil_setLoggingEnabled", "b"),
+    ("anvil_setMinGasPrice", "Q"),
     ("anvil_setNextBlockBaseFeePerGas", "Q"),
+    ("anvil_setNextBlockTimestamp", "N"),
     ("anvil_setNonce", "AQ"),
     ("anvil_setPrevRandao", "H"),
     ("anvil_setStorageAt", "ASH"),
+    ("anvil_setTime", "N"),
     ("anvil_stopImpersonatingAccount", "A"),
     ("eth_call", "TB"),
     ("eth_estimateGas", "TB"),
@@ -716,22 +755,27 @@ const SIGNATURES: &[(&str, &str)] = &[
     ("eth_newFilter", "F"),
     ("eth_sendRawTransaction", "D"),
     ("eth_sendTransaction", "T"),
+    ("eth_sendUnsignedTransaction", "T"),
     ("eth_subscribe", "sF"),
     ("eth_uninstallFilter", "I"),
     ("eth_unsubscribe", "I"),
     ("evm_increaseTime", "N"),
     ("evm_mine", "N"),
+    ("evm_mine_detailed", "N"),
     ("evm_revert", "I"),
     ("evm_setAutomine", "b"),
     ("evm_setBlockGasLimit", "Q"),
     ("evm_setIntervalMining", "N"),
     ("evm_setNextBlockTimestamp", "N"),
+    ("evm_setTime", "N"),
     ("hardhat_dropTransaction", "H"),
     ("hardhat_impersonateAccount", "A"),
     ("hardhat_mine", "NN"),
     ("hardhat_setBalance", "AQ"),
     ("hardhat_setCode", "AD"),
     ("hardhat_setCoinbase", "A"),
+    ("hardhat_setLoggingEnabled", "b"),
+    ("hardhat_setMinGasPrice", "Q"),
     ("hardhat_setNextBlockBaseFeePerGas", "Q"),
     ("hardhat_setNonce", "AQ"),
     ("hardhat_setPrevRandao", "H"),
@@ -899,14 +943,23 @@ fn filter_arg() -> BoxedStrategy<Value> {
         .boxed()
 }
 
-fn small_count() -> BoxedStrategy<Value> {
+/// A block count, depth, interval, time or `evm_mine` options: mostly small, sometimes
+/// anything in the u64 range (or past it).
+fn count() -> BoxedStrategy<Value> {
     prop_oneof![
-        (0u64..4).prop_map(|n| json!(n)),
-        (0u64..4).prop_map(|n| json!(format!("{n:#x}"))),
-        (0u64..4, 0u64..3).prop_map(|(b, i)| json!({"blocks": b, "interval": i})),
-        Just(Value::Null),
-        Just(json!("0xzz")),
-        Just(json!(-1)),
+        3 => (0u64..4).prop_map(|n| json!(n)),
+        3 => (0u64..4).prop_map(|n| json!(format!("{n:#x}"))),
+        2 => (quantity(), quantity(), proptest::option::of(quantity())).prop_map(|(b, i, t)| {
+            let mut options = json!({"blocks": b, "interval": i});
+            if let Some(t) = t {
+                options["timestamp"] = t;
+            }
+            options
+        }),
+        1 => (0u64..4, 0u64..3).prop_map(|(b, i)| json!({"blocks": b, "interval": i})),
+        2 => quantity(),
+        1 => any::<u64>().prop_map(|n| json!(n)),
+        1 => Just(json!(-1)),
     ]
     .boxed()
 }
@@ -923,7 +976,7 @@ fn argument(kind: char) -> BoxedStrategy<Value> {
         'F' => filter_arg(),
         'b' => prop_oneof![any::<bool>().prop_map(Value::Bool), junk()].boxed(),
         'S' => prop_oneof![quantity(), hash_arg()].boxed(),
-        'N' => small_count(),
+        'N' => count(),
         'K' => proptest::collection::vec(hash_arg(), 0..3).prop_map(Value::Array).boxed(),
         'P' => {
             proptest::collection::vec(prop_oneof![(0u8..=100).prop_map(|p| json!(p)), junk()], 0..4)
@@ -948,12 +1001,7 @@ fn call() -> impl Strategy<Value = (String, Value)> {
     proptest::sample::select(methods).prop_flat_map(|method| {
         let kinds = SIGNATURES.iter().find(|(m, _)| *m == method).map_or("", |(_, k)| *k);
         let typed: Vec<BoxedStrategy<Value>> = kinds.chars().map(argument).collect();
-        let bounded = BOUNDED_ARGS.contains(&method);
-        let anything = if bounded {
-            proptest::collection::vec(small_count(), 0..3).boxed()
-        } else {
-            proptest::collection::vec(junk(), 0..4).boxed()
-        };
+        let anything = proptest::collection::vec(junk(), 0..4);
         let params = prop_oneof![
             6 => typed.clone(),
             1 => (typed.clone(), junk()).prop_map(|(mut args, extra)| {
@@ -1019,13 +1067,11 @@ async fn dispatch(
 // Shrunk failures
 // ---------------------------------------------------------------------------------------------
 
-/// Found by `fuzz_method_dispatch_with_random_params` before the timestamps were bounded: a
-/// block stamped u64::MAX makes the next mine compute `parent.timestamp + 1` and overflow
-/// (actors/src/miner.rs), which panics the miner thread; every mining method then answers
-/// -32603 "miner is unavailable". Range-checking timestamps and durations is the miner part
-/// of issue 15, on another branch: un-ignore this once it lands.
+/// Found by `fuzz_method_dispatch_with_random_params` on the txvalid branch before the miner's
+/// range checks (another part of issue 15) were merged: a block stamped u64::MAX made the next
+/// mine compute `parent.timestamp + 1` and overflow (actors/src/miner.rs), which panicked the
+/// miner thread; every mining method then answered -32603 "miner is unavailable".
 #[actix::test]
-#[ignore = "the miner's timestamp range checks are another part of issue 15"]
 async fn a_timestamp_at_u64_max_does_not_panic_the_miner() {
     let node = TestNode::start();
     let _ = node.call("evm_setNextBlockTimestamp", json!([format!("{:#x}", u64::MAX)])).await;
