@@ -154,6 +154,10 @@ pub(crate) fn execute_block(
     let BuildBlock { parent, env, txs, mode } = msg;
     let (mut evm, BlockSetup { spec, blob_params }) =
         block_evm(db, codes, defaults, parent.number, &env, ());
+    // EIP-3607 (no transaction from an account with code) is a validity rule of blocks the
+    // node receives; in blocks it packs from its own pool, an impersonated contract may send,
+    // as anvil and Hardhat allow (a raw transaction cannot come from code: no key signs it).
+    evm.ctx.cfg.disable_eip3607 = mode == BuildMode::Pack;
     let full = env.rules == BlockRules::Full;
     let cancun = spec.is_enabled_in(SpecId::CANCUN);
     let prague = spec.is_enabled_in(SpecId::PRAGUE);

@@ -215,10 +215,11 @@ impl Pool {
         if size > MAX_TX_BYTES {
             return Err(TxError::Oversized { size, max: MAX_TX_BYTES });
         }
+        let sealed_by_node = sender.is_some();
         let valid = check_stateless(tx, sender, &self.rules())?;
         let sender = valid.pooled.sender;
         let account = sender_state(db, &sender)?;
-        check_against_state(&valid, &account)?;
+        check_against_state(&valid, &account, sealed_by_node)?;
 
         let tx = &valid.pooled.tx;
         let replaces = self.by_sender.get(&sender).and_then(|n| n.get(&tx.nonce())).copied();

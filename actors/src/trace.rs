@@ -354,6 +354,9 @@ impl ExecutorActor {
             &replay.env,
             make()?,
         );
+        // A replay runs what the node accepted: a block it packed may hold an impersonated
+        // contract's transaction (see `execute_block`), which EIP-3607 would refuse.
+        evm.ctx.cfg.disable_eip3607 = true;
         pre_block_calls(&mut evm, &replay.env, &replay.parent, setup.spec)?;
         let first = *traced.start();
         for (index, pooled) in replay.txs.iter().enumerate().take(traced.end() + 1) {

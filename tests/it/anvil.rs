@@ -815,3 +815,23 @@ fn set_logging_enabled_silences_the_log_lines() {
         }
     }
 }
+
+/// An impersonated account with code (a multisig, a token, a timelock) sends, as in anvil and
+/// Hardhat: EIP-3607 holds for signed transactions, not for those the node seals itself; and
+/// a trace of the block replays it.
+#[actix::test]
+async fn an_impersonated_contract_sends() {
+    let node = TestNode::start();
+    let token = node.deploy_bench_token().await;
+    node.ok("anvil_setBalance", json!([token, "0xde0b6b3a7640000"])).await;
+    node.ok("anvil_impersonateAccount", json!([token])).await;
+    let to = node.signer(1).address();
+    let before = balance(&node, to).await;
+    let hash =
+        node.ok("eth_sendTransaction", json!([{"from": token, "to": to, "value": "0x7"}])).await;
+    let receipt = node.ok("eth_getTransactionReceipt", json!([hash])).await;
+    assert_eq!(receipt["status"], "0x1", "{receipt}");
+    assert_eq!(balance(&node, to).await, before + U256::from(7));
+    let trace = node.ok("debug_traceTransaction", json!([hash, {"tracer": "callTracer"}])).await;
+    assert_eq!(trace["value"], "0x7", "{trace}");
+}

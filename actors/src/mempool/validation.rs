@@ -108,8 +108,14 @@ pub fn check_stateless(
 }
 
 /// Checks `valid` against its sender's account at the head, as revm's pre-execution does
-/// (apart from a nonce above the account's, which waits in the pool).
-pub fn check_against_state(valid: &Valid, account: &SenderState) -> Result<(), TxError> {
+/// (apart from a nonce above the account's, which waits in the pool). `sealed_by_node`: the
+/// node built it for an impersonated account (or a dev key), which may have code: blocks the
+/// node packs let it send, as anvil does (EIP-3607 is checked only for signed transactions).
+pub fn check_against_state(
+    valid: &Valid,
+    account: &SenderState,
+    sealed_by_node: bool,
+) -> Result<(), TxError> {
     let tx = &valid.pooled.tx;
     let no_code = account.code_hash == KECCAK_EMPTY || account.code_hash == B256::ZERO;
     let code = match (&account.code, no_code) {
@@ -118,7 +124,7 @@ pub fn check_against_state(valid: &Valid, account: &SenderState) -> Result<(), T
     };
     let info = AccountInfo::new(account.balance, account.nonce, account.code_hash, code);
     // The nonce check is the pool's own (a later nonce waits); EIP-3607 is revm's.
-    validate_account_nonce_and_code(&info, tx.nonce(), false, true).map_err(|_| {
+    validate_account_nonce_and_code(&info, tx.nonce(), sealed_by_node, true).map_err(|_| {
         TxError::SenderNotEoa { sender: valid.pooled.sender, code_hash: account.code_hash }
     })?;
     if tx.nonce() < account.nonce {
@@ -317,7 +323,7 @@ mod tests {
         assert_eq!(value.max_cost, None);
         let rich =
             SenderState { balance: U256::MAX, code_hash: KECCAK_EMPTY, ..Default::default() };
-        let err = check_against_state(&value, &rich).unwrap_err();
+        let err = check_against_state(&value, &rich, false).unwrap_err();
         assert_eq!(err, TxError::CostOverflow { sender: key().address(), bits: 256 });
         assert!(err.to_string().starts_with("insufficient funds for gas * price + value"));
 
@@ -392,7 +398,7 @@ mod tests {
         .expect("statically valid");
         let rich =
             SenderState { balance: U256::MAX, code_hash: KECCAK_EMPTY, ..Default::default() };
-        let err = check_against_state(&valid, &rich).unwrap_err();
+        let err = check_against_state(&valid, &rich, false).unwrap_err();
         assert_eq!(err, TxError::CostOverflow { sender: key().address(), bits: 128 });
     }
 
@@ -435,15 +441,15 @@ mod tests {
         let valid = check(eip1559(|_| {})).expect("valid");
         let cost = valid.max_cost.expect("fits");
         let funded = SenderState { nonce: 0, balance: cost, code_hash: KECCAK_EMPTY, code: None };
-        assert_eq!(check_against_state(&valid, &funded), Ok(()));
+        assert_eq!(check_against_state(&valid, &funded, false), Ok(()));
         let poor = SenderState { balance: cost - U256::from(1), ..funded.clone() };
         assert!(matches!(
-            check_against_state(&valid, &poor),
+            check_against_state(&valid, &poor, false),
             Err(TxError::InsufficientFunds { .. })
         ));
         let used = SenderState { nonce: 1, ..funded.clone() };
         assert_eq!(
-            check_against_state(&valid, &used),
+            check_against_state(&valid, &used, false),
             Err(TxError::NonceTooLow { expected: 1, got: 0 })
         );
         let code = Bytes::from_static(&[0x60, 0x00, 0x00]);
@@ -453,9 +459,11 @@ mod tests {
             ..funded
         };
         assert!(matches!(
-            check_against_state(&valid, &contract),
+            check_against_state(&valid, &contract, false),
             Err(TxError::SenderNotEoa { .. })
         ));
+        // The node's own (impersonated) transaction may come from code, as in anvil.
+        assert_eq!(check_against_state(&valid, &contract, true), Ok(()));
         // An EIP-7702 delegation is not code that stops the account from sending.
         let mut designation = vec![0xef, 0x01, 0x00];
         designation.extend_from_slice(&[0x11; 20]);
@@ -464,6 +472,6 @@ mod tests {
             code: Some(designation.into()),
             ..funded
         };
-        assert_eq!(check_against_state(&valid, &delegated), Ok(()));
+        assert_eq!(check_against_state(&valid, &delegated, false), Ok(()));
     }
 }
