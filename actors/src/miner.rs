@@ -706,6 +706,7 @@ impl Handler<GetMiningStatus> for MinerActor {
             automine: self.config.automine,
             interval: self.config.interval,
             ticks_skipped: self.ticks_skipped,
+            coinbase: self.config.coinbase,
         })
     }
 }

@@ -177,6 +177,8 @@ pub struct MiningStatus {
     pub interval: Option<IntervalMining>,
     /// Timer ticks skipped because a block was still being built when they were due.
     pub ticks_skipped: u64,
+    /// The fee recipient of the blocks it mines (eth_coinbase).
+    pub coinbase: Address,
 }
 
 impl Message for GetMiningStatus {

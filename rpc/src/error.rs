@@ -88,6 +88,13 @@ pub enum RpcError {
         /// The bound on the logs of one answer.
         max: usize,
     },
+    /// eth_getStorageValues asks for more slots than one request may read (geth's
+    /// "client limit exceeded", -38026).
+    #[error("too many slots (max {max})")]
+    TooManySlots {
+        /// The bound.
+        max: usize,
+    },
     /// eth_feeHistory names a newest block after the head.
     #[error("request beyond head block: requested {requested}, head {head}")]
     BeyondHead {
@@ -266,6 +273,8 @@ impl RpcError {
                 | TxError::Signing(_)
                 | TxError::Panicked(_),
             ) => -32603,
+            // execution-apis' "client adjustable limit exceeded".
+            Self::TooManySlots { .. } => -38026,
             Self::Extension { code, .. } => *code,
         }
     }

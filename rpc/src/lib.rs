@@ -9,12 +9,13 @@
 //! `server` and `ws` (the two transports; `ws/frames` reads client frames within the body
 //! limit), `transport` (the JSON-RPC envelope, batches, limits), `methods`
 //! (the method table and the `--http.api` namespace gate), `subscriptions` (eth_subscribe and notification encoding),
-//! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`, `logs`,
-//! `dev`, `txpool`, `proof`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
+//! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`,
+//! `receipts`, `headers`, `raw`, `capabilities`, `logs`, `dev`, `txpool`, `proof`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
 
 mod access;
 mod blocks;
 mod call;
+mod capabilities;
 mod context;
 mod dev;
 mod error;
@@ -22,12 +23,15 @@ mod eth;
 mod eth_tx;
 mod fees;
 mod filters;
+mod headers;
 mod logs;
 mod methods;
 mod metrics;
 mod net;
 mod params;
 mod proof;
+mod raw;
+mod receipts;
 mod server;
 mod subscriptions;
 mod transport;

@@ -11,7 +11,8 @@ use crate::error::RpcError;
 use crate::params::Params;
 use crate::transport::Reply;
 use crate::{
-    blocks, call, dev, eth, eth_tx, fees, filters, logs, net, proof, subscriptions, txpool,
+    blocks, call, capabilities, dev, eth, eth_tx, fees, filters, headers, logs, net, proof, raw,
+    receipts, subscriptions, txpool,
 };
 
 /// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
@@ -32,15 +33,20 @@ pub(crate) async fn dispatch(
         "web3_sha3" => net::sha3(p),
         "net_version" => net::version(ctx, p),
         "net_listening" => net::listening(p),
+        "net_peerCount" => net::peer_count(p),
 
         "eth_chainId" => eth::chain_id(ctx, p),
         "eth_blockNumber" => eth::block_number(ctx, p),
         "eth_accounts" => eth::accounts(ctx, p),
         "eth_syncing" => eth::syncing(p),
+        "eth_capabilities" => capabilities::capabilities(ctx, p),
         "eth_getBalance" => eth::get_balance(ctx, p),
         "eth_getTransactionCount" => eth::get_transaction_count(ctx, p).await,
         "eth_getCode" => eth::get_code(ctx, p),
         "eth_getStorageAt" => eth::get_storage_at(ctx, p),
+        "eth_getStorageValues" => eth::get_storage_values(ctx, p),
+        "eth_coinbase" => eth::coinbase(ctx, p).await,
+        "eth_mining" => eth::mining(ctx, p).await,
         "eth_getProof" => proof::get_proof(ctx, p),
 
         "eth_call" => call::call(ctx, p).await,
@@ -49,6 +55,8 @@ pub(crate) async fn dispatch(
         "eth_gasPrice" => fees::gas_price(ctx, p),
         "eth_maxPriorityFeePerGas" => fees::max_priority_fee(p),
         "eth_feeHistory" => fees::fee_history(ctx, p),
+        "eth_baseFee" => fees::base_fee(ctx, p),
+        "eth_blobBaseFee" => fees::blob_base_fee(ctx, p),
 
         "eth_sendRawTransaction" => eth_tx::send_raw_transaction(ctx, p).await,
         "eth_sendTransaction" => eth_tx::send_transaction(ctx, p).await,
@@ -61,6 +69,19 @@ pub(crate) async fn dispatch(
         "eth_getBlockTransactionCountByHash" => blocks::tx_count_by_hash(ctx, p),
         "eth_getTransactionByBlockNumberAndIndex" => blocks::tx_by_number_and_index(ctx, p),
         "eth_getTransactionByBlockHashAndIndex" => blocks::tx_by_hash_and_index(ctx, p),
+        // A block's receipts are encoded as they are read, within the response cap.
+        "eth_getBlockReceipts" => return receipts::get_block_receipts(ctx, p),
+        "eth_getHeaderByNumber" => headers::get_header_by_number(ctx, p),
+        "eth_getHeaderByHash" => headers::get_header_by_hash(ctx, p),
+        "eth_getUncleCountByBlockNumber" => headers::uncle_count_by_number(ctx, p),
+        "eth_getUncleCountByBlockHash" => headers::uncle_count_by_hash(ctx, p),
+        "eth_getUncleByBlockNumberAndIndex" => headers::uncle_by_number_and_index(ctx, p),
+        "eth_getUncleByBlockHashAndIndex" => headers::uncle_by_hash_and_index(ctx, p),
+
+        "debug_getRawHeader" => raw::get_raw_header(ctx, p),
+        "debug_getRawBlock" => return raw::get_raw_block(ctx, p),
+        "debug_getRawReceipts" => return raw::get_raw_receipts(ctx, p),
+        "debug_getRawTransaction" => raw::get_raw_transaction(ctx, p).await,
 
         // Logs are encoded as they are read, within the response and log-count caps.
         "eth_getLogs" => return logs::get_logs(ctx, p),
@@ -109,6 +130,7 @@ pub(crate) async fn dispatch(
 
         "txpool_status" => txpool::status(ctx, p).await,
         "txpool_content" => return txpool::content_method(ctx, p).await,
+        "txpool_contentFrom" => return txpool::content_from(ctx, p).await,
         "txpool_inspect" => return txpool::inspect(ctx, p).await,
 
         _ => match ctx.extensions.get(&method) {
