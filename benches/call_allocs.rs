@@ -110,6 +110,7 @@ fn main() {
         spec: SpecId::PRAGUE,
         gas_cap: 50_000_000,
         evm_timeout: Some(Duration::from_secs(5)),
+        blob_params: None,
     };
     let workloads = [
         ("balanceOf", "70a08231000000000000000000000000f39fd6e51aad88f6f4ce6ab8827279cfffb92266"),

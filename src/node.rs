@@ -133,7 +133,7 @@ impl Node {
         let signers = hearth_actors::dev::dev_signers(&config.mnemonic, config.accounts)
             .map_err(|e| NodeError::Keys(e.to_string()))?;
         let imported = crate::chainfile::stored_config(&chain).map_err(NodeError::ChainConfig)?;
-        let (head, spec) = match imported {
+        let (head, spec, blob_params) = match imported {
             Some(chain_config) => {
                 let head = chain.head_number().unwrap_or_default();
                 let header = chain
@@ -144,9 +144,10 @@ impl Node {
                 // be accepted, and eth_chainId must name it.
                 config.chain_id = chain_config.chain_id;
                 config.gas_limit = header.gas_limit;
-                let spec = chain_config.rules_for(&header).spec;
+                let rules = chain_config.rules_for(&header);
+                let spec = rules.spec;
                 info!(target: "node", head, chain_id = config.chain_id, ?spec, "imported chain opened");
-                (head, spec)
+                (head, spec, Some(rules.blob_params))
             }
             None => {
                 if chain.head_number().is_none() {
@@ -167,7 +168,7 @@ impl Node {
                         .map_err(NodeError::ChainConfig)?;
                     info!(target: "node", %hash, "dev genesis written");
                 }
-                (chain.head_number().unwrap_or_default(), SPEC)
+                (chain.head_number().unwrap_or_default(), SPEC, None)
             }
         };
         info!(target: "node", head, db_cache_bytes = config.db_cache_bytes, "chain opened");
@@ -184,6 +185,7 @@ impl Node {
             spec,
             gas_cap: config.rpc.gas_cap,
             evm_timeout: Some(config.evm_timeout),
+            blob_params,
         };
         let exec_chain = chain.clone();
         // `make` runs on each executor thread as it starts. The permits bound what is in

@@ -303,7 +303,7 @@ fn withdrawals_root(env: &BlockEnvSpec) -> B256 {
 /// EIP-6110: the deposit requests in the block's logs, each the concatenation of the five
 /// fields of a `DepositEvent` of the deposit contract. A malformed event makes the block
 /// invalid, as the consensus specs say.
-fn deposit_requests(logs: &[Log]) -> Result<Bytes, ExecError> {
+pub(crate) fn deposit_requests(logs: &[Log]) -> Result<Bytes, ExecError> {
     let event = keccak256("DepositEvent(bytes,bytes,bytes,bytes,bytes)");
     // (offset word position, expected offset, expected length) of pubkey, withdrawal
     // credentials, amount, signature and index in the ABI encoding.

@@ -18,6 +18,7 @@ use hearth_messages::executor::{
     Admitted, BlockOverrides, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas,
     EstimateOutcome, PooledTx,
 };
+use hearth_messages::simulate::{Simulate, SimulateError, SimulatedBlock};
 use hearth_storage::ChainDb;
 use revm::context::evm::Evm;
 use revm::context::result::{EVMError, ExecutionResult, HaltReason, InvalidTransaction, Output};
@@ -51,6 +52,9 @@ pub struct ExecConfig {
     pub gas_cap: u64,
     /// The longest an eth_call / eth_estimateGas run may take (`None`: no cap).
     pub evm_timeout: Option<std::time::Duration>,
+    /// The blob schedule of the chain's current fork (an imported chain's blob schedule may
+    /// differ from the fork's defaults); `None` uses the fork's defaults.
+    pub blob_params: Option<alloy_eips::eip7840::BlobParams>,
 }
 
 /// EIP-7825: the gas limit cap of a transaction from Osaka on (2^24).
@@ -212,6 +216,12 @@ impl ExecutorActor {
         Ok(EstimateOutcome::Gas(hi))
     }
 
+    /// Runs an eth_simulateV1 request (see `simulate`). Public so that tests and benches can
+    /// drive an executor without an actor system.
+    pub fn simulate(&mut self, msg: Simulate) -> Result<Vec<SimulatedBlock>, SimulateError> {
+        crate::simulate::simulate(&self.db, &mut self.codes, &self.config, msg)
+    }
+
     /// Executes a block on top of its parent: the miner's candidates (`BuildMode::Pack`) or a
     /// given block being imported (`BuildMode::Import`). Public so that block import and the
     /// conformance runners execute through exactly this path without an actor system.
@@ -252,8 +262,9 @@ where
             hearth_messages::executor::ExecutorLane::new(
                 addr.clone().recipient(),
                 addr.clone().recipient(),
-                addr.recipient(),
+                addr.clone().recipient(),
             )
+            .with_simulate(addr.recipient())
         })
         .collect()
 }
@@ -303,6 +314,14 @@ impl actix::Handler<Admitted<EstimateGas>> for ExecutorActor {
     }
 }
 
+impl actix::Handler<Admitted<Simulate>> for ExecutorActor {
+    type Result = Result<Vec<SimulatedBlock>, SimulateError>;
+
+    fn handle(&mut self, msg: Admitted<Simulate>, _ctx: &mut Self::Context) -> Self::Result {
+        self.contained(|executor| Ok(executor.simulate(msg.request)))?
+    }
+}
+
 impl actix::Handler<Admitted<BuildBlock>> for ExecutorActor {
     type Result = Result<BuiltBlock, ExecError>;
 
@@ -323,7 +342,7 @@ pub(crate) fn exec_error(error: EVMError<hearth_storage::StorageError>) -> ExecE
 /// (core/error.go): client libraries tell these errors apart by their text (ethers and viem
 /// look for "insufficient funds", "nonce too low", "intrinsic gas too low", ...). revm's own
 /// text for the rest.
-fn geth_message(error: &InvalidTransaction) -> String {
+pub(crate) fn geth_message(error: &InvalidTransaction) -> String {
     use InvalidTransaction as E;
     match error {
         E::LackOfFundForMaxFee { fee, balance } => {
@@ -370,7 +389,7 @@ fn outcome(result: ExecutionResult) -> CallOutcome {
 }
 
 /// geth's wording for the common halts, so clients that match on messages keep working.
-fn halt_message(reason: &HaltReason) -> String {
+pub(crate) fn halt_message(reason: &HaltReason) -> String {
     match reason {
         HaltReason::OutOfGas(_) => "out of gas".to_owned(),
         HaltReason::OpcodeNotFound | HaltReason::InvalidFEOpcode => "invalid opcode".to_owned(),
@@ -444,10 +463,11 @@ impl EvmScratch {
 /// passed it halts every frame it sees, so the whole call unwinds at once. It also records the
 /// deepest frame, which bounds what `EvmScratch` keeps.
 #[derive(Debug)]
-struct CallGuard {
+pub(crate) struct CallGuard {
     at: Option<std::time::Instant>,
     steps: u32,
-    expired: bool,
+    /// Whether the cap was reached (every frame since has been halted).
+    pub(crate) expired: bool,
     depth: usize,
     max_depth: usize,
 }
@@ -456,13 +476,13 @@ impl CallGuard {
     const CHECK_EVERY: u32 = 4096;
 
     fn new(timeout: Option<std::time::Duration>) -> Self {
-        Self {
-            at: timeout.map(|t| std::time::Instant::now() + t),
-            steps: 0,
-            expired: false,
-            depth: 0,
-            max_depth: 0,
-        }
+        Self::until(timeout.map(|t| std::time::Instant::now() + t))
+    }
+
+    /// A guard that halts whatever still runs at `deadline` (`None`: never), so that several
+    /// transactions can share one time cap (eth_simulateV1).
+    pub(crate) const fn until(deadline: Option<std::time::Instant>) -> Self {
+        Self { at: deadline, steps: 0, expired: false, depth: 0, max_depth: 0 }
     }
 
     fn enter(&mut self) {
@@ -639,6 +659,7 @@ mod tests {
             spec: SpecId::PRAGUE,
             gas_cap: 50_000_000,
             evm_timeout: Some(std::time::Duration::from_secs(5)),
+            blob_params: None,
         };
         (ExecutorActor::new(db, config, None), contracts)
     }

@@ -15,6 +15,7 @@ pub mod executor;
 pub mod filters;
 pub mod mempool;
 pub mod miner;
+mod simulate;
 pub mod state;
 pub mod subscriptions;
 pub mod supervise;

@@ -17,6 +17,7 @@ use revm::primitives::hardfork::SpecId;
 use tokio::sync::Semaphore;
 
 use crate::ExecError;
+use crate::simulate::{Simulate, SimulateError, SimulatedBlock};
 
 /// The fields of an `eth_call` / `eth_estimateGas` request, already validated.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -63,6 +64,9 @@ pub struct AccountOverride {
     pub state: Option<std::collections::BTreeMap<U256, U256>>,
     /// Replaces only the listed slots.
     pub state_diff: Option<std::collections::BTreeMap<U256, U256>>,
+    /// Moves the precompile at this address to another address (geth's
+    /// `movePrecompileToAddress`); this address then runs its code, if any.
+    pub move_precompile_to: Option<Address>,
 }
 
 /// Block fields to pretend during a call.
@@ -320,6 +324,8 @@ pub struct ExecutorLane {
     calls: Recipient<Admitted<Call>>,
     estimates: Recipient<Admitted<EstimateGas>>,
     builds: Recipient<Admitted<BuildBlock>>,
+    /// eth_simulateV1 runs; `None` on stand-ins that only serve calls and blocks.
+    simulations: Option<Recipient<Admitted<Simulate>>>,
     /// Requests sent to this lane and not run yet (padded: every RPC worker touches it).
     in_flight: CachePadded<AtomicUsize>,
     /// How long one request takes this lane, in nanoseconds: a moving average written as
@@ -339,9 +345,17 @@ impl ExecutorLane {
             calls,
             estimates,
             builds,
+            simulations: None,
             in_flight: Default::default(),
             service_nanos: Default::default(),
         }
+    }
+
+    /// Lets this lane run eth_simulateV1 requests.
+    #[must_use]
+    pub fn with_simulate(mut self, simulations: Recipient<Admitted<Simulate>>) -> Self {
+        self.simulations = Some(simulations);
+        self
     }
 }
 
@@ -510,6 +524,18 @@ impl ExecutorClient {
     pub async fn estimate_gas(&self, estimate: EstimateGas) -> Result<EstimateOutcome, ExecError> {
         let permit = self.admit().await?;
         self.dispatch(permit, |lane| &lane.estimates, estimate, true).await?
+    }
+
+    /// Runs an eth_simulateV1 request on the pool, admitted as [`call`](Self::call) is, on a
+    /// lane that can simulate (every lane of a real pool can).
+    pub async fn simulate(&self, simulate: Simulate) -> Result<Vec<SimulatedBlock>, SimulateError> {
+        let permit = self.admit().await?;
+        let lane = self.lane(true);
+        let Some(to) = &self.lanes[lane.index].simulations else {
+            return Err(ExecError::Mailbox(actix::MailboxError::Closed).into());
+        };
+        let answer = to.send(Admitted { request: simulate, _slot: Slot { _permit: permit, lane } });
+        answer.await.map_err(ExecError::from)?
     }
 
     /// Builds a block. Block building waits for a permit rather than failing: the miner must

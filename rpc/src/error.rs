@@ -11,6 +11,7 @@
 use actix::MailboxError;
 use alloy_primitives::{Bytes, U256};
 use hearth_messages::ask::AskError;
+use hearth_messages::simulate::{SimulateError, TxRule};
 use hearth_messages::storage::StorageError;
 use hearth_messages::subscriptions::SubscriptionError;
 use hearth_messages::{ExecError, MineError, TxError};
@@ -95,6 +96,19 @@ pub enum RpcError {
         /// The bound.
         max: usize,
     },
+    /// An eth_simulateV1 payload beyond the bounds on blocks or calls (-38026).
+    #[error("too many {what}: {count} > {max}")]
+    TooManySimulated {
+        /// What there are too many of.
+        what: &'static str,
+        /// How many were asked for.
+        count: u64,
+        /// The bound.
+        max: u64,
+    },
+    /// eth_simulateV1 could not simulate; the code says why (execution-apis' -38xxx codes).
+    #[error(transparent)]
+    Simulate(SimulateError),
     /// eth_feeHistory names a newest block after the head.
     #[error("request beyond head block: requested {requested}, head {head}")]
     BeyondHead {
@@ -203,7 +217,6 @@ impl RpcError {
             | Self::BeyondHead { .. }
             | Self::UnknownAccount
             | Self::TxDecode(_)
-            | Self::Exec(ExecError::UnknownBlock | ExecError::Invalid(_))
             | Self::Mine(MineError::Exec(ExecError::UnknownBlock | ExecError::Invalid(_)))
             | Self::Mine(MineError::Timestamp { .. } | MineError::Setting(_))
             | Self::Tx(
@@ -231,14 +244,12 @@ impl RpcError {
                 | TxError::NotImpersonated(_),
             ) => -32000,
             // The EVM time cap stopped the call.
-            Self::Exec(ExecError::Timeout { .. })
-            | Self::Mine(MineError::Exec(ExecError::Timeout { .. })) => -32002,
+            Self::Mine(MineError::Exec(ExecError::Timeout { .. })) => -32002,
             // A bound was hit: the caller may retry later.
             Self::BatchTooLarge { .. }
             | Self::ResponseTooLarge { .. }
             | Self::BlockRangeTooLarge { .. }
             | Self::TooManyLogs { .. }
-            | Self::Exec(ExecError::Busy { .. })
             | Self::Mine(MineError::Exec(ExecError::Busy { .. }))
             | Self::Tx(TxError::PoolFull)
             | Self::MailboxFull { .. }
@@ -255,7 +266,6 @@ impl RpcError {
             | Self::Mailbox { .. }
             | Self::Gone { .. }
             | Self::Encode(_)
-            | Self::Exec(ExecError::Storage(_) | ExecError::Mailbox(_) | ExecError::Panicked(_))
             | Self::Mine(
                 MineError::Exec(
                     ExecError::Storage(_) | ExecError::Mailbox(_) | ExecError::Panicked(_),
@@ -274,8 +284,34 @@ impl RpcError {
                 | TxError::Panicked(_),
             ) => -32603,
             // execution-apis' "client adjustable limit exceeded".
-            Self::TooManySlots { .. } => -38026,
+            Self::TooManySlots { .. }
+            | Self::TooManySimulated { .. }
+            | Self::Simulate(SimulateError::TooManyBlocks) => -38026,
+            Self::Simulate(error) => simulate_code(error),
+            Self::Exec(error) => Self::exec_code(error),
             Self::Extension { code, .. } => *code,
+        }
+    }
+
+    /// The code of an executor error, wherever it is carried.
+    pub const fn exec_code(error: &ExecError) -> i32 {
+        match error {
+            // Resource not found or call refused: geth uses -32000.
+            ExecError::UnknownBlock | ExecError::Invalid(_) => -32000,
+            // The EVM time cap stopped the call.
+            ExecError::Timeout { .. } => -32002,
+            // The pool is at its bound: the caller may retry later.
+            ExecError::Busy { .. } => -32005,
+            // The node failed, not the request.
+            ExecError::Storage(_) | ExecError::Mailbox(_) | ExecError::Panicked(_) => -32603,
+        }
+    }
+
+    /// The executor error inside this one, if any.
+    fn exec_error(&self) -> Option<&ExecError> {
+        match self {
+            Self::Exec(error) | Self::Simulate(SimulateError::Exec(error)) => Some(error),
+            _ => None,
         }
     }
 
@@ -289,8 +325,8 @@ impl RpcError {
 
     /// Whether this is the executor pool shedding load; a single request failing this way is
     /// answered with HTTP 503 so that load balancers and clients back off.
-    pub const fn is_busy(&self) -> bool {
-        matches!(self, Self::Exec(ExecError::Busy { .. }))
+    pub fn is_busy(&self) -> bool {
+        matches!(self.exec_error(), Some(ExecError::Busy { .. }))
     }
 
     /// The error for an `ask` to `actor` that got no reply.
@@ -304,6 +340,35 @@ impl RpcError {
     /// A `MailboxError` from sending to `actor`.
     pub(crate) const fn mailbox(actor: &'static str, source: MailboxError) -> Self {
         Self::Mailbox { actor, source }
+    }
+}
+
+/// The code of a simulation error: execution-apis' -38xxx codes where it has one, geth's
+/// otherwise (its plain errors are -32000), the pool's and executor's as for eth_call.
+const fn simulate_code(error: &SimulateError) -> i32 {
+    match error {
+        SimulateError::TooManyBlocks => -38026,
+        SimulateError::BlockNumberOrder { .. } => -38020,
+        SimulateError::TimestampOrder { .. } => -38021,
+        SimulateError::BlockGasLimit { .. } => -38015,
+        SimulateError::InvalidCall { rule, .. } => match rule {
+            TxRule::NonceTooLow => -38010,
+            TxRule::NonceTooHigh => -38011,
+            TxRule::FeeCapTooLow => -38012,
+            TxRule::IntrinsicGas => -38013,
+            TxRule::InsufficientFunds => -38014,
+            TxRule::SenderNotEoa => -38024,
+            TxRule::InitCodeTooLarge => -38025,
+            TxRule::TipAboveFeeCap => -32602,
+            TxRule::Other => -32603,
+        },
+        SimulateError::BlobCreate => -32602,
+        SimulateError::GasBudgetExhausted { .. }
+        | SimulateError::ChainIdMismatch { .. }
+        | SimulateError::NotAPrecompile(_)
+        | SimulateError::MoveTargetOverridden(_)
+        | SimulateError::OverriddenByPrecompile(_) => -32000,
+        SimulateError::Exec(error) => RpcError::exec_code(error),
     }
 }
 

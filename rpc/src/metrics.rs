@@ -77,6 +77,7 @@ pub(crate) const METHODS: &[&str] = &[
     "eth_newPendingTransactionFilter",
     "eth_sendRawTransaction",
     "eth_sendTransaction",
+    "eth_simulateV1",
     "eth_subscribe",
     "eth_syncing",
     "eth_uninstallFilter",

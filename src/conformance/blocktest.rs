@@ -85,7 +85,13 @@ fn run_case(case: &Value, network: &str) -> Result<Option<String>, CaseError> {
     let (_, first_spec) = schedule.at(0);
     let mut executor = ExecutorActor::new(
         db.clone(),
-        ExecConfig { chain_id, spec: first_spec, gas_cap: u64::MAX, evm_timeout: None },
+        ExecConfig {
+            chain_id,
+            spec: first_spec,
+            gas_cap: u64::MAX,
+            evm_timeout: None,
+            blob_params: None,
+        },
         None,
     );
     for (i, block) in case["blocks"].as_array().into_iter().flatten().enumerate() {

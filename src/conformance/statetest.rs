@@ -129,7 +129,7 @@ fn run_entry(case: &Value, fork: &str, entry: &Value) -> Result<Option<String>, 
     let pooled = PooledTx { tx: Arc::new(tx), sender, hash };
     let mut executor = ExecutorActor::new(
         db.clone(),
-        ExecConfig { chain_id, spec, gas_cap: u64::MAX, evm_timeout: None },
+        ExecConfig { chain_id, spec, gas_cap: u64::MAX, evm_timeout: None, blob_params: None },
         None,
     );
     let built = executor.build_block(BuildBlock {
