@@ -14,6 +14,7 @@ use alloy_consensus::{Header, Transaction};
 use alloy_eips::Typed2718;
 use alloy_primitives::{Address, B256, TxKind, U256};
 use hearth_messages::ExecError;
+use hearth_messages::access_list::{AccessListOutcome, CreateAccessList};
 use hearth_messages::executor::{
     Admitted, BlockOverrides, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas,
     EstimateOutcome, PooledTx,
@@ -27,8 +28,8 @@ use revm::context_interface::LocalContextTr;
 use revm::context_interface::block::BlobExcessGasAndPrice;
 use revm::context_interface::either::Either;
 use revm::context_interface::local::FrameStack;
+use revm::handler::EthFrame;
 use revm::handler::instructions::EthInstructions;
-use revm::handler::{EthFrame, EthPrecompiles};
 use revm::interpreter::interpreter_action::{CallInputs, CallOutcome as FrameCallOutcome};
 use revm::interpreter::interpreter_action::{CreateInputs, CreateOutcome};
 use revm::primitives::eip4844::BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE;
@@ -37,6 +38,7 @@ use revm::{InspectEvm, MainContext};
 
 use crate::code_cache::{CodeL1, CodeL2};
 use crate::exec_db::ExecDb;
+use crate::precompiles::MovablePrecompiles;
 
 /// Gas of a plain value transfer.
 const TRANSFER_GAS: u64 = 21_000;
@@ -63,9 +65,9 @@ const OSAKA_TX_GAS_LIMIT_CAP: u64 = 1 << 24;
 /// One executor thread.
 #[derive(Debug)]
 pub struct ExecutorActor {
-    db: ChainDb,
-    config: ExecConfig,
-    codes: CodeL1,
+    pub(crate) db: ChainDb,
+    pub(crate) config: ExecConfig,
+    pub(crate) codes: CodeL1,
     /// Snapshot reads of calls, keyed by state root (see `ReadCache`).
     reads: crate::exec_db::ReadCache,
     /// EVM stacks and memory kept from one call to the next (see `EvmScratch`).
@@ -93,7 +95,7 @@ impl ExecutorActor {
 
     /// The most gas a call may use: `--rpc.gascap`, and from Osaka no more than a transaction
     /// may carry (EIP-7825), as geth does, since revm rejects a call above that cap.
-    fn call_gas_cap(&self) -> u64 {
+    pub(crate) fn call_gas_cap(&self) -> u64 {
         if self.config.spec.is_enabled_in(SpecId::OSAKA) {
             self.config.gas_cap.min(OSAKA_TX_GAS_LIMIT_CAP)
         } else {
@@ -101,7 +103,7 @@ impl ExecutorActor {
         }
     }
 
-    fn cfg(&self) -> CfgEnv {
+    pub(crate) fn cfg(&self) -> CfgEnv {
         let mut cfg = CfgEnv::new_with_spec(self.config.spec);
         cfg.chain_id = self.config.chain_id;
         cfg
@@ -130,7 +132,10 @@ impl ExecutorActor {
         let root = self.db.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
         self.reads.use_root(root);
         let mut db = ExecDb::new(view, &mut self.codes).with_read_cache(&mut self.reads);
+        let spec = self.config.spec;
+        let mut precompiles = MovablePrecompiles::new(spec);
         if let Some(overrides) = &request.state_overrides {
+            precompiles.apply(overrides)?;
             db.apply_overrides(overrides)?;
         }
         let mut block_env = block_env_of(&header);
@@ -141,7 +146,6 @@ impl ExecutorActor {
         if let Some(o) = &request.block_overrides {
             apply_block_overrides(&mut block_env, o);
         }
-        let spec = self.config.spec;
         let mut ctx = Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env);
         ctx.local = self.scratch.take_local();
         // Built field by field rather than with `build_mainnet`, which would allocate eight
@@ -151,7 +155,7 @@ impl ExecutorActor {
             ctx,
             inspector: CallGuard::new(self.config.evm_timeout),
             instruction: EthInstructions::new_mainnet_with_spec(spec),
-            precompiles: EthPrecompiles::new(spec),
+            precompiles,
             frame_stack: self.scratch.take_frames(),
         };
         let result = evm.inspect_tx(tx).map(|r| r.result).map_err(exec_error);
@@ -264,7 +268,8 @@ where
                 addr.clone().recipient(),
                 addr.clone().recipient(),
             )
-            .with_simulate(addr.recipient())
+            .with_simulate(addr.clone().recipient())
+            .with_access_lists(addr.recipient())
         })
         .collect()
 }
@@ -319,6 +324,18 @@ impl actix::Handler<Admitted<Simulate>> for ExecutorActor {
 
     fn handle(&mut self, msg: Admitted<Simulate>, _ctx: &mut Self::Context) -> Self::Result {
         self.contained(|executor| Ok(executor.simulate(msg.request)))?
+    }
+}
+
+impl actix::Handler<Admitted<CreateAccessList>> for ExecutorActor {
+    type Result = Result<AccessListOutcome, ExecError>;
+
+    fn handle(
+        &mut self,
+        msg: Admitted<CreateAccessList>,
+        _ctx: &mut Self::Context,
+    ) -> Self::Result {
+        self.contained(|executor| executor.create_access_list(msg.request))
     }
 }
 
@@ -527,7 +544,7 @@ impl<CTX> revm::Inspector<CTX> for CallGuard {
 }
 
 /// Applies an eth_call's block overrides to the environment it runs in.
-fn apply_block_overrides(env: &mut BlockEnv, o: &BlockOverrides) {
+pub(crate) fn apply_block_overrides(env: &mut BlockEnv, o: &BlockOverrides) {
     if let Some(number) = o.number {
         env.number = U256::from(number);
     }
@@ -549,7 +566,7 @@ fn apply_block_overrides(env: &mut BlockEnv, o: &BlockOverrides) {
 }
 
 /// The block environment a call at block `header` sees: that block's own header.
-fn block_env_of(header: &Header) -> BlockEnv {
+pub(crate) fn block_env_of(header: &Header) -> BlockEnv {
     BlockEnv {
         number: U256::from(header.number),
         beneficiary: header.beneficiary,
@@ -566,7 +583,7 @@ fn block_env_of(header: &Header) -> BlockEnv {
     }
 }
 
-fn call_tx_env(request: &CallRequest, gas: u64, chain_id: u64) -> TxEnv {
+pub(crate) fn call_tx_env(request: &CallRequest, gas: u64, chain_id: u64) -> TxEnv {
     let (tx_type, gas_price, priority) = match (request.max_fee_per_gas, request.gas_price) {
         (Some(max_fee), _) => (2, max_fee, Some(request.max_priority_fee_per_gas.unwrap_or(0))),
         (None, Some(price)) => (if request.access_list.is_some() { 1 } else { 0 }, price, None),

@@ -16,7 +16,6 @@
 //! overridden and nonces are not checked. The RPC gas cap is a budget the calls share. The EVM
 //! time cap (`--rpc.evm-timeout`) bounds the whole request.
 
-use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 use alloy_consensus::transaction::RlpEcdsaEncodableTx;
@@ -38,7 +37,6 @@ use alloy_primitives::{
     Address, B256, Bloom, Bytes, Log, LogData, Signature, TxKind, U256, address, b256, keccak256,
 };
 use hearth_messages::ExecError;
-use hearth_messages::executor::StateOverrides;
 use hearth_messages::simulate::{
     MAX_SIMULATE_BLOCKS, SimBlock, SimCall, SimCallError, SimCallResult, SimLog, Simulate,
     SimulateError, SimulatedBlock, TIMESTAMP_INCREMENT, TxRule,
@@ -48,16 +46,14 @@ use hearth_storage::{BlockExtras, ChainDb, SealedBlock, StoredBody, receipts_roo
 use revm::context::evm::Evm;
 use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Output};
 use revm::context::{BlockEnv, CfgEnv, Context, TxEnv};
-use revm::context_interface::ContextTr;
 use revm::context_interface::block::BlobExcessGasAndPrice;
 use revm::context_interface::local::FrameStack;
+use revm::handler::SystemCallCommitEvm;
 use revm::handler::instructions::EthInstructions;
-use revm::handler::{EthPrecompiles, PrecompileProvider, SystemCallCommitEvm};
+use revm::interpreter::Interpreter;
 use revm::interpreter::interpreter_action::{
     CallInputs, CallOutcome, CallScheme, CallValue, CreateInputs, CreateOutcome,
 };
-use revm::interpreter::{Interpreter, InterpreterResult};
-use revm::primitives::AddressSet;
 use revm::primitives::hardfork::SpecId;
 use revm::{InspectCommitEvm, Inspector, MainContext};
 
@@ -65,6 +61,7 @@ use crate::block_exec::{block_reward, default_blob_params, deposit_requests};
 use crate::code_cache::CodeL1;
 use crate::exec_db::ExecDb;
 use crate::executor::{CallGuard, ExecConfig, geth_message, halt_message};
+use crate::precompiles::MovablePrecompiles;
 
 /// ERC-7528: the address ether `Transfer` logs are attributed to.
 const TRANSFER_LOG_ADDRESS: Address = address!("eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee");
@@ -73,111 +70,6 @@ const TRANSFER_TOPIC: B256 =
     b256!("ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef");
 /// One gwei in wei (withdrawal amounts are in gwei).
 const GWEI: u64 = 1_000_000_000;
-
-/// The precompiles of a simulated block: the fork's set, with the moves and removals that
-/// state overrides made (geth's rules). Addresses stay warm as the fork's set says: geth
-/// warms the fork's precompile addresses whatever was moved, so gas matches it.
-#[derive(Debug, Clone)]
-pub(crate) struct SimPrecompiles {
-    inner: EthPrecompiles,
-    /// Where each precompile is when overrides changed the set: address → the address it
-    /// has in the fork's set. `None`: the fork's set as it is.
-    routes: Option<HashMap<Address, Address>>,
-}
-
-impl SimPrecompiles {
-    /// The fork's set, unchanged.
-    pub(crate) fn new(spec: SpecId) -> Self {
-        Self { inner: EthPrecompiles::new(spec), routes: None }
-    }
-
-    /// Applies the precompile side of `overrides` as geth does, in address order: a
-    /// `movePrecompileToAddress` needs a precompile at the address and a destination the
-    /// overrides do not also set; any override of a precompile's address removes the
-    /// precompile from it (so its code, if any, runs); an address a precompile was just
-    /// moved to cannot be overridden.
-    pub(crate) fn apply(&mut self, overrides: &StateOverrides) -> Result<(), SimulateError> {
-        let touches_precompiles = overrides
-            .iter()
-            .any(|(address, o)| o.move_precompile_to.is_some() || self.contains_address(address));
-        if !touches_precompiles {
-            return Ok(());
-        }
-        let mut routes = self.routes.take().unwrap_or_else(|| {
-            self.inner.warm_addresses().iter().map(|a| (*a, *a)).collect::<HashMap<_, _>>()
-        });
-        let mut moved_to = BTreeSet::new();
-        for (address, o) in overrides {
-            if moved_to.contains(address) {
-                return Err(SimulateError::OverriddenByPrecompile(*address));
-            }
-            let precompile = routes.get(address).copied();
-            if let Some(destination) = o.move_precompile_to {
-                let Some(precompile) = precompile else {
-                    return Err(SimulateError::NotAPrecompile(*address));
-                };
-                if overrides.contains_key(&destination) {
-                    return Err(SimulateError::MoveTargetOverridden(destination));
-                }
-                routes.insert(destination, precompile);
-                moved_to.insert(destination);
-            }
-            if precompile.is_some() {
-                routes.remove(address);
-            }
-        }
-        self.routes = Some(routes);
-        Ok(())
-    }
-
-    fn contains_address(&self, address: &Address) -> bool {
-        match &self.routes {
-            None => self.inner.contains(address),
-            Some(routes) => routes.contains_key(address),
-        }
-    }
-}
-
-impl<CTX: ContextTr> PrecompileProvider<CTX> for SimPrecompiles {
-    type Output = InterpreterResult;
-
-    fn set_spec(&mut self, spec: <CTX::Cfg as revm::context_interface::Cfg>::Spec) -> bool {
-        <EthPrecompiles as PrecompileProvider<CTX>>::set_spec(&mut self.inner, spec)
-    }
-
-    fn run(
-        &mut self,
-        context: &mut CTX,
-        inputs: &CallInputs,
-    ) -> Result<Option<InterpreterResult>, String> {
-        let Some(routes) = &self.routes else {
-            return <EthPrecompiles as PrecompileProvider<CTX>>::run(
-                &mut self.inner,
-                context,
-                inputs,
-            );
-        };
-        match routes.get(&inputs.bytecode_address) {
-            None => Ok(None),
-            Some(original) if *original == inputs.bytecode_address => {
-                <EthPrecompiles as PrecompileProvider<CTX>>::run(&mut self.inner, context, inputs)
-            }
-            Some(original) => {
-                let mut moved = inputs.clone();
-                moved.bytecode_address = *original;
-                <EthPrecompiles as PrecompileProvider<CTX>>::run(&mut self.inner, context, &moved)
-            }
-        }
-    }
-
-    fn warm_addresses(&self) -> &AddressSet {
-        self.inner.warm_addresses()
-    }
-
-    fn contains(&self, address: &Address) -> bool {
-        self.contains_address(address)
-    }
-}
 
 /// The inspector simulated calls run under: the EVM time cap (`CallGuard`), and geth's
 /// simulate log tracer: each frame's logs are kept until the frame ends and dropped if it
@@ -548,7 +440,7 @@ type SimEvm<'a> = Evm<
         revm::interpreter::interpreter::EthInterpreter,
         Context<BlockEnv, TxEnv, CfgEnv, ExecDb<'a>>,
     >,
-    SimPrecompiles,
+    MovablePrecompiles,
     revm::handler::EthFrame,
 >;
 
@@ -569,7 +461,7 @@ pub(crate) fn simulate(
         ctx: Context::mainnet().with_db(exec_db).with_cfg(CfgEnv::new_with_spec(spec)),
         inspector: SimInspector::new(CallGuard::until(deadline), msg.trace_transfers),
         instruction: EthInstructions::new_mainnet_with_spec(spec),
-        precompiles: SimPrecompiles::new(spec),
+        precompiles: MovablePrecompiles::new(spec),
         frame_stack: FrameStack::new_prealloc(8),
     };
     let mut run = Run {
@@ -669,8 +561,8 @@ impl Run<'_> {
             }),
             ..Default::default()
         };
-        evm.precompiles = SimPrecompiles::new(spec);
-        evm.precompiles.apply(&state_overrides)?;
+        evm.precompiles = MovablePrecompiles::new(spec);
+        evm.precompiles.apply(&state_overrides).map_err(ExecError::from)?;
         evm.ctx.journaled_state.database.apply_overrides(&state_overrides)?;
         evm.inspector.start_block();
 

@@ -17,6 +17,7 @@ use revm::primitives::hardfork::SpecId;
 use tokio::sync::Semaphore;
 
 use crate::ExecError;
+use crate::access_list::{AccessListOutcome, CreateAccessList};
 use crate::simulate::{Simulate, SimulateError, SimulatedBlock};
 
 /// The fields of an `eth_call` / `eth_estimateGas` request, already validated.
@@ -326,6 +327,8 @@ pub struct ExecutorLane {
     builds: Recipient<Admitted<BuildBlock>>,
     /// eth_simulateV1 runs; `None` on stand-ins that only serve calls and blocks.
     simulations: Option<Recipient<Admitted<Simulate>>>,
+    /// eth_createAccessList runs; `None` on stand-ins.
+    access_lists: Option<Recipient<Admitted<CreateAccessList>>>,
     /// Requests sent to this lane and not run yet (padded: every RPC worker touches it).
     in_flight: CachePadded<AtomicUsize>,
     /// How long one request takes this lane, in nanoseconds: a moving average written as
@@ -346,9 +349,17 @@ impl ExecutorLane {
             estimates,
             builds,
             simulations: None,
+            access_lists: None,
             in_flight: Default::default(),
             service_nanos: Default::default(),
         }
+    }
+
+    /// Lets this lane run eth_createAccessList requests.
+    #[must_use]
+    pub fn with_access_lists(mut self, lists: Recipient<Admitted<CreateAccessList>>) -> Self {
+        self.access_lists = Some(lists);
+        self
     }
 
     /// Lets this lane run eth_simulateV1 requests.
@@ -536,6 +547,19 @@ impl ExecutorClient {
         };
         let answer = to.send(Admitted { request: simulate, _slot: Slot { _permit: permit, lane } });
         answer.await.map_err(ExecError::from)?
+    }
+
+    /// Runs an eth_createAccessList request on the pool, admitted as [`call`](Self::call) is.
+    pub async fn create_access_list(
+        &self,
+        request: CreateAccessList,
+    ) -> Result<AccessListOutcome, ExecError> {
+        let permit = self.admit().await?;
+        let lane = self.lane(true);
+        let Some(to) = &self.lanes[lane.index].access_lists else {
+            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
+        };
+        to.send(Admitted { request, _slot: Slot { _permit: permit, lane } }).await?
     }
 
     /// Builds a block. Block building waits for a permit rather than failing: the miner must

@@ -4,6 +4,7 @@
 //! with `Result<T, E>`; notifications (past tense) reply `()`. Clients wrap `Recipient`s so
 //! that the RPC front and tests never name an actor type.
 
+pub mod access_list;
 pub mod ask;
 pub mod code_cache;
 pub mod error;
@@ -17,7 +18,7 @@ pub mod simulate;
 pub mod state;
 pub mod subscriptions;
 
-pub use error::{ExecError, MineError, StateError, TxError};
+pub use error::{ExecError, MineError, OverrideError, StateError, TxError};
 /// The storage read types (blocks, receipts, state snapshots) the RPC front reads directly.
 pub use hearth_storage as storage;
 pub use hearth_storage::{ChainDb, SealedBlock, StateView, StoredAccount, StoredBody};

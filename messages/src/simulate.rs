@@ -233,15 +233,6 @@ pub enum SimulateError {
         /// The chain's.
         want: u64,
     },
-    /// `movePrecompileToAddress` on an address that holds no precompile.
-    #[error("account {0} is not a precompile")]
-    NotAPrecompile(Address),
-    /// `movePrecompileToAddress` onto an address the same overrides also set.
-    #[error("account {0} is already overridden")]
-    MoveTargetOverridden(Address),
-    /// An override of an address a precompile was just moved to.
-    #[error("account {0} has already been overridden by a precompile")]
-    OverriddenByPrecompile(Address),
     /// A blob transaction must call an address.
     #[error("blob transactions cannot create contracts: give a to address")]
     BlobCreate,

@@ -217,7 +217,6 @@ impl RpcError {
             | Self::BeyondHead { .. }
             | Self::UnknownAccount
             | Self::TxDecode(_)
-            | Self::Mine(MineError::Exec(ExecError::UnknownBlock | ExecError::Invalid(_)))
             | Self::Mine(MineError::Timestamp { .. } | MineError::Setting(_))
             | Self::Tx(
                 TxError::InvalidSignature
@@ -244,13 +243,12 @@ impl RpcError {
                 | TxError::NotImpersonated(_),
             ) => -32000,
             // The EVM time cap stopped the call.
-            Self::Mine(MineError::Exec(ExecError::Timeout { .. })) => -32002,
+            Self::Mine(MineError::Exec(error)) => Self::exec_code(error),
             // A bound was hit: the caller may retry later.
             Self::BatchTooLarge { .. }
             | Self::ResponseTooLarge { .. }
             | Self::BlockRangeTooLarge { .. }
             | Self::TooManyLogs { .. }
-            | Self::Mine(MineError::Exec(ExecError::Busy { .. }))
             | Self::Tx(TxError::PoolFull)
             | Self::MailboxFull { .. }
             | Self::Filter(hearth_messages::filters::FilterError::TooMany { .. })
@@ -266,14 +264,7 @@ impl RpcError {
             | Self::Mailbox { .. }
             | Self::Gone { .. }
             | Self::Encode(_)
-            | Self::Mine(
-                MineError::Exec(
-                    ExecError::Storage(_) | ExecError::Mailbox(_) | ExecError::Panicked(_),
-                )
-                | MineError::State(_)
-                | MineError::Mailbox(_)
-                | MineError::Panicked(_),
-            )
+            | Self::Mine(MineError::State(_) | MineError::Mailbox(_) | MineError::Panicked(_))
             | Self::Panicked(_)
             | Self::Filter(hearth_messages::filters::FilterError::Panicked(_))
             | Self::Subscription(SubscriptionError::Panicked(_))
@@ -297,7 +288,7 @@ impl RpcError {
     pub const fn exec_code(error: &ExecError) -> i32 {
         match error {
             // Resource not found or call refused: geth uses -32000.
-            ExecError::UnknownBlock | ExecError::Invalid(_) => -32000,
+            ExecError::UnknownBlock | ExecError::Invalid(_) | ExecError::Override(_) => -32000,
             // The EVM time cap stopped the call.
             ExecError::Timeout { .. } => -32002,
             // The pool is at its bound: the caller may retry later.
@@ -363,11 +354,7 @@ const fn simulate_code(error: &SimulateError) -> i32 {
             TxRule::Other => -32603,
         },
         SimulateError::BlobCreate => -32602,
-        SimulateError::GasBudgetExhausted { .. }
-        | SimulateError::ChainIdMismatch { .. }
-        | SimulateError::NotAPrecompile(_)
-        | SimulateError::MoveTargetOverridden(_)
-        | SimulateError::OverriddenByPrecompile(_) => -32000,
+        SimulateError::GasBudgetExhausted { .. } | SimulateError::ChainIdMismatch { .. } => -32000,
         SimulateError::Exec(error) => RpcError::exec_code(error),
     }
 }

@@ -11,8 +11,8 @@ use crate::error::RpcError;
 use crate::params::Params;
 use crate::transport::Reply;
 use crate::{
-    blocks, call, capabilities, dev, eth, eth_tx, fees, filters, headers, logs, net, proof, raw,
-    receipts, simulate, subscriptions, txpool,
+    access_list, blocks, call, capabilities, dev, eth, eth_tx, fees, filters, headers, logs, net,
+    proof, raw, receipts, simulate, subscriptions, txpool,
 };
 
 /// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
@@ -51,6 +51,7 @@ pub(crate) async fn dispatch(
 
         "eth_call" => call::call(ctx, p).await,
         "eth_estimateGas" => call::estimate_gas(ctx, p).await,
+        "eth_createAccessList" => access_list::create_access_list(ctx, p).await,
         // Simulated blocks are encoded one by one, within the response cap.
         "eth_simulateV1" => return simulate::simulate(ctx, p).await,
 
