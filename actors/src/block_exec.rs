@@ -72,10 +72,14 @@ pub(crate) fn execute_block(
     defaults: &ExecConfig,
     msg: BuildBlock,
 ) -> Result<BuiltBlock, ExecError> {
-    let BuildBlock { parent, env, txs, mode } = msg;
+    let BuildBlock { parent, mut env, txs, mode } = msg;
     let spec = env.spec.unwrap_or(defaults.spec);
     let chain_id = env.chain_id.unwrap_or(defaults.chain_id);
-    let blob_params = env.blob_params.unwrap_or_else(|| default_blob_params(spec));
+    let blob_params =
+        env.blob_params.or(defaults.blob_params).unwrap_or_else(|| default_blob_params(spec));
+    if env.excess_blob_gas.is_none() && parent.excess_blob_gas.is_some() {
+        env.excess_blob_gas = Some(excess_blob_gas(&parent, &blob_params));
+    }
     let full = env.rules == BlockRules::Full;
     let cancun = spec.is_enabled_in(SpecId::CANCUN);
     let prague = spec.is_enabled_in(SpecId::PRAGUE);
@@ -258,7 +262,19 @@ pub(crate) fn execute_block(
         draft: BlockDraft { header, body, receipts },
         diff: changes.into_diff(),
         invalid,
+        requests: requests.take().into_iter().filter(|r| r.len() > 1).collect(),
     })
+}
+
+/// The excess blob gas of a block after `parent`, under `params` (the block's): EIP-4844, with
+/// EIP-7918's reserve price from Osaka on (alloy's formula; before Osaka `blob_base_cost` is
+/// zero and it is EIP-4844's).
+pub(crate) fn excess_blob_gas(parent: &Header, params: &BlobParams) -> u64 {
+    params.next_block_excess_blob_gas_osaka(
+        parent.excess_blob_gas.unwrap_or_default(),
+        parent.blob_gas_used.unwrap_or_default(),
+        parent.base_fee_per_gas.unwrap_or_default(),
+    )
 }
 
 /// The blob base fee update fraction as revm takes it.

@@ -19,6 +19,7 @@ use hearth_messages::executor::{
     Admitted, BlockOverrides, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas,
     EstimateOutcome, PooledTx,
 };
+use hearth_messages::payload::{BuildPayload, BuiltPayload};
 use hearth_messages::simulate::{Simulate, SimulateError, SimulatedBlock};
 use hearth_storage::ChainDb;
 use revm::context::evm::Evm;
@@ -226,6 +227,37 @@ impl ExecutorActor {
         crate::simulate::simulate(&self.db, &mut self.codes, &self.config, msg)
     }
 
+    /// Builds a block and seals it with its state root, committing nothing
+    /// (testing_buildBlockV1). The root is computed here, on the executor thread, like the
+    /// block's execution: it is trie work the RPC front must not do.
+    pub fn build_payload(&mut self, msg: BuildPayload) -> Result<BuiltPayload, ExecError> {
+        let BuildPayload(build) = msg;
+        let withdrawals = build.env.withdrawals.clone();
+        let number = build.env.number;
+        let BuiltBlock { draft, diff, requests, .. } = self.build_block(build)?;
+        let mut header = draft.header;
+        header.state_root = hearth_storage::state_root_after(&self.db, number, &diff)?;
+        let hash = header.hash_slow();
+        let base_fee = header.base_fee_per_gas;
+        let mut fees = U256::ZERO;
+        let mut cumulative = 0;
+        for (tx, receipt) in draft.body.transactions.iter().zip(&draft.receipts) {
+            let used = alloy_consensus::TxReceipt::cumulative_gas_used(receipt) - cumulative;
+            cumulative += used;
+            let tip = tx.effective_tip_per_gas(base_fee.unwrap_or_default()).unwrap_or_default();
+            fees += U256::from(tip) * U256::from(used);
+        }
+        let extras = hearth_storage::BlockExtras { ommers: Vec::new(), withdrawals };
+        let block = hearth_storage::SealedBlock {
+            header,
+            hash,
+            body: draft.body,
+            receipts: draft.receipts,
+            extras,
+        };
+        Ok(BuiltPayload { block, requests, fees })
+    }
+
     /// Executes a block on top of its parent: the miner's candidates (`BuildMode::Pack`) or a
     /// given block being imported (`BuildMode::Import`). Public so that block import and the
     /// conformance runners execute through exactly this path without an actor system.
@@ -269,7 +301,8 @@ where
                 addr.clone().recipient(),
             )
             .with_simulate(addr.clone().recipient())
-            .with_access_lists(addr.recipient())
+            .with_access_lists(addr.clone().recipient())
+            .with_payloads(addr.recipient())
         })
         .collect()
 }
@@ -336,6 +369,14 @@ impl actix::Handler<Admitted<CreateAccessList>> for ExecutorActor {
         _ctx: &mut Self::Context,
     ) -> Self::Result {
         self.contained(|executor| executor.create_access_list(msg.request))
+    }
+}
+
+impl actix::Handler<Admitted<BuildPayload>> for ExecutorActor {
+    type Result = Result<BuiltPayload, ExecError>;
+
+    fn handle(&mut self, msg: Admitted<BuildPayload>, _ctx: &mut Self::Context) -> Self::Result {
+        self.contained(|executor| executor.build_payload(msg.request))
     }
 }
 

@@ -707,6 +707,7 @@ impl Handler<GetMiningStatus> for MinerActor {
             interval: self.config.interval,
             ticks_skipped: self.ticks_skipped,
             coinbase: self.config.coinbase,
+            gas_limit: self.config.gas_limit,
         })
     }
 }

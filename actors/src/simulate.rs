@@ -57,7 +57,7 @@ use revm::interpreter::interpreter_action::{
 use revm::primitives::hardfork::SpecId;
 use revm::{InspectCommitEvm, Inspector, MainContext};
 
-use crate::block_exec::{block_reward, default_blob_params, deposit_requests};
+use crate::block_exec::{block_reward, default_blob_params, deposit_requests, excess_blob_gas};
 use crate::code_cache::CodeL1;
 use crate::exec_db::ExecDb;
 use crate::executor::{CallGuard, ExecConfig, geth_message, halt_message};
@@ -407,16 +407,6 @@ fn tx_rule(error: &InvalidTransaction) -> TxRule {
         E::CreateInitCodeSizeLimit => TxRule::InitCodeTooLarge,
         _ => TxRule::Other,
     }
-}
-
-/// The excess blob gas of a block after `parent`, under `params` (the block's): EIP-4844,
-/// with EIP-7918's reserve price from Osaka on (alloy's formula, geth's rule).
-fn excess_blob_gas(parent: &Header, params: &BlobParams) -> u64 {
-    params.next_block_excess_blob_gas_osaka(
-        parent.excess_blob_gas.unwrap_or_default(),
-        parent.blob_gas_used.unwrap_or_default(),
-        parent.base_fee_per_gas.unwrap_or_default(),
-    )
 }
 
 /// The base fee of a block after `parent` by EIP-1559 (the initial base fee after a

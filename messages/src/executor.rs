@@ -18,6 +18,7 @@ use tokio::sync::Semaphore;
 
 use crate::ExecError;
 use crate::access_list::{AccessListOutcome, CreateAccessList};
+use crate::payload::{BuildPayload, BuiltPayload};
 use crate::simulate::{Simulate, SimulateError, SimulatedBlock};
 
 /// The fields of an `eth_call` / `eth_estimateGas` request, already validated.
@@ -181,7 +182,8 @@ pub struct BlockEnvSpec {
     pub spec: Option<SpecId>,
     /// Chain id transactions must carry; `None` uses the executor's configured chain id.
     pub chain_id: Option<u64>,
-    /// Excess blob gas of this block (Cancun on); `None` is zero.
+    /// Excess blob gas of this block (Cancun on); `None` computes it from the parent (zero
+    /// after a pre-Cancun parent).
     pub excess_blob_gas: Option<u64>,
     /// Blob schedule (target, max, base fee update fraction); `None` uses the fork's default.
     pub blob_params: Option<BlobParams>,
@@ -272,6 +274,9 @@ pub struct BuiltBlock {
     pub diff: StateDiff,
     /// Transactions that failed validation and must leave the pool, with why.
     pub invalid: Vec<InvalidTx>,
+    /// The EIP-7685 requests the block made (Prague on), each its type byte and data; the
+    /// header carries their hash.
+    pub requests: Vec<Bytes>,
 }
 
 /// A transaction block building refused (revm's validation failed against the block's state),
@@ -329,6 +334,8 @@ pub struct ExecutorLane {
     simulations: Option<Recipient<Admitted<Simulate>>>,
     /// eth_createAccessList runs; `None` on stand-ins.
     access_lists: Option<Recipient<Admitted<CreateAccessList>>>,
+    /// testing_buildBlockV1 runs; `None` on stand-ins.
+    payloads: Option<Recipient<Admitted<BuildPayload>>>,
     /// Requests sent to this lane and not run yet (padded: every RPC worker touches it).
     in_flight: CachePadded<AtomicUsize>,
     /// How long one request takes this lane, in nanoseconds: a moving average written as
@@ -350,6 +357,7 @@ impl ExecutorLane {
             builds,
             simulations: None,
             access_lists: None,
+            payloads: None,
             in_flight: Default::default(),
             service_nanos: Default::default(),
         }
@@ -359,6 +367,13 @@ impl ExecutorLane {
     #[must_use]
     pub fn with_access_lists(mut self, lists: Recipient<Admitted<CreateAccessList>>) -> Self {
         self.access_lists = Some(lists);
+        self
+    }
+
+    /// Lets this lane build testing_buildBlockV1 payloads.
+    #[must_use]
+    pub fn with_payloads(mut self, payloads: Recipient<Admitted<BuildPayload>>) -> Self {
+        self.payloads = Some(payloads);
         self
     }
 
@@ -557,6 +572,17 @@ impl ExecutorClient {
         let permit = self.admit().await?;
         let lane = self.lane(true);
         let Some(to) = &self.lanes[lane.index].access_lists else {
+            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
+        };
+        to.send(Admitted { request, _slot: Slot { _permit: permit, lane } }).await?
+    }
+
+    /// Builds and seals a block without committing it (testing_buildBlockV1), admitted as
+    /// [`call`](Self::call) is: unlike the miner's blocks, a request may be refused.
+    pub async fn build_payload(&self, request: BuildPayload) -> Result<BuiltPayload, ExecError> {
+        let permit = self.admit().await?;
+        let lane = self.lane(false);
+        let Some(to) = &self.lanes[lane.index].payloads else {
             return Err(ExecError::Mailbox(actix::MailboxError::Closed));
         };
         to.send(Admitted { request, _slot: Slot { _permit: permit, lane } }).await?

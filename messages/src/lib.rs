@@ -13,6 +13,7 @@ pub mod filters;
 pub mod interest;
 pub mod mempool;
 pub mod miner;
+pub mod payload;
 pub mod restarts;
 pub mod simulate;
 pub mod state;

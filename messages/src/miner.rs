@@ -179,6 +179,8 @@ pub struct MiningStatus {
     pub ticks_skipped: u64,
     /// The fee recipient of the blocks it mines (eth_coinbase).
     pub coinbase: Address,
+    /// The gas limit of the blocks it mines.
+    pub gas_limit: u64,
 }
 
 impl Message for GetMiningStatus {

@@ -109,6 +109,20 @@ pub enum RpcError {
     /// eth_simulateV1 could not simulate; the code says why (execution-apis' -38xxx codes).
     #[error(transparent)]
     Simulate(SimulateError),
+    /// testing_buildBlockV1 names a parent that is not the head (geth's message).
+    #[error("parentHash is not current head: {parent}")]
+    NotHead {
+        /// The parent asked for.
+        parent: alloy_primitives::B256,
+    },
+    /// testing_buildBlockV1 asks for a timestamp not after its parent's (geth's message).
+    #[error("invalid timestamp, parent {parent} given {given}")]
+    BuildTimestamp {
+        /// The parent's timestamp.
+        parent: u64,
+        /// The timestamp asked for.
+        given: u64,
+    },
     /// eth_feeHistory names a newest block after the head.
     #[error("request beyond head block: requested {requested}, head {head}")]
     BeyondHead {
@@ -215,6 +229,8 @@ impl RpcError {
             | Self::Filter(hearth_messages::filters::FilterError::NotFound)
             | Self::Subscription(SubscriptionError::UnknownConnection)
             | Self::BeyondHead { .. }
+            | Self::NotHead { .. }
+            | Self::BuildTimestamp { .. }
             | Self::UnknownAccount
             | Self::TxDecode(_)
             | Self::Mine(MineError::Timestamp { .. } | MineError::Setting(_))

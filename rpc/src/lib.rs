@@ -10,7 +10,7 @@
 //! limit), `transport` (the JSON-RPC envelope, batches, limits), `methods`
 //! (the method table and the `--http.api` namespace gate), `subscriptions` (eth_subscribe and notification encoding),
 //! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`,
-//! `receipts`, `headers`, `raw`, `capabilities`, `simulate`, `access_list`, `logs`, `dev`, `txpool`, `proof`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
+//! `receipts`, `headers`, `raw`, `capabilities`, `simulate`, `access_list`, `testing`, `logs`, `dev`, `txpool`, `proof`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
 
 mod access;
 mod access_list;
@@ -36,6 +36,7 @@ mod receipts;
 mod server;
 mod simulate;
 mod subscriptions;
+mod testing;
 mod transport;
 mod txpool;
 mod ws;

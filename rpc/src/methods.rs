@@ -12,7 +12,7 @@ use crate::params::Params;
 use crate::transport::Reply;
 use crate::{
     access_list, blocks, call, capabilities, dev, eth, eth_tx, fees, filters, headers, logs, net,
-    proof, raw, receipts, simulate, subscriptions, txpool,
+    proof, raw, receipts, simulate, subscriptions, testing, txpool,
 };
 
 /// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
@@ -131,6 +131,8 @@ pub(crate) async fn dispatch(
         "evm_snapshot" => dev::snapshot(ctx, p).await,
         "evm_revert" => dev::revert(ctx, p).await,
 
+        "testing_buildBlockV1" => testing::build_block(ctx, p).await,
+
         "txpool_status" => txpool::status(ctx, p).await,
         "txpool_content" => return txpool::content_method(ctx, p).await,
         "txpool_contentFrom" => return txpool::content_from(ctx, p).await,
@@ -146,11 +148,12 @@ pub(crate) async fn dispatch(
     value.map(Reply::Value)
 }
 
-/// The namespaces `--http.api` may name: the core's, the dev chain's, and those peers serve
-/// that extensions may add (`debug`, `trace`, `personal`, `admin`, `ots`, `hearth`).
-pub const KNOWN_NAMESPACES: [&str; 13] = [
+/// The namespaces `--http.api` may name: the core's, the dev chain's, execution-apis'
+/// `testing`, and those peers serve that extensions may add (`trace`, `personal`, `admin`,
+/// `ots`, `hearth`).
+pub const KNOWN_NAMESPACES: [&str; 14] = [
     "eth", "net", "web3", "txpool", "debug", "trace", "evm", "anvil", "hardhat", "personal",
-    "admin", "ots", "hearth",
+    "admin", "ots", "hearth", "testing",
 ];
 
 /// The namespaces whose methods change the chain outside its rules (balances, code, time,

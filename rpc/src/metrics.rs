@@ -106,6 +106,7 @@ pub(crate) const METHODS: &[&str] = &[
     "net_listening",
     "net_peerCount",
     "net_version",
+    "testing_buildBlockV1",
     "txpool_content",
     "txpool_contentFrom",
     "txpool_inspect",

@@ -194,7 +194,7 @@ idle_replies! {
     miner::SaveClock => (),
     miner::RestoreClock => (),
     miner::SetBlockParam => Ok(0),
-    miner::GetMiningStatus => miner::MiningStatus { automine: true, interval: None, ticks_skipped: 0, coinbase: alloy_primitives::Address::ZERO },
+    miner::GetMiningStatus => miner::MiningStatus { automine: true, interval: None, ticks_skipped: 0, coinbase: alloy_primitives::Address::ZERO, gas_limit: 30_000_000 },
     mempool::PoolSize => (2, 1),
     mempool::GetPoolCounters => mempool::PoolCounters { dropped_invalid: 3 },
     mempool::IsImpersonated => false,

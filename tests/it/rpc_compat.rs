@@ -117,11 +117,15 @@ const KNOWN_MISMATCHES: &[(&str, &str)] = &[
     ("osaka/debug_traceTransaction/trace-contract-call.io", TRACING),
     ("osaka/debug_traceTransaction/trace-legacy-transfer.io", TRACING),
     ("osaka/eth_config/get-config.io", NOT_YET),
+    (
+        "osaka/testing_buildBlockV1/build-block-empty-transactions.io",
+        "the built block's gas limit moves toward the miner's: geth's default gas ceiling of 60M \
+         there (one step down from the parent's 200M), the node's block gas limit here (the \
+         imported head's 200M), so gasLimit and blockHash differ; the state root and every \
+         other field match, and with a 60M target the block hash matches too",
+    ),
     ("osaka/eth_simulateV1/ethSimulate-empty-with-block-num-set-firstblock.io", NOT_YET),
     ("prague/eth_simulateV1/ethSimulate-empty-with-block-num-set-firstblock.io", NOT_YET),
-    ("osaka/testing_buildBlockV1/build-block-empty-transactions.io", NOT_YET),
-    ("osaka/testing_buildBlockV1/build-block-from-mempool.io", NOT_YET),
-    ("osaka/testing_buildBlockV1/build-block-invalid-transaction.io", NOT_YET),
 ];
 
 fn snapshot(name: &str) -> PathBuf {
