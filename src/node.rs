@@ -97,9 +97,28 @@ pub struct Node {
     pub subscriptions: Addr<SubscriptionActor>,
     /// Request counters of the RPC front (shared by every context this node hands out).
     pub rpc_metrics: Arc<hearth_rpc::RpcMetrics>,
+    /// The chain's fork schedule, as eth_config reports it.
+    pub forks: Arc<hearth_rpc::ChainForks>,
     /// The restartable actors' restart counters (for `/metrics`).
     pub restarts: Vec<(&'static str, hearth_messages::restarts::RestartCounter)>,
     config: NodeConfig,
+}
+
+/// The fork schedule of the chain in `chain`: an imported chain's stored configuration, else
+/// the configuration of the genesis document block 0 was made from (a dev chain's), else
+/// none (a store written before genesis documents were kept).
+fn chain_forks(chain: &ChainDb) -> Result<hearth_rpc::ChainForks, NodeError> {
+    if let Some(config) = crate::chainfile::stored_config(chain).map_err(NodeError::ChainConfig)? {
+        return Ok(config.forks());
+    }
+    let Some(document) = chain.genesis_document().map_err(NodeError::Genesis)? else {
+        return Ok(hearth_rpc::ChainForks::default());
+    };
+    let corrupt = || NodeError::Genesis(StorageError::Corrupt { what: "stored genesis document" });
+    let document: serde_json::Value = serde_json::from_slice(&document).map_err(|_| corrupt())?;
+    let config =
+        crate::genesis::ChainConfig::from_json(&document["config"]).map_err(|_| corrupt())?;
+    Ok(config.forks())
 }
 
 impl Node {
@@ -172,6 +191,7 @@ impl Node {
             }
         };
         info!(target: "node", head, db_cache_bytes = config.db_cache_bytes, "chain opened");
+        let forks = Arc::new(chain_forks(&chain)?);
 
         let mailbox = config.mailbox;
         let code_cache = CodeCacheActor::new(config.code_cache_entries);
@@ -269,6 +289,7 @@ impl Node {
             executor,
             signers: Arc::new(signers),
             rpc_metrics: Arc::default(),
+            forks,
             filters,
             subscriptions,
             restarts,
@@ -323,6 +344,7 @@ impl Node {
             api: self.config.api,
             web: Arc::new(self.config.web.clone()),
             chain_id: self.config.chain_id,
+            forks: Arc::clone(&self.forks),
             limits: self.config.rpc,
             extensions,
             client_version: format!("hearth/v{}", env!("CARGO_PKG_VERSION")),

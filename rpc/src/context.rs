@@ -133,6 +133,8 @@ pub struct RpcContext {
     pub web: Arc<crate::access::WebAccess>,
     /// The chain id.
     pub chain_id: u64,
+    /// The chain's fork schedule (eth_config).
+    pub forks: Arc<crate::chain_config::ChainForks>,
     /// Request limits.
     pub limits: RpcLimits,
     /// Methods added by extension actors.

@@ -10,13 +10,14 @@
 //! limit), `transport` (the JSON-RPC envelope, batches, limits), `methods`
 //! (the method table and the `--http.api` namespace gate), `subscriptions` (eth_subscribe and notification encoding),
 //! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`,
-//! `receipts`, `headers`, `raw`, `capabilities`, `simulate`, `access_list`, `testing`, `logs`, `dev`, `txpool`, `proof`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
+//! `receipts`, `headers`, `raw`, `capabilities`, `chain_config`, `simulate`, `access_list`, `testing`, `logs`, `dev`, `txpool`, `proof`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
 
 mod access;
 mod access_list;
 mod blocks;
 mod call;
 mod capabilities;
+mod chain_config;
 mod context;
 mod dev;
 mod error;
@@ -45,6 +46,7 @@ pub use access::{
     DEFAULT_ORIGINS, DEFAULT_VHOSTS, HostPolicy, OriginPolicy, PatternError, WebAccess,
     is_json_content_type,
 };
+pub use chain_config::{ChainForks, TimeFork};
 pub use context::{
     Controls, DEFAULT_WS_IDLE_TIMEOUT, DEFAULT_WS_PING_INTERVAL, ExtensionMethod, Extensions,
     FilterRecipients, MetricSources, RpcContext, RpcLimits, SubscriptionRecipients,

@@ -11,8 +11,8 @@ use crate::error::RpcError;
 use crate::params::Params;
 use crate::transport::Reply;
 use crate::{
-    access_list, blocks, call, capabilities, dev, eth, eth_tx, fees, filters, headers, logs, net,
-    proof, raw, receipts, simulate, subscriptions, testing, txpool,
+    access_list, blocks, call, capabilities, chain_config, dev, eth, eth_tx, fees, filters,
+    headers, logs, net, proof, raw, receipts, simulate, subscriptions, testing, txpool,
 };
 
 /// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
@@ -40,6 +40,7 @@ pub(crate) async fn dispatch(
         "eth_accounts" => eth::accounts(ctx, p),
         "eth_syncing" => eth::syncing(p),
         "eth_capabilities" => capabilities::capabilities(ctx, p),
+        "eth_config" => chain_config::config(ctx, p),
         "eth_getBalance" => eth::get_balance(ctx, p),
         "eth_getTransactionCount" => eth::get_transaction_count(ctx, p).await,
         "eth_getCode" => eth::get_code(ctx, p),

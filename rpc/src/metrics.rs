@@ -43,6 +43,7 @@ pub(crate) const METHODS: &[&str] = &[
     "eth_capabilities",
     "eth_chainId",
     "eth_coinbase",
+    "eth_config",
     "eth_createAccessList",
     "eth_estimateGas",
     "eth_feeHistory",

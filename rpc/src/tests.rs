@@ -417,6 +417,7 @@ fn fixture(max_in_flight: usize) -> Fixture {
         signers: Arc::new(vec![alice.clone()]),
         api: crate::ApiNamespaces::all(),
         web: Arc::default(),
+        forks: Default::default(),
         chain_id: 31337,
         limits: RpcLimits::default(),
         extensions,

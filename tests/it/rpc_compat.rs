@@ -116,7 +116,6 @@ const KNOWN_MISMATCHES: &[(&str, &str)] = &[
     ("osaka/debug_traceBlockByNumber/trace-genesis.io", TRACING),
     ("osaka/debug_traceTransaction/trace-contract-call.io", TRACING),
     ("osaka/debug_traceTransaction/trace-legacy-transfer.io", TRACING),
-    ("osaka/eth_config/get-config.io", NOT_YET),
     (
         "osaka/testing_buildBlockV1/build-block-empty-transactions.io",
         "the built block's gas limit moves toward the miner's: geth's default gas ceiling of 60M \
