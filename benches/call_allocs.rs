@@ -106,11 +106,12 @@ fn main() {
     let duration = Duration::from_secs_f64(secs);
     let db = chain();
     let config = ExecConfig {
-        chain_id: 31337,
+        chain_id: hearth_messages::ChainId::new(31337),
         spec: SpecId::PRAGUE,
         gas_cap: 50_000_000,
         evm_timeout: Some(Duration::from_secs(5)),
         blob_params: None,
+        code_size_limit: None,
     };
     let workloads = [
         ("balanceOf", "70a08231000000000000000000000000f39fd6e51aad88f6f4ce6ab8827279cfffb92266"),
@@ -139,7 +140,7 @@ fn main() {
         let request = request(calldata);
         for (label, retain) in [("off (fresh EVM)", 0), ("on", SCRATCH_RETAINED_BYTES)] {
             eprintln!("measuring {name}, scratch {label} ...");
-            let mut executor = ExecutorActor::new(db.clone(), config, None);
+            let mut executor = ExecutorActor::new(db.clone(), config.clone(), None);
             executor.set_scratch_retention(retain);
             let (allocs, bytes, rate) = measure(&mut executor, &request, duration);
             println!("| {name} | {label} | {allocs:.1} | {:.1} | {rate:.0} |", bytes / 1024.0);

@@ -180,11 +180,12 @@ pub fn import_chain(
     init_chain(db, genesis)?;
     let config = &genesis.config;
     let exec = ExecConfig {
-        chain_id: config.chain_id,
+        chain_id: hearth_messages::ChainId::new(config.chain_id),
         spec: config.spec_at(0, 0),
         gas_cap: u64::MAX,
         evm_timeout: None,
         blob_params: None,
+        code_size_limit: None,
     };
     let mut executor = ExecutorActor::new(db.clone(), exec, None);
     let mut meter = Meter::new(progress);

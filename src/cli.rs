@@ -4,7 +4,8 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use revm::primitives::hardfork::SpecId;
 
 /// Default JSON-RPC port, as every dev tool expects.
 pub const DEFAULT_HTTP_PORT: u16 = 8545;
@@ -16,6 +17,8 @@ pub const DEFAULT_ACCOUNTS: u32 = 10;
 pub const DEFAULT_BALANCE_ETH: u64 = 10_000;
 /// Default block gas limit.
 pub const DEFAULT_GAS_LIMIT: u64 = 30_000_000;
+/// Default base fee of the genesis block (1 gwei, as anvil).
+pub const DEFAULT_BASE_FEE: u64 = 1_000_000_000;
 /// Default gas cap of eth_call / eth_estimateGas.
 pub const DEFAULT_RPC_GAS_CAP: u64 = 50_000_000;
 /// Default EVM time cap of eth_call and eth_estimateGas.
@@ -48,40 +51,160 @@ pub const DEFAULT_WS_MAX_QUEUED: usize = 1024;
 /// Default JSON-RPC namespaces: all of them, as a dev node.
 pub const DEFAULT_HTTP_API: &str = "all";
 
+/// The hard forks a dev chain can run (`--hardfork`): every one revm supports from Shanghai on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "lower")]
+pub enum Hardfork {
+    /// Shanghai (withdrawals, PUSH0).
+    Shanghai,
+    /// Cancun (blobs, transient storage, the beacon roots contract).
+    Cancun,
+    /// Prague (EIP-7702, requests, the block hashes contract).
+    Prague,
+    /// Osaka (CLZ, EIP-7825's transaction gas cap, PeerDAS blob limits).
+    Osaka,
+}
+
+impl Hardfork {
+    /// The fork a dev chain runs when `--hardfork` is not given.
+    pub const DEFAULT: Self = Self::Prague;
+
+    /// revm's rules for this fork.
+    pub const fn spec(self) -> SpecId {
+        match self {
+            Self::Shanghai => SpecId::SHANGHAI,
+            Self::Cancun => SpecId::CANCUN,
+            Self::Prague => SpecId::PRAGUE,
+            Self::Osaka => SpecId::OSAKA,
+        }
+    }
+}
+
+/// How the pool orders pending transactions of different senders in a block (`--order`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum Order {
+    /// Highest tip first.
+    #[default]
+    Fees,
+    /// First admitted first.
+    Fifo,
+}
+
+/// How log lines are written (to stderr).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
 /// Hearth: an Ethereum execution node built on actors.
+///
+/// anvil's flags are accepted under anvil's names (-p/--port, --host, -b/--block-time,
+/// -a/--accounts, -m/--mnemonic, --base-fee, ...) beside Hearth's own; see README.md for the
+/// full table of anvil's flags and what Hearth does with each.
 #[derive(Debug, Parser)]
 #[command(name = "hearth", version, about)]
 pub struct Cli {
     /// A one-shot tool instead of the node (default: run the node).
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// Run a development chain (the only mode today; accepted for familiarity).
+    /// Hearth's persistent dev chain: stored in $HOME/.hearth/dev (or --datadir), kept across
+    /// restarts. Without --dev or --datadir the chain lives in memory, as anvil's.
     #[arg(long)]
     pub dev: bool,
     /// Address the JSON-RPC server binds.
-    #[arg(long = "http.addr", default_value = "127.0.0.1")]
+    #[arg(long = "http.addr", visible_alias = "host", default_value = "127.0.0.1")]
     pub http_addr: IpAddr,
     /// Port of the JSON-RPC server (0 picks a free one).
-    #[arg(long = "http.port", default_value_t = DEFAULT_HTTP_PORT)]
+    #[arg(
+        short = 'p',
+        long = "http.port",
+        visible_alias = "port",
+        default_value_t = DEFAULT_HTTP_PORT
+    )]
     pub http_port: u16,
-    /// Where the chain is stored (default: $HOME/.hearth/dev).
+    /// Where the chain is stored (with --dev: $HOME/.hearth/dev); without it and without
+    /// --dev the chain lives in memory, as anvil's.
     #[arg(long, conflicts_with = "ephemeral")]
     pub datadir: Option<PathBuf>,
-    /// Keep the chain in memory only.
+    /// Keep the chain in memory only (the default without --dev and --datadir).
     #[arg(long)]
     pub ephemeral: bool,
-    /// Chain id.
-    #[arg(long = "chain-id", default_value_t = DEFAULT_CHAIN_ID)]
-    pub chain_id: u64,
+    /// Chain id [default: 31337, or the chain id of the --init file].
+    #[arg(long = "chain-id", allow_negative_numbers = true)]
+    pub chain_id: Option<u64>,
     /// Number of funded dev accounts.
-    #[arg(long, default_value_t = DEFAULT_ACCOUNTS)]
+    #[arg(short = 'a', long, default_value_t = DEFAULT_ACCOUNTS, allow_negative_numbers = true)]
     pub accounts: u32,
-    /// Balance of each dev account, in ETH.
-    #[arg(long, default_value_t = DEFAULT_BALANCE_ETH)]
-    pub balance: u64,
-    /// Mnemonic the dev accounts derive from (m/44'/60'/0'/0/i).
-    #[arg(long, default_value = hearth_actors::dev::DEFAULT_MNEMONIC)]
+    /// Balance of each dev account, in ETH [default: 10000].
+    #[arg(long, allow_negative_numbers = true)]
+    pub balance: Option<u64>,
+    /// Mnemonic the dev accounts derive from.
+    #[arg(short = 'm', long, default_value = hearth_actors::dev::DEFAULT_MNEMONIC)]
     pub mnemonic: String,
+    /// Derivation path of the dev accounts: account i is this path followed by i.
+    #[arg(long = "derivation-path", default_value = hearth_actors::dev::DEFAULT_DERIVATION_PATH)]
+    pub derivation_path: String,
+    /// Hard fork rules of a new dev chain (the genesis's system contracts, the executor's and
+    /// the pool's rules), any case [default: prague]. An existing chain runs its own.
+    #[arg(long, ignore_case = true)]
+    pub hardfork: Option<Hardfork>,
+    /// Timestamp of a new chain's genesis block, in seconds; later blocks continue from it
+    /// [default: the time at start].
+    #[arg(long, allow_negative_numbers = true)]
+    pub timestamp: Option<u64>,
+    /// Number of the genesis block. Only 0: Hearth stores every chain from block 0.
+    #[arg(long, allow_negative_numbers = true)]
+    pub number: Option<u64>,
+    /// Base fee of a new chain's genesis block, in wei [default: 1000000000].
+    #[arg(
+        long = "block-base-fee-per-gas",
+        visible_alias = "base-fee",
+        allow_negative_numbers = true
+    )]
+    pub base_fee: Option<u64>,
+    /// What eth_gasPrice answers, in wei, and the price of the legacy transaction
+    /// eth_sendTransaction then fills when a request names no fee [default: the latest base
+    /// fee plus a 1 gwei tip, and EIP-1559 transactions].
+    #[arg(long = "gas-price", allow_negative_numbers = true)]
+    pub gas_price: Option<u128>,
+    /// Start a new dev chain from a geth-style genesis.json: its accounts, chain id, timestamp,
+    /// base fee and coinbase (flags given explicitly win), beside the dev accounts. Its gas
+    /// limit and fork schedule are not used: --gas-limit and --hardfork set those, as in anvil.
+    #[arg(long)]
+    pub init: Option<PathBuf>,
+    /// Leave the CREATE2 deployer (0x4e59b44847b379578588920ca78fbf26c0b4956c) out of a new
+    /// dev chain's genesis.
+    #[arg(long = "disable-default-create2-deployer", visible_alias = "no-create2")]
+    pub disable_default_create2_deployer: bool,
+    /// Largest contract code a creation may deploy, in bytes (initcode may be twice it)
+    /// [default: 24576, EIP-170].
+    #[arg(long = "code-size-limit", allow_negative_numbers = true)]
+    pub code_size_limit: Option<usize>,
+    /// No limit on contract code size (EIP-170) or initcode size (EIP-3860).
+    #[arg(long = "disable-code-size-limit")]
+    pub disable_code_size_limit: bool,
+    /// How pending transactions of different senders are ordered in a block.
+    #[arg(long, value_enum, ignore_case = true, default_value_t = Order::Fees)]
+    pub order: Order,
+    /// Every sender is impersonated from the start: eth_sendTransaction from any address.
+    #[arg(long = "auto-impersonate", visible_alias = "auto-unlock")]
+    pub auto_impersonate: bool,
+    /// Write the accounts, keys and fee settings as anvil's JSON to FILE at startup.
+    #[arg(long = "config-out", value_name = "FILE")]
+    pub config_out: Option<PathBuf>,
+    /// Print no banner on stdout (log lines still go to stderr).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Format of the log lines on stderr.
+    #[arg(long = "log.format", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Log lines as JSON (the same as --log.format json).
+    #[arg(long)]
+    pub json: bool,
     /// Executor threads (default: number of cores).
     #[arg(long = "executor.threads")]
     pub executor_threads: Option<usize>,
@@ -110,9 +233,12 @@ pub struct Cli {
     /// Time cap of one eth_call / eth_estimateGas run, e.g. 5s or 500ms (-32002 when hit).
     #[arg(long = "rpc.evm-timeout", default_value = DEFAULT_EVM_TIMEOUT)]
     pub rpc_evm_timeout: String,
-    /// Block gas limit.
-    #[arg(long = "gas-limit", default_value_t = DEFAULT_GAS_LIMIT)]
-    pub gas_limit: u64,
+    /// Block gas limit [default: 30000000].
+    #[arg(long = "gas-limit", allow_negative_numbers = true)]
+    pub gas_limit: Option<u64>,
+    /// No block gas limit: blocks take up to 2^64-1 gas (anvil's meaning).
+    #[arg(long = "disable-block-gas-limit")]
+    pub disable_block_gas_limit: bool,
     /// Capacity of every actor mailbox.
     #[arg(long = "actors.mailbox", default_value_t = DEFAULT_MAILBOX)]
     pub actors_mailbox: usize,
@@ -131,14 +257,23 @@ pub struct Cli {
     #[arg(long = "txpool.max-bytes", default_value = DEFAULT_TXPOOL_MAX_BYTES)]
     pub txpool_max_bytes: String,
     /// Do not mine on each transaction (mine with evm_mine only).
-    #[arg(long = "no-mining", conflicts_with_all = ["block_time", "automine"])]
+    #[arg(
+        long = "no-mining",
+        visible_alias = "no-mine",
+        conflicts_with_all = ["block_time", "automine"]
+    )]
     pub no_mining: bool,
     /// Mine a block every SECONDS (fractional allowed), or after a random time in MIN,MAX
     /// seconds; 0 disables. Turns automine off unless --automine is given too.
-    #[arg(long = "block-time", allow_hyphen_values = true)]
+    #[arg(
+        short = 'b',
+        long = "block-time",
+        visible_alias = "blockTime",
+        allow_hyphen_values = true
+    )]
     pub block_time: Option<String>,
     /// Keep automine on together with --block-time.
-    #[arg(long)]
+    #[arg(long, visible_alias = "mixed-mining")]
     pub automine: bool,
     /// Most WebSocket connections open at once; more are refused with HTTP 503.
     #[arg(long = "ws.max-connections", default_value_t = DEFAULT_WS_MAX_CONNECTIONS)]
@@ -154,7 +289,7 @@ pub struct Cli {
     /// scheme://host:port (port may be *), * for every origin, or none (default: loopback pages
     /// on any port, and browser extensions). Requests from other origins get 403. * also makes
     /// --http.vhosts and --ws.origins default to *.
-    #[arg(long = "http.corsdomain")]
+    #[arg(long = "http.corsdomain", visible_alias = "allow-origin")]
     pub http_corsdomain: Option<String>,
     /// Web origins allowed to open a WebSocket; same syntax and default as --http.corsdomain.
     #[arg(long = "ws.origins")]

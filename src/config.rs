@@ -1,17 +1,23 @@
 //! `NodeConfig`: only usable values. Every check on flags lives here, and each error names
 //! the flag so the user knows what to change.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use alloy_primitives::U256;
-use hearth_messages::miner::IntervalMining;
+use alloy_primitives::{Address, U256};
+use hearth_actors::mempool::TxOrder;
+use hearth_messages::miner::{IntervalMining, MAX_TIMESTAMP};
 use hearth_messages::subscriptions::SubscriptionLimits;
 use hearth_rpc::{ApiNamespaces, HostPolicy, OriginPolicy, RpcLimits, WebAccess};
+use revm::primitives::hardfork::SpecId;
+use serde_json::Value;
 
-use crate::cli::Cli;
+use crate::cli::{Cli, DEFAULT_BALANCE_ETH, DEFAULT_BASE_FEE, DEFAULT_CHAIN_ID, DEFAULT_GAS_LIMIT};
+use crate::cli::{Hardfork, LogFormat, Order};
+use crate::genesis::InitGenesis;
 
 /// Where the chain lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +26,37 @@ pub enum StorageMode {
     Disk(PathBuf),
     /// In memory; gone when the process ends.
     Ephemeral,
+}
+
+/// What a new chain's genesis is made of beside the chain id, rules, gas limit and dev
+/// accounts (which the node's other settings give).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenesisSettings {
+    /// Base fee of block 0.
+    pub base_fee: u64,
+    /// Timestamp of block 0; `None` is the time at start. When set, later blocks continue from
+    /// it (the miner's clock starts there), as anvil's `--timestamp`.
+    pub timestamp: Option<u64>,
+    /// Fee recipient of block 0 and of the blocks mined after it.
+    pub coinbase: Address,
+    /// Whether the CREATE2 deployer is deployed.
+    pub create2_deployer: bool,
+    /// Accounts of the `--init` file, set over the dev accounts.
+    pub alloc: BTreeMap<Address, Value>,
+}
+
+/// Which chain-shaping flags the command line gave explicitly: an existing chain keeps its own
+/// chain id, rules and genesis, so these are checked against it instead of applied.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GivenFlags {
+    /// `--chain-id`.
+    pub chain_id: bool,
+    /// `--hardfork`.
+    pub hardfork: bool,
+    /// `--gas-limit` (anvil's `--config-out` reports the limit only when given).
+    pub gas_limit: bool,
+    /// Flags that only shape a new chain's genesis, by name.
+    pub genesis_only: Vec<&'static str>,
 }
 
 /// A validated node configuration.
@@ -37,6 +74,32 @@ pub struct NodeConfig {
     pub balance_wei: U256,
     /// Mnemonic of the dev accounts.
     pub mnemonic: String,
+    /// Derivation path of the dev accounts; account i is this followed by i.
+    pub derivation_path: String,
+    /// The rules a new dev chain runs (`--hardfork`); once the node started, the rules its
+    /// chain runs (an existing or imported chain's own).
+    pub spec: SpecId,
+    /// What a new chain's genesis is made of.
+    pub genesis: GenesisSettings,
+    /// The chain-shaping flags given explicitly.
+    pub given: GivenFlags,
+    /// What eth_gasPrice answers and the price eth_sendTransaction fills in a legacy
+    /// transaction when a request names no fee (`None`: base fee plus tip, EIP-1559).
+    pub gas_price: Option<u128>,
+    /// Contract code size limit (`None`: EIP-170's); initcode may be twice it.
+    pub code_size_limit: Option<usize>,
+    /// Whether `--disable-block-gas-limit` made the block gas limit 2^64-1.
+    pub block_gas_limit_disabled: bool,
+    /// Ordering of pending transactions in a block.
+    pub order: TxOrder,
+    /// Every sender impersonated from the start.
+    pub auto_impersonate: bool,
+    /// Where anvil's JSON description of the node goes at startup.
+    pub config_out: Option<PathBuf>,
+    /// No banner on stdout.
+    pub quiet: bool,
+    /// Format of the log lines on stderr.
+    pub log_format: LogFormat,
     /// Executor threads.
     pub executor_threads: NonZeroUsize,
     /// JSON-RPC worker threads.
@@ -151,6 +214,33 @@ pub enum ConfigError {
     /// The mnemonic is not a valid BIP-39 phrase.
     #[error("--mnemonic is not a valid BIP-39 mnemonic: {0}")]
     Mnemonic(String),
+    /// The derivation path does not give a key for every dev account.
+    #[error(
+        "--derivation-path {path:?} is not usable: {reason} (write it like m/44'/60'/0'/0/; \
+         account i is the path followed by i)"
+    )]
+    DerivationPath {
+        /// What was given.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// A genesis block number other than 0.
+    #[error("{flag} {got} is not supported: Hearth stores every chain from block 0 (leave it out)")]
+    GenesisNumber {
+        /// The flag (or the `--init` file's field).
+        flag: &'static str,
+        /// The number given.
+        got: u64,
+    },
+    /// The `--init` genesis file cannot be used.
+    #[error("--init {path}: {reason}")]
+    Init {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
     /// An origin or host list that cannot be parsed.
     #[error("{flag} {got:?} is not usable: {reason}")]
     Access {
@@ -290,7 +380,8 @@ fn web_access(cli: &Cli) -> Result<WebAccess, ConfigError> {
     Ok(WebAccess { cors, ws_origins, vhosts })
 }
 
-/// The datadir when `--datadir` is not given: `$HOME/.hearth/dev`.
+/// The datadir of `hearth import` and `hearth export` when `--datadir` is not given:
+/// `$HOME/.hearth/dev`.
 pub fn default_datadir() -> Result<PathBuf, ConfigError> {
     let home = std::env::var_os("HOME").ok_or(ConfigError::NoHome)?;
     Ok(PathBuf::from(home).join(".hearth").join("dev"))
@@ -308,6 +399,81 @@ fn in_range(flag: &'static str, value: u64, min: u64, max: u64) -> Result<u64, C
     }
 }
 
+/// What the chain-shaping flags resolve to.
+struct ChainSettings {
+    chain_id: u64,
+    spec: SpecId,
+    genesis: GenesisSettings,
+    given: GivenFlags,
+    gas_limit: u64,
+}
+
+/// Resolves the chain-shaping flags. Flags given explicitly win over the `--init` file, which
+/// wins over the defaults (anvil's precedence).
+fn chain_settings(cli: &Cli) -> Result<ChainSettings, ConfigError> {
+    let init = match &cli.init {
+        None => None,
+        Some(path) => Some(InitGenesis::read(path).map_err(|e| ConfigError::Init {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?),
+    };
+    if let Some(number) = cli.number.filter(|n| *n != 0) {
+        return Err(ConfigError::GenesisNumber { flag: "--number", got: number });
+    }
+    if let Some(number) = init.as_ref().map(|i| i.number).filter(|n| *n != 0) {
+        return Err(ConfigError::GenesisNumber { flag: "--init's genesis number", got: number });
+    }
+    let timestamp = cli.timestamp.or(init.as_ref().map(|i| i.timestamp));
+    if let Some(timestamp) = timestamp {
+        // Dev methods refuse block timestamps past this; a genesis past it would leave no
+        // timestamp for the next block.
+        let flag = if cli.timestamp.is_some() { "--timestamp" } else { "--init's timestamp" };
+        in_range(flag, timestamp, 0, MAX_TIMESTAMP)?;
+    }
+    let gas_limit = if cli.disable_block_gas_limit {
+        u64::MAX
+    } else {
+        in_range(
+            "--gas-limit",
+            cli.gas_limit.unwrap_or(DEFAULT_GAS_LIMIT),
+            MIN_GAS_LIMIT,
+            u64::MAX,
+        )?
+    };
+    let genesis = GenesisSettings {
+        base_fee: cli
+            .base_fee
+            .or(init.as_ref().and_then(|i| i.base_fee))
+            .unwrap_or(DEFAULT_BASE_FEE),
+        timestamp,
+        coinbase: init.as_ref().map_or(Address::ZERO, |i| i.coinbase),
+        create2_deployer: !cli.disable_default_create2_deployer,
+        alloc: init.as_ref().map(|i| i.alloc.clone()).unwrap_or_default(),
+    };
+    let genesis_only = [
+        ("--balance", cli.balance.is_some()),
+        ("--timestamp", cli.timestamp.is_some()),
+        ("--number", cli.number.is_some()),
+        ("--block-base-fee-per-gas", cli.base_fee.is_some()),
+        ("--init", cli.init.is_some()),
+        ("--disable-default-create2-deployer", cli.disable_default_create2_deployer),
+    ];
+    let given = GivenFlags {
+        chain_id: cli.chain_id.is_some(),
+        hardfork: cli.hardfork.is_some(),
+        gas_limit: cli.gas_limit.is_some(),
+        genesis_only: genesis_only.iter().filter(|(_, on)| *on).map(|(flag, _)| *flag).collect(),
+    };
+    Ok(ChainSettings {
+        chain_id: cli.chain_id.or(init.map(|i| i.chain_id)).unwrap_or(DEFAULT_CHAIN_ID),
+        spec: cli.hardfork.unwrap_or(Hardfork::DEFAULT).spec(),
+        genesis,
+        given,
+        gas_limit,
+    })
+}
+
 impl TryFrom<Cli> for NodeConfig {
     type Error = ConfigError;
 
@@ -316,10 +482,16 @@ impl TryFrom<Cli> for NodeConfig {
         let web = web_access(&cli)?;
         let api = ApiNamespaces::parse(&cli.http_api)
             .map_err(|reason| ConfigError::Api { got: cli.http_api.clone(), reason })?;
-        let storage = match (cli.ephemeral, cli.datadir) {
-            (true, _) => StorageMode::Ephemeral,
-            (false, Some(dir)) => StorageMode::Disk(dir),
-            (false, None) => StorageMode::Disk(default_datadir()?),
+        let ChainSettings { chain_id, spec, genesis, given, gas_limit } = chain_settings(&cli)?;
+        // `hearth --dev` (the README's command) is Hearth's persistent dev chain in
+        // ~/.hearth/dev, kept across restarts and kill -9. Without --dev or --datadir (anvil's
+        // command lines) the chain lives in memory, as anvil's: a script that starts a node gets
+        // a fresh chain every time, and several nodes run side by side. `--ephemeral` says so
+        // explicitly, with or without --dev (clap refuses it beside --datadir).
+        let storage = match (cli.datadir, cli.dev && !cli.ephemeral) {
+            (Some(dir), _) => StorageMode::Disk(dir),
+            (None, true) => StorageMode::Disk(default_datadir()?),
+            (None, false) => StorageMode::Ephemeral,
         };
         let executor_threads =
             non_zero("--executor.threads", cli.executor_threads.unwrap_or(cores))?;
@@ -330,7 +502,6 @@ impl TryFrom<Cli> for NodeConfig {
         let max_in_flight =
             non_zero("--executor.max-in-flight", cli.executor_max_in_flight.unwrap_or(2 * cores))?;
         in_range("--accounts", u64::from(cli.accounts), 0, MAX_ACCOUNTS)?;
-        in_range("--gas-limit", cli.gas_limit, MIN_GAS_LIMIT, u64::MAX)?;
         in_range("--rpc.gascap", cli.rpc_gascap, MIN_GAS_LIMIT, u64::MAX)?;
         in_range("--cache.code-entries", cli.cache_code_entries as u64, 1, MAX_CODE_CACHE_ENTRIES)?;
         in_range("--rpc.max-logs", cli.rpc_max_logs as u64, 1, MAX_RPC_MAX_LOGS)?;
@@ -349,6 +520,12 @@ impl TryFrom<Cli> for NodeConfig {
         let db_cache_bytes = parse_size(&cli.cache_db)
             .ok_or_else(|| ConfigError::Size { flag: "--cache.db", got: cli.cache_db.clone() })?
             as u64;
+        let code_size_limit = match (cli.disable_code_size_limit, cli.code_size_limit) {
+            // As anvil: disabling wins over a limit given beside it.
+            (true, _) => Some(usize::MAX),
+            (false, Some(0)) => return Err(ConfigError::Zero { flag: "--code-size-limit" }),
+            (false, limit) => limit,
+        };
         let interval = match &cli.block_time {
             None => None,
             Some(text) => parse_block_time(text).map_err(|reason| ConfigError::BlockTime {
@@ -361,13 +538,35 @@ impl TryFrom<Cli> for NodeConfig {
         let automine = !cli.no_mining && (interval.is_none() || cli.automine);
         hearth_actors::dev::dev_signers(&cli.mnemonic, 1)
             .map_err(|e| ConfigError::Mnemonic(e.to_string()))?;
+        hearth_actors::dev::check_derivation_path(&cli.derivation_path, cli.accounts).map_err(
+            |e| ConfigError::DerivationPath {
+                path: cli.derivation_path.clone(),
+                reason: e.to_string(),
+            },
+        )?;
+        let balance = cli.balance.unwrap_or(DEFAULT_BALANCE_ETH);
         Ok(Self {
             storage,
             http_addr: SocketAddr::new(cli.http_addr, cli.http_port),
-            chain_id: cli.chain_id,
+            chain_id,
             accounts: cli.accounts,
-            balance_wei: U256::from(cli.balance) * U256::from(10u64).pow(U256::from(18)),
+            balance_wei: U256::from(balance) * U256::from(10u64).pow(U256::from(18)),
             mnemonic: cli.mnemonic,
+            derivation_path: cli.derivation_path,
+            spec,
+            genesis,
+            given,
+            gas_price: cli.gas_price,
+            code_size_limit,
+            block_gas_limit_disabled: cli.disable_block_gas_limit,
+            order: match cli.order {
+                Order::Fees => TxOrder::Fees,
+                Order::Fifo => TxOrder::Fifo,
+            },
+            auto_impersonate: cli.auto_impersonate,
+            config_out: cli.config_out,
+            quiet: cli.quiet,
+            log_format: if cli.json { LogFormat::Json } else { cli.log_format },
             executor_threads,
             http_workers,
             max_in_flight,
@@ -376,7 +575,7 @@ impl TryFrom<Cli> for NodeConfig {
                 &cli.executor_admission_wait,
                 MAX_ADMISSION_WAIT,
             )?,
-            gas_limit: cli.gas_limit,
+            gas_limit,
             mailbox: non_zero("--actors.mailbox", cli.actors_mailbox)?,
             code_cache_entries: non_zero("--cache.code-entries", cli.cache_code_entries)?,
             txpool_max_count: non_zero("--txpool.max-count", cli.txpool_max_count)?,
@@ -462,6 +661,17 @@ mod tests {
         assert_eq!(config.accounts, 10);
         assert_eq!(config.http_addr.to_string(), "127.0.0.1:8545");
         assert_eq!(config.storage, StorageMode::Ephemeral);
+        assert_eq!(parse(&[]).expect("valid").storage, StorageMode::Ephemeral, "as anvil");
+        assert_eq!(
+            parse(&["--dev", "--ephemeral"]).expect("valid").storage,
+            StorageMode::Ephemeral
+        );
+        if let Ok(datadir) = default_datadir() {
+            let dev = parse(&["--dev"]).expect("valid");
+            assert_eq!(dev.storage, StorageMode::Disk(datadir), "--dev persists");
+        }
+        let disk = parse(&["--datadir", "/tmp/chain"]).expect("valid");
+        assert_eq!(disk.storage, StorageMode::Disk(PathBuf::from("/tmp/chain")));
         assert!(config.automine);
         let ws = config.subscriptions;
         assert_eq!(
@@ -525,6 +735,239 @@ mod tests {
         for (args, flag) in cases {
             let err = parse(args).expect_err("must be rejected");
             assert!(err.to_string().contains(flag), "{err} should name {flag}");
+        }
+    }
+
+    #[test]
+    fn anvils_spellings_set_the_same_config() {
+        let config = parse(&[
+            "-p",
+            "0",
+            "--host",
+            "0.0.0.0",
+            "-b",
+            "2",
+            "-a",
+            "3",
+            "--balance",
+            "5",
+            "-m",
+            "test test test test test test test test test test test junk",
+            "--derivation-path",
+            "m/44'/60'/1'/0/",
+            "--chain-id",
+            "5",
+            "--gas-limit",
+            "40000000",
+            "--base-fee",
+            "3",
+            "--gas-price",
+            "7",
+            "--hardfork",
+            "CANCUN",
+            "--timestamp",
+            "1000",
+            "--number",
+            "0",
+            "--code-size-limit",
+            "50000",
+            "--order",
+            "FIFO",
+            "--auto-impersonate",
+            "--config-out",
+            "/tmp/out.json",
+            "-q",
+            "--no-create2",
+            "--json",
+        ])
+        .expect("valid");
+        assert_eq!(config.http_addr.to_string(), "0.0.0.0:0");
+        assert_eq!(config.interval, Some(IntervalMining::Fixed(Duration::from_secs(2))));
+        assert!(!config.automine, "-b alone mines on the interval only, as anvil");
+        assert_eq!((config.accounts, config.chain_id, config.gas_limit), (3, 5, 40_000_000));
+        assert_eq!(config.balance_wei, U256::from(5u64) * U256::from(10u64).pow(U256::from(18)));
+        assert_eq!(config.derivation_path, "m/44'/60'/1'/0/");
+        assert_eq!(config.spec, SpecId::CANCUN);
+        assert_eq!(config.genesis.base_fee, 3);
+        assert_eq!(config.genesis.timestamp, Some(1000));
+        assert!(!config.genesis.create2_deployer);
+        assert_eq!(config.gas_price, Some(7));
+        assert_eq!(config.code_size_limit, Some(50_000));
+        assert_eq!(config.order, TxOrder::Fifo);
+        assert!(config.auto_impersonate && config.quiet);
+        assert_eq!(config.config_out, Some(PathBuf::from("/tmp/out.json")));
+        assert_eq!(config.log_format, LogFormat::Json);
+        assert!(config.given.chain_id && config.given.hardfork && config.given.gas_limit);
+        assert_eq!(
+            config.given.genesis_only,
+            [
+                "--balance",
+                "--timestamp",
+                "--number",
+                "--block-base-fee-per-gas",
+                "--disable-default-create2-deployer"
+            ]
+        );
+
+        // The long names, the other aliases and Hearth's own names land in the same fields.
+        let long = parse(&[
+            "--port",
+            "9",
+            "--block-base-fee-per-gas",
+            "4",
+            "--no-mine",
+            "--auto-unlock",
+            "--disable-default-create2-deployer",
+            "--log.format",
+            "json",
+            "--hardfork",
+            "osaka",
+            "--allow-origin",
+            "*",
+            "--quiet",
+        ])
+        .expect("valid");
+        assert_eq!(long.http_addr.port(), 9);
+        assert_eq!((long.genesis.base_fee, long.spec), (4, SpecId::OSAKA));
+        assert!(!long.automine && long.interval.is_none() && long.auto_impersonate);
+        assert!(!long.genesis.create2_deployer && long.web.cors.is_any());
+        let mixed = parse(&["--blockTime", "1", "--mixed-mining"]).expect("valid");
+        assert!(mixed.automine && mixed.interval.is_some());
+        let hearths = parse(&["--http.port", "9", "--http.addr", "::1"]).expect("valid");
+        assert_eq!(hearths.http_addr.to_string(), "[::1]:9");
+    }
+
+    #[test]
+    fn chain_flags_default_to_anvils_values() {
+        let config = parse(&[]).expect("valid");
+        assert_eq!(config.spec, SpecId::PRAGUE);
+        assert_eq!(config.derivation_path, "m/44'/60'/0'/0/");
+        assert_eq!(
+            config.genesis,
+            GenesisSettings {
+                base_fee: 1_000_000_000,
+                timestamp: None,
+                coinbase: Address::ZERO,
+                create2_deployer: true,
+                alloc: BTreeMap::new(),
+            }
+        );
+        assert_eq!(config.given, GivenFlags::default());
+        assert_eq!((config.gas_price, config.code_size_limit), (None, None));
+        assert_eq!(
+            (config.order, config.auto_impersonate, config.quiet),
+            (TxOrder::Fees, false, false)
+        );
+        assert_eq!((config.gas_limit, config.block_gas_limit_disabled), (30_000_000, false));
+        assert_eq!(config.log_format, LogFormat::Text);
+        for fork in ["shanghai", "Cancun", "PRAGUE", "osaka"] {
+            assert!(parse(&["--hardfork", fork]).is_ok(), "{fork}");
+        }
+        // Disabling wins over a limit given beside it, as in anvil.
+        let off = parse(&["--disable-block-gas-limit", "--gas-limit", "40000000"]).expect("valid");
+        assert_eq!((off.gas_limit, off.block_gas_limit_disabled), (u64::MAX, true));
+        let off = parse(&["--disable-code-size-limit", "--code-size-limit", "100"]).expect("ok");
+        assert_eq!(off.code_size_limit, Some(usize::MAX));
+        assert_eq!(parse(&["--timestamp", "0"]).unwrap().genesis.timestamp, Some(0));
+        assert_eq!(
+            parse(&["--timestamp", "9223372036854775807"]).unwrap().genesis.timestamp,
+            Some(MAX_TIMESTAMP)
+        );
+    }
+
+    /// Writes a genesis file for `--init` and returns its path (removed by the caller).
+    fn genesis_file(name: &str, doc: &Value) -> PathBuf {
+        let path = std::env::temp_dir().join(format!("hearth-{name}-{}.json", std::process::id()));
+        std::fs::write(&path, doc.to_string()).expect("write");
+        path
+    }
+
+    #[test]
+    fn init_sets_what_the_flags_do_not() {
+        let doc = serde_json::json!({
+            "config": {"chainId": 777, "londonBlock": 0},
+            "timestamp": "0x1000", "baseFeePerGas": "0x7",
+            "coinbase": "0x00000000000000000000000000000000000000aa",
+            "alloc": {"0x1111111111111111111111111111111111111111": {"balance": "0x10"}}
+        });
+        let path = genesis_file("init", &doc);
+        let file = path.to_str().expect("utf-8");
+        let config = parse(&["--init", file]).expect("valid");
+        assert_eq!((config.chain_id, config.genesis.base_fee), (777, 7));
+        assert_eq!(config.genesis.timestamp, Some(4096));
+        assert_eq!(config.genesis.coinbase, Address::with_last_byte(0xaa));
+        assert_eq!(config.genesis.alloc.len(), 1);
+        assert_eq!(config.given.genesis_only, ["--init"]);
+        assert!(!config.given.chain_id);
+        let flags =
+            parse(&["--init", file, "--chain-id", "5", "--base-fee", "9", "--timestamp", "1"])
+                .expect("valid");
+        assert_eq!((flags.chain_id, flags.genesis.base_fee), (5, 9));
+        assert_eq!(flags.genesis.timestamp, Some(1));
+        std::fs::remove_file(&path).expect("cleanup");
+    }
+
+    #[test]
+    fn each_bad_chain_flag_names_itself() {
+        let deep = genesis_file(
+            "deep",
+            &serde_json::json!({"config": {"chainId": 1}, "number": "0x5", "alloc": {}}),
+        );
+        let broken = genesis_file("broken", &serde_json::json!({"config": {"chainId": "x"}}));
+        let cases: &[(&[&str], &str)] = &[
+            (&["--number", "5"], "--number 5 is not supported"),
+            (&["--timestamp", "9223372036854775808"], "--timestamp must be between 0 and"),
+            (&["--code-size-limit", "0"], "--code-size-limit must be at least 1"),
+            (&["--derivation-path", "m/x/"], "--derivation-path \"m/x/\" is not usable"),
+            (&["--derivation-path", "m/44'/60'/0'/0/2147483647"], "--derivation-path"),
+            (&["--init", "/nonexistent/genesis.json"], "--init /nonexistent/genesis.json"),
+            (&["--init", deep.to_str().unwrap()], "--init's genesis number 5 is not supported"),
+            (&["--init", broken.to_str().unwrap()], "config.chainId"),
+            (&["--gas-limit", "20999"], "--gas-limit must be between 21000"),
+        ];
+        for (args, message) in cases {
+            let err = parse(args).expect_err("must be rejected");
+            assert!(err.to_string().contains(message), "{err} should say {message:?}");
+        }
+        let _ = std::fs::remove_file(deep);
+        let _ = std::fs::remove_file(broken);
+    }
+
+    #[test]
+    fn malformed_chain_flags_are_usage_errors_naming_the_flag() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--hardfork", "london"], "--hardfork"),
+            (&["--hardfork", "foo"], "[possible values: shanghai, cancun, prague, osaka]"),
+            (&["--timestamp", "-1"], "invalid value '-1' for '--timestamp"),
+            (&["--balance", "-5"], "--balance"),
+            (&["--chain-id", "-1"], "--chain-id"),
+            (&["--timestamp", "99999999999999999999"], "--timestamp"),
+            (&["--base-fee", "99999999999999999999"], "--block-base-fee-per-gas"),
+            (&["--base-fee", "-1"], "--block-base-fee-per-gas"),
+            (&["--gas-price", "x"], "--gas-price"),
+            (&["--gas-price", "-1"], "--gas-price"),
+            (&["--number", "-1"], "--number"),
+            (&["--code-size-limit", "-5"], "--code-size-limit"),
+            (&["--gas-limit", "-1"], "--gas-limit"),
+            (&["--order", "lifo"], "[possible values: fees, fifo]"),
+            (&["--log.format", "xml"], "--log.format"),
+            (&["-p", "65536"], "--http.port"),
+            (&["--host", "localhost"], "--http.addr"),
+            (&["-a", "x"], "--accounts"),
+            (&["--no-mining", "-b", "2"], "--block-time"),
+            // anvil flags Hearth does not have are refused by name, never ignored.
+            (&["--fork-url", "http://x"], "--fork-url"),
+            (&["--state", "s.json"], "--state"),
+            (&["--steps-tracing"], "--steps-tracing"),
+            (&["--prune-history"], "--prune-history"),
+            (&["-j", "2"], "-j"),
+        ];
+        for (args, message) in cases {
+            let mut all = vec!["hearth"];
+            all.extend_from_slice(args);
+            let err = Cli::try_parse_from(all).expect_err("must be rejected");
+            assert_eq!(err.exit_code(), 2, "{args:?}");
+            assert!(err.to_string().contains(message), "{err} should say {message:?}");
         }
     }
 

@@ -13,7 +13,7 @@ use alloy_consensus::constants::EMPTY_OMMER_ROOT_HASH;
 use alloy_eips::eip1559::INITIAL_BASE_FEE;
 use alloy_eips::eip7685::EMPTY_REQUESTS_HASH;
 use alloy_eips::eip7840::BlobParams;
-use alloy_primitives::{Address, B64, B256, Bloom, Bytes, U256};
+use alloy_primitives::{Address, B64, B256, Bloom, Bytes, U256, address, hex};
 use hearth_actors::block_exec::default_blob_params;
 use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{ChainDb, StorageError, state_root_after};
@@ -286,7 +286,19 @@ fn system_contract_names(spec: SpecId, deposit_contract: Address) -> BTreeMap<St
     contracts
 }
 
-/// What a dev chain's genesis is made of: the node's flags.
+/// Address of the deterministic deployment proxy ("CREATE2 deployer") that anvil puts in
+/// every dev genesis; deployment scripts (forge's among them) send salted creations to it.
+pub const CREATE2_DEPLOYER: Address = address!("4e59b44847b379578588920ca78fbf26c0b4956c");
+
+/// The proxy's runtime code, as anvil serves it from `eth_getCode`. Calldata is a 32-byte salt
+/// followed by initcode; it runs CREATE2 with the call's value, reverts when the creation
+/// fails, and returns the new contract's 20-byte address.
+pub const CREATE2_DEPLOYER_CODE: [u8; 69] = hex!(
+    "7fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffe0"
+    "3601600081602082378035828234f58015156039578182fd5b8082525050506014600cf3"
+);
+
+/// What a dev chain's genesis is made of: the node's flags (and a `--init` file's accounts).
 #[derive(Debug, Clone)]
 pub struct DevGenesis {
     /// Chain id.
@@ -301,6 +313,13 @@ pub struct DevGenesis {
     pub base_fee: u64,
     /// Timestamp of block 0 (seconds).
     pub timestamp: u64,
+    /// Fee recipient of block 0.
+    pub coinbase: Address,
+    /// Whether the CREATE2 deployer is deployed (anvil's default).
+    pub create2_deployer: bool,
+    /// Accounts of a `--init` genesis file, as written there (balance, nonce, code, storage):
+    /// set last, so they replace a dev account or contract at the same address.
+    pub alloc: BTreeMap<Address, Value>,
 }
 
 impl DevGenesis {
@@ -312,7 +331,8 @@ impl DevGenesis {
     /// block, as geth --dev and anvil do (with nonce 1, as their deployment transactions
     /// leave them): EIP-4788's beacon roots from Cancun, EIP-2935's block hashes and the
     /// EIP-7002 / EIP-7251 request queues from Prague. Without the request contracts a Prague
-    /// block is invalid, so a dev chain without them could not be re-imported.
+    /// block is invalid, so a dev chain without them could not be re-imported. And, unless
+    /// turned off, the CREATE2 deployer at [`CREATE2_DEPLOYER`] (nonce 0, as anvil has it).
     pub fn document(&self) -> Value {
         let mut config = serde_json::Map::new();
         config.insert("chainId".into(), self.chain_id.into());
@@ -360,6 +380,15 @@ impl DevGenesis {
                 );
             }
         }
+        if self.create2_deployer {
+            alloc.insert(
+                CREATE2_DEPLOYER.to_string(),
+                serde_json::json!({ "balance": "0x0", "code": hex::encode_prefixed(CREATE2_DEPLOYER_CODE) }),
+            );
+        }
+        for (address, account) in &self.alloc {
+            alloc.insert(address.to_string(), account.clone());
+        }
         serde_json::json!({
             "config": config,
             "nonce": "0x0",
@@ -368,7 +397,7 @@ impl DevGenesis {
             "gasLimit": format!("{:#x}", self.gas_limit),
             "difficulty": "0x0",
             "mixHash": B256::ZERO.to_string(),
-            "coinbase": Address::ZERO.to_string(),
+            "coinbase": self.coinbase.to_string(),
             "baseFeePerGas": format!("{:#x}", self.base_fee),
             "alloc": alloc,
         })
@@ -392,6 +421,53 @@ fn system_contracts() -> [(Address, &'static Bytes, SpecId); 4] {
             SpecId::PRAGUE,
         ),
     ]
+}
+
+/// What a dev chain takes from a genesis file given with `--init`, as anvil takes it: the
+/// chain id, timestamp, base fee, coinbase and block number of the header, and the accounts.
+/// The file's gas limit, fork schedule and other header fields are not used (the flags set
+/// those, as in anvil).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InitGenesis {
+    /// `config.chainId`.
+    pub chain_id: u64,
+    /// `timestamp` (0 when absent).
+    pub timestamp: u64,
+    /// `baseFeePerGas`, when given.
+    pub base_fee: Option<u64>,
+    /// `coinbase` (zero when absent).
+    pub coinbase: Address,
+    /// `number` (0 when absent).
+    pub number: u64,
+    /// `alloc`, each account as written (it was checked to parse).
+    pub alloc: BTreeMap<Address, Value>,
+}
+
+impl InitGenesis {
+    /// Reads and checks a genesis file as `hearth import` does, then takes what a dev chain
+    /// uses from it.
+    pub fn read(path: &Path) -> Result<Self, GenesisError> {
+        let genesis = Genesis::read(path)?;
+        let doc = genesis.document();
+        let opt = |key: &str| doc.get(key).filter(|x| !x.is_null());
+        let mut alloc = BTreeMap::new();
+        if let Some(accounts) = doc.get("alloc").and_then(Value::as_object) {
+            for (key, account) in accounts {
+                let address: Address = key
+                    .parse()
+                    .map_err(|_| GenesisError::field(format!("alloc key {key}"), account))?;
+                alloc.insert(address, account.clone());
+            }
+        }
+        Ok(Self {
+            chain_id: genesis.config.chain_id,
+            timestamp: genesis.header.timestamp,
+            base_fee: opt("baseFeePerGas").map(|x| quantity_u64("baseFeePerGas", x)).transpose()?,
+            coinbase: genesis.header.beneficiary,
+            number: opt("number").map_or(Ok(0), |x| quantity_u64("number", x))?,
+            alloc,
+        })
+    }
 }
 
 /// A parsed genesis file: the chain's rules, its alloc and its block 0.
@@ -599,6 +675,116 @@ mod tests {
         assert_eq!(prague.max_blob_count, BlobParams::prague().max_blob_count);
         let bpo1 = config.blob_params_at(SpecId::OSAKA, 510);
         assert_eq!((bpo1.max_blob_count, bpo1.update_fraction), (15, 8346193));
+    }
+
+    fn dev(spec: SpecId) -> DevGenesis {
+        DevGenesis {
+            chain_id: 31337,
+            spec,
+            accounts: vec![(Address::repeat_byte(1), U256::from(5))],
+            gas_limit: 30_000_000,
+            base_fee: 7,
+            timestamp: 1000,
+            coinbase: Address::ZERO,
+            create2_deployer: true,
+            alloc: BTreeMap::new(),
+        }
+    }
+
+    /// The addresses with code in `doc`'s alloc.
+    fn contracts(doc: &Value) -> Vec<Address> {
+        let alloc = doc["alloc"].as_object().expect("alloc");
+        let mut out: Vec<Address> = alloc
+            .iter()
+            .filter(|(_, account)| account.get("code").is_some())
+            .map(|(key, _)| key.parse().expect("address"))
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_system_contracts_follow_the_hardfork() {
+        use alloy_eips::{eip2935, eip4788, eip7002, eip7251};
+        let prague_set = {
+            let mut all = vec![
+                CREATE2_DEPLOYER,
+                eip4788::BEACON_ROOTS_ADDRESS,
+                eip2935::HISTORY_STORAGE_ADDRESS,
+                eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS,
+                eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS,
+            ];
+            all.sort();
+            all
+        };
+        let mut cancun_set = vec![CREATE2_DEPLOYER, eip4788::BEACON_ROOTS_ADDRESS];
+        cancun_set.sort();
+        let cases = [
+            (SpecId::SHANGHAI, vec![CREATE2_DEPLOYER], "shanghaiTime", "cancunTime"),
+            (SpecId::CANCUN, cancun_set, "cancunTime", "pragueTime"),
+            (SpecId::PRAGUE, prague_set.clone(), "pragueTime", "osakaTime"),
+            (SpecId::OSAKA, prague_set, "osakaTime", "bpo1Time"),
+        ];
+        for (spec, expected, active, inactive) in cases {
+            let doc = dev(spec).document();
+            assert_eq!(contracts(&doc), expected, "{spec:?}");
+            assert_eq!(doc["config"][active], 0, "{spec:?}");
+            assert!(doc["config"].get(inactive).is_none(), "{spec:?}");
+            // The document is a genesis the importer reads back under the same rules.
+            let genesis = Genesis::from_json(&doc).expect("valid genesis");
+            assert_eq!(genesis.config.spec_at(0, 1000), spec);
+            assert_eq!(genesis.header.requests_hash.is_some(), spec >= SpecId::PRAGUE);
+            assert_eq!(genesis.header.parent_beacon_block_root.is_some(), spec >= SpecId::CANCUN);
+        }
+    }
+
+    #[test]
+    fn the_create2_deployer_can_be_left_out_and_init_accounts_win() {
+        let mut without = dev(SpecId::PRAGUE);
+        without.create2_deployer = false;
+        assert!(!contracts(&without.document()).contains(&CREATE2_DEPLOYER));
+        let doc = dev(SpecId::PRAGUE).document();
+        let deployer = &doc["alloc"][CREATE2_DEPLOYER.to_string()];
+        assert_eq!(deployer["code"], format!("0x{}", hex::encode(CREATE2_DEPLOYER_CODE)));
+        assert!(deployer.get("nonce").is_none(), "nonce 0, as anvil has it");
+
+        let mut init = dev(SpecId::PRAGUE);
+        let funded = Address::repeat_byte(1);
+        init.alloc.insert(funded, json!({"balance": "0x10", "nonce": "0x3"}));
+        init.alloc.insert(Address::repeat_byte(2), json!({"balance": "0x20"}));
+        init.coinbase = Address::repeat_byte(0xaa);
+        let doc = init.document();
+        assert_eq!(doc["alloc"][funded.to_string()]["balance"], "0x10", "the file's account wins");
+        assert_eq!(doc["alloc"][Address::repeat_byte(2).to_string()]["balance"], "0x20");
+        assert_eq!(doc["coinbase"], Address::repeat_byte(0xaa).to_string());
+        assert_eq!(doc["baseFeePerGas"], "0x7");
+        assert_eq!(doc["timestamp"], "0x3e8");
+    }
+
+    #[test]
+    fn init_reads_what_a_dev_chain_uses() {
+        let dir = std::env::temp_dir().join(format!("hearth-init-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("genesis.json");
+        let file = json!({
+            "config": {"chainId": 777, "londonBlock": 0},
+            "timestamp": "0x1000", "gasLimit": "0x2000000", "baseFeePerGas": "0x7",
+            "coinbase": "0x00000000000000000000000000000000000000aa", "number": "0x0",
+            "alloc": {"1111111111111111111111111111111111111111": {"balance": "0x10"}}
+        });
+        std::fs::write(&path, file.to_string()).expect("write");
+        let init = InitGenesis::read(&path).expect("valid");
+        assert_eq!(
+            (init.chain_id, init.timestamp, init.base_fee, init.number),
+            (777, 4096, Some(7), 0)
+        );
+        assert_eq!(init.coinbase, Address::with_last_byte(0xaa));
+        assert_eq!(init.alloc[&Address::repeat_byte(0x11)], json!({"balance": "0x10"}));
+        std::fs::write(&path, json!({"config": {"chainId": 1}, "alloc": {"xyz": {}}}).to_string())
+            .expect("write");
+        let err = InitGenesis::read(&path).expect_err("bad key");
+        assert!(err.to_string().contains("alloc key xyz"), "{err}");
+        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 
     #[test]

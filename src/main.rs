@@ -10,13 +10,18 @@ use std::process::ExitCode;
 use clap::Parser;
 use std::path::PathBuf;
 
+use hearth::banner::StartupInfo;
 use hearth::chainfile;
-use hearth::cli::{Cli, Command, ExportArgs, ImportArgs};
+use hearth::cli::{Cli, Command, ExportArgs, ImportArgs, LogFormat};
 use hearth::config::NodeConfig;
 use hearth::genesis::Genesis;
 use hearth::node::Node;
 use hearth_rpc::Extensions;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::FilterExt as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 fn main() -> ExitCode {
     hearth::os::bound_malloc_retention();
@@ -38,17 +43,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-        .init();
+    // anvil_setLoggingEnabled turns lines below `warn` off and on through this switch.
+    let logging = hearth_rpc::LogSwitch::default();
+    init_logging(config.log_format, logging.clone());
 
     let system = actix_rt::System::new();
     let result = system.block_on(async move {
-        let node = Node::start(config)?;
+        let mut node = Node::start(config)?;
+        node.logging = logging;
         let (server, addr) = node.serve_rpc(Extensions::default())?;
+        announce(&node, addr)?;
         let accounts: Vec<String> = node.signers.iter().map(|s| s.address().to_string()).collect();
         tracing::info!(target: "node", %addr, chain_id = node.config().chain_id, ?accounts, "JSON-RPC listening on http://{addr} and ws://{addr}");
         // WebSocket connections would hold actix-web's graceful stop open until its timeout
@@ -67,13 +71,60 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
+            // A flag that contradicts the existing chain is a usage error, like any bad flag.
+            let code = if matches!(e, hearth::node::NodeError::Mismatch { .. }) { 2 } else { 1 };
             // Exit here: actors started before the failure would otherwise be torn down with
-            // the runtime already gone (a panic instead of exit code 1). Every block written so
-            // far was journaled before it was acknowledged and is replayed at the next open, so
-            // nothing is lost.
-            std::process::exit(1)
+            // the runtime already gone (a panic instead of the exit code). Every block written
+            // so far was journaled before it was acknowledged and is replayed at the next open,
+            // so nothing is lost.
+            std::process::exit(code)
         }
     }
+}
+
+/// Log lines go to stderr (stdout carries the banner, which scripts read), as text or, with
+/// `--log.format json`, one JSON object per line. `RUST_LOG` filters them (default `info`), and
+/// so does `switch` (anvil_setLoggingEnabled) for lines below `warn`.
+fn init_logging(format: LogFormat, switch: hearth_rpc::LogSwitch) {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info"))
+        // Dynamic: asked at every event, since the switch changes at runtime (a plain
+        // `filter_fn` is cached per call site after its first answer).
+        .and(tracing_subscriber::filter::dynamic_filter_fn(move |meta, _| {
+            switch.allows(meta.level())
+        }));
+    let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => {
+            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            tracing_subscriber::registry().with(layer.with_ansi(ansi).with_filter(filter)).init();
+        }
+        LogFormat::Json => {
+            tracing_subscriber::registry().with(layer.json().with_filter(filter)).init();
+        }
+    }
+}
+
+/// Writes `--config-out` and prints the banner on stdout (unless `--quiet`), as anvil does once
+/// it listens.
+fn announce(node: &Node, addr: std::net::SocketAddr) -> Result<(), hearth::node::NodeError> {
+    use hearth::node::NodeError;
+    let info = StartupInfo::of(node, addr).map_err(NodeError::Read)?;
+    if let Some(path) = &node.config().config_out {
+        let mut text = serde_json::to_string_pretty(&info.config_out())
+            .map_err(|e| NodeError::ConfigOut { path: path.clone(), source: e.into() })?;
+        text.push('\n');
+        std::fs::write(path, text)
+            .map_err(|source| NodeError::ConfigOut { path: path.clone(), source })?;
+    }
+    if !node.config().quiet {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        // A closed stdout (the reader went away) must not stop the node: the banner is a
+        // courtesy, the RPC port is the service.
+        let _ = out.write_all(info.banner().as_bytes()).and_then(|()| out.flush());
+    }
+    Ok(())
 }
 
 /// Waits for SIGINT or SIGTERM (the signals actix-web stops on), then asks the subscription

@@ -20,21 +20,17 @@ use hearth_actors::{
     CodeCacheActor, CodeL2, ExecConfig, ExecutorActor, FilterActor, MempoolActor, MempoolConfig,
     MinerActor, MinerConfig, MinerPeers, StateActor, SubscriptionActor,
 };
+use hearth_messages::ChainId;
 use hearth_messages::executor::ExecutorClient;
 use hearth_messages::interest::Interest;
 use hearth_messages::state::{BlockCommitted, SubscribeBlocks};
-use hearth_rpc::{Controls, Extensions, RpcContext};
+use hearth_rpc::{Controls, Extensions, LogSwitch, NodeFacts, RpcContext};
 use hearth_storage::{ChainDb, StorageError};
 use revm::primitives::hardfork::SpecId;
 use tracing::info;
 
 use crate::config::{NodeConfig, StorageMode};
-use crate::genesis::{DevGenesis, Genesis};
-
-/// The hard fork the dev chain runs (an imported chain runs its own, from its config).
-pub const SPEC: SpecId = SpecId::PRAGUE;
-/// Base fee of the genesis block (1 gwei, as anvil).
-pub const GENESIS_BASE_FEE: u64 = 1_000_000_000;
+use crate::genesis::{ChainConfig, DevGenesis, Genesis};
 
 /// Most polling filters installed at once; each is a few bytes (a cursor and its criteria),
 /// and unpolled ones expire after five minutes.
@@ -63,6 +59,33 @@ pub enum NodeError {
     /// Two actors could not be connected at startup (a bug: fresh mailboxes have room).
     #[error("internal error while starting: {0}")]
     Wiring(&'static str),
+    /// A flag asks for other rules or another chain id than the existing chain runs.
+    #[error(
+        "{flag} {given} does not match the chain in {path}, which runs {runs}: leave {flag} out \
+         to run that chain, or start a new one elsewhere (another --datadir, or none for one in \
+         memory)"
+    )]
+    Mismatch {
+        /// The flag.
+        flag: &'static str,
+        /// Its value.
+        given: String,
+        /// What the chain runs.
+        runs: String,
+        /// Where the chain is.
+        path: String,
+    },
+    /// The chain could not be read.
+    #[error("cannot read the chain: {0}")]
+    Read(StorageError),
+    /// `--config-out` could not be written.
+    #[error("cannot write --config-out {}: {source}", path.display())]
+    ConfigOut {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The RPC port could not be bound.
     #[error("cannot bind JSON-RPC on {addr} (set with --http.addr/--http.port): {source}")]
     Bind {
@@ -101,6 +124,15 @@ pub struct Node {
     pub forks: Arc<hearth_rpc::ChainForks>,
     /// The restartable actors' restart counters (for `/metrics`).
     pub restarts: Vec<(&'static str, hearth_messages::restarts::RestartCounter)>,
+    /// The chain id every component reads (the pool writes it: anvil_setChainId).
+    pub chain_id: ChainId,
+    /// Whether informational logging is on (anvil_setLoggingEnabled flips it; `main`'s log
+    /// subscriber reads it).
+    pub logging: LogSwitch,
+    /// What anvil_nodeInfo and anvil_metadata report about this run.
+    pub facts: NodeFacts,
+    /// Whether this start wrote the genesis (a new chain) rather than opening an existing one.
+    pub new_chain: bool,
     config: NodeConfig,
 }
 
@@ -111,14 +143,19 @@ fn chain_forks(chain: &ChainDb) -> Result<hearth_rpc::ChainForks, NodeError> {
     if let Some(config) = crate::chainfile::stored_config(chain).map_err(NodeError::ChainConfig)? {
         return Ok(config.forks());
     }
-    let Some(document) = chain.genesis_document().map_err(NodeError::Genesis)? else {
-        return Ok(hearth_rpc::ChainForks::default());
-    };
-    let corrupt = || NodeError::Genesis(StorageError::Corrupt { what: "stored genesis document" });
-    let document: serde_json::Value = serde_json::from_slice(&document).map_err(|_| corrupt())?;
-    let config =
-        crate::genesis::ChainConfig::from_json(&document["config"]).map_err(|_| corrupt())?;
-    Ok(config.forks())
+    Ok(stored_dev_config(chain)?.map(|config| config.forks()).unwrap_or_default())
+}
+
+/// The name of a fork as `--hardfork` spells it (`prague`).
+pub fn fork_name(spec: SpecId) -> String {
+    spec.to_string().to_lowercase()
+}
+
+/// `clock` moved so that it reads `start` now and advances with it from there: a genesis
+/// timestamp given by flag, from which later blocks continue (as anvil's `--timestamp`).
+fn clock_from(clock: Clock, start: u64) -> Clock {
+    let at_start = clock();
+    std::sync::Arc::new(move || start.saturating_add(clock().saturating_sub(at_start)))
 }
 
 impl Node {
@@ -149,8 +186,19 @@ impl Node {
         mut config: NodeConfig,
         clock: Clock,
     ) -> Result<Self, NodeError> {
-        let signers = hearth_actors::dev::dev_signers(&config.mnemonic, config.accounts)
-            .map_err(|e| NodeError::Keys(e.to_string()))?;
+        let signers = hearth_actors::dev::dev_signers_at(
+            &config.mnemonic,
+            &config.derivation_path,
+            config.accounts,
+        )
+        .map_err(|e| NodeError::Keys(e.to_string()))?;
+        let where_ = match &config.storage {
+            StorageMode::Disk(path) => path.display().to_string(),
+            StorageMode::Ephemeral => "memory".to_owned(),
+        };
+        let mut clock = clock;
+        let mut coinbase = Address::ZERO;
+        let mut new_chain = false;
         let imported = crate::chainfile::stored_config(&chain).map_err(NodeError::ChainConfig)?;
         let (head, spec, blob_params) = match imported {
             Some(chain_config) => {
@@ -159,41 +207,77 @@ impl Node {
                     .header(head)
                     .map_err(NodeError::Genesis)?
                     .ok_or(NodeError::Genesis(StorageError::Corrupt { what: "head header" }))?;
-                // The imported chain's id replaces --chain-id: transactions signed for it must
+                let rules = chain_config.rules_for(&header);
+                let spec = rules.spec;
+                check_given(&config, chain_config.chain_id, spec, &where_)?;
+                // The imported chain's id replaces the default: transactions signed for it must
                 // be accepted, and eth_chainId must name it.
                 config.chain_id = chain_config.chain_id;
                 config.gas_limit = header.gas_limit;
-                let rules = chain_config.rules_for(&header);
-                let spec = rules.spec;
                 info!(target: "node", head, chain_id = config.chain_id, ?spec, "imported chain opened");
                 (head, spec, Some(rules.blob_params))
             }
-            None => {
-                if chain.head_number().is_none() {
-                    let dev = DevGenesis {
-                        chain_id: config.chain_id,
-                        spec: SPEC,
-                        accounts: signers
-                            .iter()
-                            .map(|s| (s.address(), config.balance_wei))
-                            .collect(),
-                        gas_limit: config.gas_limit,
-                        base_fee: GENESIS_BASE_FEE,
-                        timestamp: clock(),
-                    };
-                    let genesis = Genesis::from_json(&dev.document())
-                        .map_err(|e| NodeError::ChainConfig(e.into()))?;
-                    let hash = crate::chainfile::write_genesis(&chain, &genesis)
-                        .map_err(NodeError::ChainConfig)?;
-                    info!(target: "node", %hash, "dev genesis written");
+            None if chain.head_number().is_none() => {
+                let timestamp = config.genesis.timestamp.unwrap_or_else(|| clock());
+                let dev = DevGenesis {
+                    chain_id: config.chain_id,
+                    spec: config.spec,
+                    accounts: signers.iter().map(|s| (s.address(), config.balance_wei)).collect(),
+                    gas_limit: config.gas_limit,
+                    base_fee: config.genesis.base_fee,
+                    timestamp,
+                    coinbase: config.genesis.coinbase,
+                    create2_deployer: config.genesis.create2_deployer,
+                    alloc: config.genesis.alloc.clone(),
+                };
+                let genesis = Genesis::from_json(&dev.document())
+                    .map_err(|e| NodeError::ChainConfig(e.into()))?;
+                let hash = crate::chainfile::write_genesis(&chain, &genesis)
+                    .map_err(NodeError::ChainConfig)?;
+                info!(target: "node", %hash, spec = %fork_name(config.spec), "dev genesis written");
+                if let Some(start) = config.genesis.timestamp {
+                    clock = clock_from(clock, start);
                 }
-                (chain.head_number().unwrap_or_default(), SPEC, None)
+                coinbase = config.genesis.coinbase;
+                new_chain = true;
+                (0, config.spec, None)
+            }
+            None => {
+                let head = chain.head_number().unwrap_or_default();
+                let genesis = chain
+                    .header(0)
+                    .map_err(NodeError::Genesis)?
+                    .ok_or(NodeError::Genesis(StorageError::Corrupt { what: "genesis header" }))?;
+                coinbase = genesis.beneficiary;
+                // The genesis document names the chain's id and rules; a datadir written before
+                // it was kept runs what the flags say, as it always did.
+                let spec = match stored_dev_config(&chain)? {
+                    Some(dev_config) => {
+                        let spec = dev_config.spec_at(0, genesis.timestamp);
+                        check_given(&config, dev_config.chain_id, spec, &where_)?;
+                        config.chain_id = dev_config.chain_id;
+                        spec
+                    }
+                    None => config.spec,
+                };
+                info!(target: "node", head, chain_id = config.chain_id, spec = %fork_name(spec), "dev chain opened");
+                (head, spec, None)
             }
         };
+        if !new_chain && !config.given.genesis_only.is_empty() {
+            tracing::warn!(
+                target: "node",
+                "{} only shape a new chain's genesis; the chain in {where_} has one already, so \
+                 they change nothing (start a new chain elsewhere to use them)",
+                config.given.genesis_only.join(", ")
+            );
+        }
+        config.spec = spec;
         info!(target: "node", head, db_cache_bytes = config.db_cache_bytes, "chain opened");
         let forks = Arc::new(chain_forks(&chain)?);
 
         let mailbox = config.mailbox;
+        let chain_id = ChainId::new(config.chain_id);
         let code_cache = CodeCacheActor::new(config.code_cache_entries);
         let mut restarts = vec![("code_cache", code_cache.restart_counter())];
         let code_cache = code_cache.start_bounded(mailbox);
@@ -201,11 +285,12 @@ impl Node {
         let l2 =
             CodeL2 { get: code_cache.clone().recipient(), insert: code_cache.clone().recipient() };
         let exec_config = ExecConfig {
-            chain_id: config.chain_id,
+            chain_id: chain_id.clone(),
             spec,
             gas_cap: config.rpc.gas_cap,
             evm_timeout: Some(config.evm_timeout),
             blob_params,
+            code_size_limit: config.code_size_limit,
         };
         let exec_chain = chain.clone();
         // `make` runs on each executor thread as it starts. The permits bound what is in
@@ -215,7 +300,7 @@ impl Node {
             config.max_in_flight,
             move || {
                 crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
-                ExecutorActor::new(exec_chain.clone(), exec_config, Some(l2.clone()))
+                ExecutorActor::new(exec_chain.clone(), exec_config.clone(), Some(l2.clone()))
             },
         );
         let executor = ExecutorClient::with_lanes(lanes, config.max_in_flight.get())
@@ -242,11 +327,14 @@ impl Node {
         let mempool = MempoolActor::new(
             chain.clone(),
             MempoolConfig {
-                chain_id: config.chain_id,
+                chain_id: chain_id.clone(),
                 spec,
                 block_gas_limit: config.gas_limit,
+                code_size_limit: config.code_size_limit,
                 max_count: config.txpool_max_count.get(),
                 max_bytes: config.txpool_max_bytes,
+                order: config.order,
+                auto_impersonate: config.auto_impersonate,
             },
         )
         .notify_admitted(filters.clone().recipient(), filters_pending)
@@ -260,12 +348,13 @@ impl Node {
                 txs_mined: mempool.clone().recipient(),
                 executor: executor.clone(),
                 commit: state.clone().recipient(),
+                rollback: state.clone().recipient(),
             },
             MinerConfig {
                 automine: config.automine,
                 interval: config.interval,
                 gas_limit: config.gas_limit,
-                coinbase: Address::ZERO,
+                coinbase,
                 clock,
                 // Fixed, so random block times repeat from run to run with the same settings.
                 seed: config.chain_id,
@@ -293,6 +382,13 @@ impl Node {
             filters,
             subscriptions,
             restarts,
+            chain_id,
+            logging: LogSwitch::default(),
+            facts: NodeFacts {
+                transaction_order: config.order.name().to_owned(),
+                ..NodeFacts::new(<&'static str>::from(spec))
+            },
+            new_chain,
             config,
         })
     }
@@ -333,6 +429,14 @@ impl Node {
                 patch_state: self.state.clone().recipient(),
                 take_snapshot: self.state.clone().recipient(),
                 revert_to: self.state.clone().recipient(),
+                rewind: self.miner.clone().recipient(),
+                list_snapshots: self.state.clone().recipient(),
+                set_chain_id: self.mempool.clone().recipient(),
+                drop_all: self.mempool.clone().recipient(),
+                remove_sender: self.mempool.clone().recipient(),
+                set_time: self.miner.clone().recipient(),
+                set_timestamp_interval: self.miner.clone().recipient(),
+                mine_detailed: self.miner.clone().recipient(),
             },
             // Without unlocked accounts the front knows no key: eth_accounts is empty and a
             // dev account is as unknown to eth_sendTransaction as any other.
@@ -343,7 +447,10 @@ impl Node {
             },
             api: self.config.api,
             web: Arc::new(self.config.web.clone()),
-            chain_id: self.config.chain_id,
+            chain_id: self.chain_id.clone(),
+            node: self.facts.clone(),
+            logging: self.logging.clone(),
+            gas_price: self.config.gas_price,
             forks: Arc::clone(&self.forks),
             limits: self.config.rpc,
             extensions,
@@ -390,4 +497,43 @@ impl Node {
     pub const fn config(&self) -> &NodeConfig {
         &self.config
     }
+}
+
+/// The chain configuration in the genesis document of a dev chain, when the datadir keeps one.
+fn stored_dev_config(chain: &ChainDb) -> Result<Option<ChainConfig>, NodeError> {
+    let Some(bytes) = chain.genesis_document().map_err(NodeError::Genesis)? else {
+        return Ok(None);
+    };
+    let corrupt = || NodeError::Genesis(StorageError::Corrupt { what: "stored genesis document" });
+    let document: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| corrupt())?;
+    let config = document.get("config").ok_or_else(corrupt)?;
+    ChainConfig::from_json(config).map(Some).map_err(|_| corrupt())
+}
+
+/// Refuses a `--chain-id` or `--hardfork` given explicitly that differs from what the existing
+/// chain runs: running the chain's own would ignore the flag, and the flag's would break the
+/// chain.
+fn check_given(
+    config: &NodeConfig,
+    chain_id: u64,
+    spec: SpecId,
+    path: &str,
+) -> Result<(), NodeError> {
+    let mismatch = |flag, given: String, runs: String| NodeError::Mismatch {
+        flag,
+        given,
+        runs,
+        path: path.to_owned(),
+    };
+    if config.given.chain_id && config.chain_id != chain_id {
+        return Err(mismatch(
+            "--chain-id",
+            config.chain_id.to_string(),
+            format!("chain id {chain_id}"),
+        ));
+    }
+    if config.given.hardfork && config.spec != spec {
+        return Err(mismatch("--hardfork", fork_name(config.spec), fork_name(spec)));
+    }
+    Ok(())
 }

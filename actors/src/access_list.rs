@@ -102,7 +102,7 @@ impl ExecutorActor {
                 precompiles.apply(overrides)?;
                 db.apply_overrides(overrides)?;
             }
-            let tx = call_tx_env(&request, gas, self.config.chain_id);
+            let tx = call_tx_env(&request, gas, self.config.chain_id.get());
             let mut evm = Evm {
                 ctx: Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env),
                 inspector: Collect {

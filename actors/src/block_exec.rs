@@ -74,7 +74,7 @@ pub(crate) fn execute_block(
 ) -> Result<BuiltBlock, ExecError> {
     let BuildBlock { parent, mut env, txs, mode } = msg;
     let spec = env.spec.unwrap_or(defaults.spec);
-    let chain_id = env.chain_id.unwrap_or(defaults.chain_id);
+    let chain_id = env.chain_id.unwrap_or_else(|| defaults.chain_id.get());
     let blob_params =
         env.blob_params.or(defaults.blob_params).unwrap_or_else(|| default_blob_params(spec));
     if env.excess_blob_gas.is_none() && parent.excess_blob_gas.is_some() {
@@ -86,6 +86,7 @@ pub(crate) fn execute_block(
 
     let mut cfg = CfgEnv::new_with_spec(spec);
     cfg.chain_id = chain_id;
+    cfg.limit_contract_code_size = defaults.code_size_limit;
     if cancun {
         cfg.max_blobs_per_tx = Some(blob_params.max_blobs_per_tx);
         cfg.blob_base_fee_update_fraction = Some(blob_fraction(&blob_params));
@@ -119,6 +120,7 @@ pub(crate) fn execute_block(
     let mut body = StoredBody { transactions: Vec::new(), senders: Vec::new() };
     let mut receipts = Vec::new();
     let mut invalid = Vec::new();
+    let mut outputs = Vec::new();
     let mut gas_used = 0u64;
     let mut blob_gas_used = 0u64;
     let mut logs_bloom = Bloom::ZERO;
@@ -169,6 +171,8 @@ pub(crate) fn execute_block(
             let diff = evm.ctx.journaled_state.database.diff_so_far();
             Eip658Value::PostState(state_root_after(db, env.number, &diff)?)
         };
+        // A halt returns nothing; a revert its revert data.
+        outputs.push(result.output().cloned());
         let logs = result.into_logs();
         all_logs.extend(logs.iter().cloned());
         let receipt = Receipt { status, cumulative_gas_used: gas_used, logs };
@@ -263,6 +267,7 @@ pub(crate) fn execute_block(
         diff: changes.into_diff(),
         invalid,
         requests: requests.take().into_iter().filter(|r| r.len() > 1).collect(),
+        outputs,
     })
 }
 

@@ -1,8 +1,8 @@
 //! `ExecutorActor`: one revm executor thread of the pool.
 //!
 //! Owns: a per-thread L1 of analysed code (in front of the shared `CodeCacheActor`) and a
-//! read handle to the store. Handles `Call`, `EstimateGas` and `BuildBlock`. Sends `GetCode` /
-//! `InsertCode` to the L2. Each executor runs on an arbiter (OS thread) of its own
+//! read handle to the store. Handles `Call`, `EstimateGas`, `GetTouchedSlots` and
+//! `BuildBlock`. Sends `GetCode` / `InsertCode` to the L2. Each executor runs on an arbiter (OS thread) of its own
 //! ([`start_pool`]); every sender goes through `ExecutorClient`, which holds the admission
 //! bound and sends each request to the executor holding the fewest. Requests arrive wrapped in
 //! `Admitted`, whose slot the handler releases as it returns. Its handlers are synchronous and
@@ -17,13 +17,15 @@ use hearth_messages::ExecError;
 use hearth_messages::access_list::{AccessListOutcome, CreateAccessList};
 use hearth_messages::executor::{
     Admitted, BlockOverrides, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas,
-    EstimateOutcome, PooledTx,
+    EstimateOutcome, GetTouchedSlots, PooledTx, TouchedSlots,
 };
 use hearth_messages::payload::{BuildPayload, BuiltPayload};
 use hearth_messages::simulate::{Simulate, SimulateError, SimulatedBlock};
 use hearth_storage::ChainDb;
 use revm::context::evm::Evm;
-use revm::context::result::{EVMError, ExecutionResult, HaltReason, InvalidTransaction, Output};
+use revm::context::result::{
+    EVMError, ExecResultAndState, ExecutionResult, HaltReason, InvalidTransaction, Output,
+};
 use revm::context::{BlockEnv, CfgEnv, Context, LocalContext, TxEnv};
 use revm::context_interface::LocalContextTr;
 use revm::context_interface::block::BlobExcessGasAndPrice;
@@ -45,10 +47,11 @@ use crate::precompiles::MovablePrecompiles;
 const TRANSFER_GAS: u64 = 21_000;
 
 /// What every executor thread is configured with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ExecConfig {
-    /// The chain id transactions must carry.
-    pub chain_id: u64,
+    /// The chain id transactions must carry, read per call and per block (anvil_setChainId
+    /// changes it at runtime).
+    pub chain_id: hearth_messages::ChainId,
     /// The hard fork rules.
     pub spec: SpecId,
     /// The most gas an eth_call / eth_estimateGas may use.
@@ -58,6 +61,9 @@ pub struct ExecConfig {
     /// The blob schedule of the chain's current fork (an imported chain's blob schedule may
     /// differ from the fork's defaults); `None` uses the fork's defaults.
     pub blob_params: Option<alloy_eips::eip7840::BlobParams>,
+    /// Contract code size limit (`None`: the fork's, EIP-170's 24,576 bytes); initcode may be
+    /// twice it. anvil's `--code-size-limit`.
+    pub code_size_limit: Option<usize>,
 }
 
 /// EIP-7825: the gas limit cap of a transaction from Osaka on (2^24).
@@ -106,7 +112,8 @@ impl ExecutorActor {
 
     pub(crate) fn cfg(&self) -> CfgEnv {
         let mut cfg = CfgEnv::new_with_spec(self.config.spec);
-        cfg.chain_id = self.config.chain_id;
+        cfg.chain_id = self.config.chain_id.get();
+        cfg.limit_contract_code_size = self.config.code_size_limit;
         cfg
     }
 
@@ -117,6 +124,18 @@ impl ExecutorActor {
         block: u64,
         gas: u64,
     ) -> Result<ExecutionResult, ExecError> {
+        self.run_call_then(request, block, gas, |done| done.result)
+    }
+
+    /// [`run_call`](Self::run_call), handing `pick` the result with the state the call read
+    /// and wrote (accounts and the slots it touched).
+    fn run_call_then<T>(
+        &mut self,
+        request: &CallRequest,
+        block: u64,
+        gas: u64,
+        pick: impl FnOnce(ExecResultAndState<ExecutionResult>) -> T,
+    ) -> Result<T, ExecError> {
         let header = self.db.header(block)?.ok_or(ExecError::UnknownBlock)?;
         let mut cfg = self.cfg();
         // eth_call semantics, as geth: no fee unless a price is given, no nonce check unless a
@@ -128,7 +147,7 @@ impl ExecutorActor {
         cfg.disable_eip3607 = true;
         cfg.disable_block_gas_limit = true;
         cfg.tx_chain_id_check = false;
-        let tx = call_tx_env(request, gas, self.config.chain_id);
+        let tx = call_tx_env(request, gas, cfg.chain_id);
         let view = self.db.state_at(block);
         let root = self.db.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
         self.reads.use_root(root);
@@ -159,7 +178,7 @@ impl ExecutorActor {
             precompiles,
             frame_stack: self.scratch.take_frames(),
         };
-        let result = evm.inspect_tx(tx).map(|r| r.result).map_err(exec_error);
+        let result = evm.inspect_tx(tx).map(pick).map_err(exec_error);
         let Evm { ctx, inspector, frame_stack, .. } = evm;
         self.scratch.keep(frame_stack, ctx.local, inspector.max_depth);
         if inspector.expired
@@ -176,6 +195,25 @@ impl ExecutorActor {
         let gas = msg.request.gas.unwrap_or(cap).min(cap);
         let result = self.run_call(&msg.request, msg.block, gas)?;
         Ok(outcome(result))
+    }
+
+    /// Runs a call and lists the slots of `msg.account` it read or wrote: revm's state after
+    /// the call holds every slot it loaded, reverted or not.
+    fn touched_slots(&mut self, msg: GetTouchedSlots) -> Result<TouchedSlots, ExecError> {
+        let cap = self.call_gas_cap();
+        let gas = msg.request.gas.unwrap_or(cap).min(cap);
+        let (result, mut slots) = self.run_call_then(&msg.request, msg.block, gas, |done| {
+            let slots: Vec<U256> = done
+                .state
+                .get(&msg.account)
+                .map(|account| account.storage.keys().copied().collect())
+                .unwrap_or_default();
+            (done.result, slots)
+        })?;
+        // The state is a hash map: sort, so the search tries slots in a fixed order (anvil's
+        // access list is ordered the same way).
+        slots.sort_unstable();
+        Ok(TouchedSlots { outcome: outcome(result), slots })
     }
 
     /// Binary search for the smallest gas limit that succeeds, as geth does.
@@ -299,6 +337,7 @@ where
                 addr.clone().recipient(),
                 addr.clone().recipient(),
                 addr.clone().recipient(),
+                addr.clone().recipient(),
             )
             .with_simulate(addr.clone().recipient())
             .with_access_lists(addr.clone().recipient())
@@ -349,6 +388,14 @@ impl actix::Handler<Admitted<EstimateGas>> for ExecutorActor {
 
     fn handle(&mut self, msg: Admitted<EstimateGas>, _ctx: &mut Self::Context) -> Self::Result {
         self.contained(|executor| executor.estimate(msg.request))
+    }
+}
+
+impl actix::Handler<Admitted<GetTouchedSlots>> for ExecutorActor {
+    type Result = Result<TouchedSlots, ExecError>;
+
+    fn handle(&mut self, msg: Admitted<GetTouchedSlots>, _ctx: &mut Self::Context) -> Self::Result {
+        self.contained(|executor| executor.touched_slots(msg.request))
     }
 }
 
@@ -713,11 +760,12 @@ mod tests {
         let body = StoredBody { transactions: vec![], senders: vec![] };
         write_block(&db, BlockDraft { header, body, receipts: vec![] }, &diff).expect("genesis");
         let config = ExecConfig {
-            chain_id: 1,
+            chain_id: hearth_messages::ChainId::new(1),
             spec: SpecId::PRAGUE,
             gas_cap: 50_000_000,
             evm_timeout: Some(std::time::Duration::from_secs(5)),
             blob_params: None,
+            code_size_limit: None,
         };
         (ExecutorActor::new(db, config, None), contracts)
     }

@@ -4,8 +4,11 @@
 //! each sender's total possible spend, the count and byte bounds, the set of impersonated
 //! senders and the count of admitted transactions block building later refused. Handles
 //! `SubmitTx`, `SubmitTxs`, `SubmitFilled`, `TakePending`, `TxsMined`, `GetPooledTx`,
-//! `PendingNonce`, `PoolSize`, `GetPoolCounters`, `GetPoolContent`, `DropTx`,
-//! `SetImpersonated`, `SetAutoImpersonate`, `SetPoolGasLimit`, `Revalidate`. Sends nothing.
+//! `PendingNonce`, `PoolSize`, `GetPoolCounters`, `GetPoolContent`, `DropTx`, `DropAll`,
+//! `RemoveSender`, `SetImpersonated`, `SetAutoImpersonate`, `SetPoolGasLimit`, `SetChainId`,
+//! `Revalidate`. Sends nothing. It is the one writer of the shared chain id
+//! (`hearth_messages::ChainId`): `SetChainId` publishes the new id and drops what was signed
+//! for the old one in one handler.
 //! Admission runs the rules of [`validation`] (the ones block execution applies). Mailbox:
 //! bounded by the node config. Restart: never restarted; its contents are not persisted (a
 //! pool is lost on restart, as in geth --dev without a journal).
@@ -17,13 +20,15 @@ use actix::{Actor, Context, Handler};
 use alloy_consensus::{Transaction, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{Address, B256, U256};
+use hearth_messages::ChainId;
 use hearth_messages::TxError;
 use hearth_messages::executor::{InvalidTx, PooledTx};
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::{
-    DropTx, GetPoolContent, GetPoolCounters, GetPooledTx, PendingNonce, PoolContent, PoolCounters,
-    PoolSize, Revalidate, SetAutoImpersonate, SetImpersonated, SetPoolGasLimit, SubmitFilled,
-    SubmitTx, SubmitTxs, TakePending, TxsMined,
+    DropAll, DropTx, GetPoolContent, GetPoolCounters, GetPooledTx, PendingNonce, PoolContent,
+    PoolCounters, PoolSize, RemoveSender, Revalidate, SetAutoImpersonate, SetChainId,
+    SetImpersonated, SetPoolGasLimit, SignedBy, SubmitFilled, SubmitTx, SubmitTxs, TakePending,
+    TxsMined,
 };
 use hearth_storage::ChainDb;
 use revm::primitives::KECCAK_EMPTY;
@@ -38,19 +43,48 @@ pub mod validation;
 /// Largest encoded transaction the pool accepts: geth's limit (four 32 KiB slots).
 pub const MAX_TX_BYTES: usize = 128 * 1024;
 
+/// The order in which pending transactions of different senders go into a block (anvil's
+/// `--order`). Each sender's own transactions always go in nonce order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TxOrder {
+    /// Highest effective tip first.
+    #[default]
+    Fees,
+    /// First admitted first.
+    Fifo,
+}
+
+impl TxOrder {
+    /// The name anvil's `--order` and `anvil_nodeInfo` use.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Fees => "fees",
+            Self::Fifo => "fifo",
+        }
+    }
+}
+
 /// The pool's limits and the chain rules it validates against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct MempoolConfig {
-    /// Chain id transactions must carry (legacy pre-EIP-155 transactions carry none).
-    pub chain_id: u64,
+    /// Chain id transactions must carry (legacy pre-EIP-155 transactions carry none), shared
+    /// with every other reader; the pool is its only writer (`SetChainId`).
+    pub chain_id: ChainId,
     /// Hard fork rules for intrinsic gas.
     pub spec: SpecId,
     /// No transaction may ask for more gas than a block holds.
     pub block_gas_limit: u64,
+    /// Contract code size limit the block runs under (`None`: the fork's); a creation's
+    /// initcode may be twice it.
+    pub code_size_limit: Option<usize>,
     /// Most transactions held.
     pub max_count: usize,
     /// Most encoded (EIP-2718) transaction bytes held.
     pub max_bytes: usize,
+    /// How pending transactions are ordered when a block is built.
+    pub order: TxOrder,
+    /// Every sender counts as impersonated from the start (anvil's `--auto-impersonate`).
+    pub auto_impersonate: bool,
 }
 
 /// A transaction that passed validation and is not inserted yet.
@@ -60,6 +94,10 @@ struct Checked {
     size: usize,
     /// The same-nonce transaction it replaces.
     replaces: Option<B256>,
+    /// The most it can cost ([`pooled_cost`]).
+    cost: U256,
+    /// The sender's balance at the head.
+    balance: U256,
 }
 
 /// What the pool orders by when it must evict: the fee cap (the gas price of legacy ones).
@@ -121,11 +159,16 @@ pub struct Pool {
     auto_impersonate: bool,
     /// Admitted transactions block building refused, dropped since start.
     dropped_invalid: u64,
+    /// When each pooled transaction was admitted (a counter), for [`TxOrder::Fifo`].
+    arrival: HashMap<B256, u64>,
+    /// The next admission's number.
+    next_arrival: u64,
 }
 
 impl Pool {
     /// An empty pool.
     pub fn new(config: MempoolConfig) -> Self {
+        let auto_impersonate = config.auto_impersonate;
         Self {
             config,
             by_hash: HashMap::new(),
@@ -133,17 +176,20 @@ impl Pool {
             spent: HashMap::new(),
             bytes: 0,
             impersonated: HashSet::new(),
-            auto_impersonate: false,
+            auto_impersonate,
             dropped_invalid: 0,
+            arrival: HashMap::new(),
+            next_arrival: 0,
         }
     }
 
     /// The chain rules admissions are checked against.
-    pub const fn rules(&self) -> TxRules {
+    pub fn rules(&self) -> TxRules {
         TxRules {
             spec: self.config.spec,
-            chain_id: self.config.chain_id,
+            chain_id: self.config.chain_id.get(),
             block_gas_limit: self.config.block_gas_limit,
+            code_size_limit: self.config.code_size_limit,
         }
     }
 
@@ -186,19 +232,29 @@ impl Pool {
                 return Err(TxError::ReplacementUnderpriced);
             }
         }
-        // geth's overdraft rule: the sender's other pooled transactions spend the same
-        // balance, so one admitted now must not be refused by the block for lack of funds.
-        let spent = self.spent.get(&sender).copied().unwrap_or_default();
-        let queued = spent.saturating_sub(replaced.map_or(U256::ZERO, |old| pooled_cost(old)));
         // `check_against_state` refused a cost that does not fit.
         let cost = valid.max_cost.unwrap_or(U256::MAX);
-        let need = queued.saturating_add(cost);
-        let balance = account.balance;
-        if need > balance {
-            return Err(TxError::Overdraft { balance, queued, cost });
+        let checked =
+            Checked { pooled: valid.pooled, size, replaces, cost, balance: account.balance };
+        self.check_overdraft(&checked)?;
+        Ok(checked)
+    }
+
+    /// geth's overdraft rule: the sender's other pooled transactions spend the same balance,
+    /// so one admitted now must not be refused by the block for lack of funds once they ran.
+    fn check_overdraft(&self, checked: &Checked) -> Result<(), TxError> {
+        let sender = &checked.pooled.sender;
+        let spent = self.spent.get(sender).copied().unwrap_or_default();
+        let replaced = checked.replaces.and_then(|old| self.by_hash.get(&old));
+        let queued = spent.saturating_sub(replaced.map_or(U256::ZERO, |old| pooled_cost(&old.tx)));
+        if queued.saturating_add(checked.cost) > checked.balance {
+            return Err(TxError::Overdraft {
+                balance: checked.balance,
+                queued,
+                cost: checked.cost,
+            });
         }
-        let pooled = valid.pooled;
-        Ok(Checked { pooled, size, replaces })
+        Ok(())
     }
 
     /// How much the pool grows when `checked` goes in: (transactions, bytes).
@@ -257,7 +313,7 @@ impl Pool {
 
     /// Puts a validated transaction in, replacing its same-nonce predecessor.
     fn insert(&mut self, checked: Checked) -> B256 {
-        let Checked { pooled, size, replaces } = checked;
+        let Checked { pooled, size, replaces, .. } = checked;
         if let Some(old) = replaces {
             self.remove(&old);
         }
@@ -267,12 +323,15 @@ impl Pool {
         *spent = spent.saturating_add(pooled_cost(&pooled.tx));
         self.bytes += size;
         self.by_hash.insert(hash, pooled);
+        self.arrival.insert(hash, self.next_arrival);
+        self.next_arrival += 1;
         hash
     }
 
     /// Takes one transaction out; `None` when it is not pooled.
     fn remove(&mut self, hash: &B256) -> Option<PooledTx> {
         let pooled = self.by_hash.remove(hash)?;
+        self.arrival.remove(hash);
         self.bytes -= pooled.tx.encode_2718_len();
         if let Some(spent) = self.spent.get_mut(&pooled.sender) {
             *spent = spent.saturating_sub(pooled_cost(&pooled.tx));
@@ -314,8 +373,8 @@ impl Pool {
     /// `sender` can take the same nonce in between. A dev-key transaction is admitted as from
     /// `sender` without recovering its signature: the node signed it itself.
     pub fn admit_filled(&mut self, db: &ChainDb, filled: SubmitFilled) -> Result<B256, TxError> {
-        let SubmitFilled { sender, nonce, impersonated, seal } = filled;
-        if impersonated && !self.is_impersonated(&sender) {
+        let SubmitFilled { sender, nonce, signed_by, seal } = filled;
+        if signed_by == SignedBy::Impersonated && !self.is_impersonated(&sender) {
             return Err(TxError::NotImpersonated(sender));
         }
         let nonce = match nonce {
@@ -363,6 +422,8 @@ impl Pool {
                 if current.is_some() && current != checked.replaces.as_ref() {
                     return Err(TxError::ReplacementUnderpriced);
                 }
+                // Earlier items of this batch from the same sender spend its balance too.
+                self.check_overdraft(&checked)?;
                 Ok(self.insert(checked))
             })
             .collect())
@@ -397,7 +458,7 @@ impl Pool {
     /// that may have left this pool's indexes half-updated. Only `by_hash`, the primary map,
     /// is trusted; every index is built anew.
     pub fn rebuilt(&self, db: &ChainDb) -> Self {
-        let mut fresh = Self::new(self.config);
+        let mut fresh = Self::new(self.config.clone());
         fresh.impersonated = self.impersonated.clone();
         fresh.auto_impersonate = self.auto_impersonate;
         fresh.dropped_invalid = self.dropped_invalid;
@@ -413,6 +474,14 @@ impl Pool {
                 tracing::warn!(target: "actors::mempool", hash = %pooled.hash, %error, "dropped while rebuilding the pool");
             }
         }
+        // Re-admission numbered the transactions by sender; keep their first admission's
+        // order (for `--order fifo`) wherever it is known.
+        for (hash, arrival) in &mut fresh.arrival {
+            if let Some(first) = self.arrival.get(hash) {
+                *arrival = *first;
+            }
+        }
+        fresh.next_arrival = fresh.next_arrival.max(self.next_arrival);
         fresh
     }
 
@@ -421,9 +490,46 @@ impl Pool {
         self.remove(hash).is_some()
     }
 
+    /// Removes every transaction; how many there were. Impersonation settings stay.
+    pub fn drop_all(&mut self) -> usize {
+        let count = self.by_hash.len();
+        self.by_hash.clear();
+        self.by_sender.clear();
+        self.spent.clear();
+        self.bytes = 0;
+        count
+    }
+
+    /// Removes every transaction from `sender`; how many there were.
+    pub fn remove_sender(&mut self, sender: &Address) -> usize {
+        let hashes: Vec<B256> =
+            self.by_sender.get(sender).map(|n| n.values().copied().collect()).unwrap_or_default();
+        for hash in &hashes {
+            self.remove(hash);
+        }
+        hashes.len()
+    }
+
+    /// Publishes `chain_id` as the chain id and drops every pooled transaction signed for
+    /// another one (legacy ones without a chain id stay valid); how many were dropped.
+    pub fn set_chain_id(&mut self, chain_id: u64) -> usize {
+        self.config.chain_id.set(chain_id);
+        let foreign: Vec<B256> = self
+            .by_hash
+            .values()
+            .filter(|p| p.tx.chain_id().is_some_and(|id| id != chain_id))
+            .map(|p| p.hash)
+            .collect();
+        for hash in &foreign {
+            self.remove(hash);
+        }
+        foreign.len()
+    }
+
     /// Executable transactions (consecutive nonces from each sender's state nonce, paying at
-    /// least `base_fee`), highest tip first across senders, nonce order within a sender, up to
-    /// `gas_limit` of declared gas and `max_bytes` of encoded transactions.
+    /// least `base_fee`), across senders highest tip first (or first admitted first, under
+    /// [`TxOrder::Fifo`]), nonce order within a sender, up to `gas_limit` of declared gas and
+    /// `max_bytes` of encoded transactions.
     pub fn pending(
         &self,
         db: &ChainDb,
@@ -439,11 +545,17 @@ impl Pool {
                 queues.push(queue);
             }
         }
-        let tip = |tx: &PooledTx| tx.tx.effective_tip_per_gas(base_fee).unwrap_or_default();
+        // The heap pops the largest key: the highest tip, or the earliest admission.
+        let key = |tx: &PooledTx| match self.config.order {
+            TxOrder::Fees => tx.tx.effective_tip_per_gas(base_fee).unwrap_or_default(),
+            TxOrder::Fifo => {
+                u128::MAX - u128::from(self.arrival.get(&tx.hash).copied().unwrap_or(0))
+            }
+        };
         let mut heap: BinaryHeap<(u128, Reverse<usize>)> = queues
             .iter()
             .enumerate()
-            .filter_map(|(i, q)| q.last().map(|tx| (tip(tx), Reverse(i))))
+            .filter_map(|(i, q)| q.last().map(|tx| (key(tx), Reverse(i))))
             .collect();
         let mut out = Vec::new();
         let mut gas = 0u64;
@@ -451,7 +563,8 @@ impl Pool {
         while let Some((_, Reverse(i))) = heap.pop() {
             let Some(tx) = queues[i].pop() else { continue };
             let size = tx.tx.encode_2718_len();
-            // Saturating: evm_setBlockGasLimit may set a limit near u64::MAX.
+            // Saturating: evm_setBlockGasLimit may set a limit near u64::MAX, and with the
+            // block gas limit disabled it is u64::MAX.
             if gas.saturating_add(tx.tx.gas_limit()) > gas_limit
                 || bytes.saturating_add(size) > max_bytes
             {
@@ -461,7 +574,7 @@ impl Pool {
             bytes += size;
             out.push(tx.clone());
             if let Some(next) = queues[i].last() {
-                heap.push((tip(next), Reverse(i)));
+                heap.push((key(next), Reverse(i)));
             }
         }
         out
@@ -545,10 +658,20 @@ impl Pool {
         let mut stale = Vec::new();
         for (sender, nonces) in &self.by_sender {
             let state_nonce = db.account(sender, head).ok().flatten().map_or(0, |a| a.nonce);
-            stale.extend(nonces.range(..state_nonce).map(|(_, hash)| *hash));
+            stale.extend(nonces.range(..state_nonce).map(|(_, hash)| (*hash, state_nonce)));
         }
-        for hash in stale {
-            self.remove(&hash);
+        for (hash, state_nonce) in stale {
+            // A dev patch (anvil_setNonce) is what moves a nonce past a pooled one.
+            if let Some(tx) = self.remove(&hash) {
+                tracing::info!(
+                    target: "actors::mempool",
+                    %hash,
+                    sender = %tx.sender,
+                    nonce = tx.tx.nonce(),
+                    state_nonce,
+                    "dropped a pooled transaction whose nonce the chain has passed"
+                );
+            }
         }
     }
 
@@ -784,6 +907,32 @@ impl Handler<DropTx> for MempoolActor {
     }
 }
 
+impl Handler<DropAll> for MempoolActor {
+    type Result = usize;
+
+    fn handle(&mut self, _msg: DropAll, _ctx: &mut Self::Context) -> Self::Result {
+        self.pool.drop_all()
+    }
+}
+
+impl Handler<RemoveSender> for MempoolActor {
+    type Result = usize;
+
+    fn handle(&mut self, msg: RemoveSender, _ctx: &mut Self::Context) -> Self::Result {
+        self.pool.remove_sender(&msg.0)
+    }
+}
+
+impl Handler<SetChainId> for MempoolActor {
+    type Result = usize;
+
+    fn handle(&mut self, msg: SetChainId, _ctx: &mut Self::Context) -> Self::Result {
+        let dropped = self.pool.set_chain_id(msg.0);
+        tracing::info!(target: "actors::mempool", chain_id = msg.0, dropped, "chain id set");
+        dropped
+    }
+}
+
 impl Handler<SetPoolGasLimit> for MempoolActor {
     type Result = ();
 
@@ -845,11 +994,14 @@ mod tests {
 
     fn pool(max_count: usize) -> Pool {
         Pool::new(MempoolConfig {
-            chain_id: 1,
+            chain_id: ChainId::new(1),
             spec: SpecId::PRAGUE,
             block_gas_limit: 30_000_000,
+            code_size_limit: None,
             max_count,
             max_bytes: usize::MAX,
+            order: TxOrder::Fees,
+            auto_impersonate: false,
         })
     }
 
@@ -904,6 +1056,33 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_may_not_overdraw_a_sender_either() {
+        let keys = signers(1);
+        let db = chain(&keys);
+        let mut pool = pool(10);
+        // 10^20 wei each: two transfers of 0.6 * 10^20 cannot both be paid.
+        let spend = |nonce| {
+            let tx = TxEip1559 {
+                chain_id: 1,
+                nonce,
+                gas_limit: 21_000,
+                max_fee_per_gas: 2 * GWEI,
+                max_priority_fee_per_gas: GWEI,
+                to: TxKind::Call(Address::ZERO),
+                value: U256::from(6 * 10u128.pow(19)),
+                access_list: Default::default(),
+                input: Bytes::new(),
+            };
+            let signature = keys[0].sign_hash_sync(&tx.signature_hash()).unwrap();
+            TxEnvelope::from(tx.into_signed(signature))
+        };
+        let answers = pool.admit_batch(&db, vec![spend(0), spend(1)]).unwrap();
+        assert!(answers[0].is_ok());
+        assert!(matches!(answers[1], Err(TxError::Overdraft { .. })), "{answers:?}");
+        assert_eq!(pool.len(), 1);
+    }
+
+    #[test]
     fn duplicates_inside_a_batch_fail_alone() {
         let keys = signers(1);
         let db = chain(&keys);
@@ -913,6 +1092,50 @@ mod tests {
         assert_eq!(answers[0], Ok(*t.tx_hash()));
         assert_eq!(answers[1], Err(TxError::AlreadyKnown));
         assert_eq!(pool.len(), 1);
+    }
+
+    #[test]
+    fn blocks_take_the_highest_tip_first_or_the_first_admitted_under_fifo() {
+        let keys = signers(3);
+        let db = chain(&keys);
+        // Admitted cheapest first: a (2 gwei), b (9 gwei), then a's next nonce and c (5 gwei).
+        let txs = [
+            tx(&keys[0], 0, 2 * GWEI),
+            tx(&keys[1], 0, 9 * GWEI),
+            tx(&keys[0], 1, 20 * GWEI),
+            tx(&keys[2], 0, 5 * GWEI),
+        ];
+        let order_of = |order, rebuild: bool| {
+            let mut pool = Pool::new(MempoolConfig { order, ..pool(10).config });
+            for t in &txs {
+                pool.admit(&db, t.clone()).unwrap();
+            }
+            if rebuild {
+                pool = pool.rebuilt(&db);
+            }
+            let taken = pool.pending(&db, u64::MAX, usize::MAX, 1);
+            let index = |h: &B256| txs.iter().position(|t| t.tx_hash() == h).unwrap();
+            taken.iter().map(|p| index(&p.hash)).collect::<Vec<_>>()
+        };
+        // By tip: b (4.5 gwei), c (2.5), then a's 0 (1) unlocks a's 1 (10).
+        assert_eq!(order_of(TxOrder::Fees, false), [1, 3, 0, 2]);
+        assert_eq!(order_of(TxOrder::Fifo, false), [0, 1, 2, 3]);
+        // A pool rebuilt after a panic keeps the admission order.
+        assert_eq!(order_of(TxOrder::Fifo, true), [0, 1, 2, 3]);
+        // A full block ends each sender's turn where its next nonce does not fit.
+        let mut pool = Pool::new(MempoolConfig { order: TxOrder::Fifo, ..pool(10).config });
+        for t in &txs {
+            pool.admit(&db, t.clone()).unwrap();
+        }
+        assert_eq!(pool.pending(&db, 42_000, usize::MAX, 1).len(), 2);
+    }
+
+    #[test]
+    fn auto_impersonate_starts_on_when_configured() {
+        let someone = Address::repeat_byte(7);
+        assert!(!pool(1).is_impersonated(&someone));
+        let pool = Pool::new(MempoolConfig { auto_impersonate: true, ..pool(1).config });
+        assert!(pool.is_impersonated(&someone));
     }
 }
 

@@ -2,12 +2,15 @@
 //!
 //! Owns: the mining mode (automine, interval timer with a fixed or random block time, both, or
 //! manual), the block gas limit and coinbase, the clock that stamps blocks with its offset, and
-//! one-block overrides (next timestamp, base fee, prevrandao). Handles `AutoMine`, `MineBlocks`,
-//! `MineSpaced`, `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `GetMiningStatus`,
-//! `SaveClock` and `RestoreClock` (the clock side of evm_snapshot / evm_revert). The
+//! one-block overrides (next timestamp, base fee, prevrandao), and the timestamp interval
+//! (anvil_setBlockTimestampInterval). Handles `AutoMine`, `MineBlocks`, `MineDetailed`,
+//! `MineSpaced`, `Rewind` (anvil_rollback / anvil_reorg: the state owner's `Rollback`, then the
+//! new blocks, as one run), `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `SetTime`,
+//! `SetTimestampInterval`, `GetMiningStatus`, `SaveClock` and `RestoreClock` (the clock side
+//! of evm_snapshot / evm_revert). The
 //! interval timer runs on the tokio clock (`run_later`), so paused-time tests drive it. Sends `TakePending` and `TxsMined`
 //! to the mempool, `BuildBlock` to the executor pool (through `ExecutorClient`) and
-//! `CommitBlock` to the state owner. Execution never runs here: the miner only sequences, so
+//! `CommitBlock` and `Rollback` to the state owner. Execution never runs here: the miner only sequences, so
 //! its mailbox keeps moving while a block executes. One block at a time: handlers are atomic
 //! futures, so a second request waits in the (bounded) mailbox until the first block is
 //! committed. Restart: a panic in a handler or a mining run fails that request (-32603) and
@@ -25,15 +28,16 @@ use actix::{
     Recipient, ResponseFuture, SpawnHandle, WrapFuture,
 };
 use alloy_eips::eip1559::BaseFeeParams;
-use alloy_primitives::{Address, B256, keccak256};
+use alloy_primitives::{Address, B256, Bytes, keccak256};
 use hearth_messages::MineError;
-use hearth_messages::executor::{BlockEnvSpec, BuildBlock, BuildMode, ExecutorClient};
+use hearth_messages::executor::{BlockEnvSpec, BuildBlock, BuildMode, ExecutorClient, PooledTx};
 use hearth_messages::mempool::{TakePending, TxsMined};
 use hearth_messages::miner::{
-    AutoMine, GetMiningStatus, IntervalMining, MAX_TIMESTAMP, MineBlocks, MineSpaced, MiningStatus,
-    RestoreClock, SaveClock, SetAutomine, SetBlockParam, SetIntervalMining,
+    AutoMine, GetMiningStatus, IntervalMining, MAX_TIMESTAMP, MineBlocks, MineDetailed, MineSpaced,
+    MinedBlock, MiningStatus, RestoreClock, Rewind, SaveClock, SetAutomine, SetBlockParam,
+    SetIntervalMining, SetTime, SetTimestampInterval,
 };
-use hearth_messages::state::CommitBlock;
+use hearth_messages::state::{CommitBlock, Rollback};
 use hearth_storage::{ChainDb, SealedBlock};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -93,6 +97,9 @@ pub struct MinerPeers {
     pub executor: ExecutorClient,
     /// The state owner's `CommitBlock`.
     pub commit: Recipient<CommitBlock>,
+    /// The state owner's `Rollback` (anvil_rollback and anvil_reorg go through the miner, so
+    /// that no block is being built on a head that goes away).
+    pub rollback: Recipient<Rollback>,
 }
 
 /// SplitMix64: a tiny seeded generator, enough to spread random block times (no crate needed,
@@ -123,6 +130,9 @@ struct Overrides {
     timestamp: Option<u64>,
     base_fee: Option<u64>,
     prevrandao: Option<B256>,
+    /// The time the clock was last set to (anvil_setTime): with a timestamp interval, the
+    /// next block comes that interval after it rather than after its parent, as in anvil.
+    time_set: Option<u64>,
 }
 
 /// The miner.
@@ -135,6 +145,9 @@ pub struct MinerActor {
     /// Seconds added to the clock (evm_increaseTime, evm_setNextBlockTimestamp).
     time_offset: i64,
     next: Overrides,
+    /// Seconds between a block and its parent, instead of the clock
+    /// (anvil_setBlockTimestampInterval).
+    timestamp_interval: Option<u64>,
     timer: Option<SpawnHandle>,
     /// When the pending timer tick is due.
     tick_due: Instant,
@@ -161,6 +174,7 @@ impl MinerActor {
             config,
             time_offset: 0,
             next: Overrides::default(),
+            timestamp_interval: None,
             timer: None,
             tick_due: now,
             last_build: (now, now),
@@ -198,6 +212,7 @@ impl MinerActor {
             config: self.config.clone(),
             time_offset: self.time_offset,
             next: self.next,
+            timestamp_interval: self.timestamp_interval,
         }
     }
 
@@ -259,6 +274,7 @@ impl MinerActor {
         }
         self.next.base_fee = None;
         self.next.prevrandao = None;
+        self.next.time_set = None;
     }
 
     /// (Re)arms the timer from now, or disarms it when interval mining is off.
@@ -356,6 +372,7 @@ struct MineJob {
     config: MinerConfig,
     time_offset: i64,
     next: Overrides,
+    timestamp_interval: Option<u64>,
 }
 
 impl MineJob {
@@ -376,6 +393,18 @@ impl MineJob {
         only_if_pending: bool,
         first: bool,
     ) -> Result<Mined, MineError> {
+        self.mine_block(timestamp, only_if_pending, first, None).await
+    }
+
+    /// Builds and commits one block: with the pool's executable transactions, or exactly
+    /// `given` ones (anvil_reorg's new blocks; invalid ones are left out).
+    async fn mine_block(
+        &self,
+        timestamp: Option<u64>,
+        only_if_pending: bool,
+        first: bool,
+        given: Option<Vec<PooledTx>>,
+    ) -> Result<Mined, MineError> {
         let head = self.db.head_number().unwrap_or_default();
         let parent =
             self.db.header(head).map_err(|e| MineError::State(e.into()))?.ok_or(
@@ -392,21 +421,28 @@ impl MineJob {
         });
         let gas_limit = self.config.gas_limit;
         let max_bytes = BLOCK_MAX_TX_BYTES;
-        let txs =
-            self.peers.take_pending.send(TakePending { gas_limit, max_bytes, base_fee }).await?;
+        let txs = match given {
+            Some(txs) => txs,
+            None => {
+                let take = TakePending { gas_limit, max_bytes, base_fee };
+                self.peers.take_pending.send(take).await?
+            }
+        };
         if txs.is_empty() && only_if_pending {
-            return Ok(Mined { block: None, pool_left: false });
+            return Ok(Mined { block: None, pool_left: false, outputs: Vec::new() });
         }
         let timestamp = match timestamp.or(next.timestamp) {
             Some(t) if t <= parent.timestamp => {
                 return Err(MineError::Timestamp { parent: parent.timestamp, got: t });
             }
             Some(t) => t,
-            None => {
-                let now = i64::try_from((self.config.clock)()).unwrap_or(i64::MAX);
-                let now = now.saturating_add(self.time_offset);
-                (now.max(0) as u64).max(parent.timestamp.saturating_add(1))
-            }
+            None => stamp_after(
+                next.time_set.unwrap_or(parent.timestamp),
+                parent.timestamp,
+                self.timestamp_interval,
+                &self.config.clock,
+                self.time_offset,
+            )?,
         };
         if timestamp <= parent.timestamp {
             // Only a parent stamped u64::MAX gets here (an imported chain's): no later second
@@ -433,13 +469,40 @@ impl MineJob {
         if included.is_empty() && only_if_pending {
             // Nothing executed (all invalid or too big): clean the pool, make no empty block.
             self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
-            return Ok(Mined { block: None, pool_left: false });
+            return Ok(Mined { block: None, pool_left: false, outputs: Vec::new() });
         }
         let block =
             self.peers.commit.send(CommitBlock { draft: built.draft, diff: built.diff }).await??;
         let pool_left = self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
-        Ok(Mined { block: Some(block), pool_left })
+        Ok(Mined { block: Some(block), pool_left, outputs: built.outputs })
     }
+}
+
+/// The timestamp of a block after one stamped `parent` when nobody chose it: `last` (the
+/// parent's timestamp, or the time the clock was set to since) plus the timestamp `interval`
+/// when one is set, else the `clock` with its `offset`; always after `parent`.
+fn stamp_after(
+    last: u64,
+    parent: u64,
+    interval: Option<u64>,
+    clock: &Clock,
+    offset: i64,
+) -> Result<u64, MineError> {
+    let stamped = match interval {
+        Some(interval) => {
+            last.checked_add(interval).filter(|t| *t <= MAX_TIMESTAMP).ok_or_else(|| {
+                MineError::Setting(format!(
+                    "the timestamp interval of {interval} s takes the block after {last} past \
+                     the latest timestamp allowed ({MAX_TIMESTAMP})"
+                ))
+            })?
+        }
+        None => {
+            let now = i64::try_from(clock()).unwrap_or(i64::MAX);
+            now.saturating_add(offset).max(0) as u64
+        }
+    };
+    Ok(stamped.max(parent.saturating_add(1)))
 }
 
 /// What one `MineJob::mine_one` run made.
@@ -449,6 +512,8 @@ struct Mined {
     /// Whether the pool still held transactions after the block (`false` when none was made:
     /// then nothing executable was there).
     pool_left: bool,
+    /// What the block's transactions returned, in order (`None`: halted).
+    outputs: Vec<Option<Bytes>>,
 }
 
 impl Actor for MinerActor {
@@ -476,7 +541,7 @@ impl Handler<AutoMine> for MinerActor {
                 // worth of gas arrived at once).
                 loop {
                     match job.mine_one_first(None, true, first).await {
-                        Ok(Mined { block: Some(block), pool_left }) => {
+                        Ok(Mined { block: Some(block), pool_left, .. }) => {
                             last = Some(block);
                             if !pool_left {
                                 break;
@@ -527,8 +592,47 @@ struct Series {
     explicit_time: bool,
     /// The next block is the series' first: one-block overrides apply to it.
     first: bool,
-    /// Where the last block's number (or the first error) goes.
-    reply: oneshot::Sender<Result<u64, MineError>>,
+    /// Where the answer (or the first error) goes.
+    reply: SeriesReply,
+}
+
+/// What a series answers.
+#[derive(Debug)]
+enum SeriesReply {
+    /// The last block's number (evm_mine, anvil_mine).
+    Last(oneshot::Sender<Result<u64, MineError>>),
+    /// Every block mined, with its transactions' outputs (evm_mine_detailed), gathered chunk
+    /// by chunk.
+    Detailed { reply: oneshot::Sender<Result<Vec<MinedBlock>, MineError>>, mined: Vec<MinedBlock> },
+}
+
+impl SeriesReply {
+    fn wants_blocks(&self) -> bool {
+        matches!(self, Self::Detailed { .. })
+    }
+
+    fn is_closed(&self) -> bool {
+        match self {
+            Self::Last(reply) => reply.is_closed(),
+            Self::Detailed { reply, .. } => reply.is_closed(),
+        }
+    }
+
+    /// The series is done, `last` its last block.
+    fn finish(self, last: u64) {
+        // A caller that went away gets nothing, and needs nothing.
+        let _ = match self {
+            Self::Last(reply) => reply.send(Ok(last)).map_err(drop),
+            Self::Detailed { reply, mined } => reply.send(Ok(mined)).map_err(drop),
+        };
+    }
+
+    fn fail(self, error: MineError) {
+        let _ = match self {
+            Self::Last(reply) => reply.send(Err(error)).map_err(drop),
+            Self::Detailed { reply, .. } => reply.send(Err(error)).map_err(drop),
+        };
+    }
 }
 
 /// Most blocks one mining run builds before the miner serves its mailbox again: anvil_mine of
@@ -536,31 +640,41 @@ struct Series {
 /// for its whole run. A chunk is ~10 ms of empty blocks.
 const MINE_CHUNK_BLOCKS: u64 = 64;
 
+/// What one chunk of a series made: the last block number (the head when none was made) or
+/// the error that stopped it, the last block, the timestamp asked for the block after it,
+/// and, when asked to collect them, every block with its outputs.
+type ChunkOutcome =
+    (Result<u64, MineError>, Option<Arc<SealedBlock>>, Option<u64>, Vec<MinedBlock>);
+
 /// Mines `count` blocks one after the other (empty ones too). The first is stamped
 /// `timestamp` (`None`: the clock) and gets the one-block overrides when `first`; later ones
-/// follow `spacing`. Gives the last block number (the head when none was made), the last block
-/// and the timestamp asked for the block after it.
+/// follow `spacing`. With `collect`, keeps every block and its transactions' outputs.
 async fn mine_series(
     job: MineJob,
     count: u64,
     mut timestamp: Option<u64>,
     first: bool,
     spacing: Spacing,
-) -> (Result<u64, MineError>, Option<Arc<SealedBlock>>, Option<u64>) {
+    collect: bool,
+) -> ChunkOutcome {
     let mut last: Option<Arc<SealedBlock>> = None;
+    let mut mined = Vec::new();
     for i in 0..count {
         match job.mine_one_first(timestamp, false, first && i == 0).await {
-            Ok(Mined { block: Some(block), .. }) => {
+            Ok(Mined { block: Some(block), outputs, .. }) => {
                 timestamp = spacing.after(timestamp, &block);
+                if collect {
+                    mined.push(MinedBlock { block: Arc::clone(&block), outputs });
+                }
                 last = Some(block);
             }
             Ok(Mined { block: None, .. }) => {}
-            Err(e) => return (Err(e), last, timestamp),
+            Err(e) => return (Err(e), last, timestamp, mined),
         }
     }
     let number =
         last.as_ref().map_or_else(|| job.db.head_number().unwrap_or_default(), |b| b.number());
-    (Ok(number), last, timestamp)
+    (Ok(number), last, timestamp, mined)
 }
 
 impl MinerActor {
@@ -574,6 +688,21 @@ impl MinerActor {
         explicit_time: bool,
     ) -> ResponseFuture<Result<u64, MineError>> {
         let (reply, answer) = oneshot::channel();
+        self.push_series(ctx, count, timestamp, spacing, explicit_time, SeriesReply::Last(reply));
+        Box::pin(
+            async move { answer.await.unwrap_or(Err(MineError::Mailbox(MailboxError::Closed))) },
+        )
+    }
+
+    fn push_series(
+        &mut self,
+        ctx: &mut Context<Self>,
+        count: u64,
+        timestamp: Option<u64>,
+        spacing: Spacing,
+        explicit_time: bool,
+        reply: SeriesReply,
+    ) {
         self.series.push_back(Series {
             remaining: count,
             timestamp,
@@ -583,9 +712,6 @@ impl MinerActor {
             reply,
         });
         self.mine_next_chunk(ctx);
-        Box::pin(
-            async move { answer.await.unwrap_or(Err(MineError::Mailbox(MailboxError::Closed))) },
-        )
     }
 
     /// Mines the next chunk of the oldest series, unless a chunk is being mined. The actor
@@ -598,26 +724,29 @@ impl MinerActor {
         let Some(mut series) = self.series.pop_front() else { return };
         self.mining_series = true;
         let chunk = series.remaining.min(MINE_CHUNK_BLOCKS);
-        let run = mine_series(self.job(), chunk, series.timestamp, series.first, series.spacing);
+        let collect = series.reply.wants_blocks();
+        let run =
+            mine_series(self.job(), chunk, series.timestamp, series.first, series.spacing, collect);
         let started = Instant::now();
         ctx.wait(contain_future(run).into_actor(self).map(move |outcome, act, ctx| {
             act.mining_series = false;
             act.last_build = (started, Instant::now());
-            let (result, last, next) = match outcome {
+            let (result, last, next, mined) = match outcome {
                 Ok(outcome) => outcome,
                 Err(panic) => {
-                    let _ = series.reply.send(Err(act.restarted_after(&*panic, ctx)));
+                    series.reply.fail(act.restarted_after(&*panic, ctx));
                     return;
                 }
             };
             if let Some(block) = &last {
                 act.after_block(block, series.explicit_time);
             }
+            if let SeriesReply::Detailed { mined: all, .. } = &mut series.reply {
+                all.extend(mined);
+            }
             series.remaining -= chunk;
             match result {
-                Ok(number) if series.remaining == 0 => {
-                    let _ = series.reply.send(Ok(number));
-                }
+                Ok(number) if series.remaining == 0 => series.reply.finish(number),
                 // Nobody waits for the rest: the caller went away.
                 Ok(_) if series.reply.is_closed() => {}
                 Ok(_) => {
@@ -625,9 +754,7 @@ impl MinerActor {
                     series.timestamp = next;
                     act.series.push_front(series);
                 }
-                Err(error) => {
-                    let _ = series.reply.send(Err(error));
-                }
+                Err(error) => series.reply.fail(error),
             }
             // Spawned, not called: the mailbox is served before the next chunk begins.
             ctx.spawn(
@@ -644,6 +771,80 @@ impl Handler<MineBlocks> for MinerActor {
         let explicit_time = msg.timestamp.is_some();
         // A given timestamp stamps the first block; later ones follow it a second apart.
         self.queue_series(ctx, msg.count, msg.timestamp, Spacing::Clock, explicit_time)
+    }
+}
+
+impl Handler<MineDetailed> for MinerActor {
+    type Result = ResponseFuture<Result<Vec<MinedBlock>, MineError>>;
+
+    fn handle(&mut self, msg: MineDetailed, ctx: &mut Self::Context) -> Self::Result {
+        let explicit_time = msg.timestamp.is_some();
+        let (reply, answer) = oneshot::channel();
+        let reply = SeriesReply::Detailed { reply, mined: Vec::new() };
+        self.push_series(ctx, msg.count, msg.timestamp, Spacing::Clock, explicit_time, reply);
+        Box::pin(
+            async move { answer.await.unwrap_or(Err(MineError::Mailbox(MailboxError::Closed))) },
+        )
+    }
+}
+
+impl Handler<Rewind> for MinerActor {
+    type Result = AtomicResponse<Self, Result<u64, MineError>>;
+
+    /// Rolls back, resets the clock and gas limit to the new head's (anvil's rollback), then
+    /// mines the given blocks, all as one atomic run: no other block is built in between.
+    fn handle(&mut self, msg: Rewind, _ctx: &mut Self::Context) -> Self::Result {
+        let Rewind { depth, blocks } = msg;
+        let rollback = self.peers.rollback.clone();
+        let started = Instant::now();
+        let rolled = contain_future(async move {
+            rollback
+                .send(Rollback { depth })
+                .await
+                .map_err(MineError::from)?
+                .map_err(MineError::from)
+        });
+        let run = rolled.into_actor(self).then(move |outcome, act, ctx| {
+            let header = match outcome {
+                Ok(Ok(header)) => header,
+                Ok(Err(error)) => {
+                    return futures_util::future::Either::Left(actix::fut::ready(Err(error)));
+                }
+                Err(panic) => {
+                    let error = act.restarted_after(&*panic, ctx);
+                    return futures_util::future::Either::Left(actix::fut::ready(Err(error)));
+                }
+            };
+            // The next blocks follow the new head: its timestamp, its gas limit.
+            act.rewind_settings(&header);
+            let job = act.job();
+            let mine = contain_future(async move {
+                let mut last = None;
+                for (i, txs) in blocks.into_iter().enumerate() {
+                    match job.mine_block(None, false, i == 0, Some(txs)).await {
+                        Ok(Mined { block: Some(block), .. }) => last = Some(block),
+                        Ok(Mined { block: None, .. }) => {}
+                        Err(error) => return (Err(error), last),
+                    }
+                }
+                let head = job.db.head_number().unwrap_or_default();
+                (Ok(head), last)
+            });
+            futures_util::future::Either::Right(mine.into_actor(act).map(
+                move |outcome, act, ctx| {
+                    act.last_build = (started, Instant::now());
+                    let (result, last) = match outcome {
+                        Ok(outcome) => outcome,
+                        Err(panic) => return Err(act.restarted_after(&*panic, ctx)),
+                    };
+                    if let Some(block) = last {
+                        act.after_block(&block, false);
+                    }
+                    result
+                },
+            ))
+        });
+        AtomicResponse::new(Box::pin(run))
     }
 }
 
@@ -708,6 +909,7 @@ impl Handler<GetMiningStatus> for MinerActor {
             ticks_skipped: self.ticks_skipped,
             coinbase: self.config.coinbase,
             gas_limit: self.config.gas_limit,
+            next_timestamp: self.next_timestamp(),
         })
     }
 }
@@ -720,7 +922,72 @@ impl Handler<SetBlockParam> for MinerActor {
     }
 }
 
+impl Handler<SetTime> for MinerActor {
+    type Result = Result<u64, MineError>;
+
+    fn handle(&mut self, msg: SetTime, ctx: &mut Self::Context) -> Self::Result {
+        self.contained(ctx, |act, _| act.set_time(msg.0))?
+    }
+}
+
+impl Handler<SetTimestampInterval> for MinerActor {
+    type Result = bool;
+
+    fn handle(&mut self, msg: SetTimestampInterval, _ctx: &mut Self::Context) -> Self::Result {
+        info!(target: "actors::miner", interval = ?msg.0, "block timestamp interval set");
+        std::mem::replace(&mut self.timestamp_interval, msg.0).is_some()
+    }
+}
+
 impl MinerActor {
+    /// The timestamp the next block would get now, by the same rules as mining: its override,
+    /// else the timestamp interval or the clock, always after the head's.
+    fn next_timestamp(&self) -> u64 {
+        let head = self.db.head_number().unwrap_or_default();
+        let parent = self.db.header(head).ok().flatten().map_or(0, |h| h.timestamp);
+        match self.next.timestamp {
+            Some(t) => t,
+            // Past the latest timestamp the interval cannot stamp a block; say where it points.
+            None => stamp_after(
+                self.next.time_set.unwrap_or(parent),
+                parent,
+                self.timestamp_interval,
+                &self.config.clock,
+                self.time_offset,
+            )
+            .unwrap_or(MAX_TIMESTAMP),
+        }
+    }
+
+    /// After a rollback to `head`: later blocks are stamped from its timestamp on and get its
+    /// gas limit, as anvil resets its environment to the common block.
+    fn rewind_settings(&mut self, head: &alloy_consensus::Header) {
+        let now = i64::try_from((self.config.clock)()).unwrap_or(i64::MAX);
+        let timestamp = i64::try_from(head.timestamp).unwrap_or(i64::MAX);
+        self.time_offset = timestamp.saturating_sub(now);
+        self.next = Overrides::default();
+        self.config.gas_limit = head.gas_limit.max(MIN_GAS_LIMIT);
+    }
+
+    /// Serves [`SetTime`]: the clock now reads `timestamp`, and a pending next-block timestamp
+    /// is dropped (anvil's time reset). Answers how far `timestamp` is past what the next
+    /// block would have been stamped.
+    fn set_time(&mut self, timestamp: u64) -> Result<u64, MineError> {
+        if timestamp > MAX_TIMESTAMP {
+            return Err(MineError::Setting(format!(
+                "timestamp {timestamp} is past the latest allowed {MAX_TIMESTAMP}"
+            )));
+        }
+        let before = self.next_timestamp();
+        let now = i64::try_from((self.config.clock)()).unwrap_or(i64::MAX);
+        // Both are within 0..=i64::MAX, so the difference fits.
+        self.time_offset = timestamp as i64 - now;
+        self.next.timestamp = None;
+        self.next.time_set = Some(timestamp);
+        info!(target: "actors::miner", timestamp, offset = self.time_offset, "clock set");
+        Ok(timestamp.saturating_sub(before))
+    }
+
     /// Serves [`SetBlockParam`]: answers the clock's offset afterwards.
     fn set_block_param(&mut self, msg: SetBlockParam) -> Result<u64, MineError> {
         match msg {
@@ -778,7 +1045,7 @@ impl Restart for MinerActor {
         self.next = Overrides::default();
         self.mining_series = false;
         for series in self.series.drain(..) {
-            let _ = series.reply.send(Err(MineError::Panicked("the miner restarted".into())));
+            series.reply.fail(MineError::Panicked("the miner restarted".into()));
         }
     }
 

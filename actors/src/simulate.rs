@@ -513,7 +513,7 @@ impl Run<'_> {
         let cancun = spec.is_enabled_in(SpecId::CANCUN);
         let prague = spec.is_enabled_in(SpecId::PRAGUE);
         let shanghai = spec.is_enabled_in(SpecId::SHANGHAI);
-        let chain_id = self.config.chain_id;
+        let chain_id = self.config.chain_id.get();
         let base_fee = london
             .then(|| o.base_fee.unwrap_or(if self.validation { next_base_fee(parent) } else { 0 }));
         let excess = cancun.then(|| {
@@ -527,6 +527,7 @@ impl Run<'_> {
 
         let mut cfg = CfgEnv::new_with_spec(spec);
         cfg.chain_id = chain_id;
+        cfg.limit_contract_code_size = self.config.code_size_limit;
         cfg.disable_eip3607 = true;
         cfg.disable_block_gas_limit = true;
         cfg.tx_gas_limit_cap = Some(u64::MAX);

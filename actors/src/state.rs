@@ -4,8 +4,8 @@
 //! receipts, the head pointer), the cache of recently written trie nodes (`BlockWriter`), the
 //! list of block subscribers, and the evm_snapshot journal
 //! (per block the state keys it wrote, per patch what it overwrote, kept only while a snapshot
-//! is live). Handles `CommitBlock`, `PatchState`, `TakeSnapshot`, `RevertTo`,
-//! `SubscribeBlocks`, and `Settle`, which it sends itself to apply a committed block to sled
+//! is live). Handles `CommitBlock`, `PatchState`, `TakeSnapshot`, `RevertTo`, `Rollback`,
+//! `ListSnapshots`, `SubscribeBlocks`, and `Settle`, which it sends itself to apply a committed block to sled
 //! once the commit is answered (`BlockWriter::set_deferred_apply`). Sends `BlockCommitted` to
 //! subscribers with `try_send` (a full subscriber misses one notification and it is counted; a
 //! commit never waits on a subscriber).
@@ -23,13 +23,14 @@ use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth_messages::StateError;
 use hearth_messages::interest::Interest;
 use hearth_messages::state::{
-    AccountPatch, BlockCommitted, CommitBlock, PatchState, RevertTo, SubscribeBlocks, TakeSnapshot,
+    AccountPatch, BlockCommitted, CommitBlock, ListSnapshots, PatchState, RevertTo, Rollback,
+    SubscribeBlocks, TakeSnapshot,
 };
 use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{
     AccountChange, AccountFields, BlockDraft, BlockKeys, BlockWriter, ChainDb,
     DEFAULT_NODE_CACHE_BYTES, EMPTY_CODE_HASH, PatchUndo, SealedBlock, StateDiff, StorageError,
-    StoredBody, revert_blocks, write_block, write_patch,
+    StoredBody, revert_blocks, rollback, write_block, write_patch,
 };
 use tracing::{error, info, warn};
 
@@ -57,8 +58,9 @@ pub struct StateActor {
     next_snapshot_id: u64,
     /// The state keys of each block committed since the oldest live snapshot.
     block_keys: Vec<BlockKeys>,
-    /// What each patch since the oldest live snapshot overwrote, in order.
-    undo: Vec<PatchUndo>,
+    /// What each patch since the oldest live snapshot overwrote, in order, with the head it
+    /// patched (a rollback below that head drops the entry with the versions it undoes).
+    undo: Vec<(u64, PatchUndo)>,
 }
 
 impl StateActor {
@@ -93,6 +95,9 @@ impl StateActor {
         let mut diff = StateDiff::default();
         match msg.change {
             AccountPatch::Balance(balance) => fields.balance = balance,
+            AccountPatch::AddBalance(amount) => {
+                fields.balance = fields.balance.saturating_add(amount);
+            }
             AccountPatch::Nonce(nonce) => fields.nonce = nonce,
             AccountPatch::Code(code) => {
                 fields.code_hash = if code.is_empty() {
@@ -112,7 +117,7 @@ impl StateActor {
         diff.accounts.insert(msg.address, change);
         let (root, undo) = write_patch(&self.db, &diff)?;
         if !self.snapshots.is_empty() {
-            self.undo.push(undo);
+            self.undo.push((head, undo));
         }
         info!(target: "actors::state", address = %msg.address, %root, "head state patched");
         Ok(root)
@@ -132,7 +137,9 @@ impl StateActor {
             return Ok(false);
         };
         let snapshot = self.snapshots[index];
-        revert_blocks(&self.db, snapshot.head, &self.block_keys, &self.undo[snapshot.undo_len..])?;
+        let undo: Vec<PatchUndo> =
+            self.undo[snapshot.undo_len..].iter().map(|(_, undo)| undo.clone()).collect();
+        revert_blocks(&self.db, snapshot.head, &self.block_keys, &undo)?;
         // The snapshot and every later one are used up, as in Hardhat and anvil.
         self.snapshots.truncate(index);
         self.undo.truncate(snapshot.undo_len);
@@ -143,6 +150,30 @@ impl StateActor {
         }
         info!(target: "actors::state", id, head = snapshot.head, "reverted to snapshot");
         Ok(true)
+    }
+
+    /// Drops the newest `depth` blocks (`storage::rollback`) and forgets what no longer
+    /// exists: snapshots taken on a dropped block, the journals of dropped blocks and of
+    /// patches made while one of them was the head. Replies with the new head's header.
+    fn rollback(&mut self, depth: u64) -> Result<Header, StateError> {
+        let head = self.db.head_number().unwrap_or_default();
+        let target = head.checked_sub(depth).ok_or(StateError::RollbackTooDeep { head, depth })?;
+        let removed = rollback(&self.db, target)?;
+        // Snapshots and patches come in head order between reverts and rollbacks, so what
+        // is past `target` is a suffix of each list; the snapshots left point before it.
+        self.snapshots.retain(|s| s.head <= target);
+        self.undo.retain(|(patched, _)| *patched <= target);
+        self.block_keys.retain(|k| k.number <= target);
+        if self.snapshots.is_empty() {
+            self.undo.clear();
+            self.block_keys.clear();
+        }
+        let header = self
+            .db
+            .header(target)?
+            .ok_or(StateError::Storage(StorageError::Corrupt { what: "rollback target header" }))?;
+        info!(target: "actors::state", head = target, blocks = removed.blocks, txs = removed.transactions, "rolled back");
+        Ok(header)
     }
 
     /// Starts the actor on its own arbiter with its mailbox bounded from the first message on.
@@ -263,6 +294,24 @@ impl Handler<RevertTo> for StateActor {
         let result = guarded(|| self.revert(msg.0));
         stop_on_storage_error(&result, "reverting");
         result
+    }
+}
+
+impl Handler<Rollback> for StateActor {
+    type Result = Result<Header, StateError>;
+
+    fn handle(&mut self, msg: Rollback, _ctx: &mut Self::Context) -> Self::Result {
+        let result = guarded(|| self.rollback(msg.depth));
+        stop_on_storage_error(&result, "rolling back");
+        result
+    }
+}
+
+impl Handler<ListSnapshots> for StateActor {
+    type Result = actix::MessageResult<ListSnapshots>;
+
+    fn handle(&mut self, _msg: ListSnapshots, _ctx: &mut Self::Context) -> Self::Result {
+        actix::MessageResult(self.snapshots.iter().map(|s| (s.id, s.head)).collect())
     }
 }
 

@@ -237,6 +237,16 @@ pub enum StateError {
         /// The block's number.
         got: u64,
     },
+    /// A rollback asked to drop more blocks than there are after genesis.
+    #[error(
+        "Rollback depth must not exceed current chain height: current height {head}, depth {depth}"
+    )]
+    RollbackTooDeep {
+        /// The head's number.
+        head: u64,
+        /// The depth asked for.
+        depth: u64,
+    },
     /// The state owner panicked while writing; it stops the node, whose journal replays on
     /// the next start.
     #[error("internal error in the state owner: {0}; the node is stopping")]

@@ -127,6 +127,32 @@ impl Message for Call {
     type Result = Result<CallOutcome, ExecError>;
 }
 
+/// Runs a read-only call like [`Call`] and reports the storage slots of `account` it read or
+/// wrote. Serves the slot search of `anvil_dealERC20` and `anvil_setERC20Allowance`, which
+/// then try each slot (as anvil does with the call's access list).
+#[derive(Debug, Clone)]
+pub struct GetTouchedSlots {
+    /// What to run.
+    pub request: CallRequest,
+    /// The block whose post-state the call sees.
+    pub block: u64,
+    /// Whose slots to report.
+    pub account: Address,
+}
+
+/// What [`GetTouchedSlots`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TouchedSlots {
+    /// How the call ended.
+    pub outcome: CallOutcome,
+    /// The account's slots the call read or wrote, in ascending order.
+    pub slots: Vec<U256>,
+}
+
+impl Message for GetTouchedSlots {
+    type Result = Result<TouchedSlots, ExecError>;
+}
+
 /// Finds the smallest gas limit with which the request succeeds. Serves `eth_estimateGas`.
 #[derive(Debug, Clone)]
 pub struct EstimateGas {
@@ -277,6 +303,9 @@ pub struct BuiltBlock {
     /// The EIP-7685 requests the block made (Prague on), each its type byte and data; the
     /// header carries their hash.
     pub requests: Vec<Bytes>,
+    /// What each included transaction returned (revert data for a reverted one, `None` for a
+    /// halted one), in block order: evm_mine_detailed shows it.
+    pub outputs: Vec<Option<Bytes>>,
 }
 
 /// A transaction block building refused (revm's validation failed against the block's state),
@@ -330,6 +359,7 @@ pub struct ExecutorLane {
     calls: Recipient<Admitted<Call>>,
     estimates: Recipient<Admitted<EstimateGas>>,
     builds: Recipient<Admitted<BuildBlock>>,
+    touched: Recipient<Admitted<GetTouchedSlots>>,
     /// eth_simulateV1 runs; `None` on stand-ins that only serve calls and blocks.
     simulations: Option<Recipient<Admitted<Simulate>>>,
     /// eth_createAccessList runs; `None` on stand-ins.
@@ -350,11 +380,13 @@ impl ExecutorLane {
         calls: Recipient<Admitted<Call>>,
         estimates: Recipient<Admitted<EstimateGas>>,
         builds: Recipient<Admitted<BuildBlock>>,
+        touched: Recipient<Admitted<GetTouchedSlots>>,
     ) -> Self {
         Self {
             calls,
             estimates,
             builds,
+            touched,
             simulations: None,
             access_lists: None,
             payloads: None,
@@ -459,9 +491,11 @@ impl ExecutorClient {
         calls: Recipient<Admitted<Call>>,
         estimates: Recipient<Admitted<EstimateGas>>,
         builds: Recipient<Admitted<BuildBlock>>,
+        touched: Recipient<Admitted<GetTouchedSlots>>,
         max_in_flight: usize,
     ) -> Self {
-        Self::with_lanes(vec![ExecutorLane::new(calls, estimates, builds)], max_in_flight)
+        let lane = ExecutorLane::new(calls, estimates, builds, touched);
+        Self::with_lanes(vec![lane], max_in_flight)
     }
 
     /// A client over several executors (one lane each), with an admission bound of
@@ -550,6 +584,12 @@ impl ExecutorClient {
     pub async fn estimate_gas(&self, estimate: EstimateGas) -> Result<EstimateOutcome, ExecError> {
         let permit = self.admit().await?;
         self.dispatch(permit, |lane| &lane.estimates, estimate, true).await?
+    }
+
+    /// Runs a call that reports the slots it touched, admitted as [`call`](Self::call) is.
+    pub async fn touched_slots(&self, request: GetTouchedSlots) -> Result<TouchedSlots, ExecError> {
+        let permit = self.admit().await?;
+        self.dispatch(permit, |lane| &lane.touched, request, true).await?
     }
 
     /// Runs an eth_simulateV1 request on the pool, admitted as [`call`](Self::call) is, on a

@@ -6,6 +6,7 @@
 
 pub mod access_list;
 pub mod ask;
+pub mod chain_id;
 pub mod code_cache;
 pub mod error;
 pub mod executor;
@@ -19,6 +20,7 @@ pub mod simulate;
 pub mod state;
 pub mod subscriptions;
 
+pub use chain_id::ChainId;
 pub use error::{ExecError, MineError, OverrideError, StateError, TxError};
 /// The storage read types (blocks, receipts, state snapshots) the RPC front reads directly.
 pub use hearth_storage as storage;

@@ -32,18 +32,17 @@ impl Message for SubmitTx {
 /// signature.
 pub type Seal = Box<dyn FnOnce(u64) -> Result<TxEnvelope, TxError> + Send>;
 
-/// Admits a transaction eth_sendTransaction filled for `sender`. Without a nonce the pool
-/// gives it `sender`'s pending nonce and seals it in the same step, so concurrent sends from
-/// one account get consecutive nonces instead of racing for the same one. Replies with the
-/// transaction hash.
+/// Admits a transaction eth_sendTransaction (or eth_sendUnsignedTransaction) filled for
+/// `sender`. Without a nonce the pool gives it `sender`'s pending nonce and seals it in the
+/// same step, so concurrent sends from one account get consecutive nonces instead of racing
+/// for the same one. Replies with the transaction hash.
 pub struct SubmitFilled {
     /// Who sends it.
     pub sender: Address,
     /// The caller's nonce, or `None` for the pending one.
     pub nonce: Option<u64>,
-    /// `true` when `sender` has no dev key here: the pool refuses it unless `sender` is
-    /// impersonated right now.
-    pub impersonated: bool,
+    /// How the sender vouches for it, which decides whether the pool takes it.
+    pub signed_by: SignedBy,
     /// Seals the transaction with the nonce chosen.
     pub seal: Seal,
 }
@@ -53,13 +52,25 @@ impl std::fmt::Debug for SubmitFilled {
         f.debug_struct("SubmitFilled")
             .field("sender", &self.sender)
             .field("nonce", &self.nonce)
-            .field("impersonated", &self.impersonated)
+            .field("signed_by", &self.signed_by)
             .finish_non_exhaustive()
     }
 }
 
 impl Message for SubmitFilled {
     type Result = Result<B256, TxError>;
+}
+
+/// Who vouches for a transaction the node sealed itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignedBy {
+    /// Signed with the sender's dev key.
+    DevKey,
+    /// The sender has no key here and must be impersonated when the pool admits it.
+    Impersonated,
+    /// eth_sendUnsignedTransaction: executed as the sender whatever its impersonation, as
+    /// anvil does.
+    Unsigned,
 }
 
 /// Admits several signed transactions as one batch. Serves a JSON-RPC batch of
@@ -236,4 +247,32 @@ pub struct TxsAdmitted(pub Vec<B256>);
 
 impl Message for TxsAdmitted {
     type Result = ();
+}
+
+/// Sets the chain id the pool admits (and publishes it to every reader of the shared
+/// [`ChainId`](crate::ChainId)), dropping pooled transactions signed for another chain.
+/// Serves `anvil_setChainId`. Replies with how many transactions were dropped.
+#[derive(Debug, Clone, Copy)]
+pub struct SetChainId(pub u64);
+
+impl Message for SetChainId {
+    type Result = usize;
+}
+
+/// Removes every pooled transaction. Serves `anvil_dropAllTransactions`. Replies with how
+/// many there were.
+#[derive(Debug, Clone, Copy)]
+pub struct DropAll;
+
+impl Message for DropAll {
+    type Result = usize;
+}
+
+/// Removes every pooled transaction from `0`. Serves `anvil_removePoolTransactions`.
+/// Replies with how many there were.
+#[derive(Debug, Clone, Copy)]
+pub struct RemoveSender(pub Address);
+
+impl Message for RemoveSender {
+    type Result = usize;
 }

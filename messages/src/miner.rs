@@ -179,8 +179,11 @@ pub struct MiningStatus {
     pub ticks_skipped: u64,
     /// The fee recipient of the blocks it mines (eth_coinbase).
     pub coinbase: Address,
-    /// The gas limit of the blocks it mines.
+    /// Gas limit of the next blocks.
     pub gas_limit: u64,
+    /// The next block's timestamp as things stand (its override, the timestamp interval, or
+    /// the clock; always after the head's).
+    pub next_timestamp: u64,
 }
 
 impl Message for GetMiningStatus {
@@ -208,5 +211,69 @@ pub enum SetBlockParam {
 
 impl Message for SetBlockParam {
     /// The miner's total time offset in seconds after the change.
+    type Result = Result<u64, MineError>;
+}
+
+/// Mines like [`MineBlocks`] and replies with every block mined, each with the return data of
+/// its transactions. Serves `evm_mine_detailed` / `anvil_mine_detailed`.
+#[derive(Debug, Clone, Copy)]
+pub struct MineDetailed {
+    /// How many blocks.
+    pub count: u64,
+    /// Timestamp of the first block (seconds), when the caller sets it.
+    pub timestamp: Option<u64>,
+}
+
+/// One block [`MineDetailed`] made.
+#[derive(Debug, Clone)]
+pub struct MinedBlock {
+    /// The committed block.
+    pub block: std::sync::Arc<hearth_storage::SealedBlock>,
+    /// What each of its transactions returned (revert data for a reverted one, `None` for a
+    /// halted one), in order.
+    pub outputs: Vec<Option<alloy_primitives::Bytes>>,
+}
+
+impl Message for MineDetailed {
+    type Result = Result<Vec<MinedBlock>, MineError>;
+}
+
+/// Resets the miner's clock so that the next block is stamped `0` (or its parent's timestamp
+/// plus one, if later), and later ones continue from there; a pending next-block timestamp is
+/// dropped. Serves `anvil_setTime` / `evm_setTime`, and `anvil_rollback` (back to the new
+/// head's timestamp, as anvil does). Replies with how many seconds `0` is past the timestamp
+/// the next block would have had (zero when it is not).
+#[derive(Debug, Clone, Copy)]
+pub struct SetTime(pub u64);
+
+impl Message for SetTime {
+    type Result = Result<u64, MineError>;
+}
+
+/// Stamps each next block `0` seconds after its parent (`Some`), instead of by the clock
+/// (`None`). Serves `anvil_setBlockTimestampInterval` and
+/// `anvil_removeBlockTimestampInterval`. Replies whether an interval was set before.
+#[derive(Debug, Clone, Copy)]
+pub struct SetTimestampInterval(pub Option<u64>);
+
+impl Message for SetTimestampInterval {
+    type Result = bool;
+}
+
+/// Drops the newest `depth` blocks (through the state owner's `Rollback`), turns the clock
+/// back to the new head's timestamp and the gas limit to its gas limit (anvil resets its
+/// environment the same way), then mines one block per entry of `blocks`, each holding
+/// exactly those transactions (invalid ones left out; the pool's wait). Serves
+/// `anvil_rollback` (no blocks) and `anvil_reorg` (`depth` blocks). One atomic run: no other
+/// block is built in between. Replies with the head after it.
+#[derive(Debug, Clone)]
+pub struct Rewind {
+    /// How many blocks to drop.
+    pub depth: u64,
+    /// The transactions of each new block, in order.
+    pub blocks: Vec<Vec<crate::executor::PooledTx>>,
+}
+
+impl Message for Rewind {
     type Result = Result<u64, MineError>;
 }

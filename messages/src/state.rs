@@ -44,7 +44,8 @@ impl Message for SubscribeBlocks {
 
 /// Writes dev-method state changes (balance, nonce, code, storage) into the head state: visible
 /// at `latest` at once, persisted, and the base of the next block. Serves `anvil_setBalance`,
-/// `anvil_setNonce`, `anvil_setCode`, `anvil_setStorageAt` and their `hardhat_` names.
+/// `anvil_addBalance`, `anvil_setNonce`, `anvil_setCode`, `anvil_setStorageAt` (also for
+/// `anvil_dealERC20` and `anvil_setERC20Allowance`) and their `hardhat_` names.
 /// The state owner reads the current account and changes only the given fields, so
 /// concurrent patches of one account cannot lose each other's changes.
 #[derive(Debug, Clone)]
@@ -60,6 +61,9 @@ pub struct PatchState {
 pub enum AccountPatch {
     /// Sets the balance (wei).
     Balance(alloy_primitives::U256),
+    /// Adds to the balance (wei), saturating at 2^256 - 1. Serves `anvil_addBalance`: the
+    /// state owner reads and writes in one step, so concurrent additions add up.
+    AddBalance(alloy_primitives::U256),
     /// Sets the nonce.
     Nonce(u64),
     /// Sets the code (empty removes it).
@@ -94,4 +98,28 @@ pub struct RevertTo(pub u64);
 
 impl Message for RevertTo {
     type Result = Result<bool, StateError>;
+}
+
+/// Drops the newest `depth` blocks from the chain and the store, durably: the block `depth`
+/// below the head becomes the head, with exactly the state it had as the head (patches made
+/// since on the dropped blocks go with them). Snapshots taken on a dropped block are used up.
+/// Serves `anvil_rollback` and the first half of `anvil_reorg`. Replies with the new head's
+/// header; depth 0 changes nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct Rollback {
+    /// How many blocks to drop; at most the head's number (genesis stays).
+    pub depth: u64,
+}
+
+impl Message for Rollback {
+    type Result = Result<alloy_consensus::Header, StateError>;
+}
+
+/// The live snapshots, oldest first: each id with the head block it was taken at. Serves the
+/// `snapshots` of `anvil_metadata`.
+#[derive(Debug, Clone, Copy)]
+pub struct ListSnapshots;
+
+impl Message for ListSnapshots {
+    type Result = Vec<(u64, u64)>;
 }

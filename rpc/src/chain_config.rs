@@ -104,7 +104,7 @@ pub(crate) fn config(ctx: &RpcContext, params: &Params) -> Result<Value, RpcErro
         ctx.chain.header(number)?.ok_or(RpcError::MissingRecord { number, what: "header" })?;
     let forks = &ctx.forks;
     let describe =
-        |index: usize| forks.describe(index, ctx.chain_id, genesis_hash, genesis.timestamp);
+        |index: usize| forks.describe(index, ctx.chain_id.get(), genesis_hash, genesis.timestamp);
     let current = forks.active_at(head.timestamp);
     let next = match current {
         Some(index) => (index + 1 < forks.time_forks.len()).then_some(index + 1),

@@ -12,14 +12,15 @@ use hearth_messages::ChainDb;
 use hearth_messages::ask::Ask;
 use hearth_messages::executor::ExecutorClient;
 use hearth_messages::mempool::{
-    DropTx, GetPoolContent, GetPooledTx, PendingNonce, Revalidate, SetAutoImpersonate,
-    SetImpersonated, SetPoolGasLimit, SubmitFilled, SubmitTx, SubmitTxs,
+    DropAll, DropTx, GetPoolContent, GetPooledTx, PendingNonce, RemoveSender, Revalidate,
+    SetAutoImpersonate, SetChainId, SetImpersonated, SetPoolGasLimit, SubmitFilled, SubmitTx,
+    SubmitTxs,
 };
 use hearth_messages::miner::{
-    AutoMine, GetMiningStatus, MineBlocks, MineSpaced, RestoreClock, SaveClock, SetAutomine,
-    SetBlockParam, SetIntervalMining,
+    AutoMine, GetMiningStatus, MineBlocks, MineDetailed, MineSpaced, RestoreClock, Rewind,
+    SaveClock, SetAutomine, SetBlockParam, SetIntervalMining, SetTime, SetTimestampInterval,
 };
-use hearth_messages::state::{PatchState, RevertTo, TakeSnapshot};
+use hearth_messages::state::{ListSnapshots, PatchState, RevertTo, TakeSnapshot};
 
 /// A method added by an extension actor: takes the raw `params` JSON, answers a result or a
 /// JSON-RPC error `(code, message)`.
@@ -131,8 +132,16 @@ pub struct RpcContext {
     /// Which web origins and hosts may call (`--http.corsdomain`, `--ws.origins`,
     /// `--http.vhosts`).
     pub web: Arc<crate::access::WebAccess>,
-    /// The chain id.
-    pub chain_id: u64,
+    /// The chain id, read per request (anvil_setChainId changes it through the pool).
+    pub chain_id: hearth_messages::ChainId,
+    /// A fixed gas price (`--gas-price`): what eth_gasPrice answers, and the price of the
+    /// legacy transaction eth_sendTransaction fills for a request that names no fee. `None`:
+    /// the latest base fee plus the suggested tip, and EIP-1559 transactions.
+    pub gas_price: Option<u128>,
+    /// What anvil_nodeInfo and anvil_metadata report about this node.
+    pub node: crate::node_info::NodeFacts,
+    /// Whether the node logs below `warn` (anvil_setLoggingEnabled).
+    pub logging: crate::log_switch::LogSwitch,
     /// The chain's fork schedule (eth_config).
     pub forks: Arc<crate::chain_config::ChainForks>,
     /// Request limits.
@@ -232,4 +241,20 @@ pub struct Controls {
     pub take_snapshot: Recipient<TakeSnapshot>,
     /// evm_revert.
     pub revert_to: Recipient<RevertTo>,
+    /// anvil_rollback and anvil_reorg, through the miner.
+    pub rewind: Recipient<Rewind>,
+    /// The live snapshots (anvil_metadata).
+    pub list_snapshots: Recipient<ListSnapshots>,
+    /// anvil_setChainId: the pool publishes the new id.
+    pub set_chain_id: Recipient<SetChainId>,
+    /// anvil_dropAllTransactions.
+    pub drop_all: Recipient<DropAll>,
+    /// anvil_removePoolTransactions.
+    pub remove_sender: Recipient<RemoveSender>,
+    /// anvil_setTime, and the clock reset of anvil_rollback.
+    pub set_time: Recipient<SetTime>,
+    /// anvil_setBlockTimestampInterval / anvil_removeBlockTimestampInterval.
+    pub set_timestamp_interval: Recipient<SetTimestampInterval>,
+    /// evm_mine_detailed (and the new blocks of anvil_reorg).
+    pub mine_detailed: Recipient<MineDetailed>,
 }

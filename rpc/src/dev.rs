@@ -1,24 +1,33 @@
 //! Dev-chain controls: mining (evm_mine, anvil_mine, evm_setAutomine, evm_setIntervalMining),
 //! block settings (evm_setNextBlockTimestamp, evm_increaseTime, evm_setBlockGasLimit,
-//! anvil_setNextBlockBaseFeePerGas, anvil_setCoinbase, anvil_setPrevRandao), state patches
-//! (anvil_setBalance, setCode, setNonce, setStorageAt), impersonation, anvil_dropTransaction,
-//! and evm_snapshot / evm_revert. Where Hardhat has the same method under `hardhat_`, both
-//! names are served; Hardhat's setters answer `true`, anvil's `null`.
+//! anvil_setNextBlockBaseFeePerGas, anvil_setCoinbase, anvil_setPrevRandao), the clock
+//! (anvil_setTime, anvil_setBlockTimestampInterval, anvil_removeBlockTimestampInterval),
+//! state patches (anvil_setBalance, addBalance, setCode, setNonce, setStorageAt),
+//! impersonation, the pool (anvil_dropTransaction, dropAllTransactions,
+//! removePoolTransactions), the chain id (anvil_setChainId), logging
+//! (anvil_setLoggingEnabled), anvil_setMinGasPrice, and evm_snapshot / evm_revert. The `evm_`
+//! methods are also served under anvil's `anvil_` names. Where Hardhat has the same method
+//! under `hardhat_`, both names are served; Hardhat's setters answer `true`, anvil's `null`,
+//! and each name answers its own peer's error codes where they differ.
 
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256, Bytes, U256};
-use hearth_messages::mempool::{DropTx, Revalidate, SetAutoImpersonate, SetImpersonated};
+use hearth_messages::MineError;
+use hearth_messages::chain_id::MAX_CHAIN_ID;
+use hearth_messages::mempool::{
+    DropAll, DropTx, RemoveSender, Revalidate, SetAutoImpersonate, SetChainId, SetImpersonated,
+};
 use hearth_messages::miner::{
     GetMiningStatus, IntervalMining, MAX_TIMESTAMP, MineBlocks, MineSpaced, RestoreClock,
-    SaveClock, SetAutomine, SetBlockParam, SetIntervalMining,
+    SaveClock, SetAutomine, SetBlockParam, SetIntervalMining, SetTime, SetTimestampInterval,
 };
 use hearth_messages::state::{AccountPatch, PatchState, RevertTo, TakeSnapshot};
 use serde_json::Value;
 
 use crate::context::RpcContext;
 use crate::error::RpcError;
-use crate::params::{FromParam, HexOrDecimal, MineOptions, Params, StorageSlot};
+use crate::params::{FromParam, HexOrDecimal, MineOptions, Params, StorageSlot, parse_quantity};
 
 /// What a setter answers: Hardhat's methods say `true`, anvil's and evm_'s say `null`.
 fn done(method: &str) -> Value {
@@ -27,6 +36,35 @@ fn done(method: &str) -> Value {
 
 fn invalid(message: impl Into<String>) -> RpcError {
     RpcError::InvalidParams(message.into())
+}
+
+/// An amount as anvil reads one (wei, tokens, seconds): a hex quantity (leading zeros
+/// allowed), a decimal string, or a non-negative JSON integer, up to 2^256 - 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Amount(pub(crate) U256);
+
+impl FromParam for Amount {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        match value {
+            Value::Number(n) => n
+                .as_u64()
+                .map(|n| Self(U256::from(n)))
+                .ok_or_else(|| format!("expected a non-negative integer, got {n}")),
+            Value::String(s) if s.starts_with("0x") || s.starts_with("0X") => {
+                if s.len() == 2 {
+                    return Err("hex string \"0x\" has no digits".to_owned());
+                }
+                let digits = s[2..].trim_start_matches('0');
+                parse_quantity(&format!("0x{}", if digits.is_empty() { "0" } else { digits }))
+                    .map(Self)
+            }
+            Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+                U256::from_str_radix(s, 10).map(Self).map_err(|_| format!("{s} is over 256 bits"))
+            }
+            Value::String(s) => Err(format!("invalid number {s:?}")),
+            other => Err(format!("expected a number, got {other}")),
+        }
+    }
 }
 
 /// evm_mine: `[timestamp | {timestamp, blocks}]?`; mines the blocks now, whatever the mining
@@ -74,7 +112,7 @@ pub(crate) async fn mine_many(
 }
 
 /// Checks a number of blocks to mine: at least 1, at most `--dev.max-mine-blocks`.
-fn block_count(ctx: &RpcContext, count: u64, name: &str) -> Result<u64, RpcError> {
+pub(crate) fn block_count(ctx: &RpcContext, count: u64, name: &str) -> Result<u64, RpcError> {
     let max = ctx.limits.max_mine_blocks;
     if count == 0 {
         return Err(invalid(format!("invalid argument 0: {name} must be at least 1")));
@@ -89,7 +127,7 @@ fn block_count(ctx: &RpcContext, count: u64, name: &str) -> Result<u64, RpcError
 }
 
 /// Checks a block timestamp a dev method asks for.
-fn timestamp_within(timestamp: u64) -> Result<(), RpcError> {
+pub(crate) fn timestamp_within(timestamp: u64) -> Result<(), RpcError> {
     if timestamp > MAX_TIMESTAMP {
         return Err(invalid(format!(
             "invalid argument 0: timestamp {timestamp} is past the latest allowed {MAX_TIMESTAMP}"
@@ -160,13 +198,18 @@ async fn send_interval(ctx: &RpcContext, interval: Option<IntervalMining>) -> Re
     reply.map_err(|e| RpcError::mailbox("miner", e))
 }
 
-/// evm_setAutomine: `[enabled]`.
-pub(crate) async fn set_automine(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+/// evm_setAutomine / anvil_setAutomine: `[enabled]`; Hardhat's evm_ name answers `true`,
+/// anvil's name `null`.
+pub(crate) async fn set_automine(
+    ctx: &RpcContext,
+    method: &str,
+    params: &Params,
+) -> Result<Value, RpcError> {
     params.at_most(1)?;
     let enabled: bool = params.required(0)?;
     let reply = ctx.controls.set_automine.send(SetAutomine(enabled)).await;
     reply.map_err(|e| RpcError::mailbox("miner", e))?;
-    Ok(Value::Bool(true))
+    Ok(if method.starts_with("anvil_") { Value::Null } else { Value::Bool(true) })
 }
 
 /// anvil_getAutomine / hardhat_getAutomine: `[]`; whether automine is on.
@@ -211,7 +254,18 @@ pub(crate) async fn set_block(
         "setCoinbase" => SetBlockParam::Coinbase(params.required::<Address>(0)?),
         _ => SetBlockParam::PrevRandao(params.required::<B256>(0)?),
     };
-    let offset = block_param(ctx, param).await?;
+    let offset = match block_param(ctx, param).await {
+        // anvil answers a timestamp that is not in the future as bad params; Hardhat (the
+        // evm_ name here) as a server error.
+        Err(RpcError::Mine(MineError::Timestamp { parent, got }))
+            if method.starts_with("anvil_") =>
+        {
+            return Err(invalid(format!(
+                "Timestamp error: {got} is not after the previous block's timestamp {parent}"
+            )));
+        }
+        other => other?,
+    };
     match param {
         SetBlockParam::IncreaseTime(_) => Ok(Value::from(offset)),
         SetBlockParam::GasLimit(gas) => {
@@ -241,11 +295,19 @@ pub(crate) async fn patch(
     let change = match name {
         "setBalance" => {
             params.at_most(2)?;
-            AccountPatch::Balance(params.required::<U256>(1)?)
+            AccountPatch::Balance(params.required::<Amount>(1)?.0)
+        }
+        "addBalance" => {
+            params.at_most(2)?;
+            AccountPatch::AddBalance(params.required::<Amount>(1)?.0)
         }
         "setNonce" => {
             params.at_most(2)?;
-            AccountPatch::Nonce(params.required::<u64>(1)?)
+            let nonce = params.required::<Amount>(1)?.0;
+            let nonce = u64::try_from(nonce).map_err(|_| {
+                invalid(format!("invalid argument 1: nonce {nonce} is over 64 bits"))
+            })?;
+            AccountPatch::Nonce(nonce)
         }
         "setCode" => {
             params.at_most(2)?;
@@ -265,7 +327,7 @@ pub(crate) async fn patch(
     Ok(done(method))
 }
 
-async fn revalidate(ctx: &RpcContext) -> Result<(), RpcError> {
+pub(crate) async fn revalidate(ctx: &RpcContext) -> Result<(), RpcError> {
     ctx.controls.revalidate.send(Revalidate).await.map_err(|e| RpcError::mailbox("mempool", e))
 }
 
@@ -313,7 +375,7 @@ pub(crate) async fn drop_transaction(
     Ok(if dropped { Value::String(hash.to_string()) } else { Value::Null })
 }
 
-/// evm_snapshot: `[]`; the id of a snapshot of the current head state.
+/// evm_snapshot / anvil_snapshot: `[]`; the id of a snapshot of the current head state.
 pub(crate) async fn snapshot(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
     let reply = ctx.controls.take_snapshot.send(TakeSnapshot).await;
@@ -325,11 +387,19 @@ pub(crate) async fn snapshot(ctx: &RpcContext, params: &Params) -> Result<Value,
     Ok(Value::String(format!("{id:#x}")))
 }
 
-/// evm_revert: `[id]`; goes back to the snapshot (used up, with every later one); `false`
-/// when the id is unknown.
-pub(crate) async fn revert(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+/// evm_revert / anvil_revert: `[id]`; goes back to the snapshot (used up, with every later
+/// one); `false` when the id is unknown. anvil's name also takes the id as a number.
+pub(crate) async fn revert(
+    ctx: &RpcContext,
+    method: &str,
+    params: &Params,
+) -> Result<Value, RpcError> {
     params.at_most(1)?;
-    let id: u64 = params.required(0)?;
+    let id: u64 = if method.starts_with("anvil_") {
+        params.required::<HexOrDecimal>(0)?.0
+    } else {
+        params.required(0)?
+    };
     let reply = ctx.controls.revert_to.send(RevertTo(id)).await;
     let reverted = reply
         .map_err(|e| RpcError::mailbox("state", e))?
@@ -342,11 +412,161 @@ pub(crate) async fn revert(ctx: &RpcContext, params: &Params) -> Result<Value, R
     Ok(Value::Bool(reverted))
 }
 
+/// anvil_setChainId: `[id]`; from now on eth_chainId, signing, calls, blocks and the pool
+/// use `id` (pooled transactions signed for another chain are dropped). `null`.
+pub(crate) async fn set_chain_id(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let HexOrDecimal(id) = params.required(0)?;
+    if id == 0 || id > MAX_CHAIN_ID {
+        return Err(invalid(format!(
+            "invalid argument 0: chain id {id} is outside 1..={MAX_CHAIN_ID} (a legacy signature's \
+             v = 2 * id + 36 must fit 64 bits)"
+        )));
+    }
+    let dropped = ctx
+        .controls
+        .set_chain_id
+        .send(SetChainId(id))
+        .await
+        .map_err(|e| RpcError::mailbox("mempool", e))?;
+    tracing::info!(target: "rpc::dev", chain_id = id, dropped, "chain id changed");
+    Ok(Value::Null)
+}
+
+/// anvil_setLoggingEnabled / hardhat_setLoggingEnabled: `[enabled]`; turns the node's
+/// informational log lines off or on (warnings and errors stay).
+pub(crate) fn set_logging(
+    ctx: &RpcContext,
+    method: &str,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let enabled: bool = params.required(0)?;
+    if !enabled {
+        tracing::info!(target: "rpc::dev", "logging turned off (warnings and errors stay)");
+    }
+    ctx.logging.set(enabled);
+    if enabled {
+        tracing::info!(target: "rpc::dev", "logging turned on");
+    }
+    Ok(done(method))
+}
+
+/// anvil_setMinGasPrice / hardhat_setMinGasPrice: `[price]`. A minimum gas price only applies
+/// to chains without EIP-1559 (London), and every fork Hearth runs has it, so this always
+/// refuses, as anvil and Hardhat do on such a chain: -32602 for anvil's name, -32000 for
+/// Hardhat's.
+pub(crate) fn set_min_gas_price(method: &str, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let Amount(_) = params.required(0)?;
+    let message = format!("{method} is not supported when EIP-1559 is active");
+    if method.starts_with("hardhat_") {
+        Err(RpcError::Unsupported(message))
+    } else {
+        Err(invalid(message))
+    }
+}
+
+/// Timestamps above this are milliseconds (anvil_setTime takes either, as Ganache did).
+const MILLIS_ABOVE: u64 = 1_000_000_000_000;
+
+/// anvil_setTime / evm_setTime: `[timestamp]` in seconds, or milliseconds above 10^12; the
+/// next block is stamped `timestamp` (or its parent's plus one, if later) and later ones go
+/// on from there. Answers how many seconds `timestamp` is past what the next block would have
+/// been stamped.
+pub(crate) async fn set_time(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let Amount(raw) = params.required(0)?;
+    let raw = u64::try_from(raw)
+        .ok()
+        .filter(|t| *t < u64::MAX)
+        .ok_or_else(|| invalid("The timestamp is too big"))?;
+    let timestamp = if raw > MILLIS_ABOVE { raw / 1000 } else { raw };
+    timestamp_within(timestamp)?;
+    let reply = ctx.controls.set_time.send(SetTime(timestamp)).await;
+    let ahead = reply.map_err(|e| RpcError::mailbox("miner", e))??;
+    Ok(Value::from(ahead))
+}
+
+/// anvil_setBlockTimestampInterval: `[seconds]`; each next block is stamped `seconds` after
+/// its parent (at least one second: a block is always later than its parent). `null`.
+pub(crate) async fn set_timestamp_interval(
+    ctx: &RpcContext,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let HexOrDecimal(seconds) = params.required(0)?;
+    if seconds > MAX_TIMESTAMP {
+        return Err(invalid(format!(
+            "invalid argument 0: interval {seconds} is over {MAX_TIMESTAMP} seconds"
+        )));
+    }
+    let reply = ctx.controls.set_timestamp_interval.send(SetTimestampInterval(Some(seconds))).await;
+    reply.map_err(|e| RpcError::mailbox("miner", e))?;
+    Ok(Value::Null)
+}
+
+/// anvil_removeBlockTimestampInterval: `[]`; blocks are stamped by the clock again. Answers
+/// whether an interval was set.
+pub(crate) async fn remove_timestamp_interval(
+    ctx: &RpcContext,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    let reply = ctx.controls.set_timestamp_interval.send(SetTimestampInterval(None)).await;
+    Ok(Value::Bool(reply.map_err(|e| RpcError::mailbox("miner", e))?))
+}
+
+/// anvil_dropAllTransactions: `[]`; empties the pool. `null`.
+pub(crate) async fn drop_all(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    let dropped =
+        ctx.controls.drop_all.send(DropAll).await.map_err(|e| RpcError::mailbox("mempool", e))?;
+    tracing::debug!(target: "rpc::dev", dropped, "pool emptied");
+    Ok(Value::Null)
+}
+
+/// anvil_removePoolTransactions: `[address]`; removes every pooled transaction it sent. `null`.
+pub(crate) async fn remove_pool_transactions(
+    ctx: &RpcContext,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let sender: Address = params.required(0)?;
+    let removed = ctx
+        .controls
+        .remove_sender
+        .send(RemoveSender(sender))
+        .await
+        .map_err(|e| RpcError::mailbox("mempool", e))?;
+    tracing::debug!(target: "rpc::dev", %sender, removed, "sender's transactions removed");
+    Ok(Value::Null)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn amounts_read_as_anvil_reads_them() {
+        let parse = |v: Value| Amount::from_param(&v).map(|a| a.0);
+        assert_eq!(parse(json!("0x10")), Ok(U256::from(16)));
+        assert_eq!(parse(json!("0x0010")), Ok(U256::from(16)), "leading zeros, as anvil");
+        assert_eq!(parse(json!("0x0")), Ok(U256::ZERO));
+        assert!(parse(json!("0x")).is_err(), "no digits is not a silent zero");
+        assert_eq!(parse(json!("1000")), Ok(U256::from(1000)));
+        assert_eq!(parse(json!(1000)), Ok(U256::from(1000)));
+        assert_eq!(parse(json!(format!("0x{}", "f".repeat(64)))), Ok(U256::MAX));
+        assert!(parse(json!(format!("0x1{}", "0".repeat(64)))).is_err(), "over 256 bits");
+        assert!(parse(json!("1".repeat(80))).is_err(), "over 256 bits");
+        assert!(parse(json!(-1)).is_err());
+        assert!(parse(json!(1.5)).is_err());
+        assert!(parse(json!("12abc")).is_err());
+        assert!(parse(json!("")).is_err());
+        assert!(parse(json!(true)).is_err());
+    }
 
     #[test]
     fn interval_params_follow_anvil_and_hardhat() {

@@ -14,7 +14,7 @@ use hearth_messages::ask::AskError;
 use hearth_messages::simulate::{SimulateError, TxRule};
 use hearth_messages::storage::StorageError;
 use hearth_messages::subscriptions::SubscriptionError;
-use hearth_messages::{ExecError, MineError, TxError};
+use hearth_messages::{ExecError, MineError, StateError, TxError};
 use serde_json::Value;
 
 /// A failed JSON-RPC request.
@@ -200,6 +200,24 @@ pub enum RpcError {
     /// front goes on serving.
     #[error("internal error: {0}")]
     Panicked(String),
+    /// anvil_dealERC20 / anvil_setERC20Allowance found no storage slot of the token that its
+    /// getter returns (anvil's words first).
+    #[error(
+        "Unable to set ERC20 {what}, no slot found: {}",
+        if *has_code { "no storage slot the getter reads holds it" } else { "the token address has no code" }
+    )]
+    NoTokenSlot {
+        /// `balance` or `allowance`.
+        what: &'static str,
+        /// The token.
+        token: alloy_primitives::Address,
+        /// Whether the token address has code at all.
+        has_code: bool,
+    },
+    /// A dev method that this chain's rules rule out (Hardhat's -32000; anvil's variant of
+    /// the same refusal is -32602, an `InvalidParams`).
+    #[error("{0}")]
+    Unsupported(String),
     /// An extension method failed with its own code.
     #[error("{message}")]
     Extension {
@@ -218,7 +236,9 @@ impl RpcError {
             Self::InvalidRequest(_) => -32600,
             // geth answers eth_subscribe over HTTP with -32601 "notifications not supported".
             Self::MethodNotFound(_) | Self::NotificationsUnsupported => -32601,
-            Self::InvalidParams(_) => -32602,
+            // anvil answers a rollback deeper than the chain as bad params.
+            Self::InvalidParams(_)
+            | Self::Mine(MineError::State(StateError::RollbackTooDeep { .. })) => -32602,
             Self::Reverted { .. } => 3,
             // Transaction rejected, call halted, or a resource not found: geth uses -32000.
             Self::Halted { .. }
@@ -234,6 +254,8 @@ impl RpcError {
             | Self::UnknownAccount
             | Self::TxDecode(_)
             | Self::Mine(MineError::Timestamp { .. } | MineError::Setting(_))
+            | Self::NoTokenSlot { .. }
+            | Self::Unsupported(_)
             | Self::Tx(
                 TxError::InvalidSignature
                 | TxError::WrongChainId { .. }
@@ -280,7 +302,13 @@ impl RpcError {
             | Self::Mailbox { .. }
             | Self::Gone { .. }
             | Self::Encode(_)
-            | Self::Mine(MineError::State(_) | MineError::Mailbox(_) | MineError::Panicked(_))
+            | Self::Mine(
+                MineError::State(
+                    StateError::Storage(_) | StateError::NotNext { .. } | StateError::Panicked(_),
+                )
+                | MineError::Mailbox(_)
+                | MineError::Panicked(_),
+            )
             | Self::Panicked(_)
             | Self::Filter(hearth_messages::filters::FilterError::Panicked(_))
             | Self::Subscription(SubscriptionError::Panicked(_))

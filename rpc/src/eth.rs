@@ -21,7 +21,7 @@ use crate::params::{FromParam, Params, StorageSlot};
 /// eth_chainId: the chain id as a quantity.
 pub(crate) fn chain_id(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
-    Ok(quantity(ctx.chain_id))
+    Ok(quantity(ctx.chain_id.get()))
 }
 
 /// eth_blockNumber: the head.

@@ -1,4 +1,5 @@
-//! Transactions: eth_sendRawTransaction, eth_sendTransaction, eth_getTransactionByHash,
+//! Transactions: eth_sendRawTransaction, eth_sendTransaction, eth_sendUnsignedTransaction
+//! (anvil's: sent as `from` whether or not it is impersonated), eth_getTransactionByHash,
 //! eth_getTransactionReceipt.
 //!
 //! Sending admits the transaction to the mempool (`SubmitTx`), then asks the miner to mine
@@ -11,7 +12,7 @@ use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
 use hearth_messages::TxError;
 use hearth_messages::ask::ask;
 use hearth_messages::mempool::{
-    GetPooledTx, IsImpersonated, Seal, SubmitFilled, SubmitTx, SubmitTxs, decode_tx,
+    GetPooledTx, IsImpersonated, Seal, SignedBy, SubmitFilled, SubmitTx, SubmitTxs, decode_tx,
 };
 use hearth_messages::miner::AutoMine;
 use serde_json::Value;
@@ -102,34 +103,94 @@ pub(crate) async fn send_transaction(ctx: &RpcContext, params: &Params) -> Resul
     params.at_most(1)?;
     let request: TxObject = params.required(0)?;
     let from = request.from.ok_or(RpcError::UnknownAccount)?;
-    let key = ctx
-        .signers
-        .iter()
-        .find(|s| s.address() == from)
-        .map(|signer| B256::from_slice(&signer.credential().to_bytes()));
-    if key.is_none() {
-        // Checked before filling: an unknown account must not surface as a failed estimate.
-        let impersonated = ask(&ctx.controls.is_impersonated, IsImpersonated(from))
-            .await
-            .map_err(|e| RpcError::ask("mempool", e))?;
-        if !impersonated {
-            return Err(RpcError::UnknownAccount);
-        }
-    }
+    // Checked before filling: an unknown account must not surface as a failed estimate.
+    let sealer = sealer_for(ctx, from).await?;
     let nonce = request.nonce;
     let filled = fill(ctx, from, request).await?;
-    let seal: Seal = match key {
-        Some(key) => Box::new(move |nonce| {
-            let filled = filled.with_nonce(nonce);
-            let signature =
-                sign(key, filled.signature_hash()).map_err(|e| TxError::Signing(e.to_string()))?;
-            Ok(filled.seal(signature))
-        }),
-        None => {
-            Box::new(move |nonce| Ok(filled.with_nonce(nonce).seal(placeholder_signature(from))))
+    submit_filled(ctx, from, nonce, filled, sealer).await
+}
+
+/// eth_sendUnsignedTransaction: `[txObject]` with a `from`; like eth_sendTransaction, but sent
+/// unsigned as `from` whatever its key or impersonation (anvil's method for scripts that act
+/// as any account).
+pub(crate) async fn send_unsigned_transaction(
+    ctx: &RpcContext,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let request: TxObject = params.required(0)?;
+    let from = request.from.ok_or_else(|| {
+        RpcError::InvalidParams(
+            "No Signer available: eth_sendUnsignedTransaction needs `from`".into(),
+        )
+    })?;
+    let nonce = request.nonce;
+    let filled = fill(ctx, from, request).await?;
+    submit_filled(ctx, from, nonce, filled, Sealer::Unsigned).await
+}
+
+/// How a transaction the node fills gets its signature.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Sealer {
+    /// Signed with this dev key.
+    Key(B256),
+    /// Unsigned (a placeholder signature), from an impersonated account: the pool refuses it
+    /// if impersonation ends before it is admitted.
+    Impersonated,
+    /// Unsigned, admitted as its sender regardless (eth_sendUnsignedTransaction).
+    Unsigned,
+}
+
+impl Sealer {
+    /// `filled` with `nonce`, signed or sealed with a placeholder for `from`.
+    pub(crate) fn seal(
+        self,
+        from: Address,
+        filled: Filled,
+        nonce: u64,
+    ) -> Result<TxEnvelope, TxError> {
+        let filled = filled.with_nonce(nonce);
+        match self {
+            Self::Key(key) => {
+                let signature = sign(key, filled.signature_hash())
+                    .map_err(|e| TxError::Signing(e.to_string()))?;
+                Ok(filled.seal(signature))
+            }
+            Self::Impersonated | Self::Unsigned => Ok(filled.seal(placeholder_signature(from))),
         }
-    };
-    let submit = SubmitFilled { sender: from, nonce, impersonated: key.is_none(), seal };
+    }
+
+    const fn signed_by(self) -> SignedBy {
+        match self {
+            Self::Key(_) => SignedBy::DevKey,
+            Self::Impersonated => SignedBy::Impersonated,
+            Self::Unsigned => SignedBy::Unsigned,
+        }
+    }
+}
+
+/// How `from` can send: with its dev key, or impersonated; otherwise "unknown account".
+pub(crate) async fn sealer_for(ctx: &RpcContext, from: Address) -> Result<Sealer, RpcError> {
+    if let Some(signer) = ctx.signers.iter().find(|s| s.address() == from) {
+        return Ok(Sealer::Key(B256::from_slice(&signer.credential().to_bytes())));
+    }
+    let impersonated = ask(&ctx.controls.is_impersonated, IsImpersonated(from))
+        .await
+        .map_err(|e| RpcError::ask("mempool", e))?;
+    if impersonated { Ok(Sealer::Impersonated) } else { Err(RpcError::UnknownAccount) }
+}
+
+/// Admits a filled transaction from `from`, the pool choosing the nonce unless `nonce` is
+/// given, then lets the miner mine; answers the hash.
+async fn submit_filled(
+    ctx: &RpcContext,
+    from: Address,
+    nonce: Option<u64>,
+    filled: Filled,
+    sealer: Sealer,
+) -> Result<Value, RpcError> {
+    let seal: Seal = Box::new(move |nonce| sealer.seal(from, filled, nonce));
+    let submit = SubmitFilled { sender: from, nonce, signed_by: sealer.signed_by(), seal };
     let hash =
         match ask(&ctx.submit_filled, submit).await.map_err(|e| RpcError::ask("mempool", e))? {
             Ok(hash) => hash,
@@ -157,7 +218,7 @@ fn placeholder_signature(sender: Address) -> Signature {
 }
 
 /// A filled, unsigned transaction of one of the types eth_sendTransaction makes.
-enum Filled {
+pub(crate) enum Filled {
     Legacy(TxLegacy),
     Eip2930(TxEip2930),
     Eip1559(TxEip1559),
@@ -192,8 +253,12 @@ impl Filled {
 
 /// Fills chain id, gas and fees as geth does. The nonce is the caller's or 0: the pool sets
 /// the pending one when it admits the transaction ([`Filled::with_nonce`]).
-async fn fill(ctx: &RpcContext, from: Address, request: TxObject) -> Result<Filled, RpcError> {
-    let chain_id = ctx.chain_id;
+pub(crate) async fn fill(
+    ctx: &RpcContext,
+    from: Address,
+    request: TxObject,
+) -> Result<Filled, RpcError> {
+    let chain_id = ctx.chain_id.get();
     if let Some(got) = request.chain_id
         && got != chain_id
     {
@@ -213,8 +278,12 @@ async fn fill(ctx: &RpcContext, from: Address, request: TxObject) -> Result<Fill
     let value = request.value.unwrap_or_default();
     let input = request.input.unwrap_or_default();
 
-    // A gasPrice means a legacy transaction (EIP-2930 when it has an access list).
-    if let Some(gas_price) = request.gas_price {
+    // A gasPrice means a legacy transaction (EIP-2930 when it has an access list); so does a
+    // node-wide `--gas-price` when the request names no fee at all.
+    let fixed_price = ctx.gas_price.filter(|_| {
+        request.max_fee_per_gas.is_none() && request.max_priority_fee_per_gas.is_none()
+    });
+    if let Some(gas_price) = request.gas_price.or(fixed_price) {
         return Ok(match request.access_list {
             Some(access_list) => Filled::Eip2930(TxEip2930 {
                 chain_id,

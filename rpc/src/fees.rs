@@ -16,7 +16,7 @@ use crate::error::RpcError;
 use crate::params::{HexOrDecimal, Params, Percentiles};
 
 /// The priority fee we suggest: 1 gwei.
-pub(crate) const SUGGESTED_TIP: u128 = 1_000_000_000;
+pub const SUGGESTED_TIP: u128 = 1_000_000_000;
 
 /// geth's bound on eth_feeHistory's blockCount; larger counts are cut to it.
 const MAX_FEE_HISTORY_BLOCKS: u64 = 1024;
@@ -29,11 +29,19 @@ pub(crate) fn latest_base_fee(ctx: &RpcContext) -> Result<u64, RpcError> {
     Ok(header.base_fee_per_gas.unwrap_or(0))
 }
 
-/// eth_gasPrice: the latest base fee plus the suggested tip.
+/// The gas price we suggest: `--gas-price` when set, else the latest base fee plus the
+/// suggested tip.
+pub(crate) fn suggested_gas_price(ctx: &RpcContext) -> Result<u128, RpcError> {
+    match ctx.gas_price {
+        Some(price) => Ok(price),
+        None => Ok(u128::from(latest_base_fee(ctx)?) + SUGGESTED_TIP),
+    }
+}
+
+/// eth_gasPrice: see [`suggested_gas_price`].
 pub(crate) fn gas_price(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
-    let price = u128::from(latest_base_fee(ctx)?) + SUGGESTED_TIP;
-    to_json(&alloy_primitives::U256::from(price))
+    to_json(&alloy_primitives::U256::from(suggested_gas_price(ctx)?))
 }
 
 /// eth_maxPriorityFeePerGas: the suggested tip.

@@ -4,6 +4,9 @@
 //! is `HEARTH_FUZZ_CASES` (default: a quick run for CI); shrunk failures become the literal
 //! tests at the end.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
 use alloy_eips::eip2930::AccessList;
 use alloy_primitives::{Address, B128, B256, Bytes, U256};
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag, Filter};
@@ -250,7 +253,7 @@ fn decode_some(method: &str, params: Option<Value>) -> Result<Value, RpcError> {
 
 /// Runs `body` through the whole envelope with [`decode_some`] as the method table and checks
 /// the reply: valid JSON-RPC 2.0, one answer per request with an id, standard codes only.
-fn check_reply(body: &[u8]) -> Result<(), TestCaseError> {
+fn check_reply(body: &[u8], codes: &RefCell<BTreeMap<i64, u64>>) -> Result<(), TestCaseError> {
     let reply = handle_with(&RpcLimits::default(), body, |method, params| async move {
         decode_some(&method, params)
     })
@@ -269,9 +272,10 @@ fn check_reply(body: &[u8]) -> Result<(), TestCaseError> {
         prop_assert_eq!(&answer["jsonrpc"], "2.0");
         prop_assert!(answer.get("id").is_some(), "{}", answer);
         match (answer.get("result"), answer.get("error")) {
-            (Some(_), None) => {}
+            (Some(_), None) => *codes.borrow_mut().entry(0).or_default() += 1,
             (None, Some(error)) => {
                 let code = error["code"].as_i64().expect("numeric code");
+                *codes.borrow_mut().entry(code).or_default() += 1;
                 prop_assert!(
                     [-32700, -32600, -32601, -32602, -32005].contains(&code),
                     "unexpected code in {}",
@@ -285,77 +289,133 @@ fn check_reply(body: &[u8]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Runs `cases` of `strategy` through `test`, then prints how many answers carried each code
+/// (0: a result) and how long it took, for BENCHMARKS.md.
+fn run_counting<S: Strategy>(
+    name: &str,
+    default: u32,
+    strategy: &S,
+    test: impl Fn(S::Value, &RefCell<BTreeMap<i64, u64>>) -> Result<(), TestCaseError>,
+) {
+    let codes = RefCell::new(BTreeMap::new());
+    let started = std::time::Instant::now();
+    let result = runner(default).run(strategy, |value| test(value, &codes));
+    eprintln!("{name}: codes (0 = result) {:?} in {:?}", codes.borrow(), started.elapsed());
+    result.unwrap();
+}
+
+/// Bodies of arbitrary bytes, or of JSON tokens in arbitrary order (which reach the envelope
+/// rules far more often than random bytes do).
+fn arbitrary_body() -> impl Strategy<Value = Vec<u8>> {
+    const TOKENS: &[&str] = &[
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        " ",
+        "\"",
+        "\"jsonrpc\"",
+        "\"2.0\"",
+        "\"id\"",
+        "\"method\"",
+        "\"params\"",
+        "\"eth_call\"",
+        "\"eth_sendRawTransaction\"",
+        "\"0x1\"",
+        "1",
+        "-1",
+        "1e999",
+        "null",
+        "true",
+        "\"\\u0000\"",
+        "\"\\ud800\"",
+        "\u{feff}",
+    ];
+    prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..256),
+        proptest::collection::vec(proptest::sample::select(TOKENS), 0..40)
+            .prop_map(|tokens| tokens.concat().into_bytes()),
+    ]
+}
+
 #[test]
 fn arbitrary_bytes_never_break_the_envelope() {
-    runner(2_000)
-        .run(&proptest::collection::vec(any::<u8>(), 0..256), |body| {
-            check_envelope(&body)?;
-            check_reply(&body)
-        })
-        .unwrap();
+    let strategy = arbitrary_body();
+    run_counting("arbitrary bodies", 2_000, &strategy, |body, codes| {
+        check_envelope(&body)?;
+        check_reply(&body, codes)
+    });
 }
 
 #[test]
 fn mutated_requests_never_break_the_envelope() {
     let strategy = (request(), proptest::collection::vec(mutation(), 0..4));
-    runner(2_000)
-        .run(&strategy, |(request, mutations)| {
-            let mut body = serde_json::to_vec(&request).expect("encodes");
-            for m in &mutations {
-                mutate(&mut body, m);
-            }
-            check_envelope(&body)?;
-            check_reply(&body)
-        })
-        .unwrap();
+    run_counting("mutated requests", 2_000, &strategy, |(request, mutations), codes| {
+        let mut body = serde_json::to_vec(&request).expect("encodes");
+        for m in &mutations {
+            mutate(&mut body, m);
+        }
+        check_envelope(&body)?;
+        check_reply(&body, codes)
+    });
 }
 
 /// Decodes `value` as `T` directly and as argument 0 and 1 of a request: no panic, and a
 /// refusal is always -32602.
-fn decodes<T: FromParam>(value: &Value) -> Result<(), TestCaseError> {
+fn decodes<T: FromParam>(
+    value: &Value,
+    codes: &RefCell<BTreeMap<i64, u64>>,
+) -> Result<(), TestCaseError> {
     let _ = T::from_param(value);
+    let count = |result: Result<(), RpcError>| {
+        let code = match result {
+            Ok(()) => 0,
+            Err(error) => {
+                prop_assert_eq!(error.code(), -32602, "{}", error);
+                -32602
+            }
+        };
+        *codes.borrow_mut().entry(code).or_default() += 1;
+        Ok(())
+    };
     for params in [json!([value]), json!([null, value])] {
         let params = Params::new(Some(params));
         for index in 0..2 {
-            if let Err(error) = params.optional::<T>(index) {
-                prop_assert_eq!(error.code(), -32602, "{}", error);
-            }
+            count(params.optional::<T>(index).map(drop))?;
         }
-        if let Err(error) = params.required::<T>(1) {
-            prop_assert_eq!(error.code(), -32602, "{}", error);
-        }
+        count(params.required::<T>(1).map(drop))?;
     }
     Ok(())
 }
 
 #[test]
 fn every_argument_type_refuses_garbage_with_invalid_params() {
-    runner(2_000)
-        .run(&json_value(), |value| {
-            decodes::<U256>(&value)?;
-            decodes::<u64>(&value)?;
-            decodes::<u128>(&value)?;
-            decodes::<Address>(&value)?;
-            decodes::<B256>(&value)?;
-            decodes::<B128>(&value)?;
-            decodes::<String>(&value)?;
-            decodes::<Bytes>(&value)?;
-            decodes::<bool>(&value)?;
-            decodes::<AccessList>(&value)?;
-            decodes::<StorageSlot>(&value)?;
-            decodes::<HexOrDecimal>(&value)?;
-            decodes::<BlockNumberOrTag>(&value)?;
-            decodes::<BlockId>(&value)?;
-            decodes::<StateOverrides>(&value)?;
-            decodes::<BlockOverrides>(&value)?;
-            decodes::<Filter>(&value)?;
-            decodes::<Percentiles>(&value)?;
-            decodes::<MineOptions>(&value)?;
-            decodes::<TxObject>(&value)?;
-            if let Ok(tx) = TxObject::from_param(&value) {
-                let _ = tx.into_call_request(u64::MAX);
-            }
-            Ok(())
-        })
-        .unwrap();
+    run_counting("params", 2_000, &json_value(), |value, codes| {
+        decodes::<U256>(&value, codes)?;
+        decodes::<u64>(&value, codes)?;
+        decodes::<u128>(&value, codes)?;
+        decodes::<Address>(&value, codes)?;
+        decodes::<B256>(&value, codes)?;
+        decodes::<B128>(&value, codes)?;
+        decodes::<String>(&value, codes)?;
+        decodes::<Bytes>(&value, codes)?;
+        decodes::<bool>(&value, codes)?;
+        decodes::<AccessList>(&value, codes)?;
+        decodes::<StorageSlot>(&value, codes)?;
+        decodes::<HexOrDecimal>(&value, codes)?;
+        decodes::<BlockNumberOrTag>(&value, codes)?;
+        decodes::<BlockId>(&value, codes)?;
+        decodes::<StateOverrides>(&value, codes)?;
+        decodes::<BlockOverrides>(&value, codes)?;
+        decodes::<Filter>(&value, codes)?;
+        decodes::<Percentiles>(&value, codes)?;
+        decodes::<MineOptions>(&value, codes)?;
+        decodes::<TxObject>(&value, codes)?;
+        if let Ok(tx) = TxObject::from_param(&value) {
+            let _ = tx.into_call_request(u64::MAX);
+        }
+        Ok(())
+    });
 }

@@ -10,7 +10,9 @@
 //! limit), `transport` (the JSON-RPC envelope, batches, limits), `methods`
 //! (the method table and the `--http.api` namespace gate), `subscriptions` (eth_subscribe and notification encoding),
 //! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`,
-//! `receipts`, `headers`, `raw`, `capabilities`, `chain_config`, `simulate`, `access_list`, `testing`, `logs`, `dev`, `txpool`, `proof`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
+//! `receipts`, `headers`, `raw`, `capabilities`, `chain_config`, `simulate`, `access_list`,
+//! `testing`, `logs`, `dev`, `erc20`, `rewind`, `mined`, `node_info`, `txpool`, `proof`),
+//! `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
 
 mod access;
 mod access_list;
@@ -20,20 +22,25 @@ mod capabilities;
 mod chain_config;
 mod context;
 mod dev;
+mod erc20;
 mod error;
 mod eth;
 mod eth_tx;
 mod fees;
 mod filters;
 mod headers;
+mod log_switch;
 mod logs;
 mod methods;
 mod metrics;
+mod mined;
 mod net;
+mod node_info;
 mod params;
 mod proof;
 mod raw;
 mod receipts;
+mod rewind;
 mod server;
 mod simulate;
 mod subscriptions;
@@ -52,8 +59,13 @@ pub use context::{
     FilterRecipients, MetricSources, RpcContext, RpcLimits, SubscriptionRecipients,
 };
 pub use error::RpcError;
-pub use methods::{ApiNamespaces, DEV_NAMESPACES, KNOWN_NAMESPACES, NamespaceError};
+pub use fees::SUGGESTED_TIP;
+pub use log_switch::LogSwitch;
+pub use methods::{
+    ApiNamespaces, DEV_METHODS_ELSEWHERE, DEV_NAMESPACES, KNOWN_NAMESPACES, NamespaceError,
+};
 pub use metrics::{Refusal, Rejection, RpcMetrics};
+pub use node_info::NodeFacts;
 pub use server::serve;
 pub use transport::RpcReply;
 pub use ws::MAX_IN_FLIGHT_PER_CONNECTION;

@@ -11,8 +11,9 @@ use crate::error::RpcError;
 use crate::params::Params;
 use crate::transport::Reply;
 use crate::{
-    access_list, blocks, call, capabilities, chain_config, dev, eth, eth_tx, fees, filters,
-    headers, logs, net, proof, raw, receipts, simulate, subscriptions, testing, txpool,
+    access_list, blocks, call, capabilities, chain_config, dev, erc20, eth, eth_tx, fees, filters,
+    headers, logs, mined, net, node_info, proof, raw, receipts, rewind, simulate, subscriptions,
+    testing, txpool,
 };
 
 /// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
@@ -64,6 +65,7 @@ pub(crate) async fn dispatch(
 
         "eth_sendRawTransaction" => eth_tx::send_raw_transaction(ctx, p).await,
         "eth_sendTransaction" => eth_tx::send_transaction(ctx, p).await,
+        "eth_sendUnsignedTransaction" => eth_tx::send_unsigned_transaction(ctx, p).await,
         "eth_getTransactionByHash" => eth_tx::get_transaction_by_hash(ctx, p).await,
         "eth_getTransactionReceipt" => eth_tx::get_transaction_receipt(ctx, p),
 
@@ -99,22 +101,30 @@ pub(crate) async fn dispatch(
         "eth_unsubscribe" => subscriptions::unsubscribe(ctx, connection, p).await,
 
         "evm_mine" => dev::mine(ctx, p).await,
+        "evm_mine_detailed" | "anvil_mine_detailed" => mined::mine_detailed(ctx, p).await,
         "anvil_mine" | "hardhat_mine" => dev::mine_many(ctx, &method, p).await,
-        "evm_setAutomine" => dev::set_automine(ctx, p).await,
+        "evm_setAutomine" | "anvil_setAutomine" => dev::set_automine(ctx, &method, p).await,
         "anvil_getAutomine" | "hardhat_getAutomine" => dev::get_automine(ctx, p).await,
         "evm_setIntervalMining" => dev::set_interval_mining(ctx, p).await,
         "anvil_setIntervalMining" => dev::set_interval_mining_seconds(ctx, p).await,
         "evm_setNextBlockTimestamp"
+        | "anvil_setNextBlockTimestamp"
         | "evm_increaseTime"
+        | "anvil_increaseTime"
         | "evm_setBlockGasLimit"
+        | "anvil_setBlockGasLimit"
         | "anvil_setNextBlockBaseFeePerGas"
         | "hardhat_setNextBlockBaseFeePerGas"
         | "anvil_setCoinbase"
         | "hardhat_setCoinbase"
         | "anvil_setPrevRandao"
         | "hardhat_setPrevRandao" => dev::set_block(ctx, &method, p).await,
+        "anvil_setTime" | "evm_setTime" => dev::set_time(ctx, p).await,
+        "anvil_setBlockTimestampInterval" => dev::set_timestamp_interval(ctx, p).await,
+        "anvil_removeBlockTimestampInterval" => dev::remove_timestamp_interval(ctx, p).await,
         "anvil_setBalance"
         | "hardhat_setBalance"
+        | "anvil_addBalance"
         | "anvil_setNonce"
         | "hardhat_setNonce"
         | "anvil_setCode"
@@ -125,12 +135,25 @@ pub(crate) async fn dispatch(
         | "hardhat_impersonateAccount"
         | "anvil_stopImpersonatingAccount"
         | "hardhat_stopImpersonatingAccount" => dev::impersonate(ctx, &method, p).await,
+        "anvil_dealERC20" | "anvil_setERC20Balance" => erc20::deal(ctx, p).await,
+        "anvil_setERC20Allowance" => erc20::set_allowance(ctx, p).await,
         "anvil_autoImpersonateAccount" => dev::auto_impersonate(ctx, p).await,
         "anvil_dropTransaction" | "hardhat_dropTransaction" => {
             dev::drop_transaction(ctx, &method, p).await
         }
-        "evm_snapshot" => dev::snapshot(ctx, p).await,
-        "evm_revert" => dev::revert(ctx, p).await,
+        "anvil_dropAllTransactions" => dev::drop_all(ctx, p).await,
+        "anvil_removePoolTransactions" => dev::remove_pool_transactions(ctx, p).await,
+        "evm_snapshot" | "anvil_snapshot" => dev::snapshot(ctx, p).await,
+        "evm_revert" | "anvil_revert" => dev::revert(ctx, &method, p).await,
+        "anvil_rollback" => rewind::rollback(ctx, p).await,
+        "anvil_reorg" => rewind::reorg(ctx, p).await,
+        "anvil_setChainId" => dev::set_chain_id(ctx, p).await,
+        "anvil_setLoggingEnabled" | "hardhat_setLoggingEnabled" => {
+            dev::set_logging(ctx, &method, p)
+        }
+        "anvil_setMinGasPrice" | "hardhat_setMinGasPrice" => dev::set_min_gas_price(&method, p),
+        "anvil_nodeInfo" => node_info::node_info(ctx, p).await,
+        "anvil_metadata" | "hardhat_metadata" => node_info::metadata(ctx, p).await,
 
         "testing_buildBlockV1" => testing::build_block(ctx, p).await,
 
@@ -160,6 +183,10 @@ pub const KNOWN_NAMESPACES: [&str; 14] = [
 /// The namespaces whose methods change the chain outside its rules (balances, code, time,
 /// mining): a shared deployment should not serve them.
 pub const DEV_NAMESPACES: [&str; 3] = ["evm", "anvil", "hardhat"];
+
+/// Dev methods named in another namespace: anvil's eth_sendUnsignedTransaction sends from any
+/// account without a signature, so a list that leaves `anvil` out must not serve it either.
+pub const DEV_METHODS_ELSEWHERE: [&str; 1] = ["eth_sendUnsignedTransaction"];
 
 /// A namespace `--http.api` cannot serve.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -215,9 +242,16 @@ impl ApiNamespaces {
         }
     }
 
-    /// Whether `method` may run: its namespace is the part before the first `_`.
+    /// Whether `method` may run: its namespace is the part before the first `_`, except for
+    /// [`DEV_METHODS_ELSEWHERE`], which are gated as `anvil`'s.
     pub fn allows(&self, method: &str) -> bool {
-        self.0.is_none() || method.split_once('_').is_some_and(|(ns, _)| self.serves(ns))
+        if self.0.is_none() {
+            return true;
+        }
+        if DEV_METHODS_ELSEWHERE.contains(&method) {
+            return self.serves("anvil");
+        }
+        method.split_once('_').is_some_and(|(ns, _)| self.serves(ns))
     }
 
     /// Whether any dev namespace (evm, anvil, hardhat) is served.
@@ -245,6 +279,11 @@ mod tests {
             assert!(!shared.allows(refused), "{refused}");
         }
         assert!(!shared.allows("eth"), "no namespace");
+        assert!(shared.allows("eth_sendTransaction"));
+        assert!(!shared.allows("eth_sendUnsignedTransaction"), "a dev method in eth_");
+        let with_anvil = ApiNamespaces::parse("anvil").expect("valid");
+        assert!(with_anvil.allows("eth_sendUnsignedTransaction"));
+        assert!(!with_anvil.allows("eth_chainId"));
         assert!(!shared.allows("ext_echo"), "an unknown namespace is not served by a list");
         assert!(!shared.serves_dev_methods());
         let all = ApiNamespaces::default();

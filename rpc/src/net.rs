@@ -25,7 +25,7 @@ pub(crate) fn sha3(params: &Params) -> Result<Value, RpcError> {
 /// net_version: the chain id as a decimal string (the network id of a dev chain).
 pub(crate) fn version(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
-    Ok(Value::String(ctx.chain_id.to_string()))
+    Ok(Value::String(ctx.chain_id.get().to_string()))
 }
 
 /// net_listening: the RPC server is listening, which is what a dev node can say.

@@ -259,6 +259,20 @@ impl FromParam for HexOrDecimal {
     }
 }
 
+/// A JSON array of one kind of argument.
+impl<T: FromParam> FromParam for Vec<T> {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let items = value
+            .as_array()
+            .ok_or_else(|| format!("expected an array, got {}", json_kind(value)))?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| T::from_param(item).map_err(|e| format!("item {i}: {e}")))
+            .collect()
+    }
+}
+
 // ---- blocks --------------------------------------------------------------------------------
 
 /// A block number or tag: "latest" | "earliest" | "pending" | "safe" | "finalized" | quantity.

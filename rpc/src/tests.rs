@@ -16,7 +16,7 @@ use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use hearth_messages::executor::{
     Admitted, BuildBlock, BuiltBlock, Call, CallOutcome, EstimateGas, EstimateOutcome,
-    ExecutorClient, PooledTx,
+    ExecutorClient, GetTouchedSlots, PooledTx, TouchedSlots,
 };
 use hearth_messages::mempool::{self, GetPooledTx, PendingNonce, SubmitTx};
 use hearth_messages::miner::{self, AutoMine, MineBlocks};
@@ -79,6 +79,15 @@ impl Handler<Admitted<EstimateGas>> for Stub {
             }),
             _ => EstimateOutcome::Gas(21_000),
         })
+    }
+}
+
+/// Touches no slot (the ERC-20 methods are tested through the whole node).
+impl Handler<Admitted<GetTouchedSlots>> for Stub {
+    type Result = Result<TouchedSlots, ExecError>;
+    fn handle(&mut self, _: Admitted<GetTouchedSlots>, _: &mut Context<Self>) -> Self::Result {
+        let outcome = CallOutcome::Success { output: Bytes::new(), gas_used: 1 };
+        Ok(TouchedSlots { outcome, slots: Vec::new() })
     }
 }
 
@@ -194,7 +203,15 @@ idle_replies! {
     miner::SaveClock => (),
     miner::RestoreClock => (),
     miner::SetBlockParam => Ok(0),
-    miner::GetMiningStatus => miner::MiningStatus { automine: true, interval: None, ticks_skipped: 0, coinbase: alloy_primitives::Address::ZERO, gas_limit: 30_000_000 },
+    miner::GetMiningStatus => miner::MiningStatus { automine: true, interval: None, ticks_skipped: 0, coinbase: alloy_primitives::Address::ZERO, gas_limit: 30_000_000, next_timestamp: 2 },
+    miner::SetTime => Ok(0),
+    miner::SetTimestampInterval => false,
+    miner::MineDetailed => Ok(Vec::new()),
+    miner::Rewind => Ok(0),
+    mempool::SetChainId => 0,
+    mempool::DropAll => 0,
+    mempool::RemoveSender => 0,
+    state::ListSnapshots => Vec::new(),
     mempool::PoolSize => (2, 1),
     mempool::GetPoolCounters => mempool::PoolCounters { dropped_invalid: 3 },
     mempool::IsImpersonated => false,
@@ -233,7 +250,15 @@ fn idle_controls() -> crate::Controls {
         restore_clock: idle.clone().recipient(),
         patch_state: idle.clone().recipient(),
         take_snapshot: idle.clone().recipient(),
-        revert_to: idle.recipient(),
+        revert_to: idle.clone().recipient(),
+        rewind: idle.clone().recipient(),
+        list_snapshots: idle.clone().recipient(),
+        set_chain_id: idle.clone().recipient(),
+        drop_all: idle.clone().recipient(),
+        remove_sender: idle.clone().recipient(),
+        set_time: idle.clone().recipient(),
+        set_timestamp_interval: idle.clone().recipient(),
+        mine_detailed: idle.recipient(),
     }
 }
 
@@ -394,6 +419,7 @@ fn fixture(max_in_flight: usize) -> Fixture {
         stub.clone().recipient(),
         stub.clone().recipient(),
         stub.clone().recipient(),
+        stub.clone().recipient(),
         max_in_flight,
     );
     let mut extensions = Extensions::default();
@@ -417,8 +443,11 @@ fn fixture(max_in_flight: usize) -> Fixture {
         signers: Arc::new(vec![alice.clone()]),
         api: crate::ApiNamespaces::all(),
         web: Arc::default(),
+        chain_id: hearth_messages::ChainId::new(31337),
+        gas_price: None,
+        node: crate::NodeFacts::new("Prague"),
+        logging: crate::LogSwitch::default(),
         forks: Default::default(),
-        chain_id: 31337,
         limits: RpcLimits::default(),
         extensions,
         client_version: "hearth/test".into(),

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use alloy_consensus::{Block, Header, TxEnvelope};
 use alloy_rlp::Decodable;
 use hearth_actors::{ExecConfig, ExecutorActor};
+use hearth_messages::ChainId;
 use hearth_storage::{BlockDraft, ChainDb, import_block};
 use serde_json::Value;
 
@@ -86,10 +87,11 @@ fn run_case(case: &Value, network: &str) -> Result<Option<String>, CaseError> {
     let mut executor = ExecutorActor::new(
         db.clone(),
         ExecConfig {
-            chain_id,
+            chain_id: ChainId::new(chain_id),
             spec: first_spec,
             gas_cap: u64::MAX,
             evm_timeout: None,
+            code_size_limit: None,
             blob_params: None,
         },
         None,

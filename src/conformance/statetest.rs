@@ -15,6 +15,7 @@ use alloy_consensus::{Header, TxEnvelope};
 use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::{Log, keccak256};
 use hearth_actors::{ExecConfig, ExecutorActor};
+use hearth_messages::ChainId;
 use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, PooledTx};
 use hearth_storage::{BlockDraft, ChainDb, StoredBody, write_block};
 use serde_json::Value;
@@ -129,7 +130,14 @@ fn run_entry(case: &Value, fork: &str, entry: &Value) -> Result<Option<String>, 
     let pooled = PooledTx { tx: Arc::new(tx), sender, hash };
     let mut executor = ExecutorActor::new(
         db.clone(),
-        ExecConfig { chain_id, spec, gas_cap: u64::MAX, evm_timeout: None, blob_params: None },
+        ExecConfig {
+            chain_id: ChainId::new(chain_id),
+            spec,
+            gas_cap: u64::MAX,
+            evm_timeout: None,
+            code_size_limit: None,
+            blob_params: None,
+        },
         None,
     );
     let built = executor.build_block(BuildBlock {

@@ -510,6 +510,47 @@ impl ChainDb {
         Ok(keys.into_iter().collect())
     }
 
+    /// Every version key of `prefix` (`layout::ACCOUNT` or `layout::STORAGE`: the prefix, an
+    /// identity of `ident_len` bytes, then a big-endian block number) written at a block after
+    /// `after`, from sled only: the caller settles the deferred block first. Each identity
+    /// costs one seek past its older versions, so the scan visits the identities and the
+    /// versions it returns, not the whole history.
+    pub(crate) fn versions_after(
+        &self,
+        prefix: u8,
+        ident_len: usize,
+        after: u64,
+    ) -> Result<Vec<sled::IVec>, StorageError> {
+        let mut found = Vec::new();
+        let Some(first) = after.checked_add(1) else { return Ok(found) };
+        let key_len = 1 + ident_len + 8;
+        let mut from = vec![prefix];
+        while let Some(key) = self.db.range(from.as_slice()..).keys().next() {
+            let key = key?;
+            if key.first() != Some(&prefix) {
+                break;
+            }
+            if key.len() != key_len {
+                // Not a version key (no such key is written under these prefixes): step over.
+                from = key.to_vec();
+                from.push(0);
+                continue;
+            }
+            let ident = &key[..1 + ident_len];
+            let mut start = ident.to_vec();
+            start.extend_from_slice(&first.to_be_bytes());
+            let mut last = ident.to_vec();
+            last.extend_from_slice(&u64::MAX.to_be_bytes());
+            for version in self.db.range(start.as_slice()..=last.as_slice()).keys() {
+                found.push(version?);
+            }
+            // Past every version of this identity.
+            from = last;
+            from.push(0);
+        }
+        Ok(found)
+    }
+
     /// The sled tree itself (tests: what has been applied to it).
     #[cfg(test)]
     pub(crate) const fn sled(&self) -> &sled::Db {

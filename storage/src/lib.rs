@@ -27,7 +27,7 @@ pub use commit::{
 pub use error::StorageError;
 pub use journal::WriteBatch;
 pub use node_cache::NodeCache;
-pub use patch::{BlockKeys, PatchUndo, revert_blocks, write_patch};
+pub use patch::{BlockKeys, PatchUndo, RolledBack, revert_blocks, rollback, write_patch};
 pub use records::{
     BlockExtras, Code, EMPTY_CODE_HASH, SealedBlock, StoredAccount, StoredBody, account_trie_key,
     storage_trie_key,

@@ -8,6 +8,12 @@
 //! make that exact: each block only ever added keys ending in its own number), the blocks'
 //! records and indexes, undoes patches in reverse order, and moves the head back; all in one
 //! atomic, journaled batch. Trie nodes and code are content-addressed and shared, so they stay.
+//!
+//! A rollback (anvil_rollback) drops the newest blocks without a snapshot's journal: it finds
+//! what they wrote from the keys themselves, every account and slot version under a number
+//! past the new head (patches made while those blocks were the head included), and removes
+//! those with the blocks' records in one journaled batch, so a restart serves the shorter
+//! chain.
 
 use alloy_primitives::{Address, B256, U256};
 
@@ -103,24 +109,335 @@ pub fn revert_blocks(
             }
             batch.remove(&layout::account_key(address, number)[..]);
         }
-        if let Some(body) = db.body(number)? {
-            for tx in &body.transactions {
-                batch.remove(&layout::hash_key(layout::TX_LOOKUP, tx.tx_hash())[..]);
-            }
-        }
-        if let Some(hash) = db.block_hash(number)? {
-            batch.remove(&layout::hash_key(layout::NUMBER_BY_HASH, &hash)[..]);
-        }
-        for prefix in [layout::BODY, layout::RECEIPTS] {
-            // Every chunk of the record (and an unchunked value of an older store).
-            for key in db.keys_with_prefix(&layout::number_key(prefix, number))? {
-                batch.remove(key);
-            }
-        }
-        for prefix in [layout::HEADER, layout::HASH_BY_NUMBER, layout::PATCHED_ROOT] {
-            batch.remove(&layout::number_key(prefix, number)[..]);
-        }
+        remove_block_records(db, &mut batch, number)?;
     }
     batch.insert(layout::HEAD_KEY, &target.to_be_bytes()[..]);
     db.commit_batch(batch, target)
+}
+
+/// Adds the removal of block `number`'s own records to `batch`: header, hash and both hash
+/// indexes, body and receipts (every chunk), ommers and withdrawals, patched root, and the
+/// lookup entries of its transactions. Returns how many transactions the block held.
+fn remove_block_records(
+    db: &ChainDb,
+    batch: &mut crate::WriteBatch,
+    number: u64,
+) -> Result<usize, StorageError> {
+    let mut transactions = 0;
+    if let Some(body) = db.body(number)? {
+        transactions = body.transactions.len();
+        for tx in &body.transactions {
+            batch.remove(&layout::hash_key(layout::TX_LOOKUP, tx.tx_hash())[..]);
+        }
+    }
+    if let Some(hash) = db.block_hash(number)? {
+        batch.remove(&layout::hash_key(layout::NUMBER_BY_HASH, &hash)[..]);
+    }
+    for prefix in [layout::BODY, layout::RECEIPTS] {
+        // Every chunk of the record (and an unchunked value of an older store).
+        for key in db.keys_with_prefix(&layout::number_key(prefix, number))? {
+            batch.remove(key);
+        }
+    }
+    for prefix in [layout::HEADER, layout::HASH_BY_NUMBER, layout::PATCHED_ROOT, layout::EXTRAS] {
+        batch.remove(&layout::number_key(prefix, number)[..]);
+    }
+    Ok(transactions)
+}
+
+/// What [`rollback`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RolledBack {
+    /// Blocks dropped.
+    pub blocks: u64,
+    /// Transactions those blocks held.
+    pub transactions: usize,
+}
+
+/// Makes `target` the head: every block after it goes from the store, with its transactions,
+/// receipts and indexes and every account and slot version written under its number (by the
+/// block itself or by dev patches made while it was the head), in one journaled batch. The
+/// state at `target` is then exactly what it was when `target` was the head; trie nodes and
+/// code are content-addressed and stay. A `target` at or after the head changes nothing.
+pub fn rollback(db: &ChainDb, target: u64) -> Result<RolledBack, StorageError> {
+    let head = db.head_number().ok_or(StorageError::Corrupt { what: "head before a rollback" })?;
+    if target >= head {
+        return Ok(RolledBack::default());
+    }
+    // The scan below reads sled only: apply the deferred block (if any) first.
+    db.settle()?;
+    let mut batch = crate::WriteBatch::default();
+    // Account keys: address; slot keys: address, incarnation, slot.
+    for key in db.versions_after(layout::ACCOUNT, 20, target)? {
+        batch.remove(key);
+    }
+    for key in db.versions_after(layout::STORAGE, 20 + 8 + 32, target)? {
+        batch.remove(key);
+    }
+    let mut transactions = 0;
+    for number in target + 1..=head {
+        transactions += remove_block_records(db, &mut batch, number)?;
+    }
+    batch.insert(layout::HEAD_KEY, &target.to_be_bytes()[..]);
+    db.commit_batch(batch, target)?;
+    Ok(RolledBack { blocks: head - target, transactions })
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_consensus::{Header, SignableTransaction, TxEnvelope, TxLegacy};
+    use alloy_primitives::{Address, Signature, U256};
+
+    use proptest::prelude::Strategy as _;
+
+    use super::*;
+    use crate::commit::{BlockDraft, BlockWriter, write_block};
+    use crate::records::{EMPTY_CODE_HASH, StoredBody};
+    use crate::state::{AccountChange, AccountFields};
+
+    /// Block `number`, holding two transactions whose hashes depend on `salt`.
+    fn draft(number: u64, salt: u8) -> BlockDraft {
+        let transactions: Vec<TxEnvelope> = (0..2u64)
+            .map(|i| {
+                let tx = TxLegacy {
+                    nonce: number * 2 + i,
+                    gas_limit: 21_000,
+                    input: vec![salt; 3].into(),
+                    ..Default::default()
+                };
+                tx.into_signed(Signature::new(U256::from(1), U256::from(2), false)).into()
+            })
+            .collect();
+        let senders = vec![Address::repeat_byte(9); transactions.len()];
+        BlockDraft {
+            header: Header { number, timestamp: number, ..Header::default() },
+            body: StoredBody { transactions, senders },
+            receipts: Vec::new(),
+        }
+    }
+
+    fn set(nonce: u64, balance: u64, slots: &[(u64, u64)]) -> AccountChange {
+        AccountChange {
+            info: Some(AccountFields {
+                nonce,
+                balance: U256::from(balance),
+                code_hash: EMPTY_CODE_HASH,
+            }),
+            storage_wiped: false,
+            storage: slots.iter().map(|(k, v)| (U256::from(*k), U256::from(*v))).collect(),
+        }
+    }
+
+    /// Block `number` of a history that changes a few accounts and slots every block,
+    /// deletes account 3 at block 6 and creates it again (a new storage incarnation) at 7.
+    fn diff(number: u64) -> StateDiff {
+        let mut diff = StateDiff::default();
+        for i in 0..4u64 {
+            let address = Address::repeat_byte(i as u8 + 1);
+            let change = match (i, number) {
+                (2, 6) => {
+                    AccountChange { info: None, storage_wiped: true, storage: Default::default() }
+                }
+                _ => set(number, number * 10 + i, &[(i, number + 1), (number % 3, i + 7)]),
+            };
+            diff.accounts.insert(address, change);
+        }
+        diff
+    }
+
+    /// A dev patch of account 9 (balance and one slot) at the current head.
+    fn patch(db: &ChainDb, balance: u64) {
+        let mut diff = StateDiff::default();
+        diff.accounts.insert(Address::repeat_byte(9), set(0, balance, &[(1, balance)]));
+        write_patch(db, &diff).expect("patch");
+    }
+
+    /// Blocks 0..=last, with a patch after blocks 2 and 7.
+    fn history(db: &ChainDb, last: u64) {
+        let mut writer = BlockWriter::new(db.clone(), 0);
+        // Deferred like the node's writer: the rollback must apply a pending block first.
+        writer.set_deferred_apply(true);
+        for number in 0..=last {
+            writer.write(draft(number, 1), &diff(number)).expect("block");
+            if number == 2 || number == 7 {
+                patch(db, 1_000 + number);
+            }
+        }
+    }
+
+    /// Every record a block or patch writes (not trie nodes or code, which are shared by
+    /// content, nor the journal's bookkeeping), as sled holds them once applied.
+    fn records(db: &ChainDb) -> Vec<(Vec<u8>, Vec<u8>)> {
+        db.checkpoint().expect("checkpoint");
+        db.sled()
+            .iter()
+            .map(|entry| entry.expect("entry"))
+            .filter(|(key, _)| {
+                !matches!(key.first(), Some(&(layout::TRIE_NODE | layout::CODE | b'm')))
+                    || key.as_ref() == layout::HEAD_KEY
+            })
+            .map(|(key, value)| (key.to_vec(), value.to_vec()))
+            .collect()
+    }
+
+    /// A store rolled back to block 5 holds exactly the records of a store that only ever
+    /// wrote blocks 0..=5 (the patch at head 7 and account 3's second incarnation gone), and
+    /// the next block written on both has the same state root.
+    #[test]
+    fn a_rollback_leaves_exactly_the_shorter_chain() {
+        let rolled = ChainDb::in_memory().expect("store");
+        history(&rolled, 9);
+        let short = ChainDb::in_memory().expect("store");
+        history(&short, 5);
+
+        let removed = rollback(&rolled, 5).expect("rollback");
+        assert_eq!(removed, RolledBack { blocks: 4, transactions: 8 });
+        assert_eq!(rolled.head_number(), Some(5));
+        assert_eq!(rolled.header(6).expect("read"), None);
+        assert_eq!(rolled.block_hash(9).expect("read"), None);
+        assert_eq!(records(&rolled), records(&short));
+        let account = |db: &ChainDb, n| db.account(&Address::repeat_byte(n), 5).expect("read");
+        for n in [1, 2, 3, 4, 9] {
+            assert_eq!(account(&rolled, n), account(&short, n), "account {n}");
+        }
+
+        let next = |db: &ChainDb| write_block(db, draft(6, 2), &diff(8)).expect("block 6");
+        assert_eq!(next(&rolled).header.state_root, next(&short).header.state_root);
+        assert_eq!(records(&rolled), records(&short));
+    }
+
+    #[test]
+    fn a_rollback_to_the_head_or_past_it_changes_nothing() {
+        let db = ChainDb::in_memory().expect("store");
+        history(&db, 3);
+        let before = records(&db);
+        assert_eq!(rollback(&db, 3).expect("rollback"), RolledBack::default());
+        assert_eq!(rollback(&db, 7).expect("rollback"), RolledBack::default());
+        assert_eq!(records(&db), before);
+        assert_eq!(db.head_number(), Some(3));
+    }
+
+    /// What a model history does: blocks (their contents drawn from a seed), dev patches on
+    /// the head, and rollbacks.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Block(u8),
+        Patch(u8),
+        Rollback(u8),
+    }
+
+    /// Block `number`'s changes drawn from `seed`: a few of eight accounts set (with slots),
+    /// or deleted, so that storage incarnations come and go.
+    fn seeded(number: u64, seed: u8) -> StateDiff {
+        let mut diff = StateDiff::default();
+        for i in 0..3u64 {
+            let pick = (u64::from(seed) + i * 3) % 8;
+            let address = Address::repeat_byte(pick as u8 + 1);
+            let change = if (u64::from(seed) + i) % 5 == 0 {
+                AccountChange { info: None, storage_wiped: true, storage: Default::default() }
+            } else {
+                set(number, u64::from(seed) * 7 + i, &[(pick, number + 1), (i, u64::from(seed))])
+            };
+            diff.accounts.insert(address, change);
+        }
+        diff
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 24,
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// After every step of a history of blocks, patches and rollbacks, the store holds
+        /// exactly the records of a store that only ever wrote what the rollbacks left (the
+        /// model: the history with each rollback's dropped blocks and their patches cut out).
+        #[test]
+        fn rollbacks_match_a_store_that_never_saw_the_dropped_blocks(
+            ops in proptest::collection::vec(
+                proptest::prop_oneof![
+                    4 => proptest::prelude::any::<u8>().prop_map(Op::Block),
+                    1 => proptest::prelude::any::<u8>().prop_map(Op::Patch),
+                    1 => (0u8..5).prop_map(Op::Rollback),
+                ],
+                1..12,
+            )
+        ) {
+            let store = ChainDb::in_memory().expect("store");
+            let mut writer = BlockWriter::new(store.clone(), 0);
+            writer.set_deferred_apply(true);
+            writer.write(draft(0, 0), &diff(0)).expect("genesis");
+            // What survives: each block's seed, and each patch's head and seed, in order.
+            let mut kept: Vec<Op> = Vec::new();
+            let mut head = 0u64;
+            for op in ops {
+                match op {
+                    Op::Block(seed) => {
+                        head += 1;
+                        writer.write(draft(head, seed), &seeded(head, seed)).expect("block");
+                        kept.push(Op::Block(seed));
+                    }
+                    Op::Patch(seed) => {
+                        patch(&store, u64::from(seed));
+                        kept.push(Op::Patch(seed));
+                    }
+                    Op::Rollback(depth) => {
+                        let target = head.saturating_sub(u64::from(depth));
+                        rollback(&store, target).expect("rollback");
+                        // Cut the history after block `target`'s last patch.
+                        let mut blocks = 0;
+                        let cut = kept
+                            .iter()
+                            .position(|op| {
+                                if let Op::Block(_) = op {
+                                    blocks += 1;
+                                }
+                                blocks > target
+                            })
+                            .unwrap_or(kept.len());
+                        kept.truncate(cut);
+                        head = target;
+                    }
+                }
+                let model = ChainDb::in_memory().expect("store");
+                write_block(&model, draft(0, 0), &diff(0)).expect("genesis");
+                let mut number = 0;
+                for op in &kept {
+                    match op {
+                        Op::Block(seed) => {
+                            number += 1;
+                            write_block(&model, draft(number, *seed), &seeded(number, *seed))
+                                .expect("block");
+                        }
+                        Op::Patch(seed) => patch(&model, u64::from(*seed)),
+                        Op::Rollback(_) => unreachable!("the model keeps no rollback"),
+                    }
+                }
+                proptest::prop_assert_eq!(store.head_number(), Some(head));
+                proptest::prop_assert_eq!(records(&store), records(&model));
+            }
+        }
+    }
+
+    /// A rollback is durable: a store reopened from its directory serves the shorter chain.
+    #[test]
+    fn a_rollback_survives_reopening_the_store() {
+        let dir = std::env::temp_dir().join(format!("hearth-rollback-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        {
+            let db = ChainDb::open(&dir).expect("open");
+            history(&db, 6);
+            rollback(&db, 4).expect("rollback");
+            // No checkpoint: the journal alone must carry the rollback.
+        }
+        let db = ChainDb::open(&dir).expect("reopen");
+        assert_eq!(db.head_number(), Some(4));
+        assert_eq!(db.header(5).expect("read"), None);
+        let short = ChainDb::in_memory().expect("store");
+        history(&short, 4);
+        assert_eq!(records(&db), records(&short));
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -206,6 +206,7 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
             txs_mined,
             executor: node.node.executor.clone(),
             commit: node.node.state.clone().recipient(),
+            rollback: node.node.state.clone().recipient(),
         },
         MinerConfig {
             automine: true,
@@ -273,7 +274,9 @@ fn holding_pool(bound: usize, wait: Duration) -> (ExecutorClient, mpsc::Receiver
     let (calls, running) = Probe::<Admitted<Call>>::start(|_| success());
     let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
-    (ExecutorClient::new(calls, estimates, builds, bound).with_admission_wait(wait), running)
+    let (touched, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let client = ExecutorClient::new(calls, estimates, builds, touched, bound);
+    (client.with_admission_wait(wait), running)
 }
 
 /// A client with one slot over an executor probe that answers every call at once, and the
@@ -282,7 +285,8 @@ fn answering_pool() -> (ExecutorClient, mpsc::Receiver<Call>) {
     let (calls, seen) = Probe::start_as_executor(|_: &Call| success());
     let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
-    (ExecutorClient::new(calls, estimates, builds, 1), seen)
+    let (touched, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    (ExecutorClient::new(calls, estimates, builds, touched, 1), seen)
 }
 
 /// The default admission wait (`--executor.admission-wait`).
@@ -313,7 +317,8 @@ async fn executor_client_sends_each_call_to_the_least_busy_executor() {
     let lane = |calls| {
         let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
         let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
-        ExecutorLane::new(calls, estimates, builds)
+        let (touched, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+        ExecutorLane::new(calls, estimates, builds, touched)
     };
     let client = ExecutorClient::with_lanes(vec![lane(calls_a), lane(calls_b)], 4);
 

@@ -43,19 +43,13 @@ fn cases(default: u32) -> u32 {
     std::env::var("HEARTH_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// A node on its own actix system, replaced every [`BATCH`] cases; once a case has failed,
-/// replaced before every case, so that shrinking judges each candidate on a fresh node and
-/// not on what an earlier candidate left behind.
-struct Harness {
-    system: actix_rt::System,
+/// A node on its own actix system.
+struct Live {
     runner: actix_rt::SystemRunner,
     node: TestNode,
-    ran: u32,
-    /// A case has not finished with `Ok` (a panic leaves this set too).
-    failed: bool,
 }
 
-impl Harness {
+impl Live {
     fn start() -> Self {
         let runner = actix_rt::System::new();
         let node = runner.block_on(async {
@@ -67,28 +61,61 @@ impl Harness {
             }
             node
         });
-        Self { system: actix_rt::System::current(), runner, node, ran: 0, failed: false }
+        Self { runner, node }
     }
 
-    /// A fresh node, keeping whether a case failed.
-    fn restart(&mut self) {
-        self.system.stop();
-        let failed = self.failed;
-        *self = Self::start();
-        self.failed = failed;
+    /// Stops the system and waits until it has: its arbiters (and their threads) end, and
+    /// with them every actor, so a long run holds one node at a time.
+    fn stop(self) {
+        let Self { runner, node } = self;
+        runner.block_on(async move {
+            drop(node);
+            actix_rt::System::current().stop();
+        });
+        // Runs the system's controller, which stops every arbiter, then returns.
+        let _ = runner.run();
+    }
+}
+
+/// A node replaced every [`BATCH`] cases; once a case has failed, replaced before every case,
+/// so that shrinking judges each candidate on a fresh node and not on what an earlier
+/// candidate left behind.
+struct Harness {
+    live: Option<Live>,
+    ran: u32,
+    /// A case has not finished with `Ok` (a panic leaves this set too).
+    failed: bool,
+}
+
+impl Harness {
+    fn start() -> Self {
+        Self { live: Some(Live::start()), ran: 0, failed: false }
     }
 
     /// Runs one case's future on the node, replacing the node first when its batch is done or
     /// once shrinking has begun.
     fn run<T, E>(&mut self, case: impl AsyncFnOnce(&TestNode) -> Result<T, E>) -> Result<T, E> {
-        if self.ran == BATCH || self.failed {
-            self.restart();
+        if self.ran == BATCH || self.failed || self.live.is_none() {
+            if let Some(live) = self.live.take() {
+                live.stop();
+            }
+            self.live = Some(Live::start());
+            self.ran = 0;
         }
         self.ran += 1;
         let failed = std::mem::replace(&mut self.failed, true);
-        let result = self.runner.block_on(case(&self.node));
+        let live = self.live.as_ref().expect("started above");
+        let result = live.runner.block_on(case(&live.node));
         self.failed = failed || result.is_err();
         result
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if let Some(live) = self.live.take() {
+            live.stop();
+        }
     }
 }
 
@@ -667,12 +694,21 @@ fn fuzz_raw_transactions_through_the_pool() {
 /// the property tests decoding and state, not run time. What this fuzz found there is in
 /// [`a_timestamp_at_u64_max_does_not_panic_the_miner`].
 const BOUNDED_ARGS: &[&str] = &[
+    "anvil_increaseTime",
     "anvil_mine",
+    "anvil_mine_detailed",
+    "anvil_reorg",
+    "anvil_rollback",
+    "anvil_setBlockTimestampInterval",
     "anvil_setIntervalMining",
+    "anvil_setNextBlockTimestamp",
+    "anvil_setTime",
     "evm_increaseTime",
     "evm_mine",
+    "evm_mine_detailed",
     "evm_setIntervalMining",
     "evm_setNextBlockTimestamp",
+    "evm_setTime",
     "hardhat_mine",
 ];
 
@@ -681,18 +717,36 @@ const BOUNDED_ARGS: &[&str] = &[
 /// storage slot, `N` small count, `K` storage keys, `P` percentiles, `I` filter or snapshot
 /// id, `s` subscription kind. Methods not listed take no arguments.
 const SIGNATURES: &[(&str, &str)] = &[
+    ("anvil_addBalance", "AQ"),
     ("anvil_autoImpersonateAccount", "b"),
+    ("anvil_dealERC20", "AAQ"),
     ("anvil_dropTransaction", "H"),
     ("anvil_impersonateAccount", "A"),
+    ("anvil_increaseTime", "N"),
     ("anvil_mine", "NN"),
+    ("anvil_mine_detailed", "N"),
+    ("anvil_removePoolTransactions", "A"),
+    ("anvil_reorg", "N"),
+    ("anvil_revert", "I"),
+    ("anvil_rollback", "N"),
+    ("anvil_setAutomine", "b"),
     ("anvil_setBalance", "AQ"),
+    ("anvil_setBlockGasLimit", "Q"),
+    ("anvil_setBlockTimestampInterval", "N"),
+    ("anvil_setChainId", "N"),
     ("anvil_setCode", "AD"),
     ("anvil_setCoinbase", "A"),
+    ("anvil_setERC20Allowance", "AAAQ"),
+    ("anvil_setERC20Balance", "AAQ"),
     ("anvil_setIntervalMining", "N"),
+    ("anvil_setLoggingEnabled", "b"),
+    ("anvil_setMinGasPrice", "Q"),
     ("anvil_setNextBlockBaseFeePerGas", "Q"),
+    ("anvil_setNextBlockTimestamp", "N"),
     ("anvil_setNonce", "AQ"),
     ("anvil_setPrevRandao", "H"),
     ("anvil_setStorageAt", "ASH"),
+    ("anvil_setTime", "N"),
     ("anvil_stopImpersonatingAccount", "A"),
     ("eth_call", "TB"),
     ("eth_estimateGas", "TB"),
@@ -716,22 +770,27 @@ const SIGNATURES: &[(&str, &str)] = &[
     ("eth_newFilter", "F"),
     ("eth_sendRawTransaction", "D"),
     ("eth_sendTransaction", "T"),
+    ("eth_sendUnsignedTransaction", "T"),
     ("eth_subscribe", "sF"),
     ("eth_uninstallFilter", "I"),
     ("eth_unsubscribe", "I"),
     ("evm_increaseTime", "N"),
     ("evm_mine", "N"),
+    ("evm_mine_detailed", "N"),
     ("evm_revert", "I"),
     ("evm_setAutomine", "b"),
     ("evm_setBlockGasLimit", "Q"),
     ("evm_setIntervalMining", "N"),
     ("evm_setNextBlockTimestamp", "N"),
+    ("evm_setTime", "N"),
     ("hardhat_dropTransaction", "H"),
     ("hardhat_impersonateAccount", "A"),
     ("hardhat_mine", "NN"),
     ("hardhat_setBalance", "AQ"),
     ("hardhat_setCode", "AD"),
     ("hardhat_setCoinbase", "A"),
+    ("hardhat_setLoggingEnabled", "b"),
+    ("hardhat_setMinGasPrice", "Q"),
     ("hardhat_setNextBlockBaseFeePerGas", "Q"),
     ("hardhat_setNonce", "AQ"),
     ("hardhat_setPrevRandao", "H"),

@@ -3,7 +3,9 @@
 
 mod actors;
 mod admission;
+mod anvil;
 mod blocktest;
+mod cli;
 mod conformance;
 mod dev;
 mod filters;

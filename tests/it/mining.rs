@@ -40,6 +40,7 @@ fn built(msg: &BuildBlock) -> BuiltBlock {
         diff: StateDiff::default(),
         invalid: vec![],
         requests: vec![],
+        outputs: vec![],
     }
 }
 
@@ -85,6 +86,7 @@ fn probed_miner(
     let (txs_mined, reported) = Probe::<TxsMined>::start(|_| false);
     let (calls, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let (touched, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let (builds, built_seen) = match build_delay {
         Some(delay) => (SlowBuilder { delay }.start().recipient(), None),
         None => {
@@ -107,8 +109,10 @@ fn probed_miner(
         MinerPeers {
             take_pending,
             txs_mined,
-            executor: ExecutorClient::new(calls, estimates, builds, 4),
+            executor: ExecutorClient::new(calls, estimates, builds, touched, 4),
             commit,
+            // Never asked here: the probed miner only mines.
+            rollback: node.node.state.clone().recipient(),
         },
         MinerConfig {
             automine,

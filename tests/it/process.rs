@@ -38,33 +38,86 @@ impl Drop for TempDir {
 pub(crate) struct NodeProcess {
     child: Child,
     pub(crate) addr: SocketAddr,
+    /// What it printed on stdout up to and including its "Listening on" line (the banner).
+    pub(crate) banner: Vec<String>,
+    /// The log lines (stderr) seen until then.
+    pub(crate) log: Vec<String>,
 }
 
 impl NodeProcess {
-    /// Starts `hearth --datadir DIR --http.port 0 ARGS` and waits for its listening line.
+    /// Starts `hearth --datadir DIR --http.port 0 ARGS` and waits until it listens.
     pub(crate) fn start(datadir: &Path, args: &[&str]) -> Self {
+        let datadir = datadir.to_str().expect("utf-8 temp path");
+        let mut all = vec!["--datadir", datadir, "--http.port", "0"];
+        all.extend_from_slice(args);
+        Self::spawn(&all)
+    }
+
+    /// Starts `hearth ARGS` exactly as given (they must choose a free port, e.g. `-p 0`) and
+    /// waits until it listens: for the banner's "Listening on ADDR" line on stdout, or with
+    /// `-q`/`--quiet` (no banner) for the log line "listening on http://ADDR" on stderr.
+    pub(crate) fn spawn(args: &[&str]) -> Self {
+        let quiet = args.iter().any(|a| *a == "-q" || *a == "--quiet");
         let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
-            .arg("--datadir")
-            .arg(datadir)
-            .args(["--http.port", "0"])
             .args(args)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("hearth starts");
+        let (lines, rx) = std::sync::mpsc::channel::<(bool, String)>();
         let stdout = child.stdout.take().expect("piped stdout");
-        let mut lines = BufReader::new(stdout).lines();
+        let stderr = child.stderr.take().expect("piped stderr");
+        let out_lines = lines.clone();
+        // Both streams are drained for the child's whole life, so it never blocks on a full
+        // pipe; stderr (the log) is passed on to the test's own stderr.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = out_lines.send((true, line));
+            }
+        });
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                let _ = lines.send((false, line));
+            }
+        });
+        let (mut banner, mut log) = (Vec::new(), Vec::new());
         let addr = loop {
-            let line = lines.next().expect("hearth exited before listening").expect("utf-8 log");
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                let addr = rest.split_whitespace().next().expect("address");
-                break addr.parse().expect("socket address");
+            let Ok((is_stdout, line)) = rx.recv() else {
+                panic!("hearth exited before listening; stdout: {banner:#?}");
+            };
+            if is_stdout {
+                banner.push(line.clone());
+                if let Some(addr) = line.strip_prefix("Listening on ") {
+                    break addr.trim().parse().expect("socket address");
+                }
+            } else {
+                log.push(line.clone());
+                if quiet && let Some(rest) = line.split("listening on http://").nth(1) {
+                    let addr = rest.split_whitespace().next().expect("address");
+                    break addr.parse().expect("socket address");
+                }
             }
         };
-        // Keep draining the log so the child never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Self { child, addr }
+        // Later lines still go to the channel's receiver until it is dropped; a sender whose
+        // receiver is gone just discards them.
+        drop(rx);
+        Self { child, addr, banner, log }
+    }
+
+    /// Runs `hearth ARGS` expecting it to stop on its own: (exit code, stdout, stderr).
+    pub(crate) fn run_to_exit(args: &[&str]) -> (i32, String, String) {
+        let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("hearth runs");
+        (
+            output.status.code().expect("exit code, not a signal"),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
     }
 
     /// One JSON-RPC call; the whole response object.

@@ -93,7 +93,8 @@ fn hex_u64(value: &Value) -> u64 {
 /// Checks one (case, fork) result; `Err` says how it differs.
 fn check(raw: &[u8], spec: SpecId, expected: &Value) -> Result<(), String> {
     // No block in these tests: no block gas limit applies.
-    let rules = TxRules { spec, chain_id: CHAIN_ID, block_gas_limit: u64::MAX };
+    let rules =
+        TxRules { spec, chain_id: CHAIN_ID, block_gas_limit: u64::MAX, code_size_limit: None };
     let outcome = decode_tx(raw)
         .map_err(|e| format!("decode: {e}"))
         .and_then(|tx| check_stateless(tx, None, &rules).map_err(|e| format!("validate: {e}")));

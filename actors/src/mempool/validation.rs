@@ -46,6 +46,8 @@ pub struct TxRules {
     pub chain_id: u64,
     /// No transaction may ask for more gas than a block holds.
     pub block_gas_limit: u64,
+    /// Contract code size limit (`None`: the fork's, EIP-170); initcode may be twice it.
+    pub code_size_limit: Option<usize>,
 }
 
 /// A transaction that passed every rule that needs no state.
@@ -124,8 +126,9 @@ pub fn check_against_state(valid: &Valid, account: &SenderState) -> Result<(), T
     }
     let sender = valid.pooled.sender;
     let Some(cost) = valid.max_cost else {
-        // revm multiplies gas by the fee cap in 128 bits and adds the value in 256.
-        let gas_cost = U256::from(tx.gas_limit()) * U256::from(tx.max_fee_per_gas());
+        // revm multiplies gas by the fee cap in 128 bits and adds the value in 256; in 256
+        // bits the product (under 2^192) cannot overflow, only the sum can.
+        let gas_cost = U256::from(tx.gas_limit()).saturating_mul(U256::from(tx.max_fee_per_gas()));
         let bits = if gas_cost.checked_add(tx.value()).is_none() { 256 } else { 128 };
         return Err(TxError::CostOverflow { sender, bits });
     };
@@ -169,6 +172,7 @@ fn type_fork(ty: u8) -> Option<(SpecId, &'static str)> {
 fn cfg(rules: &TxRules) -> CfgEnv {
     let mut cfg = CfgEnv::new_with_spec(rules.spec);
     cfg.chain_id = rules.chain_id;
+    cfg.limit_contract_code_size = rules.code_size_limit;
     cfg
 }
 
@@ -242,8 +246,12 @@ mod tests {
 
     use super::*;
 
-    const PRAGUE: TxRules =
-        TxRules { spec: SpecId::PRAGUE, chain_id: 1, block_gas_limit: 30_000_000 };
+    const PRAGUE: TxRules = TxRules {
+        spec: SpecId::PRAGUE,
+        chain_id: 1,
+        block_gas_limit: 30_000_000,
+        code_size_limit: None,
+    };
 
     fn key() -> PrivateKeySigner {
         PrivateKeySigner::from_bytes(&B256::repeat_byte(7)).expect("valid key")
@@ -288,6 +296,20 @@ mod tests {
         assert_eq!(
             initcode.unwrap_err().to_string(),
             "max initcode size exceeded: code size 49153 limit 49152"
+        );
+        // A raised code size limit raises the initcode limit to twice it, as block execution.
+        let raised = TxRules { code_size_limit: Some(40_000), ..PRAGUE };
+        let big = |len: usize| {
+            eip1559(|tx| {
+                tx.to = TxKind::Create;
+                tx.gas_limit = 10_000_000;
+                tx.input = vec![0u8; len].into();
+            })
+        };
+        assert!(check_stateless(big(49_153), None, &raised).is_ok());
+        assert_eq!(
+            check_stateless(big(80_001), None, &raised).unwrap_err().to_string(),
+            "max initcode size exceeded: code size 80001 limit 80000"
         );
 
         // Statically valid (the EF tests say so), but no balance can pay for it.
