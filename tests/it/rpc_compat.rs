@@ -452,4 +452,26 @@ async fn osaka_chain_serves_its_head_and_the_rpc_compat_pairs() {
         json!(head)
     );
     check_io(&node, "osaka").await;
+    uncles_of_imported_blocks_are_served(&node).await;
+}
+
+/// The pre-merge blocks of the osaka chain carry ommers: their count and headers are served,
+/// each ommer's hash being one the block lists.
+async fn uncles_of_imported_blocks_are_served(node: &TestNode) {
+    let mut seen = 0;
+    for number in 1..36u64 {
+        let block = node.ok("eth_getBlockByNumber", json!([format!("{number:#x}"), false])).await;
+        let hashes = block["uncles"].as_array().expect("uncles").clone();
+        let count = node.ok("eth_getUncleCountByBlockNumber", json!([block["number"]])).await;
+        assert_eq!(count, json!(format!("{:#x}", hashes.len())), "block {number}");
+        for (i, hash) in hashes.iter().enumerate() {
+            let index = format!("{i:#x}");
+            let uncle =
+                node.ok("eth_getUncleByBlockHashAndIndex", json!([block["hash"], index])).await;
+            assert_eq!(&uncle["hash"], hash, "block {number} ommer {i}");
+            assert!(uncle.get("transactions").is_none() && uncle["uncles"] == json!([]));
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 18, "the osaka chain has 18 ommers");
 }
