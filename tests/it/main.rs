@@ -20,6 +20,7 @@ mod persistence;
 mod pool;
 mod process;
 mod proof;
+mod readme;
 mod rpc;
 mod rpc_compat;
 mod simulate;
