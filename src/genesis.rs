@@ -327,11 +327,10 @@ impl DevGenesis {
     /// chain: the node writes block 0 from it exactly as `hearth import --genesis` would, and
     /// stores it, so an exported dev chain imports back to the same hashes.
     ///
-    /// Beside the funded accounts it deploys the system contracts the rules call into every
-    /// block, as geth --dev and anvil do (with nonce 1, as their deployment transactions
-    /// leave them): EIP-4788's beacon roots from Cancun, EIP-2935's block hashes and the
-    /// EIP-7002 / EIP-7251 request queues from Prague. Without the request contracts a Prague
-    /// block is invalid, so a dev chain without them could not be re-imported. And, unless
+    /// Beside the funded accounts it deploys the system contracts of `system_contracts` (with
+    /// nonce 1, as their deployment transactions leave them): from Prague, EIP-2935's block
+    /// hashes and the EIP-7002 / EIP-7251 request queues. Without the request contracts a
+    /// Prague block is invalid, so a dev chain without them could not be re-imported. And, unless
     /// turned off, the CREATE2 deployer at [`CREATE2_DEPLOYER`] (nonce 0, as anvil has it).
     pub fn document(&self) -> Value {
         let mut config = serde_json::Map::new();
@@ -404,11 +403,16 @@ impl DevGenesis {
     }
 }
 
-/// The system contracts of the forks: address, runtime code and the fork that needs them.
-fn system_contracts() -> [(Address, &'static Bytes, SpecId); 4] {
-    use alloy_eips::{eip2935, eip4788, eip7002, eip7251};
+/// The system contracts a dev genesis deploys: address, runtime code and the fork that calls
+/// into them. Prague's request queues (EIP-7002, EIP-7251) must exist, or its blocks are
+/// invalid; EIP-2935's block hashes serve BLOCKHASH history to contracts, as anvil deploys it.
+/// EIP-4788's beacon roots are left out, as anvil leaves them: a dev block has no beacon root
+/// to record (it would store zero every block), the EIPs make the call a no-op without the
+/// contract, and its two storage writes a block cost 13% of one sender's mined rate
+/// (BENCHMARKS.md). Put it back with `--init` or `anvil_setCode` where a contract reads it.
+fn system_contracts() -> [(Address, &'static Bytes, SpecId); 3] {
+    use alloy_eips::{eip2935, eip7002, eip7251};
     [
-        (eip4788::BEACON_ROOTS_ADDRESS, &eip4788::BEACON_ROOTS_CODE, SpecId::CANCUN),
         (eip2935::HISTORY_STORAGE_ADDRESS, &eip2935::HISTORY_STORAGE_CODE, SpecId::PRAGUE),
         (
             eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS,
@@ -705,11 +709,10 @@ mod tests {
 
     #[test]
     fn the_system_contracts_follow_the_hardfork() {
-        use alloy_eips::{eip2935, eip4788, eip7002, eip7251};
+        use alloy_eips::{eip2935, eip7002, eip7251};
         let prague_set = {
             let mut all = vec![
                 CREATE2_DEPLOYER,
-                eip4788::BEACON_ROOTS_ADDRESS,
                 eip2935::HISTORY_STORAGE_ADDRESS,
                 eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS,
                 eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS,
@@ -717,8 +720,7 @@ mod tests {
             all.sort();
             all
         };
-        let mut cancun_set = vec![CREATE2_DEPLOYER, eip4788::BEACON_ROOTS_ADDRESS];
-        cancun_set.sort();
+        let cancun_set = vec![CREATE2_DEPLOYER];
         let cases = [
             (SpecId::SHANGHAI, vec![CREATE2_DEPLOYER], "shanghaiTime", "cancunTime"),
             (SpecId::CANCUN, cancun_set, "cancunTime", "pragueTime"),

@@ -18,8 +18,6 @@ use hearth::genesis::Genesis;
 use hearth::node::Node;
 use hearth_rpc::Extensions;
 use tracing_subscriber::EnvFilter;
-use tracing_subscriber::Layer as _;
-use tracing_subscriber::filter::FilterExt as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -45,7 +43,7 @@ fn main() -> ExitCode {
     };
     // anvil_setLoggingEnabled turns lines below `warn` off and on through this switch.
     let logging = hearth_rpc::LogSwitch::default();
-    init_logging(config.log_format, logging.clone());
+    init_logging(config.log_format, &logging);
 
     let system = actix_rt::System::new();
     let result = system.block_on(async move {
@@ -84,23 +82,29 @@ fn main() -> ExitCode {
 
 /// Log lines go to stderr (stdout carries the banner, which scripts read), as text or, with
 /// `--log.format json`, one JSON object per line. `RUST_LOG` filters them (default `info`), and
-/// so does `switch` (anvil_setLoggingEnabled) for lines below `warn`.
-fn init_logging(format: LogFormat, switch: hearth_rpc::LogSwitch) {
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info"))
-        // Dynamic: asked at every event, since the switch changes at runtime (a plain
-        // `filter_fn` is cached per call site after its first answer).
-        .and(tracing_subscriber::filter::dynamic_filter_fn(move |meta, _| {
-            switch.allows(meta.level())
-        }));
+/// so does `switch` (anvil_setLoggingEnabled) for lines below `warn`: turning it off reloads the
+/// filter with `warn`, turning it on reloads the directives it started with. A reload rebuilds
+/// tracing's per-call-site cache, so between changes a disabled line costs nothing.
+fn init_logging(format: LogFormat, switch: &hearth_rpc::LogSwitch) {
+    use tracing_subscriber::reload;
+
+    let directives = std::env::var("RUST_LOG").ok().filter(|d| EnvFilter::try_new(d).is_ok());
+    let directives = directives.unwrap_or_else(|| "info".to_owned());
+    let (filter, handle) = reload::Layer::new(EnvFilter::new(&directives));
+    switch.on_change(move |on| {
+        let filter = if on { EnvFilter::new(&directives) } else { EnvFilter::new("warn") };
+        if let Err(error) = handle.reload(filter) {
+            tracing::warn!(target: "node", %error, "the log filter could not be changed");
+        }
+    });
     let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     match format {
         LogFormat::Text => {
             let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-            tracing_subscriber::registry().with(layer.with_ansi(ansi).with_filter(filter)).init();
+            tracing_subscriber::registry().with(filter).with(layer.with_ansi(ansi)).init();
         }
         LogFormat::Json => {
-            tracing_subscriber::registry().with(layer.json().with_filter(filter)).init();
+            tracing_subscriber::registry().with(filter).with(layer.json()).init();
         }
     }
 }

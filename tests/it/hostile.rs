@@ -182,7 +182,6 @@ fn an_exported_dev_chain_imports_back_to_the_same_head() {
     // The system contracts a Prague block calls into are in the dev genesis (EIP-7002's queue
     // was the contract the importer asked for and did not find).
     for system in [
-        "0x000F3df6D732807Ef1319fB7B8bB8522d0Beac02",
         "0x0000F90827F1C53a10cb7A02335B175320002935",
         "0x00000961Ef480Eb55e80D19ad83579A64c007002",
         "0x0000BBdDc7CE488642fb579F8B00f3a590007251",
