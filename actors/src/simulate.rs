@@ -467,6 +467,12 @@ pub(crate) fn simulate(
     let mut parent = base;
     let mut out = Vec::with_capacity(planned.len());
     for Planned { block, number, time } in planned {
+        // The time cap bounds the sealing too (state roots over a growing overlay), not only
+        // the EVM: past it, no further block starts.
+        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            let timeout_ms = run.deadline_ms.unwrap_or_default();
+            return Err(ExecError::Timeout { timeout_ms }.into());
+        }
         let o = &block.overrides;
         let merged = spec.is_enabled_in(SpecId::MERGE);
         carried = (
