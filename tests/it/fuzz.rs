@@ -22,6 +22,7 @@ use alloy_eips::eip7702::Authorization;
 use alloy_primitives::{Address, B256, Bytes, TxKind, U256, hex};
 use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
+use hearth::config::NodeConfig;
 use hearth_messages::mempool::{
     DropTx, GetPoolContent, GetPoolCounters, GetPooledTx, PendingNonce,
 };
@@ -53,7 +54,9 @@ impl Live {
     fn start() -> Self {
         let runner = actix_rt::System::new();
         let node = runner.block_on(async {
-            let node = TestNode::start();
+            let mut config = NodeConfig::for_tests();
+            config.rpc.max_mine_blocks = MAX_MINE_BLOCKS;
+            let node = TestNode::start_with(config);
             // Let every actor run `started` inside the runtime: an actor that never started
             // would start while its runtime is dropped, outside any reactor.
             for _ in 0..16 {
@@ -688,34 +691,16 @@ fn fuzz_raw_transactions_through_the_pool() {
 // Method dispatch
 // ---------------------------------------------------------------------------------------------
 
-/// Methods whose numeric arguments start long-running or time-based work (block counts,
-/// intervals, timestamps). Range-checking those is another part of issue 15 (the miner's
-/// durations and counts); until it lands their numbers are drawn small here (kind `N`), so
-/// the property tests decoding and state, not run time. What this fuzz found there is in
-/// [`a_timestamp_at_u64_max_does_not_panic_the_miner`].
-const BOUNDED_ARGS: &[&str] = &[
-    "anvil_increaseTime",
-    "anvil_mine",
-    "anvil_mine_detailed",
-    "anvil_reorg",
-    "anvil_rollback",
-    "anvil_setBlockTimestampInterval",
-    "anvil_setIntervalMining",
-    "anvil_setNextBlockTimestamp",
-    "anvil_setTime",
-    "evm_increaseTime",
-    "evm_mine",
-    "evm_mine_detailed",
-    "evm_setIntervalMining",
-    "evm_setNextBlockTimestamp",
-    "evm_setTime",
-    "hardhat_mine",
-];
+/// The most blocks one mining request may ask for on the fuzzed node (`--dev.max-mine-blocks`):
+/// counts are drawn from the whole u64 range, and those above this are refused with -32602
+/// instead of mining for minutes.
+const MAX_MINE_BLOCKS: u64 = 8;
 
 /// What each core method takes, one letter per argument: `A` address, `B` block, `Q`
 /// quantity, `H` 32-byte hash, `D` data, `T` transaction object, `F` filter, `b` bool, `S`
-/// storage slot, `N` small count, `K` storage keys, `P` percentiles, `I` filter or snapshot
-/// id, `s` subscription kind. Methods not listed take no arguments.
+/// storage slot, `N` block count, depth, interval, time or mining options (mostly small), `K`
+/// storage keys, `P` percentiles, `I` filter or snapshot id, `s` subscription kind. Methods
+/// not listed take no arguments.
 const SIGNATURES: &[(&str, &str)] = &[
     ("anvil_addBalance", "AQ"),
     ("anvil_autoImpersonateAccount", "b"),
@@ -958,14 +943,23 @@ fn filter_arg() -> BoxedStrategy<Value> {
         .boxed()
 }
 
-fn small_count() -> BoxedStrategy<Value> {
+/// A block count, depth, interval, time or `evm_mine` options: mostly small, sometimes
+/// anything in the u64 range (or past it).
+fn count() -> BoxedStrategy<Value> {
     prop_oneof![
-        (0u64..4).prop_map(|n| json!(n)),
-        (0u64..4).prop_map(|n| json!(format!("{n:#x}"))),
-        (0u64..4, 0u64..3).prop_map(|(b, i)| json!({"blocks": b, "interval": i})),
-        Just(Value::Null),
-        Just(json!("0xzz")),
-        Just(json!(-1)),
+        3 => (0u64..4).prop_map(|n| json!(n)),
+        3 => (0u64..4).prop_map(|n| json!(format!("{n:#x}"))),
+        2 => (quantity(), quantity(), proptest::option::of(quantity())).prop_map(|(b, i, t)| {
+            let mut options = json!({"blocks": b, "interval": i});
+            if let Some(t) = t {
+                options["timestamp"] = t;
+            }
+            options
+        }),
+        1 => (0u64..4, 0u64..3).prop_map(|(b, i)| json!({"blocks": b, "interval": i})),
+        2 => quantity(),
+        1 => any::<u64>().prop_map(|n| json!(n)),
+        1 => Just(json!(-1)),
     ]
     .boxed()
 }
@@ -982,7 +976,7 @@ fn argument(kind: char) -> BoxedStrategy<Value> {
         'F' => filter_arg(),
         'b' => prop_oneof![any::<bool>().prop_map(Value::Bool), junk()].boxed(),
         'S' => prop_oneof![quantity(), hash_arg()].boxed(),
-        'N' => small_count(),
+        'N' => count(),
         'K' => proptest::collection::vec(hash_arg(), 0..3).prop_map(Value::Array).boxed(),
         'P' => {
             proptest::collection::vec(prop_oneof![(0u8..=100).prop_map(|p| json!(p)), junk()], 0..4)
@@ -1007,12 +1001,7 @@ fn call() -> impl Strategy<Value = (String, Value)> {
     proptest::sample::select(methods).prop_flat_map(|method| {
         let kinds = SIGNATURES.iter().find(|(m, _)| *m == method).map_or("", |(_, k)| *k);
         let typed: Vec<BoxedStrategy<Value>> = kinds.chars().map(argument).collect();
-        let bounded = BOUNDED_ARGS.contains(&method);
-        let anything = if bounded {
-            proptest::collection::vec(small_count(), 0..3).boxed()
-        } else {
-            proptest::collection::vec(junk(), 0..4).boxed()
-        };
+        let anything = proptest::collection::vec(junk(), 0..4);
         let params = prop_oneof![
             6 => typed.clone(),
             1 => (typed.clone(), junk()).prop_map(|(mut args, extra)| {
@@ -1078,13 +1067,11 @@ async fn dispatch(
 // Shrunk failures
 // ---------------------------------------------------------------------------------------------
 
-/// Found by `fuzz_method_dispatch_with_random_params` before the timestamps were bounded: a
-/// block stamped u64::MAX makes the next mine compute `parent.timestamp + 1` and overflow
-/// (actors/src/miner.rs), which panics the miner thread; every mining method then answers
-/// -32603 "miner is unavailable". Range-checking timestamps and durations is the miner part
-/// of issue 15, on another branch: un-ignore this once it lands.
+/// Found by `fuzz_method_dispatch_with_random_params` on the txvalid branch before the miner's
+/// range checks (another part of issue 15) were merged: a block stamped u64::MAX made the next
+/// mine compute `parent.timestamp + 1` and overflow (actors/src/miner.rs), which panicked the
+/// miner thread; every mining method then answered -32603 "miner is unavailable".
 #[actix::test]
-#[ignore = "the miner's timestamp range checks are another part of issue 15"]
 async fn a_timestamp_at_u64_max_does_not_panic_the_miner() {
     let node = TestNode::start();
     let _ = node.call("evm_setNextBlockTimestamp", json!([format!("{:#x}", u64::MAX)])).await;
