@@ -8,6 +8,7 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256, address, keccak256};
 use alloy_signer::SignerSync;
 use hearth::config::NodeConfig;
+use revm::primitives::hardfork::SpecId;
 use serde_json::{Value, json};
 
 use crate::support::{TestNode, quantity};
@@ -32,7 +33,14 @@ async fn pool_is_empty(node: &TestNode) -> bool {
 
 #[actix::test]
 async fn a_simulated_block_has_the_roots_of_the_same_block_mined() {
-    let node = TestNode::start();
+    for spec in [SpecId::SHANGHAI, SpecId::CANCUN, SpecId::PRAGUE, SpecId::OSAKA] {
+        let mut config = NodeConfig::for_tests();
+        config.spec = spec;
+        same_roots_as_mined(TestNode::start_with(config), spec).await;
+    }
+}
+
+async fn same_roots_as_mined(node: TestNode, spec: SpecId) {
     let from = node.signer(0).address();
     let to = address!("00000000000000000000000000000000000000b0");
     let tx = json!({
@@ -75,7 +83,7 @@ async fn a_simulated_block_has_the_roots_of_the_same_block_mined() {
         "withdrawalsRoot",
         "requestsHash",
     ] {
-        assert_eq!(block[field], mined[field], "{field}");
+        assert_eq!(block[field], mined[field], "{field} under {spec:?}");
     }
     // The call is unsigned, so its transaction (and the block hash) differ from the mined one.
     assert_ne!(block["transactionsRoot"], mined["transactionsRoot"]);
