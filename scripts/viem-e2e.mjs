@@ -35,6 +35,13 @@ try {
   const r = await pub.waitForTransactionReceipt({ hash: h });
   check("send + receipt", r.status === "success");
   check("balance", (await pub.getBalance({ address: bob })) === parseEther("1"));
+  // Traces through viem's raw request, as debuggers and explorers send them.
+  const frame = await pub.request({ method: "debug_traceTransaction", params: [h, { tracer: "callTracer" }] });
+  check("debug_traceTransaction callTracer", frame.type === "CALL" && frame.to === bob && frame.value === "0xde0b6b3a7640000", JSON.stringify(frame));
+  const logs = await pub.request({ method: "debug_traceTransaction", params: [h] });
+  check("debug_traceTransaction struct logs", logs.gas === 21000 && logs.failed === false && logs.structLogs.length === 0, JSON.stringify(logs));
+  const flat = await pub.request({ method: "trace_transaction", params: [h] });
+  check("trace_transaction", flat.length === 1 && flat[0].transactionHash === h && flat[0].action.to === bob, JSON.stringify(flat));
   const est = await pub.estimateGas({ account: a0, to: bob, value: 1n });
   check("estimateGas", est === 21000n, String(est));
   const fees = await pub.estimateFeesPerGas();

@@ -42,6 +42,8 @@ pub const DEFAULT_MAX_MINE_BLOCKS: u64 = 100_000;
 /// Default bound on the logs of one eth_getLogs answer: Infura's and Alchemy's, so clients that
 /// split a range on "query returned more than 10000 results" do so here as well.
 pub const DEFAULT_RPC_MAX_LOGS: usize = 10_000;
+/// Default cap on one JSON-RPC response (a batch's included).
+pub const DEFAULT_RPC_MAX_RESPONSE_SIZE: &str = "25MiB";
 /// Default bound on open WebSocket connections.
 pub const DEFAULT_WS_MAX_CONNECTIONS: usize = 100;
 /// Default bound on the subscriptions of one WebSocket connection.
@@ -193,6 +195,10 @@ pub struct Cli {
     /// Every sender is impersonated from the start: eth_sendTransaction from any address.
     #[arg(long = "auto-impersonate", visible_alias = "auto-unlock")]
     pub auto_impersonate: bool,
+    /// Accepted from anvil command lines and changes nothing: struct logs (debug_trace* with
+    /// the default tracer) are always available, since Hearth re-executes to trace.
+    #[arg(long = "steps-tracing", visible_alias = "tracing")]
+    pub steps_tracing: bool,
     /// Write the accounts, keys and fee settings as anvil's JSON to FILE at startup.
     #[arg(long = "config-out", value_name = "FILE")]
     pub config_out: Option<PathBuf>,
@@ -226,6 +232,10 @@ pub struct Cli {
     /// more fail with -32005 "query returned more than N results" (1..=10000000).
     #[arg(long = "rpc.max-logs", default_value_t = DEFAULT_RPC_MAX_LOGS)]
     pub rpc_max_logs: usize,
+    /// Largest JSON-RPC response (a batch's included), e.g. 25MiB or 1GiB (64KiB..=4GiB);
+    /// larger answers fail with -32005. Logs and traces are refused as soon as they outgrow it.
+    #[arg(long = "rpc.max-response-size", default_value = DEFAULT_RPC_MAX_RESPONSE_SIZE)]
+    pub rpc_max_response_size: String,
     /// Most blocks one evm_mine, anvil_mine or hardhat_mine call mines (1..=100000000); more
     /// are refused with -32602.
     #[arg(long = "dev.max-mine-blocks", default_value_t = DEFAULT_MAX_MINE_BLOCKS)]

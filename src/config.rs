@@ -265,6 +265,10 @@ pub enum ConfigError {
 const MAX_ACCOUNTS: u64 = 10_000;
 /// Highest `--rpc.max-logs`: the 25 MiB response cap stops an answer long before this.
 const MAX_RPC_MAX_LOGS: u64 = 10_000_000;
+/// Smallest `--rpc.max-response-size`: room for a block, its receipts or a page of logs.
+const MIN_RESPONSE_BYTES: u64 = 64 << 10;
+/// Largest `--rpc.max-response-size`: a response is built in memory before it is sent.
+const MAX_RESPONSE_BYTES: u64 = 4 << 30;
 /// Highest `--dev.max-mine-blocks`: about four hours of empty blocks here.
 const MAX_MINE_BLOCKS: u64 = 100_000_000;
 /// Most code cache entries.
@@ -517,6 +521,17 @@ impl TryFrom<Cli> for NodeConfig {
                 got: txpool_max_bytes,
             });
         }
+        let max_response_bytes =
+            parse_size(&cli.rpc_max_response_size).ok_or_else(|| ConfigError::Size {
+                flag: "--rpc.max-response-size",
+                got: cli.rpc_max_response_size.clone(),
+            })?;
+        in_range(
+            "--rpc.max-response-size",
+            max_response_bytes as u64,
+            MIN_RESPONSE_BYTES,
+            MAX_RESPONSE_BYTES,
+        )?;
         let db_cache_bytes = parse_size(&cli.cache_db)
             .ok_or_else(|| ConfigError::Size { flag: "--cache.db", got: cli.cache_db.clone() })?
             as u64;
@@ -588,6 +603,7 @@ impl TryFrom<Cli> for NodeConfig {
                 gas_cap: cli.rpc_gascap,
                 max_logs: cli.rpc_max_logs,
                 max_mine_blocks: cli.dev_max_mine_blocks,
+                max_response_bytes,
                 ..RpcLimits::default()
             },
             subscriptions: SubscriptionLimits {
@@ -779,6 +795,7 @@ mod tests {
             "-q",
             "--no-create2",
             "--json",
+            "--steps-tracing",
         ])
         .expect("valid");
         assert_eq!(config.http_addr.to_string(), "0.0.0.0:0");
@@ -958,7 +975,6 @@ mod tests {
             // anvil flags Hearth does not have are refused by name, never ignored.
             (&["--fork-url", "http://x"], "--fork-url"),
             (&["--state", "s.json"], "--state"),
-            (&["--steps-tracing"], "--steps-tracing"),
             (&["--prune-history"], "--prune-history"),
             (&["-j", "2"], "-j"),
         ];
@@ -1064,6 +1080,26 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "--executor.admission-wait must be a duration from 0 to 1s like 2ms or 500us, got 2s"
+        );
+    }
+
+    #[test]
+    fn the_response_cap_is_a_size_in_range() {
+        let cap = |text: &str| {
+            parse(&["--ephemeral", "--rpc.max-response-size", text])
+                .map(|c| c.rpc.max_response_bytes)
+        };
+        assert_eq!(parse(&["--ephemeral"]).unwrap().rpc.max_response_bytes, 25 << 20);
+        assert_eq!(cap("1GiB"), Ok(1 << 30));
+        assert_eq!(cap("64KiB"), Ok(64 << 10));
+        let err = cap("1KiB").expect_err("too small");
+        assert_eq!(
+            err.to_string(),
+            "--rpc.max-response-size must be between 65536 and 4294967296, got 1024"
+        );
+        assert!(cap("5GiB").is_err());
+        assert!(
+            cap("lots").expect_err("not a size").to_string().contains("--rpc.max-response-size")
         );
     }
 

@@ -286,6 +286,14 @@ fn system_contract_names(spec: SpecId, deposit_contract: Address) -> BTreeMap<St
     contracts
 }
 
+/// Trace replays on an imported chain run each block under the rules its import used.
+impl hearth_messages::trace::ForkSchedule for ChainConfig {
+    fn rules_for(&self, header: &Header) -> hearth_messages::trace::BlockForkRules {
+        let rules = Self::rules_for(self, header);
+        hearth_messages::trace::BlockForkRules { spec: rules.spec, blob_params: rules.blob_params }
+    }
+}
+
 /// Address of the deterministic deployment proxy ("CREATE2 deployer") that anvil puts in
 /// every dev genesis; deployment scripts (forge's among them) send salted creations to it.
 pub const CREATE2_DEPLOYER: Address = address!("4e59b44847b379578588920ca78fbf26c0b4956c");

@@ -121,7 +121,7 @@ pub struct Node {
     /// Request counters of the RPC front (shared by every context this node hands out).
     pub rpc_metrics: Arc<hearth_rpc::RpcMetrics>,
     /// The chain's fork schedule, as eth_config reports it.
-    pub forks: Arc<hearth_rpc::ChainForks>,
+    pub fork_table: Arc<hearth_rpc::ChainForks>,
     /// The restartable actors' restart counters (for `/metrics`).
     pub restarts: Vec<(&'static str, hearth_messages::restarts::RestartCounter)>,
     /// The chain id every component reads (the pool writes it: anvil_setChainId).
@@ -200,6 +200,9 @@ impl Node {
         let mut coinbase = Address::ZERO;
         let mut new_chain = false;
         let imported = crate::chainfile::stored_config(&chain).map_err(NodeError::ChainConfig)?;
+        // An imported chain crossed forks: trace replays follow its schedule block by block.
+        let forks: Option<std::sync::Arc<dyn hearth_messages::trace::ForkSchedule>> =
+            imported.clone().map(|c| std::sync::Arc::new(c) as _);
         let (head, spec, blob_params) = match imported {
             Some(chain_config) => {
                 let head = chain.head_number().unwrap_or_default();
@@ -274,7 +277,7 @@ impl Node {
         }
         config.spec = spec;
         info!(target: "node", head, db_cache_bytes = config.db_cache_bytes, "chain opened");
-        let forks = Arc::new(chain_forks(&chain)?);
+        let fork_table = Arc::new(chain_forks(&chain)?);
 
         let mailbox = config.mailbox;
         let chain_id = ChainId::new(config.chain_id);
@@ -300,7 +303,12 @@ impl Node {
             config.max_in_flight,
             move || {
                 crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
-                ExecutorActor::new(exec_chain.clone(), exec_config.clone(), Some(l2.clone()))
+                let executor =
+                    ExecutorActor::new(exec_chain.clone(), exec_config.clone(), Some(l2.clone()));
+                match &forks {
+                    Some(forks) => executor.with_fork_schedule(std::sync::Arc::clone(forks)),
+                    None => executor,
+                }
             },
         );
         let executor = ExecutorClient::with_lanes(lanes, config.max_in_flight.get())
@@ -378,7 +386,7 @@ impl Node {
             executor,
             signers: Arc::new(signers),
             rpc_metrics: Arc::default(),
-            forks,
+            fork_table,
             filters,
             subscriptions,
             restarts,
@@ -451,7 +459,7 @@ impl Node {
             node: self.facts.clone(),
             logging: self.logging.clone(),
             gas_price: self.config.gas_price,
-            forks: Arc::clone(&self.forks),
+            forks: Arc::clone(&self.fork_table),
             limits: self.config.rpc,
             extensions,
             client_version: format!("hearth/v{}", env!("CARGO_PKG_VERSION")),

@@ -30,6 +30,7 @@ use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Outpu
 use revm::context::{BlockEnv, CfgEnv, Context};
 use revm::context_interface::block::BlobExcessGasAndPrice;
 use revm::handler::SystemCallCommitEvm;
+use revm::handler::{MainnetContext, MainnetEvm};
 use revm::primitives::hardfork::SpecId;
 use revm::{ExecuteCommitEvm, MainBuilder, MainContext};
 
@@ -65,6 +66,91 @@ pub fn block_reward(spec: SpecId) -> U256 {
     U256::from(ether * ETHER)
 }
 
+/// A block's EVM: its rules and environment over its parent's state, with inspector `I` (`()`
+/// for none).
+pub(crate) type BlockEvm<'a, I> = MainnetEvm<MainnetContext<ExecDb<'a>>, I>;
+
+/// What a block's environment resolves to with the executor's defaults filled in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlockSetup {
+    /// The block's hard fork.
+    pub(crate) spec: SpecId,
+    /// Its blob schedule.
+    pub(crate) blob_params: BlobParams,
+}
+
+/// The blob schedule of the block `env` describes: its own, else the executor's (an imported
+/// chain's head's), else its fork's default.
+fn resolved_blob_params(env: &BlockEnvSpec, defaults: &ExecConfig) -> BlobParams {
+    let spec = env.spec.unwrap_or(defaults.spec);
+    env.blob_params.or(defaults.blob_params).unwrap_or_else(|| default_blob_params(spec))
+}
+
+/// The EVM that executes the block described by `env` on top of block `parent_number`'s state:
+/// the one construction block building, import and trace replays share, so a replay runs under
+/// exactly the configuration and environment the block was built with.
+pub(crate) fn block_evm<'a, I>(
+    db: &ChainDb,
+    codes: &'a mut CodeL1,
+    defaults: &ExecConfig,
+    parent_number: u64,
+    env: &BlockEnvSpec,
+    inspector: I,
+) -> (BlockEvm<'a, I>, BlockSetup) {
+    let spec = env.spec.unwrap_or(defaults.spec);
+    let chain_id = env.chain_id.unwrap_or_else(|| defaults.chain_id.get());
+    let blob_params = resolved_blob_params(env, defaults);
+    let mut cfg = CfgEnv::new_with_spec(spec);
+    cfg.chain_id = chain_id;
+    cfg.limit_contract_code_size = defaults.code_size_limit;
+    if spec.is_enabled_in(SpecId::CANCUN) {
+        cfg.max_blobs_per_tx = Some(blob_params.max_blobs_per_tx);
+        cfg.blob_base_fee_update_fraction = Some(blob_fraction(&blob_params));
+    }
+    let view = db.state_at(parent_number);
+    let exec_db =
+        ExecDb::new(view, codes).with_clear_empty(spec.is_enabled_in(SpecId::SPURIOUS_DRAGON));
+    let evm = Context::mainnet()
+        .with_db(exec_db)
+        .with_cfg(cfg)
+        .with_block(block_env(env, spec, &blob_params))
+        .build_mainnet_with_inspector(inspector);
+    (evm, BlockSetup { spec, blob_params })
+}
+
+/// The system calls that run before a block's transactions: EIP-4788 (the parent beacon
+/// block root, from Cancun) and EIP-2935 (the parent's hash, from Prague), each only when
+/// its contract has code.
+pub(crate) fn pre_block_calls<I>(
+    evm: &mut BlockEvm<'_, I>,
+    env: &BlockEnvSpec,
+    parent: &Header,
+    spec: SpecId,
+) -> Result<(), ExecError> {
+    if env.rules != BlockRules::Full {
+        return Ok(());
+    }
+    if spec.is_enabled_in(SpecId::CANCUN)
+        && evm.ctx.journaled_state.database.has_code(BEACON_ROOTS_ADDRESS)?
+    {
+        let root = env.parent_beacon_block_root.unwrap_or_default();
+        // A failing beacon-root call does not invalidate the block (EIP-4788).
+        evm.system_call_commit(BEACON_ROOTS_ADDRESS, Bytes::copy_from_slice(root.as_slice()))
+            .map_err(exec_error)?;
+    }
+    if spec.is_enabled_in(SpecId::PRAGUE)
+        && evm.ctx.journaled_state.database.has_code(HISTORY_STORAGE_ADDRESS)?
+    {
+        let parent_hash = parent.hash_slow();
+        evm.system_call_commit(
+            HISTORY_STORAGE_ADDRESS,
+            Bytes::copy_from_slice(parent_hash.as_slice()),
+        )
+        .map_err(exec_error)?;
+    }
+    Ok(())
+}
+
 /// Executes one block. See the module docs for what runs, in which order.
 pub(crate) fn execute_block(
     db: &ChainDb,
@@ -73,47 +159,16 @@ pub(crate) fn execute_block(
     msg: BuildBlock,
 ) -> Result<BuiltBlock, ExecError> {
     let BuildBlock { parent, mut env, txs, mode } = msg;
-    let spec = env.spec.unwrap_or(defaults.spec);
-    let chain_id = env.chain_id.unwrap_or_else(|| defaults.chain_id.get());
-    let blob_params =
-        env.blob_params.or(defaults.blob_params).unwrap_or_else(|| default_blob_params(spec));
     if env.excess_blob_gas.is_none() && parent.excess_blob_gas.is_some() {
-        env.excess_blob_gas = Some(excess_blob_gas(&parent, &blob_params));
+        let params = resolved_blob_params(&env, defaults);
+        env.excess_blob_gas = Some(excess_blob_gas(&parent, &params));
     }
+    let (mut evm, BlockSetup { spec, blob_params }) =
+        block_evm(db, codes, defaults, parent.number, &env, ());
     let full = env.rules == BlockRules::Full;
     let cancun = spec.is_enabled_in(SpecId::CANCUN);
     let prague = spec.is_enabled_in(SpecId::PRAGUE);
-
-    let mut cfg = CfgEnv::new_with_spec(spec);
-    cfg.chain_id = chain_id;
-    cfg.limit_contract_code_size = defaults.code_size_limit;
-    if cancun {
-        cfg.max_blobs_per_tx = Some(blob_params.max_blobs_per_tx);
-        cfg.blob_base_fee_update_fraction = Some(blob_fraction(&blob_params));
-    }
-    let view = db.state_at(parent.number);
-    let exec_db =
-        ExecDb::new(view, codes).with_clear_empty(spec.is_enabled_in(SpecId::SPURIOUS_DRAGON));
-    let mut evm = Context::mainnet()
-        .with_db(exec_db)
-        .with_cfg(cfg)
-        .with_block(block_env(&env, spec, &blob_params))
-        .build_mainnet();
-
-    if full && cancun && evm.ctx.journaled_state.database.has_code(BEACON_ROOTS_ADDRESS)? {
-        let root = env.parent_beacon_block_root.unwrap_or_default();
-        // A failing beacon-root call does not invalidate the block (EIP-4788).
-        evm.system_call_commit(BEACON_ROOTS_ADDRESS, Bytes::copy_from_slice(root.as_slice()))
-            .map_err(exec_error)?;
-    }
-    if full && prague && evm.ctx.journaled_state.database.has_code(HISTORY_STORAGE_ADDRESS)? {
-        let parent_hash = parent.hash_slow();
-        evm.system_call_commit(
-            HISTORY_STORAGE_ADDRESS,
-            Bytes::copy_from_slice(parent_hash.as_slice()),
-        )
-        .map_err(exec_error)?;
-    }
+    pre_block_calls(&mut evm, &env, &parent, spec)?;
 
     let byzantium = spec.is_enabled_in(SpecId::BYZANTIUM);
     let max_blob_gas = blob_params.max_blob_gas_per_block();

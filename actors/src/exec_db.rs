@@ -408,3 +408,48 @@ impl DatabaseCommit for ExecDb<'_> {
         }
     }
 }
+
+/// Reads without recording anything: what the tracers' builders use to look at the state
+/// before a traced transaction (prestate, state diffs). The block's changes so far, then the
+/// snapshot; code the block did not deploy comes from the snapshot (the L1 needs `&mut`).
+impl DatabaseRef for ExecDb<'_> {
+    type Error = StorageError;
+
+    fn basic_ref(&self, address: Address) -> Result<Option<AccountInfo>, Self::Error> {
+        match self.changes.accounts.get(&address) {
+            Some(info) => Ok(info.clone().map(|mut info| {
+                if info.code_hash == B256::ZERO {
+                    info.code_hash = EMPTY_CODE_HASH;
+                }
+                info
+            })),
+            None => self.base.basic_ref(address),
+        }
+    }
+
+    fn code_by_hash_ref(&self, code_hash: B256) -> Result<Bytecode, Self::Error> {
+        if code_hash == EMPTY_CODE_HASH || code_hash == B256::ZERO {
+            return Ok(Bytecode::default());
+        }
+        match self.changes.codes.get(&code_hash) {
+            Some(code) => Ok(code.clone()),
+            None => self.base.code_by_hash_ref(code_hash),
+        }
+    }
+
+    fn storage_ref(&self, address: Address, index: U256) -> Result<U256, Self::Error> {
+        if let Some(value) = self.changes.storage.get(&address).and_then(|s| s.get(&index)) {
+            return Ok(*value);
+        }
+        if self.changes.wiped.contains(&address)
+            || matches!(self.changes.accounts.get(&address), Some(None))
+        {
+            return Ok(U256::ZERO);
+        }
+        self.base.storage_ref(address, index)
+    }
+
+    fn block_hash_ref(&self, number: u64) -> Result<B256, Self::Error> {
+        self.base.block_hash_ref(number)
+    }
+}

@@ -1,14 +1,16 @@
 //! `ExecutorActor`: one revm executor thread of the pool.
 //!
 //! Owns: a per-thread L1 of analysed code (in front of the shared `CodeCacheActor`) and a
-//! read handle to the store. Handles `Call`, `EstimateGas`, `GetTouchedSlots` and
-//! `BuildBlock`. Sends `GetCode` / `InsertCode` to the L2. Each executor runs on an arbiter (OS thread) of its own
+//! read handle to the store. Handles `Call`, `EstimateGas`, `GetTouchedSlots`, `BuildBlock`
+//! and `Trace` (in `trace.rs`). Sends `GetCode` / `InsertCode` to the L2. Each executor runs on an arbiter (OS thread) of its own
 //! ([`start_pool`]); every sender goes through `ExecutorClient`, which holds the admission
 //! bound and sends each request to the executor holding the fewest. Requests arrive wrapped in
 //! `Admitted`, whose slot the handler releases as it returns. Its handlers are synchronous and
 //! CPU-bound: the thread does nothing else.
 //! Restart: stateless apart from caches. A panic while handling a request fails that request
 //! (-32603) and resets the caches; the executor and its thread carry on.
+
+use std::sync::Arc;
 
 use alloy_consensus::{Header, Transaction};
 use alloy_eips::Typed2718;
@@ -21,6 +23,7 @@ use hearth_messages::executor::{
 };
 use hearth_messages::payload::{BuildPayload, BuiltPayload};
 use hearth_messages::simulate::{Simulate, SimulateError, SimulatedBlock};
+use hearth_messages::trace::{ForkSchedule, Trace, TraceOutput};
 use hearth_storage::ChainDb;
 use revm::context::evm::Evm;
 use revm::context::result::{
@@ -79,6 +82,9 @@ pub struct ExecutorActor {
     reads: crate::exec_db::ReadCache,
     /// EVM stacks and memory kept from one call to the next (see `EvmScratch`).
     scratch: EvmScratch,
+    /// The chain's fork schedule, when its rules change along it (an imported chain): trace
+    /// replays run each block under its own rules. `None`: every block under `config.spec`.
+    pub(crate) forks: Option<Arc<dyn ForkSchedule>>,
 }
 
 impl ExecutorActor {
@@ -90,7 +96,16 @@ impl ExecutorActor {
             codes: CodeL1::new(l2),
             reads: Default::default(),
             scratch: EvmScratch::new(SCRATCH_RETAINED_BYTES),
+            forks: None,
         }
+    }
+
+    /// Replays (traces) each block under the rules `forks` gives it, instead of the configured
+    /// spec: what a node on an imported chain that crossed forks needs.
+    #[must_use]
+    pub fn with_fork_schedule(mut self, forks: Arc<dyn ForkSchedule>) -> Self {
+        self.forks = Some(forks);
+        self
     }
 
     /// Sets how many bytes of EVM stacks and memory this thread keeps between calls
@@ -117,6 +132,36 @@ impl ExecutorActor {
         cfg
     }
 
+    /// The configuration, block environment and transaction eth_call runs `request` with
+    /// (`gas` already capped) at block `header`. Shared with debug_traceCall and trace_call.
+    pub(crate) fn call_env(
+        &self,
+        request: &CallRequest,
+        header: &Header,
+        gas: u64,
+    ) -> (CfgEnv, BlockEnv, TxEnv) {
+        let mut cfg = self.cfg();
+        // eth_call semantics, as geth: no fee unless a price is given, no nonce check unless a
+        // nonce is given, calls may come from contract addresses, and the gas cap (not the
+        // block's gas limit) bounds the call.
+        let priced = request.gas_price.is_some() || request.max_fee_per_gas.is_some();
+        cfg.disable_base_fee = !priced;
+        cfg.disable_nonce_check = request.nonce.is_none();
+        cfg.disable_eip3607 = true;
+        cfg.disable_block_gas_limit = true;
+        cfg.tx_chain_id_check = false;
+        let tx = call_tx_env(request, gas, cfg.chain_id);
+        let mut block_env = block_env_of(header);
+        if !priced {
+            // geth runs an unpriced call with a zero base fee, so BASEFEE reads 0 there.
+            block_env.basefee = 0;
+        }
+        if let Some(o) = &request.block_overrides {
+            apply_block_overrides(&mut block_env, o);
+        }
+        (cfg, block_env, tx)
+    }
+
     /// Runs `request` with `gas` against the post-state of `block`, without committing.
     fn run_call(
         &mut self,
@@ -137,17 +182,7 @@ impl ExecutorActor {
         pick: impl FnOnce(ExecResultAndState<ExecutionResult>) -> T,
     ) -> Result<T, ExecError> {
         let header = self.db.header(block)?.ok_or(ExecError::UnknownBlock)?;
-        let mut cfg = self.cfg();
-        // eth_call semantics, as geth: no fee unless a price is given, no nonce check unless a
-        // nonce is given, calls may come from contract addresses, and the gas cap (not the
-        // block's gas limit) bounds the call.
-        let priced = request.gas_price.is_some() || request.max_fee_per_gas.is_some();
-        cfg.disable_base_fee = !priced;
-        cfg.disable_nonce_check = request.nonce.is_none();
-        cfg.disable_eip3607 = true;
-        cfg.disable_block_gas_limit = true;
-        cfg.tx_chain_id_check = false;
-        let tx = call_tx_env(request, gas, cfg.chain_id);
+        let (cfg, block_env, tx) = self.call_env(request, &header, gas);
         let view = self.db.state_at(block);
         let root = self.db.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
         self.reads.use_root(root);
@@ -157,14 +192,6 @@ impl ExecutorActor {
         if let Some(overrides) = &request.state_overrides {
             precompiles.apply(overrides)?;
             db.apply_overrides(overrides)?;
-        }
-        let mut block_env = block_env_of(&header);
-        if !priced {
-            // geth runs an unpriced call with a zero base fee, so BASEFEE reads 0 there.
-            block_env.basefee = 0;
-        }
-        if let Some(o) = &request.block_overrides {
-            apply_block_overrides(&mut block_env, o);
         }
         let mut ctx = Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env);
         ctx.local = self.scratch.take_local();
@@ -339,6 +366,7 @@ where
                 addr.clone().recipient(),
                 addr.clone().recipient(),
             )
+            .with_traces(addr.clone().recipient())
             .with_simulate(addr.clone().recipient())
             .with_access_lists(addr.clone().recipient())
             .with_payloads(addr.recipient())
@@ -396,6 +424,14 @@ impl actix::Handler<Admitted<GetTouchedSlots>> for ExecutorActor {
 
     fn handle(&mut self, msg: Admitted<GetTouchedSlots>, _ctx: &mut Self::Context) -> Self::Result {
         self.contained(|executor| executor.touched_slots(msg.request))
+    }
+}
+
+impl actix::Handler<Admitted<Trace>> for ExecutorActor {
+    type Result = Result<TraceOutput, ExecError>;
+
+    fn handle(&mut self, msg: Admitted<Trace>, _ctx: &mut Self::Context) -> Self::Result {
+        self.contained(|executor| executor.trace(msg.request))
     }
 }
 

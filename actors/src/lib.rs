@@ -21,6 +21,7 @@ mod simulate;
 pub mod state;
 pub mod subscriptions;
 pub mod supervise;
+mod trace;
 
 pub use bounded::start_on;
 pub use code_cache::{CodeCache, CodeCacheActor, CodeL1, CodeL2};

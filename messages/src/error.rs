@@ -29,6 +29,28 @@ pub enum ExecError {
     /// revm refused the transaction before running it (nonce, balance, gas, fee checks).
     #[error("{0}")]
     Invalid(String),
+    /// A traced execution ran past its tracer's `timeout` and was stopped.
+    #[error(
+        "execution timeout: the trace ran past {timeout_ms}ms; raise the tracer's \"timeout\" option"
+    )]
+    TraceTimeout {
+        /// The timeout, in milliseconds.
+        timeout_ms: u64,
+    },
+    /// A trace's answer grew past the response cap.
+    #[error(
+        "response too large: the trace is more than {max_bytes} bytes; trace less (a struct-log \"limit\", disableStack, a narrower range)"
+    )]
+    TraceTooLarge {
+        /// The response cap.
+        max_bytes: usize,
+    },
+    /// The tracer cannot run: its name or configuration is not one the executor knows.
+    #[error("{0}")]
+    Tracer(String),
+    /// A trace could not be encoded as JSON (a bug: the trace types always encode).
+    #[error("internal error: cannot encode the trace: {0}")]
+    Encode(String),
     /// Storage failed underneath the EVM.
     #[error(transparent)]
     Storage(#[from] StorageError),

@@ -360,6 +360,8 @@ pub struct ExecutorLane {
     estimates: Recipient<Admitted<EstimateGas>>,
     builds: Recipient<Admitted<BuildBlock>>,
     touched: Recipient<Admitted<GetTouchedSlots>>,
+    /// Traces (`debug_trace*`, `trace_*`); `None` for a stand-in that serves none.
+    traces: Option<Recipient<Admitted<crate::trace::Trace>>>,
     /// eth_simulateV1 runs; `None` on stand-ins that only serve calls and blocks.
     simulations: Option<Recipient<Admitted<Simulate>>>,
     /// eth_createAccessList runs; `None` on stand-ins.
@@ -387,12 +389,20 @@ impl ExecutorLane {
             estimates,
             builds,
             touched,
+            traces: None,
             simulations: None,
             access_lists: None,
             payloads: None,
             in_flight: Default::default(),
             service_nanos: Default::default(),
         }
+    }
+
+    /// Lets this lane serve traces too.
+    #[must_use]
+    pub fn with_traces(mut self, traces: Recipient<Admitted<crate::trace::Trace>>) -> Self {
+        self.traces = Some(traces);
+        self
     }
 
     /// Lets this lane run eth_createAccessList requests.
@@ -584,6 +594,23 @@ impl ExecutorClient {
     pub async fn estimate_gas(&self, estimate: EstimateGas) -> Result<EstimateOutcome, ExecError> {
         let permit = self.admit().await?;
         self.dispatch(permit, |lane| &lane.estimates, estimate, true).await?
+    }
+
+    /// Runs a trace on the pool, admitted as [`call`](Self::call) is. Fails with
+    /// [`ExecError::Mailbox`] on a pool whose executors serve no traces (a test's stand-in).
+    pub async fn trace(
+        &self,
+        trace: crate::trace::Trace,
+    ) -> Result<crate::trace::TraceOutput, ExecError> {
+        let permit = self.admit().await?;
+        // Not sampled, as block builds: a trace (a replay, often a long one) would inflate the
+        // service time that cheap calls are admitted by.
+        let lane = self.lane(false);
+        let Some(to) = &self.lanes[lane.index].traces else {
+            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
+        };
+        let answer = to.send(Admitted { request: trace, _slot: Slot { _permit: permit, lane } });
+        answer.await?
     }
 
     /// Runs a call that reports the slots it touched, admitted as [`call`](Self::call) is.

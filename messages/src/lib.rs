@@ -19,6 +19,7 @@ pub mod restarts;
 pub mod simulate;
 pub mod state;
 pub mod subscriptions;
+pub mod trace;
 
 pub use chain_id::ChainId;
 pub use error::{ExecError, MineError, OverrideError, StateError, TxError};

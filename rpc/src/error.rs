@@ -131,6 +131,18 @@ pub enum RpcError {
         /// The head.
         head: u64,
     },
+    /// A trace names a transaction that is not in the chain (geth's words).
+    #[error("transaction not found")]
+    TxNotFound,
+    /// A trace names a block that is not in the chain: `#N` or its hash, as geth says it.
+    #[error("block {0} not found")]
+    BlockNotFound(String),
+    /// A trace of block 0, which has no parent state to replay from (geth's words).
+    #[error("genesis is not traceable")]
+    GenesisNotTraceable,
+    /// debug_traceBlock got bytes that do not decode as a block (geth's words).
+    #[error("could not decode block: {0}")]
+    BlockDecode(String),
     /// eth_sendTransaction from an address we hold no key for.
     #[error("unknown account")]
     UnknownAccount,
@@ -251,6 +263,10 @@ impl RpcError {
             | Self::BeyondHead { .. }
             | Self::NotHead { .. }
             | Self::BuildTimestamp { .. }
+            | Self::TxNotFound
+            | Self::BlockNotFound(_)
+            | Self::GenesisNotTraceable
+            | Self::BlockDecode(_)
             | Self::UnknownAccount
             | Self::TxDecode(_)
             | Self::Mine(MineError::Timestamp { .. } | MineError::Setting(_))
@@ -331,14 +347,19 @@ impl RpcError {
     /// The code of an executor error, wherever it is carried.
     pub const fn exec_code(error: &ExecError) -> i32 {
         match error {
+            // A tracer the request named or configured badly.
+            ExecError::Tracer(_) => -32602,
             // Resource not found or call refused: geth uses -32000.
             ExecError::UnknownBlock | ExecError::Invalid(_) | ExecError::Override(_) => -32000,
-            // The EVM time cap stopped the call.
-            ExecError::Timeout { .. } => -32002,
-            // The pool is at its bound: the caller may retry later.
-            ExecError::Busy { .. } => -32005,
+            // The EVM time cap (or a tracer's timeout) stopped the call.
+            ExecError::Timeout { .. } | ExecError::TraceTimeout { .. } => -32002,
+            // A bound was hit (the pool, a trace's size): the caller may retry or narrow.
+            ExecError::Busy { .. } | ExecError::TraceTooLarge { .. } => -32005,
             // The node failed, not the request.
-            ExecError::Storage(_) | ExecError::Mailbox(_) | ExecError::Panicked(_) => -32603,
+            ExecError::Storage(_)
+            | ExecError::Mailbox(_)
+            | ExecError::Panicked(_)
+            | ExecError::Encode(_) => -32603,
         }
     }
 

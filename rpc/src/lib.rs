@@ -11,8 +11,9 @@
 //! (the method table and the `--http.api` namespace gate), `subscriptions` (eth_subscribe and notification encoding),
 //! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`,
 //! `receipts`, `headers`, `raw`, `capabilities`, `chain_config`, `simulate`, `access_list`,
-//! `testing`, `logs`, `dev`, `erc20`, `rewind`, `mined`, `node_info`, `txpool`, `proof`),
-//! `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
+//! `testing`, `logs`, `dev`, `erc20`, `rewind`, `mined`, `node_info`, `txpool`, `proof`,
+//! `debug_trace`, `parity_trace`), `params` (strict argument decoding) and `error`
+//! ([`RpcError`] and its codes).
 
 mod access;
 mod access_list;
@@ -21,6 +22,7 @@ mod call;
 mod capabilities;
 mod chain_config;
 mod context;
+mod debug_trace;
 mod dev;
 mod erc20;
 mod error;
@@ -37,6 +39,7 @@ mod mined;
 mod net;
 mod node_info;
 mod params;
+mod parity_trace;
 mod proof;
 mod raw;
 mod receipts;

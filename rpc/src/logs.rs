@@ -115,8 +115,8 @@ pub(crate) fn block_range(
     }
 }
 
-/// Checks and cuts `from..=to` to the head.
-fn range_within(from: u64, to: u64, head: u64) -> Result<Option<(u64, u64)>, RpcError> {
+/// Checks and cuts `from..=to` to the head (shared with trace_filter).
+pub(crate) fn range_within(from: u64, to: u64, head: u64) -> Result<Option<(u64, u64)>, RpcError> {
     if from > to {
         return Err(RpcError::InvalidBlockRange);
     }

@@ -11,9 +11,9 @@ use crate::error::RpcError;
 use crate::params::Params;
 use crate::transport::Reply;
 use crate::{
-    access_list, blocks, call, capabilities, chain_config, dev, erc20, eth, eth_tx, fees, filters,
-    headers, logs, mined, net, node_info, proof, raw, receipts, rewind, simulate, subscriptions,
-    testing, txpool,
+    access_list, blocks, call, capabilities, chain_config, debug_trace, dev, erc20, eth, eth_tx,
+    fees, filters, headers, logs, mined, net, node_info, parity_trace, proof, raw, receipts,
+    rewind, simulate, subscriptions, testing, txpool,
 };
 
 /// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
@@ -155,6 +155,20 @@ pub(crate) async fn dispatch(
         "anvil_nodeInfo" => node_info::node_info(ctx, p).await,
         "anvil_metadata" | "hardhat_metadata" => node_info::metadata(ctx, p).await,
 
+        // Traces are encoded on the executor thread, within the response cap.
+        "debug_traceTransaction" => return debug_trace::trace_transaction(ctx, p).await,
+        "debug_traceCall" => return debug_trace::trace_call(ctx, p).await,
+        "debug_traceBlockByNumber" => return debug_trace::trace_block_by_number(ctx, p).await,
+        "debug_traceBlockByHash" => return debug_trace::trace_block_by_hash(ctx, p).await,
+        "debug_traceBlock" => return debug_trace::trace_raw_block(ctx, p).await,
+        "trace_transaction" => return parity_trace::trace_transaction(ctx, p).await,
+        "trace_get" => return parity_trace::trace_get(ctx, p).await,
+        "trace_block" => return parity_trace::trace_block(ctx, p).await,
+        "trace_replayTransaction" => return parity_trace::replay_transaction(ctx, p).await,
+        "trace_replayBlockTransactions" => return parity_trace::replay_block(ctx, p).await,
+        "trace_call" => return parity_trace::trace_call(ctx, p).await,
+        "trace_callMany" => return parity_trace::trace_call_many(ctx, p).await,
+        "trace_filter" => return parity_trace::trace_filter(ctx, p).await,
         "testing_buildBlockV1" => testing::build_block(ctx, p).await,
 
         "txpool_status" => txpool::status(ctx, p).await,

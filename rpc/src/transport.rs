@@ -315,7 +315,7 @@ where
     };
     let id_field = id.as_ref().map(Value::to_string).unwrap_or_default();
     let span = tracing::debug_span!(target: "rpc", "request", method = %method, id = %id_field);
-    let outcome = match done {
+    let mut outcome = match done {
         Some(outcome) => outcome,
         None => run(method, params).instrument(span.clone()).await,
     };
@@ -327,9 +327,9 @@ where
     // A notification still ran (e.g. it may have sent a transaction); only the answer is dropped.
     let id = id?;
     let busy = matches!(&outcome, Err(error) if error.is_busy());
-    let encoded = match &outcome {
+    let encoded = match &mut outcome {
         Ok(Reply::Value(result)) => encode(&id, Some(result), None),
-        Ok(Reply::Encoded(result)) => encode_raw(&id, result),
+        Ok(Reply::Encoded(result)) => encode_raw(&id, std::mem::take(result)),
         Err(error) => encode_error(&id, error),
     };
     Some(Answer { id, encoded, busy })
@@ -370,18 +370,19 @@ fn encode_error(id: &Value, error: &RpcError) -> Vec<u8> {
 }
 
 /// A success response around a result that is JSON already (same member order as [`encode`]).
-fn encode_raw(id: &Value, result: &[u8]) -> Vec<u8> {
-    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
-    let mut out = Vec::with_capacity(HEAD.len() + 24 + result.len());
-    out.extend_from_slice(HEAD);
+/// The envelope goes around `result` in its own buffer: a large answer (a trace, logs) is
+/// never copied whole into a second one.
+fn encode_raw(id: &Value, mut result: Vec<u8>) -> Vec<u8> {
+    let mut head = br#"{"jsonrpc":"2.0","id":"#.to_vec();
     // An id is null, a string or a number: encoding it cannot fail.
-    if serde_json::to_writer(&mut out, id).is_err() {
-        out.extend_from_slice(b"null");
+    if serde_json::to_writer(&mut head, id).is_err() {
+        head.extend_from_slice(b"null");
     }
-    out.extend_from_slice(br#","result":"#);
-    out.extend_from_slice(result);
-    out.push(b'}');
-    out
+    head.extend_from_slice(br#","result":"#);
+    result.reserve(head.len() + 1);
+    result.splice(0..0, head);
+    result.push(b'}');
+    result
 }
 
 fn encode(id: &Value, result: Option<&Value>, error: Option<ErrorObject>) -> Vec<u8> {
@@ -585,12 +586,15 @@ mod tests {
 
     #[test]
     fn an_encoded_result_is_spliced_in_as_is() {
-        let encoded = encode_raw(&json!("a\"b"), br#"[{"x":1}]"#);
+        let encoded = encode_raw(&json!("a\"b"), br#"[{"x":1}]"#.to_vec());
         assert_eq!(
             serde_json::from_slice::<Value>(&encoded).unwrap(),
             json!({"jsonrpc": "2.0", "id": "a\"b", "result": [{"x": 1}]})
         );
-        assert_eq!(encode_raw(&json!(7), b"[]"), encode(&json!(7), Some(&json!([])), None));
+        assert_eq!(
+            encode_raw(&json!(7), b"[]".to_vec()),
+            encode(&json!(7), Some(&json!([])), None)
+        );
     }
 
     #[tokio::test]

@@ -27,4 +27,5 @@ mod simulate;
 mod statetest;
 mod subscriptions;
 mod support;
+mod trace;
 mod txtest;

@@ -51,9 +51,6 @@ const OLD_FEE_CAP_CODE: &str = "older geth answered -32602 for a fee cap below t
 const OLD_REVERT_CODE: &str = "older geth coded a reverted simulated call -32000; \
     execution-apis codes it 3, as the osaka snapshot expects";
 
-/// Not served until the tracing work of issue 11 (part 1, another branch) is merged.
-const TRACING: &str = "debug_trace* come with the tracing branch (issue 11 part 1)";
-
 /// Not implemented yet on this branch.
 const NOT_YET: &str = "not implemented yet";
 
@@ -107,15 +104,6 @@ const KNOWN_MISMATCHES: &[(&str, &str)] = &[
         "prague/eth_simulateV1/ethSimulate-eth-send-should-produce-no-logs-on-forward-revert.io",
         OLD_REVERT_CODE,
     ),
-    ("osaka/debug_traceBlockByHash/trace-block-not-found.io", TRACING),
-    ("osaka/debug_traceBlockByHash/trace-genesis.io", TRACING),
-    ("osaka/debug_traceBlockByNumber/trace-block-invalid-number.io", TRACING),
-    ("osaka/debug_traceBlockByNumber/trace-block-memory-encoding.io", TRACING),
-    ("osaka/debug_traceBlockByNumber/trace-block-storage-encoding.io", TRACING),
-    ("osaka/debug_traceBlockByNumber/trace-block-storage-snapshot-timing.io", TRACING),
-    ("osaka/debug_traceBlockByNumber/trace-genesis.io", TRACING),
-    ("osaka/debug_traceTransaction/trace-contract-call.io", TRACING),
-    ("osaka/debug_traceTransaction/trace-legacy-transfer.io", TRACING),
     (
         "osaka/testing_buildBlockV1/build-block-empty-transactions.io",
         "the built block's gas limit moves toward the miner's: geth's default gas ceiling of 60M \
@@ -155,6 +143,11 @@ fn start_node(db: ChainDb) -> TestNode {
     let node = Node::start_on(db, config, Arc::new(|| 0)).expect("node starts on the import");
     let ctx = node.rpc_context(Extensions::default());
     TestNode { node, ctx }
+}
+
+/// A node serving the imported osaka snapshot, for other modules' tests.
+pub(crate) fn osaka_node() -> TestNode {
+    start_node(import_snapshot("osaka").0)
 }
 
 #[test]
