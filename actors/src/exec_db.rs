@@ -235,6 +235,12 @@ impl<'a> ExecDb<'a> {
         Ok(())
     }
 
+    /// Sets whether touched empty accounts are deleted from now on (EIP-161), for a run whose
+    /// blocks cross Spurious Dragon (eth_simulateV1).
+    pub(crate) const fn set_clear_empty(&mut self, clear_empty: bool) {
+        self.clear_empty = clear_empty;
+    }
+
     /// Sets whether touched empty accounts are deleted (EIP-161).
     pub(crate) const fn with_clear_empty(mut self, clear_empty: bool) -> Self {
         self.clear_empty = clear_empty;

@@ -289,7 +289,13 @@ impl ExecutorActor {
     /// Runs an eth_simulateV1 request (see `simulate`). Public so that tests and benches can
     /// drive an executor without an actor system.
     pub fn simulate(&mut self, msg: Simulate) -> Result<Vec<SimulatedBlock>, SimulateError> {
-        crate::simulate::simulate(&self.db, &mut self.codes, &self.config, msg)
+        crate::simulate::simulate(
+            &self.db,
+            &mut self.codes,
+            &self.config,
+            self.forks.as_deref(),
+            msg,
+        )
     }
 
     /// Builds a block and seals it with its state root, committing nothing

@@ -41,6 +41,7 @@ use hearth_messages::simulate::{
     MAX_SIMULATE_BLOCKS, SimBlock, SimCall, SimCallError, SimCallResult, SimLog, Simulate,
     SimulateError, SimulatedBlock, TIMESTAMP_INCREMENT, TxRule,
 };
+use hearth_messages::trace::ForkSchedule;
 use hearth_storage::trie::{EMPTY_ROOT, ordered_root};
 use hearth_storage::{BlockExtras, ChainDb, SealedBlock, StoredBody, receipts_root};
 use revm::context::evm::Evm;
@@ -240,9 +241,27 @@ fn plan(base: &Header, blocks: Vec<SimBlock>) -> Result<Vec<Planned>, SimulateEr
     Ok(planned)
 }
 
-/// The fork rules of a simulated block: the executor's (the chain head's).
-fn rules(config: &ExecConfig) -> (SpecId, BlobParams) {
-    (config.spec, config.blob_params.unwrap_or_else(|| default_blob_params(config.spec)))
+/// The fork rules of a simulated block at `number` and `time` whose difficulty would be
+/// `difficulty` before the merge: the chain's schedule for it when the chain's rules change
+/// along it (an imported chain), else the executor's.
+fn rules_at(
+    config: &ExecConfig,
+    forks: Option<&dyn ForkSchedule>,
+    number: u64,
+    time: u64,
+    difficulty: U256,
+) -> (SpecId, BlobParams) {
+    match forks {
+        Some(forks) => {
+            let header = Header { number, timestamp: time, difficulty, ..Default::default() };
+            let rules = forks.rules_for(&header);
+            (rules.spec, rules.blob_params)
+        }
+        None => {
+            let params = config.blob_params.unwrap_or_else(|| default_blob_params(config.spec));
+            (config.spec, params)
+        }
+    }
 }
 
 /// The revm environment of one simulated call, and what geth would check.
@@ -439,14 +458,14 @@ pub(crate) fn simulate(
     db: &ChainDb,
     codes: &mut CodeL1,
     config: &ExecConfig,
+    forks: Option<&dyn ForkSchedule>,
     msg: Simulate,
 ) -> Result<Vec<SimulatedBlock>, SimulateError> {
     let base = db.header(msg.base)?.ok_or(ExecError::UnknownBlock)?;
     let planned = plan(&base, msg.blocks)?;
     let deadline = config.evm_timeout.map(|timeout| Instant::now() + timeout);
-    let (spec, blob_params) = rules(config);
-    let exec_db = ExecDb::new(db.state_at(msg.base), codes)
-        .with_clear_empty(spec.is_enabled_in(SpecId::SPURIOUS_DRAGON));
+    let spec = config.spec;
+    let exec_db = ExecDb::new(db.state_at(msg.base), codes);
     let mut evm: SimEvm<'_> = Evm {
         ctx: Context::mainnet().with_db(exec_db).with_cfg(CfgEnv::new_with_spec(spec)),
         inspector: SimInspector::new(CallGuard::until(deadline), msg.trace_transfers),
@@ -474,12 +493,20 @@ pub(crate) fn simulate(
             return Err(ExecError::Timeout { timeout_ms }.into());
         }
         let o = &block.overrides;
+        // geth's makeHeaders: the difficulty carries over until the merge, then is zero.
+        let (spec, blob_params) = rules_at(config, forks, number, time, carried.2);
         let merged = spec.is_enabled_in(SpecId::MERGE);
         carried = (
             o.fee_recipient.unwrap_or(carried.0),
             o.gas_limit.unwrap_or(carried.1),
             o.difficulty.unwrap_or(if merged { U256::ZERO } else { carried.2 }),
         );
+        // The block's own rules: its EVM's instructions and state-clearing rule follow them.
+        evm.instruction = EthInstructions::new_mainnet_with_spec(spec);
+        evm.ctx
+            .journaled_state
+            .database
+            .set_clear_empty(spec.is_enabled_in(SpecId::SPURIOUS_DRAGON));
         let sealed =
             run.block(&mut evm, &parent, block, number, time, carried, spec, &blob_params)?;
         evm.ctx.journaled_state.database.set_block_hash(number, sealed.block.hash);
@@ -661,11 +688,15 @@ impl Run<'_> {
             if success {
                 all_logs.extend(receipt_logs.iter().cloned());
             }
-            let receipt = Receipt {
-                status: alloy_consensus::Eip658Value::Eip658(success),
-                cumulative_gas_used: gas_used,
-                logs: receipt_logs,
+            // Before Byzantium (EIP-658) a receipt carries the state root after its call.
+            let status = if spec.is_enabled_in(SpecId::BYZANTIUM) {
+                alloy_consensus::Eip658Value::Eip658(success)
+            } else {
+                let diff = evm.ctx.journaled_state.database.diff_so_far();
+                let root = hearth_storage::state_root_after(self.db, self.base + 1, &diff)?;
+                alloy_consensus::Eip658Value::PostState(root)
             };
+            let receipt = Receipt { status, cumulative_gas_used: gas_used, logs: receipt_logs };
             let receipt =
                 ReceiptEnvelope::from_typed(plan.envelope.tx_type(), receipt.with_bloom());
             logs_bloom.accrue_bloom(&alloy_consensus::TxReceipt::bloom(&receipt));

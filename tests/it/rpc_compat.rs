@@ -51,9 +51,6 @@ const OLD_FEE_CAP_CODE: &str = "older geth answered -32602 for a fee cap below t
 const OLD_REVERT_CODE: &str = "older geth coded a reverted simulated call -32000; \
     execution-apis codes it 3, as the osaka snapshot expects";
 
-/// Not implemented yet on this branch.
-const NOT_YET: &str = "not implemented yet";
-
 /// `.io` files (snapshot/method/file) Hearth does not match, and why. Everything else must
 /// pass (or, in prague, differ only by [`NEWER_MEMBERS`]).
 const KNOWN_MISMATCHES: &[(&str, &str)] = &[
@@ -111,8 +108,6 @@ const KNOWN_MISMATCHES: &[(&str, &str)] = &[
          imported head's 200M), so gasLimit and blockHash differ; the state root and every \
          other field match, and with a 60M target the block hash matches too",
     ),
-    ("osaka/eth_simulateV1/ethSimulate-empty-with-block-num-set-firstblock.io", NOT_YET),
-    ("prague/eth_simulateV1/ethSimulate-empty-with-block-num-set-firstblock.io", NOT_YET),
 ];
 
 fn snapshot(name: &str) -> PathBuf {
