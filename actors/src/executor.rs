@@ -302,7 +302,21 @@ impl ExecutorActor {
     /// (testing_buildBlockV1). The root is computed here, on the executor thread, like the
     /// block's execution: it is trie work the RPC front must not do.
     pub fn build_payload(&mut self, msg: BuildPayload) -> Result<BuiltPayload, ExecError> {
-        let BuildPayload(build) = msg;
+        let BuildPayload(mut build) = msg;
+        // On a chain whose rules change along it, the block runs under the fork its number and
+        // time fall in (a payload may cross a fork boundary the head has not).
+        if let Some(forks) = &self.forks
+            && build.env.spec.is_none()
+        {
+            let header = Header {
+                number: build.env.number,
+                timestamp: build.env.timestamp,
+                ..Default::default()
+            };
+            let rules = forks.rules_for(&header);
+            build.env.spec = Some(rules.spec);
+            build.env.blob_params = Some(rules.blob_params);
+        }
         let withdrawals = build.env.withdrawals.clone();
         let number = build.env.number;
         let BuiltBlock { draft, diff, requests, .. } = self.build_block(build)?;
