@@ -117,3 +117,58 @@ impl<CTX: ContextTr> PrecompileProvider<CTX> for MovablePrecompiles {
         self.contains_address(address)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::{U256, address};
+    use hearth_messages::executor::AccountOverride;
+
+    use super::*;
+
+    const ECRECOVER: Address = address!("0000000000000000000000000000000000000001");
+    const SHA256: Address = address!("0000000000000000000000000000000000000002");
+
+    fn moving(to: Address) -> AccountOverride {
+        AccountOverride { move_precompile_to: Some(to), ..Default::default() }
+    }
+
+    #[test]
+    fn moves_follow_geths_rules() {
+        let elsewhere = Address::repeat_byte(0x42);
+        let mut precompiles = MovablePrecompiles::new(SpecId::PRAGUE);
+        let overrides = StateOverrides::from([(ECRECOVER, moving(elsewhere))]);
+        precompiles.apply(&overrides).expect("a precompile moves");
+        assert!(precompiles.contains_address(&elsewhere));
+        assert!(!precompiles.contains_address(&ECRECOVER), "its old address runs code now");
+        assert!(precompiles.contains_address(&SHA256), "the others stay");
+        // The warm set stays the fork's (geth warms by the fork's list, not the moved map).
+        let warm = PrecompileProvider::<revm::handler::MainnetContext<revm::database::EmptyDB>>::warm_addresses(&precompiles);
+        assert!(warm.contains(&ECRECOVER) && !warm.contains(&elsewhere));
+
+        // Any override of a precompile's address takes the precompile away from it.
+        let mut precompiles = MovablePrecompiles::new(SpecId::PRAGUE);
+        let code = AccountOverride { code: Some(vec![0x00].into()), ..Default::default() };
+        precompiles.apply(&StateOverrides::from([(SHA256, code)])).expect("an override");
+        assert!(!precompiles.contains_address(&SHA256));
+    }
+
+    #[test]
+    fn impossible_moves_are_refused() {
+        let not_one = Address::repeat_byte(0x42);
+        let mut precompiles = MovablePrecompiles::new(SpecId::PRAGUE);
+        let err = precompiles.apply(&StateOverrides::from([(not_one, moving(SHA256))]));
+        assert_eq!(err, Err(OverrideError::NotAPrecompile(not_one)));
+        // Onto an address the same overrides set.
+        let both = StateOverrides::from([
+            (ECRECOVER, moving(not_one)),
+            (not_one, AccountOverride { balance: Some(U256::from(1)), ..Default::default() }),
+        ]);
+        let err = MovablePrecompiles::new(SpecId::PRAGUE).apply(&both);
+        assert_eq!(err, Err(OverrideError::MoveTargetOverridden(not_one)));
+        // A precompile moved onto a later address that is itself overridden in address order.
+        let onto_later =
+            StateOverrides::from([(ECRECOVER, moving(SHA256)), (SHA256, moving(not_one))]);
+        let err = MovablePrecompiles::new(SpecId::PRAGUE).apply(&onto_later);
+        assert_eq!(err, Err(OverrideError::MoveTargetOverridden(SHA256)));
+    }
+}

@@ -779,3 +779,62 @@ fn withdrawals_root(withdrawals: &[alloy_eips::eip4895::Withdrawal]) -> B256 {
         withdrawals.iter().enumerate().map(|(i, w)| (alloy_rlp::encode(i), alloy_rlp::encode(w))),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(number: Option<u64>, time: Option<u64>) -> SimBlock {
+        let mut block = SimBlock::default();
+        block.overrides.number = number;
+        block.overrides.time = time;
+        block
+    }
+
+    #[test]
+    fn blocks_are_ordered_and_gaps_filled_as_geth_does() {
+        let base = Header { number: 10, timestamp: 100, ..Default::default() };
+        let planned = plan(&base, vec![block(None, None), block(Some(14), None)]).expect("plan");
+        let placed: Vec<(u64, u64)> = planned.iter().map(|p| (p.number, p.time)).collect();
+        assert_eq!(placed, [(11, 112), (12, 124), (13, 136), (14, 148)]);
+        let err = plan(&base, vec![block(Some(12), None), block(Some(12), None)]);
+        assert!(matches!(err, Err(SimulateError::BlockNumberOrder { number: 12, previous: 12 })));
+        let err = plan(&base, vec![block(None, Some(100))]);
+        assert!(matches!(err, Err(SimulateError::TimestampOrder { time: 100, previous: 100 })));
+        assert!(plan(&base, vec![block(Some(10 + MAX_SIMULATE_BLOCKS), None)]).is_ok());
+        let err = plan(&base, vec![block(Some(11 + MAX_SIMULATE_BLOCKS), None)]);
+        assert!(matches!(err, Err(SimulateError::TooManyBlocks)));
+    }
+
+    #[test]
+    fn an_unsigned_legacy_call_encodes_with_zero_v_r_s() {
+        let tx = TxLegacy {
+            chain_id: None,
+            nonce: 3,
+            gas_price: 7,
+            gas_limit: 21_000,
+            to: TxKind::Call(Address::repeat_byte(1)),
+            value: U256::from(5),
+            input: Bytes::new(),
+        };
+        let encoded = unsigned_legacy_encoding(&tx);
+        let header = alloy_rlp::Header::decode(&mut encoded.as_slice()).expect("a list");
+        assert!(header.list);
+        // The last three fields, v, r and s, are empty strings (zero).
+        assert_eq!(&encoded[encoded.len() - 3..], &[alloy_rlp::EMPTY_STRING_CODE; 3]);
+        assert_eq!(header.payload_length + header.length(), encoded.len());
+    }
+
+    #[test]
+    fn geths_nonce_checks_come_first() {
+        let sender = Address::repeat_byte(9);
+        let rule = |nonce, state| match check_nonce(sender, nonce, state, 21_000) {
+            Err(SimulateError::InvalidCall { rule, .. }) => Some(rule),
+            _ => None,
+        };
+        assert_eq!(rule(1, 0), Some(TxRule::NonceTooHigh));
+        assert_eq!(rule(0, 1), Some(TxRule::NonceTooLow));
+        assert_eq!(rule(u64::MAX, u64::MAX), Some(TxRule::Other));
+        assert_eq!(rule(4, 4), None);
+    }
+}
