@@ -110,6 +110,7 @@ fn main() {
         spec: SpecId::PRAGUE,
         gas_cap: 50_000_000,
         evm_timeout: Some(Duration::from_secs(5)),
+        blob_params: None,
         code_size_limit: None,
     };
     let workloads = [

@@ -1,7 +1,9 @@
 // End-to-end check with viem (a client nobody here wrote) against a running Hearth dev chain:
 // wallet sends and receipts, fee estimates, the test client's dev methods (snapshot/revert,
 // setBalance, mine, impersonation, timestamps, automine off and the pool, interval mining,
-// setCode/setStorageAt/setNonce), block polling and WebSocket newHeads.
+// setCode/setStorageAt/setNonce), block polling and WebSocket newHeads, and the read-only
+// helpers dapps reach for: simulateCalls / simulateBlocks (eth_simulateV1), createAccessList,
+// getBlockReceipts.
 //
 //   node scripts/viem-e2e.mjs <http-url> [hardhat|anvil]   (run by scripts/js-e2e.sh)
 //
@@ -113,6 +115,45 @@ try {
   check("setStorageAt", BigInt(await pub.getStorageAt({ address: bob, slot: "0x1" })) === 42n);
   await test.setNonce({ address: bob, nonce: 7 });
   check("setNonce", (await pub.getTransactionCount({ address: bob })) === 7);
+  // eth_simulateV1 through viem's simulateCalls: a transfer and a call, nothing sent.
+  const before = await pub.getBlockNumber({ cacheTime: 0 });
+  const sim = await pub.simulateCalls({
+    account: a0,
+    calls: [{ to: bob, value: 5n }, { to: bob, data: "0x" }],
+    traceTransfers: true,
+  });
+  check("simulateCalls", sim.results.length === 2 && sim.results.every((c) => c.status === "success"),
+    JSON.stringify(sim.results.map((c) => c.status)));
+  check("simulateCalls transfer log", sim.results[0].logs.length === 1 &&
+    sim.results[0].logs[0].address.toLowerCase() === "0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee");
+  check("simulateCalls sends nothing", (await pub.getBlockNumber({ cacheTime: 0 })) === before);
+  // simulateBlocks: state overrides, two blocks, state carried from the first to the second.
+  const carol = "0x000000000000000000000000000000000000ca01";
+  const blocks = await pub.simulateBlocks({
+    blocks: [
+      { stateOverrides: [{ address: carol, balance: parseEther("1") }],
+        calls: [{ account: carol, to: bob, value: parseEther("1") }] },
+      { calls: [{ account: bob, to: carol, value: 1n }] },
+    ],
+  });
+  check("simulateBlocks", blocks.length === 2 && blocks[1].number === blocks[0].number + 1n &&
+    blocks.every((b) => b.calls.every((c) => c.status === "success")));
+  const reverts = await pub.simulateCalls({ account: carol, calls: [{ to: bob, value: parseEther("2") }] })
+    .then(() => false).catch((e) => /insufficient funds|-38014/i.test(String(e.message ?? e)));
+  check("simulateCalls without funds is refused", reverts);
+  // createAccessList: a contract reading slot 1 lists that slot under its address.
+  const reader = "0x000000000000000000000000000000000000acc1";
+  await test.setCode({ address: reader, bytecode: "0x60015400" });
+  const acl = await pub.createAccessList({ account: a0, to: reader, data: "0x" });
+  check("createAccessList", acl.accessList.length === 1 &&
+    acl.accessList[0].address.toLowerCase() === reader &&
+    BigInt(acl.accessList[0].storageKeys[0]) === 1n && acl.gasUsed > 21000n, JSON.stringify(acl, (_, v) => typeof v === "bigint" ? v.toString() : v));
+  // getBlockReceipts: the receipts of a block, as getTransactionReceipt shows each.
+  const h4 = await wallet.sendTransaction({ to: bob, value: 6n });
+  const r4 = await pub.waitForTransactionReceipt({ hash: h4 });
+  const receipts = await pub.getBlockReceipts({ blockNumber: r4.blockNumber });
+  check("getBlockReceipts", receipts.length === 1 && receipts[0].transactionHash === h4 &&
+    receipts[0].gasUsed === r4.gasUsed);
   await wsc.transport.getRpcClient?.().then((c) => c.close()).catch(() => {});
 } catch (e) { console.log("FAIL exception", e.shortMessage ?? e.message); fails++; }
 console.log(`viem-e2e (${mode} mode): ${fails} failed`);

@@ -184,6 +184,7 @@ pub fn import_chain(
         spec: config.spec_at(0, 0),
         gas_cap: u64::MAX,
         evm_timeout: None,
+        blob_params: None,
         code_size_limit: None,
     };
     let mut executor = ExecutorActor::new(db.clone(), exec, None);

@@ -212,6 +212,80 @@ impl ChainConfig {
     }
 }
 
+/// Forks whose blob schedule entry applies from them on; the others (Shanghai, Osaka, ...)
+/// keep the one before them (geth's `BlobConfig` walk, which eth_config reports).
+const BLOB_SCHEDULE_FORKS: [&str; 7] = ["cancun", "prague", "bpo1", "bpo2", "bpo3", "bpo4", "bpo5"];
+
+impl ChainConfig {
+    /// The forks as eth_config (EIP-7910) reports them: every block-numbered fork the
+    /// configuration lists (for the EIP-2124 fork id), and each timestamped fork with its blob
+    /// schedule, precompiles and system contracts.
+    pub fn forks(&self) -> hearth_rpc::ChainForks {
+        let block_forks = self
+            .raw
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(key, _)| key.ends_with("Block"))
+            .filter_map(|(_, value)| value.as_u64())
+            .collect();
+        let deposit_contract = self
+            .raw
+            .get("depositContractAddress")
+            .and_then(|v| serde_json::from_value::<Address>(v.clone()).ok())
+            .unwrap_or_default();
+        let mut blob_schedule = None;
+        let time_forks = self
+            .time_forks
+            .iter()
+            .map(|(time, name, spec)| {
+                if BLOB_SCHEDULE_FORKS.contains(name)
+                    && let Some(entry) = self.blob_schedule.get(*name)
+                {
+                    let (target, max, fraction) = *entry;
+                    let mut params = default_blob_params(*spec);
+                    params.target_blob_count = target;
+                    params.max_blob_count = max;
+                    params.update_fraction = u128::from(fraction);
+                    blob_schedule = Some(params);
+                }
+                let precompiles = revm::precompile::Precompiles::new(
+                    revm::precompile::PrecompileSpecId::from_spec_id(*spec),
+                )
+                .inner()
+                .iter()
+                .map(|(address, precompile)| (precompile.id().name().to_owned(), *address))
+                .collect();
+                hearth_rpc::TimeFork {
+                    time: *time,
+                    blob_schedule: blob_schedule.filter(|_| spec.is_enabled_in(SpecId::CANCUN)),
+                    precompiles,
+                    system_contracts: system_contract_names(*spec, deposit_contract),
+                }
+            })
+            .collect();
+        hearth_rpc::ChainForks { block_forks, time_forks }
+    }
+}
+
+/// The system contracts in force under `spec`, by EIP-7910 name.
+fn system_contract_names(spec: SpecId, deposit_contract: Address) -> BTreeMap<String, Address> {
+    use alloy_eips::{eip2935, eip4788, eip7002, eip7251};
+    let mut contracts = BTreeMap::new();
+    if spec.is_enabled_in(SpecId::CANCUN) {
+        contracts.insert("BEACON_ROOTS_ADDRESS".to_owned(), eip4788::BEACON_ROOTS_ADDRESS);
+    }
+    if spec.is_enabled_in(SpecId::PRAGUE) {
+        let consolidation = eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS;
+        contracts.insert("CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS".to_owned(), consolidation);
+        contracts.insert("DEPOSIT_CONTRACT_ADDRESS".to_owned(), deposit_contract);
+        contracts.insert("HISTORY_STORAGE_ADDRESS".to_owned(), eip2935::HISTORY_STORAGE_ADDRESS);
+        let withdrawal = eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS;
+        contracts.insert("WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS".to_owned(), withdrawal);
+    }
+    contracts
+}
+
 /// Trace replays on an imported chain run each block under the rules its import used.
 impl hearth_messages::trace::ForkSchedule for ChainConfig {
     fn rules_for(&self, header: &Header) -> hearth_messages::trace::BlockForkRules {

@@ -120,6 +120,8 @@ pub struct Node {
     pub subscriptions: Addr<SubscriptionActor>,
     /// Request counters of the RPC front (shared by every context this node hands out).
     pub rpc_metrics: Arc<hearth_rpc::RpcMetrics>,
+    /// The chain's fork schedule, as eth_config reports it.
+    pub fork_table: Arc<hearth_rpc::ChainForks>,
     /// The restartable actors' restart counters (for `/metrics`).
     pub restarts: Vec<(&'static str, hearth_messages::restarts::RestartCounter)>,
     /// The chain id every component reads (the pool writes it: anvil_setChainId).
@@ -132,6 +134,16 @@ pub struct Node {
     /// Whether this start wrote the genesis (a new chain) rather than opening an existing one.
     pub new_chain: bool,
     config: NodeConfig,
+}
+
+/// The fork schedule of the chain in `chain`: an imported chain's stored configuration, else
+/// the configuration of the genesis document block 0 was made from (a dev chain's), else
+/// none (a store written before genesis documents were kept).
+fn chain_forks(chain: &ChainDb) -> Result<hearth_rpc::ChainForks, NodeError> {
+    if let Some(config) = crate::chainfile::stored_config(chain).map_err(NodeError::ChainConfig)? {
+        return Ok(config.forks());
+    }
+    Ok(stored_dev_config(chain)?.map(|config| config.forks()).unwrap_or_default())
 }
 
 /// The name of a fork as `--hardfork` spells it (`prague`).
@@ -191,21 +203,22 @@ impl Node {
         // An imported chain crossed forks: trace replays follow its schedule block by block.
         let forks: Option<std::sync::Arc<dyn hearth_messages::trace::ForkSchedule>> =
             imported.clone().map(|c| std::sync::Arc::new(c) as _);
-        let (head, spec) = match imported {
+        let (head, spec, blob_params) = match imported {
             Some(chain_config) => {
                 let head = chain.head_number().unwrap_or_default();
                 let header = chain
                     .header(head)
                     .map_err(NodeError::Genesis)?
                     .ok_or(NodeError::Genesis(StorageError::Corrupt { what: "head header" }))?;
-                let spec = chain_config.rules_for(&header).spec;
+                let rules = chain_config.rules_for(&header);
+                let spec = rules.spec;
                 check_given(&config, chain_config.chain_id, spec, &where_)?;
                 // The imported chain's id replaces the default: transactions signed for it must
                 // be accepted, and eth_chainId must name it.
                 config.chain_id = chain_config.chain_id;
                 config.gas_limit = header.gas_limit;
                 info!(target: "node", head, chain_id = config.chain_id, ?spec, "imported chain opened");
-                (head, spec)
+                (head, spec, Some(rules.blob_params))
             }
             None if chain.head_number().is_none() => {
                 let timestamp = config.genesis.timestamp.unwrap_or_else(|| clock());
@@ -230,7 +243,7 @@ impl Node {
                 }
                 coinbase = config.genesis.coinbase;
                 new_chain = true;
-                (0, config.spec)
+                (0, config.spec, None)
             }
             None => {
                 let head = chain.head_number().unwrap_or_default();
@@ -251,7 +264,7 @@ impl Node {
                     None => config.spec,
                 };
                 info!(target: "node", head, chain_id = config.chain_id, spec = %fork_name(spec), "dev chain opened");
-                (head, spec)
+                (head, spec, None)
             }
         };
         if !new_chain && !config.given.genesis_only.is_empty() {
@@ -264,6 +277,7 @@ impl Node {
         }
         config.spec = spec;
         info!(target: "node", head, db_cache_bytes = config.db_cache_bytes, "chain opened");
+        let fork_table = Arc::new(chain_forks(&chain)?);
 
         let mailbox = config.mailbox;
         let chain_id = ChainId::new(config.chain_id);
@@ -278,6 +292,7 @@ impl Node {
             spec,
             gas_cap: config.rpc.gas_cap,
             evm_timeout: Some(config.evm_timeout),
+            blob_params,
             code_size_limit: config.code_size_limit,
         };
         let exec_chain = chain.clone();
@@ -371,6 +386,7 @@ impl Node {
             executor,
             signers: Arc::new(signers),
             rpc_metrics: Arc::default(),
+            fork_table,
             filters,
             subscriptions,
             restarts,
@@ -443,6 +459,7 @@ impl Node {
             node: self.facts.clone(),
             logging: self.logging.clone(),
             gas_price: self.config.gas_price,
+            forks: Arc::clone(&self.fork_table),
             limits: self.config.rpc,
             extensions,
             client_version: format!("hearth/v{}", env!("CARGO_PKG_VERSION")),

@@ -79,6 +79,13 @@ pub(crate) struct BlockSetup {
     pub(crate) blob_params: BlobParams,
 }
 
+/// The blob schedule of the block `env` describes: its own, else the executor's (an imported
+/// chain's head's), else its fork's default.
+fn resolved_blob_params(env: &BlockEnvSpec, defaults: &ExecConfig) -> BlobParams {
+    let spec = env.spec.unwrap_or(defaults.spec);
+    env.blob_params.or(defaults.blob_params).unwrap_or_else(|| default_blob_params(spec))
+}
+
 /// The EVM that executes the block described by `env` on top of block `parent_number`'s state:
 /// the one construction block building, import and trace replays share, so a replay runs under
 /// exactly the configuration and environment the block was built with.
@@ -92,7 +99,7 @@ pub(crate) fn block_evm<'a, I>(
 ) -> (BlockEvm<'a, I>, BlockSetup) {
     let spec = env.spec.unwrap_or(defaults.spec);
     let chain_id = env.chain_id.unwrap_or_else(|| defaults.chain_id.get());
-    let blob_params = env.blob_params.unwrap_or_else(|| default_blob_params(spec));
+    let blob_params = resolved_blob_params(env, defaults);
     let mut cfg = CfgEnv::new_with_spec(spec);
     cfg.chain_id = chain_id;
     cfg.limit_contract_code_size = defaults.code_size_limit;
@@ -151,7 +158,11 @@ pub(crate) fn execute_block(
     defaults: &ExecConfig,
     msg: BuildBlock,
 ) -> Result<BuiltBlock, ExecError> {
-    let BuildBlock { parent, env, txs, mode } = msg;
+    let BuildBlock { parent, mut env, txs, mode } = msg;
+    if env.excess_blob_gas.is_none() && parent.excess_blob_gas.is_some() {
+        let params = resolved_blob_params(&env, defaults);
+        env.excess_blob_gas = Some(excess_blob_gas(&parent, &params));
+    }
     let (mut evm, BlockSetup { spec, blob_params }) =
         block_evm(db, codes, defaults, parent.number, &env, ());
     // EIP-3607 (no transaction from an account with code) is a validity rule of blocks the
@@ -314,8 +325,20 @@ pub(crate) fn execute_block(
         draft: BlockDraft { header, body, receipts },
         diff: changes.into_diff(),
         invalid,
+        requests: requests.take().into_iter().filter(|r| r.len() > 1).collect(),
         outputs,
     })
+}
+
+/// The excess blob gas of a block after `parent`, under `params` (the block's): EIP-4844, with
+/// EIP-7918's reserve price from Osaka on (alloy's formula; before Osaka `blob_base_cost` is
+/// zero and it is EIP-4844's).
+pub(crate) fn excess_blob_gas(parent: &Header, params: &BlobParams) -> u64 {
+    params.next_block_excess_blob_gas_osaka(
+        parent.excess_blob_gas.unwrap_or_default(),
+        parent.blob_gas_used.unwrap_or_default(),
+        parent.base_fee_per_gas.unwrap_or_default(),
+    )
 }
 
 /// The blob base fee update fraction as revm takes it.
@@ -360,7 +383,7 @@ fn withdrawals_root(env: &BlockEnvSpec) -> B256 {
 /// EIP-6110: the deposit requests in the block's logs, each the concatenation of the five
 /// fields of a `DepositEvent` of the deposit contract. A malformed event makes the block
 /// invalid, as the consensus specs say.
-fn deposit_requests(logs: &[Log]) -> Result<Bytes, ExecError> {
+pub(crate) fn deposit_requests(logs: &[Log]) -> Result<Bytes, ExecError> {
     let event = keccak256("DepositEvent(bytes,bytes,bytes,bytes,bytes)");
     // (offset word position, expected offset, expected length) of pubkey, withdrawal
     // credentials, amount, signature and index in the ABI encoding.

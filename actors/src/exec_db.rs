@@ -130,11 +130,21 @@ pub(crate) struct ExecDb<'a> {
     clear_empty: bool,
     /// The thread's read cache, when reads go through it (calls; `use_root` already called).
     reads: Option<&'a mut ReadCache>,
+    /// Hashes of blocks after the snapshot's (simulated blocks), which BLOCKHASH sees before
+    /// the store's.
+    block_hashes: BTreeMap<u64, B256>,
 }
 
 impl<'a> ExecDb<'a> {
     pub(crate) fn new(base: StateView, codes: &'a mut CodeL1) -> Self {
-        Self { base, codes, changes: BlockChanges::default(), clear_empty: true, reads: None }
+        Self {
+            base,
+            codes,
+            changes: BlockChanges::default(),
+            clear_empty: true,
+            reads: None,
+            block_hashes: BTreeMap::new(),
+        }
     }
 
     /// Reads the snapshot through `reads`, which must hold reads of this snapshot's root.
@@ -154,14 +164,28 @@ impl<'a> ExecDb<'a> {
         }
     }
 
-    /// Pretends `overrides` for one call: they seed the change overlay, which every read
-    /// consults before the snapshot, so nothing is written anywhere.
+    /// Pretends `overrides`: they go into the change overlay, which every read consults before
+    /// the snapshot, so nothing is written anywhere. Fields not overridden keep their current
+    /// values (the snapshot's, or what earlier simulated blocks left).
     pub(crate) fn apply_overrides(
         &mut self,
         overrides: &hearth_messages::executor::StateOverrides,
     ) -> Result<(), StorageError> {
         for (address, o) in overrides {
-            let mut info = self.base.basic_ref(*address)?.unwrap_or_default();
+            let sets_state = o.balance.is_some()
+                || o.nonce.is_some()
+                || o.code.is_some()
+                || o.state.is_some()
+                || o.state_diff.is_some();
+            if !sets_state {
+                // Only moves a precompile: the account itself is untouched (not created).
+                continue;
+            }
+            let mut info = self.basic(*address)?.unwrap_or_default();
+            if info.code_hash == B256::ZERO {
+                // The EIP-7610 marker (see `basic`): no code.
+                info.code_hash = EMPTY_CODE_HASH;
+            }
             if let Some(balance) = o.balance {
                 info.balance = balance;
             }
@@ -191,6 +215,30 @@ impl<'a> ExecDb<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Makes BLOCKHASH of `number` (a simulated block after the snapshot) answer `hash`.
+    pub(crate) fn set_block_hash(&mut self, number: u64, hash: B256) {
+        self.block_hashes.insert(number, hash);
+    }
+
+    /// Sets an account's nonce outside any transaction (geth's wrapping nonce increment, which
+    /// revm saturates).
+    pub(crate) fn set_nonce(&mut self, address: Address, nonce: u64) -> Result<(), StorageError> {
+        let mut info = self.basic(address)?.unwrap_or_default();
+        if info.code_hash == B256::ZERO {
+            info.code_hash = EMPTY_CODE_HASH;
+        }
+        info.nonce = nonce;
+        info.code = None;
+        self.changes.accounts.insert(address, Some(info));
+        Ok(())
+    }
+
+    /// Sets whether touched empty accounts are deleted from now on (EIP-161), for a run whose
+    /// blocks cross Spurious Dragon (eth_simulateV1).
+    pub(crate) const fn set_clear_empty(&mut self, clear_empty: bool) {
+        self.clear_empty = clear_empty;
     }
 
     /// Sets whether touched empty accounts are deleted (EIP-161).
@@ -352,7 +400,10 @@ impl Database for ExecDb<'_> {
     }
 
     fn block_hash(&mut self, number: u64) -> Result<B256, Self::Error> {
-        self.base.block_hash_ref(number)
+        match self.block_hashes.get(&number) {
+            Some(hash) => Ok(*hash),
+            None => self.base.block_hash_ref(number),
+        }
     }
 }
 

@@ -16,10 +16,13 @@ use alloy_consensus::{Header, Transaction};
 use alloy_eips::Typed2718;
 use alloy_primitives::{Address, B256, TxKind, U256};
 use hearth_messages::ExecError;
+use hearth_messages::access_list::{AccessListOutcome, CreateAccessList};
 use hearth_messages::executor::{
     Admitted, BlockOverrides, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas,
     EstimateOutcome, GetTouchedSlots, PooledTx, TouchedSlots,
 };
+use hearth_messages::payload::{BuildPayload, BuiltPayload};
+use hearth_messages::simulate::{Simulate, SimulateError, SimulatedBlock};
 use hearth_messages::trace::{ForkSchedule, Trace, TraceOutput};
 use hearth_storage::ChainDb;
 use revm::context::evm::Evm;
@@ -31,8 +34,8 @@ use revm::context_interface::LocalContextTr;
 use revm::context_interface::block::BlobExcessGasAndPrice;
 use revm::context_interface::either::Either;
 use revm::context_interface::local::FrameStack;
+use revm::handler::EthFrame;
 use revm::handler::instructions::EthInstructions;
-use revm::handler::{EthFrame, EthPrecompiles};
 use revm::interpreter::interpreter_action::{CallInputs, CallOutcome as FrameCallOutcome};
 use revm::interpreter::interpreter_action::{CreateInputs, CreateOutcome};
 use revm::primitives::eip4844::BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE;
@@ -41,6 +44,7 @@ use revm::{InspectEvm, MainContext};
 
 use crate::code_cache::{CodeL1, CodeL2};
 use crate::exec_db::ExecDb;
+use crate::precompiles::MovablePrecompiles;
 
 /// Gas of a plain value transfer.
 const TRANSFER_GAS: u64 = 21_000;
@@ -57,6 +61,9 @@ pub struct ExecConfig {
     pub gas_cap: u64,
     /// The longest an eth_call / eth_estimateGas run may take (`None`: no cap).
     pub evm_timeout: Option<std::time::Duration>,
+    /// The blob schedule of the chain's current fork (an imported chain's blob schedule may
+    /// differ from the fork's defaults); `None` uses the fork's defaults.
+    pub blob_params: Option<alloy_eips::eip7840::BlobParams>,
     /// Contract code size limit (`None`: the fork's, EIP-170's 24,576 bytes); initcode may be
     /// twice it. anvil's `--code-size-limit`.
     pub code_size_limit: Option<usize>,
@@ -118,7 +125,7 @@ impl ExecutorActor {
         }
     }
 
-    fn cfg(&self) -> CfgEnv {
+    pub(crate) fn cfg(&self) -> CfgEnv {
         let mut cfg = CfgEnv::new_with_spec(self.config.spec);
         cfg.chain_id = self.config.chain_id.get();
         cfg.limit_contract_code_size = self.config.code_size_limit;
@@ -180,10 +187,12 @@ impl ExecutorActor {
         let root = self.db.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
         self.reads.use_root(root);
         let mut db = ExecDb::new(view, &mut self.codes).with_read_cache(&mut self.reads);
+        let spec = self.config.spec;
+        let mut precompiles = MovablePrecompiles::new(spec);
         if let Some(overrides) = &request.state_overrides {
+            precompiles.apply(overrides)?;
             db.apply_overrides(overrides)?;
         }
-        let spec = self.config.spec;
         let mut ctx = Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env);
         ctx.local = self.scratch.take_local();
         // Built field by field rather than with `build_mainnet`, which would allocate eight
@@ -193,7 +202,7 @@ impl ExecutorActor {
             ctx,
             inspector: CallGuard::new(self.config.evm_timeout),
             instruction: EthInstructions::new_mainnet_with_spec(spec),
-            precompiles: EthPrecompiles::new(spec),
+            precompiles,
             frame_stack: self.scratch.take_frames(),
         };
         let result = evm.inspect_tx(tx).map(pick).map_err(exec_error);
@@ -277,6 +286,63 @@ impl ExecutorActor {
         Ok(EstimateOutcome::Gas(hi))
     }
 
+    /// Runs an eth_simulateV1 request (see `simulate`). Public so that tests and benches can
+    /// drive an executor without an actor system.
+    pub fn simulate(&mut self, msg: Simulate) -> Result<Vec<SimulatedBlock>, SimulateError> {
+        crate::simulate::simulate(
+            &self.db,
+            &mut self.codes,
+            &self.config,
+            self.forks.as_deref(),
+            msg,
+        )
+    }
+
+    /// Builds a block and seals it with its state root, committing nothing
+    /// (testing_buildBlockV1). The root is computed here, on the executor thread, like the
+    /// block's execution: it is trie work the RPC front must not do.
+    pub fn build_payload(&mut self, msg: BuildPayload) -> Result<BuiltPayload, ExecError> {
+        let BuildPayload(mut build) = msg;
+        // On a chain whose rules change along it, the block runs under the fork its number and
+        // time fall in (a payload may cross a fork boundary the head has not).
+        if let Some(forks) = &self.forks
+            && build.env.spec.is_none()
+        {
+            let header = Header {
+                number: build.env.number,
+                timestamp: build.env.timestamp,
+                ..Default::default()
+            };
+            let rules = forks.rules_for(&header);
+            build.env.spec = Some(rules.spec);
+            build.env.blob_params = Some(rules.blob_params);
+        }
+        let withdrawals = build.env.withdrawals.clone();
+        let number = build.env.number;
+        let BuiltBlock { draft, diff, requests, .. } = self.build_block(build)?;
+        let mut header = draft.header;
+        header.state_root = hearth_storage::state_root_after(&self.db, number, &diff)?;
+        let hash = header.hash_slow();
+        let base_fee = header.base_fee_per_gas;
+        let mut fees = U256::ZERO;
+        let mut cumulative = 0;
+        for (tx, receipt) in draft.body.transactions.iter().zip(&draft.receipts) {
+            let used = alloy_consensus::TxReceipt::cumulative_gas_used(receipt) - cumulative;
+            cumulative += used;
+            let tip = tx.effective_tip_per_gas(base_fee.unwrap_or_default()).unwrap_or_default();
+            fees += U256::from(tip) * U256::from(used);
+        }
+        let extras = hearth_storage::BlockExtras { ommers: Vec::new(), withdrawals };
+        let block = hearth_storage::SealedBlock {
+            header,
+            hash,
+            body: draft.body,
+            receipts: draft.receipts,
+            extras,
+        };
+        Ok(BuiltPayload { block, requests, fees })
+    }
+
     /// Executes a block on top of its parent: the miner's candidates (`BuildMode::Pack`) or a
     /// given block being imported (`BuildMode::Import`). Public so that block import and the
     /// conformance runners execute through exactly this path without an actor system.
@@ -320,7 +386,10 @@ where
                 addr.clone().recipient(),
                 addr.clone().recipient(),
             )
-            .with_traces(addr.recipient())
+            .with_traces(addr.clone().recipient())
+            .with_simulate(addr.clone().recipient())
+            .with_access_lists(addr.clone().recipient())
+            .with_payloads(addr.recipient())
         })
         .collect()
 }
@@ -386,6 +455,34 @@ impl actix::Handler<Admitted<Trace>> for ExecutorActor {
     }
 }
 
+impl actix::Handler<Admitted<Simulate>> for ExecutorActor {
+    type Result = Result<Vec<SimulatedBlock>, SimulateError>;
+
+    fn handle(&mut self, msg: Admitted<Simulate>, _ctx: &mut Self::Context) -> Self::Result {
+        self.contained(|executor| Ok(executor.simulate(msg.request)))?
+    }
+}
+
+impl actix::Handler<Admitted<CreateAccessList>> for ExecutorActor {
+    type Result = Result<AccessListOutcome, ExecError>;
+
+    fn handle(
+        &mut self,
+        msg: Admitted<CreateAccessList>,
+        _ctx: &mut Self::Context,
+    ) -> Self::Result {
+        self.contained(|executor| executor.create_access_list(msg.request))
+    }
+}
+
+impl actix::Handler<Admitted<BuildPayload>> for ExecutorActor {
+    type Result = Result<BuiltPayload, ExecError>;
+
+    fn handle(&mut self, msg: Admitted<BuildPayload>, _ctx: &mut Self::Context) -> Self::Result {
+        self.contained(|executor| executor.build_payload(msg.request))
+    }
+}
+
 impl actix::Handler<Admitted<BuildBlock>> for ExecutorActor {
     type Result = Result<BuiltBlock, ExecError>;
 
@@ -406,7 +503,7 @@ pub(crate) fn exec_error(error: EVMError<hearth_storage::StorageError>) -> ExecE
 /// (core/error.go): client libraries tell these errors apart by their text (ethers and viem
 /// look for "insufficient funds", "nonce too low", "intrinsic gas too low", ...). revm's own
 /// text for the rest.
-fn geth_message(error: &InvalidTransaction) -> String {
+pub(crate) fn geth_message(error: &InvalidTransaction) -> String {
     use InvalidTransaction as E;
     match error {
         E::LackOfFundForMaxFee { fee, balance } => {
@@ -453,7 +550,7 @@ fn outcome(result: ExecutionResult) -> CallOutcome {
 }
 
 /// geth's wording for the common halts, so clients that match on messages keep working.
-fn halt_message(reason: &HaltReason) -> String {
+pub(crate) fn halt_message(reason: &HaltReason) -> String {
     match reason {
         HaltReason::OutOfGas(_) => "out of gas".to_owned(),
         HaltReason::OpcodeNotFound | HaltReason::InvalidFEOpcode => "invalid opcode".to_owned(),
@@ -527,10 +624,11 @@ impl EvmScratch {
 /// passed it halts every frame it sees, so the whole call unwinds at once. It also records the
 /// deepest frame, which bounds what `EvmScratch` keeps.
 #[derive(Debug)]
-struct CallGuard {
+pub(crate) struct CallGuard {
     at: Option<std::time::Instant>,
     steps: u32,
-    expired: bool,
+    /// Whether the cap was reached (every frame since has been halted).
+    pub(crate) expired: bool,
     depth: usize,
     max_depth: usize,
 }
@@ -539,13 +637,13 @@ impl CallGuard {
     const CHECK_EVERY: u32 = 4096;
 
     fn new(timeout: Option<std::time::Duration>) -> Self {
-        Self {
-            at: timeout.map(|t| std::time::Instant::now() + t),
-            steps: 0,
-            expired: false,
-            depth: 0,
-            max_depth: 0,
-        }
+        Self::until(timeout.map(|t| std::time::Instant::now() + t))
+    }
+
+    /// A guard that halts whatever still runs at `deadline` (`None`: never), so that several
+    /// transactions can share one time cap (eth_simulateV1).
+    pub(crate) const fn until(deadline: Option<std::time::Instant>) -> Self {
+        Self { at: deadline, steps: 0, expired: false, depth: 0, max_depth: 0 }
     }
 
     fn enter(&mut self) {
@@ -590,7 +688,7 @@ impl<CTX> revm::Inspector<CTX> for CallGuard {
 }
 
 /// Applies an eth_call's block overrides to the environment it runs in.
-fn apply_block_overrides(env: &mut BlockEnv, o: &BlockOverrides) {
+pub(crate) fn apply_block_overrides(env: &mut BlockEnv, o: &BlockOverrides) {
     if let Some(number) = o.number {
         env.number = U256::from(number);
     }
@@ -612,7 +710,7 @@ fn apply_block_overrides(env: &mut BlockEnv, o: &BlockOverrides) {
 }
 
 /// The block environment a call at block `header` sees: that block's own header.
-fn block_env_of(header: &Header) -> BlockEnv {
+pub(crate) fn block_env_of(header: &Header) -> BlockEnv {
     BlockEnv {
         number: U256::from(header.number),
         beneficiary: header.beneficiary,
@@ -629,7 +727,7 @@ fn block_env_of(header: &Header) -> BlockEnv {
     }
 }
 
-fn call_tx_env(request: &CallRequest, gas: u64, chain_id: u64) -> TxEnv {
+pub(crate) fn call_tx_env(request: &CallRequest, gas: u64, chain_id: u64) -> TxEnv {
     let (tx_type, gas_price, priority) = match (request.max_fee_per_gas, request.gas_price) {
         (Some(max_fee), _) => (2, max_fee, Some(request.max_priority_fee_per_gas.unwrap_or(0))),
         (None, Some(price)) => (if request.access_list.is_some() { 1 } else { 0 }, price, None),
@@ -722,6 +820,7 @@ mod tests {
             spec: SpecId::PRAGUE,
             gas_cap: 50_000_000,
             evm_timeout: Some(std::time::Duration::from_secs(5)),
+            blob_params: None,
             code_size_limit: None,
         };
         (ExecutorActor::new(db, config, None), contracts)

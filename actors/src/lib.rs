@@ -6,6 +6,7 @@
 //! `SubscriptionActor` fans new blocks and transactions out to WebSocket subscribers. See
 //! ARCHITECTURE.md for the message flow.
 
+mod access_list;
 pub mod block_exec;
 mod bounded;
 pub mod code_cache;
@@ -15,6 +16,8 @@ pub mod executor;
 pub mod filters;
 pub mod mempool;
 pub mod miner;
+mod precompiles;
+mod simulate;
 pub mod state;
 pub mod subscriptions;
 pub mod supervise;

@@ -907,6 +907,7 @@ impl Handler<GetMiningStatus> for MinerActor {
             automine: self.config.automine,
             interval: self.config.interval,
             ticks_skipped: self.ticks_skipped,
+            coinbase: self.config.coinbase,
             gas_limit: self.config.gas_limit,
             next_timestamp: self.next_timestamp(),
         })

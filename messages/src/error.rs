@@ -60,6 +60,23 @@ pub enum ExecError {
     /// The executor panicked on this request; the request failed, the executor carries on.
     #[error("internal error: the executor panicked ({0}); please report it with the request")]
     Panicked(String),
+    /// The state overrides cannot apply (a precompile cannot move as asked).
+    #[error(transparent)]
+    Override(#[from] OverrideError),
+}
+
+/// State overrides that contradict themselves or the fork's precompiles (geth's messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum OverrideError {
+    /// `movePrecompileToAddress` on an address that holds no precompile.
+    #[error("account {0} is not a precompile")]
+    NotAPrecompile(Address),
+    /// `movePrecompileToAddress` onto an address the same overrides also set.
+    #[error("account {0} is already overridden")]
+    MoveTargetOverridden(Address),
+    /// An override of an address a precompile was just moved to.
+    #[error("account {0} has already been overridden by a precompile")]
+    OverriddenByPrecompile(Address),
 }
 
 /// A transaction was not admitted to the pool. Messages follow geth's wording.

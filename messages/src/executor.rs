@@ -17,6 +17,9 @@ use revm::primitives::hardfork::SpecId;
 use tokio::sync::Semaphore;
 
 use crate::ExecError;
+use crate::access_list::{AccessListOutcome, CreateAccessList};
+use crate::payload::{BuildPayload, BuiltPayload};
+use crate::simulate::{Simulate, SimulateError, SimulatedBlock};
 
 /// The fields of an `eth_call` / `eth_estimateGas` request, already validated.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -63,6 +66,9 @@ pub struct AccountOverride {
     pub state: Option<std::collections::BTreeMap<U256, U256>>,
     /// Replaces only the listed slots.
     pub state_diff: Option<std::collections::BTreeMap<U256, U256>>,
+    /// Moves the precompile at this address to another address (geth's
+    /// `movePrecompileToAddress`); this address then runs its code, if any.
+    pub move_precompile_to: Option<Address>,
 }
 
 /// Block fields to pretend during a call.
@@ -202,7 +208,8 @@ pub struct BlockEnvSpec {
     pub spec: Option<SpecId>,
     /// Chain id transactions must carry; `None` uses the executor's configured chain id.
     pub chain_id: Option<u64>,
-    /// Excess blob gas of this block (Cancun on); `None` is zero.
+    /// Excess blob gas of this block (Cancun on); `None` computes it from the parent (zero
+    /// after a pre-Cancun parent).
     pub excess_blob_gas: Option<u64>,
     /// Blob schedule (target, max, base fee update fraction); `None` uses the fork's default.
     pub blob_params: Option<BlobParams>,
@@ -293,6 +300,9 @@ pub struct BuiltBlock {
     pub diff: StateDiff,
     /// Transactions that failed validation and must leave the pool, with why.
     pub invalid: Vec<InvalidTx>,
+    /// The EIP-7685 requests the block made (Prague on), each its type byte and data; the
+    /// header carries their hash.
+    pub requests: Vec<Bytes>,
     /// What each included transaction returned (revert data for a reverted one, `None` for a
     /// halted one), in block order: evm_mine_detailed shows it.
     pub outputs: Vec<Option<Bytes>>,
@@ -352,6 +362,12 @@ pub struct ExecutorLane {
     touched: Recipient<Admitted<GetTouchedSlots>>,
     /// Traces (`debug_trace*`, `trace_*`); `None` for a stand-in that serves none.
     traces: Option<Recipient<Admitted<crate::trace::Trace>>>,
+    /// eth_simulateV1 runs; `None` on stand-ins that only serve calls and blocks.
+    simulations: Option<Recipient<Admitted<Simulate>>>,
+    /// eth_createAccessList runs; `None` on stand-ins.
+    access_lists: Option<Recipient<Admitted<CreateAccessList>>>,
+    /// testing_buildBlockV1 runs; `None` on stand-ins.
+    payloads: Option<Recipient<Admitted<BuildPayload>>>,
     /// Requests sent to this lane and not run yet (padded: every RPC worker touches it).
     in_flight: CachePadded<AtomicUsize>,
     /// How long one request takes this lane, in nanoseconds: a moving average written as
@@ -374,6 +390,9 @@ impl ExecutorLane {
             builds,
             touched,
             traces: None,
+            simulations: None,
+            access_lists: None,
+            payloads: None,
             in_flight: Default::default(),
             service_nanos: Default::default(),
         }
@@ -383,6 +402,27 @@ impl ExecutorLane {
     #[must_use]
     pub fn with_traces(mut self, traces: Recipient<Admitted<crate::trace::Trace>>) -> Self {
         self.traces = Some(traces);
+        self
+    }
+
+    /// Lets this lane run eth_createAccessList requests.
+    #[must_use]
+    pub fn with_access_lists(mut self, lists: Recipient<Admitted<CreateAccessList>>) -> Self {
+        self.access_lists = Some(lists);
+        self
+    }
+
+    /// Lets this lane build testing_buildBlockV1 payloads.
+    #[must_use]
+    pub fn with_payloads(mut self, payloads: Recipient<Admitted<BuildPayload>>) -> Self {
+        self.payloads = Some(payloads);
+        self
+    }
+
+    /// Lets this lane run eth_simulateV1 requests.
+    #[must_use]
+    pub fn with_simulate(mut self, simulations: Recipient<Admitted<Simulate>>) -> Self {
+        self.simulations = Some(simulations);
         self
     }
 }
@@ -577,6 +617,42 @@ impl ExecutorClient {
     pub async fn touched_slots(&self, request: GetTouchedSlots) -> Result<TouchedSlots, ExecError> {
         let permit = self.admit().await?;
         self.dispatch(permit, |lane| &lane.touched, request, true).await?
+    }
+
+    /// Runs an eth_simulateV1 request on the pool, admitted as [`call`](Self::call) is, on a
+    /// lane that can simulate (every lane of a real pool can).
+    pub async fn simulate(&self, simulate: Simulate) -> Result<Vec<SimulatedBlock>, SimulateError> {
+        let permit = self.admit().await?;
+        let lane = self.lane(true);
+        let Some(to) = &self.lanes[lane.index].simulations else {
+            return Err(ExecError::Mailbox(actix::MailboxError::Closed).into());
+        };
+        let answer = to.send(Admitted { request: simulate, _slot: Slot { _permit: permit, lane } });
+        answer.await.map_err(ExecError::from)?
+    }
+
+    /// Runs an eth_createAccessList request on the pool, admitted as [`call`](Self::call) is.
+    pub async fn create_access_list(
+        &self,
+        request: CreateAccessList,
+    ) -> Result<AccessListOutcome, ExecError> {
+        let permit = self.admit().await?;
+        let lane = self.lane(true);
+        let Some(to) = &self.lanes[lane.index].access_lists else {
+            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
+        };
+        to.send(Admitted { request, _slot: Slot { _permit: permit, lane } }).await?
+    }
+
+    /// Builds and seals a block without committing it (testing_buildBlockV1), admitted as
+    /// [`call`](Self::call) is: unlike the miner's blocks, a request may be refused.
+    pub async fn build_payload(&self, request: BuildPayload) -> Result<BuiltPayload, ExecError> {
+        let permit = self.admit().await?;
+        let lane = self.lane(false);
+        let Some(to) = &self.lanes[lane.index].payloads else {
+            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
+        };
+        to.send(Admitted { request, _slot: Slot { _permit: permit, lane } }).await?
     }
 
     /// Builds a block. Block building waits for a permit rather than failing: the miner must

@@ -4,6 +4,7 @@
 //! with `Result<T, E>`; notifications (past tense) reply `()`. Clients wrap `Recipient`s so
 //! that the RPC front and tests never name an actor type.
 
+pub mod access_list;
 pub mod ask;
 pub mod chain_id;
 pub mod code_cache;
@@ -13,13 +14,15 @@ pub mod filters;
 pub mod interest;
 pub mod mempool;
 pub mod miner;
+pub mod payload;
 pub mod restarts;
+pub mod simulate;
 pub mod state;
 pub mod subscriptions;
 pub mod trace;
 
 pub use chain_id::ChainId;
-pub use error::{ExecError, MineError, StateError, TxError};
+pub use error::{ExecError, MineError, OverrideError, StateError, TxError};
 /// The storage read types (blocks, receipts, state snapshots) the RPC front reads directly.
 pub use hearth_storage as storage;
 pub use hearth_storage::{ChainDb, SealedBlock, StateView, StoredAccount, StoredBody};

@@ -177,6 +177,8 @@ pub struct MiningStatus {
     pub interval: Option<IntervalMining>,
     /// Timer ticks skipped because a block was still being built when they were due.
     pub ticks_skipped: u64,
+    /// The fee recipient of the blocks it mines (eth_coinbase).
+    pub coinbase: Address,
     /// Gas limit of the next blocks.
     pub gas_limit: u64,
     /// The next block's timestamp as things stand (its override, the timestamp interval, or

@@ -181,7 +181,7 @@ pub(crate) fn rpc_receipt(block: &SealedBlock, index: usize) -> Option<Transacti
 /// The blob gas price of a block, from its excess blob gas. The RPC front has no fork
 /// schedule, so the update fraction is Prague's for blocks with a requests hash (Prague on)
 /// and Cancun's before; a BPO fork with its own fraction would be priced as Prague.
-fn blob_gas_price(header: &alloy_consensus::Header) -> u128 {
+pub(crate) fn blob_gas_price(header: &alloy_consensus::Header) -> u128 {
     let params = if header.requests_hash.is_some() {
         alloy_eips::eip7840::BlobParams::prague()
     } else {

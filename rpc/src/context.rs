@@ -142,6 +142,8 @@ pub struct RpcContext {
     pub node: crate::node_info::NodeFacts,
     /// Whether the node logs below `warn` (anvil_setLoggingEnabled).
     pub logging: crate::log_switch::LogSwitch,
+    /// The chain's fork schedule (eth_config).
+    pub forks: Arc<crate::chain_config::ChainForks>,
     /// Request limits.
     pub limits: RpcLimits,
     /// Methods added by extension actors.

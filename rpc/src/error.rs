@@ -11,6 +11,7 @@
 use actix::MailboxError;
 use alloy_primitives::{Bytes, U256};
 use hearth_messages::ask::AskError;
+use hearth_messages::simulate::{SimulateError, TxRule};
 use hearth_messages::storage::StorageError;
 use hearth_messages::subscriptions::SubscriptionError;
 use hearth_messages::{ExecError, MineError, StateError, TxError};
@@ -87,6 +88,40 @@ pub enum RpcError {
     TooManyLogs {
         /// The bound on the logs of one answer.
         max: usize,
+    },
+    /// eth_getStorageValues asks for more slots than one request may read (geth's
+    /// "client limit exceeded", -38026).
+    #[error("too many slots (max {max})")]
+    TooManySlots {
+        /// The bound.
+        max: usize,
+    },
+    /// An eth_simulateV1 payload beyond the bounds on blocks or calls (-38026).
+    #[error("too many {what}: {count} > {max}")]
+    TooManySimulated {
+        /// What there are too many of.
+        what: &'static str,
+        /// How many were asked for.
+        count: u64,
+        /// The bound.
+        max: u64,
+    },
+    /// eth_simulateV1 could not simulate; the code says why (execution-apis' -38xxx codes).
+    #[error(transparent)]
+    Simulate(SimulateError),
+    /// testing_buildBlockV1 names a parent that is not the head (geth's message).
+    #[error("parentHash is not current head: {parent}")]
+    NotHead {
+        /// The parent asked for.
+        parent: alloy_primitives::B256,
+    },
+    /// testing_buildBlockV1 asks for a timestamp not after its parent's (geth's message).
+    #[error("invalid timestamp, parent {parent} given {given}")]
+    BuildTimestamp {
+        /// The parent's timestamp.
+        parent: u64,
+        /// The timestamp asked for.
+        given: u64,
     },
     /// eth_feeHistory names a newest block after the head.
     #[error("request beyond head block: requested {requested}, head {head}")]
@@ -215,8 +250,6 @@ impl RpcError {
             Self::MethodNotFound(_) | Self::NotificationsUnsupported => -32601,
             // anvil answers a rollback deeper than the chain as bad params.
             Self::InvalidParams(_)
-            | Self::Exec(ExecError::Tracer(_))
-            | Self::Mine(MineError::Exec(ExecError::Tracer(_)))
             | Self::Mine(MineError::State(StateError::RollbackTooDeep { .. })) => -32602,
             Self::Reverted { .. } => 3,
             // Transaction rejected, call halted, or a resource not found: geth uses -32000.
@@ -228,14 +261,14 @@ impl RpcError {
             | Self::Filter(hearth_messages::filters::FilterError::NotFound)
             | Self::Subscription(SubscriptionError::UnknownConnection)
             | Self::BeyondHead { .. }
+            | Self::NotHead { .. }
+            | Self::BuildTimestamp { .. }
             | Self::TxNotFound
             | Self::BlockNotFound(_)
             | Self::GenesisNotTraceable
             | Self::BlockDecode(_)
             | Self::UnknownAccount
             | Self::TxDecode(_)
-            | Self::Exec(ExecError::UnknownBlock | ExecError::Invalid(_))
-            | Self::Mine(MineError::Exec(ExecError::UnknownBlock | ExecError::Invalid(_)))
             | Self::Mine(MineError::Timestamp { .. } | MineError::Setting(_))
             | Self::NoTokenSlot { .. }
             | Self::Unsupported(_)
@@ -264,19 +297,12 @@ impl RpcError {
                 | TxError::NotImpersonated(_),
             ) => -32000,
             // The EVM time cap stopped the call.
-            Self::Exec(ExecError::Timeout { .. } | ExecError::TraceTimeout { .. })
-            | Self::Mine(MineError::Exec(
-                ExecError::Timeout { .. } | ExecError::TraceTimeout { .. },
-            )) => -32002,
+            Self::Mine(MineError::Exec(error)) => Self::exec_code(error),
             // A bound was hit: the caller may retry later.
             Self::BatchTooLarge { .. }
             | Self::ResponseTooLarge { .. }
             | Self::BlockRangeTooLarge { .. }
             | Self::TooManyLogs { .. }
-            | Self::Exec(ExecError::Busy { .. } | ExecError::TraceTooLarge { .. })
-            | Self::Mine(MineError::Exec(
-                ExecError::Busy { .. } | ExecError::TraceTooLarge { .. },
-            ))
             | Self::Tx(TxError::PoolFull)
             | Self::MailboxFull { .. }
             | Self::Filter(hearth_messages::filters::FilterError::TooMany { .. })
@@ -292,20 +318,8 @@ impl RpcError {
             | Self::Mailbox { .. }
             | Self::Gone { .. }
             | Self::Encode(_)
-            | Self::Exec(
-                ExecError::Storage(_)
-                | ExecError::Mailbox(_)
-                | ExecError::Panicked(_)
-                | ExecError::Encode(_),
-            )
             | Self::Mine(
-                MineError::Exec(
-                    ExecError::Storage(_)
-                    | ExecError::Mailbox(_)
-                    | ExecError::Panicked(_)
-                    | ExecError::Encode(_),
-                )
-                | MineError::State(
+                MineError::State(
                     StateError::Storage(_) | StateError::NotNext { .. } | StateError::Panicked(_),
                 )
                 | MineError::Mailbox(_)
@@ -320,7 +334,40 @@ impl RpcError {
                 | TxError::Signing(_)
                 | TxError::Panicked(_),
             ) => -32603,
+            // execution-apis' "client adjustable limit exceeded".
+            Self::TooManySlots { .. }
+            | Self::TooManySimulated { .. }
+            | Self::Simulate(SimulateError::TooManyBlocks) => -38026,
+            Self::Simulate(error) => simulate_code(error),
+            Self::Exec(error) => Self::exec_code(error),
             Self::Extension { code, .. } => *code,
+        }
+    }
+
+    /// The code of an executor error, wherever it is carried.
+    pub const fn exec_code(error: &ExecError) -> i32 {
+        match error {
+            // A tracer the request named or configured badly.
+            ExecError::Tracer(_) => -32602,
+            // Resource not found or call refused: geth uses -32000.
+            ExecError::UnknownBlock | ExecError::Invalid(_) | ExecError::Override(_) => -32000,
+            // The EVM time cap (or a tracer's timeout) stopped the call.
+            ExecError::Timeout { .. } | ExecError::TraceTimeout { .. } => -32002,
+            // A bound was hit (the pool, a trace's size): the caller may retry or narrow.
+            ExecError::Busy { .. } | ExecError::TraceTooLarge { .. } => -32005,
+            // The node failed, not the request.
+            ExecError::Storage(_)
+            | ExecError::Mailbox(_)
+            | ExecError::Panicked(_)
+            | ExecError::Encode(_) => -32603,
+        }
+    }
+
+    /// The executor error inside this one, if any.
+    fn exec_error(&self) -> Option<&ExecError> {
+        match self {
+            Self::Exec(error) | Self::Simulate(SimulateError::Exec(error)) => Some(error),
+            _ => None,
         }
     }
 
@@ -334,8 +381,8 @@ impl RpcError {
 
     /// Whether this is the executor pool shedding load; a single request failing this way is
     /// answered with HTTP 503 so that load balancers and clients back off.
-    pub const fn is_busy(&self) -> bool {
-        matches!(self, Self::Exec(ExecError::Busy { .. }))
+    pub fn is_busy(&self) -> bool {
+        matches!(self.exec_error(), Some(ExecError::Busy { .. }))
     }
 
     /// The error for an `ask` to `actor` that got no reply.
@@ -349,6 +396,31 @@ impl RpcError {
     /// A `MailboxError` from sending to `actor`.
     pub(crate) const fn mailbox(actor: &'static str, source: MailboxError) -> Self {
         Self::Mailbox { actor, source }
+    }
+}
+
+/// The code of a simulation error: execution-apis' -38xxx codes where it has one, geth's
+/// otherwise (its plain errors are -32000), the pool's and executor's as for eth_call.
+const fn simulate_code(error: &SimulateError) -> i32 {
+    match error {
+        SimulateError::TooManyBlocks => -38026,
+        SimulateError::BlockNumberOrder { .. } => -38020,
+        SimulateError::TimestampOrder { .. } => -38021,
+        SimulateError::BlockGasLimit { .. } => -38015,
+        SimulateError::InvalidCall { rule, .. } => match rule {
+            TxRule::NonceTooLow => -38010,
+            TxRule::NonceTooHigh => -38011,
+            TxRule::FeeCapTooLow => -38012,
+            TxRule::IntrinsicGas => -38013,
+            TxRule::InsufficientFunds => -38014,
+            TxRule::SenderNotEoa => -38024,
+            TxRule::InitCodeTooLarge => -38025,
+            TxRule::TipAboveFeeCap => -32602,
+            TxRule::Other => -32603,
+        },
+        SimulateError::BlobCreate => -32602,
+        SimulateError::GasBudgetExhausted { .. } | SimulateError::ChainIdMismatch { .. } => -32000,
+        SimulateError::Exec(error) => RpcError::exec_code(error),
     }
 }
 

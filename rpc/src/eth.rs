@@ -1,11 +1,12 @@
 //! Chain facts and state queries: eth_chainId, eth_blockNumber, eth_accounts, eth_syncing,
-//! eth_getBalance, eth_getTransactionCount, eth_getCode, eth_getStorageAt.
+//! eth_getBalance, eth_getTransactionCount, eth_getCode, eth_getStorageAt, eth_getStorageValues,
+//! eth_coinbase, eth_mining.
 //!
 //! State queries read the snapshot at a resolved block (`ChainDb::state_at`), so they work at
 //! any past block (archive) and never see a half-written one. A block after the head is
 //! "header not found" (-32000).
 
-use alloy_primitives::{Address, B256};
+use alloy_primitives::{Address, B256, U256};
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag};
 use alloy_signer_local::PrivateKeySigner;
 use hearth_messages::ask::ask;
@@ -15,7 +16,7 @@ use serde_json::Value;
 use crate::blocks::{head, quantity, state_block, to_json};
 use crate::context::RpcContext;
 use crate::error::RpcError;
-use crate::params::{Params, StorageSlot};
+use crate::params::{FromParam, Params, StorageSlot};
 
 /// eth_chainId: the chain id as a quantity.
 pub(crate) fn chain_id(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
@@ -95,4 +96,84 @@ pub(crate) fn get_storage_at(ctx: &RpcContext, params: &Params) -> Result<Value,
     let number = state_block(ctx, block_arg(params, 2)?)?;
     let value = ctx.chain.state_at(number).storage(&address, &slot)?;
     to_json(&B256::from(value))
+}
+
+/// geth's bound on the slots of one eth_getStorageValues request.
+pub(crate) const MAX_STORAGE_VALUES: usize = 1024;
+
+/// The slots eth_getStorageValues asks for: `{address: [32-byte slot, ...]}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct StorageRequest(pub(crate) Vec<(Address, Vec<B256>)>);
+
+impl FromParam for StorageRequest {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let object = value
+            .as_object()
+            .ok_or_else(|| "expected an object of address to storage slots".to_owned())?;
+        let mut request = Vec::with_capacity(object.len());
+        for (address, slots) in object {
+            let address = Address::from_param(&Value::String(address.clone()))?;
+            let slots = slots
+                .as_array()
+                .ok_or_else(|| format!("account {address}: expected an array of storage slots"))?
+                .iter()
+                .map(B256::from_param)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("account {address}: {e}"))?;
+            request.push((address, slots));
+        }
+        Ok(Self(request))
+    }
+}
+
+/// eth_getStorageValues: `[{address: [slot, ...]}, block?]`; the values as 32-byte words, by
+/// address, in the order asked. At most [`MAX_STORAGE_VALUES`] slots (-38026 above, geth's
+/// "client limit exceeded"); an empty request is -32602.
+pub(crate) fn get_storage_values(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(2)?;
+    let StorageRequest(request) = params.required(0)?;
+    let slots = request.iter().map(|(_, slots)| slots.len()).sum::<usize>();
+    if slots > MAX_STORAGE_VALUES {
+        return Err(RpcError::TooManySlots { max: MAX_STORAGE_VALUES });
+    }
+    if slots == 0 {
+        return Err(RpcError::InvalidParams("empty request".to_owned()));
+    }
+    let number = state_block(ctx, block_arg(params, 1)?)?;
+    let state = ctx.chain.state_at(number);
+    let mut out = serde_json::Map::with_capacity(request.len());
+    for (address, slots) in request {
+        let values = slots
+            .iter()
+            .map(|slot| {
+                let value = state.storage(&address, &U256::from_be_bytes(slot.0))?;
+                Ok(Value::String(B256::from(value).to_string()))
+            })
+            .collect::<Result<Vec<_>, RpcError>>()?;
+        out.insert(alloy_primitives::hex::encode_prefixed(address), Value::Array(values));
+    }
+    Ok(Value::Object(out))
+}
+
+/// eth_coinbase: the address mined blocks pay (`anvil_setCoinbase` changes it), as anvil
+/// answers; geth answers the etherbase.
+pub(crate) async fn coinbase(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    let status = mining_status(ctx).await?;
+    to_json(&status.coinbase)
+}
+
+/// eth_mining: whether blocks are being mined, automatically or on a timer (anvil's answer).
+pub(crate) async fn mining(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    let status = mining_status(ctx).await?;
+    Ok(Value::Bool(status.automine || status.interval.is_some()))
+}
+
+async fn mining_status(ctx: &RpcContext) -> Result<hearth_messages::miner::MiningStatus, RpcError> {
+    ctx.controls
+        .mining_status
+        .send(hearth_messages::miner::GetMiningStatus)
+        .await
+        .map_err(|e| RpcError::mailbox("miner", e))
 }

@@ -1,4 +1,5 @@
-//! Fee suggestions: eth_gasPrice, eth_maxPriorityFeePerGas, eth_feeHistory.
+//! Fee suggestions and the fee market: eth_gasPrice, eth_maxPriorityFeePerGas, eth_feeHistory,
+//! eth_baseFee (the next block's base fee) and eth_blobBaseFee (the head's blob base fee).
 //!
 //! A dev chain has no fee market to observe, so like anvil we suggest a fixed 1 gwei tip and
 //! price gas at the latest base fee plus that tip. eth_feeHistory follows geth's algorithm.
@@ -9,7 +10,7 @@ use alloy_rpc_types_eth::{BlockNumberOrTag, FeeHistory};
 use hearth_messages::SealedBlock;
 use serde_json::Value;
 
-use crate::blocks::{head, quantity, read_block, tag_number, to_json};
+use crate::blocks::{blob_gas_price, head, quantity, read_block, tag_number, to_json};
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::{HexOrDecimal, Params, Percentiles};
@@ -47,6 +48,32 @@ pub(crate) fn gas_price(ctx: &RpcContext, params: &Params) -> Result<Value, RpcE
 pub(crate) fn max_priority_fee(params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
     Ok(quantity(SUGGESTED_TIP as u64))
+}
+
+/// The head block's header.
+fn head_header(ctx: &RpcContext) -> Result<Header, RpcError> {
+    let number = head(ctx)?;
+    ctx.chain.header(number)?.ok_or(RpcError::MissingRecord { number, what: "header" })
+}
+
+/// eth_baseFee: `[]`; the base fee of the block after the head by the EIP-1559 rule, `null`
+/// before London (geth's answer).
+pub(crate) fn base_fee(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    let header = head_header(ctx)?;
+    if header.base_fee_per_gas.is_none() {
+        return Ok(Value::Null);
+    }
+    Ok(quantity(next_base_fee(&header)))
+}
+
+/// eth_blobBaseFee: `[]`; the blob base fee at the head (from its excess blob gas), zero
+/// before Cancun, as geth answers.
+pub(crate) fn blob_base_fee(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    let header = head_header(ctx)?;
+    let fee = if header.excess_blob_gas.is_some() { blob_gas_price(&header) } else { 0 };
+    to_json(&alloy_primitives::U256::from(fee))
 }
 
 /// eth_feeHistory: `[blockCount, newestBlock, rewardPercentiles?]`.

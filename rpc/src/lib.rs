@@ -9,13 +9,18 @@
 //! `server` and `ws` (the two transports; `ws/frames` reads client frames within the body
 //! limit), `transport` (the JSON-RPC envelope, batches, limits), `methods`
 //! (the method table and the `--http.api` namespace gate), `subscriptions` (eth_subscribe and notification encoding),
-//! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`, `logs`,
-//! `dev`, `erc20`, `rewind`, `mined`, `node_info`, `txpool`, `proof`, `debug_trace`,
-//! `parity_trace`), `params` (strict argument decoding) and `error` ([`RpcError`] and its codes).
+//! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`,
+//! `receipts`, `headers`, `raw`, `capabilities`, `chain_config`, `simulate`, `access_list`,
+//! `testing`, `logs`, `dev`, `erc20`, `rewind`, `mined`, `node_info`, `txpool`, `proof`,
+//! `debug_trace`, `parity_trace`), `params` (strict argument decoding) and `error`
+//! ([`RpcError`] and its codes).
 
 mod access;
+mod access_list;
 mod blocks;
 mod call;
+mod capabilities;
+mod chain_config;
 mod context;
 mod debug_trace;
 mod dev;
@@ -25,6 +30,7 @@ mod eth;
 mod eth_tx;
 mod fees;
 mod filters;
+mod headers;
 mod log_switch;
 mod logs;
 mod methods;
@@ -35,9 +41,13 @@ mod node_info;
 mod params;
 mod parity_trace;
 mod proof;
+mod raw;
+mod receipts;
 mod rewind;
 mod server;
+mod simulate;
 mod subscriptions;
+mod testing;
 mod transport;
 mod txpool;
 mod ws;
@@ -46,6 +56,7 @@ pub use access::{
     DEFAULT_ORIGINS, DEFAULT_VHOSTS, HostPolicy, OriginPolicy, PatternError, WebAccess,
     is_json_content_type,
 };
+pub use chain_config::{ChainForks, TimeFork};
 pub use context::{
     Controls, DEFAULT_WS_IDLE_TIMEOUT, DEFAULT_WS_PING_INTERVAL, ExtensionMethod, Extensions,
     FilterRecipients, MetricSources, RpcContext, RpcLimits, SubscriptionRecipients,

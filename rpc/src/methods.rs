@@ -11,8 +11,9 @@ use crate::error::RpcError;
 use crate::params::Params;
 use crate::transport::Reply;
 use crate::{
-    blocks, call, debug_trace, dev, erc20, eth, eth_tx, fees, filters, logs, mined, net, node_info,
-    parity_trace, proof, rewind, subscriptions, txpool,
+    access_list, blocks, call, capabilities, chain_config, debug_trace, dev, erc20, eth, eth_tx,
+    fees, filters, headers, logs, mined, net, node_info, parity_trace, proof, raw, receipts,
+    rewind, simulate, subscriptions, testing, txpool,
 };
 
 /// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
@@ -33,23 +34,34 @@ pub(crate) async fn dispatch(
         "web3_sha3" => net::sha3(p),
         "net_version" => net::version(ctx, p),
         "net_listening" => net::listening(p),
+        "net_peerCount" => net::peer_count(p),
 
         "eth_chainId" => eth::chain_id(ctx, p),
         "eth_blockNumber" => eth::block_number(ctx, p),
         "eth_accounts" => eth::accounts(ctx, p),
         "eth_syncing" => eth::syncing(p),
+        "eth_capabilities" => capabilities::capabilities(ctx, p),
+        "eth_config" => chain_config::config(ctx, p),
         "eth_getBalance" => eth::get_balance(ctx, p),
         "eth_getTransactionCount" => eth::get_transaction_count(ctx, p).await,
         "eth_getCode" => eth::get_code(ctx, p),
         "eth_getStorageAt" => eth::get_storage_at(ctx, p),
+        "eth_getStorageValues" => eth::get_storage_values(ctx, p),
+        "eth_coinbase" => eth::coinbase(ctx, p).await,
+        "eth_mining" => eth::mining(ctx, p).await,
         "eth_getProof" => proof::get_proof(ctx, p),
 
         "eth_call" => call::call(ctx, p).await,
         "eth_estimateGas" => call::estimate_gas(ctx, p).await,
+        "eth_createAccessList" => access_list::create_access_list(ctx, p).await,
+        // Simulated blocks are encoded one by one, within the response cap.
+        "eth_simulateV1" => return simulate::simulate(ctx, p).await,
 
         "eth_gasPrice" => fees::gas_price(ctx, p),
         "eth_maxPriorityFeePerGas" => fees::max_priority_fee(p),
         "eth_feeHistory" => fees::fee_history(ctx, p),
+        "eth_baseFee" => fees::base_fee(ctx, p),
+        "eth_blobBaseFee" => fees::blob_base_fee(ctx, p),
 
         "eth_sendRawTransaction" => eth_tx::send_raw_transaction(ctx, p).await,
         "eth_sendTransaction" => eth_tx::send_transaction(ctx, p).await,
@@ -63,6 +75,19 @@ pub(crate) async fn dispatch(
         "eth_getBlockTransactionCountByHash" => blocks::tx_count_by_hash(ctx, p),
         "eth_getTransactionByBlockNumberAndIndex" => blocks::tx_by_number_and_index(ctx, p),
         "eth_getTransactionByBlockHashAndIndex" => blocks::tx_by_hash_and_index(ctx, p),
+        // A block's receipts are encoded as they are read, within the response cap.
+        "eth_getBlockReceipts" => return receipts::get_block_receipts(ctx, p),
+        "eth_getHeaderByNumber" => headers::get_header_by_number(ctx, p),
+        "eth_getHeaderByHash" => headers::get_header_by_hash(ctx, p),
+        "eth_getUncleCountByBlockNumber" => headers::uncle_count_by_number(ctx, p),
+        "eth_getUncleCountByBlockHash" => headers::uncle_count_by_hash(ctx, p),
+        "eth_getUncleByBlockNumberAndIndex" => headers::uncle_by_number_and_index(ctx, p),
+        "eth_getUncleByBlockHashAndIndex" => headers::uncle_by_hash_and_index(ctx, p),
+
+        "debug_getRawHeader" => raw::get_raw_header(ctx, p),
+        "debug_getRawBlock" => return raw::get_raw_block(ctx, p),
+        "debug_getRawReceipts" => return raw::get_raw_receipts(ctx, p),
+        "debug_getRawTransaction" => raw::get_raw_transaction(ctx, p).await,
 
         // Logs are encoded as they are read, within the response and log-count caps.
         "eth_getLogs" => return logs::get_logs(ctx, p),
@@ -144,9 +169,11 @@ pub(crate) async fn dispatch(
         "trace_call" => return parity_trace::trace_call(ctx, p).await,
         "trace_callMany" => return parity_trace::trace_call_many(ctx, p).await,
         "trace_filter" => return parity_trace::trace_filter(ctx, p).await,
+        "testing_buildBlockV1" => testing::build_block(ctx, p).await,
 
         "txpool_status" => txpool::status(ctx, p).await,
         "txpool_content" => return txpool::content_method(ctx, p).await,
+        "txpool_contentFrom" => return txpool::content_from(ctx, p).await,
         "txpool_inspect" => return txpool::inspect(ctx, p).await,
 
         _ => match ctx.extensions.get(&method) {
@@ -159,11 +186,12 @@ pub(crate) async fn dispatch(
     value.map(Reply::Value)
 }
 
-/// The namespaces `--http.api` may name: the core's, the dev chain's, and those peers serve
-/// that extensions may add (`debug`, `trace`, `personal`, `admin`, `ots`, `hearth`).
-pub const KNOWN_NAMESPACES: [&str; 13] = [
+/// The namespaces `--http.api` may name: the core's, the dev chain's, execution-apis'
+/// `testing`, and those peers serve that extensions may add (`trace`, `personal`, `admin`,
+/// `ots`, `hearth`).
+pub const KNOWN_NAMESPACES: [&str; 14] = [
     "eth", "net", "web3", "txpool", "debug", "trace", "evm", "anvil", "hardhat", "personal",
-    "admin", "ots", "hearth",
+    "admin", "ots", "hearth", "testing",
 ];
 
 /// The namespaces whose methods change the chain outside its rules (balances, code, time,

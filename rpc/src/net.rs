@@ -1,4 +1,5 @@
-//! Node and network facts: web3_clientVersion, web3_sha3, net_version, net_listening.
+//! Node and network facts: web3_clientVersion, web3_sha3, net_version, net_listening,
+//! net_peerCount.
 
 use alloy_primitives::{Bytes, keccak256};
 use serde_json::Value;
@@ -31,4 +32,11 @@ pub(crate) fn version(ctx: &RpcContext, params: &Params) -> Result<Value, RpcErr
 pub(crate) fn listening(params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
     Ok(Value::Bool(true))
+}
+
+/// net_peerCount: Hearth has no peer-to-peer network (blocks come from its miner or an
+/// import), so it is connected to no peers.
+pub(crate) fn peer_count(params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    Ok(Value::String("0x0".to_owned()))
 }

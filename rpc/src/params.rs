@@ -95,7 +95,7 @@ fn expect_str<'a>(value: &'a Value, expected: &str) -> Result<&'a str, String> {
     value.as_str().ok_or_else(|| format!("expected {expected}, got {}", json_kind(value)))
 }
 
-fn json_kind(value: &Value) -> &'static str {
+pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -199,6 +199,12 @@ impl FromParam for String {
 impl FromParam for Bytes {
     fn from_param(value: &Value) -> Result<Self, String> {
         parse_data(expect_str(value, "a hex data string")?)
+    }
+}
+
+impl FromParam for Value {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        Ok(value.clone())
     }
 }
 
@@ -450,7 +456,8 @@ impl FromParam for StateOverrides {
             let fields = expect_object(account, "an account override")?;
             if let Some(unknown) = account.as_object().and_then(|o| {
                 o.keys().find(|k| {
-                    !["balance", "nonce", "code", "state", "stateDiff"].contains(&k.as_str())
+                    !["balance", "nonce", "code", "state", "stateDiff", "movePrecompileToAddress"]
+                        .contains(&k.as_str())
                 })
             }) {
                 return Err(format!("account {address}: unsupported override field {unknown}"));
@@ -473,6 +480,7 @@ impl FromParam for StateOverrides {
                     code: fields.get("code")?,
                     state,
                     state_diff,
+                    move_precompile_to: fields.get("movePrecompileToAddress")?,
                 },
             );
         }

@@ -1,4 +1,5 @@
-//! The pool as geth shows it: txpool_status, txpool_content, txpool_inspect.
+//! The pool as geth shows it: txpool_status, txpool_content, txpool_contentFrom,
+//! txpool_inspect.
 //!
 //! Pending transactions can go into the next block (consecutive nonces from the sender's state
 //! nonce, fee cap at least the next base fee); queued ones wait on a nonce gap or a base fee.
@@ -20,6 +21,10 @@ use crate::transport::{CappedJson, Reply};
 
 async fn content(ctx: &RpcContext, params: &Params) -> Result<PoolContent, RpcError> {
     params.at_most(0)?;
+    pool_content(ctx).await
+}
+
+async fn pool_content(ctx: &RpcContext) -> Result<PoolContent, RpcError> {
     ctx.controls
         .pool_content
         .send(GetPoolContent)
@@ -40,6 +45,36 @@ pub(crate) async fn status(ctx: &RpcContext, params: &Params) -> Result<Value, R
 pub(crate) async fn content_method(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
     let content = content(ctx, params).await?;
     encode(ctx, &content, |out, pooled| out.value(&pending_transaction(pooled)))
+}
+
+/// txpool_contentFrom: `[address]`; that sender's pooled transactions,
+/// `{"pending": {nonce: tx}, "queued": {nonce: tx}}`, nonces in order.
+pub(crate) async fn content_from(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
+    params.at_most(1)?;
+    let sender: Address = params.required(0)?;
+    let content = pool_content(ctx).await?;
+    let mut out = CappedJson::new(&ctx.limits);
+    out.raw(br#"{"pending":"#)?;
+    by_nonce(&mut out, content.pending.iter().filter(|p| p.sender == sender).collect())?;
+    out.raw(br#","queued":"#)?;
+    by_nonce(&mut out, content.queued.iter().filter(|p| p.sender == sender).collect())?;
+    out.raw(b"}")?;
+    Ok(out.finish())
+}
+
+/// `{nonce: tx}` for one sender's transactions, nonces (decimal) in order.
+fn by_nonce(out: &mut CappedJson, mut txs: Vec<&PooledTx>) -> Result<(), RpcError> {
+    txs.sort_by_key(|pooled| pooled.tx.nonce());
+    out.raw(b"{")?;
+    for (i, pooled) in txs.into_iter().enumerate() {
+        if i > 0 {
+            out.raw(b",")?;
+        }
+        out.value(&pooled.tx.nonce().to_string())?;
+        out.raw(b":")?;
+        out.value(&pending_transaction(pooled))?;
+    }
+    out.raw(b"}")
 }
 
 /// txpool_inspect: `[]`; each pooled transaction as geth's one-line summary,

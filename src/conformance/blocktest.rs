@@ -92,6 +92,7 @@ fn run_case(case: &Value, network: &str) -> Result<Option<String>, CaseError> {
             gas_cap: u64::MAX,
             evm_timeout: None,
             code_size_limit: None,
+            blob_params: None,
         },
         None,
     );

@@ -136,6 +136,7 @@ fn run_entry(case: &Value, fork: &str, entry: &Value) -> Result<Option<String>, 
             gas_cap: u64::MAX,
             evm_timeout: None,
             code_size_limit: None,
+            blob_params: None,
         },
         None,
     );

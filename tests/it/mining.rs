@@ -39,6 +39,7 @@ fn built(msg: &BuildBlock) -> BuiltBlock {
         },
         diff: StateDiff::default(),
         invalid: vec![],
+        requests: vec![],
         outputs: vec![],
     }
 }

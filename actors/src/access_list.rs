@@ -1,0 +1,142 @@
+//! eth_createAccessList on an executor thread, as geth computes it: run the call with an
+//! access list, collect what it touches (revm-inspectors' `AccessListInspector`: slots read or
+//! written, accounts called or inspected, minus the sender, the recipient or created address
+//! and the precompiles), and run it again with that list until the list stops changing. Each
+//! run sees the same snapshot; the whole search shares the EVM time cap.
+
+use alloy_eips::eip2930::AccessList;
+use hearth_messages::ExecError;
+use hearth_messages::access_list::{AccessListOutcome, CreateAccessList};
+use revm::context::evm::Evm;
+use revm::context::result::ExecutionResult;
+use revm::context::{Context, ContextTr};
+use revm::context_interface::local::FrameStack;
+use revm::handler::instructions::EthInstructions;
+use revm::inspector::JournalExt;
+use revm::interpreter::Interpreter;
+use revm::interpreter::interpreter_action::{CallInputs, CallOutcome, CreateInputs, CreateOutcome};
+use revm::{InspectEvm, Inspector, MainContext};
+use revm_inspectors::access_list::AccessListInspector;
+
+use crate::exec_db::ExecDb;
+use crate::executor::{
+    CallGuard, ExecutorActor, apply_block_overrides, block_env_of, call_tx_env, exec_error,
+    halt_message,
+};
+use crate::precompiles::MovablePrecompiles;
+
+/// The time cap and the access-list collector, side by side.
+#[derive(Debug)]
+struct Collect {
+    guard: CallGuard,
+    list: AccessListInspector,
+}
+
+impl<CTX: ContextTr<Journal: JournalExt>> Inspector<CTX> for Collect {
+    fn step(&mut self, interp: &mut Interpreter, context: &mut CTX) {
+        self.guard.step(interp, context);
+        self.list.step(interp, context);
+    }
+
+    fn call(&mut self, context: &mut CTX, inputs: &mut CallInputs) -> Option<CallOutcome> {
+        self.guard.call(context, inputs);
+        self.list.call(context, inputs)
+    }
+
+    fn call_end(&mut self, context: &mut CTX, inputs: &CallInputs, outcome: &mut CallOutcome) {
+        self.guard.call_end(context, inputs, outcome);
+    }
+
+    fn create(&mut self, context: &mut CTX, inputs: &mut CreateInputs) -> Option<CreateOutcome> {
+        self.guard.create(context, inputs);
+        self.list.create(context, inputs)
+    }
+
+    fn create_end(
+        &mut self,
+        context: &mut CTX,
+        inputs: &CreateInputs,
+        outcome: &mut CreateOutcome,
+    ) {
+        self.guard.create_end(context, inputs, outcome);
+    }
+}
+
+impl ExecutorActor {
+    /// Serves eth_createAccessList (see the module docs). Public so that tests can drive an
+    /// executor without an actor system.
+    pub fn create_access_list(
+        &mut self,
+        msg: CreateAccessList,
+    ) -> Result<AccessListOutcome, ExecError> {
+        let CreateAccessList { mut request, block } = msg;
+        let header = self.db.header(block)?.ok_or(ExecError::UnknownBlock)?;
+        let cap = self.call_gas_cap();
+        let gas = request.gas.unwrap_or(cap).min(cap);
+        let spec = self.config.spec;
+        let deadline = self.config.evm_timeout.map(|t| std::time::Instant::now() + t);
+        // What the search starts from, as the collector itself would list it.
+        let mut previous =
+            AccessListInspector::new(request.access_list.clone().unwrap_or_default()).access_list();
+        loop {
+            request.access_list = Some(previous.clone());
+            // eth_call semantics, as for eth_call: unpriced unless a price is given, the
+            // nonce unchecked unless given, contract senders allowed, the gas cap bounding.
+            let priced = request.gas_price.is_some() || request.max_fee_per_gas.is_some();
+            let mut cfg = self.cfg();
+            cfg.disable_base_fee = !priced;
+            cfg.disable_nonce_check = request.nonce.is_none();
+            cfg.disable_eip3607 = true;
+            cfg.disable_block_gas_limit = true;
+            cfg.tx_chain_id_check = false;
+            let mut block_env = block_env_of(&header);
+            if !priced {
+                block_env.basefee = 0;
+            }
+            if let Some(o) = &request.block_overrides {
+                apply_block_overrides(&mut block_env, o);
+            }
+            let mut db = ExecDb::new(self.db.state_at(block), &mut self.codes);
+            let mut precompiles = MovablePrecompiles::new(spec);
+            if let Some(overrides) = &request.state_overrides {
+                precompiles.apply(overrides)?;
+                db.apply_overrides(overrides)?;
+            }
+            let tx = call_tx_env(&request, gas, self.config.chain_id.get());
+            let mut evm = Evm {
+                ctx: Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env),
+                inspector: Collect {
+                    guard: CallGuard::until(deadline),
+                    list: AccessListInspector::new(previous.clone()),
+                },
+                instruction: EthInstructions::new_mainnet_with_spec(spec),
+                precompiles,
+                frame_stack: FrameStack::new_prealloc(8),
+            };
+            let result = evm.inspect_tx(tx).map(|r| r.result).map_err(exec_error)?;
+            let Collect { guard, list } = evm.inspector;
+            if guard.expired {
+                let timeout_ms = self.config.evm_timeout.unwrap_or_default().as_millis() as u64;
+                return Err(ExecError::Timeout { timeout_ms });
+            }
+            let found: AccessList = list.into_access_list();
+            if found == previous {
+                return Ok(AccessListOutcome {
+                    access_list: found,
+                    gas_used: result.tx_gas_used(),
+                    error: failure(&result),
+                });
+            }
+            previous = found;
+        }
+    }
+}
+
+/// geth's words for a call that failed: "execution reverted" (no reason), or the halt.
+fn failure(result: &ExecutionResult) -> Option<String> {
+    match result {
+        ExecutionResult::Success { .. } => None,
+        ExecutionResult::Revert { .. } => Some("execution reverted".to_owned()),
+        ExecutionResult::Halt { reason, .. } => Some(halt_message(reason)),
+    }
+}

@@ -1,0 +1,250 @@
+//! testing_buildBlockV1 (execution-apis' testing namespace): a block built on the head from
+//! payload attributes, as an engine API execution payload, without touching the chain.
+//!
+//! The block follows what Hearth's miner would build: the next base fee (EIP-1559), the gas
+//! limit moved toward the miner's gas limit by at most the consensus step (parent / 1024 - 1),
+//! the excess blob gas of the parent's. Transactions: `[]` builds an empty block; an array
+//! includes exactly those, in order, and fails (-32000, nothing changes) when one cannot go
+//! in; `null` takes the pool's pending transactions, leaving out those that cannot. The block
+//! is executed and sealed (state root and hash) on the executor pool and never committed.
+
+use alloy_consensus::transaction::SignerRecoverable;
+use alloy_eips::eip1559::{BaseFeeParams, calc_next_block_base_fee};
+use alloy_eips::eip2718::Encodable2718;
+use alloy_eips::eip4895::Withdrawal;
+use alloy_primitives::{Address, B256, Bytes};
+use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, PooledTx};
+use hearth_messages::mempool::{GetPoolContent, decode_tx};
+use hearth_messages::miner::GetMiningStatus;
+use hearth_messages::payload::BuildPayload;
+use serde_json::{Map, Value, json};
+
+use crate::blocks::{head, quantity};
+use crate::context::RpcContext;
+use crate::error::RpcError;
+use crate::params::{FromParam, Params, json_kind};
+
+/// The engine API's payload attributes (V3): what the consensus layer decides about a block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PayloadAttributes {
+    timestamp: u64,
+    prev_randao: B256,
+    fee_recipient: Address,
+    withdrawals: Option<Vec<Withdrawal>>,
+    parent_beacon_block_root: Option<B256>,
+}
+
+impl FromParam for PayloadAttributes {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let object = value
+            .as_object()
+            .ok_or_else(|| format!("expected payload attributes, got {}", json_kind(value)))?;
+        let known = [
+            "timestamp",
+            "prevRandao",
+            "suggestedFeeRecipient",
+            "withdrawals",
+            "parentBeaconBlockRoot",
+        ];
+        if let Some(unknown) = object.keys().find(|k| !known.contains(&k.as_str())) {
+            return Err(format!("payload attributes: unknown field {unknown:?}"));
+        }
+        let required = |name: &str| {
+            object.get(name).filter(|v| !v.is_null()).ok_or_else(|| format!("missing {name}"))
+        };
+        let timestamp =
+            u64::from_param(required("timestamp")?).map_err(|e| format!("field timestamp: {e}"))?;
+        let prev_randao = B256::from_param(required("prevRandao")?)
+            .map_err(|e| format!("field prevRandao: {e}"))?;
+        let fee_recipient = Address::from_param(required("suggestedFeeRecipient")?)
+            .map_err(|e| format!("field suggestedFeeRecipient: {e}"))?;
+        let withdrawals = match object.get("withdrawals") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(
+                serde_json::from_value::<Vec<Withdrawal>>(value.clone())
+                    .map_err(|e| format!("field withdrawals: {e}"))?,
+            ),
+        };
+        let parent_beacon_block_root = match object.get("parentBeaconBlockRoot") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(
+                B256::from_param(value).map_err(|e| format!("field parentBeaconBlockRoot: {e}"))?,
+            ),
+        };
+        Ok(Self { timestamp, prev_randao, fee_recipient, withdrawals, parent_beacon_block_root })
+    }
+}
+
+/// The raw transactions to include: `null` (the pool's) or an array of EIP-2718 encodings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RawTransactions(Vec<Bytes>);
+
+impl FromParam for RawTransactions {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let items = value.as_array().ok_or_else(|| {
+            format!("expected an array of transactions, got {}", json_kind(value))
+        })?;
+        items.iter().map(Bytes::from_param).collect::<Result<_, _>>().map(Self)
+    }
+}
+
+/// geth's `CalcGasLimit`: from `parent` toward `desired`, by at most parent / 1024 - 1.
+fn next_gas_limit(parent: u64, desired: u64) -> u64 {
+    /// The smallest gas limit the consensus rules allow.
+    const MIN_GAS_LIMIT: u64 = 5_000;
+    let delta = (parent / 1024).saturating_sub(1);
+    let desired = desired.max(MIN_GAS_LIMIT);
+    if parent < desired {
+        parent.saturating_add(delta).min(desired)
+    } else if parent > desired {
+        parent.saturating_sub(delta).max(desired)
+    } else {
+        parent
+    }
+}
+
+/// testing_buildBlockV1: `[parentHash, payloadAttributes, transactions | null, extraData?]`.
+pub(crate) async fn build_block(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(4)?;
+    let parent_hash: B256 = params.required(0)?;
+    let attributes: PayloadAttributes = params.required(1)?;
+    let given: Option<RawTransactions> = params.optional(2)?;
+    let extra_data: Bytes = params.optional(3)?.unwrap_or_default();
+    let number = head(ctx)?;
+    let head_hash = ctx.chain.block_hash(number)?;
+    if head_hash != Some(parent_hash) {
+        return Err(RpcError::NotHead { parent: parent_hash });
+    }
+    let parent =
+        ctx.chain.header(number)?.ok_or(RpcError::MissingRecord { number, what: "header" })?;
+    if attributes.timestamp <= parent.timestamp {
+        return Err(RpcError::BuildTimestamp {
+            parent: parent.timestamp,
+            given: attributes.timestamp,
+        });
+    }
+    let (txs, mode) = match given {
+        Some(RawTransactions(raw)) => {
+            let txs = raw.iter().map(recover).collect::<Result<Vec<_>, _>>()?;
+            (txs, BuildMode::Import)
+        }
+        None => {
+            let content = ctx
+                .controls
+                .pool_content
+                .send(GetPoolContent)
+                .await
+                .map_err(|e| RpcError::mailbox("mempool", e))?;
+            (content.pending, BuildMode::Pack)
+        }
+    };
+    let status = ctx
+        .controls
+        .mining_status
+        .send(GetMiningStatus)
+        .await
+        .map_err(|e| RpcError::mailbox("miner", e))?;
+    let base_fee = parent.base_fee_per_gas.map_or(0, |fee| {
+        calc_next_block_base_fee(parent.gas_used, parent.gas_limit, fee, BaseFeeParams::ethereum())
+    });
+    let env = BlockEnvSpec {
+        withdrawals: attributes.withdrawals.clone().unwrap_or_default(),
+        parent_beacon_block_root: attributes.parent_beacon_block_root,
+        extra_data: extra_data.clone(),
+        rules: BlockRules::Full,
+        ..BlockEnvSpec::dev(
+            number + 1,
+            attributes.timestamp,
+            attributes.fee_recipient,
+            next_gas_limit(parent.gas_limit, status.gas_limit),
+            base_fee,
+            attributes.prev_randao,
+        )
+    };
+    let build = BuildBlock { parent, env, txs, mode };
+    let built = ctx.executor.build_payload(BuildPayload(build)).await?;
+    let block = &built.block;
+    let header = &block.header;
+    let transactions: Vec<Bytes> =
+        block.body.transactions.iter().map(|tx| Bytes::from(tx.encoded_2718())).collect();
+    let mut payload = Map::new();
+    payload.insert("parentHash".into(), json!(header.parent_hash));
+    payload.insert("feeRecipient".into(), json!(header.beneficiary));
+    payload.insert("stateRoot".into(), json!(header.state_root));
+    payload.insert("receiptsRoot".into(), json!(header.receipts_root));
+    payload.insert("logsBloom".into(), json!(header.logs_bloom));
+    payload.insert("prevRandao".into(), json!(header.mix_hash));
+    payload.insert("blockNumber".into(), quantity(header.number));
+    payload.insert("gasLimit".into(), quantity(header.gas_limit));
+    payload.insert("gasUsed".into(), quantity(header.gas_used));
+    payload.insert("timestamp".into(), quantity(header.timestamp));
+    payload.insert("extraData".into(), json!(header.extra_data));
+    payload.insert("baseFeePerGas".into(), quantity(header.base_fee_per_gas.unwrap_or_default()));
+    payload.insert("blockHash".into(), json!(block.hash));
+    payload.insert("transactions".into(), json!(transactions));
+    if header.withdrawals_root.is_some() {
+        payload.insert("withdrawals".into(), json!(block.extras.withdrawals));
+    }
+    if let (Some(used), Some(excess)) = (header.blob_gas_used, header.excess_blob_gas) {
+        payload.insert("blobGasUsed".into(), quantity(used));
+        payload.insert("excessBlobGas".into(), quantity(excess));
+    }
+    let mut answer = json!({
+        "executionPayload": payload,
+        "blockValue": built.fees,
+        // Hearth's pool keeps no blob sidecars, and given transactions come without them.
+        "blobsBundle": {"commitments": [], "proofs": [], "blobs": []},
+        "shouldOverrideBuilder": false,
+    });
+    if header.requests_hash.is_some()
+        && let Some(fields) = answer.as_object_mut()
+    {
+        fields.insert("executionRequests".into(), json!(built.requests));
+    }
+    Ok(answer)
+}
+
+/// A given raw transaction, decoded and with its sender.
+fn recover(raw: &Bytes) -> Result<PooledTx, RpcError> {
+    let tx = decode_tx(raw).map_err(|e| RpcError::TxDecode(e.to_string()))?;
+    let sender = tx
+        .recover_signer()
+        .map_err(|_| RpcError::Tx(hearth_messages::TxError::InvalidSignature))?;
+    let hash = *tx.tx_hash();
+    Ok(PooledTx { tx: std::sync::Arc::new(tx), sender, hash })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gas_limit_moves_by_the_consensus_step() {
+        // geth's default ceiling from the hive chain's 200M: one step down.
+        assert_eq!(next_gas_limit(200_000_000, 60_000_000), 0xbe8c711);
+        assert_eq!(next_gas_limit(30_000_000, 30_000_000), 30_000_000);
+        assert_eq!(next_gas_limit(30_000_000, 30_010_000), 30_010_000);
+        assert_eq!(next_gas_limit(30_000_000, 40_000_000), 30_000_000 + 30_000_000 / 1024 - 1);
+        assert_eq!(next_gas_limit(6_000, 0), 5_996);
+        assert_eq!(next_gas_limit(5_003, 0), 5_000);
+    }
+
+    #[test]
+    fn payload_attributes_are_strict() {
+        let ok = json!({
+            "timestamp": "0x10",
+            "prevRandao": B256::ZERO,
+            "suggestedFeeRecipient": Address::ZERO,
+            "withdrawals": [],
+            "parentBeaconBlockRoot": B256::ZERO,
+        });
+        let attributes = PayloadAttributes::from_param(&ok).expect("valid");
+        assert_eq!(attributes.timestamp, 16);
+        let mut unknown = ok.clone();
+        unknown["gasLimit"] = json!("0x1");
+        assert!(PayloadAttributes::from_param(&unknown).unwrap_err().contains("gasLimit"));
+        let mut missing = ok;
+        missing.as_object_mut().map(|o| o.remove("timestamp"));
+        assert!(PayloadAttributes::from_param(&missing).unwrap_err().contains("timestamp"));
+    }
+}
