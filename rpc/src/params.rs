@@ -444,6 +444,10 @@ fn slot_map(value: &Value) -> Result<std::collections::BTreeMap<U256, U256>, Str
         .collect()
 }
 
+/// The fields of one account's state override, as execution-apis spells them.
+const ACCOUNT_OVERRIDE_FIELDS: [&str; 6] =
+    ["balance", "nonce", "code", "state", "stateDiff", "movePrecompileToAddress"];
+
 /// geth's state override set: `{address: {balance, nonce, code, state | stateDiff}}`.
 impl FromParam for StateOverrides {
     fn from_param(value: &Value) -> Result<Self, String> {
@@ -453,15 +457,22 @@ impl FromParam for StateOverrides {
         let mut overrides = Self::new();
         for (address, account) in object {
             let address = Address::from_param(&Value::String(address.clone()))?;
-            let fields = expect_object(account, "an account override")?;
-            if let Some(unknown) = account.as_object().and_then(|o| {
-                o.keys().find(|k| {
-                    !["balance", "nonce", "code", "state", "stateDiff", "movePrecompileToAddress"]
-                        .contains(&k.as_str())
-                })
-            }) {
-                return Err(format!("account {address}: unsupported override field {unknown}"));
+            // geth decodes these names case-insensitively (Go's encoding/json), and clients
+            // send them so: hive's Prague snapshot spells `MovePrecompileToAddress`. An unknown
+            // name is an error, never dropped.
+            let given = expect_object(account, "an account override")?;
+            let mut canonical = serde_json::Map::new();
+            for (name, value) in given.0 {
+                let Some(known) =
+                    ACCOUNT_OVERRIDE_FIELDS.iter().find(|f| f.eq_ignore_ascii_case(name))
+                else {
+                    return Err(format!("account {address}: unsupported override field {name}"));
+                };
+                if canonical.insert((*known).to_owned(), value.clone()).is_some() {
+                    return Err(format!("account {address}: override field {known} given twice"));
+                }
             }
+            let fields = Fields(&canonical);
             let slots = |name: &str| match fields.0.get(name) {
                 None | Some(Value::Null) => Ok(None),
                 Some(v) => {
@@ -636,6 +647,21 @@ mod tests {
 
     fn decode<T: FromParam>(value: Value) -> Result<T, String> {
         T::from_param(&value)
+    }
+
+    #[test]
+    fn override_members_match_as_geth_decodes_them() {
+        let a = "0x0000000000000000000000000000000000000001";
+        let given: StateOverrides =
+            decode(json!({ a: { "MovePrecompileToAddress": "0x00000000000000000000000000000000000000ff", "BALANCE": "0x2" } }))
+                .expect("any case");
+        let account = &given[&address!("0000000000000000000000000000000000000001")];
+        assert_eq!(account.balance, Some(U256::from(2)));
+        assert_eq!(account.move_precompile_to, Some(Address::with_last_byte(0xff)));
+        let twice = decode::<StateOverrides>(json!({ a: { "balance": "0x1", "Balance": "0x2" } }));
+        assert!(twice.unwrap_err().contains("given twice"));
+        let unknown = decode::<StateOverrides>(json!({ a: { "balanse": "0x1" } }));
+        assert!(unknown.unwrap_err().contains("unsupported override field balanse"));
     }
 
     #[test]

@@ -33,13 +33,6 @@ use crate::support::TestNode;
 /// call results.
 const NEWER_MEMBERS: &[&str] = &["blockTimestamp", "maxUsedGas"];
 
-/// Why prague's simulations that move a precompile fail: they spell the override member
-/// `MovePrecompileToAddress`, which geth accepted only because Go matches JSON members
-/// case-insensitively; the osaka snapshot spells it `movePrecompileToAddress`, and Hearth,
-/// strict about members, refuses the other spelling (-32602).
-const CAPITALISED_MOVE: &str = "prague spells movePrecompileToAddress with a capital M \
-    (geth took it through Go's case-insensitive JSON); osaka's spelling passes";
-
 /// Why prague's fee-cap errors differ: the geth that recorded it answered a fee cap below the
 /// base fee with -32602; execution-apis assigns -38012, which the osaka snapshot expects.
 const OLD_FEE_CAP_CODE: &str = "older geth answered -32602 for a fee cap below the base fee; \
@@ -77,22 +70,6 @@ const KNOWN_MISMATCHES: &[(&str, &str)] = &[
         "prague/eth_simulateV1/ethSimulate-simple-send-from-contract-with-validation.io",
         OLD_FEE_CAP_CODE,
     ),
-    ("prague/eth_simulateV1/ethSimulate-move-ecrecover-and-call-old-and-new.io", CAPITALISED_MOVE),
-    ("prague/eth_simulateV1/ethSimulate-move-ecrecover-and-call.io", CAPITALISED_MOVE),
-    ("prague/eth_simulateV1/ethSimulate-move-ecrecover-twice-and-call.io", CAPITALISED_MOVE),
-    (
-        "prague/eth_simulateV1/ethSimulate-move-to-address-itself-reference-38022.io",
-        CAPITALISED_MOVE,
-    ),
-    ("prague/eth_simulateV1/ethSimulate-move-two-accounts-to-same-38023.io", CAPITALISED_MOVE),
-    (
-        "prague/eth_simulateV1/ethSimulate-move-two-non-precompiles-accounts-to-same.io",
-        CAPITALISED_MOVE,
-    ),
-    ("prague/eth_simulateV1/ethSimulate-override-ecrecover.io", CAPITALISED_MOVE),
-    ("prague/eth_simulateV1/ethSimulate-override-identity.io", CAPITALISED_MOVE),
-    ("prague/eth_simulateV1/ethSimulate-override-sha256.io", CAPITALISED_MOVE),
-    ("prague/eth_simulateV1/ethSimulate-try-to-move-non-precompile.io", CAPITALISED_MOVE),
     (
         "prague/eth_simulateV1/ethSimulate-eth-send-should-not-produce-logs-on-revert.io",
         OLD_REVERT_CODE,
