@@ -23,9 +23,8 @@ pub const DEFAULT_BASE_FEE: u64 = 1_000_000_000;
 pub const DEFAULT_RPC_GAS_CAP: u64 = 50_000_000;
 /// Default EVM time cap of eth_call and eth_estimateGas.
 pub const DEFAULT_EVM_TIMEOUT: &str = "5s";
-/// Default wait of a call for an executor slot when the pool is at its bound: long enough for
-/// a slot to free under load, short enough that a refusal still comes within a few ms.
-pub const DEFAULT_ADMISSION_WAIT: &str = "2ms";
+/// Default `--executor.max-queue-delay` (`hearth_messages::admission::DEFAULT_MAX_QUEUE_DELAY`).
+pub const DEFAULT_MAX_QUEUE_DELAY: &str = "100ms";
 /// Default capacity of every actor mailbox.
 pub const DEFAULT_MAILBOX: usize = 1024;
 /// Default number of analysed contracts kept in the shared code cache.
@@ -217,14 +216,15 @@ pub struct Cli {
     /// JSON-RPC worker threads (default: half the cores, at least 1).
     #[arg(long = "http.workers")]
     pub http_workers: Option<usize>,
-    /// Calls admitted to the executor pool at once; more fail with -32005 (default: 2 x cores).
-    #[arg(long = "executor.max-in-flight")]
-    pub executor_max_in_flight: Option<usize>,
-    /// How long a call that finds the executor pool full may wait for a slot, e.g. 2ms or
-    /// 500us (at most 1s; 0 refuses at once). One call per slot may wait, more only while a slot
-    /// is expected within the wait (up to 16 per slot); the rest get -32005 at once.
-    #[arg(long = "executor.admission-wait", default_value = DEFAULT_ADMISSION_WAIT)]
-    pub executor_admission_wait: String,
+    /// Longest expected wait for an executor thread a call is admitted with, e.g. 100ms or
+    /// 500us (at most 10s); calls expected to wait longer fail at once with -32005. 0 admits a
+    /// call only when an executor thread is idle.
+    #[arg(long = "executor.max-queue-delay", default_value = DEFAULT_MAX_QUEUE_DELAY)]
+    pub executor_max_queue_delay: String,
+    /// Most requests waiting for an executor thread, pool-wide (0..=1048576); more fail at once
+    /// with -32005. Bounds memory; the queue delay is what normally refuses.
+    #[arg(long = "executor.max-queued", default_value_t = hearth_messages::admission::DEFAULT_MAX_QUEUED)]
+    pub executor_max_queued: usize,
     /// Gas cap of eth_call and eth_estimateGas.
     #[arg(long = "rpc.gascap", default_value_t = DEFAULT_RPC_GAS_CAP)]
     pub rpc_gascap: u64,

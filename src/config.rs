@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, U256};
 use hearth_actors::mempool::TxOrder;
+use hearth_messages::admission::{AdmissionLimits, MAX_QUEUE_DELAY, MAX_QUEUED};
 use hearth_messages::miner::{IntervalMining, MAX_TIMESTAMP};
 use hearth_messages::subscriptions::SubscriptionLimits;
 use hearth_rpc::{ApiNamespaces, HostPolicy, OriginPolicy, RpcLimits, WebAccess};
@@ -104,11 +105,8 @@ pub struct NodeConfig {
     pub executor_threads: NonZeroUsize,
     /// JSON-RPC worker threads.
     pub http_workers: NonZeroUsize,
-    /// Admission bound of the executor pool.
-    pub max_in_flight: NonZeroUsize,
-    /// How long a call may wait for an executor slot when the pool is at its bound (zero:
-    /// refused at once).
-    pub admission_wait: Duration,
+    /// What the executor pool admits: the queue-delay budget and the queue cap.
+    pub admission: AdmissionLimits,
     /// Block gas limit.
     pub gas_limit: u64,
     /// Capacity of every actor mailbox.
@@ -275,9 +273,6 @@ const MAX_MINE_BLOCKS: u64 = 100_000_000;
 const MAX_CODE_CACHE_ENTRIES: u64 = 1_048_576;
 /// Smallest block gas limit that fits a transfer.
 const MIN_GAS_LIMIT: u64 = 21_000;
-/// Longest admission wait: a wait is meant to hand the next free slot to a waiting call, and
-/// beyond this it would hide an overload that should be refused (-32005) instead.
-const MAX_ADMISSION_WAIT: Duration = Duration::from_secs(1);
 
 /// Reads a duration written as `5s`, `500ms`, `250us` or plain seconds (`2.5`); `None` when it
 /// is not a number, is negative or does not fit.
@@ -503,8 +498,15 @@ impl TryFrom<Cli> for NodeConfig {
         // executors, and on 2 cores a second worker only added context switches (ARCHITECTURE.md).
         let http_workers =
             non_zero("--http.workers", cli.http_workers.unwrap_or((cores / 2).max(1)))?;
-        let max_in_flight =
-            non_zero("--executor.max-in-flight", cli.executor_max_in_flight.unwrap_or(2 * cores))?;
+        in_range("--executor.max-queued", cli.executor_max_queued as u64, 0, MAX_QUEUED as u64)?;
+        let admission = AdmissionLimits {
+            max_queue_delay: duration_up_to(
+                "--executor.max-queue-delay",
+                &cli.executor_max_queue_delay,
+                MAX_QUEUE_DELAY,
+            )?,
+            max_queued: cli.executor_max_queued,
+        };
         in_range("--accounts", u64::from(cli.accounts), 0, MAX_ACCOUNTS)?;
         in_range("--rpc.gascap", cli.rpc_gascap, MIN_GAS_LIMIT, u64::MAX)?;
         in_range("--cache.code-entries", cli.cache_code_entries as u64, 1, MAX_CODE_CACHE_ENTRIES)?;
@@ -584,12 +586,7 @@ impl TryFrom<Cli> for NodeConfig {
             log_format: if cli.json { LogFormat::Json } else { cli.log_format },
             executor_threads,
             http_workers,
-            max_in_flight,
-            admission_wait: duration_up_to(
-                "--executor.admission-wait",
-                &cli.executor_admission_wait,
-                MAX_ADMISSION_WAIT,
-            )?,
+            admission,
             gas_limit,
             mailbox: non_zero("--actors.mailbox", cli.actors_mailbox)?,
             code_cache_entries: non_zero("--cache.code-entries", cli.cache_code_entries)?,
@@ -653,7 +650,6 @@ impl NodeConfig {
         // Small mailboxes make full-mailbox paths reachable in tests.
         config.mailbox = NonZeroUsize::new(64).expect("64 is non-zero");
         config.executor_threads = NonZeroUsize::new(2).expect("2 is non-zero");
-        config.max_in_flight = NonZeroUsize::new(8).expect("8 is non-zero");
         config
     }
 }
@@ -705,7 +701,7 @@ mod tests {
         let cases: &[(&[&str], &str)] = &[
             (&["--executor.threads", "0"], "--executor.threads"),
             (&["--http.workers", "0"], "--http.workers"),
-            (&["--executor.max-in-flight", "0"], "--executor.max-in-flight"),
+            (&["--executor.max-queued", "1048577"], "--executor.max-queued"),
             (&["--actors.mailbox", "0"], "--actors.mailbox"),
             (&["--cache.code-entries", "0"], "--cache.code-entries"),
             (&["--cache.code-entries", "2000000"], "--cache.code-entries"),
@@ -720,9 +716,9 @@ mod tests {
             (&["--rpc.evm-timeout", "0s"], "--rpc.evm-timeout"),
             (&["--rpc.evm-timeout", "soon"], "--rpc.evm-timeout"),
             (&["--rpc.evm-timeout=-1"], "--rpc.evm-timeout"),
-            (&["--executor.admission-wait", "2s"], "--executor.admission-wait"),
-            (&["--executor.admission-wait", "soon"], "--executor.admission-wait"),
-            (&["--executor.admission-wait=-1ms"], "--executor.admission-wait"),
+            (&["--executor.max-queue-delay", "11s"], "--executor.max-queue-delay"),
+            (&["--executor.max-queue-delay", "soon"], "--executor.max-queue-delay"),
+            (&["--executor.max-queue-delay=-1ms"], "--executor.max-queue-delay"),
             (&["--txpool.max-bytes", "12XB"], "--txpool.max-bytes"),
             (&["--txpool.max-bytes", "1KiB"], "--txpool.max-bytes"),
             (&["--block-time", "-1"], "--block-time"),
@@ -1067,20 +1063,29 @@ mod tests {
     }
 
     #[test]
-    fn admission_wait_is_from_zero_to_one_second() {
-        let wait = |text: &str| {
-            parse(&["--ephemeral", "--executor.admission-wait", text]).map(|c| c.admission_wait)
+    fn the_queue_delay_is_from_zero_to_ten_seconds_and_the_queue_cap_in_range() {
+        let delay = |text: &str| {
+            parse(&["--ephemeral", "--executor.max-queue-delay", text])
+                .map(|c| c.admission.max_queue_delay)
         };
-        assert_eq!(parse(&["--ephemeral"]).unwrap().admission_wait, Duration::from_millis(2));
-        assert_eq!(wait("500us"), Ok(Duration::from_micros(500)));
-        assert_eq!(wait("0"), Ok(Duration::ZERO), "0 refuses at once");
-        assert_eq!(wait("0ms"), Ok(Duration::ZERO));
-        assert_eq!(wait("1s"), Ok(Duration::from_secs(1)));
-        let err = wait("2s").expect_err("beyond 1s");
+        let defaults = parse(&["--ephemeral"]).unwrap().admission;
+        assert_eq!(defaults, AdmissionLimits::default());
+        assert_eq!(defaults.max_queue_delay, Duration::from_millis(100));
+        assert_eq!(defaults.max_queued, 1024);
+        assert_eq!(delay("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(delay("0"), Ok(Duration::ZERO), "0 admits only onto an idle thread");
+        assert_eq!(delay("10s"), Ok(Duration::from_secs(10)));
+        let err = delay("11s").expect_err("beyond 10s");
         assert_eq!(
             err.to_string(),
-            "--executor.admission-wait must be a duration from 0 to 1s like 2ms or 500us, got 2s"
+            "--executor.max-queue-delay must be a duration from 0 to 10s like 2ms or 500us, got 11s"
         );
+        let queued = |text: &str| {
+            parse(&["--ephemeral", "--executor.max-queued", text]).map(|c| c.admission.max_queued)
+        };
+        assert_eq!(queued("0"), Ok(0));
+        assert_eq!(queued("1048576"), Ok(1 << 20));
+        assert!(queued("1048577").is_err());
     }
 
     #[test]

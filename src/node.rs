@@ -296,23 +296,22 @@ impl Node {
             code_size_limit: config.code_size_limit,
         };
         let exec_chain = chain.clone();
-        // `make` runs on each executor thread as it starts. The permits bound what is in
-        // flight over all lanes, so a mailbox of that size is never full.
-        let lanes = hearth_actors::executor::start_pool(
-            config.executor_threads.get(),
-            config.max_in_flight,
-            move || {
-                crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
-                let executor =
-                    ExecutorActor::new(exec_chain.clone(), exec_config.clone(), Some(l2.clone()));
-                match &forks {
-                    Some(forks) => executor.with_fork_schedule(std::sync::Arc::clone(forks)),
-                    None => executor,
-                }
-            },
-        );
-        let executor = ExecutorClient::with_lanes(lanes, config.max_in_flight.get())
-            .with_admission_wait(config.admission_wait);
+        // `make` runs on each executor thread as it starts. Admission caps what the pool holds
+        // over all lanes, so a mailbox of that size is never full.
+        let threads = config.executor_threads.get();
+        let executor_mailbox =
+            NonZeroUsize::new(ExecutorClient::mailbox_for(threads, config.admission))
+                .expect("a mailbox for one thread and a block is at least 2");
+        let lanes = hearth_actors::executor::start_pool(threads, executor_mailbox, move || {
+            crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
+            let executor =
+                ExecutorActor::new(exec_chain.clone(), exec_config.clone(), Some(l2.clone()));
+            match &forks {
+                Some(forks) => executor.with_fork_schedule(std::sync::Arc::clone(forks)),
+                None => executor,
+            }
+        });
+        let executor = ExecutorClient::with_lanes(lanes, config.admission);
         let state = StateActor::new(chain.clone()).start_bounded(mailbox);
         // The filter and subscription actors say when they have clients for an event kind, so
         // that nothing wakes them per block or transaction while nobody listens.
@@ -373,8 +372,8 @@ impl Node {
         info!(
             target: "node",
             threads = config.executor_threads.get(),
-            max_in_flight = config.max_in_flight.get(),
-            admission_wait = ?config.admission_wait,
+            max_queue_delay = ?config.admission.max_queue_delay,
+            max_queued = config.admission.max_queued,
             "actors started"
         );
         Ok(Self {

@@ -420,13 +420,15 @@ impl ExecutorActor {
     }
 }
 
-// Each handler runs `msg.request`; the rest of `msg`, its slot in the pool, drops when the
-// handler returns, so the slot frees right after the request ran, before the answer is sent.
+// Each handler marks its request begun (the queue delay and service time admission uses),
+// then runs `msg.request`; the rest of `msg`, its place in the pool, drops when the handler
+// returns, so the place frees right after the request ran, before the answer is sent.
 
 impl actix::Handler<Admitted<Call>> for ExecutorActor {
     type Result = Result<CallOutcome, ExecError>;
 
-    fn handle(&mut self, msg: Admitted<Call>, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, mut msg: Admitted<Call>, _ctx: &mut Self::Context) -> Self::Result {
+        msg.begin();
         self.contained(|executor| executor.call(msg.request))
     }
 }
@@ -434,7 +436,8 @@ impl actix::Handler<Admitted<Call>> for ExecutorActor {
 impl actix::Handler<Admitted<EstimateGas>> for ExecutorActor {
     type Result = Result<EstimateOutcome, ExecError>;
 
-    fn handle(&mut self, msg: Admitted<EstimateGas>, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, mut msg: Admitted<EstimateGas>, _ctx: &mut Self::Context) -> Self::Result {
+        msg.begin();
         self.contained(|executor| executor.estimate(msg.request))
     }
 }
@@ -442,7 +445,12 @@ impl actix::Handler<Admitted<EstimateGas>> for ExecutorActor {
 impl actix::Handler<Admitted<GetTouchedSlots>> for ExecutorActor {
     type Result = Result<TouchedSlots, ExecError>;
 
-    fn handle(&mut self, msg: Admitted<GetTouchedSlots>, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(
+        &mut self,
+        mut msg: Admitted<GetTouchedSlots>,
+        _ctx: &mut Self::Context,
+    ) -> Self::Result {
+        msg.begin();
         self.contained(|executor| executor.touched_slots(msg.request))
     }
 }
@@ -450,7 +458,8 @@ impl actix::Handler<Admitted<GetTouchedSlots>> for ExecutorActor {
 impl actix::Handler<Admitted<Trace>> for ExecutorActor {
     type Result = Result<TraceOutput, ExecError>;
 
-    fn handle(&mut self, msg: Admitted<Trace>, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, mut msg: Admitted<Trace>, _ctx: &mut Self::Context) -> Self::Result {
+        msg.begin();
         self.contained(|executor| executor.trace(msg.request))
     }
 }
@@ -458,7 +467,8 @@ impl actix::Handler<Admitted<Trace>> for ExecutorActor {
 impl actix::Handler<Admitted<Simulate>> for ExecutorActor {
     type Result = Result<Vec<SimulatedBlock>, SimulateError>;
 
-    fn handle(&mut self, msg: Admitted<Simulate>, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, mut msg: Admitted<Simulate>, _ctx: &mut Self::Context) -> Self::Result {
+        msg.begin();
         self.contained(|executor| Ok(executor.simulate(msg.request)))?
     }
 }
@@ -468,9 +478,10 @@ impl actix::Handler<Admitted<CreateAccessList>> for ExecutorActor {
 
     fn handle(
         &mut self,
-        msg: Admitted<CreateAccessList>,
+        mut msg: Admitted<CreateAccessList>,
         _ctx: &mut Self::Context,
     ) -> Self::Result {
+        msg.begin();
         self.contained(|executor| executor.create_access_list(msg.request))
     }
 }
@@ -478,7 +489,12 @@ impl actix::Handler<Admitted<CreateAccessList>> for ExecutorActor {
 impl actix::Handler<Admitted<BuildPayload>> for ExecutorActor {
     type Result = Result<BuiltPayload, ExecError>;
 
-    fn handle(&mut self, msg: Admitted<BuildPayload>, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(
+        &mut self,
+        mut msg: Admitted<BuildPayload>,
+        _ctx: &mut Self::Context,
+    ) -> Self::Result {
+        msg.begin();
         self.contained(|executor| executor.build_payload(msg.request))
     }
 }
@@ -486,7 +502,8 @@ impl actix::Handler<Admitted<BuildPayload>> for ExecutorActor {
 impl actix::Handler<Admitted<BuildBlock>> for ExecutorActor {
     type Result = Result<BuiltBlock, ExecError>;
 
-    fn handle(&mut self, msg: Admitted<BuildBlock>, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, mut msg: Admitted<BuildBlock>, _ctx: &mut Self::Context) -> Self::Result {
+        msg.begin();
         self.contained(|executor| executor.build_block(msg.request))
     }
 }

@@ -8,13 +8,10 @@ use revm::context::result::InvalidTransaction;
 /// A call or block execution could not run. A revert is not an error (see `CallOutcome`).
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
-    /// All executor permits are taken (and stayed taken through the admission wait, if any):
-    /// shed the request instead of queueing it.
-    #[error("limit exceeded: executor pool is busy ({max_in_flight} calls in flight)")]
-    Busy {
-        /// The admission bound that was hit.
-        max_in_flight: usize,
-    },
+    /// Admission refused the request (its expected queueing delay was over the budget, or the
+    /// queue was full): shed at once instead of queueing.
+    #[error("limit exceeded: executor pool is busy: {0}")]
+    Busy(crate::admission::Refusal),
     /// The requested block is not in the chain.
     #[error("header not found")]
     UnknownBlock,

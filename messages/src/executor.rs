@@ -14,10 +14,12 @@ use alloy_primitives::{Address, B256, Bytes, U256};
 use crossbeam_utils::CachePadded;
 use hearth_storage::{BlockDraft, StateDiff};
 use revm::primitives::hardfork::SpecId;
-use tokio::sync::Semaphore;
 
 use crate::ExecError;
 use crate::access_list::{AccessListOutcome, CreateAccessList};
+use crate::admission::{
+    self, AdmissionLimits, DelayHistogram, DelaySummary, PoolCount, Refusal, ServiceTime,
+};
 use crate::payload::{BuildPayload, BuiltPayload};
 use crate::simulate::{Simulate, SimulateError, SimulatedBlock};
 
@@ -322,38 +324,74 @@ impl Message for BuildBlock {
     type Result = Result<BuiltBlock, ExecError>;
 }
 
-/// A request admitted to the executor pool, carrying its slot there: the admission permit and
-/// the count on the lane it was sent to. The slot is released when this message is dropped,
-/// which is at the end of the executor's handler, right after the request ran (or with the
-/// mailbox of an executor that stopped). So "in flight" means queued or running in the pool:
-/// an answer the caller has not picked up yet holds no slot, and a caller that went away
-/// does not free one early. (actix drops such a caller's message unrun when the executor takes
-/// it off its queue, and its slot with it.)
+/// A request admitted to the executor pool, carrying its place there. The executor calls
+/// [`begin`](Self::begin) as it starts the request; the place is released when this message
+/// is dropped, at the end of the executor's handler, right after the request ran (or with the
+/// mailbox of an executor that stopped). So "in the pool" means queued or running: an answer
+/// the caller has not picked up yet holds no place, and a caller that went away does not free
+/// one early. (actix drops such a caller's message unrun when the executor takes it off its
+/// queue, and its place with it, without a service-time sample.)
 #[derive(Debug)]
 pub struct Admitted<M> {
     /// The request to run.
     pub request: M,
-    /// Held only to be dropped with the message.
-    _slot: Slot,
+    /// Dropped with the message.
+    slot: Slot,
+}
+
+impl<M> Admitted<M> {
+    /// Marks the request as started: how long it waited joins the queue-delay histogram, and
+    /// the time from now until the message is dropped joins the thread's service time (for
+    /// calls). The executor's handler calls this first; a request never begun counts neither.
+    pub fn begin(&mut self) {
+        self.slot.begin();
+    }
 }
 
 impl<M: Message> Message for Admitted<M> {
     type Result = M::Result;
 }
 
-/// One place in the pool, released on drop.
+/// One place in the pool and on a lane, released on drop.
 struct Slot {
-    _permit: tokio::sync::OwnedSemaphorePermit,
-    lane: LaneGuard,
+    pool: Arc<Pool>,
+    lane: usize,
+    /// Requests on the lane when it was sent, itself included.
+    depth: usize,
+    sent: tokio::time::Instant,
+    /// Whether its run time is a call's service time: block builds, traces and payloads are
+    /// not calls and would skew the time calls are admitted by.
+    sampled: bool,
+    started: Option<tokio::time::Instant>,
+}
+
+impl Slot {
+    fn begin(&mut self) {
+        let now = tokio::time::Instant::now();
+        self.started = Some(now);
+        self.pool.lanes[self.lane].delays.record(now - self.sent);
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let lane = &self.pool.lanes[self.lane];
+        lane.in_flight.fetch_sub(1, Relaxed);
+        self.pool.count.leave();
+        if let (true, Some(started)) = (self.sampled, self.started) {
+            lane.service.record(started.elapsed());
+        }
+    }
 }
 
 impl std::fmt::Debug for Slot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Slot").field("lane", &self.lane.index).finish_non_exhaustive()
+        f.debug_struct("Slot").field("lane", &self.lane).finish_non_exhaustive()
     }
 }
 
-/// One executor thread as the client sees it: its recipients and how many requests it holds.
+/// One executor thread as the client sees it: its recipients, how many requests it holds and
+/// what its calls measured.
 #[derive(Debug)]
 pub struct ExecutorLane {
     calls: Recipient<Admitted<Call>>,
@@ -368,12 +406,12 @@ pub struct ExecutorLane {
     access_lists: Option<Recipient<Admitted<CreateAccessList>>>,
     /// testing_buildBlockV1 runs; `None` on stand-ins.
     payloads: Option<Recipient<Admitted<BuildPayload>>>,
-    /// Requests sent to this lane and not run yet (padded: every RPC worker touches it).
+    /// Requests sent to this lane and not finished (padded: every RPC worker touches it).
     in_flight: CachePadded<AtomicUsize>,
-    /// How long one request takes this lane, in nanoseconds: a moving average written as
-    /// requests leave the lane (on its executor's thread), read only by calls that find the
-    /// pool full. Zero until the first request.
-    service_nanos: CachePadded<AtomicU64>,
+    /// How long one call takes on this lane, written by its executor thread.
+    service: ServiceTime,
+    /// How long requests waited on this lane before they ran, written by its executor thread.
+    delays: DelayHistogram,
 }
 
 impl ExecutorLane {
@@ -394,7 +432,8 @@ impl ExecutorLane {
             access_lists: None,
             payloads: None,
             in_flight: Default::default(),
-            service_nanos: Default::default(),
+            service: ServiceTime::default(),
+            delays: DelayHistogram::default(),
         }
     }
 
@@ -427,173 +466,146 @@ impl ExecutorLane {
     }
 }
 
-/// Counts a request against its lane until the message carrying it is dropped, and then
-/// updates the lane's service time. Lanes are FIFO, so a request sent when `depth` requests
-/// (itself included) were on its lane spent about `depth` service times there.
-struct LaneGuard {
-    lanes: Arc<[ExecutorLane]>,
-    index: usize,
-    /// When it was sent; `None` for block builds, which are not calls and would skew the
-    /// service time that calls are admitted by.
-    sent: Option<tokio::time::Instant>,
-    depth: u32,
+/// What every clone of a client shares: the lanes, the pool-wide count and the refusals.
+#[derive(Debug)]
+struct Pool {
+    lanes: Box<[ExecutorLane]>,
+    limits: AdmissionLimits,
+    /// Requests in the pool, waiting or running; capped at `max_queued` + one per lane.
+    count: PoolCount,
+    /// Where the next search for the least busy lane starts (spreads ties).
+    next: CachePadded<AtomicUsize>,
+    /// Refusals by [`Refusal::index`]; bumped only when refusing.
+    refusals: [CachePadded<AtomicU64>; 2],
 }
 
-impl Drop for LaneGuard {
-    fn drop(&mut self) {
-        let lane = &self.lanes[self.index];
-        lane.in_flight.fetch_sub(1, Relaxed);
-        let Some(sent) = self.sent else { return };
-        let sample = sent.elapsed().as_nanos() as u64 / u64::from(self.depth.max(1));
-        let old = lane.service_nanos.load(Relaxed);
-        let new = if old == 0 { sample } else { old - old / 8 + sample / 8 };
-        lane.service_nanos.store(new, Relaxed);
-    }
-}
-
-/// At most this many calls per slot wait for one (a hard cap besides the expected wait).
-const WAITING_PER_SLOT: usize = 16;
-
-/// Counts a call waiting for a permit until it stops waiting, however it stops (admitted,
-/// timed out, or dropped by its caller).
-struct Waiting<'a>(&'a AtomicUsize);
-
-impl<'a> Waiting<'a> {
-    /// Joins the waiters if `worth(n)` says so, `n` being how many wait already.
-    fn enter(waiting: &'a AtomicUsize, worth: impl Fn(usize) -> bool) -> Option<Self> {
-        waiting.fetch_update(Relaxed, Relaxed, |n| worth(n).then_some(n + 1)).ok()?;
-        Some(Self(waiting))
-    }
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Relaxed);
-    }
-}
-
-/// The bounded front of the executor pool. It holds the bound: at most `max_in_flight`
-/// requests are queued or running. A call that finds them all taken may wait for a slot, up to
-/// the admission wait (none by default, [`with_admission_wait`](Self::with_admission_wait)),
-/// when a slot is expected within that wait and fewer than 16 calls per slot wait already;
-/// otherwise, or once that wait passes, it fails with [`ExecError::Busy`] rather than queueing
-/// without limit. Each request
-/// goes to the lane (executor thread) holding the fewest, skipping executors that have
-/// stopped; ties go round the lanes.
+/// The front of the executor pool: it admits by latency budget (see [`crate::admission`]) and
+/// sends each request to the lane (executor thread) holding the fewest, skipping executors
+/// that have stopped; ties go round the lanes. A call whose expected wait on that lane is over
+/// `--executor.max-queue-delay`, or that finds `--executor.max-queued` requests waiting, fails
+/// at once with [`ExecError::Busy`]: the refusal costs an atomic or two and no executor work.
 #[derive(Debug, Clone)]
 pub struct ExecutorClient {
-    lanes: Arc<[ExecutorLane]>,
-    /// Where the next search for the least busy lane starts (spreads ties).
-    next: Arc<AtomicUsize>,
-    permits: Arc<Semaphore>,
-    max_in_flight: usize,
-    /// The longest a call waits for a permit; zero fails at once.
-    admission_wait: Duration,
-    /// Calls waiting for a permit now. Touched only when no permit is free, so the padding
-    /// keeps it off the cache line of the fast path.
-    waiting: Arc<CachePadded<AtomicUsize>>,
+    pool: Arc<Pool>,
 }
 
 impl ExecutorClient {
-    /// Wraps one executor's recipients with an admission bound of `max_in_flight` and no
-    /// admission wait.
+    /// Wraps one executor's recipients, admitting by `limits`.
     pub fn new(
         calls: Recipient<Admitted<Call>>,
         estimates: Recipient<Admitted<EstimateGas>>,
         builds: Recipient<Admitted<BuildBlock>>,
         touched: Recipient<Admitted<GetTouchedSlots>>,
-        max_in_flight: usize,
+        limits: AdmissionLimits,
     ) -> Self {
         let lane = ExecutorLane::new(calls, estimates, builds, touched);
-        Self::with_lanes(vec![lane], max_in_flight)
+        Self::with_lanes(vec![lane], limits)
     }
 
-    /// A client over several executors (one lane each), with an admission bound of
-    /// `max_in_flight` over all of them and no admission wait. Each executor's mailbox must
-    /// hold `max_in_flight` messages: the bound then guarantees a send never finds it full.
+    /// A client over several executors (one lane each), admitting by `limits`. Each
+    /// executor's mailbox must hold [`mailbox_for`](Self::mailbox_for) messages: the cap then
+    /// guarantees a send never finds it full.
     ///
     /// # Panics
     /// When `lanes` is empty: a pool has at least one executor.
-    pub fn with_lanes(lanes: Vec<ExecutorLane>, max_in_flight: usize) -> Self {
+    pub fn with_lanes(lanes: Vec<ExecutorLane>, limits: AdmissionLimits) -> Self {
         assert!(!lanes.is_empty(), "an executor pool needs at least one executor");
         Self {
-            lanes: lanes.into(),
-            next: Default::default(),
-            permits: Arc::new(Semaphore::new(max_in_flight)),
-            max_in_flight,
-            admission_wait: Duration::ZERO,
-            waiting: Default::default(),
+            pool: Arc::new(Pool {
+                lanes: lanes.into(),
+                limits,
+                count: PoolCount::default(),
+                next: Default::default(),
+                refusals: Default::default(),
+            }),
         }
     }
 
-    /// Lets a call that finds the pool at its bound wait up to `wait` for a slot (zero: fail
-    /// at once). A refusal that the client retries at once turns more closed-loop clients than
-    /// the bound into a retry storm that takes the CPU the admitted calls need; a wait of a few
-    /// milliseconds hands the next free slot to the waiting call instead. A call is refused at
-    /// once when its slot is not expected within `wait` (the lanes' service times and the
-    /// calls waiting ahead of it say when), and waits beyond `wait` are refused.
-    #[must_use]
-    pub const fn with_admission_wait(mut self, wait: Duration) -> Self {
-        self.admission_wait = wait;
-        self
+    /// The mailbox each of `threads` executors needs under `limits`: every request the pool
+    /// may hold (the queue cap, one running per thread) and the miner's block, which is never
+    /// refused.
+    pub const fn mailbox_for(threads: usize, limits: AdmissionLimits) -> usize {
+        limits.max_queued.saturating_add(threads).saturating_add(1)
     }
 
-    /// The lane holding the fewest requests among the running executors, counted until the
-    /// guard drops; `sampled` requests (calls) feed the lane's service time and go round the
-    /// lanes on ties. Block builds (not sampled) take the first of the least busy lanes, so
-    /// back-to-back automined blocks run on one warm executor thread instead of alternating
-    /// (one sender after 50,000 blocks: 1,657 -> 1,732 tx/s, means of 10 alternating runs:
-    /// BENCHMARKS.md).
-    fn lane(&self, sampled: bool) -> LaneGuard {
-        let n = self.lanes.len();
-        let start = if sampled { self.next.fetch_add(1, Relaxed) % n } else { 0 };
-        let index = (0..n)
+    /// Takes a place for a request on the lane holding the fewest among the running executors;
+    /// `sampled` requests (calls) feed the lane's service time and go round the lanes on ties.
+    /// Block builds (not sampled) take the first of the least busy lanes, so back-to-back
+    /// automined blocks run on one warm executor thread instead of alternating (one sender
+    /// after 50,000 blocks: 1,657 -> 1,732 tx/s, means of 10 alternating runs: BENCHMARKS.md).
+    /// The pool count must already include it.
+    fn place(&self, sampled: bool) -> Slot {
+        let lanes = &self.pool.lanes;
+        let n = lanes.len();
+        let start = if sampled { self.pool.next.fetch_add(1, Relaxed) % n } else { 0 };
+        let lane = (0..n)
             .map(|i| (start + i) % n)
-            .filter(|&i| self.lanes[i].calls.connected())
-            .min_by_key(|&i| self.lanes[i].in_flight.load(Relaxed))
+            .filter(|&i| lanes[i].calls.connected())
+            .min_by_key(|&i| lanes[i].in_flight.load(Relaxed))
             .unwrap_or(start);
-        let depth = self.lanes[index].in_flight.fetch_add(1, Relaxed) + 1;
-        LaneGuard {
-            lanes: Arc::clone(&self.lanes),
-            index,
-            sent: sampled.then(tokio::time::Instant::now),
-            depth: u32::try_from(depth).unwrap_or(u32::MAX),
+        let depth = lanes[lane].in_flight.fetch_add(1, Relaxed) + 1;
+        Slot {
+            pool: Arc::clone(&self.pool),
+            lane,
+            depth,
+            sent: tokio::time::Instant::now(),
+            sampled,
+            started: None,
         }
     }
 
-    /// Sends `request` to the chosen lane with its slot (the permit and the lane's count),
-    /// which the executor releases once it has run the request, whether or not the caller
-    /// still waits for the answer. The counts stay exact and the mailbox never fills.
+    /// A place for a request, or the refusal: the queue cap first (one atomic), then the
+    /// expected wait on the lane it would go to.
+    fn admit(&self, sampled: bool) -> Result<Slot, ExecError> {
+        let pool = &self.pool;
+        let cap = pool.limits.max_queued.saturating_add(pool.lanes.len());
+        if !pool.count.try_enter(cap) {
+            return Err(self.refuse(Refusal::QueueFull { max_queued: pool.limits.max_queued }));
+        }
+        let slot = self.place(sampled);
+        let service = pool.lanes[slot.lane].service.get();
+        match admission::decide(pool.limits, slot.depth - 1, service) {
+            Ok(()) => Ok(slot),
+            // Dropping the slot gives both places back; it never began, so nothing is sampled.
+            Err(refusal) => Err(self.refuse(refusal)),
+        }
+    }
+
+    fn refuse(&self, refusal: Refusal) -> ExecError {
+        self.pool.refusals[refusal.index()].fetch_add(1, Relaxed);
+        ExecError::Busy(refusal)
+    }
+
+    /// Sends `request` with its place to its lane, which the executor releases once it has
+    /// run the request, whether or not the caller still waits for the answer.
     async fn dispatch<M>(
         &self,
-        permit: tokio::sync::OwnedSemaphorePermit,
-        recipient: impl Fn(&ExecutorLane) -> &Recipient<Admitted<M>>,
+        slot: Slot,
+        recipient: impl Fn(&ExecutorLane) -> Option<&Recipient<Admitted<M>>>,
         request: M,
-        sampled: bool,
     ) -> Result<M::Result, ExecError>
     where
         M: Message + Send + 'static,
         M::Result: Send,
     {
-        let lane = self.lane(sampled);
-        let to = recipient(&self.lanes[lane.index]);
-        // `send` enqueues at once; the caller only waits for the answer.
-        let answer = to.send(Admitted { request, _slot: Slot { _permit: permit, lane } });
-        Ok(answer.await?)
+        let Some(to) = recipient(&self.pool.lanes[slot.lane]) else {
+            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
+        };
+        // `send` enqueues at once (the mailbox has room for every place); the caller only
+        // waits for the answer.
+        Ok(to.send(Admitted { request, slot }).await?)
     }
 
-    /// Runs `call` on the pool. When the pool is at its bound it waits for a slot if one is
-    /// expected within the admission wait, at most that long; otherwise it fails with
-    /// [`ExecError::Busy`].
+    /// Runs `call` on the pool, or fails at once with [`ExecError::Busy`].
     pub async fn call(&self, call: Call) -> Result<CallOutcome, ExecError> {
-        let permit = self.admit().await?;
-        self.dispatch(permit, |lane| &lane.calls, call, true).await?
+        let slot = self.admit(true)?;
+        self.dispatch(slot, |lane| Some(&lane.calls), call).await?
     }
 
     /// Runs an estimate on the pool, admitted as [`call`](Self::call) is.
     pub async fn estimate_gas(&self, estimate: EstimateGas) -> Result<EstimateOutcome, ExecError> {
-        let permit = self.admit().await?;
-        self.dispatch(permit, |lane| &lane.estimates, estimate, true).await?
+        let slot = self.admit(true)?;
+        self.dispatch(slot, |lane| Some(&lane.estimates), estimate).await?
     }
 
     /// Runs a trace on the pool, admitted as [`call`](Self::call) is. Fails with
@@ -602,33 +614,23 @@ impl ExecutorClient {
         &self,
         trace: crate::trace::Trace,
     ) -> Result<crate::trace::TraceOutput, ExecError> {
-        let permit = self.admit().await?;
         // Not sampled, as block builds: a trace (a replay, often a long one) would inflate the
         // service time that cheap calls are admitted by.
-        let lane = self.lane(false);
-        let Some(to) = &self.lanes[lane.index].traces else {
-            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
-        };
-        let answer = to.send(Admitted { request: trace, _slot: Slot { _permit: permit, lane } });
-        answer.await?
+        let slot = self.admit(false)?;
+        self.dispatch(slot, |lane| lane.traces.as_ref(), trace).await?
     }
 
     /// Runs a call that reports the slots it touched, admitted as [`call`](Self::call) is.
     pub async fn touched_slots(&self, request: GetTouchedSlots) -> Result<TouchedSlots, ExecError> {
-        let permit = self.admit().await?;
-        self.dispatch(permit, |lane| &lane.touched, request, true).await?
+        let slot = self.admit(true)?;
+        self.dispatch(slot, |lane| Some(&lane.touched), request).await?
     }
 
     /// Runs an eth_simulateV1 request on the pool, admitted as [`call`](Self::call) is, on a
     /// lane that can simulate (every lane of a real pool can).
     pub async fn simulate(&self, simulate: Simulate) -> Result<Vec<SimulatedBlock>, SimulateError> {
-        let permit = self.admit().await?;
-        let lane = self.lane(true);
-        let Some(to) = &self.lanes[lane.index].simulations else {
-            return Err(ExecError::Mailbox(actix::MailboxError::Closed).into());
-        };
-        let answer = to.send(Admitted { request: simulate, _slot: Slot { _permit: permit, lane } });
-        answer.await.map_err(ExecError::from)?
+        let slot = self.admit(true)?;
+        self.dispatch(slot, |lane| lane.simulations.as_ref(), simulate).await?
     }
 
     /// Runs an eth_createAccessList request on the pool, admitted as [`call`](Self::call) is.
@@ -636,98 +638,53 @@ impl ExecutorClient {
         &self,
         request: CreateAccessList,
     ) -> Result<AccessListOutcome, ExecError> {
-        let permit = self.admit().await?;
-        let lane = self.lane(true);
-        let Some(to) = &self.lanes[lane.index].access_lists else {
-            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
-        };
-        to.send(Admitted { request, _slot: Slot { _permit: permit, lane } }).await?
+        let slot = self.admit(true)?;
+        self.dispatch(slot, |lane| lane.access_lists.as_ref(), request).await?
     }
 
     /// Builds and seals a block without committing it (testing_buildBlockV1), admitted as
     /// [`call`](Self::call) is: unlike the miner's blocks, a request may be refused.
     pub async fn build_payload(&self, request: BuildPayload) -> Result<BuiltPayload, ExecError> {
-        let permit = self.admit().await?;
-        let lane = self.lane(false);
-        let Some(to) = &self.lanes[lane.index].payloads else {
-            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
-        };
-        to.send(Admitted { request, _slot: Slot { _permit: permit, lane } }).await?
+        let slot = self.admit(false)?;
+        self.dispatch(slot, |lane| lane.payloads.as_ref(), request).await?
     }
 
-    /// Builds a block. Block building waits for a permit rather than failing: the miner must
-    /// not drop a block because calls are busy, but it still never exceeds the bound.
+    /// Builds a block. Block building is never refused: the miner must not drop a block
+    /// because calls are busy. It queues behind the calls already admitted to its lane and
+    /// counts in the pool like any request (the miner builds one block at a time).
     pub async fn build_block(&self, build: BuildBlock) -> Result<BuiltBlock, ExecError> {
-        let permit = Arc::clone(&self.permits)
-            .acquire_owned()
-            .await
-            .map_err(|_| ExecError::Mailbox(actix::MailboxError::Closed))?;
-        self.dispatch(permit, |lane| &lane.builds, build, false).await?
+        self.pool.count.enter();
+        let slot = self.place(false);
+        self.dispatch(slot, |lane| Some(&lane.builds), build).await?
     }
 
-    /// The admission bound.
-    pub const fn max_in_flight(&self) -> usize {
-        self.max_in_flight
+    /// What admission allows.
+    pub fn limits(&self) -> AdmissionLimits {
+        self.pool.limits
     }
 
-    /// Requests currently admitted (queued or running in the pool).
+    /// Requests in the pool now (queued or running).
     pub fn in_flight(&self) -> usize {
-        self.max_in_flight - self.permits.available_permits()
+        self.pool.count.get()
     }
 
-    /// Calls currently waiting for a slot.
-    pub fn waiting(&self) -> usize {
-        self.waiting.load(Relaxed)
+    /// Refusals since start, by [`Refusal::REASONS`].
+    pub fn refusals(&self) -> [u64; 2] {
+        let [delay, full] = &self.pool.refusals;
+        [delay.load(Relaxed), full.load(Relaxed)]
     }
 
-    /// A permit at once when one is free, else the slow path.
-    async fn admit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ExecError> {
-        match Arc::clone(&self.permits).try_acquire_owned() {
-            Ok(permit) => Ok(permit),
-            Err(_) => self.wait_for_permit().await,
+    /// How long requests waited for their executor thread, over the pool, since start.
+    pub fn queue_delays(&self) -> DelaySummary {
+        let mut summary = DelaySummary::default();
+        for lane in &self.pool.lanes {
+            lane.delays.add_to(&mut summary);
         }
+        summary
     }
 
-    /// How long a call with `ahead` calls waiting before it would wait for a slot: every
-    /// lane frees one per service time, and it needs the `ahead + 1`-th.
-    fn expected_wait(&self, ahead: usize) -> Duration {
-        // Lanes that have not run anything yet have no service time and do not count.
-        let (sum, measured) = self
-            .lanes
-            .iter()
-            .map(|lane| lane.service_nanos.load(Relaxed))
-            .filter(|&s| s > 0)
-            .fold((0u64, 0u64), |(sum, n), s| (sum.saturating_add(s), n + 1));
-        let per_slot = sum / measured.max(1) / self.lanes.len() as u64;
-        Duration::from_nanos(per_slot.saturating_mul(ahead as u64 + 1))
-    }
-
-    /// Waits for a permit in the semaphore's FIFO queue, so the next slot freed goes to the
-    /// call that waited longest, for at most the admission wait, and only when the slot is
-    /// expected within it: cheap calls (a slot every few µs) queue up to the cap, while calls
-    /// behind slow ones are refused at once instead of waiting for a refusal. The wait stays
-    /// short and bounded, and anything beyond it is refused within a few milliseconds.
-    async fn wait_for_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ExecError> {
-        let busy = ExecError::Busy { max_in_flight: self.max_in_flight };
-        if self.admission_wait.is_zero() {
-            return Err(busy);
-        }
-        // Up to one waiting call per slot always waits (a closed-loop client per slot beyond
-        // the bound, even while contention slows the calls); more wait only while their slot
-        // is expected within the wait.
-        let worth = |ahead| {
-            ahead < self.max_in_flight
-                || (ahead < WAITING_PER_SLOT.saturating_mul(self.max_in_flight)
-                    && self.expected_wait(ahead) <= self.admission_wait)
-        };
-        let Some(_waiting) = Waiting::enter(&self.waiting, worth) else {
-            return Err(busy);
-        };
-        let permit = Arc::clone(&self.permits).acquire_owned();
-        match tokio::time::timeout(self.admission_wait, permit).await {
-            Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_closed)) => Err(ExecError::Mailbox(actix::MailboxError::Closed)),
-            Err(_elapsed) => Err(busy),
-        }
+    /// Each lane's service time per call (`None` before its first call).
+    pub fn service_times(&self) -> Vec<Option<Duration>> {
+        self.pool.lanes.iter().map(|lane| lane.service.get()).collect()
     }
 }

@@ -5,6 +5,7 @@
 //! that the RPC front and tests never name an actor type.
 
 pub mod access_list;
+pub mod admission;
 pub mod ask;
 pub mod chain_id;
 pub mod code_cache;

@@ -491,6 +491,7 @@ fn panic_reason(code: U256) -> String {
 #[cfg(test)]
 mod tests {
     use alloy_primitives::{Address, hex};
+    use hearth_messages::admission::Refusal;
 
     use super::*;
 
@@ -550,7 +551,7 @@ mod tests {
             (RpcError::HeaderNotFound, -32000),
             (RpcError::Halted { reason: "out of gas".into() }, -32000),
             (RpcError::Exec(ExecError::UnknownBlock), -32000),
-            (RpcError::Exec(ExecError::Busy { max_in_flight: 4 }), -32005),
+            (RpcError::Exec(ExecError::Busy(Refusal::QueueFull { max_queued: 4 })), -32005),
             (RpcError::Exec(ExecError::Mailbox(MailboxError::Closed)), -32603),
             (RpcError::Exec(ExecError::Panicked("boom".into())), -32603),
             (RpcError::Tx(TxError::NonceTooLow { expected: 2, got: 1 }), -32000),
@@ -592,7 +593,7 @@ mod tests {
             RpcError::GasExceedsAllowance { allowance: 30_000 }.to_string(),
             "gas required exceeds allowance (30000)"
         );
-        assert!(RpcError::Exec(ExecError::Busy { max_in_flight: 1 }).is_busy());
+        assert!(RpcError::Exec(ExecError::Busy(Refusal::QueueFull { max_queued: 1 })).is_busy());
         assert!(!RpcError::Tx(TxError::PoolFull).is_busy());
     }
 }

@@ -165,7 +165,7 @@ const BUCKETS: [f64; 12] =
 /// Why a request was shed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rejection {
-    /// The executor pool was at `--executor.max-in-flight`.
+    /// The executor pool refused the call (queue delay over budget, or queue full).
     ExecutorBusy = 0,
     /// An actor's mailbox was full.
     MailboxFull = 1,
@@ -478,6 +478,65 @@ pub(crate) fn counter(out: &mut String, name: &str, help: &str, value: u64) {
     let _ = writeln!(out, "{name} {value}");
 }
 
+/// Appends the executor pool's admission figures: the limits, what is in the pool, the
+/// refusals by reason, each thread's service time and the queue-delay histogram.
+pub(crate) fn executor_metrics(
+    out: &mut String,
+    executor: &hearth_messages::executor::ExecutorClient,
+) {
+    use hearth_messages::admission::{QUEUE_DELAY_BUCKETS_MICROS, Refusal};
+
+    let limits = executor.limits();
+    gauge(
+        out,
+        "hearth_executor_in_flight",
+        "Requests in the executor pool now, queued or running.",
+        executor.in_flight(),
+    );
+    gauge(
+        out,
+        "hearth_executor_max_queue_delay_seconds",
+        "Longest expected queueing delay a call is admitted with (--executor.max-queue-delay).",
+        limits.max_queue_delay.as_secs_f64(),
+    );
+    gauge(
+        out,
+        "hearth_executor_max_queued",
+        "Most requests waiting for an executor thread (--executor.max-queued).",
+        limits.max_queued,
+    );
+    let _ = writeln!(
+        out,
+        "# HELP hearth_executor_refusals_total Calls the executor pool refused at admission, by reason."
+    );
+    let _ = writeln!(out, "# TYPE hearth_executor_refusals_total counter");
+    for (reason, count) in Refusal::REASONS.iter().zip(executor.refusals()) {
+        let _ = writeln!(out, "hearth_executor_refusals_total{{reason=\"{reason}\"}} {count}");
+    }
+    let _ = writeln!(
+        out,
+        "# HELP hearth_executor_service_time_seconds Moving average of one call's run time, per executor thread."
+    );
+    let _ = writeln!(out, "# TYPE hearth_executor_service_time_seconds gauge");
+    for (lane, service) in executor.service_times().into_iter().enumerate() {
+        let seconds = service.map_or(0.0, |s| s.as_secs_f64());
+        let _ =
+            writeln!(out, "hearth_executor_service_time_seconds{{thread=\"{lane}\"}} {seconds}");
+    }
+    let delays = executor.queue_delays();
+    let name = "hearth_executor_queue_delay_seconds";
+    let _ = writeln!(out, "# HELP {name} How long requests waited for an executor thread.");
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    let mut cumulative = 0;
+    for (bound, count) in QUEUE_DELAY_BUCKETS_MICROS.iter().zip(delays.buckets) {
+        cumulative += count;
+        let _ = writeln!(out, "{name}_bucket{{le=\"{}\"}} {cumulative}", *bound as f64 / 1e6);
+    }
+    let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", delays.count());
+    let _ = writeln!(out, "{name}_sum {}", delays.sum.as_secs_f64());
+    let _ = writeln!(out, "{name}_count {}", delays.count());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -518,9 +577,9 @@ mod tests {
                     m.observe(
                         "nope_x",
                         Duration::from_millis(3),
-                        &Err::<(), _>(RpcError::Exec(hearth_messages::ExecError::Busy {
-                            max_in_flight: 1,
-                        })),
+                        &Err::<(), _>(RpcError::Exec(hearth_messages::ExecError::Busy(
+                            hearth_messages::admission::Refusal::QueueFull { max_queued: 1 },
+                        ))),
                     );
                 })
             })

@@ -216,18 +216,7 @@ async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
     if let Some(head) = ctx.chain.head_number() {
         gauge(&mut out, "hearth_block_number", "Number of the head block.", head);
     }
-    gauge(
-        &mut out,
-        "hearth_executor_in_flight",
-        "Calls admitted to the executor pool now.",
-        ctx.executor.in_flight(),
-    );
-    gauge(
-        &mut out,
-        "hearth_executor_max_in_flight",
-        "The executor pool's admission bound.",
-        ctx.executor.max_in_flight(),
-    );
+    crate::metrics::executor_metrics(&mut out, &ctx.executor);
     if let Ok((pending, queued)) = ask(&ctx.metric_sources.pool_size, PoolSize).await {
         gauge(&mut out, "hearth_mempool_pending", "Executable pooled transactions.", pending);
         gauge(

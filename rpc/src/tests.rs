@@ -321,7 +321,8 @@ fn account(nonce: u64, eth: u64, code_hash: B256) -> AccountChange {
 
 /// Genesis (Alice 10 ETH, a contract with slot 1 = 42) and block 1 (two transactions; Alice
 /// then has 9 ETH and nonce 2, slot 1 = 43).
-fn fixture(max_in_flight: usize) -> Fixture {
+/// `max_queued`: the executor pool's queue cap (the budget is the default).
+fn fixture(max_queued: usize) -> Fixture {
     let alice: PrivateKeySigner = ALICE_KEY.parse().expect("valid key");
     let db = ChainDb::in_memory().expect("in-memory store");
     let code = Bytes::from_static(&[0x60, 0x01]);
@@ -420,7 +421,10 @@ fn fixture(max_in_flight: usize) -> Fixture {
         stub.clone().recipient(),
         stub.clone().recipient(),
         stub.clone().recipient(),
-        max_in_flight,
+        hearth_messages::admission::AdmissionLimits {
+            max_queued,
+            ..hearth_messages::admission::AdmissionLimits::default()
+        },
     );
     let mut extensions = Extensions::default();
     extensions.register("ext_echo", Arc::new(|params| Box::pin(async move { Ok(params) })));
@@ -750,13 +754,20 @@ async fn calls_map_outcomes_to_codes() {
 
 #[actix::test]
 async fn a_busy_executor_sheds_with_503_for_single_requests_only() {
+    // No queue: a call sent and not yet run takes the one thread, so the next is refused.
     let f = fixture(0);
+    let call = Call { request: Default::default(), block: 1 };
+    let mut running = Box::pin(f.ctx.executor.call(call));
+    assert!(futures_util::poll!(&mut running).is_pending());
     let (status, response) = f.request("eth_call", json!([{"to": CONTRACT}])).await;
     assert_eq!((status, response["error"]["code"].clone()), (503, json!(-32005)));
     let batch =
         json!([{"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [{"to": CONTRACT}]}]);
     let reply = handle_body(&f.ctx, batch.to_string().as_bytes()).await;
     assert_eq!(reply.status, 200);
+    let answer: Value = serde_json::from_slice(&reply.body.expect("a batch answer")).unwrap();
+    assert_eq!(answer[0]["error"]["code"], json!(-32005), "{answer}");
+    assert!(running.await.is_ok(), "the admitted call still runs");
 }
 
 #[actix::test]

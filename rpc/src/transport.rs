@@ -416,7 +416,9 @@ mod tests {
     async fn fake(method: String, params: Option<Value>) -> Result<Value, RpcError> {
         match method.as_str() {
             "echo" => Ok(params.unwrap_or(Value::Null)),
-            "busy" => Err(RpcError::Exec(ExecError::Busy { max_in_flight: 1 })),
+            "busy" => Err(RpcError::Exec(ExecError::Busy(
+                hearth_messages::admission::Refusal::QueueFull { max_queued: 1 },
+            ))),
             "fail" => Err(RpcError::InvalidParams("bad".into())),
             "sleep" => {
                 let ms = params.as_ref().and_then(|p| p[0].as_u64()).unwrap_or(0);

@@ -8,6 +8,7 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth::config::NodeConfig;
 use hearth_actors::{MinerActor, MinerConfig, MinerPeers};
+use hearth_messages::admission::{AdmissionLimits, QUEUE_DELAY_BUCKETS_MICROS, Refusal};
 use hearth_messages::executor::{
     Admitted, Call, CallOutcome, CallRequest, ExecutorClient, ExecutorLane, PooledTx,
 };
@@ -247,15 +248,15 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
     assert_eq!(node.node.chain.head_number(), Some(3));
 }
 
-/// `call` fails with `Busy` on its first poll: refused at once, never waiting.
-async fn assert_refused_at_once<F>(call: &mut std::pin::Pin<Box<F>>, max_in_flight: usize)
+/// `call` fails with `Busy` for `reason` on its first poll: refused at once, never queued.
+async fn assert_refused_at_once<F>(call: &mut std::pin::Pin<Box<F>>, reason: &str)
 where
     F: std::future::Future<Output = Result<CallOutcome, ExecError>>,
 {
     let refused = futures_util::poll!(call);
     assert!(
-        matches!(refused, Poll::Ready(Err(ExecError::Busy { max_in_flight: m })) if m == max_in_flight),
-        "refused on its first poll: {refused:?}"
+        matches!(&refused, Poll::Ready(Err(ExecError::Busy(r))) if Refusal::REASONS[r.index()] == reason),
+        "refused for {reason} on its first poll: {refused:?}"
     );
 }
 
@@ -267,33 +268,49 @@ fn call(block: u64) -> Call {
     Call { request: CallRequest::default(), block }
 }
 
-/// A client with `bound` slots and an admission wait of `wait`, over one executor probe that
-/// keeps each request it gets, and so its slot, until the test drops it (a request still
-/// running). Call after `tokio::time::pause()` when the wait matters.
-fn holding_pool(bound: usize, wait: Duration) -> (ExecutorClient, mpsc::Receiver<Admitted<Call>>) {
+const MS: Duration = Duration::from_millis(1);
+
+fn limits(max_queue_delay: Duration, max_queued: usize) -> AdmissionLimits {
+    AdmissionLimits { max_queue_delay, max_queued }
+}
+
+/// A client admitting by `limits` over one executor probe that keeps each request it gets, and
+/// so its place, until the test drops it; the test plays the executor thread, calling
+/// `begin` and advancing paused time for the service time it wants measured.
+fn holding_pool(limits: AdmissionLimits) -> (ExecutorClient, mpsc::Receiver<Admitted<Call>>) {
     let (calls, running) = Probe::<Admitted<Call>>::start(|_| success());
     let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let (touched, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
-    let client = ExecutorClient::new(calls, estimates, builds, touched, bound);
-    (client.with_admission_wait(wait), running)
+    (ExecutorClient::new(calls, estimates, builds, touched, limits), running)
 }
 
-/// A client with one slot over an executor probe that answers every call at once, and the
-/// receiver of the calls it saw.
+/// Runs one call on a holding pool's only thread for `took` of paused time, so the client
+/// learns that service time.
+async fn teach(
+    client: &ExecutorClient,
+    running: &mut mpsc::Receiver<Admitted<Call>>,
+    took: Duration,
+) {
+    assert!(client.call(call(0)).await.is_ok());
+    let mut held = running.recv().await.unwrap();
+    held.begin();
+    tokio::time::advance(took).await;
+    drop(held);
+}
+
+/// A client with no queue (one request in the pool at a time) over an executor probe that
+/// answers every call at once, and the receiver of the calls it saw.
 fn answering_pool() -> (ExecutorClient, mpsc::Receiver<Call>) {
     let (calls, seen) = Probe::start_as_executor(|_: &Call| success());
     let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let (touched, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
-    (ExecutorClient::new(calls, estimates, builds, touched, 1), seen)
+    (ExecutorClient::new(calls, estimates, builds, touched, limits(100 * MS, 0)), seen)
 }
 
-/// The default admission wait (`--executor.admission-wait`).
-const WAIT: Duration = Duration::from_millis(2);
-
 #[actix::test]
-async fn executor_client_sheds_load_beyond_its_bound() {
+async fn executor_client_sheds_load_beyond_its_queue_cap() {
     let (client, mut seen) = answering_pool();
 
     let first = client.call(call(0));
@@ -301,13 +318,17 @@ async fn executor_client_sheds_load_beyond_its_bound() {
     assert!(futures_util::poll!(&mut first).is_pending(), "first call admitted and waiting");
     assert_eq!(client.in_flight(), 1);
     let second = client.call(call(0)).await;
-    assert!(matches!(second, Err(ExecError::Busy { max_in_flight: 1 })), "{second:?}");
+    assert!(
+        matches!(second, Err(ExecError::Busy(Refusal::QueueFull { max_queued: 0 }))),
+        "{second:?}"
+    );
     assert!(first.await.is_ok());
-    assert_eq!(client.in_flight(), 0, "permit returned");
-    assert!(client.call(call(0)).await.is_ok(), "admitted again once a permit is free");
+    assert_eq!(client.in_flight(), 0, "place returned");
+    assert!(client.call(call(0)).await.is_ok(), "admitted again once a place is free");
     assert_eq!(seen.recv().await.unwrap().block, 0);
     assert!(seen.recv().await.is_some());
     assert!(seen.try_recv().is_err(), "the shed call never reached the pool");
+    assert_eq!(client.refusals(), [0, 1]);
 }
 
 #[actix::test]
@@ -320,7 +341,8 @@ async fn executor_client_sends_each_call_to_the_least_busy_executor() {
         let (touched, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
         ExecutorLane::new(calls, estimates, builds, touched)
     };
-    let client = ExecutorClient::with_lanes(vec![lane(calls_a), lane(calls_b)], 4);
+    let client =
+        ExecutorClient::with_lanes(vec![lane(calls_a), lane(calls_b)], AdmissionLimits::default());
 
     // The first call is sent to lane A and not run yet, so the second goes to lane B.
     let first = client.call(call(1));
@@ -337,8 +359,8 @@ async fn executor_client_sends_each_call_to_the_least_busy_executor() {
 }
 
 #[actix::test]
-async fn a_cancelled_call_keeps_its_slot_until_the_executor_takes_it_off_its_queue() {
-    let (client, mut running) = holding_pool(2, Duration::ZERO);
+async fn a_cancelled_call_keeps_its_place_until_the_executor_takes_it_off_its_queue() {
+    let (client, mut running) = holding_pool(limits(100 * MS, 1));
 
     // The caller goes away (a closed socket) after its call was queued.
     let mut first = Box::pin(client.call(call(1)));
@@ -347,134 +369,141 @@ async fn a_cancelled_call_keeps_its_slot_until_the_executor_takes_it_off_its_que
     assert_eq!(client.in_flight(), 1, "still queued for the executor");
     let mut second = Box::pin(client.call(call(2)));
     assert!(futures_util::poll!(&mut second).is_pending());
-    let refused = client.call(call(3)).await;
-    assert!(matches!(refused, Err(ExecError::Busy { .. })), "the cancelled call counts");
+    let mut refused = Box::pin(client.call(call(3)));
+    assert_refused_at_once(&mut refused, "queue_full").await;
     // The executor takes its queue in order. actix drops a message whose caller has gone
-    // instead of handling it, and the slot goes with the message.
+    // instead of handling it, and the place goes with the message, unmeasured.
     let held = running.recv().await.unwrap();
     assert_eq!(held.request.block, 2, "the cancelled call was not run");
-    assert_eq!(client.in_flight(), 1, "only the running call holds a slot");
+    assert_eq!(client.in_flight(), 1, "only the running call holds a place");
     assert!(second.await.is_ok());
     assert_eq!(client.in_flight(), 1, "answered, but still running until the executor is done");
     drop(held);
     assert_eq!(client.in_flight(), 0);
     assert!(running.try_recv().is_err());
+    assert_eq!(client.service_times(), vec![None], "nothing began, so nothing was measured");
 }
 
 #[actix::test]
-async fn an_answer_not_yet_read_holds_no_slot() {
+async fn an_answer_not_yet_read_holds_no_place() {
     let (client, mut seen) = answering_pool();
 
     let mut first = Box::pin(client.call(call(1)));
     assert!(futures_util::poll!(&mut first).is_pending());
     assert_eq!(seen.recv().await.unwrap().block, 1, "the executor ran it");
-    // Its caller has not picked the answer up, yet the slot is free for the next call.
+    // Its caller has not picked the answer up, yet the place is free for the next call.
     assert_eq!(client.in_flight(), 0);
     assert!(client.call(call(2)).await.is_ok());
     assert!(first.await.is_ok());
 }
 
 #[actix::test]
-async fn a_call_that_finds_the_pool_full_gets_a_slot_freed_within_the_wait() {
+async fn closed_loop_callers_beyond_the_threads_queue_instead_of_being_refused() {
     tokio::time::pause();
-    let start = tokio::time::Instant::now();
-    let (client, mut running) = holding_pool(1, WAIT);
+    let (client, mut running) = holding_pool(AdmissionLimits::default());
+    teach(&client, &mut running, MS).await;
+
+    // 64 callers of a 1 ms call on one thread: the last expects 63 ms, within 100 ms.
+    let mut callers: Vec<_> = (0..64).map(|i| Box::pin(client.call(call(i)))).collect();
+    for caller in &mut callers {
+        assert!(futures_util::poll!(caller).is_pending(), "queued, not refused");
+    }
+    assert_eq!(client.in_flight(), 64);
+    assert_eq!(client.refusals(), [0, 0]);
+    // They run in order as the thread frees.
+    for i in 0..64 {
+        let mut held = running.recv().await.unwrap();
+        assert_eq!(held.request.block, i);
+        held.begin();
+        tokio::time::advance(MS).await;
+    }
+    for caller in callers {
+        assert!(caller.await.is_ok());
+    }
+}
+
+#[actix::test]
+async fn a_call_expected_to_wait_past_the_budget_is_refused_at_once() {
+    tokio::time::pause();
+    let (client, mut running) = holding_pool(AdmissionLimits::default());
+    teach(&client, &mut running, 10 * MS).await;
+
+    // 10 ms per call, 100 ms budget: 10 ahead (100 ms) still goes in, the 11th ahead does not.
+    let mut queued: Vec<_> = (0..11).map(|i| Box::pin(client.call(call(i)))).collect();
+    for caller in &mut queued {
+        assert!(futures_util::poll!(caller).is_pending());
+    }
+    let mut late = Box::pin(client.call(call(99)));
+    assert_refused_at_once(&mut late, "queue_delay").await;
+    assert_eq!(client.refusals(), [1, 0]);
+    assert_eq!(client.in_flight(), 11, "the refused call took no place");
+
+    // Once the thread has run one, the queue is 100 ms long again: one more goes in.
+    let mut held = running.recv().await.unwrap();
+    held.begin();
+    tokio::time::advance(10 * MS).await;
+    drop(held);
+    let mut again = Box::pin(client.call(call(100)));
+    assert!(futures_util::poll!(&mut again).is_pending());
+}
+
+#[actix::test]
+async fn the_queue_cap_refuses_what_nothing_measured_would() {
+    tokio::time::pause();
+    let (client, mut running) = holding_pool(limits(100 * MS, 2));
+    // Nothing has run, so no service time is known: only the cap (2 waiting, 1 running).
+    let mut admitted: Vec<_> = (0..3).map(|i| Box::pin(client.call(call(i)))).collect();
+    for caller in &mut admitted {
+        assert!(futures_util::poll!(caller).is_pending());
+    }
+    let mut one_more = Box::pin(client.call(call(9)));
+    assert_refused_at_once(&mut one_more, "queue_full").await;
+    drop(admitted);
+    while let Ok(held) = running.try_recv() {
+        drop(held);
+    }
+}
+
+#[actix::test]
+async fn a_zero_budget_admits_only_onto_an_idle_thread() {
+    tokio::time::pause();
+    let (client, mut running) = holding_pool(limits(Duration::ZERO, 1024));
     assert!(client.call(call(1)).await.is_ok());
     let first = running.recv().await.unwrap();
 
-    let second = client.call(call(2));
-    tokio::pin!(second);
-    assert!(futures_util::poll!(&mut second).is_pending(), "waits for a slot");
-    assert_eq!(client.waiting(), 1);
-    drop(first);
-    assert!(second.await.is_ok(), "admitted to the slot that freed");
-    assert_eq!(running.recv().await.unwrap().request.block, 2);
-    assert_eq!(client.waiting(), 0);
-    assert!(start.elapsed() < WAIT, "no wait ran out: {:?}", start.elapsed());
-}
-
-#[actix::test]
-async fn a_waiting_call_is_refused_once_the_admission_wait_passes() {
-    tokio::time::pause();
-    let (client, mut running) = holding_pool(1, WAIT);
-    assert!(client.call(call(1)).await.is_ok());
-    let _first = running.recv().await.unwrap();
-
-    let start = tokio::time::Instant::now();
-    let second = client.call(call(2));
-    tokio::pin!(second);
-    assert!(futures_util::poll!(&mut second).is_pending());
-    tokio::time::advance(WAIT - Duration::from_micros(1)).await;
-    assert!(futures_util::poll!(&mut second).is_pending(), "still within the wait");
-    let refused = second.await;
-    assert!(matches!(refused, Err(ExecError::Busy { max_in_flight: 1 })), "{refused:?}");
-    // tokio's timers tick in milliseconds, so the refusal comes within one tick of the wait.
-    let waited = start.elapsed();
-    assert!(WAIT <= waited && waited <= WAIT + Duration::from_millis(1), "{waited:?}");
-    assert_eq!(client.waiting(), 0, "a call that timed out stops counting");
-    assert!(running.try_recv().is_err(), "the refused call never reached the pool");
-}
-
-#[actix::test]
-async fn a_call_beyond_the_waiting_cap_is_refused_at_once() {
-    tokio::time::pause();
-    let (client, mut running) = holding_pool(2, WAIT);
-    assert!(client.call(call(1)).await.is_ok());
-    assert!(client.call(call(2)).await.is_ok());
-    let (first, _second) = (running.recv().await.unwrap(), running.recv().await.unwrap());
-
-    // Nothing has left the pool yet, so no service time is known: only the cap (16 waiting
-    // calls per slot) limits the waiters.
-    let mut waiters: Vec<_> = (0..32).map(|i| Box::pin(client.call(call(10 + i)))).collect();
-    for waiter in &mut waiters {
-        assert!(futures_util::poll!(waiter).is_pending());
-    }
-    assert_eq!(client.waiting(), 32);
-    let mut one_more = Box::pin(client.call(call(99)));
-    assert_refused_at_once(&mut one_more, 2).await;
-    assert_eq!(client.waiting(), 32, "the refused call never waited");
-
-    // The first slot freed goes to the call that has waited longest.
-    drop(first);
-    let mut waiters = waiters.into_iter();
-    assert!(waiters.next().unwrap().await.is_ok());
-    assert_eq!(running.recv().await.unwrap().request.block, 10);
-    // Waiting callers that go away stop counting.
-    drop(waiters);
-    assert_eq!(client.waiting(), 0);
-}
-
-#[actix::test]
-async fn a_call_beyond_one_per_slot_that_would_wait_too_long_is_refused_at_once() {
-    tokio::time::pause();
-    let (client, mut running) = holding_pool(1, WAIT);
-    // One request that takes 10 ms on the only lane teaches the client the service time.
-    assert!(client.call(call(1)).await.is_ok());
-    let slow = running.recv().await.unwrap();
-    tokio::time::advance(Duration::from_millis(10)).await;
-    drop(slow);
-    assert!(client.call(call(2)).await.is_ok());
-    let _busy = running.recv().await.unwrap();
-
-    // One call per slot always waits (a closed-loop client beyond the bound) ...
-    let mut waiting = Box::pin(client.call(call(3)));
-    assert!(futures_util::poll!(&mut waiting).is_pending());
-    // ... but a second one's slot is ~20 ms away, beyond the 2 ms wait: refused at once.
-    let mut next = Box::pin(client.call(call(4)));
-    assert_refused_at_once(&mut next, 1).await;
-    assert_eq!(client.waiting(), 1);
-}
-
-#[actix::test]
-async fn with_no_admission_wait_a_full_pool_refuses_at_once() {
-    tokio::time::pause();
-    let (client, mut running) = holding_pool(1, Duration::ZERO);
-    assert!(client.call(call(1)).await.is_ok());
-    let _first = running.recv().await.unwrap();
-
     let mut second = Box::pin(client.call(call(2)));
-    assert_refused_at_once(&mut second, 1).await;
-    assert_eq!(client.waiting(), 0);
+    assert_refused_at_once(&mut second, "queue_delay").await;
+    drop(first);
+    assert!(client.call(call(3)).await.is_ok(), "idle again");
+}
+
+#[actix::test]
+async fn queue_delay_and_service_time_are_measured_from_when_the_executor_begins() {
+    tokio::time::pause();
+    let (client, mut running) = holding_pool(AdmissionLimits::default());
+    let mut first = Box::pin(client.call(call(1)));
+    let mut second = Box::pin(client.call(call(2)));
+    assert!(futures_util::poll!(&mut first).is_pending());
+    assert!(futures_util::poll!(&mut second).is_pending());
+
+    let mut held = running.recv().await.unwrap();
+    tokio::time::advance(5 * MS).await;
+    held.begin();
+    tokio::time::advance(MS).await;
+    drop(held);
+    let mut held = running.recv().await.unwrap();
+    held.begin();
+    tokio::time::advance(3 * MS).await;
+    drop(held);
+
+    assert_eq!(client.service_times(), vec![Some(MS + (2 * MS) / 8)], "1 ms, then 3 ms at 1/8");
+    let delays = client.queue_delays();
+    assert_eq!(delays.count(), 2);
+    assert_eq!(delays.sum, 11 * MS, "5 ms and 6 ms");
+    let bucket = |micros| QUEUE_DELAY_BUCKETS_MICROS.iter().position(|&b| b == micros).unwrap();
+    assert_eq!(delays.buckets[bucket(5_000)], 1);
+    assert_eq!(delays.buckets[bucket(10_000)], 1);
+    assert!(first.await.is_ok() && second.await.is_ok());
 }
 
 #[actix::test]

@@ -32,7 +32,6 @@ fn node_with(flags: &[&str]) -> TestNode {
     let small = NodeConfig::for_tests();
     config.mailbox = small.mailbox;
     config.executor_threads = small.executor_threads;
-    config.max_in_flight = small.max_in_flight;
     TestNode::start_with(config)
 }
 

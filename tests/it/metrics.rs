@@ -44,6 +44,17 @@ fn metrics_count_requests_errors_and_rejections() {
     assert_eq!(sample(&text, "hearth_rpc_rejections_total{path=\"executor_busy\"}"), Some(0.0));
     assert_eq!(sample(&text, "hearth_block_number"), Some(1.0));
     assert_eq!(sample(&text, "hearth_executor_in_flight"), Some(0.0));
+    assert_eq!(sample(&text, "hearth_executor_max_queue_delay_seconds"), Some(0.1));
+    assert_eq!(sample(&text, "hearth_executor_max_queued"), Some(1024.0));
+    assert_eq!(sample(&text, "hearth_executor_refusals_total{reason=\"queue_delay\"}"), Some(0.0));
+    assert_eq!(sample(&text, "hearth_executor_refusals_total{reason=\"queue_full\"}"), Some(0.0));
+    // Block 1 was built on the pool: its wait for the thread is in the histogram.
+    let waited = sample(&text, "hearth_executor_queue_delay_seconds_count").unwrap_or(0.0);
+    assert!(waited >= 1.0, "{text}");
+    assert_eq!(
+        sample(&text, "hearth_executor_queue_delay_seconds_bucket{le=\"+Inf\"}"),
+        Some(waited)
+    );
     assert_eq!(sample(&text, "hearth_mempool_pending"), Some(0.0));
     assert!(sample(&text, "hearth_code_cache_entries").is_some(), "{text}");
     assert!(text.contains("# TYPE hearth_rpc_request_duration_seconds histogram"));

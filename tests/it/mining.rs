@@ -109,7 +109,13 @@ fn probed_miner(
         MinerPeers {
             take_pending,
             txs_mined,
-            executor: ExecutorClient::new(calls, estimates, builds, touched, 4),
+            executor: ExecutorClient::new(
+                calls,
+                estimates,
+                builds,
+                touched,
+                hearth_messages::admission::AdmissionLimits::default(),
+            ),
             commit,
             // Never asked here: the probed miner only mines.
             rollback: node.node.state.clone().recipient(),

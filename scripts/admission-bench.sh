@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Admission by latency budget (issue 14, part 3), measured side by side in one run:
+#   1. closed loop, 8, 16 and 64 connections of eth_call balanceOf and hashLoop(2000):
+#      this build with its default flags ("new"), against an older build ($OLD, default: main's
+#      release binary) with --executor.max-in-flight 64 ("old-64") and with its defaults
+#      ("old-default"). The acceptance: new refuses nothing (-32005: 0) and completes at least
+#      what old-64 does; p99 in the table.
+#   2. open loop: hashLoop(2000) at 3x the capacity new measured in part 1 (8 connections) for
+#      $OVER_SECS s, at up to 512 connections so that the node, not the load generator, holds
+#      the queue: every request answered, the admitted calls' p99 ("ok p99") against the budget
+#      (100 ms) plus one service time (from /metrics), refusals' p99 and slowest.
+#
+#   cargo build --release --bin hearth --bin hearth-load && bash scripts/admission-bench.sh
+#
+# Env: OLD (binary to compare), SECS (closed-loop run length, 8), OVER_SECS (30), PORT_BASE
+# (8740; uses three ports from it). Every node listens on 127.0.0.1, runs in memory and is
+# stopped by PID at the end; every run is bounded in time.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+NEW=${NEW:-$HERE/target/release/hearth}
+OLD=${OLD:-/work/main/target/release/hearth}
+LOAD=${LOAD:-$HERE/target/release/hearth-load}
+SECS=${SECS:-8}
+OVER_SECS=${OVER_SECS:-30}
+PORT_BASE=${PORT_BASE:-8740}
+for bin in "$NEW" "$OLD" "$LOAD"; do
+  [ -x "$bin" ] || { echo "missing $bin: cargo build --release --bin hearth --bin hearth-load" >&2; exit 2; }
+done
+
+PIDS=()
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT
+wait_up() { # port
+  for _ in $(seq 1 300); do
+    curl -s -m 1 -H 'content-type: application/json' \
+      --data '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' \
+      "http://127.0.0.1:$1/" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "nothing answers on port $1" >&2; exit 1
+}
+
+P_NEW=$PORT_BASE; P_OLD64=$((PORT_BASE + 1)); P_OLD=$((PORT_BASE + 2))
+"$NEW" --ephemeral --http.port $P_NEW >/tmp/admission-new.log 2>&1 &
+PIDS+=($!); NEW_PID=$!
+"$OLD" --ephemeral --http.port $P_OLD64 --executor.max-in-flight 64 >/tmp/admission-old64.log 2>&1 &
+PIDS+=($!)
+"$OLD" --ephemeral --http.port $P_OLD >/tmp/admission-old.log 2>&1 &
+PIDS+=($!)
+for port in $P_NEW $P_OLD64 $P_OLD; do wait_up $port; done
+N=new=http://127.0.0.1:$P_NEW/
+O64=old-64=http://127.0.0.1:$P_OLD64/
+O=old-default=http://127.0.0.1:$P_OLD/
+
+echo "machine load before: $(uptime)"
+echo "new: $NEW ($(cd "$HERE" && git rev-parse --short HEAD 2>/dev/null || echo '?')); old: $OLD"
+echo
+echo "## 1. closed loop"
+for conns in 8 16 64; do
+  echo "### $conns connections"
+  "$LOAD" --target "$N" --target "$O64" --target "$O" --workload balanceOf,hashLoop \
+    --concurrency "$conns" --duration "$SECS" | grep -E '^\|' | tee "/tmp/admission-closed-$conns.txt"
+done
+
+# ok calls/s of a row: the `ok` column over the run's length.
+ok_rate() { # file workload target
+  awk -F'|' -v w="$2" -v t="$3" -v s="$SECS" \
+    '$2 ~ "^ "w" $" && $3 ~ "^ "t" $" { printf "%d", $9 / s }' "$1"
+}
+echo
+echo "### summary: successful calls/s and -32005 count (new vs old-64)"
+echo "| workload | conns | new ok/s | old-64 ok/s | new/old-64 | new p99 ms | old-64 p99 ms | new errors |"
+echo "|---|---:|---:|---:|---:|---:|---:|---|"
+for conns in 8 16 64; do
+  f=/tmp/admission-closed-$conns.txt
+  for w in balanceOf hashLoop; do
+    new=$(ok_rate "$f" $w new); old=$(ok_rate "$f" $w old-64)
+    p99n=$(awk -F'|' -v w=$w '$2 ~ "^ "w" $" && $3 ~ "^ new $" {gsub(/ /,"",$7); print $7}' "$f")
+    p99o=$(awk -F'|' -v w=$w '$2 ~ "^ "w" $" && $3 ~ "^ old-64 $" {gsub(/ /,"",$7); print $7}' "$f")
+    errs=$(awk -F'|' -v w=$w '$2 ~ "^ "w" $" && $3 ~ "^ new $" {gsub(/^ +| +$/,"",$14); print $14}' "$f")
+    ratio=$(awk -v a="$new" -v b="$old" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
+    echo "| $w | $conns | $new | $old | $ratio | $p99n | $p99o | ${errs:--} |"
+  done
+done
+
+CAP=$(ok_rate /tmp/admission-closed-8.txt hashLoop new)
+echo
+echo "## 2. open loop: hashLoop(2000) at 3x new's capacity ($CAP calls/s) for $OVER_SECS s"
+"$LOAD" --target "$N" --workload hashLoop --rate $((CAP * 3)) --concurrency 512 \
+  --duration "$OVER_SECS" --warmup 0 --pid "$NEW_PID" | grep -E '^\||RSS'
+metrics=$(curl -s "http://127.0.0.1:$P_NEW/metrics")
+service=$(echo "$metrics" | awk '/^hearth_executor_service_time_seconds/ { s += $2; n++ } END { if (n) printf "%.3f", s / n * 1000 }')
+echo "service time per call now (mean over threads): $service ms; budget 100 ms"
+echo "$metrics" | grep -E '^hearth_executor_(refusals|queue_delay_seconds_(count|sum))|^hearth_rpc_rejections_total\{path="executor_busy"' || true
+echo "machine load after: $(uptime)"
