@@ -1,7 +1,8 @@
 //! eth_call and eth_estimateGas, run on the bounded executor pool.
 //!
-//! A full pool fails with -32005 (HTTP 503 for a single request), at once or after the short
-//! admission wait (`--executor.admission-wait`, see `ExecutorClient`). A revert is error
+//! A call the pool's admission refuses (expected queueing delay over
+//! `--executor.max-queue-delay`, or the queue full; see `hearth_messages::admission`) fails at
+//! once with -32005 (HTTP 503 for a single request). A revert is error
 //! code 3 with the revert bytes in `data`; a halt is -32000 with geth's message (e.g. "out of
 //! gas"). Gas defaults to, and is capped at, `RpcLimits::gas_cap`.
 
