@@ -293,7 +293,7 @@ async fn teach(
     took: Duration,
 ) {
     assert!(client.call(call(0)).await.is_ok());
-    let mut held = running.recv().await.unwrap();
+    let mut held = running.recv().await.expect("the probe got the call");
     held.begin();
     tokio::time::advance(took).await;
     drop(held);
