@@ -292,3 +292,36 @@ async fn blob_gas_and_the_blob_base_fee_follow_the_blocks() {
     assert_eq!(fees, want);
     assert_eq!(history["blobGasUsedRatio"], json!([1.0, 1.0, 1.0]));
 }
+
+#[actix::test]
+async fn an_osaka_chain_takes_cell_proofs_and_six_blobs_a_transaction() {
+    let mut config = manual();
+    config.spec = revm::primitives::hardfork::SpecId::OSAKA;
+    let node = TestNode::start_with(config);
+    let alice = node.signer(0);
+    // EIP-7594's version-1 sidecar: 128 cell proofs a blob.
+    let settings = alloy_eips::eip4844::env_settings::EnvKzgSettings::Default;
+    let cells = sidecar(1).try_into_7594(settings.get()).expect("cell proofs");
+    let hashes = cells.versioned_hashes().collect();
+    let tx = {
+        let plain = blob_tx(&alice, 0, GWEI, sidecar(1), Some(hashes));
+        let TxEnvelope::Eip4844(signed) = without_sidecar(&plain) else { unreachable!() };
+        let (variant, signature, hash) = signed.into_parts();
+        let inner = TxEip4844::from(variant);
+        let with =
+            inner.with_sidecar(alloy_eips::eip7594::BlobTransactionSidecarVariant::Eip7594(cells));
+        TxEnvelope::Eip4844(Signed::new_unchecked(with.into(), signature, hash))
+    };
+    let hash = node.ok("eth_sendRawTransaction", json!([raw(&tx)])).await;
+    node.ok("evm_mine", json!([])).await;
+    let receipt = node.ok("eth_getTransactionReceipt", json!([hash])).await;
+    assert_eq!(quantity(&receipt["blobGasUsed"]), DATA_GAS_PER_BLOB);
+    // Osaka allows 6 blobs per transaction (EIP-7594).
+    let (code, message, _) = node
+        .err("eth_sendRawTransaction", json!([raw(&blob_tx(&alice, 1, GWEI, sidecar(7), None))]))
+        .await;
+    assert_eq!(
+        (code, message.as_str()),
+        (-32000, "too many blobs in transaction: have 7, max 6 per transaction")
+    );
+}

@@ -220,5 +220,11 @@ mod tests {
         check_shape(&tx, SpecId::OSAKA, &BlobParams::osaka(), 1).expect("shape holds in Osaka");
         // Zeroed cell proofs are not proofs.
         assert!(matches!(verify_proofs(&tx), Err(TxError::InvalidBlobProof(_))));
+        // Real ones, computed from the blob, are.
+        let cells = good.try_into_7594(EnvKzgSettings::Default.get()).expect("cell proofs");
+        let hashes = cells.versioned_hashes().collect();
+        let tx = signed(Some(BlobTransactionSidecarVariant::Eip7594(cells)), hashes);
+        check_shape(&tx, SpecId::OSAKA, &BlobParams::osaka(), 1).expect("shape");
+        verify_proofs(&tx).expect("cell proofs verify");
     }
 }
