@@ -5,7 +5,7 @@
 # A third run gives Hearth a small --txpool.max-bytes and sends more than fits: the pool refuses
 # the rest ("txpool is full") and its memory stays bounded.
 #
-#   bash scripts/blob-pool-mem.sh [N]      # N defaults to 500; ports 8722-8724
+#   bash scripts/blob-pool-mem.sh [N]      # N defaults to 500; ports 8722-8724; ANVIL_N=... sends anvil fewer
 #   HEARTH_BIN=target/release/hearth bash scripts/blob-pool-mem.sh 1000
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,5 +39,5 @@ run() { # name port count command...
 }
 echo "load: $(uptime)"
 run hearth 8722 "$N" "$HEARTH_BIN" --ephemeral --no-mining --http.port 8722 --txpool.max-bytes 1GiB
-run anvil 8723 "$N" "$ANVIL" --no-mining --port 8723 --hardfork prague
+run anvil 8723 "${ANVIL_N:-$N}" "$ANVIL" --no-mining --port 8723 --hardfork prague
 run "hearth, 16 MiB pool" 8724 "$N" "$HEARTH_BIN" --ephemeral --no-mining --http.port 8724 --txpool.max-bytes 16MiB

@@ -1280,7 +1280,8 @@ mod tests {
         let mut wrong_proof = sidecar.clone();
         wrong_proof.proofs[0] = wrong_proof.commitments[0];
         let canonical = blobs::without_sidecar(&blob_tx(&keys[0], 0, 10 * GWEI, 1, &sidecar));
-        let cases: Vec<(TxEnvelope, fn(&TxError) -> bool)> = vec![
+        type Expect = fn(&TxError) -> bool;
+        let cases: Vec<(TxEnvelope, Expect)> = vec![
             (canonical, |e| *e == TxError::BlobSidecarMissing),
             (blob_tx(&keys[0], 0, 10 * GWEI, 1, &wrong_proof), |e| {
                 matches!(e, TxError::InvalidBlobProof(_))
