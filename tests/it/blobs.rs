@@ -257,6 +257,10 @@ async fn blob_gas_and_the_blob_base_fee_follow_the_blocks() {
     let node = TestNode::start_with(manual());
     let alice = node.signer(0);
     let prague = BlobParams::prague();
+    // Admitted while the blob base fee is 1 wei, paying at most that, behind a nonce gap.
+    let bob = node.signer(1);
+    let waiting = blob_tx(&bob, 1, 1, sidecar(1), None);
+    node.ok("eth_sendRawTransaction", json!([raw(&waiting)])).await;
     // 9 blobs a block, 3 over Prague's target of 6: the excess grows 3 blobs' gas a block and
     // after a dozen blocks the blob base fee leaves 1 wei.
     let mut excess = 0u64;
@@ -291,6 +295,17 @@ async fn blob_gas_and_the_blob_base_fee_follow_the_blocks() {
         .collect();
     assert_eq!(fees, want);
     assert_eq!(history["blobGasUsedRatio"], json!([1.0, 1.0, 1.0]));
+
+    // Its gap filled now that the blob fee is 2 wei, the blob transaction waits (queued), as in
+    // geth's blob pool: it is neither mined nor dropped.
+    let fill = crate::support::fixtures::transfer(&bob, 0, Address::repeat_byte(0xb0), 1);
+    node.ok("eth_sendRawTransaction", json!([raw(&fill)])).await;
+    node.ok("evm_mine", json!([])).await;
+    let block = node.ok("eth_getBlockByNumber", json!(["latest", false])).await;
+    assert_eq!(block["transactions"], json!([fill.tx_hash()]));
+    assert_eq!(pool_status(&node).await, (0, 1));
+    let pooled = node.ok("eth_getTransactionByHash", json!([waiting.tx_hash()])).await;
+    assert_eq!(pooled["blockNumber"], Value::Null);
 }
 
 #[actix::test]
