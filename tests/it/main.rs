@@ -10,6 +10,7 @@ mod cli;
 mod conformance;
 mod dev;
 mod filters;
+mod fork;
 mod fuzz;
 mod history;
 mod hostile;
