@@ -18,6 +18,7 @@ import http.server
 import json
 import os
 import shutil
+import socket
 import socketserver
 import subprocess
 import sys
@@ -78,11 +79,13 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         req = urllib.request.Request(f"http://127.0.0.1:{UP_PORT}", body, {"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=60) as r:
             answer = r.read()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
+        # One write for head and body: two small writes meet Nagle and delayed ACKs (40 ms).
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(answer)}\r\n\r\n"
+        self.wfile.write(head.encode() + answer)
+
+    def setup(self):
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, *args):
         pass
@@ -132,7 +135,13 @@ def workload(token, outer):
         rpc(NODE_PORT, "anvil_impersonateAccount", [sender])
         data = "0xa9059cbb" + to[2:].rjust(64, "0") + f"{1:064x}"
         tx = rpc(NODE_PORT, "eth_sendTransaction", [{"from": sender, "to": token, "data": data, "gas": "0x30000"}])
-        seen.append(rpc(NODE_PORT, "eth_getTransactionReceipt", [tx])["status"])
+        receipt = None
+        for _ in range(600):
+            receipt = rpc(NODE_PORT, "eth_getTransactionReceipt", [tx])
+            if receipt is not None:
+                break
+            time.sleep(0.01)
+        seen.append(receipt and receipt["status"])
         rpc(NODE_PORT, "anvil_stopImpersonatingAccount", [sender])
     for holder in HOLDERS[100:120]:
         seen.append(rpc(NODE_PORT, "eth_call", [{"to": outer, "data": balance_of(holder)}, "latest"]))

@@ -56,6 +56,8 @@ pub struct ForkBackendActor {
     /// Keys not yet sent, oldest first.
     queue: VecDeque<ForkKey>,
     flush_scheduled: bool,
+    /// A background flush of the cache is under way.
+    flushing: bool,
     in_flight: usize,
     max_batch: usize,
     max_in_flight: usize,
@@ -104,6 +106,7 @@ impl ForkBackendActor {
                 waiting: HashMap::new(),
                 queue: VecDeque::new(),
                 flush_scheduled: false,
+                flushing: false,
                 in_flight: 0,
                 max_batch: max_batch.max(1),
                 max_in_flight: max_in_flight.max(1),
@@ -174,10 +177,12 @@ impl ForkBackendActor {
                 actor.in_flight -= 1;
                 actor.answer(keys, spans, answer);
                 actor.flush(ctx);
-                // Durable before the next batch: a node killed with -9 keeps what it fetched
-                // (the waiters have their answers already).
-                if let Err(error) = actor.cache.flush() {
-                    warn!(target: "actors::fork", %error, "fork cache not flushed");
+                // Durable soon after it is answered, on sled's threads (an fsync here would hold
+                // up the next fetch): a node killed with -9 keeps what it fetched.
+                if !actor.flushing {
+                    actor.flushing = true;
+                    let flush = actor.cache.flush_in_background();
+                    ctx.spawn(flush.into_actor(actor).map(|(), actor, _| actor.flushing = false));
                 }
             }));
         }

@@ -225,6 +225,17 @@ impl ForkCache {
         Ok(self.state()?.get(hash_key(CODE, code_hash))?.map(|v| Bytes::copy_from_slice(&v)))
     }
 
+    /// Makes what is cached durable on sled's own threads (the caller does not wait for the
+    /// disk).
+    pub fn flush_in_background(&self) -> impl std::future::Future<Output = ()> + 'static {
+        let db = self.db.clone();
+        async move {
+            if let Err(error) = db.flush_async().await {
+                tracing::warn!(target: "actors::fork", %error, "fork cache not flushed");
+            }
+        }
+    }
+
     /// Makes what is cached durable (on clean shutdown; sled also flushes every 200 ms).
     pub fn flush(&self) -> Result<(), ForkCacheError> {
         self.db.flush()?;
