@@ -817,6 +817,39 @@ mod tests {
     }
 
     #[test]
+    fn fork_flags_become_fork_settings() {
+        let fork = |args: &[&str]| parse(args).expect("valid").fork.expect("a fork");
+        let url = ["--fork-url", "https://eth.example/v2/KEY"];
+        let plain = fork(&url);
+        assert_eq!(plain.block, ForkBlock::Head);
+        assert_eq!(plain.upstream.retries, crate::cli::DEFAULT_FORK_RETRIES);
+        assert_eq!(plain.upstream.timeout, Duration::from_secs(30));
+        assert!(plain.cache_dir.is_some_and(|d| d.ends_with(".hearth/fork-cache")));
+        let behind = fork(&[&url[..], &["--fork-block-number", "-5", "--no-fork-cache"]].concat());
+        assert_eq!((behind.block, behind.cache_dir), (ForkBlock::BehindHead(5), None));
+        let pinned = fork(
+            &[
+                &url[..],
+                &[
+                    "--fork-block-number",
+                    "7",
+                    "--fork-header",
+                    "x-api-key: abc",
+                    "--fork-rate-limit",
+                    "9",
+                ],
+            ]
+            .concat(),
+        );
+        assert_eq!(pinned.block, ForkBlock::Number(7));
+        assert_eq!(pinned.upstream.headers, vec![("x-api-key".to_owned(), "abc".to_owned())]);
+        assert_eq!(pinned.upstream.rate_limit.map(|r| r.get()), Some(9));
+        let err = parse(&[&url[..], &["--datadir", "/tmp/x"]].concat()).expect_err("refused");
+        assert!(err.to_string().contains("--datadir"), "{err}");
+        assert!(parse(&["--ephemeral"]).expect("valid").fork.is_none());
+    }
+
+    #[test]
     fn defaults_are_the_dev_chain() {
         let config = parse(&["--ephemeral"]).expect("valid");
         assert_eq!(config.chain_id, 31337);
@@ -1119,7 +1152,7 @@ mod tests {
             (&["-a", "x"], "--accounts"),
             (&["--no-mining", "-b", "2"], "--block-time"),
             // anvil flags Hearth does not have are refused by name, never ignored.
-            (&["--fork-url", "http://x"], "--fork-url"),
+            (&["--fork-transaction-hash", "0x01"], "--fork-transaction-hash"),
             (&["--state", "s.json"], "--state"),
             (&["--prune-history"], "--prune-history"),
             (&["-j", "2"], "-j"),
