@@ -31,8 +31,8 @@ const WAIT_MARGIN: Duration = Duration::from_millis(500);
 /// What starting a fork can fail on.
 #[derive(Debug, thiserror::Error)]
 pub enum ForkStartError {
-    /// The upstream did not answer what the fork needs.
-    #[error("cannot fork {url}: {source}")]
+    /// The upstream did not answer what the fork needs (the reason names the upstream).
+    #[error("cannot fork: {source}; check --fork-url (or raise --fork-timeout)")]
     Upstream {
         /// The upstream (without path or credentials).
         url: String,
