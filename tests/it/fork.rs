@@ -54,7 +54,13 @@ impl Proxy {
 
     /// Calls forwarded so far, all methods.
     fn total(&self) -> u64 {
-        self.counts.lock().expect("counts").values().sum()
+        let counts = self.counts.lock().expect("counts");
+        counts.iter().filter(|(m, _)| !m.starts_with('(')).map(|(_, n)| n).sum()
+    }
+
+    /// HTTP requests forwarded so far (a JSON-RPC batch is one).
+    fn requests(&self) -> u64 {
+        self.count("(http requests)")
     }
 }
 
@@ -100,6 +106,7 @@ fn serve(
             one => vec![one],
         };
         let mut counts = counts.lock().expect("counts");
+        *counts.entry("(http requests)".to_owned()).or_default() += 1;
         for call in calls {
             let method = call["method"].as_str().unwrap_or("?").to_owned();
             *counts.entry(method).or_default() += 1;
@@ -195,6 +202,11 @@ fn a_fork_reads_the_upstream_s_state_and_runs_local_blocks_over_it() {
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
     let fork = fork_node(&proxy, head, &["--no-fork-cache"]);
+    // Starting took the chain id, the fork block's header and the ten dev accounts (balance,
+    // nonce and code each), the accounts as one JSON-RPC batch.
+    eprintln!("startup: {} requests, {} calls", proxy.requests(), proxy.total());
+    assert_eq!((proxy.count("eth_getBalance"), proxy.count("eth_getCode")), (10, 10));
+    assert_eq!(proxy.requests(), 3, "chain id, header, one batch of accounts");
     let both = |method: &str, params: Value| {
         (upstream.node.ok(method, params.clone()), fork.ok(method, params))
     };
