@@ -205,6 +205,30 @@ mod tests {
         assert_eq!(config.display_url(), "https://eth.example:8443");
     }
 
+    #[actix::test]
+    async fn the_rate_limit_spaces_requests_evenly() {
+        tokio::time::pause();
+        let config = UpstreamConfig {
+            url: "http://127.0.0.1:1".into(),
+            headers: vec![],
+            retries: 0,
+            timeout: Duration::from_secs(1),
+            rate_limit: NonZeroU32::new(10),
+        };
+        let upstream = Upstream::new(config, ForkCounters::shared());
+        let start = Instant::now();
+        for _ in 0..5 {
+            upstream.rate_slot().await;
+        }
+        // The first goes at once, each next one 100 ms after the one before (the paused
+        // clock's timer rounds a deadline up to its next millisecond).
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_millis(400) && took < Duration::from_millis(405),
+            "{took:?}"
+        );
+    }
+
     #[test]
     fn split_matches_answers_to_calls_by_id() {
         let answer = json!([
