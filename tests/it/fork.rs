@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,8 @@ struct Proxy {
     addr: SocketAddr,
     counts: Arc<Mutex<HashMap<String, u64>>>,
     down: Arc<AtomicBool>,
+    /// How many of the next requests get HTTP 503 instead of an answer.
+    refuse: Arc<AtomicU32>,
 }
 
 impl Proxy {
@@ -33,14 +35,15 @@ impl Proxy {
         let addr = listener.local_addr().expect("proxy address");
         let counts = Arc::new(Mutex::new(HashMap::new()));
         let down = Arc::new(AtomicBool::new(false));
-        let (c, d) = (Arc::clone(&counts), Arc::clone(&down));
+        let refuse = Arc::new(AtomicU32::new(0));
+        let (c, d, r) = (Arc::clone(&counts), Arc::clone(&down), Arc::clone(&refuse));
         std::thread::spawn(move || {
             for client in listener.incoming().map_while(Result::ok) {
-                let (c, d) = (Arc::clone(&c), Arc::clone(&d));
-                std::thread::spawn(move || serve(client, upstream, &c, &d));
+                let (c, d, r) = (Arc::clone(&c), Arc::clone(&d), Arc::clone(&r));
+                std::thread::spawn(move || serve(client, upstream, &c, &d, &r));
             }
         });
-        Self { addr, counts, down }
+        Self { addr, counts, down, refuse }
     }
 
     fn url(&self) -> String {
@@ -94,9 +97,17 @@ fn serve(
     upstream: SocketAddr,
     counts: &Mutex<HashMap<String, u64>>,
     down: &AtomicBool,
+    refuse: &AtomicU32,
 ) {
     let Some((_, body)) = read_request(&mut client) else { return };
     if down.load(Ordering::Relaxed) {
+        return;
+    }
+    if refuse.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
+        *counts.lock().expect("counts").entry("(refused)".to_owned()).or_default() += 1;
+        let _ = client.write_all(
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
         return;
     }
     std::thread::sleep(LATENCY);
