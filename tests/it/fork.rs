@@ -373,6 +373,13 @@ fn a_dead_upstream_fails_reads_with_32000_within_the_timeout_and_the_node_carrie
         head,
         &["--no-fork-cache", "--fork-timeout", "1s", "--fork-retries", "3"],
     );
+    // HTTP 503 twice: the third attempt answers.
+    proxy.refuse.store(2, Ordering::Relaxed);
+    assert_eq!(
+        fork.ok("eth_getBalance", json!([upstream.token, "latest"])),
+        upstream.node.ok("eth_getBalance", json!([upstream.token, "latest"]))
+    );
+    assert_eq!(proxy.count("(refused)"), 2);
     proxy.down.store(true, Ordering::Relaxed);
     let started = Instant::now();
     let answer = fork.call("eth_getBalance", json!([HOLDER, "latest"]));
