@@ -4,6 +4,7 @@
 mod actors;
 mod admission;
 mod anvil;
+mod blobs;
 mod blocktest;
 mod chain_methods;
 mod cli;
@@ -11,6 +12,7 @@ mod conformance;
 mod dev;
 mod filters;
 mod fork;
+mod forks;
 mod fuzz;
 mod history;
 mod hostile;
