@@ -200,8 +200,7 @@ fn main() {
     }
     let sequential = ParallelConfig::default();
     let names = ["transfers", "erc20", "hotspot", "dependent", "hashloop", "mix"];
-    let selected: Vec<&str> =
-        if which == "all" { names.to_vec() } else { vec![which.as_str()] };
+    let selected: Vec<&str> = if which == "all" { names.to_vec() } else { vec![which.as_str()] };
     for name in selected {
         let Some((kit, txs)) = workload(name) else {
             eprintln!("unknown workload {name}; one of {names:?} or all");

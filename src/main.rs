@@ -239,9 +239,8 @@ fn run_tool(command: Command) -> ExitCode {
         skip_known: args.skip_known,
         parallel: match hearth::config::parallel_config(
             args.exec_parallel,
-            args.exec_threads.unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, usize::from)
-            }),
+            args.exec_threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
         ) {
             Ok(parallel) => parallel,
             Err(e) => {

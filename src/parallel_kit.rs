@@ -35,6 +35,8 @@ pub const OBSERVER: Address = Address::new([0x0b; 20]);
 pub const FACTORY: Address = Address::new([0xfa; 20]);
 /// BenchToken, when the chain has it.
 pub const TOKEN: Address = Address::new([0x70; 20]);
+/// A contract that forwards its calldata to COUNTER: the same slots through another `to`.
+pub const PROXY: Address = Address::new([0x9e; 20]);
 
 /// Each funded account's balance: 1,000 ether.
 const FUNDS: u128 = 1_000_000_000_000_000_000_000;
@@ -77,6 +79,15 @@ fn counter_code() -> Vec<u8> {
 /// The OBSERVER contract's code: sstore(0, balance(coinbase)).
 fn observer_code() -> Vec<u8> {
     vec![0x41, 0x31, 0x60, 0x00, 0x55, 0x00]
+}
+
+/// The PROXY contract's code: call(gas, COUNTER, 0, calldata) and stop.
+fn proxy_code() -> Vec<u8> {
+    let mut c = vec![0x36, 0x60, 0x00, 0x60, 0x00, 0x37, 0x60, 0x00, 0x60, 0x00, 0x36, 0x60, 0x00];
+    c.extend([0x60, 0x00, 0x73]);
+    c.extend(COUNTER.as_slice());
+    c.extend([0x5a, 0xf1, 0x50, 0x00]);
+    c
 }
 
 /// The FACTORY contract's code.
@@ -158,6 +169,7 @@ impl Kit {
         contract(&mut diff, COUNTER, counter_code().into(), BTreeMap::new());
         contract(&mut diff, OBSERVER, observer_code().into(), BTreeMap::new());
         contract(&mut diff, FACTORY, factory_code().into(), BTreeMap::new());
+        contract(&mut diff, PROXY, proxy_code().into(), BTreeMap::new());
         if let Some((runtime, holders)) = token {
             let storage = (0..holders)
                 .map(|i| (token_balance_slot(account(i)), U256::from(1_000u64)))

@@ -105,11 +105,14 @@ pub struct ParallelConfig {
     pub mode: ParallelMode,
     /// Worker threads of one parallel block (1 to `MAX_EXEC_THREADS`).
     pub threads: NonZeroUsize,
+    /// Group transactions by sender and `to` (true), or deal them round-robin to the workers
+    /// (false: the most conflicts between workers, which tests use to exercise validation).
+    pub hints: bool,
 }
 
 impl Default for ParallelConfig {
     fn default() -> Self {
-        Self { mode: ParallelMode::Never, threads: NonZeroUsize::MIN }
+        Self { mode: ParallelMode::Never, threads: NonZeroUsize::MIN, hints: true }
     }
 }
 
@@ -117,8 +120,10 @@ impl ParallelConfig {
     /// A configuration, refusing a thread count out of range with a message naming the flag.
     pub fn new(mode: ParallelMode, threads: usize) -> Result<Self, String> {
         match NonZeroUsize::new(threads) {
-            Some(n) if threads <= MAX_EXEC_THREADS => Ok(Self { mode, threads: n }),
-            _ => Err(format!("--exec.threads must be between 1 and {MAX_EXEC_THREADS}, got {threads}")),
+            Some(n) if threads <= MAX_EXEC_THREADS => Ok(Self { mode, threads: n, hints: true }),
+            _ => Err(format!(
+                "--exec.threads must be between 1 and {MAX_EXEC_THREADS}, got {threads}"
+            )),
         }
     }
 }
@@ -241,8 +246,10 @@ impl<CTX> revm::Inspector<CTX> for CoinbaseWatch {
             return;
         }
         let op = interp.bytecode.opcode();
-        if matches!(op, opcode::BALANCE | opcode::EXTCODESIZE | opcode::EXTCODECOPY | opcode::EXTCODEHASH)
-            && let Ok(word) = interp.stack.peek(0)
+        if matches!(
+            op,
+            opcode::BALANCE | opcode::EXTCODESIZE | opcode::EXTCODECOPY | opcode::EXTCODEHASH
+        ) && let Ok(word) = interp.stack.peek(0)
         {
             self.touches(Address::from_word(B256::from(word)));
         }
@@ -281,6 +288,14 @@ pub(crate) fn plan(config: &ParallelConfig, txs: &[PooledTx]) -> Option<Vec<Vec<
         ParallelMode::Auto | ParallelMode::Always if txs.is_empty() => return None,
         _ => {}
     }
+    if !config.hints {
+        let count = threads.min(txs.len());
+        let mut workers = vec![Vec::new(); count];
+        for i in 0..txs.len() {
+            workers[i % count].push(i);
+        }
+        return Some(workers);
+    }
     let groups = dependency_groups(txs);
     let mut weights: Vec<(u64, Vec<usize>)> = groups
         .into_iter()
@@ -293,10 +308,8 @@ pub(crate) fn plan(config: &ParallelConfig, txs: &[PooledTx]) -> Option<Vec<Vec<
     weights.sort_by(|a, b| b.0.cmp(&a.0).then(a.1[0].cmp(&b.1[0])));
     let mut workers: Vec<(u64, Vec<usize>)> = vec![(0, Vec::new()); threads];
     for (gas, members) in weights {
-        let lightest = workers
-            .iter_mut()
-            .min_by_key(|(load, _)| *load)
-            .expect("at least one worker");
+        let lightest =
+            workers.iter_mut().min_by_key(|(load, _)| *load).expect("at least one worker");
         lightest.0 += gas;
         lightest.1.extend(members);
     }
@@ -368,10 +381,8 @@ pub(crate) fn speculate(input: &SpecInput<'_>, plan: &[Vec<usize>]) -> Vec<Optio
     let mut out: Vec<Option<Speculated>> = Vec::with_capacity(input.txs.len());
     out.resize_with(input.txs.len(), || None);
     let results: Vec<Vec<(usize, Speculated)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = plan
-            .iter()
-            .map(|indexes| scope.spawn(move || run_worker(input, indexes)))
-            .collect();
+        let handles: Vec<_> =
+            plan.iter().map(|indexes| scope.spawn(move || run_worker(input, indexes))).collect();
         // A worker that panicked leaves its transactions to the sequential commit.
         handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
     });

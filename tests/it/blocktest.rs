@@ -18,7 +18,8 @@ fn run_with(relative: &[&str], parallel: hearth_actors::ParallelConfig) -> Summa
     for path in &paths {
         assert!(path.exists(), "{} is missing from the conformance data", path.display());
     }
-    let options = RunOptions { fork: None, threads: Some(2), progress: false, skip_known: false, parallel };
+    let options =
+        RunOptions { fork: None, threads: Some(2), progress: false, skip_known: false, parallel };
     blocktest::run(&paths, &options).expect("fixtures are readable")
 }
 

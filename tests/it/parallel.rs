@@ -5,7 +5,7 @@
 //! same state root, state diff, receipts, logs, gas used, bloom and outputs.
 
 use alloy_primitives::{Address, TxKind, U256};
-use hearth::parallel_kit::{COINBASE, COUNTER, FACTORY, Kit, OBSERVER, tx, words};
+use hearth::parallel_kit::{COINBASE, COUNTER, Digest, FACTORY, Kit, OBSERVER, PROXY, tx, words};
 use hearth_actors::{ParallelConfig, ParallelMode};
 use hearth_messages::executor::{BuildMode, PooledTx};
 use proptest::prelude::*;
@@ -40,7 +40,11 @@ fn block(ops: &[Op], coinbase_sends: bool) -> Vec<PooledTx> {
                 2 => (TxKind::Call(COINBASE), small, vec![], 21_000),
                 3 => (TxKind::Call(COUNTER), U256::ZERO, words(None, &[small, flag]), 100_000),
                 // Too little gas for the counter's SSTORE: out of gas.
-                4 => (TxKind::Call(COUNTER), U256::ZERO, words(None, &[small, flag]), 23_000),
+                4 if a % 2 == 0 => {
+                    (TxKind::Call(COUNTER), U256::ZERO, words(None, &[small, flag]), 23_000)
+                }
+                // The counter's slots through another `to`.
+                4 => (TxKind::Call(PROXY), U256::ZERO, words(None, &[small, flag]), 150_000),
                 5 => (TxKind::Call(OBSERVER), U256::ZERO, vec![], 100_000),
                 6 => {
                     // CREATE2 with a salt of 0..3 (repeats collide), or CREATE.
@@ -71,13 +75,16 @@ proptest! {
         ops in prop::collection::vec(op(), 1..48),
         coinbase_sends in prop::bool::weighted(0.2),
         threads in 2usize..5,
+        hints in any::<bool>(),
     ) {
         let kit = Kit::new(SENDERS, None);
         let txs = block(&ops, coinbase_sends);
         for mode in [BuildMode::Pack, BuildMode::Import] {
             let (sequential, _, _) = kit.execute(&txs, mode, config(ParallelMode::Never, 1));
-            let (parallel, stats, _) =
-                kit.execute(&txs, mode, config(ParallelMode::Always, threads));
+            let mut parallel = config(ParallelMode::Always, threads);
+            // Without hints transactions are dealt round-robin: the most cross-worker conflicts.
+            parallel.hints = hints;
+            let (parallel, stats, _) = kit.execute(&txs, mode, parallel);
             prop_assert!(stats.parallel, "`always` took the parallel path");
             prop_assert_eq!(sequential, parallel);
         }
@@ -97,6 +104,7 @@ fn independent_transfers_commit_without_reexecution() {
     let (sequential, _, _) = kit.execute(&txs, BuildMode::Pack, config(ParallelMode::Never, 1));
     let (parallel, stats, _) = kit.execute(&txs, BuildMode::Pack, config(ParallelMode::Always, 2));
     assert_eq!(sequential, parallel);
+    assert!(matches!(parallel, Digest::Built { included: 100, .. }));
     assert!(stats.parallel);
     assert_eq!(stats.speculated, 100);
     assert_eq!(stats.reexecuted, 0, "fee credits to the coinbase made transfers conflict");
@@ -124,7 +132,8 @@ fn a_coinbase_reader_sees_every_earlier_fee() {
 #[test]
 fn auto_runs_small_blocks_sequentially_and_threads_are_range_checked() {
     let kit = Kit::new(4, None);
-    let txs = vec![tx(kit.senders[0], 0, TxKind::Call(kit.senders[1]), U256::from(1u8), vec![], 21_000)];
+    let txs =
+        vec![tx(kit.senders[0], 0, TxKind::Call(kit.senders[1]), U256::from(1u8), vec![], 21_000)];
     let (_, stats, _) = kit.execute(&txs, BuildMode::Pack, config(ParallelMode::Auto, 2));
     assert!(!stats.parallel);
     assert!(ParallelConfig::new(ParallelMode::Auto, 0).is_err());

@@ -13,7 +13,13 @@ fn run(relative: &[&str]) -> Summary {
     for path in &paths {
         assert!(path.exists(), "{} is missing from the conformance data", path.display());
     }
-    let options = RunOptions { fork: None, threads: Some(2), progress: false, skip_known: false, parallel: Default::default() };
+    let options = RunOptions {
+        fork: None,
+        threads: Some(2),
+        progress: false,
+        skip_known: false,
+        parallel: Default::default(),
+    };
     statetest::run(&paths, &options).expect("fixtures are readable")
 }
 
