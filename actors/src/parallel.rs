@@ -473,14 +473,20 @@ impl Committer {
         pooled: &PooledTx,
     ) -> Result<ExecutionResult, EVMError<StorageError>> {
         if let Some(spec) = self.specs.get_mut(index).and_then(Option::take)
-            && let Some(state) = self
+            && let Some(coinbase_balance) = self
                 .validate(&mut evm.ctx.journaled_state.database, &spec)
                 .map_err(EVMError::Database)?
             && let Some(outcome) = spec.outcome
         {
+            let ResultAndState { result, mut state } = outcome;
+            if let (Some(balance), Some(account)) =
+                (coinbase_balance, state.get_mut(&self.coinbase))
+            {
+                account.info.balance = balance;
+            }
             self.written.record(&state);
             evm.ctx.journaled_state.database.commit(state);
-            return Ok(outcome.result);
+            return Ok(result);
         }
         self.stats.reexecuted += 1;
         let outcome = evm.transact(tx_env(pooled))?;
@@ -489,13 +495,13 @@ impl Committer {
         Ok(outcome.result)
     }
 
-    /// The state to commit for `spec` if every value it read is still what the block holds
-    /// (the coinbase's balance adjusted when it is lazy), else `None`.
+    /// `Some` if every value `spec` read is still what the block holds, with the coinbase
+    /// balance to commit instead of the run's when the coinbase is lazy; `None`: run it again.
     fn validate(
         &self,
         db: &mut ExecDb<'_>,
         spec: &Speculated,
-    ) -> Result<Option<EvmState>, StorageError> {
+    ) -> Result<Option<Option<U256>>, StorageError> {
         let Some(outcome) = &spec.outcome else { return Ok(None) };
         let lazy_coinbase = !spec.observes_coinbase;
         let mut coinbase_read = None;
@@ -521,19 +527,17 @@ impl Committer {
                 return Ok(None);
             }
         }
-        let mut state = outcome.state.clone();
-        if lazy_coinbase && let Some(account) = state.get_mut(&self.coinbase) {
-            // The run credited the fee to the balance it read; credit it to the balance now.
-            let Some(read) = coinbase_read else { return Ok(None) };
-            let written = account.info.balance;
-            if written < read || written == U256::MAX {
-                return Ok(None);
-            }
-            let now = db.basic(self.coinbase)?.map_or(U256::ZERO, |i| i.balance);
-            let Some(balance) = now.checked_add(written - read) else { return Ok(None) };
-            account.info.balance = balance;
+        let Some(account) = outcome.state.get(&self.coinbase).filter(|_| lazy_coinbase) else {
+            return Ok(Some(None));
+        };
+        // The run credited the fee to the balance it read; credit it to the balance now.
+        let Some(read) = coinbase_read else { return Ok(None) };
+        let written = account.info.balance;
+        if written < read || written == U256::MAX {
+            return Ok(None);
         }
-        Ok(Some(state))
+        let now = db.basic(self.coinbase)?.map_or(U256::ZERO, |i| i.balance);
+        Ok(now.checked_add(written - read).map(Some))
     }
 }
 
