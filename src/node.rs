@@ -338,6 +338,8 @@ impl Node {
             MempoolConfig {
                 chain_id: chain_id.clone(),
                 spec,
+                blob_params: blob_params
+                    .unwrap_or_else(|| hearth_actors::block_exec::default_blob_params(spec)),
                 block_gas_limit: config.gas_limit,
                 code_size_limit: config.code_size_limit,
                 max_count: config.txpool_max_count.get(),

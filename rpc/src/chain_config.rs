@@ -48,6 +48,11 @@ impl ChainForks {
         self.time_forks.iter().rposition(|f| f.time <= time)
     }
 
+    /// The blob schedule in force at `time`, when the fork active then has one.
+    pub fn blob_params_at(&self, time: u64) -> Option<BlobParams> {
+        self.active_at(time).and_then(|index| self.time_forks[index].blob_schedule)
+    }
+
     /// EIP-2124: CRC32 of the genesis hash, then of every fork block after genesis and every
     /// fork time after the genesis time up to `time`, each once, in order.
     fn fork_id(&self, genesis_hash: B256, genesis_time: u64, time: u64) -> ForkHash {

@@ -293,6 +293,13 @@ impl RpcError {
                 | TxError::ReplacementUnderpriced
                 | TxError::AlreadyKnown
                 | TxError::UnsupportedType
+                | TxError::BlobSidecarMissing
+                | TxError::TooManyBlobs { .. }
+                | TxError::BlobSidecarShape { .. }
+                | TxError::BlobSidecarVersion { .. }
+                | TxError::BlobHashMismatch { .. }
+                | TxError::InvalidBlobProof(_)
+                | TxError::BlobFeeTooLow { .. }
                 | TxError::Oversized { .. }
                 | TxError::NotImpersonated(_),
             ) => -32000,

@@ -4,12 +4,14 @@
 mod actors;
 mod admission;
 mod anvil;
+mod blobs;
 mod blocktest;
 mod chain_methods;
 mod cli;
 mod conformance;
 mod dev;
 mod filters;
+mod forks;
 mod fuzz;
 mod history;
 mod hostile;
