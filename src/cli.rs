@@ -214,6 +214,13 @@ pub struct Cli {
     /// Executor threads (default: number of cores).
     #[arg(long = "executor.threads")]
     pub executor_threads: Option<usize>,
+    /// Run blocks in parallel: auto (blocks of 64+ transactions whose senders and targets
+    /// spread over threads), always, or never. Results equal sequential execution either way.
+    #[arg(long = "exec.parallel", default_value = "never")]
+    pub exec_parallel: hearth_actors::ParallelMode,
+    /// Threads one parallel block runs on (1..=64; default: the executor threads / cores).
+    #[arg(long = "exec.threads")]
+    pub exec_threads: Option<usize>,
     /// JSON-RPC worker threads (default: half the cores, at least 1).
     #[arg(long = "http.workers")]
     pub http_workers: Option<usize>,
@@ -383,6 +390,12 @@ pub struct ImportArgs {
     /// geth-style genesis.json: chain config (chain id, forks, blob schedule), alloc, header.
     #[arg(long, required = true)]
     pub genesis: PathBuf,
+    /// Run blocks in parallel: auto, always or never (results are identical either way).
+    #[arg(long = "exec.parallel", default_value = "never")]
+    pub exec_parallel: hearth_actors::ParallelMode,
+    /// Threads one parallel block uses (1..=64; default: cores).
+    #[arg(long = "exec.threads")]
+    pub exec_threads: Option<usize>,
     /// Where the chain is stored (default: $HOME/.hearth/dev).
     #[arg(long)]
     pub datadir: Option<PathBuf>,
@@ -427,4 +440,11 @@ pub struct ConformanceArgs {
     /// revm alone does not detect; Hearth's executor does, so they run by default).
     #[arg(long = "skip-known")]
     pub skip_known: bool,
+    /// Run blocks in parallel: auto (blocks of 64+ transactions whose senders and targets
+    /// spread over threads), always, or never. Results equal sequential execution either way.
+    #[arg(long = "exec.parallel", default_value = "never")]
+    pub exec_parallel: hearth_actors::ParallelMode,
+    /// Threads one parallel block runs on (1..=64; default: the executor threads / cores).
+    #[arg(long = "exec.threads")]
+    pub exec_threads: Option<usize>,
 }

@@ -104,6 +104,8 @@ pub struct NodeConfig {
     pub log_format: LogFormat,
     /// Executor threads.
     pub executor_threads: NonZeroUsize,
+    /// Parallel block execution (`--exec.parallel`, `--exec.threads`).
+    pub parallel: hearth_actors::ParallelConfig,
     /// JSON-RPC worker threads.
     pub http_workers: NonZeroUsize,
     /// Admission bound of the executor pool.
@@ -305,6 +307,19 @@ fn parse_duration(value: &str) -> Option<Duration> {
 }
 
 /// Parses a duration (see [`parse_duration`]) that must be positive.
+/// `--exec.parallel` and `--exec.threads`, the thread count range-checked.
+pub fn parallel_config(
+    mode: hearth_actors::ParallelMode,
+    threads: usize,
+) -> Result<hearth_actors::ParallelConfig, ConfigError> {
+    hearth_actors::ParallelConfig::new(mode, threads).map_err(|_| ConfigError::OutOfRange {
+        flag: "--exec.threads",
+        min: 1,
+        max: hearth_actors::parallel::MAX_EXEC_THREADS as u64,
+        got: threads as u64,
+    })
+}
+
 fn duration(flag: &'static str, value: &str) -> Result<Duration, ConfigError> {
     parse_duration(value)
         .filter(|d| !d.is_zero())
@@ -728,6 +743,10 @@ impl TryFrom<Cli> for NodeConfig {
             quiet: cli.quiet,
             log_format: if cli.json { LogFormat::Json } else { cli.log_format },
             executor_threads,
+            parallel: parallel_config(
+                cli.exec_parallel,
+                cli.exec_threads.unwrap_or(executor_threads.get()),
+            )?,
             http_workers,
             max_in_flight,
             admission_wait: duration_up_to(

@@ -14,3 +14,4 @@ pub mod genesis;
 pub mod import;
 pub mod node;
 pub mod os;
+pub mod parallel_kit;

@@ -330,6 +330,7 @@ impl Node {
             evm_timeout: Some(config.evm_timeout),
             blob_params,
             code_size_limit: config.code_size_limit,
+            parallel: config.parallel,
         };
         let exec_chain = chain.clone();
         // `make` runs on each executor thread as it starts. The permits bound what is in

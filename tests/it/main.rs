@@ -19,6 +19,7 @@ mod hostile;
 mod metrics;
 mod mining;
 mod origin;
+mod parallel;
 mod persistence;
 mod pool;
 mod process;
