@@ -112,6 +112,7 @@ fn main() {
         evm_timeout: Some(Duration::from_secs(5)),
         blob_params: None,
         code_size_limit: None,
+        parallel: hearth_actors::ParallelConfig::default(),
     };
     let workloads = [
         ("balanceOf", "70a08231000000000000000000000000f39fd6e51aad88f6f4ce6ab8827279cfffb92266"),

@@ -177,6 +177,17 @@ pub fn import_chain(
     files: &[PathBuf],
     progress: bool,
 ) -> Result<ImportSummary, ChainFileError> {
+    import_chain_with(db, genesis, files, progress, hearth_actors::ParallelConfig::default())
+}
+
+/// `import_chain` with blocks executed under `parallel` (`hearth import --exec.parallel`).
+pub fn import_chain_with(
+    db: &ChainDb,
+    genesis: &Genesis,
+    files: &[PathBuf],
+    progress: bool,
+    parallel: hearth_actors::ParallelConfig,
+) -> Result<ImportSummary, ChainFileError> {
     init_chain(db, genesis)?;
     let config = &genesis.config;
     let exec = ExecConfig {
@@ -186,6 +197,7 @@ pub fn import_chain(
         evm_timeout: None,
         blob_params: None,
         code_size_limit: None,
+        parallel,
     };
     let mut executor = ExecutorActor::new(db.clone(), exec, None);
     let mut meter = Meter::new(progress);

@@ -69,6 +69,9 @@ pub struct RunOptions {
     pub progress: bool,
     /// Skip the files `index.json` flags `revme_skips` (they run by default).
     pub skip_known: bool,
+    /// How blocks execute (`--exec.parallel always` runs every block through the parallel
+    /// path, which must give the same results).
+    pub parallel: hearth_actors::ParallelConfig,
 }
 
 /// The outcome of a run.

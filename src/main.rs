@@ -167,7 +167,13 @@ fn run_import(args: ImportArgs) -> ExitCode {
     let started = std::time::Instant::now();
     let result = open_datadir(args.datadir).and_then(|db| {
         let genesis = Genesis::read(&args.genesis).map_err(|e| e.to_string())?;
-        chainfile::import_chain(&db, &genesis, &args.files, true).map_err(|e| e.to_string())
+        let threads = args
+            .exec_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+        let parallel = hearth::config::parallel_config(args.exec_parallel, threads)
+            .map_err(|e| e.to_string())?;
+        chainfile::import_chain_with(&db, &genesis, &args.files, true, parallel)
+            .map_err(|e| e.to_string())
     });
     match result {
         Ok(s) => {
@@ -231,6 +237,17 @@ fn run_tool(command: Command) -> ExitCode {
         threads: args.threads,
         progress: true,
         skip_known: args.skip_known,
+        parallel: match hearth::config::parallel_config(
+            args.exec_parallel,
+            args.exec_threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        ) {
+            Ok(parallel) => parallel,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
     };
     let started = std::time::Instant::now();
     match run(&args.paths, &options) {

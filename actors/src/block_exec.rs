@@ -173,6 +173,23 @@ pub(crate) fn execute_block(
     let cancun = spec.is_enabled_in(SpecId::CANCUN);
     let prague = spec.is_enabled_in(SpecId::PRAGUE);
     pre_block_calls(&mut evm, &env, &parent, spec)?;
+    let mut committer = match crate::parallel::plan(&defaults.parallel, &txs) {
+        Some(plan) => {
+            let start = evm.ctx.journaled_state.database.changes().clone();
+            let input = crate::parallel::SpecInput {
+                db,
+                defaults,
+                parent_number: parent.number,
+                env: &env,
+                mode,
+                txs: &txs,
+                start: &start,
+            };
+            let specs = crate::parallel::speculate(&input, &plan);
+            Some(crate::parallel::Committer::new(specs, env.coinbase))
+        }
+        None => None,
+    };
 
     let byzantium = spec.is_enabled_in(SpecId::BYZANTIUM);
     let max_blob_gas = blob_params.max_blob_gas_per_block();
@@ -208,7 +225,13 @@ pub(crate) fn execute_block(
                 }
             }
         }
-        let result = match evm.transact_commit(tx_env(&candidate)) {
+        // In a parallel block the committer validates the transaction's speculative run (or
+        // runs it again); either way the outcome is what sequential execution gives here.
+        let executed = match committer.as_mut() {
+            Some(committer) => committer.run(&mut evm, index, &candidate),
+            None => evm.transact_commit(tx_env(&candidate)),
+        };
+        let result = match executed {
             Ok(result) => result,
             Err(EVMError::Transaction(e)) if mode == BuildMode::Import => {
                 return Err(reject(e.to_string()));
@@ -289,6 +312,7 @@ pub(crate) fn execute_block(
             db_mut.credit(ommer.beneficiary, share)?;
         }
     }
+    crate::parallel::set_last_stats(committer.map(|c| c.stats()).unwrap_or_default());
     let changes = evm.ctx.journaled_state.database.into_changes();
 
     let ommers_hash = if env.ommers.is_empty() {

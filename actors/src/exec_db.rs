@@ -133,6 +133,8 @@ pub(crate) struct ExecDb<'a> {
     /// Hashes of blocks after the snapshot's (simulated blocks), which BLOCKHASH sees before
     /// the store's.
     block_hashes: BTreeMap<u64, B256>,
+    /// What revm read, when recording (a speculative transaction of a parallel block).
+    log: Option<crate::parallel::ReadLog>,
 }
 
 impl<'a> ExecDb<'a> {
@@ -144,7 +146,29 @@ impl<'a> ExecDb<'a> {
             clear_empty: true,
             reads: None,
             block_hashes: BTreeMap::new(),
+            log: None,
         }
+    }
+
+    /// Starts this database from `changes` (a copy of another block database's changes so
+    /// far): a parallel block's workers start from the state after the pre-block system calls.
+    pub(crate) fn set_changes(&mut self, changes: BlockChanges) {
+        self.changes = changes;
+    }
+
+    /// A copy of the changes so far.
+    pub(crate) fn changes(&self) -> &BlockChanges {
+        &self.changes
+    }
+
+    /// Records every account and slot revm reads from now on, until `take_log`.
+    pub(crate) fn start_log(&mut self) {
+        self.log = Some(crate::parallel::ReadLog::default());
+    }
+
+    /// What was read since `start_log`, and stops recording.
+    pub(crate) fn take_log(&mut self) -> crate::parallel::ReadLog {
+        self.log.take().unwrap_or_default()
     }
 
     /// Reads the snapshot through `reads`, which must hold reads of this snapshot's root.
@@ -302,6 +326,22 @@ impl<'a> ExecDb<'a> {
             .is_some_and(|a| a.storage_root != hearth_storage::trie::EMPTY_ROOT))
     }
 
+    /// A slot's value as of now in the block.
+    fn storage_now(&mut self, address: Address, index: U256) -> Result<U256, StorageError> {
+        if let Some(value) = self.changes.storage.get(&address).and_then(|s| s.get(&index)) {
+            return Ok(*value);
+        }
+        if self.changes.wiped.contains(&address)
+            || matches!(self.changes.accounts.get(&address), Some(None))
+        {
+            return Ok(U256::ZERO);
+        }
+        match self.reads.as_deref_mut() {
+            Some(reads) => reads.slot(&self.base, address, index),
+            None => self.base.storage_ref(address, index),
+        }
+    }
+
     fn commit_account(&mut self, address: Address, account: Account) {
         if !account.is_touched() {
             return;
@@ -370,6 +410,9 @@ impl Database for ExecDb<'_> {
         {
             account.code_hash = B256::ZERO;
         }
+        if let Some(log) = self.log.as_mut() {
+            log.accounts.push((address, info.clone()));
+        }
         Ok(info)
     }
 
@@ -385,18 +428,11 @@ impl Database for ExecDb<'_> {
     }
 
     fn storage(&mut self, address: Address, index: U256) -> Result<U256, Self::Error> {
-        if let Some(value) = self.changes.storage.get(&address).and_then(|s| s.get(&index)) {
-            return Ok(*value);
+        let value = self.storage_now(address, index)?;
+        if let Some(log) = self.log.as_mut() {
+            log.slots.push((address, index, value));
         }
-        if self.changes.wiped.contains(&address)
-            || matches!(self.changes.accounts.get(&address), Some(None))
-        {
-            return Ok(U256::ZERO);
-        }
-        match self.reads.as_deref_mut() {
-            Some(reads) => reads.slot(&self.base, address, index),
-            None => self.base.storage_ref(address, index),
-        }
+        Ok(value)
     }
 
     fn block_hash(&mut self, number: u64) -> Result<B256, Self::Error> {

@@ -67,6 +67,9 @@ pub struct ExecConfig {
     /// Contract code size limit (`None`: the fork's, EIP-170's 24,576 bytes); initcode may be
     /// twice it. anvil's `--code-size-limit`.
     pub code_size_limit: Option<usize>,
+    /// When and on how many threads a block runs in parallel (`--exec.parallel`,
+    /// `--exec.threads`); see `parallel.rs`.
+    pub parallel: crate::parallel::ParallelConfig,
 }
 
 /// EIP-7825: the gas limit cap of a transaction from Osaka on (2^24).
@@ -873,6 +876,7 @@ mod tests {
             evm_timeout: Some(std::time::Duration::from_secs(5)),
             blob_params: None,
             code_size_limit: None,
+            parallel: crate::parallel::ParallelConfig::default(),
         };
         (ExecutorActor::new(db, config, None), contracts)
     }

@@ -101,8 +101,12 @@ impl ChainForks {
 /// eth_config: `[]`; `{current, next, last}` as EIP-7910 describes them.
 pub(crate) fn config(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
-    let genesis =
-        ctx.chain.header(0)?.ok_or(RpcError::MissingRecord { number: 0, what: "header" })?;
+    // A fork's first local block is its fork block; the upstream's genesis is not here.
+    let first = ctx.chain.fork().map_or(0, |fork| fork.block());
+    let genesis = ctx
+        .chain
+        .header(first)?
+        .ok_or(RpcError::MissingRecord { number: first, what: "header" })?;
     let genesis_hash = genesis.hash_slow();
     let number = head(ctx)?;
     let head =

@@ -467,6 +467,7 @@ fn fixture(max_queued: usize) -> Fixture {
             pool_counters: Idle.start().recipient(),
             code_cache: Idle.start().recipient(),
             restarts: Vec::new(),
+            fork: None,
         },
         subscriptions: crate::SubscriptionRecipients {
             connect: Idle.start().recipient(),

@@ -33,7 +33,7 @@ fn run_cases(cases: &serde_json::Map<String, Value>, options: &RunOptions) -> Su
         if options.fork.as_ref().is_some_and(|f| f != network) {
             continue;
         }
-        match run_case(case, network) {
+        match run_case(case, network, options.parallel) {
             Ok(None) => summary.passed += 1,
             Ok(Some(why)) => summary.fail(format!("FAIL {name} network={network}: {why}")),
             Err(e) => summary.fail(format!("FAIL {name} network={network}: {e}")),
@@ -54,7 +54,11 @@ enum CaseError {
 }
 
 /// Runs one test; `Ok(Some(reason))` is a failure.
-fn run_case(case: &Value, network: &str) -> Result<Option<String>, CaseError> {
+fn run_case(
+    case: &Value,
+    network: &str,
+    parallel: hearth_actors::ParallelConfig,
+) -> Result<Option<String>, CaseError> {
     let config = case.get("config");
     let schedule = Schedule::new(network, config.and_then(|c| c.get("blobSchedule")))
         .ok_or_else(|| CaseError::Network(network.to_owned()))?;
@@ -93,6 +97,7 @@ fn run_case(case: &Value, network: &str) -> Result<Option<String>, CaseError> {
             evm_timeout: None,
             code_size_limit: None,
             blob_params: None,
+            parallel,
         },
         None,
     );

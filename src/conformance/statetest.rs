@@ -41,7 +41,7 @@ fn run_cases(cases: &serde_json::Map<String, Value>, options: &RunOptions) -> Su
                 continue;
             }
             for (index, entry) in entries.as_array().into_iter().flatten().enumerate() {
-                match run_entry(case, fork, entry) {
+                match run_entry(case, fork, entry, options.parallel) {
                     Ok(None) => summary.passed += 1,
                     Ok(Some(why)) => {
                         summary.fail(format!("FAIL {name} fork={fork} index={index}: {why}"))
@@ -66,7 +66,12 @@ enum EntryError {
 }
 
 /// Runs one post entry; `Ok(Some(reason))` is a failure.
-fn run_entry(case: &Value, fork: &str, entry: &Value) -> Result<Option<String>, EntryError> {
+fn run_entry(
+    case: &Value,
+    fork: &str,
+    entry: &Value,
+    parallel: hearth_actors::ParallelConfig,
+) -> Result<Option<String>, EntryError> {
     let spec = fixture::spec_of(fork).ok_or_else(|| EntryError::Fork(fork.to_owned()))?;
     let env = &case["env"];
     let config = case.get("config");
@@ -137,6 +142,7 @@ fn run_entry(case: &Value, fork: &str, entry: &Value) -> Result<Option<String>, 
             evm_timeout: None,
             code_size_limit: None,
             blob_params: None,
+            parallel,
         },
         None,
     );

@@ -9,12 +9,17 @@ use hearth::conformance::{RunOptions, Summary, blocktest};
 use crate::conformance::conformance_dir;
 
 fn run(relative: &[&str]) -> Summary {
+    run_with(relative, Default::default())
+}
+
+fn run_with(relative: &[&str], parallel: hearth_actors::ParallelConfig) -> Summary {
     let root = conformance_dir().join("blockchain");
     let paths: Vec<_> = relative.iter().map(|r| root.join(r)).collect();
     for path in &paths {
         assert!(path.exists(), "{} is missing from the conformance data", path.display());
     }
-    let options = RunOptions { fork: None, threads: Some(2), progress: false, skip_known: false };
+    let options =
+        RunOptions { fork: None, threads: Some(2), progress: false, skip_known: false, parallel };
     blocktest::run(&paths, &options).expect("fixtures are readable")
 }
 
@@ -55,4 +60,30 @@ fn pre_merge_chains_and_header_validation_pass() {
     ]);
     assert_all_pass(&summary);
     assert!(summary.passed >= 20, "slice too small: {}", summary.line());
+}
+
+/// Every block of the slices above through the parallel path (`--exec.parallel always`, three
+/// workers) gives the same results: the fixtures' state roots, receipts and rejections hold.
+#[test]
+fn the_slices_pass_with_every_block_in_parallel() {
+    let parallel =
+        hearth_actors::ParallelConfig::new(hearth_actors::ParallelMode::Always, 3).expect("range");
+    let summary = run_with(
+        &[
+            "shanghai/eip4895_withdrawals",
+            "cancun/eip4788_beacon_root",
+            "cancun/eip7516_blobgasfee",
+            "prague/eip2935_historical_block_hashes_from_state",
+            "prague/eip6110_deposits",
+            "prague/eip7002_el_triggerable_withdrawals",
+            "prague/eip7702_set_code_tx/test_empty_authorization_list.json",
+            "frontier/examples",
+            "frontier/touch",
+            "homestead/coverage",
+            "london/eip1559_fee_market_change",
+        ],
+        parallel,
+    );
+    assert_all_pass(&summary);
+    assert!(summary.passed >= 40, "slice too small: {}", summary.line());
 }

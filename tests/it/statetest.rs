@@ -13,7 +13,13 @@ fn run(relative: &[&str]) -> Summary {
     for path in &paths {
         assert!(path.exists(), "{} is missing from the conformance data", path.display());
     }
-    let options = RunOptions { fork: None, threads: Some(2), progress: false, skip_known: false };
+    let options = RunOptions {
+        fork: None,
+        threads: Some(2),
+        progress: false,
+        skip_known: false,
+        parallel: Default::default(),
+    };
     statetest::run(&paths, &options).expect("fixtures are readable")
 }
 
@@ -78,6 +84,7 @@ fn fork_filter_runs_only_that_fork() {
         threads: Some(1),
         progress: false,
         skip_known: false,
+        parallel: Default::default(),
     };
     let summary = statetest::run(&[root.join("static/state_tests/stExample")], &options)
         .expect("fixtures are readable");

@@ -1,0 +1,237 @@
+//! `hearth-parallel-bench`: executes big blocks sequentially and in parallel on the same parent
+//! state (in-memory store, no commit) and prints, per workload, the best of `--runs` times each
+//! way, the re-executions, and a spin-loop baseline's speed-up on the same thread count measured
+//! in the same run, so that the efficiency (speed-up / spin speed-up) is meaningful on a shared
+//! machine. The last line per workload has the format:
+//!
+//! `parallel: workload=W txs=N threads=T sequential_ms=S parallel_ms=P speedup=X spin_speedup=Y efficiency=E identical=yes|no`
+//!
+//! Usage: `hearth-parallel-bench [--threads T] [--runs R] [--workload NAME|all]`, workloads:
+//! transfers, erc20, hotspot, dependent, hashloop, mix.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, Bytes, TxKind, U256, hex, keccak256};
+use hearth::parallel_kit::{COUNTER, Kit, TOKEN, account, address_word, tx, words};
+use hearth_actors::{ParallelConfig, ParallelMode};
+use hearth_messages::executor::{BuildMode, PooledTx};
+
+/// BenchToken's runtime code from the peers' artifact.
+fn token_code() -> Bytes {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/peers/build/BenchToken.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let artifact: serde_json::Value = serde_json::from_str(&text).expect("artifact JSON");
+    let code = artifact["deployedBytecode"].as_str().expect("deployedBytecode");
+    Bytes::from(hex::decode(code.trim_start_matches("0x")).expect("hex bytecode"))
+}
+
+fn selector(signature: &str) -> [u8; 4] {
+    let hash = keccak256(signature);
+    [hash[0], hash[1], hash[2], hash[3]]
+}
+
+/// A small deterministic generator (SplitMix64).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        usize::try_from((z ^ (z >> 31)) % n as u64).expect("fits")
+    }
+}
+
+/// Per-sender nonces.
+#[derive(Default)]
+struct Nonces(std::collections::HashMap<Address, u64>);
+
+impl Nonces {
+    fn next(&mut self, sender: Address) -> u64 {
+        let n = self.0.entry(sender).or_default();
+        *n += 1;
+        *n - 1
+    }
+}
+
+fn transfers(n: usize, first_sender: usize, nonces: &mut Nonces) -> Vec<PooledTx> {
+    (0..n)
+        .map(|i| {
+            let from = account(first_sender + i);
+            let to = TxKind::Call(Address::repeat_byte(0x55).create(i as u64));
+            tx(from, nonces.next(from), to, U256::from(1_000u64), vec![], 21_000)
+        })
+        .collect()
+}
+
+fn erc20(n: usize, holders: usize, rng: &mut Rng, nonces: &mut Nonces) -> Vec<PooledTx> {
+    let transfer = selector("transfer(address,uint256)");
+    (0..n)
+        .map(|_| {
+            let from = account(rng.below(holders));
+            let to = account(rng.below(holders));
+            let input = words(Some(transfer), &[address_word(to), U256::from(1u8)]);
+            tx(from, nonces.next(from), TxKind::Call(TOKEN), U256::ZERO, input, 80_000)
+        })
+        .collect()
+}
+
+fn hotspot(n: usize, first_sender: usize, nonces: &mut Nonces) -> Vec<PooledTx> {
+    (0..n)
+        .map(|i| {
+            let from = account(first_sender + i);
+            let input = words(None, &[U256::ZERO, U256::ZERO]);
+            tx(from, nonces.next(from), TxKind::Call(COUNTER), U256::ZERO, input, 100_000)
+        })
+        .collect()
+}
+
+/// Account i sends to account i + 1, whose next transaction spends what it received: every
+/// transaction reads the balance the previous one wrote.
+fn dependent(n: usize, nonces: &mut Nonces) -> Vec<PooledTx> {
+    (0..n)
+        .map(|i| {
+            let from = account(i);
+            let to = TxKind::Call(account(i + 1));
+            tx(from, nonces.next(from), to, U256::from(1_000u64 + i as u64), vec![], 21_000)
+        })
+        .collect()
+}
+
+fn hashloop(n: usize, first_sender: usize, nonces: &mut Nonces) -> Vec<PooledTx> {
+    let hash_loop = selector("hashLoop(uint256)");
+    (0..n)
+        .map(|i| {
+            let from = account(first_sender + i);
+            let input = words(Some(hash_loop), &[U256::from(1_000u64)]);
+            tx(from, nonces.next(from), TxKind::Call(TOKEN), U256::ZERO, input, 1_000_000)
+        })
+        .collect()
+}
+
+/// The workload's chain and block.
+fn workload(name: &str) -> Option<(Kit, Vec<PooledTx>)> {
+    let mut rng = Rng(42);
+    let mut nonces = Nonces::default();
+    let token = || Some((token_code(), 1_000));
+    Some(match name {
+        "transfers" => (Kit::new(10_000, None), transfers(10_000, 0, &mut nonces)),
+        "erc20" => (Kit::new(1_000, token()), erc20(10_000, 1_000, &mut rng, &mut nonces)),
+        "hotspot" => (Kit::new(5_000, None), hotspot(5_000, 0, &mut nonces)),
+        "dependent" => (Kit::new(5_001, None), dependent(5_000, &mut nonces)),
+        "hashloop" => (Kit::new(2_000, token()), hashloop(2_000, 0, &mut nonces)),
+        "mix" => {
+            let kit = Kit::new(5_000, token());
+            let mut parts = [
+                transfers(2_500, 1_000, &mut nonces),
+                erc20(2_500, 1_000, &mut rng, &mut nonces),
+                hotspot(1_000, 3_500, &mut nonces),
+            ]
+            .map(Vec::into_iter);
+            // Interleave the three kinds; each sender's nonces stay in order.
+            let mut block = Vec::new();
+            while block.len() < 6_000 {
+                for part in &mut parts {
+                    if let Some(t) = part.next() {
+                        block.push(t);
+                    }
+                }
+            }
+            (kit, block)
+        }
+        _ => return None,
+    })
+}
+
+/// `threads` x the spin work done at once, against one thread doing it once: the machine's
+/// parallel speed-up right now.
+fn spin_speedup(threads: usize) -> f64 {
+    fn spin() -> u64 {
+        let mut x = 0x1234_5678_u64;
+        for i in 0..20_000_000u64 {
+            x = black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
+        }
+        x
+    }
+    let started = Instant::now();
+    black_box(spin());
+    let one = started.elapsed();
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| black_box(spin()));
+        }
+    });
+    let all = started.elapsed();
+    threads as f64 * one.as_secs_f64() / all.as_secs_f64()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1_000.0
+}
+
+fn main() {
+    let mut threads = 2usize;
+    let mut runs = 3usize;
+    let mut which = "all".to_owned();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = args.next().unwrap_or_default();
+        match arg.as_str() {
+            "--threads" => threads = value.parse().unwrap_or(0),
+            "--runs" => runs = value.parse().unwrap_or(0),
+            "--workload" => which = value,
+            other => {
+                eprintln!("unknown argument {other}; use --threads T --runs R --workload NAME");
+                std::process::exit(2);
+            }
+        }
+    }
+    let Ok(parallel) = ParallelConfig::new(ParallelMode::Always, threads) else {
+        eprintln!("--threads must be between 1 and 64");
+        std::process::exit(2);
+    };
+    if !(1..=100).contains(&runs) {
+        eprintln!("--runs must be between 1 and 100");
+        std::process::exit(2);
+    }
+    let sequential = ParallelConfig::default();
+    let names = ["transfers", "erc20", "hotspot", "dependent", "hashloop", "mix"];
+    let selected: Vec<&str> = if which == "all" { names.to_vec() } else { vec![which.as_str()] };
+    for name in selected {
+        let Some((kit, txs)) = workload(name) else {
+            eprintln!("unknown workload {name}; one of {names:?} or all");
+            std::process::exit(2);
+        };
+        let (mut best_seq, mut best_par) = (Duration::MAX, Duration::MAX);
+        let mut identical = true;
+        let mut reexecuted = 0;
+        for _ in 0..runs {
+            let (a, _, seq) = kit.execute(&txs, BuildMode::Pack, sequential);
+            let (b, stats, par) = kit.execute(&txs, BuildMode::Pack, parallel);
+            identical &= a == b;
+            reexecuted = stats.reexecuted;
+            best_seq = best_seq.min(seq);
+            best_par = best_par.min(par);
+        }
+        let spin = spin_speedup(threads);
+        let speedup = best_seq.as_secs_f64() / best_par.as_secs_f64();
+        println!(
+            "{name}: txs={} sequential {:.1} ms, parallel {:.1} ms, re-executed {reexecuted}",
+            txs.len(),
+            ms(best_seq),
+            ms(best_par)
+        );
+        println!(
+            "parallel: workload={name} txs={} threads={threads} sequential_ms={:.1} parallel_ms={:.1} speedup={speedup:.2} spin_speedup={spin:.2} efficiency={:.2} identical={}",
+            txs.len(),
+            ms(best_seq),
+            ms(best_par),
+            speedup / spin,
+            if identical { "yes" } else { "no" }
+        );
+    }
+}
