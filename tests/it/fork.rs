@@ -279,11 +279,7 @@ fn concurrent_calls_over_the_same_cold_slots_fetch_each_slot_once() {
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
-    let fork = fork_node(
-        &proxy,
-        head,
-        &["--no-fork-cache", "--executor.max-in-flight", "256", "--executor.admission-wait", "1s"],
-    );
+    let fork = fork_node(&proxy, head, &["--no-fork-cache", "--executor.max-queue-delay", "10s"]);
     let addr = fork.addr;
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_call",
         "params": [{"to": upstream.summer}, "latest"]})
