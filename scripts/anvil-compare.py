@@ -141,7 +141,9 @@ class Node:
 
     def fill(self, value):
         """`value` with every "{name}" string replaced by this node's saved value."""
-        if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
+        # A whole "{name}" is the saved value as it is (a JSON string argument, such as typed
+        # data, also starts with "{" but is no name).
+        if isinstance(value, str) and value.startswith("{") and value.endswith("}") and value[1:-1].isidentifier():
             return self.vars[value[1:-1]]
         if isinstance(value, str) and "{" in value:
             out = value
