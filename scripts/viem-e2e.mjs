@@ -192,8 +192,8 @@ try {
   const local = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
   const nonce = await pub.getTransactionCount({ address: local.address });
   const authorization = await local.signAuthorization({ contractAddress: delegate, chainId: 31337, nonce });
-  const seen = await pub.call({ to: local.address, authorizationList: [authorization] });
-  check("call with authorizationList sees the delegation", BigInt(seen.data ?? "0x0") === BigInt(local.address), seen.data);
+  const delegated = await pub.call({ to: local.address, authorizationList: [authorization] });
+  check("call with authorizationList sees the delegation", BigInt(delegated.data ?? "0x0") === BigInt(local.address), delegated.data);
   check("... without committing it", (await pub.getCode({ address: local.address })) === undefined);
   const h7702 = await wallet.sendTransaction({ to: local.address, authorizationList: [authorization] });
   const r7702 = await pub.waitForTransactionReceipt({ hash: h7702 });
