@@ -387,8 +387,9 @@ pub(crate) struct TxObject {
 
 /// The members a transaction object may have: execution-apis' `GenericTransaction` (with
 /// `data`, the older name of `input`), which is also what viem's and ethers' request
-/// formatters send. `type` is checked to be a known type and otherwise, as in geth, the type
-/// follows from the fee, blob and authorization fields.
+/// formatters send. `type` must be a quantity, and is otherwise a hint, as in geth: the type
+/// follows from the fee, blob and authorization fields (hive's Prague snapshot estimates a blob
+/// call sent with `"type": "0x5"`, which geth answers).
 pub(crate) const TX_OBJECT_FIELDS: [&str; 17] = [
     "type",
     "nonce",
@@ -409,9 +410,6 @@ pub(crate) const TX_OBJECT_FIELDS: [&str; 17] = [
     "authorizationList",
 ];
 
-/// The highest EIP-2718 transaction type this node knows (EIP-7702's set-code type).
-const MAX_TX_TYPE: u64 = 4;
-
 impl FromParam for TxObject {
     fn from_param(value: &Value) -> Result<Self, String> {
         let fields = expect_object(value, "a transaction object")?;
@@ -421,11 +419,7 @@ impl FromParam for TxObject {
                 TX_OBJECT_FIELDS.join(", ")
             ));
         }
-        if let Some(ty) = fields.get::<u64>("type")?
-            && ty > MAX_TX_TYPE
-        {
-            return Err(format!("field type: unknown transaction type {ty}"));
-        }
+        let _hint: Option<u64> = fields.get("type")?;
         let input: Option<Bytes> = fields.get("input")?;
         let data: Option<Bytes> = fields.get("data")?;
         let input = match (input, data) {

@@ -232,7 +232,7 @@ async fn unknown_transaction_fields_are_named_not_dropped() {
         "value": "0x0", "input": "0x", "data": "0x", "maxPriorityFeePerGas": "0x0",
         "maxFeePerGas": "0x174876e800", "accessList": [], "chainId": "0x7a69"});
     node.ok("eth_call", json!([full, "latest"])).await;
-    let (code, message, _) = node.err("eth_call", json!([{"to": alice, "type": "0x9"}])).await;
+    let (code, message, _) = node.err("eth_call", json!([{"to": alice, "type": "2"}])).await;
     assert_eq!(code, -32602);
     assert!(message.contains("type"), "{message}");
 }
