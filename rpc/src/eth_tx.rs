@@ -7,9 +7,7 @@
 //! the hash comes back. A transaction that reverts is still mined: its hash is returned and its
 //! receipt has status 0.
 
-use alloy_consensus::{
-    SignableTransaction, TxEip1559, TxEip2930, TxEip7702, TxEnvelope, TxLegacy,
-};
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEip2930, TxEip7702, TxEnvelope, TxLegacy};
 use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
 use hearth_messages::TxError;
 use hearth_messages::ask::ask;
@@ -345,7 +343,8 @@ pub(crate) async fn fill(
             }),
         });
     }
-    let (max_fee_per_gas, max_priority_fee_per_gas) = dynamic_fees(ctx, request.max_fee_per_gas, request.max_priority_fee_per_gas)?;
+    let (max_fee_per_gas, max_priority_fee_per_gas) =
+        dynamic_fees(ctx, request.max_fee_per_gas, request.max_priority_fee_per_gas)?;
     Ok(Filled::Eip1559(TxEip1559 {
         chain_id,
         nonce,

@@ -470,8 +470,9 @@ impl FromParam for TxObject {
         }
         if object.blobs.is_some() && object.blob_versioned_hashes.is_none() {
             // Execution reads only the versioned hashes: blobs without them would be dropped.
-            return Err("blobs without blobVersionedHashes: give the blobs' versioned hashes"
-                .to_owned());
+            return Err(
+                "blobs without blobVersionedHashes: give the blobs' versioned hashes".to_owned()
+            );
         }
         if object.blob_versioned_hashes.is_some() {
             if object.gas_price.is_some() {
@@ -543,8 +544,7 @@ const AUTHORIZATION_FIELDS: [&str; 7] = ["chainId", "address", "nonce", "yParity
 impl FromParam for Authorization {
     fn from_param(value: &Value) -> Result<Self, String> {
         let fields = expect_object(value, "an authorization object")?;
-        if let Some(unknown) =
-            fields.0.keys().find(|k| !AUTHORIZATION_FIELDS.contains(&k.as_str()))
+        if let Some(unknown) = fields.0.keys().find(|k| !AUTHORIZATION_FIELDS.contains(&k.as_str()))
         {
             return Err(format!("unknown field {unknown:?} in an authorization"));
         }

@@ -975,7 +975,7 @@ fn typed_data() -> BoxedStrategy<Value> {
     };
     let level = prop_oneof![quantity(), (0u64..300).prop_map(|n| json!(n)), junk()];
     prop_oneof![
-        3 => level.clone().prop_map(move |l| base(l)),
+        3 => level.clone().prop_map(base),
         1 => (level.clone(), 0usize..4).prop_map(move |(l, cut)| {
             let mut typed = base(l);
             let key = ["types", "primaryType", "domain", "message"][cut];

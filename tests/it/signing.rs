@@ -196,7 +196,10 @@ async fn sign_transaction_fills_and_signs_but_sends_nothing() {
     let raw_legacy = node.ok("eth_signTransaction", legacy).await;
     let bytes: Bytes = serde_json::from_value(raw_legacy.clone()).unwrap();
     let tx = TxEnvelope::decode_2718(&mut bytes.as_ref()).unwrap();
-    assert_eq!((tx.tx_type() as u8, tx.gas_price(), tx.value()), (0, Some(2_000_000_000), U256::from(2)));
+    assert_eq!(
+        (tx.tx_type() as u8, tx.gas_price(), tx.value()),
+        (0, Some(2_000_000_000), U256::from(2))
+    );
     let hash = node.ok("eth_sendRawTransaction", json!([raw_legacy])).await;
     let receipt = node.ok("eth_getTransactionReceipt", json!([hash])).await;
     assert_eq!(receipt["status"], "0x1");
@@ -257,7 +260,8 @@ async fn deploy_who_am_i(node: &TestNode) -> Address {
     let hash = node.ok("eth_sendTransaction", json!([{"from": from, "data": init}])).await;
     let receipt = node.ok("eth_getTransactionReceipt", json!([hash])).await;
     assert_eq!(receipt["status"], "0x1");
-    let address: Address = serde_json::from_value(receipt["contractAddress"].clone()).unwrap();
+    let address: Address =
+        serde_json::from_value(receipt["contractAddress"].clone()).expect("an address");
     assert_eq!(node.ok("eth_getCode", json!([address, "latest"])).await, format!("0x{WHO_AM_I}"));
     address
 }
