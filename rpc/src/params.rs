@@ -891,6 +891,42 @@ mod tests {
     }
 
     #[test]
+    fn tx_objects_name_unknown_members_and_decode_authorizations() {
+        let err = decode::<TxObject>(json!({"to": Address::ZERO, "gasLimit": "0x1"})).unwrap_err();
+        assert!(err.contains("unknown field \"gasLimit\""), "{err}");
+        let auth = json!({"chainId": "0x1", "address": Address::ZERO, "nonce": "0x0",
+                          "yParity": "0x1", "r": "0x01", "s": format!("0x{}", "00".repeat(31) + "02")});
+        let tx: TxObject =
+            decode(json!({"to": Address::ZERO, "authorizationList": [auth.clone()]})).unwrap();
+        let list = tx.authorization_list.expect("decoded");
+        assert_eq!(
+            (list[0].y_parity(), list[0].r(), list[0].s()),
+            (1, U256::from(1), U256::from(2))
+        );
+        // viem's `v` form, 27 or 28, for yParity.
+        let mut with_v = auth.clone();
+        with_v.as_object_mut().unwrap().remove("yParity");
+        with_v["v"] = json!("0x1b");
+        let tx: TxObject =
+            decode(json!({"to": Address::ZERO, "authorizationList": [with_v]})).unwrap();
+        assert_eq!(tx.authorization_list.unwrap()[0].y_parity(), 0);
+        let mut extra = auth.clone();
+        extra["sig"] = json!("0x");
+        let err = decode::<TxObject>(json!({"to": Address::ZERO, "authorizationList": [extra]}))
+            .unwrap_err();
+        assert!(err.contains("\"sig\""), "{err}");
+        let mut bad_parity = auth;
+        bad_parity["yParity"] = json!("0x2");
+        assert!(
+            decode::<TxObject>(json!({"to": Address::ZERO, "authorizationList": [bad_parity]}))
+                .is_err()
+        );
+        // Blobs alone cannot run: execution reads the versioned hashes.
+        let err = decode::<TxObject>(json!({"to": Address::ZERO, "blobs": ["0x00"]})).unwrap_err();
+        assert!(err.contains("blobVersionedHashes"), "{err}");
+    }
+
+    #[test]
     fn tx_object_accepts_input_or_data_but_not_both_different() {
         let tx: TxObject = decode(json!({"to": Address::ZERO, "data": "0x01"})).unwrap();
         assert_eq!(tx.input, Some(Bytes::from_static(&[1])));

@@ -417,6 +417,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(both.contains("both gasPrice"), "{both}");
+        // A type-4 call cannot create a contract.
         let seven_702 =
             decode(json!({"blockStateCalls": [{"calls": [{"authorizationList": []}]}]}))
                 .unwrap_err();

@@ -361,3 +361,24 @@ async fn a_badly_signed_authorization_is_skipped_not_fatal() {
     assert_eq!(receipt["status"], "0x1");
     assert_eq!(node.ok("eth_getCode", json!([carol.address(), "latest"])).await, "0x");
 }
+
+#[actix::test]
+async fn a_signed_type4_transaction_sends_raw() {
+    let node = TestNode::start();
+    let chain_id = quantity(&node.ok("eth_chainId", json!([])).await);
+    let contract = deploy_who_am_i(&node).await;
+    let (sponsor, dave) = (node.signer(0).address(), node.signer(3));
+    let auth = authorize(&dave, chain_id, contract, 0);
+    let tx = json!({"from": sponsor, "to": dave.address(), "authorizationList": [auth]});
+    let raw = node.ok("eth_signTransaction", json!([tx])).await;
+    let bytes: Bytes = serde_json::from_value(raw.clone()).expect("hex");
+    let decoded = TxEnvelope::decode_2718(&mut bytes.as_ref()).expect("EIP-2718 bytes");
+    assert_eq!(decoded.tx_type() as u8, 4);
+    assert_eq!(decoded.authorization_list().map(<[_]>::len), Some(1));
+    assert_eq!(node.ok("eth_getCode", json!([dave.address(), "latest"])).await, "0x", "not sent");
+    let hash = node.ok("eth_sendRawTransaction", json!([raw])).await;
+    let receipt = node.ok("eth_getTransactionReceipt", json!([hash])).await;
+    assert_eq!((receipt["status"].as_str(), receipt["type"].as_str()), (Some("0x1"), Some("0x4")));
+    let out = node.ok("eth_call", json!([{"to": dave.address()}, "latest"])).await;
+    assert_eq!(out, word(dave.address()));
+}
