@@ -897,7 +897,7 @@ mod tests {
         let auth = json!({"chainId": "0x1", "address": Address::ZERO, "nonce": "0x0",
                           "yParity": "0x1", "r": "0x01", "s": format!("0x{}", "00".repeat(31) + "02")});
         let tx: TxObject =
-            decode(json!({"to": Address::ZERO, "authorizationList": [auth.clone()]})).unwrap();
+            decode(json!({"to": Address::ZERO, "authorizationList": [auth]})).unwrap();
         let list = tx.authorization_list.expect("decoded");
         assert_eq!(
             (list[0].y_parity(), list[0].r(), list[0].s()),
