@@ -382,3 +382,24 @@ async fn a_signed_type4_transaction_sends_raw() {
     let out = node.ok("eth_call", json!([{"to": dave.address()}, "latest"])).await;
     assert_eq!(out, word(dave.address()));
 }
+
+#[actix::test]
+async fn an_account_delegates_itself() {
+    let node = TestNode::start();
+    let chain_id = quantity(&node.ok("eth_chainId", json!([])).await);
+    let contract = deploy_who_am_i(&node).await;
+    let erin = node.signer(4);
+    // The sender's nonce moves before authorizations are applied: the authorization carries
+    // the next one.
+    let auth = authorize(&erin, chain_id, contract, 1);
+    let tx = json!({"from": erin.address(), "to": erin.address(), "authorizationList": [auth]});
+    let out = node.ok("eth_call", json!([tx.clone(), "latest"])).await;
+    assert_eq!(out, word(erin.address()));
+    let hash = node.ok("eth_sendTransaction", json!([tx])).await;
+    let receipt = node.ok("eth_getTransactionReceipt", json!([hash])).await;
+    assert_eq!(receipt["status"], "0x1");
+    let code = node.ok("eth_getCode", json!([erin.address(), "latest"])).await;
+    assert_eq!(code, format!("0xef0100{}", alloy_primitives::hex::encode(contract)));
+    let nonce = node.ok("eth_getTransactionCount", json!([erin.address(), "latest"])).await;
+    assert_eq!(nonce, "0x2", "one for the transaction, one for the authorization");
+}
