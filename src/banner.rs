@@ -57,7 +57,9 @@ impl StartupInfo {
     pub fn of(node: &Node, listening: SocketAddr) -> Result<Self, StorageError> {
         let config = node.config();
         let head = node.chain.head_number().unwrap_or_default();
-        let genesis = node.chain.header(0)?.ok_or(StorageError::Corrupt { what: "genesis" })?;
+        // A fork's first block is the upstream's fork block.
+        let first = node.fork.as_ref().map_or(0, |fork| fork.block);
+        let genesis = node.chain.header(first)?.ok_or(StorageError::Corrupt { what: "genesis" })?;
         let head_header = node.chain.header(head)?.ok_or(StorageError::Corrupt { what: "head" })?;
         let mut accounts = Vec::with_capacity(node.signers.len());
         for signer in node.signers.iter() {

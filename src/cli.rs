@@ -317,7 +317,49 @@ pub struct Cli {
     /// a dev account is refused like any unknown account (they stay funded).
     #[arg(long = "no-unlocked-accounts")]
     pub no_unlocked_accounts: bool,
+    /// Fork the chain behind this JSON-RPC endpoint (http:// or https://): local blocks start
+    /// after its block --fork-block-number, over its state, which is fetched as it is read and
+    /// kept in --fork.cache-dir.
+    #[arg(short = 'f', long = "fork-url", visible_alias = "rpc-url", value_name = "URL")]
+    pub fork_url: Option<String>,
+    /// The upstream block to fork at (default: its head); a negative N forks N blocks below the
+    /// head.
+    #[arg(long = "fork-block-number", allow_negative_numbers = true, value_name = "N")]
+    pub fork_block_number: Option<i64>,
+    /// The chain id of the fork (default: the upstream's, fetched once and cached).
+    #[arg(long = "fork-chain-id")]
+    pub fork_chain_id: Option<u64>,
+    /// An HTTP header sent with every upstream request, as KEY:VALUE (repeatable).
+    #[arg(long = "fork-header", value_name = "KEY:VALUE")]
+    pub fork_header: Vec<String>,
+    /// Retries of an upstream request after HTTP 429, 5xx, a connection error or a timeout.
+    #[arg(long = "fork-retries", visible_alias = "retries", default_value_t = DEFAULT_FORK_RETRIES)]
+    pub fork_retries: u32,
+    /// How long one read of forked state may wait for the upstream, retries included; past it
+    /// the read fails with -32000 "fork upstream: ...".
+    #[arg(long = "fork-timeout", default_value = DEFAULT_FORK_TIMEOUT)]
+    pub fork_timeout: String,
+    /// Most upstream requests per second (default: no limit).
+    #[arg(long = "fork-rate-limit", visible_alias = "compute-units-per-second")]
+    pub fork_rate_limit: Option<u32>,
+    /// Keep fetched upstream values in memory only, not in --fork.cache-dir.
+    #[arg(long = "no-fork-cache", visible_alias = "no-storage-caching")]
+    pub no_fork_cache: bool,
+    /// Where fetched upstream values are kept across runs (default: ~/.hearth/fork-cache).
+    #[arg(long = "fork.cache-dir", value_name = "DIR")]
+    pub fork_cache_dir: Option<PathBuf>,
 }
+
+/// Default retries of an upstream request (`--fork-retries`).
+pub const DEFAULT_FORK_RETRIES: u32 = 5;
+/// Most retries `--fork-retries` accepts.
+pub const MAX_FORK_RETRIES: u32 = 100;
+/// Default wait of a forked read for the upstream (`--fork-timeout`).
+pub const DEFAULT_FORK_TIMEOUT: &str = "30s";
+/// Longest `--fork-timeout`.
+pub const MAX_FORK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+/// Highest `--fork-rate-limit`.
+pub const MAX_FORK_RATE_LIMIT: u32 = 1_000_000;
 
 /// One-shot tools that run instead of the node.
 #[derive(Debug, Subcommand)]

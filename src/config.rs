@@ -62,6 +62,8 @@ pub struct GivenFlags {
 /// A validated node configuration.
 #[derive(Debug, Clone)]
 pub struct NodeConfig {
+    /// The chain to fork (`--fork-url`), if any.
+    pub fork: Option<ForkSettings>,
     /// Where the chain lives.
     pub storage: StorageMode,
     /// JSON-RPC listen address.
@@ -144,6 +146,14 @@ pub struct NodeConfig {
 /// A flag value that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
+    /// A fork flag that cannot be used as given.
+    #[error("{flag}: {reason}")]
+    Fork {
+        /// The flag.
+        flag: &'static str,
+        /// What is wrong and what to do.
+        reason: String,
+    },
     /// A count that must be positive was zero.
     #[error("{flag} must be at least 1")]
     Zero {
@@ -391,6 +401,140 @@ pub fn default_datadir() -> Result<PathBuf, ConfigError> {
     Ok(PathBuf::from(home).join(".hearth").join("dev"))
 }
 
+/// Where a fork starts (`--fork-block-number`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForkBlock {
+    /// The upstream's head when the node starts.
+    Head,
+    /// This block.
+    Number(u64),
+    /// This many blocks below the upstream's head.
+    BehindHead(u64),
+}
+
+/// How to fork a live chain (`--fork-url` and the `--fork-*` flags).
+#[derive(Debug, Clone)]
+pub struct ForkSettings {
+    /// The upstream endpoint and how to talk to it.
+    pub upstream: hearth_actors::fork::UpstreamConfig,
+    /// Where the fork starts.
+    pub block: ForkBlock,
+    /// The chain id to run under instead of the upstream's.
+    pub chain_id: Option<u64>,
+    /// Where fetched values persist (`None`: memory only, `--no-fork-cache`).
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// `$HOME/.hearth/fork-cache`.
+pub fn default_fork_cache_dir() -> Result<PathBuf, ConfigError> {
+    let home = std::env::var_os("HOME").ok_or(ConfigError::NoHome)?;
+    Ok(PathBuf::from(home).join(".hearth").join("fork-cache"))
+}
+
+/// The fork flags as a [`ForkSettings`], range-checked; `None` without `--fork-url`.
+fn fork_settings(cli: &Cli) -> Result<Option<ForkSettings>, ConfigError> {
+    use crate::cli::{MAX_FORK_RATE_LIMIT, MAX_FORK_RETRIES, MAX_FORK_TIMEOUT};
+    let Some(url) = cli.fork_url.clone() else {
+        let given = [
+            ("--fork-block-number", cli.fork_block_number.is_some()),
+            ("--fork-chain-id", cli.fork_chain_id.is_some()),
+            ("--fork-header", !cli.fork_header.is_empty()),
+            ("--fork-rate-limit", cli.fork_rate_limit.is_some()),
+            ("--no-fork-cache", cli.no_fork_cache),
+            ("--fork.cache-dir", cli.fork_cache_dir.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
+            return Err(ConfigError::Fork { flag, reason: "needs --fork-url".into() });
+        }
+        return Ok(None);
+    };
+    let fork = |flag: &'static str, reason: String| ConfigError::Fork { flag, reason };
+    let rest =
+        url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).ok_or_else(|| {
+            fork("--fork-url", format!("must be an http:// or https:// URL, got {url:?}"))
+        })?;
+    if rest.is_empty() || rest.starts_with('/') || url.chars().any(char::is_whitespace) {
+        return Err(fork("--fork-url", format!("has no host: {url:?}")));
+    }
+    if cli.datadir.is_some() {
+        return Err(fork(
+            "--datadir",
+            "cannot be used with --fork-url: a forked chain lives in memory (the upstream's \
+             values persist in --fork.cache-dir)"
+                .into(),
+        ));
+    }
+    let block = match cli.fork_block_number {
+        None => ForkBlock::Head,
+        Some(n) if n >= 0 => ForkBlock::Number(n.unsigned_abs()),
+        Some(n) => ForkBlock::BehindHead(n.unsigned_abs()),
+    };
+    if cli.fork_chain_id == Some(0) {
+        return Err(fork("--fork-chain-id", "must be at least 1".into()));
+    }
+    let mut headers = Vec::with_capacity(cli.fork_header.len());
+    for header in &cli.fork_header {
+        let (name, value) = header
+            .split_once(':')
+            .map(|(n, v)| (n.trim(), v.trim()))
+            .filter(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_graphic()))
+            .ok_or_else(|| fork("--fork-header", format!("must be KEY:VALUE, got {header:?}")))?;
+        if value.bytes().any(|b| b.is_ascii_control()) {
+            return Err(fork("--fork-header", format!("has a control character: {header:?}")));
+        }
+        headers.push((name.to_owned(), value.to_owned()));
+    }
+    if cli.fork_retries > MAX_FORK_RETRIES {
+        return Err(ConfigError::OutOfRange {
+            flag: "--fork-retries",
+            min: 0,
+            max: MAX_FORK_RETRIES.into(),
+            got: cli.fork_retries.into(),
+        });
+    }
+    let timeout = duration("--fork-timeout", &cli.fork_timeout)?;
+    if timeout > MAX_FORK_TIMEOUT {
+        return Err(ConfigError::DurationRange {
+            flag: "--fork-timeout",
+            value: cli.fork_timeout.clone(),
+            max: MAX_FORK_TIMEOUT,
+        });
+    }
+    let rate_limit = match cli.fork_rate_limit {
+        None => None,
+        Some(rate) => {
+            Some(std::num::NonZeroU32::new(rate).filter(|r| r.get() <= MAX_FORK_RATE_LIMIT).ok_or(
+                ConfigError::OutOfRange {
+                    flag: "--fork-rate-limit",
+                    min: 1,
+                    max: MAX_FORK_RATE_LIMIT.into(),
+                    got: rate.into(),
+                },
+            )?)
+        }
+    };
+    let cache_dir = match (&cli.fork_cache_dir, cli.no_fork_cache) {
+        (Some(_), true) => {
+            return Err(fork("--no-fork-cache", "contradicts --fork.cache-dir; pass one".into()));
+        }
+        (_, true) => None,
+        (Some(dir), false) => Some(dir.clone()),
+        (None, false) => Some(default_fork_cache_dir()?),
+    };
+    Ok(Some(ForkSettings {
+        upstream: hearth_actors::fork::UpstreamConfig {
+            url,
+            headers,
+            retries: cli.fork_retries,
+            timeout,
+            rate_limit,
+        },
+        block,
+        chain_id: cli.fork_chain_id,
+        cache_dir,
+    }))
+}
+
 fn non_zero(flag: &'static str, value: usize) -> Result<NonZeroUsize, ConfigError> {
     NonZeroUsize::new(value).ok_or(ConfigError::Zero { flag })
 }
@@ -487,6 +631,7 @@ impl TryFrom<Cli> for NodeConfig {
         let api = ApiNamespaces::parse(&cli.http_api)
             .map_err(|reason| ConfigError::Api { got: cli.http_api.clone(), reason })?;
         let ChainSettings { chain_id, spec, genesis, given, gas_limit } = chain_settings(&cli)?;
+        let fork = fork_settings(&cli)?;
         // `hearth --dev` (the README's command) is Hearth's persistent dev chain in
         // ~/.hearth/dev, kept across restarts and kill -9. Without --dev or --datadir (anvil's
         // command lines) the chain lives in memory, as anvil's: a script that starts a node gets
@@ -614,6 +759,7 @@ impl TryFrom<Cli> for NodeConfig {
             web,
             api,
             unlocked_accounts: !cli.no_unlocked_accounts,
+            fork,
         })
     }
 }
@@ -668,6 +814,39 @@ mod tests {
         let mut all = vec!["hearth"];
         all.extend_from_slice(args);
         NodeConfig::try_from(Cli::try_parse_from(all).expect("flags parse"))
+    }
+
+    #[test]
+    fn fork_flags_become_fork_settings() {
+        let fork = |args: &[&str]| parse(args).expect("valid").fork.expect("a fork");
+        let url = ["--fork-url", "https://eth.example/v2/KEY"];
+        let plain = fork(&url);
+        assert_eq!(plain.block, ForkBlock::Head);
+        assert_eq!(plain.upstream.retries, crate::cli::DEFAULT_FORK_RETRIES);
+        assert_eq!(plain.upstream.timeout, Duration::from_secs(30));
+        assert!(plain.cache_dir.is_some_and(|d| d.ends_with(".hearth/fork-cache")));
+        let behind = fork(&[&url[..], &["--fork-block-number", "-5", "--no-fork-cache"]].concat());
+        assert_eq!((behind.block, behind.cache_dir), (ForkBlock::BehindHead(5), None));
+        let pinned = fork(
+            &[
+                &url[..],
+                &[
+                    "--fork-block-number",
+                    "7",
+                    "--fork-header",
+                    "x-api-key: abc",
+                    "--fork-rate-limit",
+                    "9",
+                ],
+            ]
+            .concat(),
+        );
+        assert_eq!(pinned.block, ForkBlock::Number(7));
+        assert_eq!(pinned.upstream.headers, vec![("x-api-key".to_owned(), "abc".to_owned())]);
+        assert_eq!(pinned.upstream.rate_limit.map(|r| r.get()), Some(9));
+        let err = parse(&[&url[..], &["--datadir", "/tmp/x"]].concat()).expect_err("refused");
+        assert!(err.to_string().contains("--datadir"), "{err}");
+        assert!(parse(&["--ephemeral"]).expect("valid").fork.is_none());
     }
 
     #[test]
@@ -973,7 +1152,7 @@ mod tests {
             (&["-a", "x"], "--accounts"),
             (&["--no-mining", "-b", "2"], "--block-time"),
             // anvil flags Hearth does not have are refused by name, never ignored.
-            (&["--fork-url", "http://x"], "--fork-url"),
+            (&["--fork-transaction-hash", "0x01"], "--fork-transaction-hash"),
             (&["--state", "s.json"], "--state"),
             (&["--prune-history"], "--prune-history"),
             (&["-j", "2"], "-j"),

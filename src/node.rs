@@ -53,6 +53,9 @@ pub enum NodeError {
     /// Genesis could not be written.
     #[error("cannot write genesis: {0}")]
     Genesis(StorageError),
+    /// The chain to fork could not be reached or read (`--fork-url`).
+    #[error(transparent)]
+    Fork(#[from] crate::fork::ForkStartError),
     /// Dev keys could not be derived.
     #[error("cannot derive dev accounts from --mnemonic: {0}")]
     Keys(String),
@@ -133,6 +136,8 @@ pub struct Node {
     pub facts: NodeFacts,
     /// Whether this start wrote the genesis (a new chain) rather than opening an existing one.
     pub new_chain: bool,
+    /// The fork backend, when the node forks a live chain (`--fork-url`).
+    pub fork: Option<Arc<crate::fork::ForkHandle>>,
     config: NodeConfig,
 }
 
@@ -165,7 +170,26 @@ impl Node {
     }
 
     /// Like [`Node::start`], with block timestamps from `clock` (tests pass a fixed one).
-    pub fn start_with_clock(config: NodeConfig, clock: Clock) -> Result<Self, NodeError> {
+    pub fn start_with_clock(mut config: NodeConfig, clock: Clock) -> Result<Self, NodeError> {
+        if let Some(settings) = config.fork.clone() {
+            let signers = hearth_actors::dev::dev_signers_at(
+                &config.mnemonic,
+                &config.derivation_path,
+                config.accounts,
+            )
+            .map_err(|e| NodeError::Keys(e.to_string()))?;
+            let addresses: Vec<Address> = signers.iter().map(|s| s.address()).collect();
+            let (chain, handle) = crate::fork::open_fork(
+                &settings,
+                config.db_cache_bytes,
+                &addresses,
+                config.balance_wei,
+            )?;
+            config.chain_id = handle.chain_id;
+            let mut node = Self::start_on(chain, config, clock)?;
+            node.fork = Some(Arc::new(handle));
+            return Ok(node);
+        }
         let chain = match &config.storage {
             StorageMode::Disk(path) => {
                 ChainDb::open_with_cache(path, config.db_cache_bytes).map_err(|source| {
@@ -219,6 +243,18 @@ impl Node {
                 config.gas_limit = header.gas_limit;
                 info!(target: "node", head, chain_id = config.chain_id, ?spec, "imported chain opened");
                 (head, spec, Some(rules.blob_params))
+            }
+            // A fork: its first block is the upstream's, its id the upstream's (or the flag's).
+            None if chain.fork().is_some() => {
+                let head = chain.head_number().unwrap_or_default();
+                let header = chain
+                    .header(head)
+                    .map_err(NodeError::Genesis)?
+                    .ok_or(NodeError::Genesis(StorageError::Corrupt { what: "fork header" }))?;
+                coinbase = header.beneficiary;
+                config.gas_limit = header.gas_limit;
+                new_chain = true;
+                (head, config.spec, None)
             }
             None if chain.head_number().is_none() => {
                 let timestamp = config.genesis.timestamp.unwrap_or_else(|| clock());
@@ -337,6 +373,8 @@ impl Node {
             MempoolConfig {
                 chain_id: chain_id.clone(),
                 spec,
+                blob_params: blob_params
+                    .unwrap_or_else(|| hearth_actors::block_exec::default_blob_params(spec)),
                 block_gas_limit: config.gas_limit,
                 code_size_limit: config.code_size_limit,
                 max_count: config.txpool_max_count.get(),
@@ -397,6 +435,7 @@ impl Node {
                 ..NodeFacts::new(<&'static str>::from(spec))
             },
             new_chain,
+            fork: None,
             config,
         })
     }
@@ -482,6 +521,7 @@ impl Node {
                 pool_counters: self.mempool.clone().recipient(),
                 code_cache: self.code_cache.clone().recipient(),
                 restarts: self.restarts.clone(),
+                fork: self.fork.as_ref().map(|f| Arc::clone(&f.counters)),
             },
         }
     }

@@ -71,9 +71,10 @@ impl ExecutorActor {
     ) -> Result<AccessListOutcome, ExecError> {
         let CreateAccessList { mut request, block } = msg;
         let header = self.db.header(block)?.ok_or(ExecError::UnknownBlock)?;
-        let cap = self.call_gas_cap();
+        let rules = self.rules_at(&header);
+        let cap = self.call_gas_cap(rules.spec);
         let gas = request.gas.unwrap_or(cap).min(cap);
-        let spec = self.config.spec;
+        let spec = rules.spec;
         let deadline = self.config.evm_timeout.map(|t| std::time::Instant::now() + t);
         // What the search starts from, as the collector itself would list it.
         let mut previous =
@@ -83,13 +84,13 @@ impl ExecutorActor {
             // eth_call semantics, as for eth_call: unpriced unless a price is given, the
             // nonce unchecked unless given, contract senders allowed, the gas cap bounding.
             let priced = request.gas_price.is_some() || request.max_fee_per_gas.is_some();
-            let mut cfg = self.cfg();
+            let mut cfg = self.cfg_for(&rules);
             cfg.disable_base_fee = !priced;
             cfg.disable_nonce_check = request.nonce.is_none();
             cfg.disable_eip3607 = true;
             cfg.disable_block_gas_limit = true;
             cfg.tx_chain_id_check = false;
-            let mut block_env = block_env_of(&header);
+            let mut block_env = block_env_of(&header, &rules.blob_params);
             if !priced {
                 block_env.basefee = 0;
             }

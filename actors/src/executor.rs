@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use alloy_consensus::{Header, Transaction};
 use alloy_eips::Typed2718;
+use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{Address, B256, TxKind, U256};
 use hearth_messages::ExecError;
 use hearth_messages::access_list::{AccessListOutcome, CreateAccessList};
@@ -23,7 +24,7 @@ use hearth_messages::executor::{
 };
 use hearth_messages::payload::{BuildPayload, BuiltPayload};
 use hearth_messages::simulate::{Simulate, SimulateError, SimulatedBlock};
-use hearth_messages::trace::{ForkSchedule, Trace, TraceOutput};
+use hearth_messages::trace::{BlockForkRules, ForkSchedule, Trace, TraceOutput};
 use hearth_storage::ChainDb;
 use revm::context::evm::Evm;
 use revm::context::result::{
@@ -38,7 +39,6 @@ use revm::handler::EthFrame;
 use revm::handler::instructions::EthInstructions;
 use revm::interpreter::interpreter_action::{CallInputs, CallOutcome as FrameCallOutcome};
 use revm::interpreter::interpreter_action::{CreateInputs, CreateOutcome};
-use revm::primitives::eip4844::BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE;
 use revm::primitives::hardfork::SpecId;
 use revm::{InspectEvm, MainContext};
 
@@ -115,20 +115,50 @@ impl ExecutorActor {
         self.scratch = EvmScratch::new(bytes);
     }
 
-    /// The most gas a call may use: `--rpc.gascap`, and from Osaka no more than a transaction
-    /// may carry (EIP-7825), as geth does, since revm rejects a call above that cap.
-    pub(crate) fn call_gas_cap(&self) -> u64 {
-        if self.config.spec.is_enabled_in(SpecId::OSAKA) {
-            self.config.gas_cap.min(OSAKA_TX_GAS_LIMIT_CAP)
+    /// The most gas a call under `spec` may use: `--rpc.gascap`, and from Osaka no more than a
+    /// transaction may carry (EIP-7825), as geth does, since revm rejects a call above that cap.
+    pub(crate) const fn call_gas_cap(&self, spec: SpecId) -> u64 {
+        if spec.is_enabled_in(SpecId::OSAKA) && self.config.gas_cap > OSAKA_TX_GAS_LIMIT_CAP {
+            OSAKA_TX_GAS_LIMIT_CAP
         } else {
             self.config.gas_cap
         }
     }
 
-    pub(crate) fn cfg(&self) -> CfgEnv {
-        let mut cfg = CfgEnv::new_with_spec(self.config.spec);
+    /// The rules block `header` runs under: its own fork's from the chain's schedule (an
+    /// imported chain that crossed forks), else the configured fork's. A call, an estimate or a
+    /// trace at block N runs under these, so PUSH0 is invalid at a pre-Shanghai block of a
+    /// chain whose head is Osaka, and BLOBBASEFEE uses the block's own update fraction.
+    pub(crate) fn rules_at(&self, header: &Header) -> BlockForkRules {
+        match &self.forks {
+            Some(forks) => forks.rules_for(header),
+            None => BlockForkRules {
+                spec: self.config.spec,
+                blob_params: self
+                    .config
+                    .blob_params
+                    .unwrap_or_else(|| crate::block_exec::default_blob_params(self.config.spec)),
+            },
+        }
+    }
+
+    /// The rules of stored block `block`.
+    pub(crate) fn rules_at_block(&self, block: u64) -> Result<BlockForkRules, ExecError> {
+        let header = self.db.header(block)?.ok_or(ExecError::UnknownBlock)?;
+        Ok(self.rules_at(&header))
+    }
+
+    /// The EVM configuration under `rules`: the fork, its blob schedule, the chain id and the
+    /// code size limit.
+    pub(crate) fn cfg_for(&self, rules: &BlockForkRules) -> CfgEnv {
+        let mut cfg = CfgEnv::new_with_spec(rules.spec);
         cfg.chain_id = self.config.chain_id.get();
         cfg.limit_contract_code_size = self.config.code_size_limit;
+        if rules.spec.is_enabled_in(SpecId::CANCUN) {
+            cfg.max_blobs_per_tx = Some(rules.blob_params.max_blobs_per_tx);
+            cfg.blob_base_fee_update_fraction =
+                Some(u64::try_from(rules.blob_params.update_fraction).unwrap_or(u64::MAX));
+        }
         cfg
     }
 
@@ -140,7 +170,8 @@ impl ExecutorActor {
         header: &Header,
         gas: u64,
     ) -> (CfgEnv, BlockEnv, TxEnv) {
-        let mut cfg = self.cfg();
+        let rules = self.rules_at(header);
+        let mut cfg = self.cfg_for(&rules);
         // eth_call semantics, as geth: no fee unless a price is given, no nonce check unless a
         // nonce is given, calls may come from contract addresses, and the gas cap (not the
         // block's gas limit) bounds the call.
@@ -151,7 +182,7 @@ impl ExecutorActor {
         cfg.disable_block_gas_limit = true;
         cfg.tx_chain_id_check = false;
         let tx = call_tx_env(request, gas, cfg.chain_id);
-        let mut block_env = block_env_of(header);
+        let mut block_env = block_env_of(header, &rules.blob_params);
         if !priced {
             // geth runs an unpriced call with a zero base fee, so BASEFEE reads 0 there.
             block_env.basefee = 0;
@@ -187,7 +218,7 @@ impl ExecutorActor {
         let root = self.db.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
         self.reads.use_root(root);
         let mut db = ExecDb::new(view, &mut self.codes).with_read_cache(&mut self.reads);
-        let spec = self.config.spec;
+        let spec = cfg.spec;
         let mut precompiles = MovablePrecompiles::new(spec);
         if let Some(overrides) = &request.state_overrides {
             precompiles.apply(overrides)?;
@@ -218,7 +249,7 @@ impl ExecutorActor {
 
     /// Runs an eth_call. Public so that benches can drive an executor without an actor system.
     pub fn call(&mut self, msg: Call) -> Result<CallOutcome, ExecError> {
-        let cap = self.call_gas_cap();
+        let cap = self.call_gas_cap(self.rules_at_block(msg.block)?.spec);
         let gas = msg.request.gas.unwrap_or(cap).min(cap);
         let result = self.run_call(&msg.request, msg.block, gas)?;
         Ok(outcome(result))
@@ -227,7 +258,7 @@ impl ExecutorActor {
     /// Runs a call and lists the slots of `msg.account` it read or wrote: revm's state after
     /// the call holds every slot it loaded, reverted or not.
     fn touched_slots(&mut self, msg: GetTouchedSlots) -> Result<TouchedSlots, ExecError> {
-        let cap = self.call_gas_cap();
+        let cap = self.call_gas_cap(self.rules_at_block(msg.block)?.spec);
         let gas = msg.request.gas.unwrap_or(cap).min(cap);
         let (result, mut slots) = self.run_call_then(&msg.request, msg.block, gas, |done| {
             let slots: Vec<U256> = done
@@ -247,7 +278,8 @@ impl ExecutorActor {
     fn estimate(&mut self, msg: EstimateGas) -> Result<EstimateOutcome, ExecError> {
         let header = self.db.header(msg.block)?.ok_or(ExecError::UnknownBlock)?;
         let request = &msg.request;
-        let mut hi = request.gas.unwrap_or(header.gas_limit).min(self.call_gas_cap());
+        let cap = self.call_gas_cap(self.rules_at(&header).spec);
+        let mut hi = request.gas.unwrap_or(header.gas_limit).min(cap);
         // A plain transfer to an account without code always costs exactly 21,000. Not with
         // authorizations, which may give the callee code (geth's rule too). A transfer that
         // cannot run at 21,000 (an access list's intrinsic gas) takes the search below, whose
@@ -729,7 +761,9 @@ pub(crate) fn apply_block_overrides(env: &mut BlockEnv, o: &BlockOverrides) {
 }
 
 /// The block environment a call at block `header` sees: that block's own header.
-pub(crate) fn block_env_of(header: &Header) -> BlockEnv {
+/// The block environment of stored block `header`, its blob gas price under `blob_params`
+/// (the block's own fork's schedule).
+pub(crate) fn block_env_of(header: &Header, blob_params: &BlobParams) -> BlockEnv {
     BlockEnv {
         number: U256::from(header.number),
         beneficiary: header.beneficiary,
@@ -740,7 +774,7 @@ pub(crate) fn block_env_of(header: &Header) -> BlockEnv {
         prevrandao: Some(header.mix_hash),
         blob_excess_gas_and_price: Some(BlobExcessGasAndPrice::new(
             header.excess_blob_gas.unwrap_or_default(),
-            BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE,
+            u64::try_from(blob_params.update_fraction).unwrap_or(u64::MAX),
         )),
         ..Default::default()
     }

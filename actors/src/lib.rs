@@ -14,6 +14,7 @@ pub mod dev;
 mod exec_db;
 pub mod executor;
 pub mod filters;
+pub mod fork;
 pub mod mempool;
 pub mod miner;
 mod precompiles;

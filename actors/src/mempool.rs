@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use actix::{Actor, Context, Handler};
 use alloy_consensus::{Transaction, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
+use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{Address, B256, U256};
 use hearth_messages::ChainId;
 use hearth_messages::TxError;
@@ -38,9 +39,12 @@ use crate::supervise::{Restart, RestartCounter, contain};
 
 pub use self::validation::{SenderState, TxRules, Valid, check_against_state, check_stateless};
 
+pub mod blobs;
 pub mod validation;
 
-/// Largest encoded transaction the pool accepts: geth's limit (four 32 KiB slots).
+/// Largest encoded transaction the pool accepts: geth's limit (four 32 KiB slots). A blob
+/// transaction's sidecar is not counted here (its blob count bounds it), only in the pool's
+/// byte budget.
 pub const MAX_TX_BYTES: usize = 128 * 1024;
 
 /// The order in which pending transactions of different senders go into a block (anvil's
@@ -72,6 +76,9 @@ pub struct MempoolConfig {
     pub chain_id: ChainId,
     /// Hard fork rules for intrinsic gas.
     pub spec: SpecId,
+    /// The blob schedule of that fork (blobs per transaction, the blob base fee's update
+    /// fraction).
+    pub blob_params: BlobParams,
     /// No transaction may ask for more gas than a block holds.
     pub block_gas_limit: u64,
     /// Contract code size limit the block runs under (`None`: the fork's); a creation's
@@ -105,13 +112,17 @@ fn price(tx: &TxEnvelope) -> u128 {
     tx.max_fee_per_gas()
 }
 
-/// The most a pooled transaction may cost its sender: `gas_limit * max_fee + value`. Admitted
-/// transactions passed revm's checked computation of the same sum (the pool holds no blob
-/// transactions), so saturation never happens; it only keeps this total.
+/// The most a pooled transaction may cost its sender: `gas_limit * max_fee + value`, plus
+/// `blob_gas * max_fee_per_blob_gas` for a blob transaction. Admitted transactions passed
+/// revm's checked computation of the same sum, so saturation never happens; it only keeps
+/// this total.
 fn pooled_cost(tx: &TxEnvelope) -> U256 {
+    let blob_fee = U256::from(tx.blob_gas_used().unwrap_or_default())
+        .saturating_mul(U256::from(tx.max_fee_per_blob_gas().unwrap_or_default()));
     U256::from(tx.gas_limit())
         .saturating_mul(U256::from(tx.max_fee_per_gas()))
         .saturating_add(tx.value())
+        .saturating_add(blob_fee)
 }
 
 /// `sender`'s account at `db`'s head, with its code when it has any (for EIP-3607).
@@ -129,6 +140,15 @@ fn sender_state(db: &ChainDb, sender: &Address) -> Result<SenderState, TxError> 
         code_hash: account.code_hash,
         code,
     })
+}
+
+/// The next block's blob base fee after `db`'s head under `params`; `None` before Cancun (a
+/// head without excess blob gas).
+pub fn next_blob_base_fee(db: &ChainDb, params: &BlobParams) -> Option<u128> {
+    let head = db.head_number().unwrap_or_default();
+    let parent = db.header(head).ok().flatten()?;
+    parent.excess_blob_gas?;
+    Some(params.calc_blob_fee(crate::block_exec::excess_blob_gas(&parent, params)))
 }
 
 /// The next block's base fee after `db`'s head.
@@ -206,14 +226,15 @@ impl Pool {
         if self.by_hash.contains_key(&hash) {
             return Err(TxError::AlreadyKnown);
         }
-        // Blob transactions need sidecars, which the pool does not handle: a pool policy, not
-        // a validity rule (blocks execute them).
-        if tx.is_eip4844() {
-            return Err(TxError::UnsupportedType);
+        let canonical = blobs::canonical_len(&tx);
+        if canonical > MAX_TX_BYTES {
+            return Err(TxError::Oversized { size: canonical, max: MAX_TX_BYTES });
         }
+        // The byte budget counts what the pool holds: a blob transaction with its sidecar.
         let size = tx.encode_2718_len();
-        if size > MAX_TX_BYTES {
-            return Err(TxError::Oversized { size, max: MAX_TX_BYTES });
+        if tx.is_eip4844() && self.config.spec.is_enabled_in(SpecId::CANCUN) {
+            let blob_fee = next_blob_base_fee(db, &self.config.blob_params).unwrap_or_default();
+            blobs::check_shape(&tx, self.config.spec, &self.config.blob_params, blob_fee)?;
         }
         let sealed_by_node = sender.is_some();
         let valid = check_stateless(tx, sender, &self.rules())?;
@@ -225,11 +246,19 @@ impl Pool {
         let replaces = self.by_sender.get(&sender).and_then(|n| n.get(&tx.nonce())).copied();
         let replaced = replaces.map(|old| &self.by_hash[&old].tx);
         if let Some(old) = replaced {
-            // Both fee fields must rise by at least 10%, as geth's default price bump.
+            // Both fee fields must rise by at least 10%, as geth's default price bump; a blob
+            // transaction replacing one also raises its blob fee cap by 10%.
             let bumped = |new: u128, old: u128| new >= old.saturating_add(old / 10);
             let old_tip = old.max_priority_fee_per_gas().unwrap_or(old.max_fee_per_gas());
             let new_tip = tx.max_priority_fee_per_gas().unwrap_or(tx.max_fee_per_gas());
-            if !bumped(tx.max_fee_per_gas(), old.max_fee_per_gas()) || !bumped(new_tip, old_tip) {
+            let blob_bumped = match (tx.max_fee_per_blob_gas(), old.max_fee_per_blob_gas()) {
+                (Some(new), Some(old)) => bumped(new, old),
+                _ => true,
+            };
+            if !bumped(tx.max_fee_per_gas(), old.max_fee_per_gas())
+                || !bumped(new_tip, old_tip)
+                || !blob_bumped
+            {
                 return Err(TxError::ReplacementUnderpriced);
             }
         }
@@ -238,6 +267,8 @@ impl Pool {
         let checked =
             Checked { pooled: valid.pooled, size, replaces, cost, balance: account.balance };
         self.check_overdraft(&checked)?;
+        // Last, once every cheaper rule passed: the KZG proofs (milliseconds per blob).
+        blobs::verify_proofs(&checked.pooled.tx)?;
         Ok(checked)
     }
 
@@ -528,9 +559,10 @@ impl Pool {
     }
 
     /// Executable transactions (consecutive nonces from each sender's state nonce, paying at
-    /// least `base_fee`), across senders highest tip first (or first admitted first, under
-    /// [`TxOrder::Fifo`]), nonce order within a sender, up to `gas_limit` of declared gas and
-    /// `max_bytes` of encoded transactions.
+    /// least `base_fee` and the next block's blob base fee), across senders highest tip first
+    /// (or first admitted first, under [`TxOrder::Fifo`]), nonce order within a sender, up to
+    /// `gas_limit` of declared gas and `max_bytes` of encoded transactions. Blob transactions
+    /// come in their canonical form, without sidecars: what the block holds.
     pub fn pending(
         &self,
         db: &ChainDb,
@@ -563,7 +595,7 @@ impl Pool {
         let mut bytes = 0usize;
         while let Some((_, Reverse(i))) = heap.pop() {
             let Some(tx) = queues[i].pop() else { continue };
-            let size = tx.tx.encode_2718_len();
+            let size = blobs::canonical_len(&tx.tx);
             // Saturating: evm_setBlockGasLimit may set a limit near u64::MAX, and with the
             // block gas limit disabled it is u64::MAX.
             if gas.saturating_add(tx.tx.gas_limit()) > gas_limit
@@ -573,7 +605,11 @@ impl Pool {
             }
             gas += tx.tx.gas_limit();
             bytes += size;
-            out.push(tx.clone());
+            let mut block_tx = tx.clone();
+            if blobs::sidecar(&tx.tx).is_some() {
+                block_tx.tx = std::sync::Arc::new(blobs::without_sidecar(&tx.tx));
+            }
+            out.push(block_tx);
             if let Some(next) = queues[i].last() {
                 heap.push((key(next), Reverse(i)));
             }
@@ -582,7 +618,8 @@ impl Pool {
     }
 
     /// The sender's transactions that can run next: nonces state_nonce, state_nonce + 1, ...
-    /// with no gap, each paying at least `base_fee`.
+    /// with no gap, each paying at least `base_fee` (and a blob transaction the next block's
+    /// blob base fee: one admitted before the blob fee rose waits, as in geth's blob pool).
     fn executable<'a>(
         &'a self,
         db: &ChainDb,
@@ -592,11 +629,20 @@ impl Pool {
     ) -> Vec<&'a PooledTx> {
         let head = db.head_number().unwrap_or_default();
         let state_nonce = db.account(sender, head).ok().flatten().map_or(0, |a| a.nonce);
+        let mut blob_fee = None;
         let mut queue = Vec::new();
         for (expected, (nonce, hash)) in (state_nonce..).zip(nonces.range(state_nonce..)) {
             let tx = &self.by_hash[hash];
             if *nonce != expected || tx.tx.max_fee_per_gas() < u128::from(base_fee) {
                 break;
+            }
+            if let Some(cap) = tx.tx.max_fee_per_blob_gas() {
+                let fee = *blob_fee.get_or_insert_with(|| {
+                    next_blob_base_fee(db, &self.config.blob_params).unwrap_or_default()
+                });
+                if cap < fee {
+                    break;
+                }
             }
             queue.push(tx);
         }
@@ -997,6 +1043,7 @@ mod tests {
         Pool::new(MempoolConfig {
             chain_id: ChainId::new(1),
             spec: SpecId::PRAGUE,
+            blob_params: BlobParams::prague(),
             block_gas_limit: 30_000_000,
             code_size_limit: None,
             max_count,
@@ -1137,6 +1184,118 @@ mod tests {
         assert!(!pool(1).is_impersonated(&someone));
         let pool = Pool::new(MempoolConfig { auto_impersonate: true, ..pool(1).config });
         assert!(pool.is_impersonated(&someone));
+    }
+    /// A blob transaction from `signer` in network form, carrying `sidecar` (blob fee cap
+    /// `blob_fee`).
+    fn blob_tx(
+        signer: &PrivateKeySigner,
+        nonce: u64,
+        max_fee: u128,
+        blob_fee: u128,
+        sidecar: &alloy_eips::eip4844::BlobTransactionSidecar,
+    ) -> TxEnvelope {
+        let tx = alloy_consensus::TxEip4844 {
+            chain_id: 1,
+            nonce,
+            gas_limit: 21_000,
+            max_fee_per_gas: max_fee,
+            max_priority_fee_per_gas: max_fee / 2,
+            to: Address::repeat_byte(0xb0),
+            value: U256::ZERO,
+            access_list: Default::default(),
+            blob_versioned_hashes: sidecar.versioned_hashes().collect(),
+            max_fee_per_blob_gas: blob_fee,
+            input: Bytes::new(),
+        };
+        let signature = signer.sign_hash_sync(&tx.signature_hash()).unwrap();
+        let hash = *tx.clone().into_signed(signature).hash();
+        let with: alloy_consensus::TxEip4844Variant = tx.with_sidecar(sidecar.clone()).into();
+        TxEnvelope::Eip4844(alloy_consensus::Signed::new_unchecked(with, signature, hash))
+    }
+
+    fn one_blob() -> alloy_eips::eip4844::BlobTransactionSidecar {
+        alloy_consensus::SidecarBuilder::<alloy_consensus::SimpleCoder>::from_slice(b"blob")
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn blob_sidecars_count_against_the_byte_budget_and_stay_out_of_blocks() {
+        let keys = signers(6);
+        let db = chain(&keys);
+        let sidecar = one_blob();
+        let network = blob_tx(&keys[0], 0, 10 * GWEI, 1, &sidecar).encode_2718_len();
+        // Room for three blob transactions with their sidecars, not four.
+        let mut pool =
+            Pool::new(MempoolConfig { max_bytes: 3 * network + 100, ..pool(100).config });
+        for key in &keys[..3] {
+            pool.admit(&db, blob_tx(key, 0, 10 * GWEI, 1, &sidecar)).unwrap();
+        }
+        assert_eq!(pool.bytes(), 3 * network);
+        assert!(network > 131_072, "a blob is 128 KiB: {network}");
+        // A fourth at the same price evicts nothing and is refused; the pool did not grow.
+        let err = pool.admit(&db, blob_tx(&keys[3], 0, 10 * GWEI, 1, &sidecar)).unwrap_err();
+        assert_eq!(err, TxError::PoolFull);
+        assert_eq!((pool.len(), pool.bytes()), (3, 3 * network));
+        // One paying more evicts the cheapest; the byte count stays within the budget.
+        pool.admit(&db, blob_tx(&keys[4], 0, 20 * GWEI, 1, &sidecar)).unwrap();
+        assert_eq!((pool.len(), pool.bytes()), (3, 3 * network));
+
+        // Block building gets the canonical form: same hash, no sidecar, a few hundred bytes.
+        let pending = pool.pending(&db, 30_000_000, usize::MAX, 1);
+        assert_eq!(pending.len(), 3);
+        for tx in &pending {
+            assert!(blobs::sidecar(&tx.tx).is_none());
+            assert!(tx.tx.encode_2718_len() < 300, "{}", tx.tx.encode_2718_len());
+            assert_eq!(pool.get(&tx.hash).map(|p| blobs::sidecar(&p.tx).is_some()), Some(true));
+        }
+        // The pooled copy keeps its sidecar until mined.
+        pool.remove_mined(&db, pending.iter().map(|p| p.hash));
+        assert_eq!((pool.len(), pool.bytes()), (0, 0));
+    }
+
+    #[test]
+    fn blob_replacements_raise_the_blob_fee_too_and_costs_count_blob_gas() {
+        let keys = signers(1);
+        let db = chain(&keys);
+        let sidecar = one_blob();
+        let mut pool = pool(10);
+        let first = pool.admit(&db, blob_tx(&keys[0], 0, 10 * GWEI, 100, &sidecar)).unwrap();
+        // The blob fee cap counts in the sender's spend: 131,072 blob gas at 100 wei.
+        let spent = pool.spent[&keys[0].address()];
+        assert_eq!(spent, U256::from(21_000 * 10 * GWEI + 131_072 * 100));
+        let same_blob_fee = blob_tx(&keys[0], 0, 20 * GWEI, 100, &sidecar);
+        assert_eq!(pool.admit(&db, same_blob_fee), Err(TxError::ReplacementUnderpriced));
+        let bumped = pool.admit(&db, blob_tx(&keys[0], 0, 20 * GWEI, 110, &sidecar)).unwrap();
+        assert_ne!(first, bumped);
+        assert_eq!(pool.len(), 1);
+    }
+
+    #[test]
+    fn bad_blob_transactions_leave_the_pool_as_it_was() {
+        let keys = signers(1);
+        let db = chain(&keys);
+        let sidecar = one_blob();
+        let mut pool = pool(10);
+        let mut wrong_proof = sidecar.clone();
+        wrong_proof.proofs[0] = wrong_proof.commitments[0];
+        let canonical = blobs::without_sidecar(&blob_tx(&keys[0], 0, 10 * GWEI, 1, &sidecar));
+        type Expect = fn(&TxError) -> bool;
+        let cases: Vec<(TxEnvelope, Expect)> = vec![
+            (canonical, |e| *e == TxError::BlobSidecarMissing),
+            (blob_tx(&keys[0], 0, 10 * GWEI, 1, &wrong_proof), |e| {
+                matches!(e, TxError::InvalidBlobProof(_))
+            }),
+            // Below the next block's blob base fee (1 wei at zero excess blob gas).
+            (blob_tx(&keys[0], 0, 10 * GWEI, 0, &sidecar), |e| {
+                matches!(e, TxError::BlobFeeTooLow { cap: 0, blob_base_fee: 1 })
+            }),
+        ];
+        for (tx, expected) in cases {
+            let err = pool.admit(&db, tx).unwrap_err();
+            assert!(expected(&err), "{err}");
+            assert_eq!((pool.len(), pool.bytes()), (0, 0));
+        }
     }
 }
 

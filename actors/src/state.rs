@@ -251,6 +251,12 @@ impl Handler<Settle> for StateActor {
 /// journal) rebuilds the store's view from what is durable.
 fn stop_on_storage_error<T>(result: &Result<T, StateError>, what: &str) {
     match result {
+        // A fork's upstream did not answer a read: the write had not begun (reads come before
+        // the one batch), so the request fails and the store is as it was.
+        Err(StateError::Storage(hearth_storage::StorageError::Fork(e))) => {
+            tracing::warn!(target: "actors::state", error = %e, "fork read failed while {what}");
+            return;
+        }
         Err(StateError::Storage(e)) => {
             error!(target: "actors::state", error = %e, "storage failed while {what}; stopping the node");
         }

@@ -397,8 +397,8 @@ impl ExecutorActor {
     {
         let Some((first, first_extra)) = calls.first() else { return Ok(()) };
         let header = self.db.header(block)?.ok_or(ExecError::UnknownBlock)?;
-        let spec = self.forks.as_ref().map_or(self.config.spec, |f| f.rules_for(&header).spec);
-        let cap = self.call_gas_cap();
+        let spec = self.rules_at(&header).spec;
+        let cap = self.call_gas_cap(spec);
         let gas = |request: &CallRequest| request.gas.unwrap_or(cap).min(cap);
         let envs: Vec<_> = calls
             .iter()

@@ -214,9 +214,75 @@ pub enum TxError {
     /// Already known.
     #[error("already known")]
     AlreadyKnown,
-    /// A type this node does not accept (blob transactions need sidecars).
+    /// A type this node does not accept.
     #[error("transaction type not supported")]
     UnsupportedType,
+    /// A blob transaction sent in its canonical (block) form: the pool needs the blobs.
+    #[error(
+        "blob transaction without its sidecar: send it in the network form \
+         rlp([tx_payload_body, blobs, commitments, proofs]) so the blobs can be checked"
+    )]
+    BlobSidecarMissing,
+    /// More blobs than the fork allows in one transaction.
+    #[error("too many blobs in transaction: have {have}, max {max} per transaction")]
+    TooManyBlobs {
+        /// The transaction's blob count.
+        have: usize,
+        /// The fork's limit.
+        max: u64,
+    },
+    /// The sidecar's blobs, commitments or proofs do not line up with the versioned hashes.
+    #[error(
+        "blob sidecar does not match the transaction: {hashes} versioned hashes, {blobs} blobs, \
+         {commitments} commitments, {proofs} proofs (want {want_proofs} proofs)"
+    )]
+    BlobSidecarShape {
+        /// Versioned hashes in the transaction.
+        hashes: usize,
+        /// Blobs in the sidecar.
+        blobs: usize,
+        /// Commitments in the sidecar.
+        commitments: usize,
+        /// Proofs (blob proofs, or cell proofs) in the sidecar.
+        proofs: usize,
+        /// How many proofs the sidecar's version needs for that many blobs.
+        want_proofs: usize,
+    },
+    /// A sidecar version the fork does not take (EIP-7594 cell proofs before Osaka).
+    #[error(
+        "blob sidecar version {version} is not valid before {fork}: use blob proofs (version 0)"
+    )]
+    BlobSidecarVersion {
+        /// The sidecar's wrapper version.
+        version: u8,
+        /// The fork that introduces it.
+        fork: &'static str,
+    },
+    /// A versioned hash is not the hash of its commitment.
+    #[error(
+        "blob versioned hash {index} does not match its commitment: have {have}, commitment hashes to {expected}"
+    )]
+    BlobHashMismatch {
+        /// The blob's index.
+        index: usize,
+        /// The hash the transaction carries.
+        have: B256,
+        /// The hash of the sidecar's commitment.
+        expected: B256,
+    },
+    /// The KZG proofs do not prove the blobs against their commitments.
+    #[error("invalid blob sidecar: {0}")]
+    InvalidBlobProof(String),
+    /// The blob fee cap is below the next block's blob base fee (anvil refuses it too).
+    #[error(
+        "max fee per blob gas less than block blob gas fee: maxFeePerBlobGas {cap}, blob base fee {blob_base_fee}"
+    )]
+    BlobFeeTooLow {
+        /// The transaction's blob fee cap.
+        cap: u128,
+        /// The next block's blob base fee.
+        blob_base_fee: u128,
+    },
     /// The pool is at its bound.
     #[error("txpool is full")]
     PoolFull,

@@ -11,6 +11,7 @@ pub mod code_cache;
 pub mod error;
 pub mod executor;
 pub mod filters;
+pub mod fork;
 pub mod interest;
 pub mod mempool;
 pub mod miner;

@@ -15,6 +15,24 @@ pub fn decode_tx(raw: &[u8]) -> Result<TxEnvelope, alloy_eips::eip2718::Eip2718E
     TxEnvelope::decode_2718_exact(raw)
 }
 
+/// `tx` in its canonical (block) form: a blob transaction without its sidecar (network form),
+/// anything else as it is. The hash and signature do not change: the sidecar is not signed.
+/// Whatever goes into a block goes through this, so blocks never hold blobs.
+pub fn without_sidecar(tx: &TxEnvelope) -> TxEnvelope {
+    use alloy_consensus::{Signed, TxEip4844Variant};
+    match tx {
+        TxEnvelope::Eip4844(signed) if signed.tx().sidecar().is_some() => {
+            let canonical = TxEip4844Variant::TxEip4844(signed.tx().tx().clone());
+            TxEnvelope::Eip4844(Signed::new_unchecked(
+                canonical,
+                *signed.signature(),
+                *signed.hash(),
+            ))
+        }
+        other => other.clone(),
+    }
+}
+
 /// Validates and admits a signed transaction. Serves `eth_sendRawTransaction` and
 /// `eth_sendTransaction`. Replies with the transaction hash.
 #[derive(Debug, Clone)]

@@ -19,6 +19,7 @@ use hearth_messages::executor::PooledTx;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::chain_config::ChainForks;
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::Params;
@@ -134,8 +135,13 @@ pub(crate) fn pending_transaction(pooled: &PooledTx) -> Transaction {
     Transaction::from_transaction(Recovered::new_unchecked(tx, pooled.sender), info)
 }
 
-/// Receipt `index` of `block` as an RPC object, or `None` when out of range.
-pub(crate) fn rpc_receipt(block: &SealedBlock, index: usize) -> Option<TransactionReceipt> {
+/// Receipt `index` of `block` as an RPC object, or `None` when out of range. `forks` gives the
+/// blob schedule the block's blob gas price follows.
+pub(crate) fn rpc_receipt(
+    block: &SealedBlock,
+    index: usize,
+    forks: &ChainForks,
+) -> Option<TransactionReceipt> {
     let tx = block.body.transactions.get(index)?;
     let sender = *block.body.senders.get(index)?;
     let receipt = block.receipts.get(index)?;
@@ -171,23 +177,34 @@ pub(crate) fn rpc_receipt(block: &SealedBlock, index: usize) -> Option<Transacti
         // min(maxFee, baseFee + tip) for EIP-1559 transactions, gasPrice for legacy ones.
         effective_gas_price: tx.effective_gas_price(block.header.base_fee_per_gas),
         blob_gas_used: tx.blob_gas_used(),
-        blob_gas_price: tx.blob_gas_used().map(|_| blob_gas_price(&block.header)),
+        blob_gas_price: tx.blob_gas_used().map(|_| blob_gas_price(&block.header, forks)),
         from: sender,
         to: tx.to(),
         contract_address,
     })
 }
 
-/// The blob gas price of a block, from its excess blob gas. The RPC front has no fork
-/// schedule, so the update fraction is Prague's for blocks with a requests hash (Prague on)
-/// and Cancun's before; a BPO fork with its own fraction would be priced as Prague.
-pub(crate) fn blob_gas_price(header: &alloy_consensus::Header) -> u128 {
-    let params = if header.requests_hash.is_some() {
-        alloy_eips::eip7840::BlobParams::prague()
-    } else {
-        alloy_eips::eip7840::BlobParams::cancun()
-    };
-    params.calc_blob_fee(header.excess_blob_gas.unwrap_or_default())
+/// The blob gas price of a block, from its excess blob gas under the blob schedule of the
+/// block's own fork ([`blob_params_at`]).
+pub(crate) fn blob_gas_price(header: &alloy_consensus::Header, forks: &ChainForks) -> u128 {
+    blob_params_at(header, forks).calc_blob_fee(header.excess_blob_gas.unwrap_or_default())
+}
+
+/// The blob schedule block `header` runs under: that of the chain's timestamped fork active
+/// at its time (Cancun's fraction before Prague, Prague's after, a BPO fork's own). A store
+/// without a fork table (written before genesis documents were kept) falls back on the header:
+/// Prague's schedule for blocks with a requests hash, Cancun's before.
+pub(crate) fn blob_params_at(
+    header: &alloy_consensus::Header,
+    forks: &ChainForks,
+) -> alloy_eips::eip7840::BlobParams {
+    forks.blob_params_at(header.timestamp).unwrap_or_else(|| {
+        if header.requests_hash.is_some() {
+            alloy_eips::eip7840::BlobParams::prague()
+        } else {
+            alloy_eips::eip7840::BlobParams::cancun()
+        }
+    })
 }
 
 /// `block` as an RPC object, with full transactions or only their hashes.

@@ -48,6 +48,11 @@ impl ChainForks {
         self.time_forks.iter().rposition(|f| f.time <= time)
     }
 
+    /// The blob schedule in force at `time`, when the fork active then has one.
+    pub fn blob_params_at(&self, time: u64) -> Option<BlobParams> {
+        self.active_at(time).and_then(|index| self.time_forks[index].blob_schedule)
+    }
+
     /// EIP-2124: CRC32 of the genesis hash, then of every fork block after genesis and every
     /// fork time after the genesis time up to `time`, each once, in order.
     fn fork_id(&self, genesis_hash: B256, genesis_time: u64, time: u64) -> ForkHash {
@@ -96,8 +101,12 @@ impl ChainForks {
 /// eth_config: `[]`; `{current, next, last}` as EIP-7910 describes them.
 pub(crate) fn config(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
-    let genesis =
-        ctx.chain.header(0)?.ok_or(RpcError::MissingRecord { number: 0, what: "header" })?;
+    // A fork's first local block is its fork block; the upstream's genesis is not here.
+    let first = ctx.chain.fork().map_or(0, |fork| fork.block());
+    let genesis = ctx
+        .chain
+        .header(first)?
+        .ok_or(RpcError::MissingRecord { number: first, what: "header" })?;
     let genesis_hash = genesis.hash_slow();
     let number = head(ctx)?;
     let head =

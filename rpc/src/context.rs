@@ -199,6 +199,8 @@ pub struct MetricSources {
     pub code_cache: Recipient<Ask<hearth_messages::code_cache::GetCodeCacheStats>>,
     /// Each restartable actor's restart counter, by name.
     pub restarts: Vec<(&'static str, hearth_messages::restarts::RestartCounter)>,
+    /// The fork backend's counters, when the node forks a live chain.
+    pub fork: Option<Arc<hearth_messages::fork::ForkCounters>>,
 }
 
 /// The recipients behind the txpool_* and dev-chain methods, grouped so the context grows by

@@ -161,8 +161,9 @@ pub enum RpcError {
     /// The miner could not mine (evm_mine).
     #[error(transparent)]
     Mine(#[from] MineError),
-    /// Reading the store failed.
-    #[error("storage: {0}")]
+    /// Reading the store failed (its messages name the store: "database error", "fork
+    /// upstream", ...).
+    #[error("{0}")]
     Storage(#[from] StorageError),
     /// A committed block lacks one of its records: the store is inconsistent.
     #[error("internal error: block {number} has no {what} in storage")]
@@ -293,6 +294,13 @@ impl RpcError {
                 | TxError::ReplacementUnderpriced
                 | TxError::AlreadyKnown
                 | TxError::UnsupportedType
+                | TxError::BlobSidecarMissing
+                | TxError::TooManyBlobs { .. }
+                | TxError::BlobSidecarShape { .. }
+                | TxError::BlobSidecarVersion { .. }
+                | TxError::BlobHashMismatch { .. }
+                | TxError::InvalidBlobProof(_)
+                | TxError::BlobFeeTooLow { .. }
                 | TxError::Oversized { .. }
                 | TxError::NotImpersonated(_),
             ) => -32000,
@@ -310,6 +318,8 @@ impl RpcError {
                 SubscriptionError::TooManyConnections { .. }
                 | SubscriptionError::TooManySubscriptions { .. },
             ) => -32005,
+            // The fork's upstream did not answer: geth-style server error, as anvil answers.
+            Self::Storage(StorageError::Fork(_)) => -32000,
             // The node failed, not the request.
             Self::EstimateInconsistent
             | Self::Signing(_)
@@ -355,6 +365,8 @@ impl RpcError {
             ExecError::Timeout { .. } | ExecError::TraceTimeout { .. } => -32002,
             // A bound was hit (the pool, a trace's size): the caller may retry or narrow.
             ExecError::Busy { .. } | ExecError::TraceTooLarge { .. } => -32005,
+            // The fork's upstream did not answer in time.
+            ExecError::Storage(StorageError::Fork(_)) => -32000,
             // The node failed, not the request.
             ExecError::Storage(_)
             | ExecError::Mailbox(_)

@@ -24,18 +24,11 @@ use crate::error::RpcError;
 use crate::fees::{SUGGESTED_TIP, latest_base_fee};
 use crate::params::{Params, TxObject};
 
-/// The EIP-2718 type byte of blob transactions, which need sidecars we do not handle.
-const BLOB_TX_TYPE: u8 = 3;
-
-/// Decodes the argument of one eth_sendRawTransaction.
+/// Decodes the argument of one eth_sendRawTransaction. A blob transaction comes in its network
+/// form, with its sidecar; the pool refuses one without.
 fn decode_raw(params: &Params) -> Result<TxEnvelope, RpcError> {
     params.at_most(1)?;
     let raw: Bytes = params.required(0)?;
-    // Checked before decoding: a blob transaction in network form (with its sidecar) would
-    // otherwise fail as an RLP error instead of saying what is unsupported.
-    if raw.first() == Some(&BLOB_TX_TYPE) {
-        return Err(TxError::UnsupportedType.into());
-    }
     decode_tx(&raw).map_err(|e| RpcError::TxDecode(e.to_string()))
 }
 
@@ -428,7 +421,7 @@ pub(crate) fn get_transaction_receipt(
         return Ok(Value::Null);
     };
     let block = read_block(ctx, number)?;
-    to_json(&block.and_then(|b| rpc_receipt(&b, index as usize)))
+    to_json(&block.and_then(|b| rpc_receipt(&b, index as usize, &ctx.forks)))
 }
 
 #[cfg(test)]

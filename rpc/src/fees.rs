@@ -10,7 +10,9 @@ use alloy_rpc_types_eth::{BlockNumberOrTag, FeeHistory};
 use hearth_messages::SealedBlock;
 use serde_json::Value;
 
-use crate::blocks::{blob_gas_price, head, quantity, read_block, tag_number, to_json};
+use crate::blocks::{
+    blob_gas_price, blob_params_at, head, quantity, read_block, tag_number, to_json,
+};
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::{HexOrDecimal, Params, Percentiles};
@@ -67,13 +69,43 @@ pub(crate) fn base_fee(ctx: &RpcContext, params: &Params) -> Result<Value, RpcEr
     Ok(quantity(next_base_fee(&header)))
 }
 
-/// eth_blobBaseFee: `[]`; the blob base fee at the head (from its excess blob gas), zero
-/// before Cancun, as geth answers.
+/// eth_blobBaseFee: `[]`; the blob base fee at the head (from its excess blob gas, under the
+/// head's fork's blob schedule), zero before Cancun, as geth answers.
 pub(crate) fn blob_base_fee(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
     let header = head_header(ctx)?;
-    let fee = if header.excess_blob_gas.is_some() { blob_gas_price(&header) } else { 0 };
-    to_json(&alloy_primitives::U256::from(fee))
+    to_json(&alloy_primitives::U256::from(block_blob_fee(&header, &ctx.forks)))
+}
+
+/// The blob base fee of the block `header` heads, zero before Cancun (no excess blob gas).
+fn block_blob_fee(header: &Header, forks: &crate::chain_config::ChainForks) -> u128 {
+    if header.excess_blob_gas.is_some() { blob_gas_price(header, forks) } else { 0 }
+}
+
+/// The share of its blob gas limit block `header` used, by its fork's blob schedule; zero
+/// before Cancun.
+fn blob_gas_used_ratio(header: &Header, forks: &crate::chain_config::ChainForks) -> f64 {
+    let max = blob_params_at(header, forks).max_blob_gas_per_block();
+    match header.blob_gas_used {
+        Some(used) if max > 0 => used as f64 / max as f64,
+        _ => 0.0,
+    }
+}
+
+/// The blob base fee of the block after `header`: its excess blob gas follows from `header`'s
+/// (EIP-4844, with EIP-7918's reserve price from Osaka) under `header`'s blob schedule, as
+/// geth computes the next entry; zero before Cancun.
+fn next_blob_fee(header: &Header, forks: &crate::chain_config::ChainForks) -> u128 {
+    if header.excess_blob_gas.is_none() {
+        return 0;
+    }
+    let params = blob_params_at(header, forks);
+    let excess = params.next_block_excess_blob_gas_osaka(
+        header.excess_blob_gas.unwrap_or_default(),
+        header.blob_gas_used.unwrap_or_default(),
+        header.base_fee_per_gas.unwrap_or_default(),
+    );
+    params.calc_blob_fee(excess)
 }
 
 /// eth_feeHistory: `[blockCount, newestBlock, rewardPercentiles?]`.
@@ -113,14 +145,14 @@ pub(crate) fn fee_history(ctx: &RpcContext, params: &Params) -> Result<Value, Rp
         };
         history.base_fee_per_gas.push(u128::from(header.base_fee_per_gas.unwrap_or(0)));
         history.gas_used_ratio.push(gas_used_ratio(&header));
+        history.base_fee_per_blob_gas.push(block_blob_fee(&header, &ctx.forks));
+        history.blob_gas_used_ratio.push(blob_gas_used_ratio(&header, &ctx.forks));
         newest_header = Some(header);
     }
     if let Some(header) = newest_header {
         history.base_fee_per_gas.push(u128::from(next_base_fee(&header)));
+        history.base_fee_per_blob_gas.push(next_blob_fee(&header, &ctx.forks));
     }
-    // No blobs on this chain: zero blob fees and usage, in the shapes geth returns.
-    history.base_fee_per_blob_gas = vec![0; history.base_fee_per_gas.len()];
-    history.blob_gas_used_ratio = vec![0.0; history.gas_used_ratio.len()];
     if !percentiles.is_empty() {
         history.reward = Some(rewards);
     }
@@ -263,5 +295,44 @@ mod tests {
         };
         assert_eq!(next_base_fee(&target), 1_000);
         assert_eq!(next_base_fee(&Header::default()), 0);
+    }
+
+    #[test]
+    fn blob_fees_follow_each_blocks_fork() {
+        use alloy_eips::eip7840::BlobParams;
+
+        use crate::chain_config::{ChainForks, TimeFork};
+        let fork = |time, blob_schedule| TimeFork {
+            time,
+            blob_schedule,
+            precompiles: Default::default(),
+            system_contracts: Default::default(),
+        };
+        let forks = ChainForks {
+            block_forks: vec![],
+            time_forks: vec![
+                fork(0, Some(BlobParams::cancun())),
+                fork(100, Some(BlobParams::prague())),
+            ],
+        };
+        let excess = 10_000_000;
+        let at = |timestamp| Header {
+            timestamp,
+            excess_blob_gas: Some(excess),
+            blob_gas_used: Some(3 * 131_072),
+            ..Default::default()
+        };
+        // The same excess prices differently under Cancun's and Prague's update fractions.
+        let (cancun, prague) = (block_blob_fee(&at(50), &forks), block_blob_fee(&at(150), &forks));
+        assert_eq!(cancun, BlobParams::cancun().calc_blob_fee(excess));
+        assert_eq!(prague, BlobParams::prague().calc_blob_fee(excess));
+        assert!(cancun > prague, "{cancun} {prague}");
+        // Half of Cancun's 6 blobs, a third of Prague's 9.
+        assert_eq!(blob_gas_used_ratio(&at(50), &forks), 0.5);
+        assert!((blob_gas_used_ratio(&at(150), &forks) - 1.0 / 3.0).abs() < 1e-12);
+        // Before Cancun: no blob fee, nor for the next block.
+        let old = Header::default();
+        assert_eq!((block_blob_fee(&old, &forks), next_blob_fee(&old, &forks)), (0, 0));
+        assert_eq!(blob_gas_used_ratio(&old, &forks), 0.0);
     }
 }

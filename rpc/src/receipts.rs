@@ -33,7 +33,7 @@ pub(crate) fn get_block_receipts(ctx: &RpcContext, params: &Params) -> Result<Re
         if index > 0 {
             out.raw(b",")?;
         }
-        let receipt = rpc_receipt(&block, index)
+        let receipt = rpc_receipt(&block, index, &ctx.forks)
             .ok_or(RpcError::MissingRecord { number: block.number(), what: "receipt" })?;
         out.value(&receipt)?;
     }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_primitives::{Address, Bytes};
 use hearth_messages::executor::PooledTx;
-use hearth_messages::mempool::{Revalidate, SetPoolGasLimit, decode_tx};
+use hearth_messages::mempool::{Revalidate, SetPoolGasLimit, decode_tx, without_sidecar};
 use hearth_messages::miner::Rewind;
 use serde_json::Value;
 
@@ -155,7 +155,8 @@ async fn prepare(
         let bad = |e: String| RpcError::InvalidParams(format!("invalid transaction {i}: {e}"));
         let pooled = match tx {
             ReorgTx::Raw(raw) => {
-                let tx = decode_tx(&raw).map_err(|e| bad(e.to_string()))?;
+                // A block holds a blob transaction without its sidecar.
+                let tx = without_sidecar(&decode_tx(&raw).map_err(|e| bad(e.to_string()))?);
                 let sender = tx.recover_signer().map_err(|e| bad(e.to_string()))?;
                 let hash = *tx.tx_hash();
                 PooledTx { tx: Arc::new(tx), sender, hash }

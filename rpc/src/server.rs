@@ -286,6 +286,39 @@ async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
             status.ticks_skipped,
         );
     }
+    if let Some(fork) = &ctx.metric_sources.fork {
+        let stats = fork.stats();
+        counter(
+            &mut out,
+            "hearth_fork_upstream_requests_total",
+            "HTTP requests sent to the fork upstream (a JSON-RPC batch is one; retries count).",
+            stats.upstream_requests,
+        );
+        counter(
+            &mut out,
+            "hearth_fork_fetches_total",
+            "Values (accounts, slots, block hashes, headers) fetched from the fork upstream.",
+            stats.fetched,
+        );
+        counter(
+            &mut out,
+            "hearth_fork_coalesced_waits_total",
+            "Fork reads that joined a fetch of the same value already under way.",
+            stats.coalesced,
+        );
+        counter(
+            &mut out,
+            "hearth_fork_cache_hits_total",
+            "Fork reads answered from the fork cache without the upstream.",
+            stats.cache_hits,
+        );
+        counter(
+            &mut out,
+            "hearth_fork_fetch_errors_total",
+            "Values whose fetch failed (the readers got a fork upstream error).",
+            stats.errors,
+        );
+    }
     crate::metrics::restart_metrics(&mut out, &ctx.metric_sources.restarts, ctx.metrics.panics());
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(out)
 }

@@ -206,7 +206,9 @@ pub(crate) async fn build_block(ctx: &RpcContext, params: &Params) -> Result<Val
 
 /// A given raw transaction, decoded and with its sender.
 fn recover(raw: &Bytes) -> Result<PooledTx, RpcError> {
+    // A block holds a blob transaction without its sidecar.
     let tx = decode_tx(raw).map_err(|e| RpcError::TxDecode(e.to_string()))?;
+    let tx = hearth_messages::mempool::without_sidecar(&tx);
     let sender = tx
         .recover_signer()
         .map_err(|_| RpcError::Tx(hearth_messages::TxError::InvalidSignature))?;

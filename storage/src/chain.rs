@@ -40,6 +40,8 @@ pub struct ChainDb {
     head_block: Arc<RwLock<Option<Arc<HeadBlock>>>>,
     /// The newest version of recently written accounts (`account_cache`).
     accounts: Arc<AccountCache>,
+    /// The upstream state under a forked chain (`fork`), read where no local record exists.
+    fork: Option<Arc<dyn crate::ForkSource>>,
 }
 
 /// What [`ChainDb::head_block`] keeps of the last block committed.
@@ -160,7 +162,21 @@ impl ChainDb {
             overlay,
             head_block: Arc::default(),
             accounts: Arc::default(),
+            fork: None,
         })
+    }
+
+    /// This store over the upstream state `fork` (`--fork-url`): accounts, slots, code and
+    /// block hashes it has no record of are read from there. Set before the store is shared.
+    #[must_use]
+    pub fn with_fork(mut self, fork: Arc<dyn crate::ForkSource>) -> Self {
+        self.fork = Some(fork);
+        self
+    }
+
+    /// The forked base, when this store is a fork's.
+    pub fn fork(&self) -> Option<&Arc<dyn crate::ForkSource>> {
+        self.fork.as_ref()
     }
 
     /// The number of the last committed block, or `None` before genesis.
@@ -320,9 +336,14 @@ impl ChainDb {
         if let Some(block) = self.head_block(number) {
             return Ok(Some(block.hash));
         }
-        Ok(self
+        let local = self
             .get(&layout::number_key(layout::HASH_BY_NUMBER, number))?
-            .map(|v| B256::from_slice(&v)))
+            .map(|v| B256::from_slice(&v));
+        match (local, &self.fork) {
+            // Blocks below a fork are the upstream's.
+            (None, Some(fork)) if number < fork.block() => fork.block_hash(number),
+            (local, _) => Ok(local),
+        }
     }
 
     /// The number of the block with hash `hash`.
@@ -419,7 +440,22 @@ impl ChainDb {
                     (block, Some(account))
                 }
             }
-            None => (0, None),
+            // Never written here: a fork's account is the upstream's at the fork block, with
+            // the fork block as its incarnation so that its slots are read upstream too.
+            None => match &self.fork {
+                Some(fork) => (
+                    0,
+                    fork.account(address)?.map(|a| StoredAccount {
+                        nonce: a.nonce,
+                        balance: a.balance,
+                        code_hash: a.code_hash,
+                        // The local trie holds what local blocks wrote (ARCHITECTURE.md).
+                        storage_root: crate::trie::EMPTY_ROOT,
+                        incarnation: fork.block(),
+                    }),
+                ),
+                None => (0, None),
+            },
         };
         if let Some(generation) = stable {
             self.accounts.fill(address, generation, block, account.clone());
@@ -437,16 +473,25 @@ impl ChainDb {
     ) -> Result<U256, StorageError> {
         let from = layout::storage_key(address, incarnation, slot, 0);
         let to = layout::storage_key(address, incarnation, slot, number);
-        Ok(self
-            .last_in(&from, &to)?
-            .map_or(U256::ZERO, |(_, value)| U256::try_from_be_slice(&value).unwrap_or_default()))
+        match self.last_in(&from, &to)? {
+            Some((_, value)) => Ok(U256::try_from_be_slice(&value).unwrap_or_default()),
+            // The storage the account had at the fork block, not wiped since: the upstream's.
+            None => match &self.fork {
+                Some(fork) if incarnation == fork.block() => fork.storage(address, slot),
+                _ => Ok(U256::ZERO),
+            },
+        }
     }
 
     /// Contract code by its hash.
     pub fn code(&self, code_hash: &B256) -> Result<Option<Bytes>, StorageError> {
-        Ok(self
-            .get(&layout::hash_key(layout::CODE, code_hash))?
-            .map(|v| Bytes::copy_from_slice(&v)))
+        match self.get(&layout::hash_key(layout::CODE, code_hash))? {
+            Some(v) => Ok(Some(Bytes::copy_from_slice(&v))),
+            None => match &self.fork {
+                Some(fork) => fork.code(code_hash),
+                None => Ok(None),
+            },
+        }
     }
 
     /// The root of the state as of block `number`: the header's, or the one dev patches left.

@@ -63,6 +63,31 @@ pub fn import_block_with(
     BlockWriter::new(db.clone(), 0).import(draft, diff, extras)
 }
 
+/// Writes the first block of a forked chain: the upstream's fork block with its header exactly
+/// as the upstream has it (so its hash, number, time and fees are the upstream's), and `diff`
+/// (the dev accounts' balances) applied on top of an empty local trie. The state root local
+/// blocks build on is that local root, recorded as the block's patched root: the upstream's
+/// root names a trie this store does not have (ARCHITECTURE.md, "Fork mode").
+pub fn import_fork_base(
+    db: &ChainDb,
+    draft: BlockDraft,
+    diff: &StateDiff,
+) -> Result<SealedBlock, StorageError> {
+    let BlockDraft { header, body, receipts } = draft;
+    let number = header.number;
+    let cache = NodeCache::new(0);
+    let mut tries = Tries::default();
+    let mut staged = Staged { one_thread: true, ..Staged::default() };
+    let root = apply_diff_on(db, &cache, &mut tries, &mut staged, None, number, diff)?;
+    let Staged { batch, .. } = staged;
+    let (block, _) =
+        finish_block(db, batch, header, body, receipts, BlockExtras::default(), false)?;
+    let mut patched = crate::WriteBatch::default();
+    patched.insert(&layout::number_key(layout::PATCHED_ROOT, number)[..], root.as_slice());
+    db.commit_batch(patched, number)?;
+    Ok(block)
+}
+
 /// The state root block `number` would have with `diff` applied on top of block `number - 1`,
 /// without writing anything. Pre-Byzantium receipts carry this root after every transaction.
 pub fn state_root_after(db: &ChainDb, number: u64, diff: &StateDiff) -> Result<B256, StorageError> {

@@ -45,4 +45,7 @@ pub enum StorageError {
         /// The root the diff produces.
         computed: B256,
     },
+    /// The fork upstream could not answer a read of the forked state in time.
+    #[error("fork upstream: {0}")]
+    Fork(String),
 }

@@ -10,6 +10,7 @@ mod account_cache;
 mod chain;
 mod commit;
 mod error;
+mod fork;
 mod journal;
 mod layout;
 mod node_cache;
@@ -22,9 +23,11 @@ pub mod trie;
 pub use chain::{ChainDb, DEFAULT_PAGE_CACHE_BYTES};
 pub use commit::{
     BlockDraft, BlockWriter, DEFAULT_NODE_CACHE_BYTES, WriteTimings, import_block,
-    import_block_with, receipts_root, state_root_after, transactions_root, write_block,
+    import_block_with, import_fork_base, receipts_root, state_root_after, transactions_root,
+    write_block,
 };
 pub use error::StorageError;
+pub use fork::{ForkSource, ForkedAccount};
 pub use journal::WriteBatch;
 pub use node_cache::NodeCache;
 pub use patch::{BlockKeys, PatchUndo, RolledBack, revert_blocks, rollback, write_patch};

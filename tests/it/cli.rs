@@ -231,7 +231,7 @@ fn unknown_or_unusable_flags_exit_2_naming_them() {
         (&["--timestamp", "18446744073709551616"], "'--timestamp <TIMESTAMP>'"),
         (&["--timestamp", "9223372036854775808"], "--timestamp must be between 0 and"),
         (&["--base-fee", "18446744073709551616"], "--block-base-fee-per-gas"),
-        (&["--fork-url", "http://127.0.0.1:1"], "'--fork-url'"),
+        (&["--fork-transaction-hash", "0x01"], "'--fork-transaction-hash'"),
         (&["--order", "lifo"], "--order"),
     ];
     for (args, message) in cases {

@@ -14,10 +14,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use alloy_consensus::{
-    SignableTransaction, TxEip1559, TxEip2930, TxEip4844, TxEip7702, TxEnvelope, TxLegacy,
+    SidecarBuilder, SignableTransaction, SimpleCoder, TxEip1559, TxEip2930, TxEip4844, TxEip7702,
+    TxEnvelope, TxLegacy,
 };
 use alloy_eips::eip2718::Encodable2718;
 use alloy_eips::eip2930::{AccessList, AccessListItem};
+use alloy_eips::eip4844::BlobTransactionSidecar;
 use alloy_eips::eip7702::Authorization;
 use alloy_primitives::{Address, B256, Bytes, TxKind, U256, hex};
 use alloy_signer::SignerSync;
@@ -184,6 +186,10 @@ struct Spec {
     access_list: Vec<(Address, Vec<B256>)>,
     authorizations: Vec<(u64, Address, u64)>,
     blobs: Vec<B256>,
+    /// How a blob transaction is sent: 0 canonical (no sidecar, refused), 1 in network form
+    /// with a valid sidecar of as many blobs whose hashes replace `blobs`, 2 in network form
+    /// with that sidecar but `blobs` kept (hashes that do not match).
+    sidecar: u8,
 }
 
 /// An edit of encoded bytes.
@@ -314,13 +320,13 @@ fn any_spec() -> impl Strategy<Value = Spec> {
     (
         (0u8..=4, 0usize..4, nonce, gas(), fee(), fee(), value()),
         (proptest::option::weighted(0.9, address()), input(), chain_id, any::<bool>()),
-        (access_list, authorizations, blobs, any::<bool>()),
+        (access_list, authorizations, blobs, any::<bool>(), 0u8..3),
     )
         .prop_map(
             |(
                 (ty, signer, nonce, gas, max_fee, tip, value),
                 (to, input, chain_id, unprotected),
-                (access_list, authorizations, blobs, sane_fees),
+                (access_list, authorizations, blobs, sane_fees, sidecar),
             )| {
                 // Half the time the fees are ordinary, so the other fields get exercised.
                 let (max_fee, tip) = if sane_fees { (10 * GWEI, GWEI) } else { (max_fee, tip) };
@@ -339,6 +345,7 @@ fn any_spec() -> impl Strategy<Value = Spec> {
                     access_list,
                     authorizations,
                     blobs,
+                    sidecar,
                 }
             },
         )
@@ -402,6 +409,7 @@ fn one_change_spec() -> impl Strategy<Value = Spec> {
                 access_list: vec![(to, vec![B256::ZERO])],
                 authorizations: vec![(CHAIN_ID, to, 0)],
                 blobs: vec![B256::with_last_byte(1)],
+                sidecar: 1,
             };
             match change {
                 Change::None => {}
@@ -476,6 +484,19 @@ fn sign<T: SignableTransaction<alloy_primitives::Signature>>(
     tx.into_signed(signature)
 }
 
+/// A valid sidecar of `count` copies of one blob (its KZG commitment and proof computed once).
+fn blob_sidecar(count: usize) -> BlobTransactionSidecar {
+    static ONE: std::sync::OnceLock<BlobTransactionSidecar> = std::sync::OnceLock::new();
+    let one = ONE.get_or_init(|| {
+        SidecarBuilder::<SimpleCoder>::from_slice(b"fuzzed blob").build().expect("builds")
+    });
+    BlobTransactionSidecar {
+        blobs: vec![one.blobs[0]; count],
+        commitments: vec![one.commitments[0]; count],
+        proofs: vec![one.proofs[0]; count],
+    }
+}
+
 /// Signs `spec` with its key at the nonce its choice resolves to.
 fn build(spec: &Spec, key: &PrivateKeySigner, pending: u64) -> TxEnvelope {
     let nonce = match spec.nonce {
@@ -536,25 +557,36 @@ fn build(spec: &Spec, key: &PrivateKeySigner, pending: u64) -> TxEnvelope {
             },
         )
         .into(),
-        3 => TxEnvelope::Eip4844(
-            sign(
-                key,
-                TxEip4844 {
-                    chain_id: spec.chain_id,
-                    nonce,
-                    gas_limit: spec.gas,
-                    max_fee_per_gas: spec.max_fee,
-                    max_priority_fee_per_gas: spec.tip,
-                    to: spec.to.unwrap_or_default(),
-                    value: spec.value,
-                    access_list,
-                    blob_versioned_hashes: spec.blobs.clone(),
-                    max_fee_per_blob_gas: spec.max_fee,
-                    input,
-                },
-            )
-            .into(),
-        ),
+        3 => {
+            let sidecar = blob_sidecar(spec.blobs.len());
+            let hashes = match spec.sidecar {
+                1 => sidecar.versioned_hashes().collect(),
+                _ => spec.blobs.clone(),
+            };
+            let tx = TxEip4844 {
+                chain_id: spec.chain_id,
+                nonce,
+                gas_limit: spec.gas,
+                max_fee_per_gas: spec.max_fee,
+                max_priority_fee_per_gas: spec.tip,
+                to: spec.to.unwrap_or_default(),
+                value: spec.value,
+                access_list,
+                blob_versioned_hashes: hashes,
+                max_fee_per_blob_gas: spec.max_fee,
+                input,
+            };
+            let canonical = sign(key, tx.clone());
+            if spec.sidecar == 0 {
+                TxEnvelope::Eip4844(canonical.into())
+            } else {
+                let (_, signature, hash) = canonical.into_parts();
+                let network: alloy_consensus::TxEip4844Variant = tx.with_sidecar(sidecar).into();
+                TxEnvelope::Eip4844(alloy_consensus::Signed::new_unchecked(
+                    network, signature, hash,
+                ))
+            }
+        }
         _ => {
             let authorization_list = spec
                 .authorizations

@@ -4,12 +4,15 @@
 mod actors;
 mod admission;
 mod anvil;
+mod blobs;
 mod blocktest;
 mod chain_methods;
 mod cli;
 mod conformance;
 mod dev;
 mod filters;
+mod fork;
+mod forks;
 mod fuzz;
 mod history;
 mod hostile;

@@ -1,0 +1,361 @@
+//! `ForkBackendActor`: the upstream connection of a node started with `--fork-url`.
+//!
+//! Owns: the upstream HTTP client ([`upstream`]), the fork cache's write side ([`cache`]),
+//! the keys being fetched with everyone waiting for each, and the queue of keys not sent yet.
+//! Handles: [`Fetch`] (one value: from the cache, by joining a fetch under way, or in the next
+//! JSON-RPC batch) and [`PinFork`]. Sends: nothing; replies go down each `Fetch`'s channel.
+//! Mailbox: [`DEFAULT_MAILBOX`] (callers block on their reply, so at most one `Fetch` per
+//! executor thread and RPC worker is queued). Runs on an arbiter of its own, because its
+//! callers block their thread until it answers. Not restarted: a panic fails the waiting
+//! reads (their channels close) and later reads fail at once with a clear error.
+//!
+//! Concurrent distinct keys go out together: a `Fetch` only queues its key, and the queue is
+//! flushed once the mailbox has been drained, as batches of at most `max_batch` keys with at
+//! most `max_in_flight` batches under way.
+
+pub mod cache;
+pub mod client;
+pub mod upstream;
+
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use alloy_primitives::{B256, Bytes, U256, keccak256};
+use hearth_messages::fork::{
+    Fetch, ForkCounters, ForkError, ForkKey, ForkReply, ForkValue, PinFork,
+};
+use hearth_storage::{EMPTY_CODE_HASH, ForkedAccount};
+use serde_json::{Value, json};
+use tracing::{debug, warn};
+
+pub use cache::ForkCache;
+pub use client::ForkClient;
+pub use upstream::UpstreamConfig;
+
+use upstream::Upstream;
+
+/// Default mailbox of the backend.
+pub const DEFAULT_MAILBOX: usize = 1024;
+/// Default most keys in one upstream JSON-RPC batch.
+pub const DEFAULT_MAX_BATCH: usize = 100;
+/// Default most batches under way at once.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 4;
+
+/// The fork backend.
+pub struct ForkBackendActor {
+    upstream: Rc<Upstream>,
+    cache: ForkCache,
+    counters: Arc<ForkCounters>,
+    /// The fork block (state keys are read at it), once pinned.
+    block: Option<u64>,
+    /// Everyone waiting for each key being fetched or queued.
+    waiting: HashMap<ForkKey, Vec<ForkReply>>,
+    /// Keys not yet sent, oldest first.
+    queue: VecDeque<ForkKey>,
+    flush_scheduled: bool,
+    /// A background flush of the cache is under way.
+    flushing: bool,
+    in_flight: usize,
+    max_batch: usize,
+    max_in_flight: usize,
+}
+
+impl std::fmt::Debug for ForkBackendActor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ForkBackendActor")
+            .field("upstream", &self.upstream)
+            .field("block", &self.block)
+            .field("waiting", &self.waiting.len())
+            .field("in_flight", &self.in_flight)
+            .finish()
+    }
+}
+
+impl Actor for ForkBackendActor {
+    type Context = Context<Self>;
+
+    fn stopping(&mut self, _ctx: &mut Self::Context) -> Running {
+        if let Err(error) = self.cache.flush() {
+            warn!(target: "actors::fork", %error, "fork cache not flushed");
+        }
+        Running::Stop
+    }
+}
+
+impl ForkBackendActor {
+    /// Starts the backend on an arbiter of its own (its callers block their threads on it) and
+    /// returns its address with the arbiter, which the caller keeps alive.
+    pub fn start(
+        config: UpstreamConfig,
+        cache: ForkCache,
+        counters: Arc<ForkCounters>,
+        max_batch: usize,
+        max_in_flight: usize,
+    ) -> (Addr<Self>, Arbiter) {
+        let arbiter = Arbiter::new();
+        let addr = Self::start_in_arbiter(&arbiter.handle(), move |ctx| {
+            ctx.set_mailbox_capacity(DEFAULT_MAILBOX);
+            Self {
+                upstream: Upstream::new(config, Arc::clone(&counters)),
+                cache,
+                counters,
+                block: None,
+                waiting: HashMap::new(),
+                queue: VecDeque::new(),
+                flush_scheduled: false,
+                flushing: false,
+                in_flight: 0,
+                max_batch: max_batch.max(1),
+                max_in_flight: max_in_flight.max(1),
+            }
+        });
+        (addr, arbiter)
+    }
+
+    /// The value of `key` if the cache has it.
+    fn cached(&self, key: &ForkKey) -> Result<Option<ForkValue>, ForkError> {
+        let fail = |e: cache::ForkCacheError| ForkError::Upstream(e.to_string());
+        Ok(match key {
+            ForkKey::ChainId => self.cache.chain_id().map_err(fail)?.map(ForkValue::Number),
+            ForkKey::HeadNumber => None,
+            ForkKey::Header(n) => self
+                .cache
+                .header(*n)
+                .map_err(fail)?
+                .map(|(header, hash)| ForkValue::Header(Box::new(header), hash)),
+            ForkKey::BlockHash(n) => {
+                self.cache.block_hash(*n).map_err(fail)?.map(|h| ForkValue::BlockHash(Some(h)))
+            }
+            ForkKey::Account(address) => {
+                self.cache.account(address).map_err(fail)?.map(ForkValue::Account)
+            }
+            ForkKey::Storage(address, slot) => {
+                self.cache.slot(address, slot).map_err(fail)?.map(ForkValue::Storage)
+            }
+        })
+    }
+
+    /// The JSON-RPC calls that fetch `key` at the fork block.
+    fn calls(key: &ForkKey, block: &str) -> Vec<(&'static str, Value)> {
+        match key {
+            ForkKey::ChainId => vec![("eth_chainId", json!([]))],
+            ForkKey::HeadNumber => vec![("eth_blockNumber", json!([]))],
+            ForkKey::Header(n) | ForkKey::BlockHash(n) => {
+                vec![("eth_getBlockByNumber", json!([format!("{n:#x}"), false]))]
+            }
+            ForkKey::Account(a) => vec![
+                ("eth_getBalance", json!([a, block])),
+                ("eth_getTransactionCount", json!([a, block])),
+                ("eth_getCode", json!([a, block])),
+            ],
+            ForkKey::Storage(a, slot) => {
+                vec![("eth_getStorageAt", json!([a, format!("{slot:#x}"), block]))]
+            }
+        }
+    }
+
+    /// Sends queued keys upstream while batches may go.
+    fn flush(&mut self, ctx: &mut Context<Self>) {
+        while self.in_flight < self.max_in_flight && !self.queue.is_empty() {
+            let take = self.queue.len().min(self.max_batch);
+            let keys: Vec<ForkKey> = self.queue.drain(..take).collect();
+            let block = self.block.map_or_else(|| "latest".to_owned(), |b| format!("{b:#x}"));
+            let mut calls = Vec::new();
+            let mut spans = Vec::with_capacity(keys.len());
+            for key in &keys {
+                let key_calls = Self::calls(key, &block);
+                spans.push(key_calls.len());
+                calls.extend(key_calls);
+            }
+            self.in_flight += 1;
+            debug!(target: "actors::fork", keys = keys.len(), calls = calls.len(), "fetching");
+            let upstream = Rc::clone(&self.upstream);
+            ctx.spawn(upstream.batch(calls).into_actor(self).map(move |answer, actor, ctx| {
+                actor.in_flight -= 1;
+                actor.answer(keys, spans, answer);
+                actor.flush(ctx);
+                // Durable soon after it is answered, on sled's threads (an fsync here would hold
+                // up the next fetch): a node killed with -9 keeps what it fetched.
+                if !actor.flushing {
+                    actor.flushing = true;
+                    let flush = actor.cache.flush_in_background();
+                    ctx.spawn(flush.into_actor(actor).map(|(), actor, _| actor.flushing = false));
+                }
+            }));
+        }
+    }
+
+    /// Decodes a batch's answers, caches them and replies to everyone waiting.
+    fn answer(
+        &mut self,
+        keys: Vec<ForkKey>,
+        spans: Vec<usize>,
+        answer: Result<Vec<Result<Value, String>>, String>,
+    ) {
+        let mut results = match answer {
+            Ok(results) => results.into_iter(),
+            Err(reason) => {
+                warn!(target: "actors::fork", %reason, keys = keys.len(), "fork fetch failed");
+                self.counters.add_errors(keys.len() as u64);
+                for key in keys {
+                    self.reply(&key, &Err(ForkError::Upstream(reason.clone())));
+                }
+                return;
+            }
+        };
+        for (key, span) in keys.into_iter().zip(spans) {
+            let parts: Vec<Result<Value, String>> = results.by_ref().take(span).collect();
+            let value = self.decode(&key, parts);
+            match &value {
+                Ok(_) => self.counters.add_fetched(1),
+                Err(_) => self.counters.add_errors(1),
+            }
+            self.reply(&key, &value);
+        }
+    }
+
+    fn reply(&mut self, key: &ForkKey, value: &Result<ForkValue, ForkError>) {
+        for waiter in self.waiting.remove(key).unwrap_or_default() {
+            // A waiter that gave up (timed out) has dropped its end: nothing to do.
+            let _ = waiter.try_send(value.clone());
+        }
+    }
+
+    /// One key's value from its calls' answers, cached on the way.
+    fn decode(
+        &self,
+        key: &ForkKey,
+        parts: Vec<Result<Value, String>>,
+    ) -> Result<ForkValue, ForkError> {
+        let bad = |what: &str| {
+            ForkError::Upstream(format!("{}: {what} for {key:?}", self.upstream_name()))
+        };
+        let mut values = Vec::with_capacity(parts.len());
+        for part in parts {
+            values.push(part.map_err(|message| bad(&format!("error {message:?}")))?);
+        }
+        let cache_err = |e: cache::ForkCacheError| ForkError::Upstream(e.to_string());
+        match key {
+            ForkKey::ChainId | ForkKey::HeadNumber => {
+                let n = quantity_u64(&values[0]).ok_or_else(|| bad("not a quantity"))?;
+                if *key == ForkKey::ChainId {
+                    self.cache.put_chain_id(n).map_err(cache_err)?;
+                }
+                Ok(ForkValue::Number(n))
+            }
+            ForkKey::Header(n) => {
+                if values[0].is_null() {
+                    return Err(bad(&format!("block {n} is not in the upstream chain")));
+                }
+                let header: alloy_rpc_types_eth::Header = serde_json::from_value(values[0].clone())
+                    .map_err(|e| bad(&format!("undecodable header ({e})")))?;
+                let hash = header.hash;
+                let header = header.inner;
+                self.cache.put_header(&header, hash).map_err(cache_err)?;
+                Ok(ForkValue::Header(Box::new(header), hash))
+            }
+            ForkKey::BlockHash(n) => {
+                let hash = match values[0].get("hash").and_then(Value::as_str) {
+                    Some(hash) => Some(hash.parse::<B256>().map_err(|_| bad("bad block hash"))?),
+                    None => None,
+                };
+                if let Some(hash) = hash {
+                    self.cache.put_block_hash(*n, hash).map_err(cache_err)?;
+                }
+                Ok(ForkValue::BlockHash(hash))
+            }
+            ForkKey::Account(address) => {
+                let balance = quantity_u256(&values[0]).ok_or_else(|| bad("bad balance"))?;
+                let nonce = quantity_u64(&values[1]).ok_or_else(|| bad("bad nonce"))?;
+                let code: Bytes =
+                    serde_json::from_value(values[2].clone()).map_err(|_| bad("bad code"))?;
+                let code_hash = if code.is_empty() { EMPTY_CODE_HASH } else { keccak256(&code) };
+                let account = (nonce != 0 || !balance.is_zero() || !code.is_empty())
+                    .then_some(ForkedAccount { nonce, balance, code_hash });
+                self.cache.put_account(address, account.as_ref(), &code).map_err(cache_err)?;
+                Ok(ForkValue::Account(account))
+            }
+            ForkKey::Storage(address, slot) => {
+                let value = quantity_u256(&values[0]).ok_or_else(|| bad("bad slot value"))?;
+                self.cache.put_slot(address, slot, value).map_err(cache_err)?;
+                Ok(ForkValue::Storage(value))
+            }
+        }
+    }
+
+    fn upstream_name(&self) -> String {
+        format!("{:?}", self.upstream)
+    }
+
+    fn is_state_key(key: &ForkKey) -> bool {
+        matches!(key, ForkKey::Account(_) | ForkKey::Storage(..))
+    }
+}
+
+fn quantity_u64(v: &Value) -> Option<u64> {
+    u64::from_str_radix(v.as_str()?.strip_prefix("0x")?, 16).ok()
+}
+
+fn quantity_u256(v: &Value) -> Option<U256> {
+    let hex = v.as_str()?.strip_prefix("0x")?;
+    if hex.is_empty() {
+        return Some(U256::ZERO);
+    }
+    U256::from_str_radix(hex, 16).ok()
+}
+
+impl Handler<Fetch> for ForkBackendActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Fetch, ctx: &mut Self::Context) {
+        let Fetch { key, reply } = msg;
+        if Self::is_state_key(&key) && self.block.is_none() {
+            let _ =
+                reply.try_send(Err(ForkError::Backend("state read before the fork block is set")));
+            return;
+        }
+        match self.cached(&key) {
+            Ok(Some(value)) => {
+                self.counters.add_hit();
+                let _ = reply.try_send(Ok(value));
+                return;
+            }
+            Ok(None) => {}
+            Err(error) => {
+                let _ = reply.try_send(Err(error));
+                return;
+            }
+        }
+        if let Some(waiters) = self.waiting.get_mut(&key) {
+            self.counters.add_coalesced();
+            waiters.push(reply);
+            return;
+        }
+        self.waiting.insert(key, vec![reply]);
+        self.queue.push_back(key);
+        if !self.flush_scheduled {
+            self.flush_scheduled = true;
+            // After the keys already in the mailbox have queued too: they go in one batch.
+            ctx.run_later(Duration::ZERO, |actor, ctx| {
+                actor.flush_scheduled = false;
+                actor.flush(ctx);
+            });
+        }
+    }
+}
+
+impl Handler<PinFork> for ForkBackendActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: PinFork, _ctx: &mut Self::Context) {
+        let pinned = self
+            .cache
+            .pin(msg.chain_id, msg.block)
+            .map(|()| self.block = Some(msg.block))
+            .map_err(|e| ForkError::Upstream(e.to_string()));
+        let _ = msg.reply.try_send(pinned);
+    }
+}

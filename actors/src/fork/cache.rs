@@ -1,0 +1,312 @@
+//! The fork cache: every value fetched from a fork's upstream, in sled, apart from the chain.
+//!
+//! One sled database (default `~/.hearth/fork-cache`) holds a tree of metadata per upstream
+//! endpoint (chain id, headers, block hashes) and a tree of state per (endpoint, chain id, fork
+//! block), so a restart, a second run or a fork of another block never mixes values up. The
+//! backend actor is the only writer; readers (executor threads) read the trees directly.
+
+use std::path::{Path, PathBuf};
+
+use alloy_consensus::Header;
+use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
+use alloy_rlp::Decodable;
+use hearth_storage::ForkedAccount;
+
+/// What the cache could not do.
+#[derive(Debug, thiserror::Error)]
+pub enum ForkCacheError {
+    /// sled failed.
+    #[error("fork cache: {0}; check --fork.cache-dir or run with --no-fork-cache")]
+    Db(#[from] sled::Error),
+    /// A cached record has the wrong shape.
+    #[error("fork cache: a cached {0} is malformed; delete the --fork.cache-dir directory")]
+    Corrupt(&'static str),
+}
+
+/// The fork cache's sled database and the trees of one upstream endpoint.
+#[derive(Debug, Clone)]
+pub struct ForkCache {
+    db: sled::Db,
+    endpoint: B256,
+    meta: sled::Tree,
+    state: Option<sled::Tree>,
+    /// Where it lives (`None`: in memory).
+    path: Option<PathBuf>,
+}
+
+/// Key prefixes. Meta tree: chain id, headers, block hashes. State tree: accounts, slots, code.
+const CHAIN_ID: &[u8] = b"c";
+const HEADER: u8 = b'H';
+const BLOCK_HASH: u8 = b'h';
+const ACCOUNT: u8 = b'a';
+const SLOT: u8 = b's';
+const CODE: u8 = b'k';
+
+impl ForkCache {
+    /// Opens the cache in `dir` for the upstream `url`; when `dir` is `None` or cannot be opened
+    /// (another process holds it), an in-memory cache instead, with the reason it fell back.
+    pub fn open(dir: Option<&Path>, url: &str) -> (Self, Option<String>) {
+        let endpoint = keccak256(url.as_bytes());
+        if let Some(dir) = dir {
+            let opened = std::fs::create_dir_all(dir).map_err(|e| e.to_string()).and_then(|()| {
+                sled::Config::new()
+                    .path(dir)
+                    .flush_every_ms(Some(200))
+                    .open()
+                    .map_err(|e| e.to_string())
+            });
+            match opened.and_then(|db| Self::with_db(db, endpoint, Some(dir.to_path_buf()))) {
+                Ok(cache) => return (cache, None),
+                Err(reason) => {
+                    let why = format!("cannot open {}: {reason}", dir.display());
+                    return (Self::in_memory(endpoint), Some(why));
+                }
+            }
+        }
+        (Self::in_memory(endpoint), None)
+    }
+
+    fn in_memory(endpoint: B256) -> Self {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // /dev/shm keeps a temporary sled store in memory where the machine has it.
+        let base = Path::new("/dev/shm");
+        let base = if base.is_dir() { base.to_path_buf() } else { std::env::temp_dir() };
+        let path = base.join(format!("hearth-fork-{}-{n}", std::process::id()));
+        let db = sled::Config::new().path(path).temporary(true).open();
+        match db.map_err(|e| e.to_string()).and_then(|db| Self::with_db(db, endpoint, None)) {
+            Ok(cache) => cache,
+            // A temporary store that cannot even be created leaves nothing to fall back on.
+            Err(reason) => panic!("cannot create an in-memory fork cache: {reason}"),
+        }
+    }
+
+    fn with_db(db: sled::Db, endpoint: B256, path: Option<PathBuf>) -> Result<Self, String> {
+        let meta = db.open_tree(format!("meta-{endpoint}")).map_err(|e| e.to_string())?;
+        Ok(Self { db, endpoint, meta, state: None, path })
+    }
+
+    /// Where the cache lives on disk (`None`: in memory).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Opens the state tree of `block` of chain `chain_id` at this endpoint.
+    pub fn pin(&mut self, chain_id: u64, block: u64) -> Result<(), ForkCacheError> {
+        self.state =
+            Some(self.db.open_tree(format!("state-{}-{chain_id}-{block}", self.endpoint))?);
+        Ok(())
+    }
+
+    /// Whether the state tree is open.
+    pub const fn is_pinned(&self) -> bool {
+        self.state.is_some()
+    }
+
+    fn state(&self) -> Result<&sled::Tree, ForkCacheError> {
+        self.state.as_ref().ok_or(ForkCacheError::Corrupt("state before the fork was pinned"))
+    }
+
+    /// The cached chain id.
+    pub fn chain_id(&self) -> Result<Option<u64>, ForkCacheError> {
+        match self.meta.get(CHAIN_ID)? {
+            Some(v) => Ok(Some(u64_from(&v).ok_or(ForkCacheError::Corrupt("chain id"))?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Caches the chain id.
+    pub fn put_chain_id(&self, chain_id: u64) -> Result<(), ForkCacheError> {
+        self.meta.insert(CHAIN_ID, &chain_id.to_be_bytes()[..])?;
+        Ok(())
+    }
+
+    /// A cached header and its upstream hash.
+    pub fn header(&self, number: u64) -> Result<Option<(Header, B256)>, ForkCacheError> {
+        let Some(v) = self.meta.get(number_key(HEADER, number))? else { return Ok(None) };
+        if v.len() < 32 {
+            return Err(ForkCacheError::Corrupt("header"));
+        }
+        let hash = B256::from_slice(&v[..32]);
+        let header =
+            Header::decode(&mut &v[32..]).map_err(|_| ForkCacheError::Corrupt("header"))?;
+        Ok(Some((header, hash)))
+    }
+
+    /// Caches a header with its upstream hash.
+    pub fn put_header(&self, header: &Header, hash: B256) -> Result<(), ForkCacheError> {
+        let mut v = hash.to_vec();
+        v.extend_from_slice(&alloy_rlp::encode(header));
+        self.meta.insert(&number_key(HEADER, header.number)[..], v)?;
+        self.put_block_hash(header.number, hash)
+    }
+
+    /// A cached block hash.
+    pub fn block_hash(&self, number: u64) -> Result<Option<B256>, ForkCacheError> {
+        match self.meta.get(number_key(BLOCK_HASH, number))? {
+            Some(v) if v.len() == 32 => Ok(Some(B256::from_slice(&v))),
+            Some(_) => Err(ForkCacheError::Corrupt("block hash")),
+            None => Ok(None),
+        }
+    }
+
+    /// Caches a block hash.
+    pub fn put_block_hash(&self, number: u64, hash: B256) -> Result<(), ForkCacheError> {
+        self.meta.insert(&number_key(BLOCK_HASH, number)[..], hash.as_slice())?;
+        Ok(())
+    }
+
+    /// A cached account: `Some(None)` when the upstream has it empty.
+    pub fn account(
+        &self,
+        address: &Address,
+    ) -> Result<Option<Option<ForkedAccount>>, ForkCacheError> {
+        let Some(v) = self.state()?.get(address_key(ACCOUNT, address))? else { return Ok(None) };
+        if v.is_empty() {
+            return Ok(Some(None));
+        }
+        if v.len() != 72 {
+            return Err(ForkCacheError::Corrupt("account"));
+        }
+        Ok(Some(Some(ForkedAccount {
+            nonce: u64_from(&v[..8]).ok_or(ForkCacheError::Corrupt("account"))?,
+            balance: U256::from_be_slice(&v[8..40]),
+            code_hash: B256::from_slice(&v[40..72]),
+        })))
+    }
+
+    /// Caches an account and its code (code first: a reader that finds the account finds it).
+    pub fn put_account(
+        &self,
+        address: &Address,
+        account: Option<&ForkedAccount>,
+        code: &Bytes,
+    ) -> Result<(), ForkCacheError> {
+        let state = self.state()?;
+        let value = match account {
+            Some(a) => {
+                if !code.is_empty() {
+                    state.insert(&hash_key(CODE, &a.code_hash)[..], code.as_ref())?;
+                }
+                let mut v = Vec::with_capacity(72);
+                v.extend_from_slice(&a.nonce.to_be_bytes());
+                v.extend_from_slice(&a.balance.to_be_bytes::<32>());
+                v.extend_from_slice(a.code_hash.as_slice());
+                v
+            }
+            None => Vec::new(),
+        };
+        state.insert(&address_key(ACCOUNT, address)[..], value)?;
+        Ok(())
+    }
+
+    /// A cached slot.
+    pub fn slot(&self, address: &Address, slot: &U256) -> Result<Option<U256>, ForkCacheError> {
+        match self.state()?.get(slot_key(address, slot))? {
+            Some(v) if v.len() == 32 => Ok(Some(U256::from_be_slice(&v))),
+            Some(_) => Err(ForkCacheError::Corrupt("slot")),
+            None => Ok(None),
+        }
+    }
+
+    /// Caches a slot.
+    pub fn put_slot(
+        &self,
+        address: &Address,
+        slot: &U256,
+        value: U256,
+    ) -> Result<(), ForkCacheError> {
+        self.state()?.insert(&slot_key(address, slot)[..], &value.to_be_bytes::<32>()[..])?;
+        Ok(())
+    }
+
+    /// Cached code by hash.
+    pub fn code(&self, code_hash: &B256) -> Result<Option<Bytes>, ForkCacheError> {
+        Ok(self.state()?.get(hash_key(CODE, code_hash))?.map(|v| Bytes::copy_from_slice(&v)))
+    }
+
+    /// Makes what is cached durable on sled's own threads (the caller does not wait for the
+    /// disk).
+    pub fn flush_in_background(&self) -> impl std::future::Future<Output = ()> + 'static {
+        let db = self.db.clone();
+        async move {
+            if let Err(error) = db.flush_async().await {
+                tracing::warn!(target: "actors::fork", %error, "fork cache not flushed");
+            }
+        }
+    }
+
+    /// Makes what is cached durable (on clean shutdown; sled also flushes every 200 ms).
+    pub fn flush(&self) -> Result<(), ForkCacheError> {
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+fn u64_from(v: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(v.try_into().ok()?))
+}
+
+fn number_key(prefix: u8, number: u64) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = prefix;
+    k[1..].copy_from_slice(&number.to_be_bytes());
+    k
+}
+
+fn address_key(prefix: u8, address: &Address) -> [u8; 21] {
+    let mut k = [0u8; 21];
+    k[0] = prefix;
+    k[1..].copy_from_slice(address.as_slice());
+    k
+}
+
+fn hash_key(prefix: u8, hash: &B256) -> [u8; 33] {
+    let mut k = [0u8; 33];
+    k[0] = prefix;
+    k[1..].copy_from_slice(hash.as_slice());
+    k
+}
+
+fn slot_key(address: &Address, slot: &U256) -> [u8; 53] {
+    let mut k = [0u8; 53];
+    k[0] = SLOT;
+    k[1..21].copy_from_slice(address.as_slice());
+    k[21..].copy_from_slice(&slot.to_be_bytes::<32>());
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_trip_and_trees_are_apart() {
+        let (mut cache, why) = ForkCache::open(None, "http://a");
+        assert!(why.is_none());
+        cache.pin(1, 10).unwrap();
+        let a = Address::repeat_byte(1);
+        let account = ForkedAccount { nonce: 3, balance: U256::from(7), code_hash: keccak256([1]) };
+        cache.put_account(&a, Some(&account), &Bytes::from(vec![1])).unwrap();
+        cache.put_slot(&a, &U256::from(2), U256::from(9)).unwrap();
+        assert_eq!(cache.account(&a).unwrap(), Some(Some(account)));
+        assert_eq!(cache.code(&account.code_hash).unwrap(), Some(Bytes::from(vec![1])));
+        assert_eq!(cache.slot(&a, &U256::from(2)).unwrap(), Some(U256::from(9)));
+        // Another fork block of the same endpoint sees none of it.
+        cache.pin(1, 11).unwrap();
+        assert_eq!(cache.account(&a).unwrap(), None);
+        assert_eq!(cache.slot(&a, &U256::from(2)).unwrap(), None);
+    }
+
+    #[test]
+    fn a_locked_directory_falls_back_to_memory_and_says_why() {
+        let dir = std::env::temp_dir().join(format!("hearth-fork-lock-{}", std::process::id()));
+        let (first, why) = ForkCache::open(Some(&dir), "http://a");
+        assert!(why.is_none() && first.path().is_some());
+        let (second, why) = ForkCache::open(Some(&dir), "http://a");
+        assert!(second.path().is_none());
+        assert!(why.expect("a reason").contains("cannot open"));
+        drop((first, second));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

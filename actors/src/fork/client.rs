@@ -1,0 +1,166 @@
+//! `ForkClient`: how the store reads forked state, from any thread but the backend's.
+//!
+//! A read looks in the fork cache first (a sled lookup, no message); a miss sends one
+//! [`Fetch`] to the backend and blocks the calling thread for that key only, at most the
+//! configured wait. Executor threads run on a `SyncArbiter` outside any async runtime, so a
+//! blocking wait is theirs to make; the backend runs on its own arbiter, so it never waits on
+//! a thread that waits on it.
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use alloy_primitives::{Address, B256, Bytes, U256};
+use hearth_messages::fork::{Fetch, ForkCounters, ForkError, ForkKey, ForkValue, PinFork};
+use hearth_storage::{ForkSource, ForkedAccount, StorageError};
+
+use super::cache::ForkCache;
+
+/// The store's handle on the fork backend and its cache.
+#[derive(Debug, Clone)]
+pub struct ForkClient {
+    fetch: Recipient<Fetch>,
+    pin: Recipient<PinFork>,
+    cache: ForkCache,
+    counters: Arc<ForkCounters>,
+    block: u64,
+    wait: Duration,
+}
+
+impl ForkClient {
+    /// A client of the backend at `backend`, reading `cache` (the backend's), waiting at most
+    /// `wait` for one value.
+    pub fn new(
+        backend: &Addr<super::ForkBackendActor>,
+        cache: ForkCache,
+        counters: Arc<ForkCounters>,
+        wait: Duration,
+    ) -> Self {
+        Self {
+            fetch: backend.clone().recipient(),
+            pin: backend.clone().recipient(),
+            cache,
+            counters,
+            block: 0,
+            wait,
+        }
+    }
+
+    /// Fetches one value (the backend answers from its cache when it can), blocking the
+    /// calling thread. Never call it on the backend's own arbiter.
+    pub fn fetch(&self, key: ForkKey) -> Result<ForkValue, ForkError> {
+        let deadline = Instant::now() + self.wait;
+        self.wait_for(self.send(key)?, deadline)
+    }
+
+    /// Fetches several values at once (they go upstream in one batch), blocking the calling
+    /// thread until all are in or the wait is over.
+    pub fn fetch_many(&self, keys: &[ForkKey]) -> Vec<Result<ForkValue, ForkError>> {
+        let deadline = Instant::now() + self.wait;
+        let sent: Vec<_> = keys.iter().map(|key| self.send(*key)).collect();
+        sent.into_iter().map(|answer| self.wait_for(answer?, deadline)).collect()
+    }
+
+    fn send(&self, key: ForkKey) -> Result<Receiver<Result<ForkValue, ForkError>>, ForkError> {
+        let (reply, answer) = sync_channel(1);
+        self.fetch.try_send(Fetch { key, reply }).map_err(|e| match e {
+            SendError::Full(_) => ForkError::Backend("its mailbox is full"),
+            SendError::Closed(_) => ForkError::Backend("it has stopped"),
+        })?;
+        Ok(answer)
+    }
+
+    fn wait_for(
+        &self,
+        answer: Receiver<Result<ForkValue, ForkError>>,
+        deadline: Instant,
+    ) -> Result<ForkValue, ForkError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        answer.recv_timeout(left).map_err(|e| match e {
+            RecvTimeoutError::Timeout => {
+                ForkError::Upstream(format!("no answer within --fork-timeout ({:?})", self.wait))
+            }
+            RecvTimeoutError::Disconnected => ForkError::Backend("it stopped without answering"),
+        })?
+    }
+
+    /// Fixes the fork block: opens its state cache here and in the backend.
+    pub fn pin(&mut self, chain_id: u64, block: u64) -> Result<(), ForkError> {
+        self.cache.pin(chain_id, block).map_err(|e| ForkError::Upstream(e.to_string()))?;
+        let (reply, answer) = sync_channel(1);
+        self.pin.try_send(PinFork { chain_id, block, reply }).map_err(|e| match e {
+            SendError::Full(_) => ForkError::Backend("its mailbox is full"),
+            SendError::Closed(_) => ForkError::Backend("it has stopped"),
+        })?;
+        answer.recv_timeout(self.wait).map_err(|_| ForkError::Backend("it did not answer"))??;
+        self.block = block;
+        Ok(())
+    }
+
+    /// The cache it reads.
+    pub const fn cache(&self) -> &ForkCache {
+        &self.cache
+    }
+
+    /// The account at the fork block.
+    pub fn account_at_fork(&self, address: &Address) -> Result<Option<ForkedAccount>, ForkError> {
+        let cached = self.cache.account(address).map_err(|e| ForkError::Upstream(e.to_string()))?;
+        if let Some(account) = cached {
+            self.counters.add_hit();
+            return Ok(account);
+        }
+        match self.fetch(ForkKey::Account(*address))? {
+            ForkValue::Account(account) => Ok(account),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+fn unexpected(value: &ForkValue) -> ForkError {
+    ForkError::Upstream(format!("the backend answered a different kind of value: {value:?}"))
+}
+
+fn storage_error(error: ForkError) -> StorageError {
+    StorageError::Fork(error.to_string())
+}
+
+impl ForkSource for ForkClient {
+    fn block(&self) -> u64 {
+        self.block
+    }
+
+    fn account(&self, address: &Address) -> Result<Option<ForkedAccount>, StorageError> {
+        self.account_at_fork(address).map_err(storage_error)
+    }
+
+    fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StorageError> {
+        let cached =
+            self.cache.slot(address, slot).map_err(|e| StorageError::Fork(e.to_string()))?;
+        if let Some(value) = cached {
+            self.counters.add_hit();
+            return Ok(value);
+        }
+        match self.fetch(ForkKey::Storage(*address, *slot)).map_err(storage_error)? {
+            ForkValue::Storage(value) => Ok(value),
+            other => Err(storage_error(unexpected(&other))),
+        }
+    }
+
+    fn code(&self, code_hash: &B256) -> Result<Option<Bytes>, StorageError> {
+        self.cache.code(code_hash).map_err(|e| StorageError::Fork(e.to_string()))
+    }
+
+    fn block_hash(&self, number: u64) -> Result<Option<B256>, StorageError> {
+        let cached =
+            self.cache.block_hash(number).map_err(|e| StorageError::Fork(e.to_string()))?;
+        if let Some(hash) = cached {
+            self.counters.add_hit();
+            return Ok(Some(hash));
+        }
+        match self.fetch(ForkKey::BlockHash(number)).map_err(storage_error)? {
+            ForkValue::BlockHash(hash) => Ok(hash),
+            other => Err(storage_error(unexpected(&other))),
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Messages of the fork backend (`ForkBackendActor`), which owns the upstream JSON-RPC
+//! connection of a node started with `--fork-url`, and the counters it shares with `/metrics`.
+//!
+//! A [`Fetch`] carries a reply channel of its own instead of an actix response: the callers
+//! are executor threads (and the state owner) that block until their one key arrives, outside
+//! any async runtime, and a synchronous channel with a timeout is what they can wait on.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::SyncSender;
+
+use actix::Message;
+use alloy_consensus::Header;
+use alloy_primitives::{Address, B256, U256};
+use crossbeam_utils::CachePadded;
+use hearth_storage::ForkedAccount;
+
+/// One value the upstream can be asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ForkKey {
+    /// The upstream's chain id (`eth_chainId`).
+    ChainId,
+    /// The upstream's head block number (`eth_blockNumber`); never cached.
+    HeadNumber,
+    /// The header of upstream block `n` (`eth_getBlockByNumber`).
+    Header(u64),
+    /// Balance, nonce and code of an account at the fork block.
+    Account(Address),
+    /// One storage slot at the fork block.
+    Storage(Address, U256),
+    /// The hash of upstream block `n`.
+    BlockHash(u64),
+}
+
+/// The upstream's answer for a [`ForkKey`] of the same kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ForkValue {
+    /// A chain id or a block number.
+    Number(u64),
+    /// A header, with the hash the upstream gives it.
+    Header(Box<Header>, B256),
+    /// An account (`None`: empty). Its code is in the fork cache by hash.
+    Account(Option<ForkedAccount>),
+    /// A slot's value.
+    Storage(U256),
+    /// A block hash (`None`: no such block upstream).
+    BlockHash(Option<B256>),
+}
+
+/// Why a fork read failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ForkError {
+    /// The upstream did not answer well within `--fork-timeout` (after `--fork-retries`).
+    #[error("{0}")]
+    Upstream(String),
+    /// The fork backend is gone or its mailbox is full.
+    #[error("fork backend unavailable: {0}")]
+    Backend(&'static str),
+}
+
+/// Where a [`Fetch`]'s answer goes.
+pub type ForkReply = SyncSender<Result<ForkValue, ForkError>>;
+
+/// Asks the backend for one value: from its cache, from a fetch already under way for the same
+/// key, or from the next upstream batch.
+#[derive(Debug)]
+pub struct Fetch {
+    /// What to fetch.
+    pub key: ForkKey,
+    /// Where the answer goes (exactly once).
+    pub reply: ForkReply,
+}
+
+impl Message for Fetch {
+    type Result = ();
+}
+
+/// Opens the cache of the forked state at `block` of chain `chain_id` (the state tree of the
+/// fork cache); state keys are refused until it is sent.
+#[derive(Debug)]
+pub struct PinFork {
+    /// The upstream's chain id.
+    pub chain_id: u64,
+    /// The fork block.
+    pub block: u64,
+    /// Where the outcome goes.
+    pub reply: SyncSender<Result<(), ForkError>>,
+}
+
+impl Message for PinFork {
+    type Result = ();
+}
+
+/// How many stripes the cache-hit counter has: executor threads and RPC workers count hits
+/// on their own cache line.
+const HIT_STRIPES: usize = 8;
+
+/// The fork backend's counters, for `/metrics`. The backend alone bumps the fetch counters;
+/// cache hits are counted where they happen (the reading thread), on striped cache lines.
+#[derive(Debug, Default)]
+pub struct ForkCounters {
+    upstream_requests: AtomicU64,
+    fetched: AtomicU64,
+    coalesced: AtomicU64,
+    errors: AtomicU64,
+    hits: [CachePadded<AtomicU64>; HIT_STRIPES],
+}
+
+/// A snapshot of [`ForkCounters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ForkStats {
+    /// HTTP requests sent upstream (one JSON-RPC batch is one request; retries count).
+    pub upstream_requests: u64,
+    /// Keys fetched from the upstream (each key once, however many waited for it).
+    pub fetched: u64,
+    /// Reads that joined a fetch already under way for the same key.
+    pub coalesced: u64,
+    /// Reads answered from the fork cache (memory or disk) without the upstream.
+    pub cache_hits: u64,
+    /// Keys whose fetch failed (each waiter got a `fork upstream` error).
+    pub errors: u64,
+}
+
+impl ForkCounters {
+    /// New shared counters at zero.
+    pub fn shared() -> Arc<Self> {
+        Arc::default()
+    }
+
+    /// Counts `n` upstream HTTP requests.
+    pub fn add_requests(&self, n: u64) {
+        self.upstream_requests.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts `n` keys fetched.
+    pub fn add_fetched(&self, n: u64) {
+        self.fetched.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts one read that joined a fetch under way.
+    pub fn add_coalesced(&self) {
+        self.coalesced.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts `n` keys whose fetch failed.
+    pub fn add_errors(&self, n: u64) {
+        self.errors.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts one cache hit on the calling thread's stripe.
+    pub fn add_hit(&self) {
+        thread_local! {
+            static STRIPE: usize = {
+                use std::hash::BuildHasher;
+                let hash = std::collections::hash_map::RandomState::new()
+                    .hash_one(std::thread::current().id());
+                (hash as usize) % HIT_STRIPES
+            };
+        }
+        STRIPE.with(|stripe| self.hits[*stripe].fetch_add(1, Ordering::Relaxed));
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> ForkStats {
+        ForkStats {
+            upstream_requests: self.upstream_requests.load(Ordering::Relaxed),
+            fetched: self.fetched.load(Ordering::Relaxed),
+            coalesced: self.coalesced.load(Ordering::Relaxed),
+            cache_hits: self.hits.iter().map(|h| h.load(Ordering::Relaxed)).sum(),
+            errors: self.errors.load(Ordering::Relaxed),
+        }
+    }
+}

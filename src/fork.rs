@@ -1,0 +1,183 @@
+//! Starting a forked chain (`--fork-url`): the fork backend, its cache, the fork block and the
+//! local chain's first block.
+//!
+//! The upstream is asked for its chain id (unless `--fork-chain-id` or the cache knows it), its
+//! head (when the fork block is relative to it) and the fork block's header (unless cached).
+//! The local chain is kept in memory and starts with that header verbatim, the dev accounts
+//! funded over their upstream nonce and code; everything else is read from the upstream as
+//! executions touch it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Addr, Arbiter};
+use alloy_consensus::Header;
+use alloy_primitives::{Address, B256, U256};
+use hearth_actors::fork::{
+    DEFAULT_MAX_BATCH, DEFAULT_MAX_IN_FLIGHT, ForkBackendActor, ForkCache, ForkClient,
+};
+use hearth_messages::fork::{ForkCounters, ForkError, ForkKey, ForkValue};
+use hearth_storage::{
+    AccountChange, AccountFields, BlockDraft, ChainDb, EMPTY_CODE_HASH, StateDiff, StoredBody,
+};
+use tracing::{info, warn};
+
+use crate::config::{ForkBlock, ForkSettings};
+
+/// How much longer than `--fork-timeout` a reader waits for the backend's own answer (which
+/// says why it failed) before it gives up on its own.
+const WAIT_MARGIN: Duration = Duration::from_millis(500);
+
+/// What starting a fork can fail on.
+#[derive(Debug, thiserror::Error)]
+pub enum ForkStartError {
+    /// The upstream did not answer what the fork needs (the reason names the upstream).
+    #[error("cannot fork: {source}; check --fork-url (or raise --fork-timeout)")]
+    Upstream {
+        /// The upstream (without path or credentials).
+        url: String,
+        /// Why.
+        source: ForkError,
+    },
+    /// `--fork-block-number -N` reaches below block 0.
+    #[error("--fork-block-number -{behind}: the upstream's head is only block {head}")]
+    BehindGenesis {
+        /// How far below the head.
+        behind: u64,
+        /// The upstream head.
+        head: u64,
+    },
+    /// The local chain could not be written.
+    #[error("cannot write the fork's first block: {0}")]
+    Storage(#[from] hearth_storage::StorageError),
+}
+
+/// A running fork backend, kept for the node's lifetime.
+#[derive(Debug)]
+pub struct ForkHandle {
+    /// The backend.
+    pub backend: Addr<ForkBackendActor>,
+    /// Its counters, for `/metrics`.
+    pub counters: Arc<ForkCounters>,
+    /// The fork block.
+    pub block: u64,
+    /// The upstream's hash of the fork block.
+    pub block_hash: B256,
+    /// The chain id the fork runs under.
+    pub chain_id: u64,
+    /// The arbiter the backend runs on (stopped with the handle).
+    arbiter: Arbiter,
+}
+
+impl Drop for ForkHandle {
+    fn drop(&mut self) {
+        self.arbiter.stop();
+    }
+}
+
+/// The local chain of a fork, with its first block written, and the backend serving it.
+/// `dev_accounts` are funded with `balance` wei each at the fork block.
+pub fn open_fork(
+    settings: &ForkSettings,
+    cache_bytes: u64,
+    dev_accounts: &[Address],
+    balance: U256,
+) -> Result<(ChainDb, ForkHandle), ForkStartError> {
+    let url = settings.upstream.display_url();
+    let upstream_err = |source| ForkStartError::Upstream { url: url.clone(), source };
+    let (cache, fallback) = ForkCache::open(settings.cache_dir.as_deref(), &settings.upstream.url);
+    match (fallback, cache.path()) {
+        (Some(reason), _) => {
+            warn!(target: "node::fork", %reason, "fork cache kept in memory for this run");
+        }
+        (None, Some(path)) => info!(target: "node::fork", path = %path.display(), "fork cache"),
+        (None, None) => info!(target: "node::fork", "fork cache in memory (--no-fork-cache)"),
+    }
+    let counters = ForkCounters::shared();
+    let (backend, arbiter) = ForkBackendActor::start(
+        settings.upstream.clone(),
+        cache.clone(),
+        Arc::clone(&counters),
+        DEFAULT_MAX_BATCH,
+        DEFAULT_MAX_IN_FLIGHT,
+    );
+    let mut client = ForkClient::new(
+        &backend,
+        cache,
+        Arc::clone(&counters),
+        settings.upstream.timeout + WAIT_MARGIN,
+    );
+    let number = |key| match client.fetch(key) {
+        Ok(ForkValue::Number(n)) => Ok(n),
+        Ok(other) => Err(ForkError::Upstream(format!("unexpected answer {other:?}"))),
+        Err(e) => Err(e),
+    };
+    let chain_id = match settings.chain_id {
+        Some(id) => id,
+        None => number(ForkKey::ChainId).map_err(upstream_err)?,
+    };
+    let block = match settings.block {
+        ForkBlock::Number(n) => n,
+        ForkBlock::Head => number(ForkKey::HeadNumber).map_err(upstream_err)?,
+        ForkBlock::BehindHead(behind) => {
+            let head = number(ForkKey::HeadNumber).map_err(upstream_err)?;
+            head.checked_sub(behind).ok_or(ForkStartError::BehindGenesis { behind, head })?
+        }
+    };
+    let (header, block_hash) = match client.fetch(ForkKey::Header(block)).map_err(upstream_err)? {
+        ForkValue::Header(header, hash) => (*header, hash),
+        other => {
+            return Err(upstream_err(ForkError::Upstream(format!("unexpected answer {other:?}"))));
+        }
+    };
+    client.pin(chain_id, block).map_err(upstream_err)?;
+    let mut diff = StateDiff::default();
+    let keys: Vec<ForkKey> = dev_accounts.iter().map(|a| ForkKey::Account(*a)).collect();
+    for (address, fetched) in dev_accounts.iter().zip(client.fetch_many(&keys)) {
+        let upstream = match fetched.map_err(&upstream_err)? {
+            ForkValue::Account(account) => account,
+            other => {
+                let unexpected = ForkError::Upstream(format!("unexpected answer {other:?}"));
+                return Err(upstream_err(unexpected));
+            }
+        };
+        let (nonce, code_hash) = upstream.map_or((0, EMPTY_CODE_HASH), |a| (a.nonce, a.code_hash));
+        diff.accounts.insert(
+            *address,
+            AccountChange {
+                info: Some(AccountFields { nonce, balance, code_hash }),
+                storage_wiped: false,
+                storage: Default::default(),
+            },
+        );
+    }
+    let chain = ChainDb::in_memory_with_cache(cache_bytes)?.with_fork(Arc::new(client));
+    write_base(&chain, header, block_hash, &diff)?;
+    info!(target: "node::fork", %url, block, %block_hash, chain_id, "forked");
+    Ok((chain, ForkHandle { backend, counters, block, block_hash, chain_id, arbiter }))
+}
+
+fn write_base(
+    chain: &ChainDb,
+    header: Header,
+    upstream_hash: B256,
+    diff: &StateDiff,
+) -> Result<(), ForkStartError> {
+    if header.hash_slow() != upstream_hash {
+        // A chain whose headers carry fields alloy does not know: local blocks still link to
+        // the header as decoded, which is all BLOCKHASH and parent hashes need here.
+        warn!(
+            target: "node::fork",
+            upstream = %upstream_hash,
+            decoded = %header.hash_slow(),
+            "the fork block's header hashes differently here than upstream"
+        );
+    }
+    let draft = BlockDraft {
+        header,
+        body: StoredBody { transactions: vec![], senders: vec![] },
+        receipts: vec![],
+    };
+    hearth_storage::import_fork_base(chain, draft, diff)?;
+    Ok(())
+}

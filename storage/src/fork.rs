@@ -1,0 +1,43 @@
+//! The forked base under a local chain: where reads go that the local store has no record of.
+//!
+//! A node started with `--fork-url` keeps its own blocks from the fork block on, over the
+//! upstream's state at that block. The store asks a [`ForkSource`] for an account, slot, code
+//! or block hash only when it has never written one itself, so every local write (a block, a
+//! dev patch) shadows the upstream's value, and a local deletion (a tombstone) shadows it too.
+
+use alloy_primitives::{Address, B256, Bytes, U256};
+
+use crate::StorageError;
+
+/// An account as the upstream has it at the fork block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForkedAccount {
+    /// Transaction count.
+    pub nonce: u64,
+    /// Balance in wei.
+    pub balance: U256,
+    /// keccak256 of the code; the code itself is then served by [`ForkSource::code`].
+    pub code_hash: B256,
+}
+
+/// The upstream state at the fork block, as the store reads it. Implementations may block the
+/// calling thread while they fetch (executor threads and the state owner call it, never the
+/// thread that serves the fetches), and must give up with [`StorageError::Fork`] within their
+/// timeout rather than hang.
+pub trait ForkSource: Send + Sync + std::fmt::Debug {
+    /// The fork block: local blocks start after it, and accounts read from the upstream carry
+    /// it as their storage incarnation (so their slots are looked up upstream too).
+    fn block(&self) -> u64;
+
+    /// The upstream account at the fork block (`None`: empty, as EIP-161 treats it).
+    fn account(&self, address: &Address) -> Result<Option<ForkedAccount>, StorageError>;
+
+    /// An upstream storage slot at the fork block.
+    fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StorageError>;
+
+    /// Code by hash, for a hash an account read from this source named.
+    fn code(&self, code_hash: &B256) -> Result<Option<Bytes>, StorageError>;
+
+    /// The hash of upstream block `number` (at or below the fork block).
+    fn block_hash(&self, number: u64) -> Result<Option<B256>, StorageError>;
+}

@@ -1,0 +1,444 @@
+//! Forking a live chain (`--fork-url`): a real upstream (a `hearth` process with contracts
+//! deployed) behind a proxy the test owns, which adds 20 ms to every request and counts the
+//! JSON-RPC methods it forwards.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::process::{NodeProcess, TempDir};
+use crate::support::fixtures;
+
+const ALICE: &str = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
+/// Not a dev account: it holds on the upstream only what the upstream gave it.
+const HOLDER: &str = "0x00000000000000000000000000000000000a11ce";
+const LATENCY: Duration = Duration::from_millis(20);
+
+/// A loopback HTTP proxy in front of the upstream: adds [`LATENCY`] per request, counts the
+/// JSON-RPC methods of what it forwards, and can play dead (drops every connection).
+struct Proxy {
+    addr: SocketAddr,
+    counts: Arc<Mutex<HashMap<String, u64>>>,
+    down: Arc<AtomicBool>,
+    /// How many of the next requests get HTTP 503 instead of an answer.
+    refuse: Arc<AtomicU32>,
+}
+
+impl Proxy {
+    fn start(upstream: SocketAddr) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        let addr = listener.local_addr().expect("proxy address");
+        let counts = Arc::new(Mutex::new(HashMap::new()));
+        let down = Arc::new(AtomicBool::new(false));
+        let refuse = Arc::new(AtomicU32::new(0));
+        let (c, d, r) = (Arc::clone(&counts), Arc::clone(&down), Arc::clone(&refuse));
+        std::thread::spawn(move || {
+            for client in listener.incoming().map_while(Result::ok) {
+                let (c, d, r) = (Arc::clone(&c), Arc::clone(&d), Arc::clone(&r));
+                std::thread::spawn(move || serve(client, upstream, &c, &d, &r));
+            }
+        });
+        Self { addr, counts, down, refuse }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Calls forwarded so far of `method`.
+    fn count(&self, method: &str) -> u64 {
+        self.counts.lock().expect("counts").get(method).copied().unwrap_or(0)
+    }
+
+    /// Calls forwarded so far, all methods.
+    fn total(&self) -> u64 {
+        let counts = self.counts.lock().expect("counts");
+        counts.iter().filter(|(m, _)| !m.starts_with('(')).map(|(_, n)| n).sum()
+    }
+
+    /// HTTP requests forwarded so far (a JSON-RPC batch is one).
+    fn requests(&self) -> u64 {
+        self.count("(http requests)")
+    }
+}
+
+/// Reads one HTTP request (headers and a Content-Length body).
+fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&buf).into_owned();
+    let len = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length").then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).ok()?;
+    Some((head, body))
+}
+
+/// Forwards one request of a client connection (the answer closes it: the upstream's says
+/// `connection: close`, and the client reconnects for the next).
+fn serve(
+    mut client: TcpStream,
+    upstream: SocketAddr,
+    counts: &Mutex<HashMap<String, u64>>,
+    down: &AtomicBool,
+    refuse: &AtomicU32,
+) {
+    let Some((_, body)) = read_request(&mut client) else { return };
+    if down.load(Ordering::Relaxed) {
+        return;
+    }
+    if refuse.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
+        *counts.lock().expect("counts").entry("(refused)".to_owned()).or_default() += 1;
+        let _ = client.write_all(
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+        return;
+    }
+    std::thread::sleep(LATENCY);
+    if let Ok(request) = serde_json::from_slice::<Value>(&body) {
+        let calls = match request {
+            Value::Array(calls) => calls,
+            one => vec![one],
+        };
+        let mut counts = counts.lock().expect("counts");
+        *counts.entry("(http requests)".to_owned()).or_default() += 1;
+        for call in calls {
+            let method = call["method"].as_str().unwrap_or("?").to_owned();
+            *counts.entry(method).or_default() += 1;
+        }
+    }
+    let Ok(mut up) = TcpStream::connect(upstream) else { return };
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: {upstream}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    if up.write_all(head.as_bytes()).and_then(|()| up.write_all(&body)).is_err() {
+        return;
+    }
+    let mut response = Vec::new();
+    if up.read_to_end(&mut response).is_err() || response.is_empty() {
+        return;
+    }
+    let _ = client.write_all(&response);
+}
+
+/// An upstream dev chain with BenchToken deployed, a non-dev holder funded with ETH and
+/// tokens, and a contract whose `fallback` sums its slots 0..49 (slot i holds i + 1).
+struct Upstream {
+    node: NodeProcess,
+    token: String,
+    summer: String,
+}
+
+/// Creation code of the slot summer: stores i + 1 in slot i for i in 0..50, then returns a
+/// runtime that sums SLOAD(0..50) and returns the sum.
+fn summer_initcode() -> String {
+    let mut runtime = String::from("6000");
+    for i in 0..50u8 {
+        runtime += &format!("60{i:02x}5401");
+    }
+    runtime += "60005260206000f3";
+    let runtime_len = runtime.len() / 2;
+    let mut init = String::new();
+    for i in 0..50u8 {
+        init += &format!("60{:02x}60{i:02x}55", i + 1);
+    }
+    // The copy and return below are 13 bytes (the offset takes a PUSH2).
+    let offset = init.len() / 2 + 13;
+    init += &format!("60{runtime_len:02x}61{offset:04x}600039");
+    init += &format!("60{runtime_len:02x}6000f3");
+    format!("0x{init}{runtime}")
+}
+
+fn receipt_address(node: &NodeProcess, tx: &Value) -> String {
+    node.ok("eth_getTransactionReceipt", json!([tx]))["contractAddress"]
+        .as_str()
+        .expect("a contract")
+        .to_owned()
+}
+
+fn balance_of(holder: &str) -> String {
+    format!("0x70a08231{:0>64}", &holder[2..])
+}
+
+impl Upstream {
+    fn start() -> Self {
+        let node = NodeProcess::spawn(&["--http.port", "0"]);
+        let deploy = node.ok(
+            "eth_sendTransaction",
+            json!([{"from": ALICE, "data": fixtures::bench_token_bytecode()}]),
+        );
+        let token = receipt_address(&node, &deploy);
+        let deploy =
+            node.ok("eth_sendTransaction", json!([{"from": ALICE, "data": summer_initcode()}]));
+        let summer = receipt_address(&node, &deploy);
+        let transfer = format!("0xa9059cbb{:0>64}{:0>64}", &HOLDER[2..], "3e8");
+        node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": token, "data": transfer}]));
+        node.ok(
+            "eth_sendTransaction",
+            json!([{"from": ALICE, "to": HOLDER, "value": "0xde0b6b3a7640000"}]),
+        );
+        Self { node, token, summer }
+    }
+}
+
+/// A forked node through `proxy` at the upstream's block `block`.
+fn fork_node(proxy: &Proxy, block: u64, extra: &[&str]) -> NodeProcess {
+    let block = block.to_string();
+    let url = proxy.url();
+    let mut args = vec!["--http.port", "0", "--fork-url", &url, "--fork-block-number", &block];
+    args.extend_from_slice(extra);
+    NodeProcess::spawn(&args)
+}
+
+#[test]
+fn a_fork_reads_the_upstream_s_state_and_runs_local_blocks_over_it() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(upstream.node.addr);
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    let fork = fork_node(&proxy, head, &["--no-fork-cache"]);
+    // Starting took the chain id, the fork block's header and the ten dev accounts (balance,
+    // nonce and code each), the accounts as one JSON-RPC batch.
+    eprintln!("startup: {} requests, {} calls", proxy.requests(), proxy.total());
+    assert_eq!((proxy.count("eth_getBalance"), proxy.count("eth_getCode")), (10, 10));
+    assert_eq!(proxy.requests(), 3, "chain id, header, one batch of accounts");
+    let both = |method: &str, params: Value| {
+        (upstream.node.ok(method, params.clone()), fork.ok(method, params))
+    };
+    // The fork continues the upstream's chain: id, number, the fork block's hash.
+    for (method, params) in [
+        ("eth_chainId", json!([])),
+        ("eth_blockNumber", json!([])),
+        ("eth_getBalance", json!([HOLDER, "latest"])),
+        ("eth_getTransactionCount", json!([ALICE, "latest"])),
+        ("eth_getCode", json!([upstream.token, "latest"])),
+        ("eth_getStorageAt", json!([upstream.summer, "0x7", "latest"])),
+        ("eth_call", json!([{"to": upstream.token, "data": balance_of(HOLDER)}, "latest"])),
+        ("eth_call", json!([{"to": upstream.summer}, "latest"])),
+    ] {
+        let (up, down) = both(method, params);
+        assert_eq!(up, down, "{method}");
+    }
+    let block =
+        |node: &NodeProcess| node.ok("eth_getBlockByNumber", json!([format!("{head:#x}"), false]));
+    assert_eq!(block(&upstream.node)["hash"], block(&fork)["hash"]);
+    assert_eq!(
+        fork.ok("eth_call", json!([{"to": upstream.summer}, "latest"])),
+        format!("0x{:064x}", 1275),
+        "the summer read 50 slots from the upstream"
+    );
+
+    // Local blocks over the forked base: an impersonated holder sends tokens; a snapshot
+    // and revert undo it; the upstream never changes.
+    let snapshot = fork.ok("evm_snapshot", json!([]));
+    fork.ok("anvil_impersonateAccount", json!([HOLDER]));
+    let transfer = format!("0xa9059cbb{:0>64}{:0>64}", &ALICE[2..], "64");
+    let tx = fork.ok(
+        "eth_sendTransaction",
+        json!([{"from": HOLDER, "to": upstream.token, "data": transfer}]),
+    );
+    let receipt = fork.ok("eth_getTransactionReceipt", json!([tx]));
+    assert_eq!(receipt["status"], "0x1", "{receipt}");
+    assert_eq!(crate::support::quantity(&receipt["blockNumber"]), head + 1);
+    let holder_tokens = |node: &NodeProcess| {
+        node.ok("eth_call", json!([{"to": upstream.token, "data": balance_of(HOLDER)}, "latest"]))
+    };
+    assert_eq!(holder_tokens(&fork), format!("0x{:064x}", 1000 - 100));
+    assert_eq!(holder_tokens(&upstream.node), format!("0x{:064x}", 1000));
+    let parent = fork.ok("eth_getBlockByNumber", json!([format!("{:#x}", head + 1), false]));
+    assert_eq!(parent["parentHash"], block(&upstream.node)["hash"]);
+    fork.ok("anvil_setBalance", json!([HOLDER, "0x1"]));
+    assert_eq!(fork.ok("eth_getBalance", json!([HOLDER, "latest"])), "0x1");
+    assert_eq!(fork.ok("evm_revert", json!([snapshot])), true);
+    assert_eq!(holder_tokens(&fork), format!("0x{:064x}", 1000));
+    assert_eq!(
+        both("eth_getBalance", json!([HOLDER, "latest"])).0,
+        fork.ok("eth_getBalance", json!([HOLDER, "latest"]))
+    );
+    assert_eq!(crate::support::quantity(&fork.ok("eth_blockNumber", json!([]))), head);
+}
+
+#[test]
+fn concurrent_calls_over_the_same_cold_slots_fetch_each_slot_once() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(upstream.node.addr);
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    let fork = fork_node(
+        &proxy,
+        head,
+        &["--no-fork-cache", "--executor.max-in-flight", "256", "--executor.admission-wait", "1s"],
+    );
+    let addr = fork.addr;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_call",
+        "params": [{"to": upstream.summer}, "latest"]})
+    .to_string();
+    let calls: Vec<_> = (0..100)
+        .map(|_| {
+            let body = body.clone();
+            std::thread::spawn(move || crate::process::post(addr, &body).expect("answer"))
+        })
+        .collect();
+    for call in calls {
+        let (status, answer) = call.join().expect("caller");
+        let answer: Value = serde_json::from_str(&answer).expect("JSON");
+        assert_eq!(status, 200);
+        assert_eq!(answer["result"], format!("0x{:064x}", 1275), "{answer}");
+    }
+    let slot_fetches = proxy.count("eth_getStorageAt");
+    assert!(slot_fetches <= 50, "{slot_fetches} slot fetches for 50 slots");
+    assert!(slot_fetches >= 50, "every slot came from the upstream once");
+    let (_, metrics) = crate::process::get(addr, "/metrics").expect("metrics");
+    let metric = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
+            .unwrap_or_else(|| panic!("{name} in {metrics}"))
+    };
+    // Each value fetched once: the chain id, the header, the accounts (one eth_getBalance
+    // each) and the slots; every other read was coalesced or a hit.
+    let values = ["eth_chainId", "eth_getBlockByNumber", "eth_getBalance", "eth_getStorageAt"];
+    assert_eq!(
+        metric("hearth_fork_fetches_total "),
+        values.iter().map(|m| proxy.count(m)).sum::<u64>()
+    );
+    // The executors' own read caches answer most repeats; what reached the backend while a
+    // fetch of the same slot was under way waited for it.
+    assert!(metric("hearth_fork_coalesced_waits_total ") > 0, "{metrics}");
+}
+
+#[test]
+fn a_restart_on_the_same_cache_fetches_nothing() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(upstream.node.addr);
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    let cache = TempDir::new("fork-cache");
+    let dir = cache.path().to_str().expect("utf-8").to_owned();
+    let reads = |node: &NodeProcess| {
+        vec![
+            node.ok("eth_call", json!([{"to": upstream.summer}, "latest"])),
+            node.ok(
+                "eth_call",
+                json!([{"to": upstream.token, "data": balance_of(HOLDER)}, "latest"]),
+            ),
+            node.ok("eth_getBalance", json!([HOLDER, "latest"])),
+            node.ok("eth_getCode", json!([upstream.token, "latest"])),
+        ]
+    };
+    let first = fork_node(&proxy, head, &["--fork.cache-dir", &dir]);
+    let cold = reads(&first);
+    first.stop();
+    let fetched = proxy.total();
+    assert!(fetched > 50, "the cold run fetched ({fetched})");
+    let second = fork_node(&proxy, head, &["--fork.cache-dir", &dir]);
+    assert_eq!(reads(&second), cold);
+    assert_eq!(proxy.total(), fetched, "the warm run asked the upstream nothing");
+    let (_, metrics) = crate::process::get(second.addr, "/metrics").expect("metrics");
+    let metric = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
+            .unwrap_or_else(|| panic!("{name} in {metrics}"))
+    };
+    assert_eq!(metric("hearth_fork_upstream_requests_total "), 0);
+    assert!(metric("hearth_fork_cache_hits_total ") >= 50, "{metrics}");
+    // A second process while the first holds the cache runs on an in-memory one.
+    let third = fork_node(&proxy, head, &["--fork.cache-dir", &dir]);
+    assert!(third.log.iter().any(|l| l.contains("fork cache kept in memory")), "{:?}", third.log);
+    assert_eq!(reads(&third)[0], cold[0]);
+}
+
+#[test]
+fn a_dead_upstream_fails_reads_with_32000_within_the_timeout_and_the_node_carries_on() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(upstream.node.addr);
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    let fork = fork_node(
+        &proxy,
+        head,
+        &["--no-fork-cache", "--fork-timeout", "1s", "--fork-retries", "3"],
+    );
+    // HTTP 503 twice: the third attempt answers.
+    proxy.refuse.store(2, Ordering::Relaxed);
+    assert_eq!(
+        fork.ok("eth_getBalance", json!([upstream.token, "latest"])),
+        upstream.node.ok("eth_getBalance", json!([upstream.token, "latest"]))
+    );
+    assert_eq!(proxy.count("(refused)"), 2);
+    proxy.down.store(true, Ordering::Relaxed);
+    let started = Instant::now();
+    let answer = fork.call("eth_getBalance", json!([HOLDER, "latest"]));
+    let took = started.elapsed();
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    let message = answer["error"]["message"].as_str().expect("message");
+    assert!(message.starts_with("fork upstream: "), "{message}");
+    assert!(took < Duration::from_millis(1_800), "failed after {took:?}");
+    let call = fork.call("eth_call", json!([{"to": upstream.summer}, "latest"]));
+    assert_eq!(call["error"]["code"], -32000, "{call}");
+    // The node stays up, and reads resume once the upstream answers again.
+    assert_eq!(crate::support::quantity(&fork.ok("eth_blockNumber", json!([]))), head);
+    proxy.down.store(false, Ordering::Relaxed);
+    assert_eq!(
+        fork.ok("eth_getBalance", json!([HOLDER, "latest"])),
+        upstream.node.ok("eth_getBalance", json!([HOLDER, "latest"]))
+    );
+    // A killed upstream is as dead.
+    let summer = upstream.summer.clone();
+    upstream.node.kill_9();
+    let started = Instant::now();
+    let answer = fork.call("eth_call", json!([{"to": summer}, "latest"]));
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert!(started.elapsed() < Duration::from_millis(1_800));
+    assert_eq!(crate::support::quantity(&fork.ok("eth_blockNumber", json!([]))), head);
+}
+
+#[test]
+fn fork_flags_are_checked_where_they_are_parsed() {
+    for (args, says) in [
+        (&["--fork-block-number", "3"][..], "--fork-block-number: needs --fork-url"),
+        (&["--fork-url", "ftp://x"][..], "--fork-url: must be an http:// or https:// URL"),
+        (
+            &["--fork-url", "http://x", "--fork-retries", "101"][..],
+            "--fork-retries must be between 0 and 100",
+        ),
+        (
+            &["--fork-url", "http://x", "--fork-timeout", "0s"][..],
+            "--fork-timeout must be a positive duration",
+        ),
+        (
+            &["--fork-url", "http://x", "--fork-rate-limit", "0"][..],
+            "--fork-rate-limit must be between 1",
+        ),
+        (
+            &["--fork-url", "http://x", "--fork-header", "novalue"][..],
+            "--fork-header: must be KEY:VALUE",
+        ),
+        (
+            &["--fork-url", "http://x", "--fork-chain-id", "0"][..],
+            "--fork-chain-id: must be at least 1",
+        ),
+        (
+            &["--fork-url", "http://x", "--no-fork-cache", "--fork.cache-dir", "/tmp/x"][..],
+            "contradicts",
+        ),
+    ] {
+        let (code, _, err) = NodeProcess::run_to_exit(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
