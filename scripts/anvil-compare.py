@@ -36,6 +36,7 @@ REASONS = {
     "no-slot-code": "no ERC-20 slot: anvil answers its internal-error code -32603, Hearth -32000 (the request, not the node, failed)",
     "receipt-extras": "anvil adds blockTimestamp and blobGasPrice to every receipt; Hearth, as geth, blobGasPrice to blob transactions' only",
     "total-difficulty": "anvil reports totalDifficulty 0x0; Hearth, as geth since the merge, leaves it out",
+    "unknown-account": "signing for an account without a key: anvil answers -32602 \"No Signer available\", Hearth -32000 \"unknown account\" as geth",
 }
 
 # Reasons whose fields are not compared at all, not even for presence or kind.
@@ -44,7 +45,52 @@ SKIPPED = {"client", "receipt-extras", "total-difficulty"}
 A0 = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
 A1 = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 A2 = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
+A3 = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
+A4 = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65"
 STRANGER = "0x00000000000000000000000000000000000c0ffe"
+# EIP-7702: code at DELEGATE returns the address it runs as (ADDRESS, MSTORE, RETURN 32 bytes);
+# A3 and A4 (unused elsewhere in the sequence) authorize it at nonce 0 on chain 31337. Made with
+# `cast wallet sign-auth 0x…7702 --private-key <dev key 3 or 4> --chain 31337 --nonce 0`.
+DELEGATE = "0x0000000000000000000000000000000000007702"
+WHO_AM_I = "0x3060005260206000f3"
+AUTH_A3 = {"chainId": "0x7a69", "address": DELEGATE, "nonce": "0x0", "yParity": "0x0",
+           "r": "0xc5d685d29120023a473e3c347ac55a07913f860c20f4cff36d85c7f5f525018c",
+           "s": "0x77516114e019343f25a9f9ad9414ff07a8cd5979a0cd5c9f7e2eb03cb6956939"}
+AUTH_A4 = {"chainId": "0x7a69", "address": DELEGATE, "nonce": "0x0", "yParity": "0x1",
+           "r": "0xe462a2d49a1e201511141987a89b3e6f060c63fbf70126c198cf75f74f01e539",
+           "s": "0x3ebe25729551d856928fc2c127015afda1d79a7fe8641c83be32d760d9b3e57e"}
+# The same authorization with an s no signature has: it recovers no authority.
+AUTH_BAD = {**AUTH_A4, "s": "0xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff00"}
+DOMAIN_TYPE = [{"name": "name", "type": "string"}, {"name": "version", "type": "string"},
+               {"name": "chainId", "type": "uint256"}, {"name": "verifyingContract", "type": "address"}]
+# EIP-712's own example (nested structs), and an EIP-2612 permit with a full-width value.
+MAIL = {"types": {"EIP712Domain": DOMAIN_TYPE,
+                  "Person": [{"name": "name", "type": "string"}, {"name": "wallet", "type": "address"}],
+                  "Mail": [{"name": "from", "type": "Person"}, {"name": "to", "type": "Person"},
+                           {"name": "contents", "type": "string"}]},
+        "primaryType": "Mail",
+        "domain": {"name": "Ether Mail", "version": "1", "chainId": 1,
+                   "verifyingContract": "0xCcCCccccCCCCcCCCCCCcCcCccCcCCCcCcccccccC"},
+        "message": {"from": {"name": "Cow", "wallet": "0xCD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826"},
+                    "to": {"name": "Bob", "wallet": "0xbBbBBBBbbBBBbbbBbbBbbbbBBbBbbbbBbBbbBBbB"},
+                    "contents": "Hello, Bob!"}}
+PERMIT = {"types": {"EIP712Domain": DOMAIN_TYPE,
+                    "Permit": [{"name": "owner", "type": "address"}, {"name": "spender", "type": "address"},
+                               {"name": "value", "type": "uint256"}, {"name": "nonce", "type": "uint256"},
+                               {"name": "deadline", "type": "uint256"}]},
+          "primaryType": "Permit",
+          "domain": {"name": "BenchToken", "version": "1", "chainId": 31337,
+                     "verifyingContract": "0x5FbDB2315678afecb367f032d93F642f64180aa3"},
+          "message": {"owner": A0, "spender": A1, "value": str(2**256 - 1), "nonce": 0,
+                      "deadline": "0x77359400"}}
+# Arrays of structs and of bytes32, a bool and a bytes member.
+GROUP = {"types": {"EIP712Domain": [{"name": "name", "type": "string"}],
+                   "Member": [{"name": "who", "type": "address"}, {"name": "admin", "type": "bool"}],
+                   "Group": [{"name": "members", "type": "Member[]"}, {"name": "tags", "type": "bytes32[]"},
+                             {"name": "blob", "type": "bytes"}, {"name": "level", "type": "uint8"}]},
+         "primaryType": "Group", "domain": {"name": "Groups"},
+         "message": {"members": [{"who": A1, "admin": True}, {"who": A2, "admin": False}],
+                     "tags": ["0x" + "11" * 32], "blob": "0xc0ffee", "level": 255}}
 GWEI = 10**9
 # Fixed fees and gas keep what a transaction costs the same on both chains whatever their
 # base fee (legacy transactions pay exactly their gas price).
@@ -95,7 +141,9 @@ class Node:
 
     def fill(self, value):
         """`value` with every "{name}" string replaced by this node's saved value."""
-        if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
+        # A whole "{name}" is the saved value as it is (a JSON string argument, such as typed
+        # data, also starts with "{" but is no name).
+        if isinstance(value, str) and value.startswith("{") and value.endswith("}") and value[1:-1].isidentifier():
             return self.vars[value[1:-1]]
         if isinstance(value, str) and "{" in value:
             out = value
@@ -378,6 +426,47 @@ def steps():
         ("hardhat_metadata", [], {"ignore": {"result.clientVersion": "client", "result.clientSemver": "client",
                                               "result.clientCommitSha": "client", "result.instanceId": "instance",
                                               "result.latestBlockHash": "hash", "result.snapshots": "snapshot-id"}}),
+        # Signing with the dev keys: byte-equal signatures and signed transactions.
+        ("eth_sign", [A0, "0xdeadbeef"], {}),
+        ("personal_sign", ["0xdeadbeef", A0], {}),
+        ("personal_sign", ["0x" + "Hello, Hearth".encode().hex(), A1], {}),
+        ("eth_sign", [A2, "0x"], {}),
+        ("eth_signTypedData_v4", [A0, MAIL], {}),
+        ("eth_signTypedData_v4", [A1, json.dumps(MAIL)], {}),
+        ("eth_signTypedData_v4", [A0, PERMIT], {}),
+        ("eth_signTypedData_v4", [A2, GROUP], {}),
+        ("eth_signTransaction", [{"from": A0, "to": A1, "value": "0x1", "gas": "0x5208", "gasPrice": hex(5 * GWEI), "nonce": "0x7"}], {}),
+        ("eth_signTransaction", [{"from": A0, "to": A1, "gas": "0x7530", "gasPrice": hex(5 * GWEI), "nonce": "0x7",
+                                  "accessList": [{"address": A2, "storageKeys": ["0x" + "00" * 31 + "01"]}]}], {}),
+        ("eth_signTransaction", [{"from": A1, "to": A2, "value": "0x5", "data": "0x1234", "gas": "0x7530",
+                                  "maxFeePerGas": hex(3 * GWEI), "maxPriorityFeePerGas": hex(GWEI), "nonce": "0x0"}], {}),
+        # Nonce (the pending one) and gas (an estimate) filled by the node.
+        ("eth_signTransaction", [{"from": A1, "to": A2, "value": "0x5", "maxFeePerGas": hex(3 * GWEI),
+                                  "maxPriorityFeePerGas": hex(GWEI)}], {}),
+        ("eth_getTransactionCount", [A1, "pending"], {}),
+        ("eth_sign", [STRANGER, "0x01"], {"ignore": {"error.code": "unknown-account"}}),
+        ("eth_signTypedData_v4", [STRANGER, MAIL], {"ignore": {"error.code": "unknown-account"}}),
+        ("eth_signTypedData_v4", [A0, {**MAIL, "primaryType": "Letter"}], {}),
+        ("eth_signTypedData_v4", [A0, {**GROUP, "message": {**GROUP["message"], "level": 256}}], {}),
+        ("eth_sign", [A0, "hello"], {}),
+        # EIP-7702: calls see an authorization without committing it; a bad one is skipped.
+        ("anvil_setCode", [DELEGATE, WHO_AM_I], {}),
+        ("eth_call", [{"to": A4}, "latest"], {}),
+        ("eth_call", [{"to": A4, "authorizationList": [AUTH_A4]}, "latest"], {}),
+        ("eth_call", [{"to": A4, "authorizationList": [AUTH_BAD]}, "latest"], {}),
+        ("eth_call", [{"to": A4, "gasPrice": "0x0", "authorizationList": [AUTH_A4]}, "latest"], {}),
+        ("eth_estimateGas", [{"from": A0, "to": A4, "authorizationList": [AUTH_A4]}], {}),
+        ("eth_getCode", [A4, "latest"], {}),
+        ("eth_signTransaction", [{"from": A0, "to": A4, "gas": "0x186a0", "maxFeePerGas": hex(3 * GWEI),
+                                  "maxPriorityFeePerGas": hex(GWEI), "nonce": "0x9", "authorizationList": [AUTH_A4]}], {}),
+        # ... and eth_sendTransaction delegates A3 for good, sponsored by A0.
+        ("eth_sendTransaction", [{"from": A0, "to": A3, "gas": "0x186a0", "maxFeePerGas": hex(3 * GWEI),
+                                  "maxPriorityFeePerGas": hex(GWEI), "authorizationList": [AUTH_A3]}], {"save": {"setcode": "result"}}),
+        ("eth_getTransactionReceipt", ["{setcode}"], receipt),
+        ("eth_getTransactionByHash", ["{setcode}"], {"ignore": TX_IGNORE}),
+        ("eth_getCode", [A3, "latest"], {}),
+        ("eth_getTransactionCount", [A3, "latest"], {}),
+        ("eth_call", [{"to": A3}, "latest"], {}),
         # Bad input: both refuse it as bad params (codes compared, not the wording).
         ("anvil_setChainId", [], {}),
         ("anvil_setChainId", [True], {}),

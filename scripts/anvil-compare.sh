@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts anvil (npm @foundry-rs/anvil-linux-amd64 1.7.1, from /tmp/peers) and Hearth with the
 # same anvil command line on two loopback ports, runs one sequence of JSON-RPC requests on both
-# (scripts/anvil-compare.py: the everyday methods and anvil's dev methods) and compares the
+# (scripts/anvil-compare.py: the everyday methods, anvil's dev methods, signing with the dev keys and
+# EIP-7702 authorizations) and compares the
 # answers field by field. Prints `N equal, M different`; exits 1 when any answer differs in a
 # way README.md ("Differences from anvil") does not list.
 #

@@ -1,7 +1,9 @@
 // End-to-end check with ethers v6 (a client nobody here wrote) against a running Hearth dev
 // chain: fee data, a signed send and its receipt, sends with explicit nonces, the error codes
 // ethers derives from geth's messages (INSUFFICIENT_FUNDS, NONCE_EXPIRED), block events by
-// polling and over WebSocket.
+// polling and over WebSocket; the node's account as a JsonRpcSigner: signMessage
+// (personal_sign), signTypedData (eth_signTypedData_v4) and signTransaction
+// (eth_signTransaction), each checked by recovering the signer locally.
 //
 //   node scripts/ethers-e2e.mjs <http-url>   (run by scripts/js-e2e.sh)
 //
@@ -66,6 +68,32 @@ try {
   });
   check("WebSocketProvider block", heads >= 1, String(heads));
   await ws.destroy();
+  const signer = await provider.getSigner(1);
+  const message = "Hello from ethers";
+  const sig = await signer.signMessage(message);
+  check("JsonRpcSigner.signMessage", ethers.verifyMessage(message, sig) === signer.address, sig);
+  const bytesSig = await signer.signMessage(ethers.getBytes("0x00ff10"));
+  check("JsonRpcSigner.signMessage bytes", ethers.verifyMessage(ethers.getBytes("0x00ff10"), bytesSig) === signer.address);
+  const domain = { name: "BenchToken", version: "1", chainId: 31337, verifyingContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3" };
+  const types = { Permit: [
+    { name: "owner", type: "address" }, { name: "spender", type: "address" },
+    { name: "value", type: "uint256" }, { name: "nonce", type: "uint256" }, { name: "deadline", type: "uint256" },
+  ] };
+  const permit = { owner: signer.address, spender: sink, value: ethers.MaxUint256, nonce: 0, deadline: 2_000_000_000 };
+  const typedSig = await signer.signTypedData(domain, types, permit);
+  check("JsonRpcSigner.signTypedData", ethers.verifyTypedData(domain, types, permit, typedSig) === signer.address, typedSig);
+  const nested = {
+    Person: [{ name: "name", type: "string" }, { name: "wallets", type: "address[]" }],
+    Mail: [{ name: "from", type: "Person" }, { name: "to", type: "Person[]" }, { name: "contents", type: "string" }],
+  };
+  const mail = { from: { name: "Cow", wallets: [sink] }, to: [{ name: "Bob", wallets: [] }], contents: "Hello" };
+  const mailSig = await signer.signTypedData({ name: "Ether Mail" }, nested, mail);
+  check("JsonRpcSigner.signTypedData nested", ethers.verifyTypedData({ name: "Ether Mail" }, nested, mail, mailSig) === signer.address);
+  const raw = await signer.signTransaction({ to: sink, value: 7n });
+  const parsed = ethers.Transaction.from(raw);
+  check("JsonRpcSigner.signTransaction", parsed.from === signer.address && parsed.value === 7n, raw);
+  const refused = await rejection(() => provider.send("eth_sign", [sink, "0x01"]));
+  check("eth_sign for an unknown account is refused", refused !== "accepted", String(refused));
 } catch (e) {
   console.log("FAIL exception", e.shortMessage ?? e.message);
   fails++;

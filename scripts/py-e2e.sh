@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end check with web3.py (scripts/web3py-e2e.py) against a fresh Hearth dev chain on
+# End-to-end check with web3.py (scripts/web3py-e2e.py: sends, traces, eth.sign and
+# eth.sign_typed_data recovered locally) against a fresh Hearth dev chain on
 # loopback. web3.py comes from PyPI into a virtualenv in /tmp (PY_DIR).
 #
 #   bash scripts/py-e2e.sh            # builds hearth (debug) if needed

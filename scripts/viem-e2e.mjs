@@ -3,7 +3,9 @@
 // setBalance, mine, impersonation, timestamps, automine off and the pool, interval mining,
 // setCode/setStorageAt/setNonce), block polling and WebSocket newHeads, and the read-only
 // helpers dapps reach for: simulateCalls / simulateBlocks (eth_simulateV1), createAccessList,
-// getBlockReceipts.
+// getBlockReceipts; signing with the node's JSON-RPC account (signMessage, signTypedData,
+// signTransaction), each checked by recovering the signer locally, and an EIP-7702 delegation
+// sent with an authorizationList signed by a local account.
 //
 //   node scripts/viem-e2e.mjs <http-url> [hardhat|anvil]   (run by scripts/js-e2e.sh)
 //
@@ -11,8 +13,10 @@
 // anvil's seconds, which Hearth (like Hardhat) reads as milliseconds, so that one check runs in
 // hardhat mode only. viem is imported from $JS_DIR/node_modules (scripts/js-e2e.sh installs it).
 const viemDir = process.env.JS_DIR ?? "/tmp/hearth-js";
-const { createPublicClient, createWalletClient, createTestClient, http, webSocket, parseEther } =
+const { createPublicClient, createWalletClient, createTestClient, http, webSocket, parseEther,
+  verifyMessage, verifyTypedData, recoverTransactionAddress, parseTransaction, keccak256, toHex } =
   await import(`${viemDir}/node_modules/viem/_esm/index.js`);
+const { privateKeyToAccount } = await import(`${viemDir}/node_modules/viem/_esm/accounts/index.js`);
 const { foundry } = await import(`${viemDir}/node_modules/viem/_esm/chains/index.js`);
 const url = process.argv[2] ?? "http://127.0.0.1:8545";
 const mode = process.argv[3] ?? "hardhat";
@@ -154,6 +158,47 @@ try {
   const receipts = await pub.getBlockReceipts({ blockNumber: r4.blockNumber });
   check("getBlockReceipts", receipts.length === 1 && receipts[0].transactionHash === h4 &&
     receipts[0].gasUsed === r4.gasUsed);
+  // Signing with the node's account (a JSON-RPC account: viem sends personal_sign,
+  // eth_signTypedData_v4, eth_signTransaction), verified by local recovery.
+  const message = "Hello from viem";
+  const sig = await wallet.signMessage({ message });
+  check("signMessage (personal_sign)", await verifyMessage({ address: a0, message, signature: sig }), sig);
+  const raw = await wallet.signMessage({ message: { raw: keccak256(toHex("raw bytes")) } });
+  check("signMessage raw", await verifyMessage({ address: a0, message: { raw: keccak256(toHex("raw bytes")) }, signature: raw }));
+  const typed = {
+    domain: { name: "Ether Mail", version: "1", chainId: 31337, verifyingContract: "0xCcCCccccCCCCcCCCCCCcCcCccCcCCCcCcccccccC" },
+    types: {
+      Person: [{ name: "name", type: "string" }, { name: "wallet", type: "address" }],
+      Mail: [{ name: "from", type: "Person" }, { name: "to", type: "Person" }, { name: "contents", type: "string" }, { name: "amount", type: "uint256" }],
+    },
+    primaryType: "Mail",
+    message: {
+      from: { name: "Cow", wallet: "0xCD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826" },
+      to: { name: "Bob", wallet: "0xbBbBBBBbbBBBbbbBbbBbbbbBBbBbbbbBbBbbBBbB" },
+      contents: "Hello, Bob!",
+      amount: 2n ** 255n,
+    },
+  };
+  const typedSig = await wallet.signTypedData(typed);
+  check("signTypedData (eth_signTypedData_v4)", await verifyTypedData({ address: a0, ...typed, signature: typedSig }), typedSig);
+  const forged = await verifyTypedData({ address: a1, ...typed, signature: typedSig });
+  check("signTypedData recovers a0, not a1", !forged);
+  const signedTx = await wallet.signTransaction({ to: bob, value: 3n, chain });
+  check("signTransaction (eth_signTransaction)", (await recoverTransactionAddress({ serializedTransaction: signedTx })).toLowerCase() === a0.toLowerCase() &&
+    parseTransaction(signedTx).value === 3n, signedTx);
+  // EIP-7702: account 2 (a local key) authorizes code, account 0 sends the type-4 transaction.
+  const delegate = "0x000000000000000000000000000000000000d00d";
+  await test.setCode({ address: delegate, bytecode: "0x3060005260206000f3" });
+  const local = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
+  const nonce = await pub.getTransactionCount({ address: local.address });
+  const authorization = await local.signAuthorization({ contractAddress: delegate, chainId: 31337, nonce });
+  const delegated = await pub.call({ to: local.address, authorizationList: [authorization] });
+  check("call with authorizationList sees the delegation", BigInt(delegated.data ?? "0x0") === BigInt(local.address), delegated.data);
+  check("... without committing it", (await pub.getCode({ address: local.address })) === undefined);
+  const h7702 = await wallet.sendTransaction({ to: local.address, authorizationList: [authorization] });
+  const r7702 = await pub.waitForTransactionReceipt({ hash: h7702 });
+  check("sendTransaction with authorizationList", r7702.status === "success" && r7702.type === "eip7702", r7702.type);
+  check("delegated code", (await pub.getCode({ address: local.address })) === `0xef0100${delegate.slice(2)}`);
   await wsc.transport.getRpcClient?.().then((c) => c.close()).catch(() => {});
 } catch (e) { console.log("FAIL exception", e.shortMessage ?? e.message); fails++; }
 console.log(`viem-e2e (${mode} mode): ${fails} failed`);

@@ -6,11 +6,16 @@
 Flow: a transfer from an unlocked dev account (eth_sendTransaction) and its receipt, then its
 traces through `w3.provider.make_request`, as debuggers built on web3.py send them:
 debug_traceTransaction with callTracer and with the struct logger, debug_traceCall, and
-trace_transaction. Exits 1 on any failed check.
+trace_transaction; then signing with the node's account: `w3.eth.sign` (eth_sign),
+`w3.eth.sign_typed_data` (which web3.py sends as eth_signTypedData, served with v4's rules) and
+eth_signTypedData_v4 through make_request, each checked by recovering the signer with
+eth_account (a web3.py dependency). Exits 1 on any failed check.
 """
 
 import sys
 
+from eth_account import Account
+from eth_account.messages import encode_defunct, encode_typed_data
 from web3 import Web3
 
 url = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8545"
@@ -56,6 +61,34 @@ try:
         check("a JavaScript tracer is refused", False)
     except RuntimeError as e:
         check("a JavaScript tracer is refused", "-32602" in str(e), str(e))
+    # Signing with the dev key of account 1, recovered locally.
+    signer = w3.eth.accounts[1]
+    signature = w3.eth.sign(signer, data=b"hello from web3.py")
+    recovered = Account.recover_message(encode_defunct(b"hello from web3.py"), signature=signature)
+    check("eth.sign", recovered == signer, recovered)
+    mail = {
+        "types": {
+            "EIP712Domain": [{"name": "name", "type": "string"}, {"name": "chainId", "type": "uint256"}],
+            "Person": [{"name": "name", "type": "string"}, {"name": "wallet", "type": "address"}],
+            "Mail": [{"name": "from", "type": "Person"}, {"name": "to", "type": "Person"},
+                     {"name": "contents", "type": "string"}],
+        },
+        "primaryType": "Mail",
+        "domain": {"name": "Ether Mail", "chainId": 31337},
+        "message": {"from": {"name": "Cow", "wallet": "0xCD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826"},
+                    "to": {"name": "Bob", "wallet": "0xbBbBBBBbbBBBbbbBbbBbbbbBBbBbbbbBbBbbBBbB"},
+                    "contents": "Hello, Bob!"},
+    }
+    expected = encode_typed_data(full_message=mail)
+    typed = w3.eth.sign_typed_data(signer, mail)
+    check("eth.sign_typed_data", Account.recover_message(expected, signature=typed) == signer)
+    v4 = request("eth_signTypedData_v4", [signer, mail])
+    check("eth_signTypedData_v4 via make_request", v4 == typed.to_0x_hex(), v4)
+    try:
+        request("eth_signTypedData_v4", [signer, {**mail, "primaryType": "Letter"}])
+        check("typed data with a wrong primaryType is refused", False)
+    except RuntimeError as e:
+        check("typed data with a wrong primaryType is refused", "-32602" in str(e), str(e))
 except Exception as e:  # noqa: BLE001 - report anything as a failed run
     print(f"FAIL exception {e}")
     fails += 1

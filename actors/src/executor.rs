@@ -283,17 +283,19 @@ impl ExecutorActor {
         let request = &msg.request;
         let cap = self.call_gas_cap(self.rules_at(&header).spec);
         let mut hi = request.gas.unwrap_or(header.gas_limit).min(cap);
-        // A plain transfer to an account without code always costs exactly 21,000.
+        // A plain transfer to an account without code always costs exactly 21,000. Not with
+        // authorizations, which may give the callee code (geth's rule too). A transfer that
+        // cannot run at 21,000 (an access list's intrinsic gas) takes the search below, whose
+        // first run reports any real error.
         if let Some(to) = request.to
             && request.input.is_empty()
             && request.state_overrides.is_none()
+            && request.authorization_list.is_none()
             && self.db.state_at(msg.block).code_of(&to)?.is_empty()
             && hi >= TRANSFER_GAS
+            && self.run_call(request, msg.block, TRANSFER_GAS).is_ok_and(|r| r.is_success())
         {
-            let result = self.run_call(request, msg.block, TRANSFER_GAS)?;
-            if result.is_success() {
-                return Ok(EstimateOutcome::Gas(TRANSFER_GAS));
-            }
+            return Ok(EstimateOutcome::Gas(TRANSFER_GAS));
         }
         let first = self.run_call(request, msg.block, hi)?;
         if !first.is_success() {
@@ -304,7 +306,7 @@ impl ExecutorActor {
         // Most calls succeed with what they used plus the 63/64 reserve: try that first.
         let optimistic = (used + 2_300) * 64 / 63;
         if optimistic < hi {
-            if self.run_call(request, msg.block, optimistic)?.is_success() {
+            if self.succeeds_with(request, msg.block, optimistic)? {
                 hi = optimistic;
             } else {
                 lo = optimistic;
@@ -312,13 +314,30 @@ impl ExecutorActor {
         }
         while lo + 1 < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.run_call(request, msg.block, mid)?.is_success() {
+            if self.succeeds_with(request, msg.block, mid)? {
                 hi = mid;
             } else {
                 lo = mid;
             }
         }
         Ok(EstimateOutcome::Gas(hi))
+    }
+
+    /// Whether `request` succeeds with `gas`, for the estimate's search. The call already ran
+    /// with more gas, so a refusal before running can only be about this gas: below the
+    /// intrinsic gas (which refunds can bring the used gas under, EIP-7702's for instance) or
+    /// the EIP-7623 floor. geth counts those as failures too and searches on.
+    fn succeeds_with(
+        &mut self,
+        request: &CallRequest,
+        block: u64,
+        gas: u64,
+    ) -> Result<bool, ExecError> {
+        match self.run_call(request, block, gas) {
+            Ok(result) => Ok(result.is_success()),
+            Err(ExecError::Invalid(_)) => Ok(false),
+            Err(other) => Err(other),
+        }
     }
 
     /// Runs an eth_simulateV1 request (see `simulate`). Public so that tests and benches can
@@ -781,11 +800,24 @@ pub(crate) fn block_env_of(header: &Header, blob_params: &BlobParams) -> BlockEn
     }
 }
 
+/// The revm transaction eth_call runs for `request`. Its type follows from the fields given,
+/// as geth's `ToMessage` decides: authorizations make a type-4 transaction, blob hashes a
+/// type-3 one (both with dynamic fees), a fee cap a type-2 one, an access list a type-1 one.
 pub(crate) fn call_tx_env(request: &CallRequest, gas: u64, chain_id: u64) -> TxEnv {
-    let (tx_type, gas_price, priority) = match (request.max_fee_per_gas, request.gas_price) {
-        (Some(max_fee), _) => (2, max_fee, Some(request.max_priority_fee_per_gas.unwrap_or(0))),
-        (None, Some(price)) => (if request.access_list.is_some() { 1 } else { 0 }, price, None),
-        (None, None) => (if request.access_list.is_some() { 1 } else { 0 }, 0, None),
+    // A gas price given for a dynamic-fee type is both its caps, as geth runs such a call.
+    let dynamic = Some(request.max_priority_fee_per_gas.or(request.gas_price).unwrap_or(0));
+    let max_fee = request.max_fee_per_gas.or(request.gas_price).unwrap_or(0);
+    let legacy_type = if request.access_list.is_some() { 1 } else { 0 };
+    let (tx_type, gas_price, priority) = if request.authorization_list.is_some() {
+        (4, max_fee, dynamic)
+    } else if request.blob_versioned_hashes.is_some() {
+        (3, max_fee, dynamic)
+    } else {
+        match (request.max_fee_per_gas, request.gas_price) {
+            (Some(max_fee), _) => (2, max_fee, dynamic),
+            (None, Some(price)) => (legacy_type, price, None),
+            (None, None) => (legacy_type, 0, None),
+        }
     };
     TxEnv {
         tx_type,
@@ -799,7 +831,15 @@ pub(crate) fn call_tx_env(request: &CallRequest, gas: u64, chain_id: u64) -> TxE
         chain_id: Some(chain_id),
         access_list: request.access_list.clone().unwrap_or_default(),
         gas_priority_fee: priority,
-        ..Default::default()
+        blob_hashes: request.blob_versioned_hashes.clone().unwrap_or_default(),
+        max_fee_per_blob_gas: request.max_fee_per_blob_gas.unwrap_or_default(),
+        authorization_list: request
+            .authorization_list
+            .iter()
+            .flatten()
+            .cloned()
+            .map(Either::Left)
+            .collect(),
     }
 }
 

@@ -20,8 +20,8 @@ use std::time::Instant;
 
 use alloy_consensus::transaction::RlpEcdsaEncodableTx;
 use alloy_consensus::{
-    Header, Receipt, ReceiptEnvelope, Signed, TxEip1559, TxEip4844, TxEip4844Variant, TxEnvelope,
-    TxLegacy,
+    Header, Receipt, ReceiptEnvelope, Signed, TxEip1559, TxEip4844, TxEip4844Variant, TxEip7702,
+    TxEnvelope, TxLegacy,
 };
 use alloy_eips::eip1559::{BaseFeeParams, INITIAL_BASE_FEE, calc_next_block_base_fee};
 use alloy_eips::eip2718::Encodable2718;
@@ -48,6 +48,7 @@ use revm::context::evm::Evm;
 use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Output};
 use revm::context::{BlockEnv, CfgEnv, Context, TxEnv};
 use revm::context_interface::block::BlobExcessGasAndPrice;
+use revm::context_interface::either::Either;
 use revm::context_interface::local::FrameStack;
 use revm::handler::SystemCallCommitEvm;
 use revm::handler::instructions::EthInstructions;
@@ -353,6 +354,29 @@ fn plan_call(
             signature,
         );
         let envelope = TxEnvelope::Eip4844(signed);
+        let encoded = envelope.encoded_2718();
+        (envelope, encoded, max_fee == 0 && tip == 0)
+    } else if let Some(authorizations) = &call.authorization_list {
+        let TxKind::Call(to) = kind else { return Err(SimulateError::SetCodeCreate) };
+        tx.tx_type = 4;
+        tx.gas_price = max_fee;
+        tx.gas_priority_fee = Some(tip);
+        tx.authorization_list = authorizations.iter().cloned().map(Either::Left).collect();
+        let set_code = TxEip7702 {
+            chain_id,
+            nonce,
+            gas_limit: gas,
+            max_fee_per_gas: max_fee,
+            max_priority_fee_per_gas: tip,
+            to,
+            value,
+            access_list,
+            authorization_list: authorizations.clone(),
+            input: call.input.clone(),
+        };
+        let envelope = TxEnvelope::Eip7702(alloy_consensus::SignableTransaction::into_signed(
+            set_code, signature,
+        ));
         let encoded = envelope.encoded_2718();
         (envelope, encoded, max_fee == 0 && tip == 0)
     } else {

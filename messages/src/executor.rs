@@ -9,6 +9,7 @@ use actix::{Message, Recipient};
 use alloy_consensus::{Header, TxEnvelope};
 use alloy_eips::eip2930::AccessList;
 use alloy_eips::eip4895::Withdrawal;
+use alloy_eips::eip7702::SignedAuthorization;
 use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{Address, B256, Bytes, U256};
 use crossbeam_utils::CachePadded;
@@ -46,6 +47,14 @@ pub struct CallRequest {
     pub nonce: Option<u64>,
     /// EIP-2930 access list.
     pub access_list: Option<AccessList>,
+    /// EIP-7702 authorizations, as signed (makes it a type-4 transaction). One whose
+    /// signature does not recover, or whose chain id or nonce does not match, is skipped as
+    /// block execution skips it; the call still runs.
+    pub authorization_list: Option<Vec<SignedAuthorization>>,
+    /// EIP-4844 blob versioned hashes (makes it a blob transaction: BLOBHASH reads them).
+    pub blob_versioned_hashes: Option<Vec<B256>>,
+    /// EIP-4844 blob fee cap.
+    pub max_fee_per_blob_gas: Option<u128>,
     /// Account state to pretend for this call only (geth's state override set).
     pub state_overrides: Option<Arc<StateOverrides>>,
     /// Block fields to pretend for this call only.

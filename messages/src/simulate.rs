@@ -9,6 +9,7 @@
 use actix::Message;
 use alloy_eips::eip2930::AccessList;
 use alloy_eips::eip4895::Withdrawal;
+use alloy_eips::eip7702::SignedAuthorization;
 use alloy_primitives::{Address, B256, Bytes, Log, U256};
 use hearth_storage::SealedBlock;
 
@@ -108,6 +109,9 @@ pub struct SimCall {
     pub max_fee_per_blob_gas: Option<u128>,
     /// EIP-4844 blob versioned hashes (makes it a blob transaction).
     pub blob_versioned_hashes: Option<Vec<B256>>,
+    /// EIP-7702 signed authorizations (makes it a set-code transaction); one that does not
+    /// verify is skipped, as block execution skips it.
+    pub authorization_list: Option<Vec<SignedAuthorization>>,
 }
 
 /// One simulated block: sealed like a real one, with what each call did.
@@ -236,6 +240,9 @@ pub enum SimulateError {
     /// A blob transaction must call an address.
     #[error("blob transactions cannot create contracts: give a to address")]
     BlobCreate,
+    /// A set-code (EIP-7702) transaction must call an address.
+    #[error("transactions with an authorizationList cannot create contracts: give a to address")]
+    SetCodeCreate,
     /// The executor could not run the simulation (unknown block, storage, time cap, ...).
     #[error(transparent)]
     Exec(#[from] ExecError),

@@ -430,7 +430,7 @@ const fn simulate_code(error: &SimulateError) -> i32 {
             TxRule::TipAboveFeeCap => -32602,
             TxRule::Other => -32603,
         },
-        SimulateError::BlobCreate => -32602,
+        SimulateError::BlobCreate | SimulateError::SetCodeCreate => -32602,
         SimulateError::GasBudgetExhausted { .. } | SimulateError::ChainIdMismatch { .. } => -32000,
         SimulateError::Exec(error) => RpcError::exec_code(error),
     }

@@ -7,7 +7,7 @@
 //! the hash comes back. A transaction that reverts is still mined: its hash is returned and its
 //! receipt has status 0.
 
-use alloy_consensus::{SignableTransaction, TxEip1559, TxEip2930, TxEnvelope, TxLegacy};
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEip2930, TxEip7702, TxEnvelope, TxLegacy};
 use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
 use hearth_messages::TxError;
 use hearth_messages::ask::ask;
@@ -96,6 +96,7 @@ pub(crate) async fn send_transaction(ctx: &RpcContext, params: &Params) -> Resul
     params.at_most(1)?;
     let request: TxObject = params.required(0)?;
     let from = request.from.ok_or(RpcError::UnknownAccount)?;
+    request.refuse_blobs("eth_sendTransaction")?;
     // Checked before filling: an unknown account must not surface as a failed estimate.
     let sealer = sealer_for(ctx, from).await?;
     let nonce = request.nonce;
@@ -117,6 +118,7 @@ pub(crate) async fn send_unsigned_transaction(
             "No Signer available: eth_sendUnsignedTransaction needs `from`".into(),
         )
     })?;
+    request.refuse_blobs("eth_sendUnsignedTransaction")?;
     let nonce = request.nonce;
     let filled = fill(ctx, from, request).await?;
     submit_filled(ctx, from, nonce, filled, Sealer::Unsigned).await
@@ -215,6 +217,7 @@ pub(crate) enum Filled {
     Legacy(TxLegacy),
     Eip2930(TxEip2930),
     Eip1559(TxEip1559),
+    Eip7702(TxEip7702),
 }
 
 impl Filled {
@@ -223,6 +226,7 @@ impl Filled {
             Self::Legacy(tx) => tx.nonce = nonce,
             Self::Eip2930(tx) => tx.nonce = nonce,
             Self::Eip1559(tx) => tx.nonce = nonce,
+            Self::Eip7702(tx) => tx.nonce = nonce,
         }
         self
     }
@@ -232,6 +236,7 @@ impl Filled {
             Self::Legacy(tx) => tx.signature_hash(),
             Self::Eip2930(tx) => tx.signature_hash(),
             Self::Eip1559(tx) => tx.signature_hash(),
+            Self::Eip7702(tx) => tx.signature_hash(),
         }
     }
 
@@ -240,6 +245,7 @@ impl Filled {
             Self::Legacy(tx) => tx.into_signed(signature).into(),
             Self::Eip2930(tx) => tx.into_signed(signature).into(),
             Self::Eip1559(tx) => tx.into_signed(signature).into(),
+            Self::Eip7702(tx) => tx.into_signed(signature).into(),
         }
     }
 }
@@ -256,6 +262,15 @@ pub(crate) async fn fill(
         && got != chain_id
     {
         return Err(TxError::WrongChainId { expected: chain_id, got }.into());
+    }
+    // A call may price a type-4 transaction with gasPrice (both caps, as geth runs it), but a
+    // transaction to sign carries the dynamic fee fields; checked before the estimate.
+    if request.authorization_list.is_some() && request.gas_price.is_some() {
+        return Err(RpcError::InvalidParams(
+            "authorizationList makes a type-4 transaction, which pays with maxFeePerGas and \
+             maxPriorityFeePerGas, not gasPrice"
+                .into(),
+        ));
     }
     let nonce = request.nonce.unwrap_or_default();
     let gas_limit = match request.gas {
@@ -276,6 +291,28 @@ pub(crate) async fn fill(
     let fixed_price = ctx.gas_price.filter(|_| {
         request.max_fee_per_gas.is_none() && request.max_priority_fee_per_gas.is_none()
     });
+    if let Some(authorization_list) = request.authorization_list.clone() {
+        // The decoder refused a missing `to`; a node-wide price is both caps.
+        let TxKind::Call(to) = to else {
+            return Err(RpcError::InvalidParams("authorizationList needs a \"to\"".into()));
+        };
+        let (max_fee_per_gas, max_priority_fee_per_gas) = match fixed_price {
+            Some(price) => (price, price),
+            None => dynamic_fees(ctx, request.max_fee_per_gas, request.max_priority_fee_per_gas)?,
+        };
+        return Ok(Filled::Eip7702(TxEip7702 {
+            chain_id,
+            nonce,
+            gas_limit,
+            max_fee_per_gas,
+            max_priority_fee_per_gas,
+            to,
+            value,
+            access_list: request.access_list.unwrap_or_default(),
+            authorization_list,
+            input,
+        }));
+    }
     if let Some(gas_price) = request.gas_price.or(fixed_price) {
         return Ok(match request.access_list {
             Some(access_list) => Filled::Eip2930(TxEip2930 {
@@ -299,11 +336,8 @@ pub(crate) async fn fill(
             }),
         });
     }
-    let base_fee = u128::from(latest_base_fee(ctx)?);
-    let max_fee_per_gas = request.max_fee_per_gas.unwrap_or(2 * base_fee + SUGGESTED_TIP);
-    // A default tip never exceeds an explicit fee cap; an explicit one is the caller's to check.
-    let max_priority_fee_per_gas =
-        request.max_priority_fee_per_gas.unwrap_or(SUGGESTED_TIP.min(max_fee_per_gas));
+    let (max_fee_per_gas, max_priority_fee_per_gas) =
+        dynamic_fees(ctx, request.max_fee_per_gas, request.max_priority_fee_per_gas)?;
     Ok(Filled::Eip1559(TxEip1559 {
         chain_id,
         nonce,
@@ -315,6 +349,21 @@ pub(crate) async fn fill(
         access_list: request.access_list.unwrap_or_default(),
         input,
     }))
+}
+
+/// The fee cap and tip of a dynamic-fee transaction: the caller's, else twice the head's base
+/// fee plus the suggested tip, and that tip.
+fn dynamic_fees(
+    ctx: &RpcContext,
+    max_fee_per_gas: Option<u128>,
+    max_priority_fee_per_gas: Option<u128>,
+) -> Result<(u128, u128), RpcError> {
+    let base_fee = u128::from(latest_base_fee(ctx)?);
+    let max_fee_per_gas = max_fee_per_gas.unwrap_or(2 * base_fee + SUGGESTED_TIP);
+    // A default tip never exceeds an explicit fee cap; an explicit one is the caller's to check.
+    let max_priority_fee_per_gas =
+        max_priority_fee_per_gas.unwrap_or(SUGGESTED_TIP.min(max_fee_per_gas));
+    Ok((max_fee_per_gas, max_priority_fee_per_gas))
 }
 
 /// Admits `tx` to the mempool, then lets the miner mine what is pending.

@@ -45,6 +45,7 @@ mod raw;
 mod receipts;
 mod rewind;
 mod server;
+mod sign;
 mod simulate;
 mod subscriptions;
 mod testing;

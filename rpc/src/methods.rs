@@ -13,7 +13,7 @@ use crate::transport::Reply;
 use crate::{
     access_list, blocks, call, capabilities, chain_config, debug_trace, dev, erc20, eth, eth_tx,
     fees, filters, headers, logs, mined, net, node_info, parity_trace, proof, raw, receipts,
-    rewind, simulate, subscriptions, testing, txpool,
+    rewind, sign, simulate, subscriptions, testing, txpool,
 };
 
 /// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
@@ -66,6 +66,10 @@ pub(crate) async fn dispatch(
         "eth_sendRawTransaction" => eth_tx::send_raw_transaction(ctx, p).await,
         "eth_sendTransaction" => eth_tx::send_transaction(ctx, p).await,
         "eth_sendUnsignedTransaction" => eth_tx::send_unsigned_transaction(ctx, p).await,
+        "eth_sign" => sign::eth_sign(ctx, p),
+        "personal_sign" => sign::personal_sign(ctx, p),
+        "eth_signTypedData_v4" | "eth_signTypedData" => sign::sign_typed_data_v4(ctx, p),
+        "eth_signTransaction" => sign::sign_transaction(ctx, p).await,
         "eth_getTransactionByHash" => eth_tx::get_transaction_by_hash(ctx, p).await,
         "eth_getTransactionReceipt" => eth_tx::get_transaction_receipt(ctx, p),
 

@@ -8,6 +8,7 @@
 //! error says exactly what is wrong.
 
 use alloy_eips::eip2930::AccessList;
+use alloy_eips::eip7702::SignedAuthorization;
 use alloy_primitives::{Address, B128, B256, Bytes, U256, hex};
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag, Filter, FilterBlockOption, FilterSet, Topic};
 use hearth_messages::executor::{AccountOverride, BlockOverrides, CallRequest, StateOverrides};
@@ -342,10 +343,13 @@ fn expect_object<'a>(value: &'a Value, what: &str) -> Result<Fields<'a>, String>
         .ok_or_else(|| format!("expected {what}, got {}", json_kind(value)))
 }
 
-/// A transaction object for eth_call, eth_estimateGas and eth_sendTransaction.
+/// A transaction object for eth_call, eth_estimateGas, eth_sendTransaction and the methods
+/// built on them (execution-apis' `GenericTransaction`).
 ///
 /// We decode it ourselves rather than through `TransactionRequest`'s serde so that every field
-/// gets the strict hex rules above (serde's quantity decoding accepts leading zeros).
+/// gets the strict hex rules above (serde's quantity decoding accepts leading zeros), and a
+/// member we do not know is an error naming it rather than dropped: a misspelt `maxFeePerGas`
+/// silently ignored would run a different transaction than the caller meant.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct TxObject {
     /// `from`.
@@ -370,11 +374,52 @@ pub(crate) struct TxObject {
     pub(crate) access_list: Option<AccessList>,
     /// `chainId`.
     pub(crate) chain_id: Option<u64>,
+    /// `authorizationList` (EIP-7702): signed authorizations; makes a type-4 transaction.
+    pub(crate) authorization_list: Option<Vec<SignedAuthorization>>,
+    /// `blobVersionedHashes` (EIP-4844): makes a blob transaction.
+    pub(crate) blob_versioned_hashes: Option<Vec<B256>>,
+    /// `maxFeePerBlobGas` (EIP-4844).
+    pub(crate) max_fee_per_blob_gas: Option<u128>,
+    /// `blobs`: only decoded, so that a request carrying them is understood; no method here
+    /// builds a blob transaction from blobs (see [`TxObject::refuse_blobs`]).
+    pub(crate) blobs: Option<Vec<Bytes>>,
 }
+
+/// The members a transaction object may have: execution-apis' `GenericTransaction` (with
+/// `data`, the older name of `input`), which is also what viem's and ethers' request
+/// formatters send. `type` must be a quantity, and is otherwise a hint, as in geth: the type
+/// follows from the fee, blob and authorization fields (hive's Prague snapshot estimates a blob
+/// call sent with `"type": "0x5"`, which geth answers).
+pub(crate) const TX_OBJECT_FIELDS: [&str; 17] = [
+    "type",
+    "nonce",
+    "to",
+    "from",
+    "gas",
+    "value",
+    "input",
+    "data",
+    "gasPrice",
+    "maxPriorityFeePerGas",
+    "maxFeePerGas",
+    "maxFeePerBlobGas",
+    "accessList",
+    "blobVersionedHashes",
+    "blobs",
+    "chainId",
+    "authorizationList",
+];
 
 impl FromParam for TxObject {
     fn from_param(value: &Value) -> Result<Self, String> {
         let fields = expect_object(value, "a transaction object")?;
+        if let Some(unknown) = fields.0.keys().find(|k| !TX_OBJECT_FIELDS.contains(&k.as_str())) {
+            return Err(format!(
+                "unknown field {unknown:?} in the transaction object; known fields: {}",
+                TX_OBJECT_FIELDS.join(", ")
+            ));
+        }
+        let _hint: Option<u64> = fields.get("type")?;
         let input: Option<Bytes> = fields.get("input")?;
         let data: Option<Bytes> = fields.get("data")?;
         let input = match (input, data) {
@@ -397,6 +442,12 @@ impl FromParam for TxObject {
             nonce: fields.get("nonce")?,
             access_list: fields.get("accessList")?,
             chain_id: fields.get("chainId")?,
+            authorization_list: fields
+                .get::<Vec<Authorization>>("authorizationList")?
+                .map(|list| list.into_iter().map(|a| a.0).collect()),
+            blob_versioned_hashes: fields.get("blobVersionedHashes")?,
+            max_fee_per_blob_gas: fields.get("maxFeePerBlobGas")?,
+            blobs: fields.get("blobs")?,
         };
         let has_1559_fee =
             object.max_fee_per_gas.is_some() || object.max_priority_fee_per_gas.is_some();
@@ -404,6 +455,36 @@ impl FromParam for TxObject {
             return Err(
                 "both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified".to_owned()
             );
+        }
+        if object.authorization_list.is_some() {
+            if object.blob_versioned_hashes.is_some() {
+                return Err("a transaction cannot carry both authorizationList and \
+                            blobVersionedHashes"
+                    .to_owned());
+            }
+            if object.to.is_none() {
+                return Err("authorizationList needs a \"to\": a type-4 transaction cannot \
+                            create a contract"
+                    .to_owned());
+            }
+        }
+        if object.blobs.is_some() && object.blob_versioned_hashes.is_none() {
+            // Execution reads only the versioned hashes: blobs without them would be dropped.
+            return Err(
+                "blobs without blobVersionedHashes: give the blobs' versioned hashes".to_owned()
+            );
+        }
+        if object.blob_versioned_hashes.is_some() {
+            if object.gas_price.is_some() {
+                return Err("blobVersionedHashes makes a blob transaction, which pays with \
+                            maxFeePerGas and maxPriorityFeePerGas, not gasPrice"
+                    .to_owned());
+            }
+            if object.to.is_none() {
+                return Err("blobVersionedHashes needs a \"to\": a blob transaction cannot \
+                            create a contract"
+                    .to_owned());
+            }
         }
         Ok(object)
     }
@@ -423,9 +504,66 @@ impl TxObject {
             input: self.input.unwrap_or_default(),
             nonce: self.nonce,
             access_list: self.access_list,
+            authorization_list: self.authorization_list,
+            blob_versioned_hashes: self.blob_versioned_hashes,
+            max_fee_per_blob_gas: self.max_fee_per_blob_gas,
             state_overrides: None,
             block_overrides: None,
         }
+    }
+
+    /// Refuses the blob fields for a method that builds a transaction to sign: the node holds
+    /// no sidecar to send with one, so it could only make a transaction no pool accepts.
+    pub(crate) fn refuse_blobs(&self, method: &str) -> Result<(), RpcError> {
+        let field = if self.blobs.is_some() {
+            "blobs"
+        } else if self.blob_versioned_hashes.is_some() {
+            "blobVersionedHashes"
+        } else if self.max_fee_per_blob_gas.is_some() {
+            "maxFeePerBlobGas"
+        } else {
+            return Ok(());
+        };
+        Err(RpcError::InvalidParams(format!(
+            "field {field}: {method} does not build blob transactions; sign one with its \
+             sidecar and send it with eth_sendRawTransaction"
+        )))
+    }
+}
+
+/// One signed EIP-7702 authorization as a transaction object carries it: `chainId`,
+/// `address`, `nonce`, `yParity` (or viem's `v`: 0, 1, 27 or 28), `r`, `s`. `r` and `s` are
+/// quantities as execution-apis spells them; 32-byte data with leading zeros is taken too,
+/// as signatures are often written so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Authorization(pub(crate) SignedAuthorization);
+
+/// The members of an authorization.
+const AUTHORIZATION_FIELDS: [&str; 7] = ["chainId", "address", "nonce", "yParity", "v", "r", "s"];
+
+impl FromParam for Authorization {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        let fields = expect_object(value, "an authorization object")?;
+        if let Some(unknown) = fields.0.keys().find(|k| !AUTHORIZATION_FIELDS.contains(&k.as_str()))
+        {
+            return Err(format!("unknown field {unknown:?} in an authorization"));
+        }
+        let required = |name: &str| format!("authorization without {name}");
+        let chain_id: U256 = fields.get("chainId")?.ok_or_else(|| required("chainId"))?;
+        let address: Address = fields.get("address")?.ok_or_else(|| required("address"))?;
+        let nonce: u64 = fields.get("nonce")?.ok_or_else(|| required("nonce"))?;
+        let y_parity = match (fields.get::<u64>("yParity")?, fields.get::<u64>("v")?) {
+            (Some(y), _) if y <= 1 => y as u8,
+            (Some(y), _) => return Err(format!("field yParity: {y} is not 0 or 1")),
+            (None, Some(v @ (0 | 1))) => v as u8,
+            (None, Some(v @ (27 | 28))) => (v - 27) as u8,
+            (None, Some(v)) => return Err(format!("field v: {v} is not 0, 1, 27 or 28")),
+            (None, None) => return Err(required("yParity")),
+        };
+        let r: StorageSlot = fields.get("r")?.ok_or_else(|| required("r"))?;
+        let s: StorageSlot = fields.get("s")?.ok_or_else(|| required("s"))?;
+        let inner = alloy_eips::eip7702::Authorization { chain_id, address, nonce };
+        Ok(Self(SignedAuthorization::new_unchecked(inner, y_parity, r.0, s.0)))
     }
 }
 
@@ -750,6 +888,42 @@ mod tests {
             decode::<BlockId>(json!({"blockNumber": "0x01"})),
             Err("field blockNumber: hex number with leading zero digits".into())
         );
+    }
+
+    #[test]
+    fn tx_objects_name_unknown_members_and_decode_authorizations() {
+        let err = decode::<TxObject>(json!({"to": Address::ZERO, "gasLimit": "0x1"})).unwrap_err();
+        assert!(err.contains("unknown field \"gasLimit\""), "{err}");
+        let auth = json!({"chainId": "0x1", "address": Address::ZERO, "nonce": "0x0",
+                          "yParity": "0x1", "r": "0x01", "s": format!("0x{}", "00".repeat(31) + "02")});
+        let tx: TxObject =
+            decode(json!({"to": Address::ZERO, "authorizationList": [auth]})).unwrap();
+        let list = tx.authorization_list.expect("decoded");
+        assert_eq!(
+            (list[0].y_parity(), list[0].r(), list[0].s()),
+            (1, U256::from(1), U256::from(2))
+        );
+        // viem's `v` form, 27 or 28, for yParity.
+        let mut with_v = auth.clone();
+        with_v.as_object_mut().unwrap().remove("yParity");
+        with_v["v"] = json!("0x1b");
+        let tx: TxObject =
+            decode(json!({"to": Address::ZERO, "authorizationList": [with_v]})).unwrap();
+        assert_eq!(tx.authorization_list.unwrap()[0].y_parity(), 0);
+        let mut extra = auth.clone();
+        extra["sig"] = json!("0x");
+        let err = decode::<TxObject>(json!({"to": Address::ZERO, "authorizationList": [extra]}))
+            .unwrap_err();
+        assert!(err.contains("\"sig\""), "{err}");
+        let mut bad_parity = auth;
+        bad_parity["yParity"] = json!("0x2");
+        assert!(
+            decode::<TxObject>(json!({"to": Address::ZERO, "authorizationList": [bad_parity]}))
+                .is_err()
+        );
+        // Blobs alone cannot run: execution reads the versioned hashes.
+        let err = decode::<TxObject>(json!({"to": Address::ZERO, "blobs": ["0x00"]})).unwrap_err();
+        assert!(err.contains("blobVersionedHashes"), "{err}");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 use crate::blocks::{quantity, rpc_block, state_block};
 use crate::context::RpcContext;
 use crate::error::{RpcError, revert_message};
-use crate::params::{FromParam, Params, json_kind};
+use crate::params::{Authorization, FromParam, Params, json_kind};
 use crate::transport::{CappedJson, Reply};
 
 /// geth's code for a call that ran and failed (not a revert).
@@ -169,11 +169,12 @@ const CALL_FIELDS: &[&str] = &[
     "chainId",
     "maxFeePerBlobGas",
     "blobVersionedHashes",
+    "authorizationList",
 ];
 
 fn sim_call(value: &Value) -> Result<SimCall, String> {
     let c = object(value, "call")?;
-    for unsupported in ["authorizationList", "blobs", "commitments", "proofs"] {
+    for unsupported in ["blobs", "commitments", "proofs"] {
         if c.get(unsupported).is_some_and(|v| !v.is_null()) {
             return Err(format!("field {unsupported} is not supported by eth_simulateV1 yet"));
         }
@@ -219,11 +220,26 @@ fn sim_call(value: &Value) -> Result<SimCall, String> {
                 ));
             }
         },
+        authorization_list: field::<Vec<Authorization>>(c, "authorizationList")?
+            .map(|list| list.into_iter().map(|a| a.0).collect()),
     };
     if call.gas_price.is_some()
         && (call.max_fee_per_gas.is_some() || call.max_priority_fee_per_gas.is_some())
     {
         return Err("both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified".to_owned());
+    }
+    if call.authorization_list.is_some() {
+        // geth would make such a call a legacy or blob transaction and drop the list.
+        if call.gas_price.is_some() || call.blob_versioned_hashes.is_some() {
+            return Err("authorizationList makes a type-4 transaction: it cannot have gasPrice \
+                        or blobVersionedHashes"
+                .to_owned());
+        }
+        if call.to.is_none() {
+            return Err("authorizationList needs a \"to\": a type-4 transaction cannot create \
+                        a contract"
+                .to_owned());
+        }
     }
     Ok(call)
 }
@@ -401,6 +417,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(both.contains("both gasPrice"), "{both}");
+        // A type-4 call cannot create a contract.
         let seven_702 =
             decode(json!({"blockStateCalls": [{"calls": [{"authorizationList": []}]}]}))
                 .unwrap_err();

@@ -731,8 +731,8 @@ const MAX_MINE_BLOCKS: u64 = 8;
 /// What each core method takes, one letter per argument: `A` address, `B` block, `Q`
 /// quantity, `H` 32-byte hash, `D` data, `T` transaction object, `F` filter, `b` bool, `S`
 /// storage slot, `N` block count, depth, interval, time or mining options (mostly small), `K`
-/// storage keys, `P` percentiles, `I` filter or snapshot id, `s` subscription kind. Methods
-/// not listed take no arguments.
+/// storage keys, `P` percentiles, `I` filter or snapshot id, `s` subscription kind, `Y` EIP-712
+/// typed data. Methods not listed take no arguments.
 const SIGNATURES: &[(&str, &str)] = &[
     ("anvil_addBalance", "AQ"),
     ("anvil_autoImpersonateAccount", "b"),
@@ -798,9 +798,14 @@ const SIGNATURES: &[(&str, &str)] = &[
     ("eth_getUncleCountByBlockHash", "H"),
     ("eth_getUncleCountByBlockNumber", "B"),
     ("eth_newFilter", "F"),
+    ("personal_sign", "DA"),
     ("eth_sendRawTransaction", "D"),
     ("eth_sendTransaction", "T"),
     ("eth_sendUnsignedTransaction", "T"),
+    ("eth_sign", "AD"),
+    ("eth_signTransaction", "T"),
+    ("eth_signTypedData", "AY"),
+    ("eth_signTypedData_v4", "AY"),
     ("eth_simulateV1", "MB"),
     ("eth_subscribe", "sF"),
     ("eth_uninstallFilter", "I"),
@@ -941,13 +946,14 @@ fn tx_object() -> BoxedStrategy<Value> {
         field("input", data_arg()),
         field("nonce", quantity()),
         field("chainId", quantity()),
+        field("authorizationList", authorization_list()),
     )
-        .prop_map(|(from, a, b, c, d, e, f, g, h, i, j)| {
+        .prop_map(|(from, a, b, c, d, e, f, g, h, i, j, k)| {
             let mut object = Map::new();
             if let Some(from) = from {
                 object.insert("from".to_owned(), from);
             }
-            for (name, value) in [a, b, c, d, e, f, g, h, i, j] {
+            for (name, value) in [a, b, c, d, e, f, g, h, i, j, k] {
                 if let Some(value) = value {
                     object.insert(name.to_owned(), value);
                 }
@@ -955,6 +961,68 @@ fn tx_object() -> BoxedStrategy<Value> {
             Value::Object(object)
         })
         .boxed()
+}
+
+/// An EIP-7702 authorization list: authorizations with random fields (almost never a valid
+/// signature), sometimes one member short or one too many, or junk.
+fn authorization_list() -> BoxedStrategy<Value> {
+    let authorization = (quantity(), address_arg(), quantity(), quantity(), hash_arg(), hash_arg())
+        .prop_map(|(chain_id, address, nonce, y_parity, r, s)| {
+            json!({"chainId": chain_id, "address": address, "nonce": nonce,
+                   "yParity": y_parity, "r": r, "s": s})
+        });
+    let mutated = (authorization.clone(), 0usize..8).prop_map(|(mut auth, cut)| {
+        let object = auth.as_object_mut().expect("an object");
+        match object.keys().nth(cut).cloned() {
+            Some(key) => {
+                object.remove(&key);
+            }
+            None => {
+                object.insert("extra".to_owned(), json!(1));
+            }
+        }
+        auth
+    });
+    prop_oneof![
+        4 => proptest::collection::vec(authorization, 0..3).prop_map(Value::Array),
+        1 => proptest::collection::vec(mutated, 1..2).prop_map(Value::Array),
+        1 => junk(),
+    ]
+    .boxed()
+}
+
+/// EIP-712 typed data: a valid message with a field value drawn at random (often out of its
+/// type's range), with a member dropped or the primary type changed, as a JSON string, or junk.
+fn typed_data() -> BoxedStrategy<Value> {
+    let base = |level: Value| {
+        json!({
+            "types": {
+                "EIP712Domain": [{"name": "name", "type": "string"}],
+                "Item": [{"name": "level", "type": "uint8"}, {"name": "owner", "type": "address"}]
+            },
+            "primaryType": "Item",
+            "domain": {"name": "fuzz"},
+            "message": {"level": level, "owner": "0x000000000000000000000000000000000000dead"}
+        })
+    };
+    let level = prop_oneof![quantity(), (0u64..300).prop_map(|n| json!(n)), junk()];
+    prop_oneof![
+        3 => level.clone().prop_map(base),
+        1 => (level.clone(), 0usize..4).prop_map(move |(l, cut)| {
+            let mut typed = base(l);
+            let key = ["types", "primaryType", "domain", "message"][cut];
+            typed.as_object_mut().expect("an object").remove(key);
+            typed
+        }),
+        1 => (level.clone(), "[A-Za-z]{0,8}").prop_map(move |(l, primary)| {
+            let mut typed = base(l);
+            typed["primaryType"] = json!(primary);
+            typed
+        }),
+        1 => level.prop_map(move |l| Value::String(base(l).to_string())),
+        1 => junk(),
+    ]
+    .boxed()
 }
 
 fn filter_arg() -> BoxedStrategy<Value> {
@@ -1032,6 +1100,7 @@ fn argument(kind: char) -> BoxedStrategy<Value> {
         }
         'I' => prop_oneof![(0u64..4).prop_map(|n| json!(format!("{n:#x}"))), quantity()].boxed(),
         'M' => simulate_payload(),
+        'Y' => typed_data(),
         'V' => storage_request(),
         's' => prop_oneof![
             proptest::sample::select(vec!["newHeads", "logs", "newPendingTransactions", "syncing"])
