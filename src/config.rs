@@ -301,7 +301,6 @@ fn parse_duration(value: &str) -> Option<Duration> {
     Duration::try_from_secs_f64(number / per_second).ok()
 }
 
-/// Parses a duration (see [`parse_duration`]) that must be positive.
 /// `--exec.parallel` and `--exec.threads`, the thread count range-checked.
 pub fn parallel_config(
     mode: hearth_actors::ParallelMode,
@@ -315,6 +314,7 @@ pub fn parallel_config(
     })
 }
 
+/// Parses a duration (see [`parse_duration`]) that must be positive.
 fn duration(flag: &'static str, value: &str) -> Result<Duration, ConfigError> {
     parse_duration(value)
         .filter(|d| !d.is_zero())
