@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Admission by latency budget (issue 14, part 3), measured side by side in one run:
 #   1. closed loop, 8, 16 and 64 connections of eth_call balanceOf and hashLoop(2000):
-#      this build with its default flags ("new"), against an older build ($OLD, default: main's
+#      this build with its default flags ("new"), against an older build ($OLD, required: the
 #      release binary) with --executor.max-in-flight 64 ("old-64") and with its defaults
 #      ("old-default"). The acceptance: new refuses nothing (-32005: 0) and completes at least
 #      what old-64 does; p99 in the table.
@@ -10,7 +10,7 @@
 #      the queue: every request answered, the admitted calls' p99 ("ok p99") against the budget
 #      (100 ms) plus one service time (from /metrics), refusals' p99 and slowest.
 #
-#   cargo build --release --bin hearth --bin hearth-load && bash scripts/admission-bench.sh
+#   cargo build --release --bin hearth --bin hearth-load && OLD=... bash scripts/admission-bench.sh
 #
 # Env: OLD (binary to compare), SECS (closed-loop run length, 8), OVER_SECS (30), PORT_BASE
 # (8740; uses three ports from it). Every node listens on 127.0.0.1, runs in memory and is
@@ -19,7 +19,10 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 NEW=${NEW:-$HERE/target/release/hearth}
-OLD=${OLD:-/work/main/target/release/hearth}
+# The build before admission by latency (89f73cb), which still has --executor.max-in-flight:
+#   git worktree add /tmp/hearth-89f73cb-src 89f73cb && (cd /tmp/hearth-89f73cb-src &&
+#   cargo build --release --bin hearth) && OLD=/tmp/hearth-89f73cb-src/target/release/hearth
+OLD=${OLD:?set OLD to a release build of 89f73cb (see above)}
 LOAD=${LOAD:-$HERE/target/release/hearth-load}
 SECS=${SECS:-8}
 OVER_SECS=${OVER_SECS:-30}

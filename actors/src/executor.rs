@@ -591,6 +591,12 @@ pub(crate) fn geth_message(error: &InvalidTransaction) -> String {
             format!("insufficient gas for floor data gas cost: have {gas_limit}, want {gas_floor}")
         }
         E::GasPriceLessThanBasefee => "max fee per gas less than block base fee".to_owned(),
+        // The pool's words for the same rule (messages/src/error.rs `BlobFeeTooLow`), so an
+        // estimate and a send of the same transaction say the same thing.
+        E::BlobGasPriceGreaterThanMax { block_blob_gas_price, tx_max_fee_per_blob_gas } => format!(
+            "max fee per blob gas less than block blob gas fee: maxFeePerBlobGas \
+             {tx_max_fee_per_blob_gas}, blob base fee {block_blob_gas_price}"
+        ),
         E::PriorityFeeGreaterThanMaxFee => {
             "max priority fee per gas higher than max fee per gas".to_owned()
         }
@@ -963,5 +969,15 @@ mod tests {
         // The next call starts afresh and keeps its (small) scratch again.
         call(&mut executor, fresh);
         assert!(executor.scratch.local.is_some());
+    }
+
+    #[test]
+    fn a_low_blob_fee_cap_reads_as_the_pools_refusal() {
+        let low = InvalidTransaction::BlobGasPriceGreaterThanMax {
+            block_blob_gas_price: 2,
+            tx_max_fee_per_blob_gas: 1,
+        };
+        let pool = hearth_messages::TxError::BlobFeeTooLow { cap: 1, blob_base_fee: 2 };
+        assert_eq!(geth_message(&low), pool.to_string());
     }
 }
