@@ -74,8 +74,9 @@ pub const DEFAULT_PAGE_CACHE_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 /// process that exits without dropping it (a killed node, a test binary whose actors still
 /// hold the store) used to leave sled's `pagecache.tmp.*` behind in /dev/shm, in RAM, for good:
 /// 13 GB of them after a day of test runs here. So each process first removes the stores of
-/// processes that no longer run.
-fn temporary_dir() -> std::path::PathBuf {
+/// processes that no longer run. Every temporary sled store of the node (the chain's, the fork
+/// cache's) is placed here, so one sweep covers them all.
+pub fn temporary_store_dir() -> std::path::PathBuf {
     static SWEPT: std::sync::Once = std::sync::Once::new();
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let shm = Path::new("/dev/shm");
@@ -137,7 +138,7 @@ impl ChainDb {
     /// `cache_bytes`.
     pub fn in_memory_with_cache(cache_bytes: u64) -> Result<Self, StorageError> {
         let db = sled::Config::new()
-            .path(temporary_dir())
+            .path(temporary_store_dir())
             .temporary(true)
             .cache_capacity(cache_bytes)
             .open()?;
@@ -653,7 +654,7 @@ mod tests {
     fn an_in_memory_store_lives_under_a_name_the_sweep_knows() {
         let db = ChainDb::in_memory().unwrap();
         drop(db);
-        let next = temporary_dir();
+        let next = temporary_store_dir();
         let name = next.file_name().unwrap().to_str().unwrap().to_owned();
         assert!(name.starts_with(&format!("hearth-mem-{}-", std::process::id())), "{name}");
     }

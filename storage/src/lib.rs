@@ -20,7 +20,7 @@ mod records;
 mod state;
 pub mod trie;
 
-pub use chain::{ChainDb, DEFAULT_PAGE_CACHE_BYTES};
+pub use chain::{ChainDb, DEFAULT_PAGE_CACHE_BYTES, temporary_store_dir};
 pub use commit::{
     BlockDraft, BlockWriter, DEFAULT_NODE_CACHE_BYTES, WriteTimings, import_block,
     import_block_with, import_fork_base, receipts_root, state_root_after, transactions_root,

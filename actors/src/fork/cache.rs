@@ -67,12 +67,9 @@ impl ForkCache {
     }
 
     fn in_memory(endpoint: B256) -> Self {
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // /dev/shm keeps a temporary sled store in memory where the machine has it.
-        let base = Path::new("/dev/shm");
-        let base = if base.is_dir() { base.to_path_buf() } else { std::env::temp_dir() };
-        let path = base.join(format!("hearth-fork-{}-{n}", std::process::id()));
+        // In /dev/shm where the machine has it, named so that a later process removes it if
+        // this one dies without dropping it (as the chain's own in-memory stores).
+        let path = hearth_storage::temporary_store_dir();
         let db = sled::Config::new().path(path).temporary(true).open();
         match db.map_err(|e| e.to_string()).and_then(|db| Self::with_db(db, endpoint, None)) {
             Ok(cache) => cache,
