@@ -591,12 +591,15 @@ pub(crate) fn geth_message(error: &InvalidTransaction) -> String {
             format!("insufficient gas for floor data gas cost: have {gas_limit}, want {gas_floor}")
         }
         E::GasPriceLessThanBasefee => "max fee per gas less than block base fee".to_owned(),
-        // The pool's words for the same rule (messages/src/error.rs `BlobFeeTooLow`), so an
-        // estimate and a send of the same transaction say the same thing.
-        E::BlobGasPriceGreaterThanMax { block_blob_gas_price, tx_max_fee_per_blob_gas } => format!(
-            "max fee per blob gas less than block blob gas fee: maxFeePerBlobGas \
-             {tx_max_fee_per_blob_gas}, blob base fee {block_blob_gas_price}"
-        ),
+        // The pool's refusal for the same rule, so an estimate and a send of one transaction
+        // say the same thing.
+        E::BlobGasPriceGreaterThanMax { block_blob_gas_price, tx_max_fee_per_blob_gas } => {
+            hearth_messages::TxError::BlobFeeTooLow {
+                cap: *tx_max_fee_per_blob_gas,
+                blob_base_fee: *block_blob_gas_price,
+            }
+            .to_string()
+        }
         E::PriorityFeeGreaterThanMaxFee => {
             "max priority fee per gas higher than max fee per gas".to_owned()
         }
@@ -979,5 +982,9 @@ mod tests {
         };
         let pool = hearth_messages::TxError::BlobFeeTooLow { cap: 1, blob_base_fee: 2 };
         assert_eq!(geth_message(&low), pool.to_string());
+        assert_eq!(
+            geth_message(&low),
+            "max fee per blob gas less than block blob gas fee: maxFeePerBlobGas 1, blob base fee 2"
+        );
     }
 }
