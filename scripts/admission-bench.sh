@@ -31,18 +31,7 @@ for bin in "$NEW" "$OLD" "$LOAD"; do
   [ -x "$bin" ] || { echo "missing $bin: cargo build --release --bin hearth --bin hearth-load" >&2; exit 2; }
 done
 
-PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
-trap cleanup EXIT
-wait_up() { # port
-  for _ in $(seq 1 300); do
-    curl -s -m 1 -H 'content-type: application/json' \
-      --data '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' \
-      "http://127.0.0.1:$1/" >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "nothing answers on port $1" >&2; exit 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/node-lib.sh"
 
 P_NEW=$PORT_BASE; P_OLD64=$((PORT_BASE + 1)); P_OLD=$((PORT_BASE + 2))
 "$NEW" --ephemeral --http.port $P_NEW >/tmp/admission-new.log 2>&1 &

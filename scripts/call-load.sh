@@ -24,18 +24,7 @@ SECS=${SECS:-10}
   echo "build first: cargo build --release --bin hearth --bin hearth-load" >&2; exit 2; }
 [ -x "$ANVIL" ] || { echo "install the peers first: bash ../shared/peers/bench.sh install" >&2; exit 2; }
 
-PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
-trap cleanup EXIT
-wait_up() { # port
-  for _ in $(seq 1 300); do
-    curl -s -m 1 -H 'content-type: application/json' \
-      --data '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' \
-      "http://127.0.0.1:$1/" >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "nothing answers on port $1" >&2; exit 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/node-lib.sh"
 
 "$HEARTH" --dev --ephemeral --http.port 8621 >/tmp/call-load-hearth.log 2>&1 &
 PIDS+=($!); HEARTH_PID=$!
