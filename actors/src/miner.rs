@@ -48,6 +48,11 @@ use crate::supervise::{Restart, RestartCounter, contain, contain_future, restart
 /// Seconds since the Unix epoch. Injected so tests stamp blocks deterministically.
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
+/// What a contained block build hands back to the actor: its answer and the last block it
+/// sealed, or the payload of the panic that stopped it.
+type BuildOutcome<T> =
+    Result<(Result<T, MineError>, Option<Arc<SealedBlock>>), Box<dyn std::any::Any + Send>>;
+
 /// The wall clock.
 pub fn system_clock() -> Clock {
     Arc::new(|| {
@@ -226,17 +231,31 @@ impl MinerActor {
     ) -> AtomicResponse<Self, Result<T, MineError>> {
         let started = Instant::now();
         let run = contain_future(run);
-        AtomicResponse::new(Box::pin(run.into_actor(self).map(move |outcome, act, ctx| {
-            act.last_build = (started, Instant::now());
-            let (result, last) = match outcome {
-                Ok(outcome) => outcome,
-                Err(panic) => return Err(act.restarted_after(&*panic, ctx)),
-            };
-            if let Some(block) = last {
-                act.after_block(&block, explicit_time);
-            }
-            result
-        })))
+        AtomicResponse::new(Box::pin(
+            run.into_actor(self).map(move |outcome, act, ctx| {
+                act.build_ended(started, outcome, explicit_time, ctx)
+            }),
+        ))
+    }
+
+    /// Where every contained block build ends, on the actor: records its timing, restarts the
+    /// miner if it panicked, else consumes the one-block overrides if a block was made.
+    fn build_ended<T>(
+        &mut self,
+        started: Instant,
+        outcome: BuildOutcome<T>,
+        explicit_time: bool,
+        ctx: &mut Context<Self>,
+    ) -> Result<T, MineError> {
+        self.last_build = (started, Instant::now());
+        let (result, last) = match outcome {
+            Ok(outcome) => outcome,
+            Err(panic) => return Err(self.restarted_after(&*panic, ctx)),
+        };
+        if let Some(block) = last {
+            self.after_block(&block, explicit_time);
+        }
+        result
     }
 
     /// Restarts the miner after a panic in one of its runs (the timer re-armed from its
@@ -830,19 +849,10 @@ impl Handler<Rewind> for MinerActor {
                 let head = job.db.head_number().unwrap_or_default();
                 (Ok(head), last)
             });
-            futures_util::future::Either::Right(mine.into_actor(act).map(
-                move |outcome, act, ctx| {
-                    act.last_build = (started, Instant::now());
-                    let (result, last) = match outcome {
-                        Ok(outcome) => outcome,
-                        Err(panic) => return Err(act.restarted_after(&*panic, ctx)),
-                    };
-                    if let Some(block) = last {
-                        act.after_block(&block, false);
-                    }
-                    result
-                },
-            ))
+            futures_util::future::Either::Right(
+                mine.into_actor(act)
+                    .map(move |outcome, act, ctx| act.build_ended(started, outcome, false, ctx)),
+            )
         });
         AtomicResponse::new(Box::pin(run))
     }
