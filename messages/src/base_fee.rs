@@ -21,25 +21,17 @@ pub fn next_base_fee(parent: &Header) -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// A block of gas limit 30 (target 15) with base fee 1000 that used `gas_used`.
+    fn parent(gas_used: u64) -> Header {
+        Header { base_fee_per_gas: Some(1_000), gas_used, gas_limit: 30, ..Default::default() }
+    }
+
     #[test]
     fn next_base_fee_follows_eip1559() {
-        let full = Header {
-            base_fee_per_gas: Some(1_000),
-            gas_used: 30,
-            gas_limit: 30,
-            ..Default::default()
-        };
         // A full block raises the base fee by 1/8: 1000 + 1000 * (30 - 15) / 15 / 8.
-        assert_eq!(next_base_fee(&full), Some(1_125));
-        let target = Header {
-            base_fee_per_gas: Some(1_000),
-            gas_used: 15,
-            gas_limit: 30,
-            ..Default::default()
-        };
-        assert_eq!(next_base_fee(&target), Some(1_000));
-        let empty = Header { base_fee_per_gas: Some(1_000), gas_limit: 30, ..Default::default() };
-        assert_eq!(next_base_fee(&empty), Some(875), "an empty block lowers it by 1/8");
+        assert_eq!(next_base_fee(&parent(30)), Some(1_125));
+        assert_eq!(next_base_fee(&parent(15)), Some(1_000), "at the target it stays");
+        assert_eq!(next_base_fee(&parent(0)), Some(875), "an empty block lowers it by 1/8");
         assert_eq!(next_base_fee(&Header::default()), None, "no base fee before London");
     }
 }
