@@ -210,7 +210,8 @@ fn raw_transfer(signer: &PrivateKeySigner, nonce: u64) -> String {
 
 /// Part 2: a whole node (default flags but in memory, two executor threads).
 fn whole_node() {
-    let n: u64 = std::env::var("CALL_ALLOCS_REQUESTS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let n: u64 =
+        std::env::var("CALL_ALLOCS_REQUESTS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
     let system = actix_rt::System::new();
     system.block_on(async move {
         let node = hearth::node::Node::start_with_clock(
