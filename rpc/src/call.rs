@@ -18,7 +18,7 @@ use crate::blocks::{quantity, state_block};
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::{Params, TxObject};
-use crate::transport::Reply;
+use crate::transport::{Hot, Reply};
 
 /// Reads `[txObject, block?, stateOverrides?, blockOverrides?]`.
 fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, u64), RpcError> {
@@ -38,7 +38,7 @@ fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, u64), Rp
 pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
     let (request, block) = call_args(ctx, params)?;
     match ctx.executor.call(Call { request, block }).await? {
-        CallOutcome::Success { output, .. } => Ok(Reply::typed(output)),
+        CallOutcome::Success { output, .. } => Ok(Reply::Hot(Hot::Data(output))),
         CallOutcome::Revert { output, .. } => Err(RpcError::Reverted { output }),
         CallOutcome::Halt { reason, .. } => Err(RpcError::Halted { reason }),
     }

@@ -23,7 +23,7 @@ use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::fees::{SUGGESTED_TIP, latest_base_fee};
 use crate::params::{Params, TxObject};
-use crate::transport::Reply;
+use crate::transport::{Hot, Reply};
 
 /// Decodes the argument of one eth_sendRawTransaction. A blob transaction comes in its network
 /// form, with its sidecar; the pool refuses one without.
@@ -39,7 +39,7 @@ pub(crate) async fn send_raw_transaction(
     params: &Params,
 ) -> Result<Reply, RpcError> {
     let tx = decode_raw(params)?;
-    Ok(Reply::typed(submit_and_mine(ctx, tx).await?))
+    Ok(Reply::Hot(Hot::Hash(submit_and_mine(ctx, tx).await?)))
 }
 
 /// The eth_sendRawTransaction items of one JSON-RPC batch (their raw `params`), admitted as

@@ -57,9 +57,11 @@ impl RpcReply {
 pub(crate) enum Reply {
     /// A value, encoded with the response.
     Value(Value),
-    /// A typed result (call output, balance, receipt, block, transaction hash), encoded with
-    /// the response straight into the worker's response buffer: no `Value` tree of it is
-    /// built. What the hot methods answer.
+    /// A small hot result (call output, balance, transaction hash), written as JSON text
+    /// straight into the worker's response buffer: no `Value`, no box, no hex `String`.
+    Hot(Hot),
+    /// A typed result (receipt, block), serialized with the response straight into the
+    /// worker's response buffer: no `Value` tree of it is built.
     Typed(Box<dyn TypedResult>),
     /// The `result` member's JSON text, as is.
     Encoded(Vec<u8>),
@@ -70,6 +72,43 @@ impl Reply {
     pub(crate) fn typed<T: serde::Serialize + Send + std::fmt::Debug + 'static>(result: T) -> Self {
         Self::Typed(Box::new(result))
     }
+}
+
+/// The small results of the hottest methods, kept inline in [`Reply`].
+#[derive(Debug)]
+pub(crate) enum Hot {
+    /// Bytes as a `0x` hex string (eth_call's output).
+    Data(alloy_primitives::Bytes),
+    /// A quantity (eth_getBalance).
+    Quantity(alloy_primitives::U256),
+    /// A 32-byte hash (eth_sendRawTransaction).
+    Hash(alloy_primitives::B256),
+}
+
+impl Hot {
+    /// Appends the JSON text of the result, as serde would write it.
+    fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Data(bytes) => hex_string(out, bytes),
+            Self::Quantity(value) => {
+                // Writing into a `Vec` cannot fail.
+                let _ = std::io::Write::write_fmt(out, format_args!("\"{value:#x}\""));
+            }
+            Self::Hash(hash) => hex_string(out, hash.as_slice()),
+        }
+    }
+}
+
+/// Appends `bytes` as a JSON `"0x…"` string, without an intermediate `String`.
+fn hex_string(out: &mut Vec<u8>, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(bytes.len() * 2 + 4);
+    out.extend_from_slice(b"\"0x");
+    for byte in bytes {
+        out.push(DIGITS[usize::from(byte >> 4)]);
+        out.push(DIGITS[usize::from(byte & 0x0f)]);
+    }
+    out.push(b'"');
 }
 
 /// A result that writes itself as JSON: any `Serialize` type, behind one box so that `Reply`
@@ -353,6 +392,10 @@ where
     let busy = matches!(&outcome, Err(error) if error.is_busy());
     let encoded = match &mut outcome {
         Ok(Reply::Value(result)) => encode(&id, Some(result), None),
+        Ok(Reply::Hot(result)) => encode_result(&id, |out| {
+            result.write_json(out);
+            Ok(())
+        }),
         Ok(Reply::Typed(result)) => encode_typed(&id, &**result),
         Ok(Reply::Encoded(result)) => encode_raw(&id, std::mem::take(result)),
         Err(error) => encode_error(&id, error),
@@ -431,11 +474,19 @@ fn encode(id: &Value, result: Option<&Value>, error: Option<ErrorObject>) -> Vec
 /// A success response around a typed result, written into the worker's response buffer (same
 /// member order as [`encode`]).
 fn encode_typed(id: &Value, result: &dyn TypedResult) -> Vec<u8> {
+    encode_result(id, |out| result.write_json(out))
+}
+
+/// A success response whose `result` member `write` appends, in the worker's response buffer.
+fn encode_result(
+    id: &Value,
+    write: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+) -> Vec<u8> {
     crate::out_buffer::encode_with(|out| {
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         let written = serde_json::to_writer(&mut *out, id).and_then(|()| {
             out.extend_from_slice(br#","result":"#);
-            result.write_json(out)
+            write(out)
         });
         match written {
             Ok(()) => out.push(b'}'),
@@ -496,6 +547,24 @@ mod tests {
         }
         let text = encode_typed(&id, &balance);
         assert_eq!(text, br#"{"jsonrpc":"2.0","id":7,"result":"0x1f"}"#);
+    }
+
+    #[test]
+    fn hot_results_are_written_as_serde_writes_them() {
+        use alloy_primitives::{B256, Bytes, U256};
+        let hot = |result: Hot| {
+            let mut out = Vec::new();
+            result.write_json(&mut out);
+            String::from_utf8(out).expect("utf-8")
+        };
+        for value in [U256::ZERO, U256::from(0x1f_u64), U256::MAX] {
+            assert_eq!(hot(Hot::Quantity(value)), serde_json::to_string(&value).expect("json"));
+        }
+        for bytes in [Bytes::new(), Bytes::from_static(&[0x00, 0xab, 0xff])] {
+            assert_eq!(hot(Hot::Data(bytes.clone())), serde_json::to_string(&bytes).expect("json"));
+        }
+        let hash = B256::repeat_byte(0x5a);
+        assert_eq!(hot(Hot::Hash(hash)), serde_json::to_string(&hash).expect("json"));
     }
 
     async fn run(body: &str) -> RpcReply {
