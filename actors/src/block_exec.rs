@@ -109,7 +109,6 @@ pub(crate) fn block_evm<'a, I>(
 
 /// [`block_evm`] with its call frames and memory buffer from `scratch` (the executor
 /// thread's, see `EvmScratch`) instead of fresh ones.
-#[allow(clippy::too_many_arguments)]
 fn block_evm_in<'a, I>(
     db: &ChainDb,
     codes: &'a mut CodeL1,

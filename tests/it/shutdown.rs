@@ -138,13 +138,20 @@ fn sigterm_answers_every_queued_call_and_the_chain_reopens_at_the_last_block() {
         assert!(started.elapsed() < ANSWER_WITHIN, "the calls never queued:\n{metrics}");
     }
     node.stop();
+    let mut refused = 0;
     for caller in callers {
         let (status, body) = caller.join().expect("caller").expect("an HTTP answer");
         let response: Value = serde_json::from_str(&body).expect("JSON");
-        // Each was still waiting when the drain began (a spin runs its whole gas cap).
-        assert_eq!(status, 503, "{body}");
-        assert!(shutting_down(&response), "{response}");
+        if shutting_down(&response) {
+            assert_eq!(status, 503, "{body}");
+            refused += 1;
+        } else {
+            // Only the running call could have ended (out of gas) before the signal came.
+            assert_eq!(response["error"]["message"], "out of gas", "{response}");
+        }
     }
+    // A spin runs for its whole gas cap: the four queued behind it were still waiting.
+    assert!(refused >= 4, "{refused} of 5 calls were answered by the drain");
 
     let node = NodeProcess::start(dir.path(), &[]);
     assert_eq!(node.ok("eth_blockNumber", json!([])), head);
