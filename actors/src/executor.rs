@@ -13,7 +13,9 @@
 //!   1024 + threads + 1): every request admission lets in, plus the miner's block, so a send
 //!   never finds it full.
 //! - **Restart:** stateless apart from caches. A panic while handling a request fails that
-//!   request (-32603) and resets the caches and scratch; the executor and its thread carry on.
+//!   request (-32603) and resets the caches and scratch (its restart), counted in the pool's
+//!   `RestartCounter` (`hearth_actor_restarts_total{actor="executor"}`); the executor and its
+//!   thread carry on.
 //!
 //! Each executor runs on an arbiter (OS thread) of its own ([`start_pool`]); its handlers are
 //! synchronous and CPU-bound, so the thread does nothing else. The request's revm environment
@@ -52,7 +54,7 @@ pub(crate) use env::{apply_block_overrides, block_env_of, call_tx_env, tx_env};
 use geth_errors::outcome;
 pub(crate) use geth_errors::{exec_error, geth_message, halt_message};
 pub(crate) use scratch::CallGuard;
-use scratch::EvmScratch;
+pub(crate) use scratch::EvmScratch;
 pub use scratch::SCRATCH_RETAINED_BYTES;
 
 /// Gas of a plain value transfer.
@@ -92,11 +94,13 @@ pub struct ExecutorActor {
     pub(crate) codes: CodeL1,
     /// Snapshot reads of calls, keyed by state root (see `ReadCache`).
     reads: crate::exec_db::ReadCache,
-    /// EVM stacks and memory kept from one call to the next (see `EvmScratch`).
-    scratch: EvmScratch,
+    /// EVM stacks and memory kept from one call or block to the next (see `EvmScratch`).
+    pub(crate) scratch: EvmScratch,
     /// The chain's fork schedule, when its rules change along it (an imported chain): trace
     /// replays run each block under its own rules. `None`: every block under `config.spec`.
     pub(crate) forks: Option<Arc<dyn ForkSchedule>>,
+    /// Restarts after a panic (shared by the pool's executors, for `/metrics`).
+    restarts: crate::supervise::RestartCounter,
 }
 
 impl ExecutorActor {
@@ -109,7 +113,15 @@ impl ExecutorActor {
             reads: Default::default(),
             scratch: EvmScratch::new(SCRATCH_RETAINED_BYTES),
             forks: None,
+            restarts: Default::default(),
         }
+    }
+
+    /// Counts this executor's restarts in `restarts` (one counter for the whole pool).
+    #[must_use]
+    pub fn with_restart_counter(mut self, restarts: crate::supervise::RestartCounter) -> Self {
+        self.restarts = restarts;
+        self
     }
 
     /// Replays (traces) each block under the rules `forks` gives it, instead of the configured
@@ -410,7 +422,13 @@ impl ExecutorActor {
     /// given block being imported (`BuildMode::Import`). Public so that block import and the
     /// conformance runners execute through exactly this path without an actor system.
     pub fn build_block(&mut self, msg: BuildBlock) -> Result<BuiltBlock, ExecError> {
-        crate::block_exec::execute_block(&self.db, &mut self.codes, &self.config, msg)
+        crate::block_exec::execute_block(
+            &self.db,
+            &mut self.codes,
+            &mut self.scratch,
+            &self.config,
+            msg,
+        )
     }
 }
 
@@ -473,7 +491,8 @@ impl ExecutorActor {
                     .map(|s| (*s).to_owned())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "no message".to_owned());
-                tracing::error!(target: "executor", panic = %what, "request panicked; caches reset");
+                self.restarts.bump();
+                tracing::error!(target: "executor", panic = %what, restarts = self.restarts.get(), "request panicked; caches reset");
                 self.codes.clear();
                 self.reads = Default::default();
                 self.scratch = EvmScratch::new(self.scratch.retain_bytes);
@@ -652,6 +671,7 @@ mod tests {
         let failed = executor.contained(|_| -> Result<(), ExecError> { panic!("boom") });
         assert!(matches!(&failed, Err(ExecError::Panicked(what)) if what == "boom"), "{failed:?}");
         assert!(executor.scratch.local.is_none(), "caches reset after the panic");
+        assert_eq!(executor.restarts.get(), 1, "the restart is counted");
         let output = call(&mut executor, fresh);
         assert_eq!(output[..32], [0; 32], "the next call runs normally");
     }

@@ -20,11 +20,12 @@ pub const SCRATCH_RETAINED_BYTES: usize = 1 << 20;
 /// Bytes one pooled call frame holds: the frame itself and its stack's buffer.
 const FRAME_BYTES: usize = size_of::<EthFrame>() + revm::interpreter::STACK_LIMIT * 32;
 
-/// What revm allocates per call and an executor thread reuses: the call frames and the shared
-/// memory buffer (`LocalContext`). They carry no state from one call to the next: revm
-/// re-initialises a frame before using it, and the buffer is cleared here.
+/// What revm allocates per call (or block) and an executor thread reuses: the call frames and
+/// the shared memory buffer (`LocalContext`). They carry no state from one call to the next:
+/// revm re-initialises a frame before using it, and the buffer is cleared here. eth_call,
+/// block building and block import (`block_exec::execute_block`) all draw on it.
 #[derive(Debug)]
-pub(super) struct EvmScratch {
+pub(crate) struct EvmScratch {
     pub(super) frames: Option<FrameStack<EthFrame>>,
     pub(super) local: Option<LocalContext>,
     /// Frames the kept `frames` holds: its high-water mark (revm's pool never shrinks).
@@ -37,18 +38,24 @@ impl EvmScratch {
         Self { frames: None, local: None, frames_held: 0, retain_bytes }
     }
 
-    pub(super) fn take_frames(&mut self) -> FrameStack<EthFrame> {
+    /// How many call frames it keeps for the next call or block (0: none kept).
+    #[cfg(test)]
+    pub(crate) fn frames_kept(&self) -> usize {
+        if self.frames.is_some() { self.frames_held } else { 0 }
+    }
+
+    pub(crate) fn take_frames(&mut self) -> FrameStack<EthFrame> {
         self.frames.take().unwrap_or_else(|| FrameStack::new_prealloc(8))
     }
 
-    pub(super) fn take_local(&mut self) -> LocalContext {
+    pub(crate) fn take_local(&mut self) -> LocalContext {
         self.local.take().unwrap_or_default()
     }
 
     /// Keeps what a call used when it fits the retention bound; `max_depth` is the deepest
     /// frame the call reached (0: the top frame only). The pool holds as many frames as the
     /// deepest call it ever served (revm grows it eight at a time and never shrinks it).
-    pub(super) fn keep(
+    pub(crate) fn keep(
         &mut self,
         frames: FrameStack<EthFrame>,
         mut local: LocalContext,
