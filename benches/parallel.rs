@@ -7,7 +7,9 @@
 //! `parallel: workload=W txs=N threads=T sequential_ms=S parallel_ms=P speedup=X spin_speedup=Y efficiency=E identical=yes|no`
 //!
 //! Usage: `hearth-parallel-bench [--threads T] [--runs R] [--workload NAME|all]`, workloads:
-//! transfers, erc20, hotspot, dependent, hashloop, mix.
+//! transfers, erc20, hotspot, dependent, hashloop, mix; and `senders` (not in `all`): sender
+//! recovery of 10,000 signatures one after another and spread over the threads, with the
+//! crossover at small counts.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -169,6 +171,72 @@ fn spin_speedup(threads: usize) -> f64 {
     threads as f64 * one.as_secs_f64() / all.as_secs_f64()
 }
 
+/// `n` EIP-1559 transfers signed by `n` distinct keys.
+fn signed_transfers(n: usize) -> Vec<alloy_consensus::TxEnvelope> {
+    use alloy_consensus::SignableTransaction;
+    use alloy_signer::SignerSync;
+    (0..n)
+        .map(|i| {
+            let key = alloy_primitives::B256::from(U256::from(i + 1));
+            let signer = alloy_signer_local::PrivateKeySigner::from_bytes(&key).expect("key");
+            let body = alloy_consensus::TxEip1559 {
+                chain_id: 1,
+                nonce: 0,
+                gas_limit: 21_000,
+                max_fee_per_gas: 2_000_000_000,
+                max_priority_fee_per_gas: 1_000_000_000,
+                to: TxKind::Call(Address::with_last_byte(1)),
+                value: U256::from(i),
+                access_list: Default::default(),
+                input: Bytes::new(),
+            };
+            let signature = signer.sign_hash_sync(&body.signature_hash()).expect("signs");
+            body.into_signed(signature).into()
+        })
+        .collect()
+}
+
+/// Sender recovery of 10,000 signatures (an imported block's, a pool batch's) on one thread
+/// and spread by `hearth_actors::senders`, then the crossover at small counts that
+/// `MIN_PARALLEL_SENDERS` is set from.
+fn bench_senders(threads: usize, runs: usize) {
+    use alloy_consensus::transaction::SignerRecoverable;
+    use hearth_actors::senders::{recover_all, recover_spread};
+    let recover = |tx: &alloy_consensus::TxEnvelope| tx.recover_signer().ok();
+    let best = |f: &dyn Fn() -> Vec<Option<Address>>, repeat: usize| {
+        let mut best = Duration::MAX;
+        let mut out = Vec::new();
+        for _ in 0..runs {
+            let started = Instant::now();
+            for _ in 0..repeat {
+                out = black_box(f());
+            }
+            best = best.min(started.elapsed() / repeat as u32);
+        }
+        (best, out)
+    };
+    for n in [2usize, 4, 8, 16, 32, 64] {
+        let txs = signed_transfers(n);
+        let (seq, _) = best(&|| txs.iter().map(recover).collect(), 200);
+        let (par, _) = best(&|| recover_spread(&txs, threads, &recover), 200);
+        println!("senders: n={n} sequential {:.1} us, spread {:.1} us", seq.as_secs_f64() * 1e6, par.as_secs_f64() * 1e6);
+    }
+    let txs = signed_transfers(10_000);
+    let (seq, a) = best(&|| txs.iter().map(recover).collect(), 1);
+    let (par, b) = best(&|| recover_all(&txs, threads, recover), 1);
+    let spin = spin_speedup(threads);
+    let speedup = seq.as_secs_f64() / par.as_secs_f64();
+    let identical = a == b && a.iter().all(Option::is_some);
+    println!(
+        "parallel: workload=senders txs={} threads={threads} sequential_ms={:.1} parallel_ms={:.1} speedup={speedup:.2} spin_speedup={spin:.2} efficiency={:.2} identical={}",
+        txs.len(),
+        ms(seq),
+        ms(par),
+        speedup / spin,
+        if identical { "yes" } else { "no" }
+    );
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1_000.0
 }
@@ -197,6 +265,10 @@ fn main() {
     if !(1..=100).contains(&runs) {
         eprintln!("--runs must be between 1 and 100");
         std::process::exit(2);
+    }
+    if which == "senders" {
+        bench_senders(threads, runs);
+        return;
     }
     let sequential = ParallelConfig::default();
     let names = ["transfers", "erc20", "hotspot", "dependent", "hashloop", "mix"];

@@ -13,6 +13,7 @@ use alloy_eips::eip1559::INITIAL_BASE_FEE;
 use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{B256, U256};
 use hearth_actors::ExecutorActor;
+use hearth_actors::senders::recover_all;
 use hearth_messages::ExecError;
 use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, PooledTx};
 use hearth_storage::{
@@ -102,9 +103,11 @@ pub fn import(
     }
     validate_header(&parent, &header, body.ommers.len(), body.withdrawals.is_some(), rules)?;
 
+    // Recovered on `--exec.threads` threads, in order: the first bad index is the same.
+    let senders = recover_all(&body.transactions, executor.threads(), |tx| tx.recover_signer());
     let mut txs = Vec::with_capacity(body.transactions.len());
-    for (index, tx) in body.transactions.into_iter().enumerate() {
-        let sender = tx.recover_signer().map_err(|_| ImportError::Signature { number, index })?;
+    for (index, (tx, sender)) in body.transactions.into_iter().zip(senders).enumerate() {
+        let sender = sender.map_err(|_| ImportError::Signature { number, index })?;
         let hash = *tx.tx_hash();
         txs.push(PooledTx { tx: Arc::new(tx), sender, hash });
     }

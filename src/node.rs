@@ -417,6 +417,7 @@ impl Node {
                 max_bytes: config.txpool_max_bytes,
                 order: config.order,
                 auto_impersonate: config.auto_impersonate,
+                recover_threads: config.parallel.threads.get(),
             },
         )
         .notify_admitted(filters.clone().recipient(), filters_pending)

@@ -104,6 +104,12 @@ pub struct ExecutorActor {
 }
 
 impl ExecutorActor {
+    /// Threads a block's work may spread over (`--exec.threads`): parallel execution's
+    /// workers, and sender recovery of an imported block.
+    pub const fn threads(&self) -> usize {
+        self.config.parallel.threads.get()
+    }
+
     /// An executor reading `db`, sharing analysed code through `l2` when given.
     pub fn new(db: ChainDb, config: ExecConfig, l2: Option<CodeL2>) -> Self {
         Self {

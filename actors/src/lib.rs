@@ -19,6 +19,7 @@ pub mod mempool;
 pub mod miner;
 pub mod parallel;
 mod precompiles;
+pub mod senders;
 mod simulate;
 pub mod state;
 pub mod subscriptions;

@@ -20,7 +20,10 @@ use revm::primitives::KECCAK_EMPTY;
 use revm::primitives::hardfork::SpecId;
 
 use super::blobs;
-use super::validation::{SenderState, TxRules, check_against_state, check_stateless};
+use super::validation::{
+    SenderState, Signer, TxRules, check_against_state, check_stateless_signed, recover_sender,
+};
+use crate::senders::recover_all;
 /// Largest encoded transaction the pool accepts: geth's limit (four 32 KiB slots). A blob
 /// transaction's sidecar is not counted here (its blob count bounds it), only in the pool's
 /// byte budget.
@@ -71,6 +74,8 @@ pub struct MempoolConfig {
     pub order: TxOrder,
     /// Every sender counts as impersonated from the start (anvil's `--auto-impersonate`).
     pub auto_impersonate: bool,
+    /// Threads a batch's signatures are recovered on (`--exec.threads`; 1: the pool's own).
+    pub recover_threads: usize,
 }
 
 /// A transaction that passed validation and is not inserted yet.
@@ -190,12 +195,7 @@ impl Pool {
     /// Checks `tx` against `db`'s head state and the pool without changing anything. `sender`
     /// is given only for transactions the node sealed itself (a dev key's, or an impersonated
     /// account's placeholder signature).
-    fn validate(
-        &self,
-        db: &ChainDb,
-        tx: TxEnvelope,
-        sender: Option<Address>,
-    ) -> Result<Checked, TxError> {
+    fn validate(&self, db: &ChainDb, tx: TxEnvelope, signer: Signer) -> Result<Checked, TxError> {
         let hash = *tx.tx_hash();
         if self.by_hash.contains_key(&hash) {
             return Err(TxError::AlreadyKnown);
@@ -210,8 +210,8 @@ impl Pool {
             let blob_fee = next_blob_base_fee(db, &self.config.blob_params).unwrap_or_default();
             blobs::check_shape(&tx, self.config.spec, &self.config.blob_params, blob_fee)?;
         }
-        let sealed_by_node = sender.is_some();
-        let valid = check_stateless(tx, sender, &self.rules())?;
+        let sealed_by_node = matches!(signer, Signer::Node(_));
+        let valid = check_stateless_signed(tx, signer, &self.rules())?;
         let sender = valid.pooled.sender;
         let account = sender_state(db, &sender)?;
         check_against_state(&valid, &account, sealed_by_node)?;
@@ -370,7 +370,7 @@ impl Pool {
 
     /// Validates `tx` against `db`'s head state and admits it.
     pub fn admit(&mut self, db: &ChainDb, tx: TxEnvelope) -> Result<B256, TxError> {
-        let checked = self.validate(db, tx, None)?;
+        let checked = self.validate(db, tx, Signer::Recover)?;
         self.admit_checked(checked)
     }
 
@@ -387,7 +387,7 @@ impl Pool {
             Some(nonce) => nonce,
             None => self.pending_nonce(db, &sender)?,
         };
-        let checked = self.validate(db, seal(nonce)?, Some(sender))?;
+        let checked = self.validate(db, seal(nonce)?, Signer::Node(sender))?;
         self.admit_checked(checked)
     }
 
@@ -404,7 +404,15 @@ impl Pool {
                 result => Ok(vec![result]),
             };
         }
-        let checked: Vec<_> = txs.into_iter().map(|tx| self.validate(db, tx, None)).collect();
+        // Signatures are recovered first, spread over `recover_threads` threads; each result is
+        // used where validation would have recovered it, so every item gets the same error.
+        let spec = self.config.spec;
+        let senders = recover_all(&txs, self.config.recover_threads, |tx| recover_sender(tx, spec));
+        let checked: Vec<_> = txs
+            .into_iter()
+            .zip(senders)
+            .map(|(tx, sender)| self.validate(db, tx, Signer::Recovered(sender)))
+            .collect();
         let growth = checked
             .iter()
             .flatten()
@@ -781,6 +789,7 @@ mod tests {
             max_bytes: usize::MAX,
             order: TxOrder::Fees,
             auto_impersonate: false,
+            recover_threads: 2,
         })
     }
 
@@ -859,6 +868,32 @@ mod tests {
         assert!(answers[0].is_ok());
         assert!(matches!(answers[1], Err(TxError::Overdraft { .. })), "{answers:?}");
         assert_eq!(pool.len(), 1);
+    }
+
+    #[test]
+    fn a_batch_recovered_on_threads_answers_as_on_one() {
+        let keys = signers(40);
+        let db = chain(&keys);
+        let mut txs: Vec<_> = keys.iter().map(|k| tx(k, 0, 2 * GWEI)).collect();
+        // An `r` of zero recovers to no key: item 23 fails alone, at its own index.
+        let TxEnvelope::Eip1559(signed) = &txs[23] else { unreachable!() };
+        let bad = alloy_primitives::Signature::new(U256::ZERO, signed.signature().s(), false);
+        txs[23] = signed.tx().clone().into_signed(bad).into();
+        let answers = |threads| {
+            let mut pool =
+                Pool::new(MempoolConfig { recover_threads: threads, ..pool(100).config });
+            let answers = pool.admit_batch(&db, txs.clone()).unwrap();
+            let senders: Vec<_> =
+                txs.iter().map(|t| pool.get(t.tx_hash()).map(|pooled| pooled.sender)).collect();
+            (answers, senders)
+        };
+        let (one, four) = (answers(1), answers(4));
+        assert_eq!(one, four);
+        let failed: Vec<_> = four.0.iter().enumerate().filter(|(_, a)| a.is_err()).collect();
+        assert_eq!(failed, vec![(23, &Err(TxError::InvalidSignature))]);
+        let expected: Vec<_> =
+            keys.iter().enumerate().map(|(i, k)| (i != 23).then(|| k.address())).collect();
+        assert_eq!(four.1, expected);
     }
 
     #[test]

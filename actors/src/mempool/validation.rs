@@ -84,14 +84,37 @@ pub fn check_stateless(
     sender: Option<Address>,
     rules: &TxRules,
 ) -> Result<Valid, TxError> {
+    let signer = sender.map_or(Signer::Recover, Signer::Node);
+    check_stateless_signed(tx, signer, rules)
+}
+
+/// Where admission gets a transaction's sender from.
+#[derive(Debug, Clone)]
+pub(crate) enum Signer {
+    /// The node built it (a dev key's, or an impersonated account's): admitted as this sender.
+    Node(Address),
+    /// Its signature, recovered here under the fork's rules.
+    Recover,
+    /// Its signature, already recovered by [`recover_sender`] (a batch's, on several threads).
+    Recovered(Result<Address, TxError>),
+}
+
+/// [`check_stateless`] with the sender given as a [`Signer`]; a failed recovery is reported at
+/// the same point in the checks whether it was done here or ahead.
+pub(crate) fn check_stateless_signed(
+    tx: TxEnvelope,
+    signer: Signer,
+    rules: &TxRules,
+) -> Result<Valid, TxError> {
     if let Some(fork) = type_fork(tx.ty())
         && !rules.spec.is_enabled_in(fork.0)
     {
         return Err(TxError::TypeNotActive { ty: tx.ty(), fork: fork.1 });
     }
-    let sender = match sender {
-        Some(sender) => sender,
-        None => recover_sender(&tx, rules.spec)?,
+    let sender = match signer {
+        Signer::Node(sender) => sender,
+        Signer::Recover => recover_sender(&tx, rules.spec)?,
+        Signer::Recovered(recovered) => recovered?,
     };
     let hash = *tx.tx_hash();
     let pooled = PooledTx { tx: std::sync::Arc::new(tx), sender, hash };
