@@ -219,7 +219,11 @@ fn bench_senders(threads: usize, runs: usize) {
         let txs = signed_transfers(n);
         let (seq, _) = best(&|| txs.iter().map(recover).collect(), 200);
         let (par, _) = best(&|| recover_spread(&txs, threads, &recover), 200);
-        println!("senders: n={n} sequential {:.1} us, spread {:.1} us", seq.as_secs_f64() * 1e6, par.as_secs_f64() * 1e6);
+        println!(
+            "senders: n={n} sequential {:.1} us, spread {:.1} us",
+            seq.as_secs_f64() * 1e6,
+            par.as_secs_f64() * 1e6
+        );
     }
     let txs = signed_transfers(10_000);
     let (seq, a) = best(&|| txs.iter().map(recover).collect(), 1);

@@ -482,7 +482,7 @@ impl Pool {
             // The sender was proved (or, for the node's own, known) at first admission; an
             // impersonated transaction's signature is a placeholder that proves nothing.
             let readmitted = fresh
-                .validate(db, pooled.tx.as_ref().clone(), Some(pooled.sender))
+                .validate(db, pooled.tx.as_ref().clone(), Signer::Node(pooled.sender))
                 .and_then(|checked| fresh.admit_checked(checked));
             if let Err(error) = readmitted {
                 tracing::warn!(target: "actors::mempool", hash = %pooled.hash, %error, "dropped while rebuilding the pool");
