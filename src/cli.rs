@@ -355,7 +355,14 @@ pub struct Cli {
     /// Where fetched upstream values are kept across runs (default: ~/.hearth/fork-cache).
     #[arg(long = "fork.cache-dir", value_name = "DIR")]
     pub fork_cache_dir: Option<PathBuf>,
+    /// Most bytes the fork cache grows to (its size on disk when opened plus the keys and
+    /// values written since), e.g. 512MiB; once full, fetched values are no longer kept.
+    #[arg(long = "fork.cache-size", default_value = DEFAULT_FORK_CACHE_SIZE)]
+    pub fork_cache_size: String,
 }
+
+/// Default bound of the fork cache (`--fork.cache-size`).
+pub const DEFAULT_FORK_CACHE_SIZE: &str = "4GiB";
 
 /// Default retries of an upstream request (`--fork-retries`).
 pub const DEFAULT_FORK_RETRIES: u32 = 5;

@@ -433,6 +433,8 @@ pub struct ForkSettings {
     pub chain_id: Option<u64>,
     /// Where fetched values persist (`None`: memory only, `--no-fork-cache`).
     pub cache_dir: Option<PathBuf>,
+    /// Most bytes the fork cache grows to (`--fork.cache-size`).
+    pub cache_size: u64,
 }
 
 /// `$HOME/.hearth/fork-cache`.
@@ -531,6 +533,9 @@ fn fork_settings(cli: &Cli) -> Result<Option<ForkSettings>, ConfigError> {
         (Some(dir), false) => Some(dir.clone()),
         (None, false) => Some(default_fork_cache_dir()?),
     };
+    let cache_size = parse_size(&cli.fork_cache_size).map(|n| n as u64).ok_or_else(|| {
+        ConfigError::Size { flag: "--fork.cache-size", got: cli.fork_cache_size.clone() }
+    })?;
     Ok(Some(ForkSettings {
         upstream: hearth_actors::fork::UpstreamConfig {
             url,
@@ -542,6 +547,7 @@ fn fork_settings(cli: &Cli) -> Result<Option<ForkSettings>, ConfigError> {
         block,
         chain_id: cli.fork_chain_id,
         cache_dir,
+        cache_size,
     }))
 }
 

@@ -85,7 +85,8 @@ pub fn open_fork(
 ) -> Result<(ChainDb, ForkHandle), ForkStartError> {
     let url = settings.upstream.display_url();
     let upstream_err = |source| ForkStartError::Upstream { url: url.clone(), source };
-    let (cache, fallback) = ForkCache::open(settings.cache_dir.as_deref(), &settings.upstream.url);
+    let (cache, fallback) =
+        ForkCache::open(settings.cache_dir.as_deref(), &settings.upstream.url, settings.cache_size);
     match (fallback, cache.path()) {
         (Some(reason), _) => {
             warn!(target: "node::fork", %reason, "fork cache kept in memory for this run");
@@ -130,7 +131,11 @@ pub fn open_fork(
             return Err(upstream_err(ForkError::Upstream(format!("unexpected answer {other:?}"))));
         }
     };
-    client.pin(chain_id, block).map_err(upstream_err)?;
+    // The fork block's transaction count came with its header: storage pages are asked for
+    // after all of its transactions.
+    let transactions = client.cache().tx_count(block).ok().flatten();
+    let storage_range = transactions.map(|count| (block_hash, count));
+    client.pin(chain_id, block, storage_range).map_err(upstream_err)?;
     let mut diff = StateDiff::default();
     let keys: Vec<ForkKey> = dev_accounts.iter().map(|a| ForkKey::Account(*a)).collect();
     for (address, fetched) in dev_accounts.iter().zip(client.fetch_many(&keys)) {

@@ -47,6 +47,7 @@ mod rewind;
 mod server;
 mod sign;
 mod simulate;
+mod storage_range;
 mod subscriptions;
 mod testing;
 mod transport;

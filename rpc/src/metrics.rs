@@ -58,6 +58,7 @@ pub(crate) const METHODS: &[&str] = &[
     "debug_getRawHeader",
     "debug_getRawReceipts",
     "debug_getRawTransaction",
+    "debug_storageRangeAt",
     "debug_traceBlock",
     "debug_traceBlockByHash",
     "debug_traceBlockByNumber",

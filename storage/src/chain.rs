@@ -556,6 +556,11 @@ impl ChainDb {
         Ok(keys.into_iter().collect())
     }
 
+    /// The keys under `prefix` of the committed block not yet applied to sled (`slots`).
+    pub(crate) fn deferred_keys(&self, prefix: &[u8]) -> Result<Vec<Vec<u8>>, StorageError> {
+        Ok(self.overlay.with_prefix(prefix)?.into_iter().map(|(key, _)| key).collect())
+    }
+
     /// Every version key of `prefix` (`layout::ACCOUNT` or `layout::STORAGE`: the prefix, an
     /// identity of `ident_len` bytes, then a big-endian block number) written at a block after
     /// `after`, from sled only: the caller settles the deferred block first. Each identity
@@ -597,8 +602,7 @@ impl ChainDb {
         Ok(found)
     }
 
-    /// The sled tree itself (tests: what has been applied to it).
-    #[cfg(test)]
+    /// The sled tree itself (tests: what has been applied to it; `slots`: seeks by key).
     pub(crate) const fn sled(&self) -> &sled::Db {
         &self.db
     }

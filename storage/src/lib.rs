@@ -17,6 +17,7 @@ mod node_cache;
 mod overlay;
 mod patch;
 mod records;
+mod slots;
 mod state;
 pub mod trie;
 
@@ -35,4 +36,5 @@ pub use records::{
     BlockExtras, Code, EMPTY_CODE_HASH, SealedBlock, StoredAccount, StoredBody, account_trie_key,
     storage_trie_key,
 };
+pub use slots::{SlotsError, storage_slots};
 pub use state::{AccountChange, AccountFields, AccountProof, SlotProof, StateDiff, StateView};
