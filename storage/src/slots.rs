@@ -78,3 +78,56 @@ pub fn storage_slots(
     }
     Ok(found)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use alloy_consensus::Header;
+
+    use super::*;
+    use crate::records::EMPTY_CODE_HASH;
+    use crate::state::{AccountChange, AccountFields, StateDiff};
+    use crate::{BlockDraft, BlockWriter, StoredBody};
+
+    fn draft(number: u64) -> BlockDraft {
+        BlockDraft {
+            header: Header { number, ..Header::default() },
+            body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
+            receipts: Vec::new(),
+        }
+    }
+
+    /// Block `number` writes `slots` of account `a` (a zero value clears the slot).
+    fn write(writer: &mut BlockWriter, number: u64, a: Address, slots: &[(u64, u64)]) {
+        let storage: BTreeMap<U256, U256> =
+            slots.iter().map(|(s, v)| (U256::from(*s), U256::from(*v))).collect();
+        let info = AccountFields { nonce: 1, balance: U256::ZERO, code_hash: EMPTY_CODE_HASH };
+        let mut diff = StateDiff::default();
+        diff.accounts.insert(a, AccountChange { info: Some(info), storage_wiped: false, storage });
+        writer.write(draft(number), &diff).expect("write");
+    }
+
+    #[test]
+    fn lists_each_slot_once_as_of_the_block_and_refuses_past_the_bound() {
+        let db = ChainDb::in_memory().expect("store");
+        let mut writer = BlockWriter::new(db.clone(), 1 << 20);
+        let a = Address::repeat_byte(0xaa);
+        write(&mut writer, 0, a, &[(1, 10), (2, 20), (3, 30)]);
+        write(&mut writer, 1, a, &[(2, 21), (3, 0), (4, 40)]);
+        write(&mut writer, 2, Address::repeat_byte(0xbb), &[(1, 1)]);
+        let at = |number| {
+            storage_slots(&db, &a, number, 10)
+                .expect("slots")
+                .into_iter()
+                .map(|(s, v)| (s.to::<u64>(), v.to::<u64>()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(at(0), [(1, 10), (2, 20), (3, 30)]);
+        // Versions of one slot count once; a cleared slot is gone.
+        assert_eq!(at(1), [(1, 10), (2, 21), (4, 40)]);
+        assert_eq!(at(2), at(1), "another account's writes are not this one's");
+        assert!(storage_slots(&db, &Address::ZERO, 2, 10).expect("none").is_empty());
+        assert!(matches!(storage_slots(&db, &a, 2, 3), Err(SlotsError::TooMany(3))));
+    }
+}
