@@ -2,8 +2,9 @@
 //! runs a tool (`hearth statetest PATH...`, `hearth blocktest PATH...`,
 //! `hearth import --genesis G FILE...`, `hearth export OUT`).
 //!
-//! Exit codes: 0 after a clean shutdown, 2 for an unusable flag (before anything starts),
-//! 1 when storage cannot be opened or the port cannot be bound.
+//! Exit codes: 0 after a clean shutdown, 2 for an unusable flag (before anything starts: a
+//! `--load-state` dump that cannot be loaded among them), 1 when storage cannot be opened, the
+//! port cannot be bound or the `--dump-state` file cannot be written at shutdown.
 
 use std::process::ExitCode;
 
@@ -58,6 +59,12 @@ fn main() -> ExitCode {
         actix_rt::spawn(close_websockets_on_signal(node.subscriptions.clone()));
         // Runs until SIGINT/SIGTERM; actix-web stops gracefully on either.
         server.await.map_err(|source| hearth::node::NodeError::Bind { addr, source })?;
+        // After the RPC server stopped: no request changes the state while it is read (an
+        // interval block sealed meanwhile is in the dump whole, or not at all).
+        if let Some(path) = node.config().dump_state.clone() {
+            let accounts = hearth::state_file::write(&node, &path).await?;
+            tracing::info!(target: "node", path = %path.display(), accounts, "state dumped (--dump-state)");
+        }
         // Flush sled and empty the commit journal, so the next start has nothing to replay
         // (a failure only means it replays).
         if let Err(error) = node.chain.checkpoint() {

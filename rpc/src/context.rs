@@ -20,7 +20,9 @@ use hearth_messages::miner::{
     AutoMine, GetMiningStatus, MineBlocks, MineDetailed, MineSpaced, RestoreClock, Rewind,
     SaveClock, SetAutomine, SetBlockParam, SetIntervalMining, SetTime, SetTimestampInterval,
 };
-use hearth_messages::state::{ListSnapshots, PatchState, RevertTo, TakeSnapshot};
+use hearth_messages::state::{
+    DumpState, ListSnapshots, LoadState, PatchState, RevertTo, TakeSnapshot,
+};
 
 /// A method added by an extension actor: takes the raw `params` JSON, answers a result or a
 /// JSON-RPC error `(code, message)`.
@@ -79,6 +81,8 @@ pub struct RpcLimits {
     /// Most logs one eth_getLogs / eth_getFilterLogs / eth_getFilterChanges answer holds
     /// (-32005 above).
     pub max_logs: usize,
+    /// Largest code of one account anvil_loadState sets: the node's code size limit.
+    pub max_code_bytes: usize,
 }
 
 /// How often the server pings a WebSocket connection (geth pings every 30 s too).
@@ -98,6 +102,7 @@ impl Default for RpcLimits {
             ws_idle_timeout: DEFAULT_WS_IDLE_TIMEOUT,
             max_mine_blocks: 100_000,
             max_logs: 10_000,
+            max_code_bytes: crate::state_dump::EIP170_CODE_BYTES,
         }
     }
 }
@@ -239,6 +244,10 @@ pub struct Controls {
     pub mining_status: Recipient<GetMiningStatus>,
     /// Writes dev-method state changes.
     pub patch_state: Recipient<PatchState>,
+    /// Reads the whole head state (anvil_dumpState).
+    pub dump_state: Recipient<DumpState>,
+    /// Sets a state dump's accounts (anvil_loadState).
+    pub load_state: Recipient<LoadState>,
     /// evm_snapshot.
     pub take_snapshot: Recipient<TakeSnapshot>,
     /// evm_revert.

@@ -313,6 +313,7 @@ impl RpcError {
             | Self::TooManyLogs { .. }
             | Self::Tx(TxError::PoolFull)
             | Self::MailboxFull { .. }
+            | Self::Mine(MineError::State(StateError::DumpTooLarge { .. }))
             | Self::Filter(hearth_messages::filters::FilterError::TooMany { .. })
             | Self::Subscription(
                 SubscriptionError::TooManyConnections { .. }

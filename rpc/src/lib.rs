@@ -47,6 +47,7 @@ mod rewind;
 mod server;
 mod sign;
 mod simulate;
+mod state_dump;
 mod subscriptions;
 mod testing;
 mod transport;
@@ -71,6 +72,10 @@ pub use methods::{
 pub use metrics::{Refusal, Rejection, RpcMetrics};
 pub use node_info::NodeFacts;
 pub use server::serve;
+pub use state_dump::{
+    EIP170_CODE_BYTES, LoadedState, MAX_STATE_JSON_BYTES, StateFileError, StateLimits, decode as decode_state,
+    document as state_document, read_file as read_state_file, to_hex_gzip,
+};
 pub use transport::RpcReply;
 pub use ws::MAX_IN_FLIGHT_PER_CONNECTION;
 

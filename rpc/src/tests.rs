@@ -226,6 +226,8 @@ idle_replies! {
     subs::Unsubscribe => false,
     subs::GetSubscriptionStats => subs::SubscriptionStats::default(),
     state::PatchState => Ok(B256::ZERO),
+    state::LoadState => Ok(B256::ZERO),
+    state::DumpState => Err(hearth_messages::StateError::DumpTooLarge { max_json_bytes: 0 }),
     state::TakeSnapshot => Ok(1),
     state::RevertTo => Ok(false),
 }
@@ -249,6 +251,8 @@ fn idle_controls() -> crate::Controls {
         save_clock: idle.clone().recipient(),
         restore_clock: idle.clone().recipient(),
         patch_state: idle.clone().recipient(),
+        dump_state: idle.clone().recipient(),
+        load_state: idle.clone().recipient(),
         take_snapshot: idle.clone().recipient(),
         revert_to: idle.clone().recipient(),
         rewind: idle.clone().recipient(),

@@ -597,8 +597,8 @@ impl ChainDb {
         Ok(found)
     }
 
-    /// The sled tree itself (tests: what has been applied to it).
-    #[cfg(test)]
+    /// The sled tree itself: what has been applied to it (tests, and the state dump, which
+    /// settles the deferred block first).
     pub(crate) const fn sled(&self) -> &sled::Db {
         &self.db
     }

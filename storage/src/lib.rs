@@ -9,6 +9,7 @@
 mod account_cache;
 mod chain;
 mod commit;
+mod dump;
 mod error;
 mod fork;
 mod journal;
@@ -26,6 +27,7 @@ pub use commit::{
     import_block_with, import_fork_base, receipts_root, state_root_after, transactions_root,
     write_block,
 };
+pub use dump::{WholeAccount, head_accounts, load_accounts};
 pub use error::StorageError;
 pub use fork::{ForkSource, ForkedAccount};
 pub use journal::WriteBatch;
