@@ -473,14 +473,16 @@ fn state_files(
     let error = |flag: &'static str, path: &std::path::Path, reason: String| {
         ConfigError::StateFile { flag, path: path.display().to_string(), reason }
     };
+    // A directory stands for state.json inside it, as in anvil.
+    let in_dir = |path: &PathBuf| if path.is_dir() { path.join("state.json") } else { path.clone() };
     let (dump_flag, dump) = match (&cli.state, &cli.dump_state) {
-        (Some(path), _) => ("--state", Some(path)),
-        (None, path) => ("--dump-state", path.as_ref()),
+        (Some(path), _) => ("--state", Some(in_dir(path))),
+        (None, path) => ("--dump-state", path.as_ref().map(in_dir)),
     };
     let (load_flag, load) = match (&cli.state, &cli.load_state) {
         // anvil's --state loads only a file that is there.
-        (Some(path), _) => ("--state", Some(path).filter(|p| p.exists())),
-        (None, path) => ("--load-state", path.as_ref()),
+        (Some(path), _) => ("--state", Some(in_dir(path)).filter(|p| p.exists())),
+        (None, path) => ("--load-state", path.clone()),
     };
     let dump = match dump {
         None => None,
@@ -491,17 +493,15 @@ fn state_files(
                     .into(),
             });
         }
-        // A directory gets state.json inside, as anvil's.
-        Some(path) if path.is_dir() => Some(path.join("state.json")),
         Some(path) => {
             let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
             if parent.is_some_and(|p| !p.is_dir()) {
-                return Err(error(dump_flag, path, "its directory does not exist".into()));
+                return Err(error(dump_flag, &path, "its directory does not exist".into()));
             }
-            Some(path.clone())
+            Some(path)
         }
     };
-    let Some(path) = load else { return Ok((dump, None)) };
+    let Some(path) = load.as_deref() else { return Ok((dump, None)) };
     if let StorageMode::Disk(dir) = storage {
         return Err(error(
             load_flag,

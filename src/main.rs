@@ -57,12 +57,26 @@ fn main() -> ExitCode {
         // WebSocket connections would hold actix-web's graceful stop open until its timeout
         // (30 s): on the same signals, close them first (1001).
         actix_rt::spawn(close_websockets_on_signal(node.subscriptions.clone()));
+        // --dump-state: read the state as the signal arrives. actix-web stops the whole System
+        // (every actor's arbiter) 300 ms after its graceful stop, so reading after it returns
+        // would race with that; the state owner answers this first, and the file is written
+        // once the server has stopped.
+        let dump = node.config().dump_state.clone().map(|path| {
+            let state = node.state.clone();
+            let forks = std::sync::Arc::clone(&node.fork_table);
+            actix_rt::spawn(async move {
+                shutdown_signal().await;
+                hearth::state_file::write(&state, &forks, &path).await.map(|n| (path, n))
+            })
+        });
         // Runs until SIGINT/SIGTERM; actix-web stops gracefully on either.
         server.await.map_err(|source| hearth::node::NodeError::Bind { addr, source })?;
-        // After the RPC server stopped: no request changes the state while it is read (an
-        // interval block sealed meanwhile is in the dump whole, or not at all).
-        if let Some(path) = node.config().dump_state.clone() {
-            let accounts = hearth::state_file::write(&node, &path).await?;
+        if let Some(dump) = dump {
+            let done = dump.await.map_err(|e| hearth::node::NodeError::DumpState {
+                path: node.config().dump_state.clone().unwrap_or_default(),
+                reason: e.to_string(),
+            })?;
+            let (path, accounts) = done?;
             tracing::info!(target: "node", path = %path.display(), accounts, "state dumped (--dump-state)");
         }
         // Flush sled and empty the commit journal, so the next start has nothing to replay
@@ -141,17 +155,27 @@ fn announce(node: &Node, addr: std::net::SocketAddr) -> Result<(), hearth::node:
 /// Waits for SIGINT or SIGTERM (the signals actix-web stops on), then asks the subscription
 /// actor to close every WebSocket connection.
 async fn close_websockets_on_signal(subscriptions: actix::Addr<hearth_actors::SubscriptionActor>) {
-    use actix_rt::signal::unix::{SignalKind, signal};
-    let Ok(mut terminate) = signal(SignalKind::terminate()) else {
-        tracing::warn!(target: "node", "cannot listen for SIGTERM; websockets close at the shutdown timeout");
-        return;
-    };
-    tokio::select! {
-        _ = actix_rt::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
-    }
+    shutdown_signal().await;
     if subscriptions.send(hearth_messages::subscriptions::CloseAll).await.is_err() {
         tracing::debug!(target: "node", "subscription actor already stopped");
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM, the signals actix-web stops on (only on SIGINT when SIGTERM
+/// cannot be listened for).
+async fn shutdown_signal() {
+    use actix_rt::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = actix_rt::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(error) => {
+            tracing::warn!(target: "node", %error, "cannot listen for SIGTERM");
+            let _ = actix_rt::signal::ctrl_c().await;
+        }
     }
 }
 

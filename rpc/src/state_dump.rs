@@ -595,7 +595,7 @@ mod tests {
             (but("balance", json!("0x")), "256 bits"),
             (but("balance", json!("0xzz")), "256 bits"),
             (but("balance", json!(-5)), "256 bits"),
-            (but("code", json!("0x123")), "odd"),
+            (but("code", json!("0x123")), "hex string"),
             (but("code", json!(format!("0x{}", "00".repeat(EIP170_CODE_BYTES + 1)))), "code size limit"),
             (but("storage", json!({"0x1": "0x2"})), "not an anvil state dump"),
             (but("storage", json!({format!("0x{:064x}", 1): format!("0x1{}", "0".repeat(64))})), "256 bits"),
