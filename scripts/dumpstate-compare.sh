@@ -39,6 +39,7 @@ WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -474,7 +474,8 @@ fn state_files(
         ConfigError::StateFile { flag, path: path.display().to_string(), reason }
     };
     // A directory stands for state.json inside it, as in anvil.
-    let in_dir = |path: &PathBuf| if path.is_dir() { path.join("state.json") } else { path.clone() };
+    let in_dir =
+        |path: &PathBuf| if path.is_dir() { path.join("state.json") } else { path.clone() };
     let (dump_flag, dump) = match (&cli.state, &cli.dump_state) {
         (Some(path), _) => ("--state", Some(in_dir(path))),
         (None, path) => ("--dump-state", path.as_ref().map(in_dir)),
@@ -791,7 +792,8 @@ impl TryFrom<Cli> for NodeConfig {
                 reason,
             })?,
         };
-        let (dump_state, load_state) = state_files(&cli, &storage, fork.is_some(), code_size_limit)?;
+        let (dump_state, load_state) =
+            state_files(&cli, &storage, fork.is_some(), code_size_limit)?;
         // A block time alone means interval mining only, as anvil; --automine keeps both.
         let automine = !cli.no_mining && (interval.is_none() || cli.automine);
         hearth_actors::dev::dev_signers(&cli.mnemonic, 1)
@@ -966,10 +968,12 @@ mod tests {
         let both = parse(&["--state", path]).expect("valid");
         let loaded = both.load_state.expect("loaded");
         assert_eq!((loaded.accounts.len(), loaded.best_block_number), (0, Some(7)));
-        assert!(parse(&["--load-state", path, "--datadir", dir_path])
-            .expect_err("refused")
-            .to_string()
-            .contains("--load-state"));
+        assert!(
+            parse(&["--load-state", path, "--datadir", dir_path])
+                .expect_err("refused")
+                .to_string()
+                .contains("--load-state")
+        );
         let fork = parse(&["--dump-state", path, "--fork-url", "http://127.0.0.1:1"])
             .expect_err("refused");
         assert!(fork.to_string().contains("--dump-state"), "{fork}");

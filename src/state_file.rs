@@ -24,16 +24,15 @@ pub async fn write(
         .await
         .map_err(|e| failed(format!("the state owner is gone: {e}")))?
         .map_err(|e| failed(e.to_string()))?;
-    let json =
-        hearth_rpc::state_document(&state, forks).map_err(|e| failed(e.to_string()))?;
+    let json = hearth_rpc::state_document(&state, forks).map_err(|e| failed(e.to_string()))?;
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".tmp");
     let temporary = std::path::PathBuf::from(temporary);
-    std::fs::write(&temporary, &json)
-        .and_then(|()| std::fs::rename(&temporary, path))
-        .map_err(|e| {
+    std::fs::write(&temporary, &json).and_then(|()| std::fs::rename(&temporary, path)).map_err(
+        |e| {
             let _ = std::fs::remove_file(&temporary);
             failed(e.to_string())
-        })?;
+        },
+    )?;
     Ok(state.accounts.len())
 }

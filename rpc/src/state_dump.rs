@@ -480,7 +480,14 @@ mod tests {
         keys.sort();
         assert_eq!(
             keys,
-            ["accounts", "best_block_number", "block", "blocks", "historical_states", "transactions"]
+            [
+                "accounts",
+                "best_block_number",
+                "block",
+                "blocks",
+                "historical_states",
+                "transactions"
+            ]
         );
         assert_eq!(value["block"]["number"], json!("0x7"));
         assert_eq!(value["block"]["basefee"], json!(875_175_000));
@@ -490,14 +497,14 @@ mod tests {
         assert_eq!(one["nonce"], json!(1));
         assert_eq!(one["balance"], json!(format!("0x{}e", "f".repeat(63))));
         assert_eq!(one["code"], json!("0x01"));
-        assert_eq!(
-            one["storage"][format!("0x{:064x}", 1)],
-            json!(format!("0x{}", "f".repeat(64)))
-        );
+        assert_eq!(one["storage"][format!("0x{:064x}", 1)], json!(format!("0x{}", "f".repeat(64))));
         assert!(value["accounts"]["0xf3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3"].is_object());
         assert_eq!(value["blocks"][0]["header"]["number"], json!("0x7"));
         assert_eq!(value["blocks"][0]["transactions"], json!([]));
-        assert_eq!((&value["transactions"], &value["historical_states"]), (&json!([]), &json!(null)));
+        assert_eq!(
+            (&value["transactions"], &value["historical_states"]),
+            (&json!([]), &json!(null))
+        );
     }
 
     /// anvil's own dump (1.7.1, two transactions and a contract with two slots) reads, with its
@@ -527,7 +534,10 @@ mod tests {
         assert_eq!(loaded.best_block_number, Some(2));
         assert_eq!(loaded.accounts.len(), 2);
         let contract = &loaded.accounts[0];
-        assert_eq!(contract.storage, vec![(U256::ZERO, U256::from(0x2a)), (U256::from(1), U256::from(0x99))]);
+        assert_eq!(
+            contract.storage,
+            vec![(U256::ZERO, U256::from(0x2a)), (U256::from(1), U256::from(0x99))]
+        );
         assert_eq!(loaded.accounts[1].balance, U256::from(12345));
         assert_eq!(loaded.accounts[1].nonce, 2);
 
@@ -558,7 +568,10 @@ mod tests {
         let middle = flipped.len() / 2;
         flipped[middle] ^= 0x55;
         let message = refused(&flipped);
-        assert!(message.contains("gzip") || message.contains("not an anvil state dump"), "{message}");
+        assert!(
+            message.contains("gzip") || message.contains("not an anvil state dump"),
+            "{message}"
+        );
         let mut bad_crc = packed.clone();
         let crc = bad_crc.len() - 8;
         bad_crc[crc] ^= 1;
@@ -596,9 +609,15 @@ mod tests {
             (but("balance", json!("0xzz")), "256 bits"),
             (but("balance", json!(-5)), "256 bits"),
             (but("code", json!("0x123")), "hex string"),
-            (but("code", json!(format!("0x{}", "00".repeat(EIP170_CODE_BYTES + 1)))), "code size limit"),
+            (
+                but("code", json!(format!("0x{}", "00".repeat(EIP170_CODE_BYTES + 1)))),
+                "code size limit",
+            ),
             (but("storage", json!({"0x1": "0x2"})), "not an anvil state dump"),
-            (but("storage", json!({format!("0x{:064x}", 1): format!("0x1{}", "0".repeat(64))})), "256 bits"),
+            (
+                but("storage", json!({format!("0x{:064x}", 1): format!("0x1{}", "0".repeat(64))})),
+                "256 bits",
+            ),
             (json!({"nonce": 1, "balance": "0x1", "code": "0x"}), "missing field `storage`"),
         ] {
             let message = with(account.clone());

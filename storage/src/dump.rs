@@ -227,8 +227,11 @@ mod tests {
         let (head, dumped) = head_accounts(&db, usize::MAX).expect("dump").expect("in budget");
         assert_eq!((head, &dumped), (0, &loaded));
         let state = db.account(&Address::repeat_byte(2), 0).expect("read").expect("exists");
-        assert_eq!(db.storage(&Address::repeat_byte(2), state.incarnation, &U256::from(1), 0)
-            .expect("read"), U256::from(5));
+        assert_eq!(
+            db.storage(&Address::repeat_byte(2), state.incarnation, &U256::from(1), 0)
+                .expect("read"),
+            U256::from(5)
+        );
 
         load_accounts(&db, &[account(2, 8, &[(1, 0), (3, 4)], &[])]).expect("second load");
         let (_, dumped) = head_accounts(&db, usize::MAX).expect("dump").expect("in budget");
@@ -280,8 +283,8 @@ mod tests {
         let whole = 2 * ACCOUNT_JSON_BYTES + 100 * SLOT_JSON_BYTES;
         assert!(head_accounts(&db, whole).expect("dump").is_some());
         assert!(head_accounts(&db, whole - 1).expect("dump").is_none());
-        assert!(head_accounts(&db, ACCOUNT_JSON_BYTES + 10 * SLOT_JSON_BYTES)
-            .expect("dump")
-            .is_none());
+        assert!(
+            head_accounts(&db, ACCOUNT_JSON_BYTES + 10 * SLOT_JSON_BYTES).expect("dump").is_none()
+        );
     }
 }

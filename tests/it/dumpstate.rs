@@ -61,8 +61,11 @@ async fn busy(node: &TestNode) -> Address {
     let alice = node.signer(0).address();
     let stranger = Address::repeat_byte(0xc0);
     for value in 1..=3u64 {
-        node.ok("eth_sendTransaction", json!([{"from": alice, "to": stranger, "value": format!("{value:#x}")}]))
-            .await;
+        node.ok(
+            "eth_sendTransaction",
+            json!([{"from": alice, "to": stranger, "value": format!("{value:#x}")}]),
+        )
+        .await;
     }
     let token = node.deploy_bench_token().await;
     // BenchToken's transfer(address,uint256): a second holder's balance slot.
@@ -100,7 +103,10 @@ async fn a_dump_loads_into_a_fresh_node_and_reads_back_equal() {
     let to = Address::repeat_byte(0xc0);
     let hash = target.ok("eth_sendTransaction", json!([{"from": alice, "to": to}])).await;
     let receipt = target.ok("eth_getTransactionReceipt", json!([hash])).await;
-    assert_eq!((receipt["status"].clone(), receipt["blockNumber"].clone()), (json!("0x1"), json!("0x1")));
+    assert_eq!(
+        (receipt["status"].clone(), receipt["blockNumber"].clone()),
+        (json!("0x1"), json!("0x1"))
+    );
 
     // Plain JSON hex is taken too, as anvil takes it; and the flag is accepted.
     let plain = hearth_rpc::state_document(
@@ -274,7 +280,14 @@ fn unusable_state_files_stop_the_start() {
     let truncated = write("truncated.json", &good.as_bytes()[..good.len() - 5]);
     let gz = gzip(good.as_bytes());
     let truncated_gz = write("truncated.json.gz", &gz[..gz.len() - 6]);
-    let balance = write("balance.json", good.replace("\"0x1\",", "\"0x1ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff\",").as_bytes());
+    let balance = write(
+        "balance.json",
+        good.replace(
+            "\"0x1\",",
+            "\"0x1ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff\",",
+        )
+        .as_bytes(),
+    );
     let missing = dir.path().join("missing.json");
     let missing = missing.to_str().expect("utf-8");
     let datadir = dir.path().join("chain");
