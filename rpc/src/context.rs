@@ -83,6 +83,8 @@ pub struct RpcLimits {
     pub max_logs: usize,
     /// Largest code of one account anvil_loadState sets: the node's code size limit.
     pub max_code_bytes: usize,
+    /// Most JSON bytes (decompressed) anvil_loadState reads and anvil_dumpState writes.
+    pub max_state_json_bytes: usize,
 }
 
 /// How often the server pings a WebSocket connection (geth pings every 30 s too).
@@ -103,6 +105,7 @@ impl Default for RpcLimits {
             max_mine_blocks: 100_000,
             max_logs: 10_000,
             max_code_bytes: crate::state_dump::EIP170_CODE_BYTES,
+            max_state_json_bytes: crate::state_dump::MAX_STATE_JSON_BYTES,
         }
     }
 }

@@ -11,9 +11,9 @@
 //! requires; the rest must be well-formed JSON and is not used: Hearth's head keeps its own
 //! number and history.
 //!
-//! Input is bounded before it is parsed: reading stops past [`MAX_STATE_JSON_BYTES`] of JSON
-//! (a gzip bomb costs that much inflating, never that much memory: the JSON is parsed as it is
-//! inflated), and every value is range-checked as it is read (a nonce below 2^64, a balance and
+//! Input is bounded as it is parsed: reading stops past [`MAX_STATE_JSON_BYTES`] of JSON (a
+//! gzip bomb costs that much inflating, never that much memory: the JSON is parsed as it is
+//! inflated, not buffered), and every value is range-checked as it is read (a nonce below 2^64, a balance and
 //! storage within 256 bits, code within the node's code size limit). Anything wrong refuses the
 //! whole input: nothing is loaded until all of it has been read and checked.
 
@@ -364,7 +364,7 @@ pub(crate) async fn dump_state(ctx: &RpcContext, params: &Params) -> Result<Valu
     let state = ctx
         .controls
         .dump_state
-        .send(DumpState { max_json_bytes: MAX_STATE_JSON_BYTES })
+        .send(DumpState { max_json_bytes: ctx.limits.max_state_json_bytes })
         .await
         .map_err(|e| RpcError::mailbox("state", e))?
         .map_err(MineError::from)?;
@@ -397,7 +397,7 @@ pub(crate) async fn load_state(ctx: &RpcContext, params: &Params) -> Result<Valu
     params.at_most(1)?;
     let bytes: Bytes = params.required(0)?;
     let limits = StateLimits {
-        max_json_bytes: MAX_STATE_JSON_BYTES,
+        max_json_bytes: ctx.limits.max_state_json_bytes,
         max_code_bytes: ctx.limits.max_code_bytes,
     };
     // Inflating and parsing up to the bound takes a while: off the worker thread.
@@ -468,7 +468,7 @@ mod tests {
     fn a_dump_reads_back_equal_in_both_forms() {
         let state = state();
         let json = document(&state, &forks()).expect("encode");
-        let expected = LoadedState { accounts: state.accounts.clone(), best_block_number: Some(7) };
+        let expected = LoadedState { accounts: state.accounts, best_block_number: Some(7) };
         assert_eq!(decode(&json, LIMITS).expect("plain"), expected);
         let hex = to_hex_gzip(&json);
         let bytes = alloy_primitives::hex::decode(&hex).expect("hex");
@@ -572,7 +572,7 @@ mod tests {
             message.contains("gzip") || message.contains("not an anvil state dump"),
             "{message}"
         );
-        let mut bad_crc = packed.clone();
+        let mut bad_crc = packed;
         let crc = bad_crc.len() - 8;
         bad_crc[crc] ^= 1;
         assert!(refused(&bad_crc).contains("gzip"), "{}", refused(&bad_crc));
@@ -581,7 +581,7 @@ mod tests {
         assert!(refused(b"").contains("not an anvil state dump"));
         assert!(refused(&[0x00, 0x01, 0x02]).contains("not an anvil state dump"));
         assert!(refused(b"[]").contains("not an anvil state dump"));
-        let mut trailing = good.clone();
+        let mut trailing = good;
         trailing.extend_from_slice(b" x");
         assert!(refused(&trailing).contains("trailing"), "{}", refused(&trailing));
 
