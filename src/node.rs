@@ -174,7 +174,35 @@ fn clock_from(clock: Clock, start: u64) -> Clock {
     std::sync::Arc::new(move || start.saturating_add(clock().saturating_sub(at_start)))
 }
 
+/// What the node does when it is told to stop (SIGINT/SIGTERM), cloneable so the signal task
+/// can start it while the HTTP server finishes its requests. See [`Drain::run`].
+#[derive(Debug, Clone)]
+pub struct Drain {
+    executor: ExecutorClient,
+    miner: Addr<MinerActor>,
+}
+
+impl Drain {
+    /// Drains the actors that hold requests: the executor pool answers every request still
+    /// waiting for it with "the node is shutting down" (-32005) and refuses new ones (the ones
+    /// running finish on their threads), so no caller hangs until the HTTP server's timeout;
+    /// then the miner starts no block and this returns once the block in progress, if any, is
+    /// committed. Idempotent. The caller checkpoints the journal after it
+    /// ([`ChainDb::checkpoint`]).
+    pub async fn run(&self) {
+        self.executor.close();
+        if self.miner.send(hearth_messages::miner::StopMining).await.is_err() {
+            tracing::debug!(target: "node", "the miner had already stopped");
+        }
+    }
+}
+
 impl Node {
+    /// The shutdown drain of this node (see [`Drain::run`]).
+    pub fn drain(&self) -> Drain {
+        Drain { executor: self.executor.clone(), miner: self.miner.clone() }
+    }
+
     /// Opens storage and starts every actor, with the wall clock stamping blocks.
     pub fn start(config: NodeConfig) -> Result<Self, NodeError> {
         Self::start_with_clock(config, system_clock())
@@ -358,10 +386,13 @@ impl Node {
         let executor_mailbox =
             NonZeroUsize::new(ExecutorClient::mailbox_for(threads, config.admission))
                 .expect("a mailbox for one thread and a block is at least 2");
+        let executor_restarts = hearth_messages::restarts::RestartCounter::default();
+        restarts.push(("executor", executor_restarts.clone()));
         let lanes = hearth_actors::executor::start_pool(threads, executor_mailbox, move || {
             crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
             let executor =
-                ExecutorActor::new(exec_chain.clone(), exec_config.clone(), Some(l2.clone()));
+                ExecutorActor::new(exec_chain.clone(), exec_config.clone(), Some(l2.clone()))
+                    .with_restart_counter(executor_restarts.clone());
             match &forks {
                 Some(forks) => executor.with_fork_schedule(std::sync::Arc::clone(forks)),
                 None => executor,

@@ -8,7 +8,8 @@
 //! `Admitted`, whose slot the handler releases as it returns. Its handlers are synchronous and
 //! CPU-bound: the thread does nothing else.
 //! Restart: stateless apart from caches. A panic while handling a request fails that request
-//! (-32603) and resets the caches; the executor and its thread carry on.
+//! (-32603) and resets the caches (its restart), counted in the pool's `RestartCounter`
+//! (`hearth_actor_restarts_total{actor="executor"}`); the executor and its thread carry on.
 
 use std::sync::Arc;
 
@@ -83,11 +84,13 @@ pub struct ExecutorActor {
     pub(crate) codes: CodeL1,
     /// Snapshot reads of calls, keyed by state root (see `ReadCache`).
     reads: crate::exec_db::ReadCache,
-    /// EVM stacks and memory kept from one call to the next (see `EvmScratch`).
-    scratch: EvmScratch,
+    /// EVM stacks and memory kept from one call or block to the next (see `EvmScratch`).
+    pub(crate) scratch: EvmScratch,
     /// The chain's fork schedule, when its rules change along it (an imported chain): trace
     /// replays run each block under its own rules. `None`: every block under `config.spec`.
     pub(crate) forks: Option<Arc<dyn ForkSchedule>>,
+    /// Restarts after a panic (shared by the pool's executors, for `/metrics`).
+    restarts: crate::supervise::RestartCounter,
 }
 
 impl ExecutorActor {
@@ -100,7 +103,15 @@ impl ExecutorActor {
             reads: Default::default(),
             scratch: EvmScratch::new(SCRATCH_RETAINED_BYTES),
             forks: None,
+            restarts: Default::default(),
         }
+    }
+
+    /// Counts this executor's restarts in `restarts` (one counter for the whole pool).
+    #[must_use]
+    pub fn with_restart_counter(mut self, restarts: crate::supervise::RestartCounter) -> Self {
+        self.restarts = restarts;
+        self
     }
 
     /// Replays (traces) each block under the rules `forks` gives it, instead of the configured
@@ -401,7 +412,13 @@ impl ExecutorActor {
     /// given block being imported (`BuildMode::Import`). Public so that block import and the
     /// conformance runners execute through exactly this path without an actor system.
     pub fn build_block(&mut self, msg: BuildBlock) -> Result<BuiltBlock, ExecError> {
-        crate::block_exec::execute_block(&self.db, &mut self.codes, &self.config, msg)
+        crate::block_exec::execute_block(
+            &self.db,
+            &mut self.codes,
+            &mut self.scratch,
+            &self.config,
+            msg,
+        )
     }
 }
 
@@ -464,7 +481,8 @@ impl ExecutorActor {
                     .map(|s| (*s).to_owned())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "no message".to_owned());
-                tracing::error!(target: "executor", panic = %what, "request panicked; caches reset");
+                self.restarts.bump();
+                tracing::error!(target: "executor", panic = %what, restarts = self.restarts.get(), "request panicked; caches reset");
                 self.codes.clear();
                 self.reads = Default::default();
                 self.scratch = EvmScratch::new(self.scratch.retain_bytes);
@@ -656,11 +674,12 @@ pub const SCRATCH_RETAINED_BYTES: usize = 1 << 20;
 /// Bytes one pooled call frame holds: the frame itself and its stack's buffer.
 const FRAME_BYTES: usize = size_of::<EthFrame>() + revm::interpreter::STACK_LIMIT * 32;
 
-/// What revm allocates per call and an executor thread reuses: the call frames and the shared
-/// memory buffer (`LocalContext`). They carry no state from one call to the next: revm
-/// re-initialises a frame before using it, and the buffer is cleared here.
+/// What revm allocates per call (or block) and an executor thread reuses: the call frames and
+/// the shared memory buffer (`LocalContext`). They carry no state from one call to the next:
+/// revm re-initialises a frame before using it, and the buffer is cleared here. eth_call,
+/// block building and block import (`block_exec::execute_block`) all draw on it.
 #[derive(Debug)]
-struct EvmScratch {
+pub(crate) struct EvmScratch {
     frames: Option<FrameStack<EthFrame>>,
     local: Option<LocalContext>,
     /// Frames the kept `frames` holds: its high-water mark (revm's pool never shrinks).
@@ -673,18 +692,29 @@ impl EvmScratch {
         Self { frames: None, local: None, frames_held: 0, retain_bytes }
     }
 
-    fn take_frames(&mut self) -> FrameStack<EthFrame> {
+    /// How many call frames it keeps for the next call or block (0: none kept).
+    #[cfg(test)]
+    pub(crate) fn frames_kept(&self) -> usize {
+        if self.frames.is_some() { self.frames_held } else { 0 }
+    }
+
+    pub(crate) fn take_frames(&mut self) -> FrameStack<EthFrame> {
         self.frames.take().unwrap_or_else(|| FrameStack::new_prealloc(8))
     }
 
-    fn take_local(&mut self) -> LocalContext {
+    pub(crate) fn take_local(&mut self) -> LocalContext {
         self.local.take().unwrap_or_default()
     }
 
     /// Keeps what a call used when it fits the retention bound; `max_depth` is the deepest
     /// frame the call reached (0: the top frame only). The pool holds as many frames as the
     /// deepest call it ever served (revm grows it eight at a time and never shrinks it).
-    fn keep(&mut self, frames: FrameStack<EthFrame>, mut local: LocalContext, max_depth: usize) {
+    pub(crate) fn keep(
+        &mut self,
+        frames: FrameStack<EthFrame>,
+        mut local: LocalContext,
+        max_depth: usize,
+    ) {
         let frames_held = self.frames_held.max((max_depth + 1).next_multiple_of(8));
         let memory = local.shared_memory_buffer().borrow().capacity();
         if frames_held * FRAME_BYTES + memory <= self.retain_bytes {
@@ -957,6 +987,7 @@ mod tests {
         let failed = executor.contained(|_| -> Result<(), ExecError> { panic!("boom") });
         assert!(matches!(&failed, Err(ExecError::Panicked(what)) if what == "boom"), "{failed:?}");
         assert!(executor.scratch.local.is_none(), "caches reset after the panic");
+        assert_eq!(executor.restarts.get(), 1, "the restart is counted");
         let output = call(&mut executor, fresh);
         assert_eq!(output[..32], [0; 32], "the next call runs normally");
     }

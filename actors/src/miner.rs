@@ -7,7 +7,8 @@
 //! `MineSpaced`, `Rewind` (anvil_rollback / anvil_reorg: the state owner's `Rollback`, then the
 //! new blocks, as one run), `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `SetTime`,
 //! `SetTimestampInterval`, `GetMiningStatus`, `SaveClock` and `RestoreClock` (the clock side
-//! of evm_snapshot / evm_revert). The
+//! of evm_snapshot / evm_revert), and `StopMining` (shutdown: once the executor pool is
+//! closed no block starts, and the answer comes after the block in progress). The
 //! interval timer runs on the tokio clock (`run_later`), so paused-time tests drive it. Sends `TakePending` and `TxsMined`
 //! to the mempool, `BuildBlock` to the executor pool (through `ExecutorClient`) and
 //! `CommitBlock` and `Rollback` to the state owner. Execution never runs here: the miner only sequences, so
@@ -35,7 +36,7 @@ use hearth_messages::mempool::{TakePending, TxsMined};
 use hearth_messages::miner::{
     AutoMine, GetMiningStatus, IntervalMining, MAX_TIMESTAMP, MineBlocks, MineDetailed, MineSpaced,
     MinedBlock, MiningStatus, RestoreClock, Rewind, SaveClock, SetAutomine, SetBlockParam,
-    SetIntervalMining, SetTime, SetTimestampInterval,
+    SetIntervalMining, SetTime, SetTimestampInterval, StopMining,
 };
 use hearth_messages::state::{CommitBlock, Rollback};
 use hearth_storage::{ChainDb, SealedBlock};
@@ -324,6 +325,10 @@ impl MinerActor {
     fn tick(&mut self, ctx: &mut Context<Self>) {
         self.timer = None;
         let Some(interval) = self.config.interval else { return };
+        if self.peers.executor.is_closed() {
+            // Shutting down: no new block, and no next tick.
+            return;
+        }
         let due = self.tick_due;
         let (build_start, build_end) = self.last_build;
         if build_start <= due && due < build_end {
@@ -424,6 +429,10 @@ impl MineJob {
         first: bool,
         given: Option<Vec<PooledTx>>,
     ) -> Result<Mined, MineError> {
+        // Shutting down: the block in progress (if any) finishes, no other one starts.
+        if self.peers.executor.is_closed() {
+            return Err(MineError::Exec(hearth_messages::ExecError::ShuttingDown));
+        }
         let head = self.db.head_number().unwrap_or_default();
         let parent =
             self.db.header(head).map_err(|e| MineError::State(e.into()))?.ok_or(
@@ -567,6 +576,13 @@ impl Handler<AutoMine> for MinerActor {
                             }
                         }
                         Ok(Mined { block: None, .. }) => break,
+                        // The node began shutting down after an earlier block of this run:
+                        // the caller's transaction may be in it, so that block is the answer.
+                        Err(MineError::Exec(hearth_messages::ExecError::ShuttingDown))
+                            if last.is_some() =>
+                        {
+                            break;
+                        }
                         Err(e) => return (Err(e), last),
                     }
                     first = false;
@@ -876,6 +892,17 @@ impl Handler<SetIntervalMining> for MinerActor {
             act.config.interval = msg.0;
             act.arm_timer(ctx);
         });
+    }
+}
+
+impl Handler<StopMining> for MinerActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: StopMining, ctx: &mut Self::Context) {
+        if let Some(handle) = self.timer.take() {
+            ctx.cancel_future(handle);
+        }
+        info!(target: "actors::miner", "mining stopped for shutdown");
     }
 }
 

@@ -486,6 +486,9 @@ struct Pool {
     next: CachePadded<AtomicUsize>,
     /// Refusals by [`Refusal::index`]; bumped only when refusing.
     refusals: [CachePadded<AtomicU64>; 2],
+    /// `true` once the node began shutting down ([`ExecutorClient::close`]): every caller still
+    /// waiting is answered [`ExecError::ShuttingDown`] and nothing new is admitted.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 /// The front of the executor pool: it admits by latency budget (see [`crate::admission`]) and
@@ -526,6 +529,7 @@ impl ExecutorClient {
                 count: PoolCount::default(),
                 next: Default::default(),
                 refusals: Default::default(),
+                closing: tokio::sync::watch::Sender::new(false),
             }),
         }
     }
@@ -567,6 +571,9 @@ impl ExecutorClient {
     /// expected wait on the lane it would go to.
     fn admit(&self, sampled: bool) -> Result<Slot, ExecError> {
         let pool = &self.pool;
+        if *pool.closing.borrow() {
+            return Err(ExecError::ShuttingDown);
+        }
         let cap = pool.limits.max_queued.saturating_add(pool.lanes.len());
         if !pool.count.try_enter(cap) {
             return Err(self.refuse(Refusal::QueueFull { max_queued: pool.limits.max_queued }));
@@ -601,8 +608,47 @@ impl ExecutorClient {
             return Err(ExecError::Mailbox(actix::MailboxError::Closed));
         };
         // `send` enqueues at once (the mailbox has room for every place); the caller only
-        // waits for the answer.
+        // waits for the answer, or until the pool closes: then it is answered at once, and
+        // its queued message, whose receiver is gone, is dropped unrun when the executor
+        // reaches it (actix skips a message nobody waits for). The one running finishes.
+        let mut closing = self.pool.closing.subscribe();
+        let answer = to.send(Admitted { request, slot });
+        tokio::select! {
+            biased;
+            answer = answer => Ok(answer?),
+            _ = closing.wait_for(|closing| *closing) => Err(ExecError::ShuttingDown),
+        }
+    }
+
+    /// Sends a block build to its lane and waits for it whatever happens: the miner's block in
+    /// progress finishes even while the pool closes (the miner stops after it).
+    async fn dispatch_to_end<M>(
+        &self,
+        slot: Slot,
+        recipient: impl Fn(&ExecutorLane) -> Option<&Recipient<Admitted<M>>>,
+        request: M,
+    ) -> Result<M::Result, ExecError>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
+        let Some(to) = recipient(&self.pool.lanes[slot.lane]) else {
+            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
+        };
         Ok(to.send(Admitted { request, slot }).await?)
+    }
+
+    /// Starts the shutdown drain: every request waiting for an executor (queued, or its answer
+    /// not yet back) is answered [`ExecError::ShuttingDown`] at once and new ones are refused
+    /// with it; requests already running finish on their threads, and block builds are waited
+    /// for (the miner stops after its block). Idempotent.
+    pub fn close(&self) {
+        self.pool.closing.send_replace(true);
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        *self.pool.closing.borrow()
     }
 
     /// Runs `call` on the pool, or fails at once with [`ExecError::Busy`].
@@ -664,7 +710,7 @@ impl ExecutorClient {
     pub async fn build_block(&self, build: BuildBlock) -> Result<BuiltBlock, ExecError> {
         self.pool.count.enter();
         let slot = self.place(false);
-        self.dispatch(slot, |lane| Some(&lane.builds), build).await?
+        self.dispatch_to_end(slot, |lane| Some(&lane.builds), build).await?
     }
 
     /// What admission allows.

@@ -138,6 +138,18 @@ impl Message for SetIntervalMining {
     type Result = ();
 }
 
+/// Stops the miner for shutdown. Sent after the executor pool was closed
+/// (`ExecutorClient::close`), which already keeps every later block from starting (automine,
+/// the interval timer, queued multi-block requests and later mine requests fail with
+/// `ExecError::ShuttingDown`); this cancels the timer and is answered once the block in
+/// progress, if any, is committed (the miner serves one message at a time).
+#[derive(Debug, Clone, Copy)]
+pub struct StopMining;
+
+impl Message for StopMining {
+    type Result = ();
+}
+
 /// Turns automine on or off. Serves `evm_setAutomine`.
 #[derive(Debug, Clone, Copy)]
 pub struct SetAutomine(pub bool);

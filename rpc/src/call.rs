@@ -14,10 +14,11 @@ use hearth_messages::executor::{
 };
 use serde_json::Value;
 
-use crate::blocks::{quantity, state_block, to_json};
+use crate::blocks::{quantity, state_block};
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::{Params, TxObject};
+use crate::transport::{Hot, Reply};
 
 /// Reads `[txObject, block?, stateOverrides?, blockOverrides?]`.
 fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, u64), RpcError> {
@@ -33,11 +34,11 @@ fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, u64), Rp
     Ok((request, number))
 }
 
-/// eth_call: the call's output as hex.
-pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+/// eth_call: the call's output as hex, encoded straight into the response.
+pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
     let (request, block) = call_args(ctx, params)?;
     match ctx.executor.call(Call { request, block }).await? {
-        CallOutcome::Success { output, .. } => to_json(&output),
+        CallOutcome::Success { output, .. } => Ok(Reply::Hot(Hot::Data(output))),
         CallOutcome::Revert { output, .. } => Err(RpcError::Reverted { output }),
         CallOutcome::Halt { reason, .. } => Err(RpcError::Halted { reason }),
     }

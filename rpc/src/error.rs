@@ -365,7 +365,10 @@ impl RpcError {
             // The EVM time cap (or a tracer's timeout) stopped the call.
             ExecError::Timeout { .. } | ExecError::TraceTimeout { .. } => -32002,
             // A bound was hit (the pool, a trace's size): the caller may retry or narrow.
-            ExecError::Busy { .. } | ExecError::TraceTooLarge { .. } => -32005,
+            // A shutting-down node runs nothing more: unavailable, like a full pool.
+            ExecError::Busy { .. } | ExecError::TraceTooLarge { .. } | ExecError::ShuttingDown => {
+                -32005
+            }
             // The fork's upstream did not answer in time.
             ExecError::Storage(StorageError::Fork(_)) => -32000,
             // The node failed, not the request.
@@ -392,10 +395,11 @@ impl RpcError {
         }
     }
 
-    /// Whether this is the executor pool shedding load; a single request failing this way is
-    /// answered with HTTP 503 so that load balancers and clients back off.
+    /// Whether this is the executor pool shedding load (or refusing it while the node shuts
+    /// down); a single request failing this way is answered with HTTP 503 so that load
+    /// balancers and clients back off.
     pub fn is_busy(&self) -> bool {
-        matches!(self.exec_error(), Some(ExecError::Busy { .. }))
+        matches!(self.exec_error(), Some(ExecError::Busy { .. } | ExecError::ShuttingDown))
     }
 
     /// The error for an `ask` to `actor` that got no reply.

@@ -17,6 +17,7 @@ use crate::blocks::{head, quantity, state_block, to_json};
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::{FromParam, Params, StorageSlot};
+use crate::transport::{Hot, Reply};
 
 /// eth_chainId: the chain id as a quantity.
 pub(crate) fn chain_id(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
@@ -49,12 +50,12 @@ pub(crate) fn block_arg(params: &Params, index: usize) -> Result<BlockId, RpcErr
 }
 
 /// eth_getBalance: `[address, block?]`.
-pub(crate) fn get_balance(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+pub(crate) fn get_balance(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
     params.at_most(2)?;
     let address: Address = params.required(0)?;
     let number = state_block(ctx, block_arg(params, 1)?)?;
     let account = ctx.chain.state_at(number).account(&address)?;
-    to_json(&account.map(|a| a.balance).unwrap_or_default())
+    Ok(Reply::Hot(Hot::Quantity(account.map(|a| a.balance).unwrap_or_default())))
 }
 
 /// eth_getTransactionCount: `[address, block?]`. With "pending" the mempool answers, counting

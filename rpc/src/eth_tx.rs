@@ -23,6 +23,7 @@ use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::fees::{SUGGESTED_TIP, latest_base_fee};
 use crate::params::{Params, TxObject};
+use crate::transport::{Hot, Reply};
 
 /// Decodes the argument of one eth_sendRawTransaction. A blob transaction comes in its network
 /// form, with its sidecar; the pool refuses one without.
@@ -36,9 +37,9 @@ fn decode_raw(params: &Params) -> Result<TxEnvelope, RpcError> {
 pub(crate) async fn send_raw_transaction(
     ctx: &RpcContext,
     params: &Params,
-) -> Result<Value, RpcError> {
+) -> Result<Reply, RpcError> {
     let tx = decode_raw(params)?;
-    to_json(&submit_and_mine(ctx, tx).await?)
+    Ok(Reply::Hot(Hot::Hash(submit_and_mine(ctx, tx).await?)))
 }
 
 /// The eth_sendRawTransaction items of one JSON-RPC batch (their raw `params`), admitted as
@@ -414,14 +415,14 @@ pub(crate) async fn get_transaction_by_hash(
 pub(crate) fn get_transaction_receipt(
     ctx: &RpcContext,
     params: &Params,
-) -> Result<Value, RpcError> {
+) -> Result<Reply, RpcError> {
     params.at_most(1)?;
     let hash: B256 = params.required(0)?;
     let Some((number, index)) = ctx.chain.tx_location(&hash)? else {
-        return Ok(Value::Null);
+        return Ok(Reply::Value(Value::Null));
     };
     let block = read_block(ctx, number)?;
-    to_json(&block.and_then(|b| rpc_receipt(&b, index as usize, &ctx.forks)))
+    Ok(Reply::typed(block.and_then(|b| rpc_receipt(&b, index as usize, &ctx.forks))))
 }
 
 #[cfg(test)]

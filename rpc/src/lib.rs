@@ -38,6 +38,7 @@ mod metrics;
 mod mined;
 mod net;
 mod node_info;
+mod out_buffer;
 mod params;
 mod parity_trace;
 mod proof;
@@ -71,6 +72,7 @@ pub use methods::{
 };
 pub use metrics::{Refusal, Rejection, RpcMetrics};
 pub use node_info::NodeFacts;
+pub use out_buffer::RESPONSE_BUFFER_RETAINED_BYTES;
 pub use server::serve;
 pub use state_dump::{
     EIP170_CODE_BYTES, LoadedState, MAX_STATE_JSON_BYTES, StateFileError, StateLimits,

@@ -7,6 +7,7 @@
 //! after N is committed; trie nodes are addressed by hash and never deleted (archive).
 
 mod account_cache;
+mod buffers;
 mod chain;
 mod commit;
 mod dump;
@@ -21,6 +22,7 @@ mod records;
 mod state;
 pub mod trie;
 
+pub use buffers::ENCODE_BUFFER_RETAINED_BYTES;
 pub use chain::{ChainDb, DEFAULT_PAGE_CACHE_BYTES, temporary_store_dir};
 pub use commit::{
     BlockDraft, BlockWriter, DEFAULT_NODE_CACHE_BYTES, WriteTimings, import_block,
