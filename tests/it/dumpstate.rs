@@ -269,6 +269,8 @@ fn the_state_flags_dump_on_exit_and_load_at_start() {
     let into = dir.path().join("dir");
     std::fs::create_dir(&into).expect("dir");
     let fifth = NodeProcess::spawn(&["-p", "0", "--dump-state", into.to_str().expect("utf-8")]);
+    // An answer first: the signal handlers are installed once the server runs.
+    fifth.ok("eth_chainId", json!([]));
     fifth.stop();
     assert!(into.join("state.json").is_file());
 }
