@@ -21,10 +21,15 @@ use hearth_actors::{
     MinerActor, MinerConfig, MinerPeers, StateActor, SubscriptionActor,
 };
 use hearth_messages::ChainId;
+use hearth_messages::code_cache::CodeCacheClient;
 use hearth_messages::executor::ExecutorClient;
+use hearth_messages::filters::FilterClient;
 use hearth_messages::interest::Interest;
-use hearth_messages::state::{BlockCommitted, SubscribeBlocks};
-use hearth_rpc::{Controls, Extensions, LogSwitch, NodeFacts, RpcContext};
+use hearth_messages::mempool::MempoolClient;
+use hearth_messages::miner::MinerClient;
+use hearth_messages::state::{BlockCommitted, StateClient, SubscribeBlocks};
+use hearth_messages::subscriptions::SubscriptionClient;
+use hearth_rpc::{Extensions, LogSwitch, NodeFacts, RpcContext};
 use hearth_storage::{ChainDb, StorageError};
 use revm::primitives::hardfork::SpecId;
 use tracing::info;
@@ -501,42 +506,9 @@ impl Node {
         RpcContext {
             chain: self.chain.clone(),
             executor: self.executor.clone(),
-            submit_tx: self.mempool.clone().recipient(),
-            submit_filled: self.mempool.clone().recipient(),
-            get_pooled_tx: self.mempool.clone().recipient(),
-            pending_nonce: self.mempool.clone().recipient(),
-            auto_mine: self.miner.clone().recipient(),
-            mine_blocks: self.miner.clone().recipient(),
-            controls: Controls {
-                submit_txs: self.mempool.clone().recipient(),
-                is_impersonated: self.mempool.clone().recipient(),
-                set_impersonated: self.mempool.clone().recipient(),
-                set_auto_impersonate: self.mempool.clone().recipient(),
-                pool_content: self.mempool.clone().recipient(),
-                drop_tx: self.mempool.clone().recipient(),
-                set_pool_gas_limit: self.mempool.clone().recipient(),
-                revalidate: self.mempool.clone().recipient(),
-                mine_spaced: self.miner.clone().recipient(),
-                set_interval_mining: self.miner.clone().recipient(),
-                set_automine: self.miner.clone().recipient(),
-                set_block_param: self.miner.clone().recipient(),
-                mining_status: self.miner.clone().recipient(),
-                save_clock: self.miner.clone().recipient(),
-                restore_clock: self.miner.clone().recipient(),
-                patch_state: self.state.clone().recipient(),
-                dump_state: self.state.clone().recipient(),
-                load_state: self.state.clone().recipient(),
-                take_snapshot: self.state.clone().recipient(),
-                revert_to: self.state.clone().recipient(),
-                rewind: self.miner.clone().recipient(),
-                list_snapshots: self.state.clone().recipient(),
-                set_chain_id: self.mempool.clone().recipient(),
-                drop_all: self.mempool.clone().recipient(),
-                remove_sender: self.mempool.clone().recipient(),
-                set_time: self.miner.clone().recipient(),
-                set_timestamp_interval: self.miner.clone().recipient(),
-                mine_detailed: self.miner.clone().recipient(),
-            },
+            mempool: MempoolClient::new(&self.mempool),
+            miner: MinerClient::new(&self.miner),
+            state: StateClient::new(&self.state),
             // Without unlocked accounts the front knows no key: eth_accounts is empty and a
             // dev account is as unknown to eth_sendTransaction as any other.
             signers: if self.config.unlocked_accounts {
@@ -555,23 +527,10 @@ impl Node {
             extensions,
             client_version: format!("hearth/v{}", env!("CARGO_PKG_VERSION")),
             metrics: Arc::clone(&self.rpc_metrics),
-            filters: hearth_rpc::FilterRecipients {
-                install: self.filters.clone().recipient(),
-                poll: self.filters.clone().recipient(),
-                get: self.filters.clone().recipient(),
-                uninstall: self.filters.clone().recipient(),
-            },
-            subscriptions: hearth_rpc::SubscriptionRecipients {
-                connect: self.subscriptions.clone().recipient(),
-                disconnect: self.subscriptions.clone().recipient(),
-                subscribe: self.subscriptions.clone().recipient(),
-                unsubscribe: self.subscriptions.clone().recipient(),
-                stats: self.subscriptions.clone().recipient(),
-            },
+            filters: FilterClient::new(&self.filters),
+            subscriptions: SubscriptionClient::new(&self.subscriptions),
             metric_sources: hearth_rpc::MetricSources {
-                pool_size: self.mempool.clone().recipient(),
-                pool_counters: self.mempool.clone().recipient(),
-                code_cache: self.code_cache.clone().recipient(),
+                code_cache: CodeCacheClient::new(&self.code_cache),
                 restarts: self.restarts.clone(),
                 fork: self.fork.as_ref().map(|f| Arc::clone(&f.counters)),
             },

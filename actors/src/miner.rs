@@ -1,22 +1,27 @@
 //! `MinerActor`: decides when blocks are made.
 //!
-//! Owns: the mining mode (automine, interval timer with a fixed or random block time, both, or
-//! manual), the block gas limit and coinbase, the clock that stamps blocks with its offset, and
-//! one-block overrides (next timestamp, base fee, prevrandao), and the timestamp interval
-//! (anvil_setBlockTimestampInterval). Handles `AutoMine`, `MineBlocks`, `MineDetailed`,
-//! `MineSpaced`, `Rewind` (anvil_rollback / anvil_reorg: the state owner's `Rollback`, then the
-//! new blocks, as one run), `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `SetTime`,
-//! `SetTimestampInterval`, `GetMiningStatus`, `SaveClock` and `RestoreClock` (the clock side
-//! of evm_snapshot / evm_revert), and `StopMining` (shutdown: once the executor pool is
-//! closed no block starts, and the answer comes after the block in progress). The
-//! interval timer runs on the tokio clock (`run_later`), so paused-time tests drive it. Sends `TakePending` and `TxsMined`
-//! to the mempool, `BuildBlock` to the executor pool (through `ExecutorClient`) and
-//! `CommitBlock` and `Rollback` to the state owner. Execution never runs here: the miner only sequences, so
-//! its mailbox keeps moving while a block executes. One block at a time: handlers are atomic
-//! futures, so a second request waits in the (bounded) mailbox until the first block is
-//! committed. Restart: a panic in a handler or a mining run fails that request (-32603) and
-//! the miner goes on from its settings (`supervise`); it holds no state that is not in the
-//! chain or its settings.
+//! - **Owns:** the mining mode (automine, interval timer with a fixed or random block time,
+//!   both, or manual), the block gas limit and coinbase, the clock that stamps blocks with its
+//!   offset, one-block overrides (next timestamp, base fee, prevrandao), the timestamp interval
+//!   (anvil_setBlockTimestampInterval) and the clocks saved with evm_snapshot.
+//! - **Takes:** `AutoMine` (as `Ask`), `MineBlocks`, `MineDetailed`, `MineSpaced`, `Rewind`
+//!   (anvil_rollback / anvil_reorg: the state owner's `Rollback`, then the new blocks, as one
+//!   run), `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `SetTime`,
+//!   `SetTimestampInterval`, `GetMiningStatus`, `SaveClock` and `RestoreClock` (the clock side
+//!   of evm_snapshot / evm_revert), all from `MinerClient`; and `StopMining` (shutdown: once
+//!   the executor pool is closed no block starts, and the answer comes after the block in
+//!   progress).
+//! - **Sends:** `TakePending` and `TxsMined` to the mempool, `BuildBlock` to the executor pool
+//!   (through `ExecutorClient`, never refused), `CommitBlock` and `Rollback` to the state owner.
+//! - **Mailbox:** `--actors.mailbox` (default 1024). One block at a time: handlers are atomic
+//!   futures, so a second request waits in the mailbox until the first block is committed.
+//! - **Restart:** `Restart` (`supervise`): a panic in a handler or a mining run fails that
+//!   request (-32603) and the miner goes on from its settings; it holds no state that is not
+//!   in the chain or its settings.
+//!
+//! The interval timer runs on the tokio clock (`run_later`), so paused-time tests drive it.
+//! Execution never runs here: the miner only sequences, so its mailbox keeps moving while a
+//! block executes.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -28,7 +33,6 @@ use actix::{
     Actor, ActorFutureExt, Addr, AsyncContext, AtomicResponse, Context, Handler, MailboxError,
     Recipient, ResponseFuture, SpawnHandle, WrapFuture,
 };
-use alloy_eips::eip1559::BaseFeeParams;
 use alloy_primitives::{Address, B256, Bytes, keccak256};
 use hearth_messages::MineError;
 use hearth_messages::executor::{BlockEnvSpec, BuildBlock, BuildMode, ExecutorClient, PooledTx};
@@ -439,14 +443,9 @@ impl MineJob {
                 MineError::State(hearth_messages::StateError::NotNext { head, got: head }),
             )?;
         let next = if first { self.next } else { Overrides::default() };
-        let base_fee = next.base_fee.unwrap_or_else(|| {
-            alloy_eips::calc_next_block_base_fee(
-                parent.gas_used,
-                parent.gas_limit,
-                parent.base_fee_per_gas.unwrap_or_default(),
-                BaseFeeParams::ethereum(),
-            )
-        });
+        let base_fee = next
+            .base_fee
+            .unwrap_or_else(|| hearth_messages::base_fee::next_base_fee(&parent).unwrap_or(0));
         let gas_limit = self.config.gas_limit;
         let max_bytes = BLOCK_MAX_TX_BYTES;
         let txs = match given {

@@ -127,11 +127,51 @@ pub enum CallOutcome {
     },
     /// It halted (out of gas, invalid opcode, ...).
     Halt {
-        /// Why, in geth's words where they exist.
-        reason: String,
+        /// Why; it displays in geth's words where they exist.
+        reason: HaltReason,
         /// Gas used.
         gas_used: u64,
     },
+}
+
+/// Why a call halted, as a type so that callers match on it (eth_estimateGas tells running out
+/// of gas from the rest); its `Display` is geth's message (core/vm/errors.go), which clients
+/// match on in turn.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HaltReason {
+    /// Out of gas (or the EVM time cap, which halts the call the same way).
+    #[error("out of gas")]
+    OutOfGas,
+    /// An undefined or invalid (0xfe) opcode.
+    #[error("invalid opcode")]
+    InvalidOpcode,
+    /// An opcode needed more stack items than there were.
+    #[error("stack underflow")]
+    StackUnderflow,
+    /// The stack grew past 1024 items.
+    #[error("stack limit reached 1024")]
+    StackOverflow,
+    /// A jump to a byte that is not a JUMPDEST.
+    #[error("invalid jump destination")]
+    InvalidJump,
+    /// A state change inside a static call.
+    #[error("write protection")]
+    WriteProtection,
+    /// The call stack grew past 1024 frames.
+    #[error("max call depth exceeded")]
+    CallTooDeep,
+    /// A value transfer larger than the sender's balance.
+    #[error("insufficient balance for transfer")]
+    InsufficientBalance,
+    /// A created contract's code is larger than the limit.
+    #[error("max code size exceeded")]
+    CodeSizeLimit,
+    /// A create at an address that already has code or a nonce.
+    #[error("contract address collision")]
+    AddressCollision,
+    /// A halt geth has no message of its own for, by revm's name for it.
+    #[error("{0}")]
+    Unmapped(String),
 }
 
 impl Message for Call {

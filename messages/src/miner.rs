@@ -289,3 +289,35 @@ pub struct Rewind {
 impl Message for Rewind {
     type Result = Result<u64, MineError>;
 }
+
+crate::actor_client! {
+    /// The `MinerActor`'s client: mining on demand and the dev-chain clock and mode controls.
+    pub struct MinerClient for "miner" {
+        /// Mines what is pending when automine is on (after a transaction is admitted).
+        ask auto_mine: AutoMine,
+        /// Mines blocks on demand (evm_mine).
+        send mine_blocks: MineBlocks,
+        /// Mines blocks spaced by an interval.
+        send mine_spaced: MineSpaced,
+        /// evm_mine_detailed (and the new blocks of anvil_reorg).
+        send mine_detailed: MineDetailed,
+        /// Turns interval mining on or off.
+        send set_interval_mining: SetIntervalMining,
+        /// Turns automine on or off.
+        send set_automine: SetAutomine,
+        /// Next-block settings (timestamp, base fee, coinbase, ...).
+        send set_block_param: SetBlockParam,
+        /// Mining mode and counters.
+        send mining_status: GetMiningStatus,
+        /// Saves the miner's clock with a snapshot.
+        send save_clock: SaveClock,
+        /// Turns the miner's clock back on revert.
+        send restore_clock: RestoreClock,
+        /// anvil_rollback and anvil_reorg.
+        send rewind: Rewind,
+        /// anvil_setTime, and the clock reset of anvil_rollback.
+        send set_time: SetTime,
+        /// anvil_setBlockTimestampInterval / anvil_removeBlockTimestampInterval.
+        send set_timestamp_interval: SetTimestampInterval,
+    }
+}

@@ -158,3 +158,21 @@ pub struct LoadState {
 impl Message for LoadState {
     type Result = Result<alloy_primitives::B256, StateError>;
 }
+
+crate::actor_client! {
+    /// The `StateActor`'s client for the dev methods that write state outside a block.
+    pub struct StateClient for "state" {
+        /// Writes a dev-method state change (anvil_setBalance, anvil_setCode, ...).
+        send patch_state: PatchState,
+        /// evm_snapshot.
+        send take_snapshot: TakeSnapshot,
+        /// evm_revert.
+        send revert_to: RevertTo,
+        /// The live snapshots (anvil_metadata).
+        send list_snapshots: ListSnapshots,
+        /// Reads the whole head state (anvil_dumpState).
+        send dump_state: DumpState,
+        /// Sets a state dump's accounts (anvil_loadState).
+        send load_state: LoadState,
+    }
+}

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag};
 use hearth_messages::executor::{
-    BlockOverrides, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome, StateOverrides,
+    BlockOverrides, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome, HaltReason,
+    StateOverrides,
 };
 use serde_json::Value;
 
@@ -70,7 +71,7 @@ fn estimate_failure(outcome: CallOutcome, allowance: u64) -> RpcError {
     match outcome {
         CallOutcome::Revert { output, .. } => RpcError::Reverted { output },
         // Running out of gas at the highest limit means no limit we may use is enough.
-        CallOutcome::Halt { reason, .. } if reason.contains("out of gas") => {
+        CallOutcome::Halt { reason: HaltReason::OutOfGas, .. } => {
             RpcError::GasExceedsAllowance { allowance }
         }
         CallOutcome::Halt { reason, .. } => RpcError::Halted { reason },
@@ -86,15 +87,18 @@ mod tests {
 
     #[test]
     fn estimate_failures_map_to_geth_errors() {
-        let oog = CallOutcome::Halt { reason: "out of gas".into(), gas_used: 100 };
+        let oog = CallOutcome::Halt { reason: HaltReason::OutOfGas, gas_used: 100 };
         let err = estimate_failure(oog, 100);
         assert_eq!(
             (err.code(), err.to_string()),
             (-32000, "gas required exceeds allowance (100)".into())
         );
 
-        let invalid = CallOutcome::Halt { reason: "invalid opcode: INVALID".into(), gas_used: 1 };
-        assert_eq!(estimate_failure(invalid, 100).to_string(), "invalid opcode: INVALID");
+        let invalid = CallOutcome::Halt { reason: HaltReason::InvalidOpcode, gas_used: 1 };
+        assert_eq!(estimate_failure(invalid, 100).to_string(), "invalid opcode");
+        let unmapped = HaltReason::Unmapped("PrecompileError".into());
+        let err = estimate_failure(CallOutcome::Halt { reason: unmapped, gas_used: 1 }, 100);
+        assert_eq!((err.code(), err.to_string()), (-32000, "PrecompileError".into()));
 
         let revert = CallOutcome::Revert { output: Bytes::from_static(&[1, 2]), gas_used: 1 };
         let err = estimate_failure(revert, 100);

@@ -9,7 +9,6 @@
 use alloy_primitives::{Address, B256, U256};
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag};
 use alloy_signer_local::PrivateKeySigner;
-use hearth_messages::ask::ask;
 use hearth_messages::mempool::PendingNonce;
 use serde_json::Value;
 
@@ -77,8 +76,7 @@ pub(crate) async fn get_transaction_count(
 
 /// The sender's next nonce counting its pooled transactions.
 pub(crate) async fn pending_nonce(ctx: &RpcContext, address: Address) -> Result<u64, RpcError> {
-    let reply = ask(&ctx.pending_nonce, PendingNonce(address)).await;
-    Ok(reply.map_err(|e| RpcError::ask("mempool", e))??)
+    Ok(ctx.mempool.pending_nonce(PendingNonce(address)).await??)
 }
 
 /// eth_getCode: `[address, block?]`; `0x` for an account without code.
@@ -172,9 +170,5 @@ pub(crate) async fn mining(ctx: &RpcContext, params: &Params) -> Result<Value, R
 }
 
 async fn mining_status(ctx: &RpcContext) -> Result<hearth_messages::miner::MiningStatus, RpcError> {
-    ctx.controls
-        .mining_status
-        .send(hearth_messages::miner::GetMiningStatus)
-        .await
-        .map_err(|e| RpcError::mailbox("miner", e))
+    Ok(ctx.miner.mining_status(hearth_messages::miner::GetMiningStatus).await?)
 }

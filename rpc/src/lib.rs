@@ -61,8 +61,8 @@ pub use access::{
 };
 pub use chain_config::{ChainForks, TimeFork};
 pub use context::{
-    Controls, DEFAULT_WS_IDLE_TIMEOUT, DEFAULT_WS_PING_INTERVAL, ExtensionMethod, Extensions,
-    FilterRecipients, MetricSources, RpcContext, RpcLimits, SubscriptionRecipients,
+    DEFAULT_WS_IDLE_TIMEOUT, DEFAULT_WS_PING_INTERVAL, ExtensionMethod, Extensions, MetricSources,
+    RpcContext, RpcLimits,
 };
 pub use error::RpcError;
 pub use fees::SUGGESTED_TIP;

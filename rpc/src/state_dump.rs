@@ -362,11 +362,9 @@ pub(crate) async fn dump_state(ctx: &RpcContext, params: &Params) -> Result<Valu
     let _preserve: Option<bool> = params.optional(0)?;
     refuse_on_fork(ctx, "anvil_dumpState")?;
     let state = ctx
-        .controls
-        .dump_state
-        .send(DumpState { max_json_bytes: ctx.limits.max_state_json_bytes })
-        .await
-        .map_err(|e| RpcError::mailbox("state", e))?
+        .state
+        .dump_state(DumpState { max_json_bytes: ctx.limits.max_state_json_bytes })
+        .await?
         .map_err(MineError::from)?;
     let forks = std::sync::Arc::clone(&ctx.forks);
     // Encoding and compressing a large state takes a while: off the worker thread.
@@ -405,11 +403,9 @@ pub(crate) async fn load_state(ctx: &RpcContext, params: &Params) -> Result<Valu
         .await
         .map_err(|e| RpcError::Panicked(e.to_string()))?
         .map_err(|e| RpcError::InvalidParams(format!("invalid argument 0: {e}")))?;
-    ctx.controls
-        .load_state
-        .send(LoadState { accounts: loaded.accounts })
-        .await
-        .map_err(|e| RpcError::mailbox("state", e))?
+    ctx.state
+        .load_state(LoadState { accounts: loaded.accounts })
+        .await?
         .map_err(MineError::from)?;
     // New nonces and balances may make pooled transactions stale.
     crate::dev::revalidate(ctx).await?;
