@@ -15,3 +15,4 @@ pub mod import;
 pub mod node;
 pub mod os;
 pub mod parallel_kit;
+pub mod state_file;

@@ -2,8 +2,9 @@
 //! runs a tool (`hearth statetest PATH...`, `hearth blocktest PATH...`,
 //! `hearth import --genesis G FILE...`, `hearth export OUT`).
 //!
-//! Exit codes: 0 after a clean shutdown, 2 for an unusable flag (before anything starts),
-//! 1 when storage cannot be opened or the port cannot be bound.
+//! Exit codes: 0 after a clean shutdown, 2 for an unusable flag (before anything starts: a
+//! `--load-state` dump that cannot be loaded among them), 1 when storage cannot be opened, the
+//! port cannot be bound or the `--dump-state` file cannot be written at shutdown.
 
 use std::process::ExitCode;
 
@@ -57,12 +58,35 @@ fn main() -> ExitCode {
         // hold the graceful stop open until its 30 s timeout), answer the executor calls still
         // queued with an error, and let the miner finish its block and start no other.
         actix_rt::spawn(drain_on_signal(node.subscriptions.clone(), node.drain()));
+        // --dump-state: read the state once the signal came and the miner's block in progress
+        // is committed (the drain is idempotent). actix-web stops the whole System (every
+        // actor's arbiter) 300 ms after its graceful stop, so reading after it returns would
+        // race with that; the state owner answers this first, and the file is written once
+        // the server has stopped.
+        let dump = node.config().dump_state.clone().map(|path| {
+            let state = node.state.clone();
+            let forks = std::sync::Arc::clone(&node.fork_table);
+            let drain = node.drain();
+            actix_rt::spawn(async move {
+                shutdown_signal().await;
+                drain.run().await;
+                hearth::state_file::write(&state, &forks, &path).await.map(|n| (path, n))
+            })
+        });
         // Runs until SIGINT/SIGTERM; actix-web stops gracefully on either, once the requests
         // it is serving are answered.
         server.await.map_err(|source| hearth::node::NodeError::Bind { addr, source })?;
         // The drain again (it is idempotent), now awaited: the block in progress is committed
         // before the checkpoint.
         node.drain().run().await;
+        if let Some(dump) = dump {
+            let done = dump.await.map_err(|e| hearth::node::NodeError::DumpState {
+                path: node.config().dump_state.clone().unwrap_or_default(),
+                reason: e.to_string(),
+            })?;
+            let (path, accounts) = done?;
+            tracing::info!(target: "node", path = %path.display(), accounts, "state dumped (--dump-state)");
+        }
         // Flush sled and empty the commit journal, so the next start has nothing to replay
         // (a failure only means it replays).
         if let Err(error) = node.chain.checkpoint() {
@@ -156,6 +180,24 @@ async fn drain_on_signal(
         tracing::debug!(target: "node", "subscription actor already stopped");
     }
     drain.run().await;
+}
+
+/// Resolves on SIGINT or SIGTERM, the signals actix-web stops on (only on SIGINT when SIGTERM
+/// cannot be listened for).
+async fn shutdown_signal() {
+    use actix_rt::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = actix_rt::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(error) => {
+            tracing::warn!(target: "node", %error, "cannot listen for SIGTERM");
+            let _ = actix_rt::signal::ctrl_c().await;
+        }
+    }
 }
 
 /// Opens the datadir of `hearth import` / `hearth export`.

@@ -86,6 +86,17 @@ pub enum NodeError {
     /// The chain could not be read.
     #[error("cannot read the chain: {0}")]
     Read(StorageError),
+    /// The `--load-state` dump could not be written into the new chain.
+    #[error("cannot load the state dump into the chain: {0}")]
+    LoadState(StorageError),
+    /// The head state could not be dumped to `--dump-state` at shutdown.
+    #[error("cannot write the state dump {} (--dump-state): {reason}", path.display())]
+    DumpState {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// `--config-out` could not be written.
     #[error("cannot write --config-out {}: {source}", path.display())]
     ConfigOut {
@@ -346,6 +357,14 @@ impl Node {
         }
         config.spec = spec;
         info!(target: "node", head, db_cache_bytes = config.db_cache_bytes, "chain opened");
+        // Taken out of the config: the node keeps its config, and a dump may be large.
+        if let Some(loaded) = config.load_state.take() {
+            // Before any actor starts, so it needs no owner (as the genesis); one patch of the
+            // head state, so the chain starts with all of it or the start fails.
+            let (root, _) = hearth_storage::load_accounts(&chain, &loaded.accounts)
+                .map_err(NodeError::LoadState)?;
+            info!(target: "node", accounts = loaded.accounts.len(), best_block_number = ?loaded.best_block_number, %root, "state dump loaded into the head state");
+        }
         let fork_table = Arc::new(chain_forks(&chain)?);
 
         let mailbox = config.mailbox;

@@ -5,7 +5,7 @@
 //!   list of block subscribers, and the evm_snapshot journal (per block the state keys it
 //!   wrote, per patch what it overwrote, kept only while a snapshot is live).
 //! - **Takes:** `CommitBlock` and `Rollback` (from the miner), `PatchState`, `TakeSnapshot`,
-//!   `RevertTo`, `ListSnapshots` (from `StateClient`), `SubscribeBlocks` (at startup), and
+//!   `RevertTo`, `ListSnapshots`, `DumpState`, `LoadState` (from `StateClient`), `SubscribeBlocks` (at startup), and
 //!   `Settle`, which it sends itself to apply a committed block to sled once the commit is
 //!   answered (`BlockWriter::set_deferred_apply`).
 //! - **Sends:** `BlockCommitted` to subscribers with `try_send` (a full subscriber misses one
@@ -25,14 +25,14 @@ use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth_messages::StateError;
 use hearth_messages::interest::Interest;
 use hearth_messages::state::{
-    AccountPatch, BlockCommitted, CommitBlock, ListSnapshots, PatchState, RevertTo, Rollback,
-    SubscribeBlocks, TakeSnapshot,
+    AccountPatch, BlockCommitted, CommitBlock, DumpState, HeadState, ListSnapshots, LoadState,
+    PatchState, RevertTo, Rollback, SubscribeBlocks, TakeSnapshot,
 };
 use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{
     AccountChange, AccountFields, BlockDraft, BlockKeys, BlockWriter, ChainDb,
     DEFAULT_NODE_CACHE_BYTES, EMPTY_CODE_HASH, PatchUndo, SealedBlock, StateDiff, StorageError,
-    StoredBody, revert_blocks, rollback, write_block, write_patch,
+    StoredBody, head_accounts, load_accounts, revert_blocks, rollback, write_block, write_patch,
 };
 use tracing::{error, info, warn};
 
@@ -123,6 +123,30 @@ impl StateActor {
         }
         info!(target: "actors::state", address = %msg.address, %root, "head state patched");
         Ok(root)
+    }
+
+    /// Sets the accounts of a state load in the head state, as one patch (atomic).
+    fn load(&mut self, msg: LoadState) -> Result<B256, StateError> {
+        let head = self.db.head_number().unwrap_or_default();
+        let (root, undo) = load_accounts(&self.db, &msg.accounts)?;
+        if !self.snapshots.is_empty() {
+            self.undo.push((head, undo));
+        }
+        info!(target: "actors::state", accounts = msg.accounts.len(), %root, "state loaded into the head state");
+        Ok(root)
+    }
+
+    /// The head state whole, with the head's header.
+    fn dump(&self, msg: DumpState) -> Result<HeadState, StateError> {
+        let max_json_bytes = msg.max_json_bytes;
+        let (head, accounts) = head_accounts(&self.db, max_json_bytes)?
+            .ok_or(StateError::DumpTooLarge { max_json_bytes })?;
+        let header = self
+            .db
+            .header(head)?
+            .ok_or(StateError::Storage(StorageError::Corrupt { what: "head header" }))?;
+        info!(target: "actors::state", head, accounts = accounts.len(), "head state dumped");
+        Ok(HeadState { header, accounts })
     }
 
     fn take_snapshot(&mut self) -> u64 {
@@ -283,6 +307,27 @@ impl Handler<PatchState> for StateActor {
     fn handle(&mut self, msg: PatchState, _ctx: &mut Self::Context) -> Self::Result {
         let result = guarded(|| self.patch(msg));
         stop_on_storage_error(&result, "patching");
+        result
+    }
+}
+
+impl Handler<LoadState> for StateActor {
+    type Result = Result<B256, StateError>;
+
+    fn handle(&mut self, msg: LoadState, _ctx: &mut Self::Context) -> Self::Result {
+        let result = guarded(|| self.load(msg));
+        stop_on_storage_error(&result, "loading a state");
+        result
+    }
+}
+
+impl Handler<DumpState> for StateActor {
+    type Result = Result<HeadState, StateError>;
+
+    fn handle(&mut self, msg: DumpState, _ctx: &mut Self::Context) -> Self::Result {
+        // The dump settles the deferred block: a write, so it is guarded like one.
+        let result = guarded(|| self.dump(msg));
+        stop_on_storage_error(&result, "dumping the state");
         result
     }
 }

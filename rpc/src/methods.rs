@@ -13,7 +13,7 @@ use crate::transport::Reply;
 use crate::{
     access_list, blocks, call, capabilities, chain_config, debug_trace, dev, erc20, eth, eth_tx,
     fees, filters, headers, logs, mined, net, node_info, parity_trace, proof, raw, receipts,
-    rewind, sign, simulate, storage_range, subscriptions, testing, txpool,
+    rewind, sign, simulate, state_dump, storage_range, subscriptions, testing, txpool,
 };
 
 /// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
@@ -154,6 +154,8 @@ pub(crate) async fn dispatch(
         "anvil_rollback" => rewind::rollback(ctx, p).await,
         "anvil_reorg" => rewind::reorg(ctx, p).await,
         "anvil_setChainId" => dev::set_chain_id(ctx, p).await,
+        "anvil_dumpState" => state_dump::dump_state(ctx, p).await,
+        "anvil_loadState" => state_dump::load_state(ctx, p).await,
         "anvil_setLoggingEnabled" | "hardhat_setLoggingEnabled" => {
             dev::set_logging(ctx, &method, p)
         }

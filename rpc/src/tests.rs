@@ -239,6 +239,8 @@ idle_replies! {
     subs::Unsubscribe => false,
     subs::GetSubscriptionStats => subs::SubscriptionStats::default(),
     state::PatchState => Ok(B256::ZERO),
+    state::LoadState => Ok(B256::ZERO),
+    state::DumpState => Err(hearth_messages::StateError::DumpTooLarge { max_json_bytes: 0 }),
     state::TakeSnapshot => Ok(1),
     state::RevertTo => Ok(false),
 }

@@ -602,7 +602,8 @@ impl ChainDb {
         Ok(found)
     }
 
-    /// The sled tree itself (tests: what has been applied to it; `slots`: seeks by key).
+    /// The sled tree itself: what has been applied to it (tests; `slots`, which seeks by key;
+    /// the state dump, which settles the deferred block first).
     pub(crate) const fn sled(&self) -> &sled::Db {
         &self.db
     }

@@ -10,6 +10,7 @@ mod account_cache;
 mod buffers;
 mod chain;
 mod commit;
+mod dump;
 mod error;
 mod fork;
 mod journal;
@@ -29,6 +30,7 @@ pub use commit::{
     import_block_with, import_fork_base, receipts_root, state_root_after, transactions_root,
     write_block,
 };
+pub use dump::{WholeAccount, head_accounts, load_accounts};
 pub use error::StorageError;
 pub use fork::{ForkSource, ForkedAccount};
 pub use journal::WriteBatch;
