@@ -58,6 +58,16 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 4;
 pub const STORAGE_PAGE: u64 = 1024;
 /// Refused storage pages, with none served, after which the upstream is not asked for more.
 pub const RANGE_REFUSALS: u32 = 3;
+/// Accounts whose storage a block changes outside its transactions (the system calls before
+/// and after them), so a page is never asked for: geth answers `debug_storageRangeAt` of an
+/// empty block with the state before the block, which is their storage one block early. Their
+/// slots are read one by one at the fork block.
+const SYSTEM_CONTRACTS: [Address; 4] = [
+    alloy_eips::eip4788::BEACON_ROOTS_ADDRESS,
+    alloy_eips::eip2935::HISTORY_STORAGE_ADDRESS,
+    alloy_eips::eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS,
+    alloy_eips::eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS,
+];
 
 /// The fork backend.
 pub struct ForkBackendActor {
@@ -191,7 +201,10 @@ impl ForkBackendActor {
     /// Queues a page of `address`'s storage beside its first slot fetch, when the upstream
     /// may serve one and none was asked for or cached yet.
     fn ask_storage_page(&mut self, address: Address) {
-        if self.storage_range.is_none() || self.range_asked.contains(&address) {
+        if self.storage_range.is_none()
+            || self.range_asked.contains(&address)
+            || SYSTEM_CONTRACTS.contains(&address)
+        {
             return;
         }
         self.range_asked.insert(address);

@@ -347,6 +347,16 @@ fn a_contract_s_storage_comes_in_one_page_and_a_refused_page_falls_back_to_slots
         format!("0x{:064x}", 50)
     );
     assert_eq!(proxy.requests(), requests, "answered from the page");
+    // A system contract's storage changes outside transactions (geth pages an empty block's
+    // state before its system calls): its slots are read one by one, never paged.
+    let history = "0x0000f90827f1c53a10cb7a02335b175320002935";
+    let slot = format!("{:#x}", (head - 1) % 8191);
+    assert_eq!(
+        fork.ok("eth_getStorageAt", json!([history, slot, "latest"])),
+        upstream.node.ok("eth_getStorageAt", json!([history, slot, format!("{head:#x}")]))
+    );
+    assert_eq!(proxy.count("debug_storageRangeAt"), 1, "no page of a system contract");
+    assert_eq!(proxy.count("eth_getStorageAt"), 2);
     // The page is the fork block's: a later upstream write does not show.
     let page = upstream.node.ok(
         "debug_storageRangeAt",
