@@ -54,44 +54,10 @@ fn main() -> ExitCode {
         announce(&node, addr)?;
         let accounts: Vec<String> = node.signers.iter().map(|s| s.address().to_string()).collect();
         tracing::info!(target: "node", %addr, chain_id = node.config().chain_id, ?accounts, "JSON-RPC listening on http://{addr} and ws://{addr}");
-        // On the signals actix-web stops on, drain: close WebSocket connections (they would
-        // hold the graceful stop open until its 30 s timeout), answer the executor calls still
-        // queued with an error, and let the miner finish its block and start no other.
-        actix_rt::spawn(drain_on_signal(node.subscriptions.clone(), node.drain()));
-        // --dump-state: read the state once the signal came and the miner's block in progress
-        // is committed (the drain is idempotent). actix-web stops the whole System (every
-        // actor's arbiter) 300 ms after its graceful stop, so reading after it returns would
-        // race with that; the state owner answers this first, and the file is written once
-        // the server has stopped.
-        let dump = node.config().dump_state.clone().map(|path| {
-            let state = node.state.clone();
-            let forks = std::sync::Arc::clone(&node.fork_table);
-            let drain = node.drain();
-            actix_rt::spawn(async move {
-                shutdown_signal().await;
-                drain.run().await;
-                hearth::state_file::write(&state, &forks, &path).await.map(|n| (path, n))
-            })
-        });
-        // Runs until SIGINT/SIGTERM; actix-web stops gracefully on either, once the requests
-        // it is serving are answered.
-        server.await.map_err(|source| hearth::node::NodeError::Bind { addr, source })?;
-        // The drain again (it is idempotent), now awaited: the block in progress is committed
-        // before the checkpoint.
-        node.drain().run().await;
-        if let Some(dump) = dump {
-            let done = dump.await.map_err(|e| hearth::node::NodeError::DumpState {
-                path: node.config().dump_state.clone().unwrap_or_default(),
-                reason: e.to_string(),
-            })?;
-            let (path, accounts) = done?;
-            tracing::info!(target: "node", path = %path.display(), accounts, "state dumped (--dump-state)");
-        }
-        // Flush sled and empty the commit journal, so the next start has nothing to replay
-        // (a failure only means it replays).
-        if let Err(error) = node.chain.checkpoint() {
-            tracing::warn!(target: "node", %error, "final journal checkpoint failed; the next start replays it");
-        }
+        // Until SIGINT/SIGTERM; then the clean stop (src/shutdown.rs): WebSockets closed, queued
+        // calls answered, the miner's block committed, the server stopped, the state dumped
+        // (--dump-state) and the journal checkpointed.
+        hearth::shutdown::serve_until_signal(&node, server).await?;
         Ok::<_, hearth::node::NodeError>(())
     });
     match result {
@@ -158,46 +124,6 @@ fn announce(node: &Node, addr: std::net::SocketAddr) -> Result<(), hearth::node:
         let _ = out.write_all(info.banner().as_bytes()).and_then(|()| out.flush());
     }
     Ok(())
-}
-
-/// Waits for SIGINT or SIGTERM (the signals actix-web stops on), then asks the subscription
-/// actor to close every WebSocket connection and drains the executor pool and the miner.
-async fn drain_on_signal(
-    subscriptions: actix::Addr<hearth_actors::SubscriptionActor>,
-    drain: hearth::node::Drain,
-) {
-    use actix_rt::signal::unix::{SignalKind, signal};
-    let Ok(mut terminate) = signal(SignalKind::terminate()) else {
-        tracing::warn!(target: "node", "cannot listen for SIGTERM; websockets close at the shutdown timeout");
-        return;
-    };
-    tokio::select! {
-        _ = actix_rt::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
-    }
-    tracing::info!(target: "node", "shutting down: draining requests and the miner");
-    if subscriptions.send(hearth_messages::subscriptions::CloseAll).await.is_err() {
-        tracing::debug!(target: "node", "subscription actor already stopped");
-    }
-    drain.run().await;
-}
-
-/// Resolves on SIGINT or SIGTERM, the signals actix-web stops on (only on SIGINT when SIGTERM
-/// cannot be listened for).
-async fn shutdown_signal() {
-    use actix_rt::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut terminate) => {
-            tokio::select! {
-                _ = actix_rt::signal::ctrl_c() => {}
-                _ = terminate.recv() => {}
-            }
-        }
-        Err(error) => {
-            tracing::warn!(target: "node", %error, "cannot listen for SIGTERM");
-            let _ = actix_rt::signal::ctrl_c().await;
-        }
-    }
 }
 
 /// Opens the datadir of `hearth import` / `hearth export`.
