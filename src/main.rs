@@ -60,7 +60,7 @@ fn main() -> ExitCode {
         server.await.map_err(|source| hearth::node::NodeError::Bind { addr, source })?;
         // Flush sled and empty the commit journal, so the next start has nothing to replay
         // (a failure only means it replays).
-        if let Err(error) = node.chain.checkpoint() {
+        if let Err(error) = node.checkpoint() {
             tracing::warn!(target: "node", %error, "final journal checkpoint failed; the next start replays it");
         }
         Ok::<_, hearth::node::NodeError>(())
@@ -149,12 +149,12 @@ async fn close_websockets_on_signal(subscriptions: actix::Addr<hearth_actors::Su
 }
 
 /// Opens the datadir of `hearth import` / `hearth export`.
-fn open_datadir(datadir: Option<PathBuf>) -> Result<hearth_storage::ChainDb, String> {
+fn open_datadir(datadir: Option<PathBuf>) -> Result<hearth_storage::ChainWriter, String> {
     let path = match datadir {
         Some(path) => path,
         None => hearth::config::default_datadir().map_err(|e| e.to_string())?,
     };
-    hearth_storage::ChainDb::open(&path).map_err(|e| {
+    hearth_storage::ChainWriter::open(&path).map_err(|e| {
         format!(
             "cannot open the chain in {} (set with --datadir; is a node running on it?): {e}",
             path.display()
