@@ -370,9 +370,11 @@ impl ChainWriter {
     /// benchmarks). Commits do this by themselves every thousand blocks or so.
     pub fn checkpoint(&self) -> Result<(), StorageError> {
         let mut journal = self.journal()?;
-        let result = journal.checkpoint();
+        journal.checkpoint()?;
+        // Only once it succeeded (a failed settle leaves the deferred keys outside sled), and
+        // under the journal lock, as every publication.
         self.drop_overlay();
-        result
+        Ok(())
     }
 
     /// The journal, locked. A poisoned lock means a commit panicked half-way: nothing more is
