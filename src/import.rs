@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Block, Header, TxEnvelope};
-use alloy_eips::eip1559::{BaseFeeParams, INITIAL_BASE_FEE};
+use alloy_eips::eip1559::INITIAL_BASE_FEE;
 use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{B256, U256};
 use hearth_actors::ExecutorActor;
@@ -234,15 +234,7 @@ pub fn validate_header(
     presence("requests hash", header.requests_hash.is_some(), spec.is_enabled_in(SpecId::PRAGUE))?;
 
     if let Some(base_fee) = header.base_fee_per_gas {
-        let expected = match parent.base_fee_per_gas {
-            None => INITIAL_BASE_FEE,
-            Some(parent_fee) => alloy_eips::calc_next_block_base_fee(
-                parent.gas_used,
-                parent.gas_limit,
-                parent_fee,
-                BaseFeeParams::ethereum(),
-            ),
-        };
+        let expected = hearth_messages::base_fee::next_base_fee(parent).unwrap_or(INITIAL_BASE_FEE);
         if base_fee != expected {
             return invalid(format!("base fee {base_fee}, expected {expected}"));
         }

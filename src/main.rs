@@ -53,11 +53,16 @@ fn main() -> ExitCode {
         announce(&node, addr)?;
         let accounts: Vec<String> = node.signers.iter().map(|s| s.address().to_string()).collect();
         tracing::info!(target: "node", %addr, chain_id = node.config().chain_id, ?accounts, "JSON-RPC listening on http://{addr} and ws://{addr}");
-        // WebSocket connections would hold actix-web's graceful stop open until its timeout
-        // (30 s): on the same signals, close them first (1001).
-        actix_rt::spawn(close_websockets_on_signal(node.subscriptions.clone()));
-        // Runs until SIGINT/SIGTERM; actix-web stops gracefully on either.
+        // On the signals actix-web stops on, drain: close WebSocket connections (they would
+        // hold the graceful stop open until its 30 s timeout), answer the executor calls still
+        // queued with an error, and let the miner finish its block and start no other.
+        actix_rt::spawn(drain_on_signal(node.subscriptions.clone(), node.drain()));
+        // Runs until SIGINT/SIGTERM; actix-web stops gracefully on either, once the requests
+        // it is serving are answered.
         server.await.map_err(|source| hearth::node::NodeError::Bind { addr, source })?;
+        // The drain again (it is idempotent), now awaited: the block in progress is committed
+        // before the checkpoint.
+        node.drain().run().await;
         // Flush sled and empty the commit journal, so the next start has nothing to replay
         // (a failure only means it replays).
         if let Err(error) = node.checkpoint() {
@@ -132,8 +137,11 @@ fn announce(node: &Node, addr: std::net::SocketAddr) -> Result<(), hearth::node:
 }
 
 /// Waits for SIGINT or SIGTERM (the signals actix-web stops on), then asks the subscription
-/// actor to close every WebSocket connection.
-async fn close_websockets_on_signal(subscriptions: actix::Addr<hearth_actors::SubscriptionActor>) {
+/// actor to close every WebSocket connection and drains the executor pool and the miner.
+async fn drain_on_signal(
+    subscriptions: actix::Addr<hearth_actors::SubscriptionActor>,
+    drain: hearth::node::Drain,
+) {
     use actix_rt::signal::unix::{SignalKind, signal};
     let Ok(mut terminate) = signal(SignalKind::terminate()) else {
         tracing::warn!(target: "node", "cannot listen for SIGTERM; websockets close at the shutdown timeout");
@@ -143,9 +151,11 @@ async fn close_websockets_on_signal(subscriptions: actix::Addr<hearth_actors::Su
         _ = actix_rt::signal::ctrl_c() => {}
         _ = terminate.recv() => {}
     }
+    tracing::info!(target: "node", "shutting down: draining requests and the miner");
     if subscriptions.send(hearth_messages::subscriptions::CloseAll).await.is_err() {
         tracing::debug!(target: "node", "subscription actor already stopped");
     }
+    drain.run().await;
 }
 
 /// Opens the datadir of `hearth import` / `hearth export`.

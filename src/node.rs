@@ -21,10 +21,15 @@ use hearth_actors::{
     MinerActor, MinerConfig, MinerPeers, StateActor, SubscriptionActor,
 };
 use hearth_messages::ChainId;
+use hearth_messages::code_cache::CodeCacheClient;
 use hearth_messages::executor::ExecutorClient;
+use hearth_messages::filters::FilterClient;
 use hearth_messages::interest::Interest;
-use hearth_messages::state::{BlockCommitted, SubscribeBlocks};
-use hearth_rpc::{Controls, Extensions, LogSwitch, NodeFacts, RpcContext};
+use hearth_messages::mempool::MempoolClient;
+use hearth_messages::miner::MinerClient;
+use hearth_messages::state::{BlockCommitted, StateClient, SubscribeBlocks};
+use hearth_messages::subscriptions::SubscriptionClient;
+use hearth_rpc::{Extensions, LogSwitch, NodeFacts, RpcContext};
 use hearth_storage::{ChainDb, ChainWriter, StorageError};
 use revm::primitives::hardfork::SpecId;
 use tracing::info;
@@ -166,7 +171,35 @@ fn clock_from(clock: Clock, start: u64) -> Clock {
     std::sync::Arc::new(move || start.saturating_add(clock().saturating_sub(at_start)))
 }
 
+/// What the node does when it is told to stop (SIGINT/SIGTERM), cloneable so the signal task
+/// can start it while the HTTP server finishes its requests. See [`Drain::run`].
+#[derive(Debug, Clone)]
+pub struct Drain {
+    executor: ExecutorClient,
+    miner: Addr<MinerActor>,
+}
+
+impl Drain {
+    /// Drains the actors that hold requests: the executor pool answers every request still
+    /// waiting for it with "the node is shutting down" (-32005) and refuses new ones (the ones
+    /// running finish on their threads), so no caller hangs until the HTTP server's timeout;
+    /// then the miner starts no block and this returns once the block in progress, if any, is
+    /// committed. Idempotent. The caller checkpoints the journal after it
+    /// ([`ChainDb::checkpoint`]).
+    pub async fn run(&self) {
+        self.executor.close();
+        if self.miner.send(hearth_messages::miner::StopMining).await.is_err() {
+            tracing::debug!(target: "node", "the miner had already stopped");
+        }
+    }
+}
+
 impl Node {
+    /// The shutdown drain of this node (see [`Drain::run`]).
+    pub fn drain(&self) -> Drain {
+        Drain { executor: self.executor.clone(), miner: self.miner.clone() }
+    }
+
     /// Opens storage and starts every actor, with the wall clock stamping blocks.
     pub fn start(config: NodeConfig) -> Result<Self, NodeError> {
         Self::start_with_clock(config, system_clock())
@@ -342,10 +375,13 @@ impl Node {
         let executor_mailbox =
             NonZeroUsize::new(ExecutorClient::mailbox_for(threads, config.admission))
                 .expect("a mailbox for one thread and a block is at least 2");
+        let executor_restarts = hearth_messages::restarts::RestartCounter::default();
+        restarts.push(("executor", executor_restarts.clone()));
         let lanes = hearth_actors::executor::start_pool(threads, executor_mailbox, move || {
             crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
             let executor =
-                ExecutorActor::new(exec_chain.clone(), exec_config.clone(), Some(l2.clone()));
+                ExecutorActor::new(exec_chain.clone(), exec_config.clone(), Some(l2.clone()))
+                    .with_restart_counter(executor_restarts.clone());
             match &forks {
                 Some(forks) => executor.with_fork_schedule(std::sync::Arc::clone(forks)),
                 None => executor,
@@ -461,40 +497,9 @@ impl Node {
         RpcContext {
             chain: self.chain.clone(),
             executor: self.executor.clone(),
-            submit_tx: self.mempool.clone().recipient(),
-            submit_filled: self.mempool.clone().recipient(),
-            get_pooled_tx: self.mempool.clone().recipient(),
-            pending_nonce: self.mempool.clone().recipient(),
-            auto_mine: self.miner.clone().recipient(),
-            mine_blocks: self.miner.clone().recipient(),
-            controls: Controls {
-                submit_txs: self.mempool.clone().recipient(),
-                is_impersonated: self.mempool.clone().recipient(),
-                set_impersonated: self.mempool.clone().recipient(),
-                set_auto_impersonate: self.mempool.clone().recipient(),
-                pool_content: self.mempool.clone().recipient(),
-                drop_tx: self.mempool.clone().recipient(),
-                set_pool_gas_limit: self.mempool.clone().recipient(),
-                revalidate: self.mempool.clone().recipient(),
-                mine_spaced: self.miner.clone().recipient(),
-                set_interval_mining: self.miner.clone().recipient(),
-                set_automine: self.miner.clone().recipient(),
-                set_block_param: self.miner.clone().recipient(),
-                mining_status: self.miner.clone().recipient(),
-                save_clock: self.miner.clone().recipient(),
-                restore_clock: self.miner.clone().recipient(),
-                patch_state: self.state.clone().recipient(),
-                take_snapshot: self.state.clone().recipient(),
-                revert_to: self.state.clone().recipient(),
-                rewind: self.miner.clone().recipient(),
-                list_snapshots: self.state.clone().recipient(),
-                set_chain_id: self.mempool.clone().recipient(),
-                drop_all: self.mempool.clone().recipient(),
-                remove_sender: self.mempool.clone().recipient(),
-                set_time: self.miner.clone().recipient(),
-                set_timestamp_interval: self.miner.clone().recipient(),
-                mine_detailed: self.miner.clone().recipient(),
-            },
+            mempool: MempoolClient::new(&self.mempool),
+            miner: MinerClient::new(&self.miner),
+            state: StateClient::new(&self.state),
             // Without unlocked accounts the front knows no key: eth_accounts is empty and a
             // dev account is as unknown to eth_sendTransaction as any other.
             signers: if self.config.unlocked_accounts {
@@ -513,23 +518,10 @@ impl Node {
             extensions,
             client_version: format!("hearth/v{}", env!("CARGO_PKG_VERSION")),
             metrics: Arc::clone(&self.rpc_metrics),
-            filters: hearth_rpc::FilterRecipients {
-                install: self.filters.clone().recipient(),
-                poll: self.filters.clone().recipient(),
-                get: self.filters.clone().recipient(),
-                uninstall: self.filters.clone().recipient(),
-            },
-            subscriptions: hearth_rpc::SubscriptionRecipients {
-                connect: self.subscriptions.clone().recipient(),
-                disconnect: self.subscriptions.clone().recipient(),
-                subscribe: self.subscriptions.clone().recipient(),
-                unsubscribe: self.subscriptions.clone().recipient(),
-                stats: self.subscriptions.clone().recipient(),
-            },
+            filters: FilterClient::new(&self.filters),
+            subscriptions: SubscriptionClient::new(&self.subscriptions),
             metric_sources: hearth_rpc::MetricSources {
-                pool_size: self.mempool.clone().recipient(),
-                pool_counters: self.mempool.clone().recipient(),
-                code_cache: self.code_cache.clone().recipient(),
+                code_cache: CodeCacheClient::new(&self.code_cache),
                 restarts: self.restarts.clone(),
                 fork: self.fork.as_ref().map(|f| Arc::clone(&f.counters)),
             },

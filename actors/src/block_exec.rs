@@ -26,17 +26,23 @@ use hearth_storage::trie::{EMPTY_ROOT, ordered_root};
 use hearth_storage::{
     BlockDraft, ChainDb, StoredBody, receipts_root, state_root_after, transactions_root,
 };
+use revm::context::evm::Evm;
 use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Output};
-use revm::context::{BlockEnv, CfgEnv, Context};
+use revm::context::{BlockEnv, CfgEnv, Context, LocalContext};
+use revm::context_interface::JournalTr;
 use revm::context_interface::block::BlobExcessGasAndPrice;
-use revm::handler::SystemCallCommitEvm;
+use revm::context_interface::local::FrameStack;
+use revm::handler::instructions::EthInstructions;
+use revm::handler::{EthFrame, EthPrecompiles, SystemCallCommitEvm};
 use revm::handler::{MainnetContext, MainnetEvm};
+use revm::interpreter::interpreter::EthInterpreter;
+use revm::interpreter::{Instruction, InstructionContext, InstructionExecResult};
 use revm::primitives::hardfork::SpecId;
-use revm::{ExecuteCommitEvm, MainBuilder, MainContext};
+use revm::{ExecuteCommitEvm, MainContext};
 
 use crate::code_cache::CodeL1;
 use crate::exec_db::ExecDb;
-use crate::executor::{ExecConfig, exec_error, tx_env};
+use crate::executor::{EvmScratch, ExecConfig, exec_error, tx_env};
 
 /// One ether in wei.
 const ETHER: u128 = 1_000_000_000_000_000_000;
@@ -97,6 +103,21 @@ pub(crate) fn block_evm<'a, I>(
     env: &BlockEnvSpec,
     inspector: I,
 ) -> (BlockEvm<'a, I>, BlockSetup) {
+    let fresh = (FrameStack::new_prealloc(8), LocalContext::default());
+    block_evm_in(db, codes, defaults, parent_number, env, inspector, fresh)
+}
+
+/// [`block_evm`] with its call frames and memory buffer from `scratch` (the executor
+/// thread's, see `EvmScratch`) instead of fresh ones.
+fn block_evm_in<'a, I>(
+    db: &ChainDb,
+    codes: &'a mut CodeL1,
+    defaults: &ExecConfig,
+    parent_number: u64,
+    env: &BlockEnvSpec,
+    inspector: I,
+    (frame_stack, local): (FrameStack<EthFrame>, LocalContext),
+) -> (BlockEvm<'a, I>, BlockSetup) {
     let spec = env.spec.unwrap_or(defaults.spec);
     let chain_id = env.chain_id.unwrap_or_else(|| defaults.chain_id.get());
     let blob_params = resolved_blob_params(env, defaults);
@@ -110,12 +131,54 @@ pub(crate) fn block_evm<'a, I>(
     let view = db.state_at(parent_number);
     let exec_db =
         ExecDb::new(view, codes).with_clear_empty(spec.is_enabled_in(SpecId::SPURIOUS_DRAGON));
-    let evm = Context::mainnet()
-        .with_db(exec_db)
-        .with_cfg(cfg)
-        .with_block(block_env(env, spec, &blob_params))
-        .build_mainnet_with_inspector(inspector);
+    let mut ctx = Context::mainnet().with_db(exec_db).with_cfg(cfg).with_block(block_env(
+        env,
+        spec,
+        &blob_params,
+    ));
+    ctx.local = local;
+    // What `build_mainnet_with_inspector` makes, with the given frames.
+    let evm = Evm {
+        ctx,
+        inspector,
+        instruction: EthInstructions::new_mainnet_with_spec(spec),
+        precompiles: EthPrecompiles::new(spec),
+        frame_stack,
+    };
     (evm, BlockSetup { spec, blob_params })
+}
+
+/// Makes the block EVM's call and create instructions note the call depth they run at in its
+/// database before they run: the deepest frame a block used, which bounds how many frames
+/// (32 KiB of stack each) its frame pool grew to, so the executor knows what keeping it costs
+/// (`EvmScratch::keep`). Only these six opcodes pay, one comparison each: an inspector would
+/// put the whole block on revm's slower inspecting interpreter loop.
+fn note_call_depths(evm: &mut BlockEvm<'_, ()>) {
+    use revm::bytecode::opcode::{CALL, CALLCODE, CREATE, CREATE2, DELEGATECALL, STATICCALL};
+    use revm::interpreter::instructions::contract::{call, create};
+
+    type Ctx<'c, 'a> = InstructionContext<'c, MainnetContext<ExecDb<'a>>, EthInterpreter>;
+    /// The frame a call or create from the current frame gets: journal depth `d` runs frame
+    /// `d - 1`, so its child is frame `d`.
+    fn note(ctx: &mut Ctx<'_, '_>) {
+        let depth = ctx.host.journaled_state.depth();
+        ctx.host.journaled_state.database.note_call_depth(depth);
+    }
+    fn noted_call<const KIND: u8>(mut ctx: Ctx<'_, '_>) -> InstructionExecResult {
+        note(&mut ctx);
+        call::<KIND, _, _>(ctx)
+    }
+    fn noted_create<const IS_CREATE2: bool>(mut ctx: Ctx<'_, '_>) -> InstructionExecResult {
+        note(&mut ctx);
+        create::<IS_CREATE2, _, _>(ctx)
+    }
+    let table = evm.instruction.instruction_table_mut();
+    table[usize::from(CALL)] = Instruction::new(noted_call::<CALL>);
+    table[usize::from(CALLCODE)] = Instruction::new(noted_call::<CALLCODE>);
+    table[usize::from(DELEGATECALL)] = Instruction::new(noted_call::<DELEGATECALL>);
+    table[usize::from(STATICCALL)] = Instruction::new(noted_call::<STATICCALL>);
+    table[usize::from(CREATE)] = Instruction::new(noted_create::<false>);
+    table[usize::from(CREATE2)] = Instruction::new(noted_create::<true>);
 }
 
 /// The system calls that run before a block's transactions: EIP-4788 (the parent beacon
@@ -151,10 +214,13 @@ pub(crate) fn pre_block_calls<I>(
     Ok(())
 }
 
-/// Executes one block. See the module docs for what runs, in which order.
+/// Executes one block with the executor thread's EVM scratch (its call frames and memory
+/// buffer, kept for the next block or call when within the scratch's retention). See the
+/// module docs for what runs, in which order.
 pub(crate) fn execute_block(
     db: &ChainDb,
     codes: &mut CodeL1,
+    scratch: &mut EvmScratch,
     defaults: &ExecConfig,
     msg: BuildBlock,
 ) -> Result<BuiltBlock, ExecError> {
@@ -163,8 +229,10 @@ pub(crate) fn execute_block(
         let params = resolved_blob_params(&env, defaults);
         env.excess_blob_gas = Some(excess_blob_gas(&parent, &params));
     }
+    let parts = (scratch.take_frames(), scratch.take_local());
     let (mut evm, BlockSetup { spec, blob_params }) =
-        block_evm(db, codes, defaults, parent.number, &env, ());
+        block_evm_in(db, codes, defaults, parent.number, &env, (), parts);
+    note_call_depths(&mut evm);
     // EIP-3607 (no transaction from an account with code) is a validity rule of blocks the
     // node receives; in blocks it packs from its own pool, an impersonated contract may send,
     // as anvil and Hardhat allow (a raw transaction cannot come from code: no key signs it).
@@ -313,7 +381,10 @@ pub(crate) fn execute_block(
         }
     }
     crate::parallel::set_last_stats(committer.map(|c| c.stats()).unwrap_or_default());
-    let changes = evm.ctx.journaled_state.database.into_changes();
+    let Evm { ctx, frame_stack, .. } = evm;
+    let deepest = ctx.journaled_state.database.max_call_depth();
+    scratch.keep(frame_stack, ctx.local, deepest);
+    let changes = ctx.journaled_state.database.into_changes();
 
     let ommers_hash = if env.ommers.is_empty() {
         alloy_consensus::constants::EMPTY_OMMER_ROOT_HASH
@@ -441,9 +512,103 @@ pub(crate) fn deposit_requests(logs: &[Log]) -> Result<Bytes, ExecError> {
 
 #[cfg(test)]
 mod tests {
-    use alloy_primitives::LogData;
+    use std::sync::Arc;
+
+    use alloy_consensus::{SignableTransaction, TxEip1559};
+    use alloy_primitives::{Address, LogData, Signature, TxKind, address, hex};
+    use hearth_messages::executor::{BlockEnvSpec, PooledTx};
+    use hearth_storage::{AccountChange, AccountFields, StateDiff, write_block};
 
     use super::*;
+    use crate::executor::ExecutorActor;
+
+    const SENDER: Address = address!("00000000000000000000000000000000000a11ce");
+    /// Calls itself with all its gas until the call depth limit (1,024 frames, about 53 gas
+    /// each): `CALL(gas, address, 0, 0, 0, 0, 0)`.
+    const RECURSE: Address = address!("000000000000000000000000000000000000dee9");
+
+    fn executor_on_genesis() -> (ExecutorActor, Header) {
+        let db = hearth_storage::ChainWriter::in_memory().expect("store");
+        let code = Bytes::from(hex::decode("60006000600060006000305af100").expect("hex"));
+        let code_hash = keccak256(&code);
+        let mut diff = StateDiff::default();
+        diff.codes.insert(code_hash, code);
+        for (address, balance, code_hash) in [
+            (SENDER, U256::from(10u128.pow(20)), hearth_storage::EMPTY_CODE_HASH),
+            (RECURSE, U256::ZERO, code_hash),
+        ] {
+            let info = AccountFields { nonce: 0, balance, code_hash };
+            let change = AccountChange {
+                info: Some(info),
+                storage_wiped: false,
+                storage: Default::default(),
+            };
+            diff.accounts.insert(address, change);
+        }
+        let header = Header {
+            gas_limit: 30_000_000,
+            base_fee_per_gas: Some(1_000_000_000),
+            ..Default::default()
+        };
+        let body = StoredBody { transactions: vec![], senders: vec![] };
+        let draft = BlockDraft { header: header.clone(), body, receipts: vec![] };
+        write_block(&db, draft, &diff).expect("genesis");
+        let config = ExecConfig {
+            chain_id: hearth_messages::ChainId::new(1),
+            spec: SpecId::PRAGUE,
+            gas_cap: 50_000_000,
+            evm_timeout: None,
+            blob_params: None,
+            code_size_limit: None,
+            parallel: crate::parallel::ParallelConfig::default(),
+        };
+        (ExecutorActor::new(db.reader(), config, None), header)
+    }
+
+    /// Builds block 1 (not committed) with one transaction of `gas` from SENDER to `to`.
+    fn build(executor: &mut ExecutorActor, parent: &Header, to: Address, gas: u64) -> BuiltBlock {
+        let tx = TxEip1559 {
+            chain_id: 1,
+            nonce: 0,
+            gas_limit: gas,
+            max_fee_per_gas: 2_000_000_000,
+            max_priority_fee_per_gas: 0,
+            to: TxKind::Call(to),
+            value: U256::from(1),
+            access_list: Default::default(),
+            input: Bytes::new(),
+        };
+        // Block building trusts the pool's sender: the signature is never checked here.
+        let signed = tx.into_signed(Signature::test_signature());
+        let hash = *signed.hash();
+        let pooled = PooledTx { tx: Arc::new(signed.into()), sender: SENDER, hash };
+        let env = BlockEnvSpec::dev(1, 12, Address::ZERO, 30_000_000, 1_000_000_000, B256::ZERO);
+        let msg =
+            BuildBlock { parent: parent.clone(), env, txs: vec![pooled], mode: BuildMode::Pack };
+        let built = executor.build_block(msg).expect("block builds");
+        assert_eq!(built.draft.body.transactions.len(), 1, "the transaction is in the block");
+        built
+    }
+
+    #[test]
+    fn blocks_reuse_the_scratch_and_a_deep_call_chain_is_not_kept() {
+        let (mut executor, genesis) = executor_on_genesis();
+        assert_eq!(executor.scratch.frames_kept(), 0, "nothing before the first block");
+        let transfer = Address::with_last_byte(0xbb);
+        build(&mut executor, &genesis, transfer, 21_000);
+        assert_eq!(executor.scratch.frames_kept(), 8, "a block's frames are kept for the next");
+        // 1,024 frames of 32 KiB: far over the 1 MiB the thread may keep.
+        let deep = build(&mut executor, &genesis, RECURSE, 10_000_000);
+        assert!(deep.draft.header.gas_used > 50_000, "the recursion ran: {:?}", deep.draft.header);
+        assert_eq!(executor.scratch.frames_kept(), 0, "a deep block's frames are dropped");
+        // The next block starts afresh and is kept again; the scratch changes no result.
+        let again = build(&mut executor, &genesis, transfer, 21_000);
+        assert_eq!(executor.scratch.frames_kept(), 8);
+        let (mut fresh, _) = executor_on_genesis();
+        let reference = build(&mut fresh, &genesis, transfer, 21_000);
+        assert_eq!(again.draft.header, reference.draft.header);
+        assert_eq!(again.draft.receipts, reference.draft.receipts);
+    }
 
     #[test]
     fn block_reward_follows_the_fork() {

@@ -1,10 +1,16 @@
 //! Analysed bytecode caches: `CodeCacheActor` (the shared L2) and `CodeL1` (one per executor
 //! thread).
 //!
-//! Owns: the L2 map code hash -> analysed `Bytecode`, bounded to `capacity` entries with
-//! least-recently-used eviction. Handles `GetCode`, `InsertCode`, `GetCodeCacheStats`. Sends
-//! nothing. Mailbox: bounded by the node config. Restart: it holds only a cache, so losing it
-//! costs misses, never correctness.
+//! `CodeCacheActor`:
+//! - **Owns:** the L2 map code hash -> analysed `Bytecode`, bounded to `capacity` entries
+//!   (`--cache.code-entries`) with least-recently-used eviction, and its hit/miss counters.
+//! - **Takes:** `GetCode` and `GetCodeCacheStats` (also as `Ask`, from executor threads and
+//!   `GET /metrics`), `InsertCode` (`try_send` from executor threads).
+//! - **Sends:** nothing.
+//! - **Mailbox:** `--actors.mailbox` (default 1024); a full one makes an executor skip the L2
+//!   (a miss it analyses itself), never wait.
+//! - **Restart:** `Restart` (`supervise`): a panic in a handler fails that request and empties
+//!   the cache; it holds only a cache, so losing it costs misses, never correctness.
 //!
 //! Analysing code (the jump table) costs ~29 µs for 24 KiB; a clone of analysed code is a
 //! reference-count bump, so sharing analysed code between threads saves that work per call.

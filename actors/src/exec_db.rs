@@ -135,6 +135,9 @@ pub(crate) struct ExecDb<'a> {
     block_hashes: BTreeMap<u64, B256>,
     /// What revm read, when recording (a speculative transaction of a parallel block).
     log: Option<crate::parallel::ReadLog>,
+    /// The deepest call frame a call or create instruction opened (0: the top frame only),
+    /// when the EVM notes it (a block's: `block_exec::note_call_depths`).
+    max_call_depth: usize,
 }
 
 impl<'a> ExecDb<'a> {
@@ -147,7 +150,18 @@ impl<'a> ExecDb<'a> {
             reads: None,
             block_hashes: BTreeMap::new(),
             log: None,
+            max_call_depth: 0,
         }
+    }
+
+    /// Notes that a call or create instruction opens frame `depth` (0 is the top frame).
+    pub(crate) fn note_call_depth(&mut self, depth: usize) {
+        self.max_call_depth = self.max_call_depth.max(depth);
+    }
+
+    /// The deepest frame noted so far.
+    pub(crate) const fn max_call_depth(&self) -> usize {
+        self.max_call_depth
     }
 
     /// Starts this database from `changes` (a copy of another block database's changes so

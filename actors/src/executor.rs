@@ -1,50 +1,61 @@
 //! `ExecutorActor`: one revm executor thread of the pool.
 //!
-//! Owns: a per-thread L1 of analysed code (in front of the shared `CodeCacheActor`) and a
-//! read handle to the store. Handles `Call`, `EstimateGas`, `GetTouchedSlots`, `BuildBlock`
-//! and `Trace` (in `trace.rs`). Sends `GetCode` / `InsertCode` to the L2. Each executor runs on an arbiter (OS thread) of its own
-//! ([`start_pool`]); every sender goes through `ExecutorClient`, which holds the admission
-//! bound and sends each request to the executor holding the fewest. Requests arrive wrapped in
-//! `Admitted`, whose slot the handler releases as it returns. Its handlers are synchronous and
-//! CPU-bound: the thread does nothing else.
-//! Restart: stateless apart from caches. A panic while handling a request fails that request
-//! (-32603) and resets the caches; the executor and its thread carry on.
+//! - **Owns:** a per-thread L1 of analysed code (in front of the shared `CodeCacheActor`), the
+//!   thread's EVM scratch (call frames and memory kept between calls, [`scratch`]) and a read
+//!   handle to the store.
+//! - **Takes:** `Admitted<M>` for `Call`, `EstimateGas`, `GetTouchedSlots`, `CreateAccessList`
+//!   (`access_list.rs`), `Trace` (`trace.rs`), `Simulate` (`simulate.rs`), `BuildPayload` and
+//!   `BuildBlock` (`block_exec.rs`). Every sender goes through `ExecutorClient`, which admits by
+//!   latency budget (`hearth_messages::admission`) and sends each request to the executor
+//!   holding the fewest; the handler releases the request's slot as it returns.
+//! - **Sends:** `GetCode` / `InsertCode` to the L2 (`CodeL2`); nothing else: replies only.
+//! - **Mailbox:** `ExecutorClient::mailbox_for` (`--executor.max-queued` + threads + 1, default
+//!   1024 + threads + 1): every request admission lets in, plus the miner's block, so a send
+//!   never finds it full.
+//! - **Restart:** stateless apart from caches. A panic while handling a request fails that
+//!   request (-32603) and resets the caches and scratch (its restart), counted in the pool's
+//!   `RestartCounter` (`hearth_actor_restarts_total{actor="executor"}`); the executor and its
+//!   thread carry on.
+//!
+//! Each executor runs on an arbiter (OS thread) of its own ([`start_pool`]); its handlers are
+//! synchronous and CPU-bound, so the thread does nothing else. The request's revm environment
+//! is built in [`env`]; revm's refusals and halts are put in geth's words in [`geth_errors`].
 
 use std::sync::Arc;
 
 use alloy_consensus::{Header, Transaction};
-use alloy_eips::Typed2718;
-use alloy_eips::eip7840::BlobParams;
-use alloy_primitives::{Address, B256, TxKind, U256};
+use alloy_primitives::U256;
 use hearth_messages::ExecError;
 use hearth_messages::access_list::{AccessListOutcome, CreateAccessList};
 use hearth_messages::executor::{
-    Admitted, BlockOverrides, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas,
-    EstimateOutcome, GetTouchedSlots, PooledTx, TouchedSlots,
+    Admitted, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome,
+    GetTouchedSlots, TouchedSlots,
 };
 use hearth_messages::payload::{BuildPayload, BuiltPayload};
 use hearth_messages::simulate::{Simulate, SimulateError, SimulatedBlock};
 use hearth_messages::trace::{BlockForkRules, ForkSchedule, Trace, TraceOutput};
 use hearth_storage::ChainDb;
 use revm::context::evm::Evm;
-use revm::context::result::{
-    EVMError, ExecResultAndState, ExecutionResult, HaltReason, InvalidTransaction, Output,
-};
-use revm::context::{BlockEnv, CfgEnv, Context, LocalContext, TxEnv};
-use revm::context_interface::LocalContextTr;
-use revm::context_interface::block::BlobExcessGasAndPrice;
-use revm::context_interface::either::Either;
-use revm::context_interface::local::FrameStack;
-use revm::handler::EthFrame;
+use revm::context::result::{ExecResultAndState, ExecutionResult};
+use revm::context::{BlockEnv, CfgEnv, Context, TxEnv};
 use revm::handler::instructions::EthInstructions;
-use revm::interpreter::interpreter_action::{CallInputs, CallOutcome as FrameCallOutcome};
-use revm::interpreter::interpreter_action::{CreateInputs, CreateOutcome};
 use revm::primitives::hardfork::SpecId;
 use revm::{InspectEvm, MainContext};
 
 use crate::code_cache::{CodeL1, CodeL2};
 use crate::exec_db::ExecDb;
 use crate::precompiles::MovablePrecompiles;
+
+mod env;
+mod geth_errors;
+mod scratch;
+
+pub(crate) use env::{apply_block_overrides, block_env_of, call_tx_env, tx_env};
+use geth_errors::outcome;
+pub(crate) use geth_errors::{exec_error, geth_message, halt_message};
+pub(crate) use scratch::CallGuard;
+pub(crate) use scratch::EvmScratch;
+pub use scratch::SCRATCH_RETAINED_BYTES;
 
 /// Gas of a plain value transfer.
 const TRANSFER_GAS: u64 = 21_000;
@@ -83,11 +94,13 @@ pub struct ExecutorActor {
     pub(crate) codes: CodeL1,
     /// Snapshot reads of calls, keyed by state root (see `ReadCache`).
     reads: crate::exec_db::ReadCache,
-    /// EVM stacks and memory kept from one call to the next (see `EvmScratch`).
-    scratch: EvmScratch,
+    /// EVM stacks and memory kept from one call or block to the next (see `EvmScratch`).
+    pub(crate) scratch: EvmScratch,
     /// The chain's fork schedule, when its rules change along it (an imported chain): trace
     /// replays run each block under its own rules. `None`: every block under `config.spec`.
     pub(crate) forks: Option<Arc<dyn ForkSchedule>>,
+    /// Restarts after a panic (shared by the pool's executors, for `/metrics`).
+    restarts: crate::supervise::RestartCounter,
 }
 
 impl ExecutorActor {
@@ -100,7 +113,15 @@ impl ExecutorActor {
             reads: Default::default(),
             scratch: EvmScratch::new(SCRATCH_RETAINED_BYTES),
             forks: None,
+            restarts: Default::default(),
         }
+    }
+
+    /// Counts this executor's restarts in `restarts` (one counter for the whole pool).
+    #[must_use]
+    pub fn with_restart_counter(mut self, restarts: crate::supervise::RestartCounter) -> Self {
+        self.restarts = restarts;
+        self
     }
 
     /// Replays (traces) each block under the rules `forks` gives it, instead of the configured
@@ -401,7 +422,13 @@ impl ExecutorActor {
     /// given block being imported (`BuildMode::Import`). Public so that block import and the
     /// conformance runners execute through exactly this path without an actor system.
     pub fn build_block(&mut self, msg: BuildBlock) -> Result<BuiltBlock, ExecError> {
-        crate::block_exec::execute_block(&self.db, &mut self.codes, &self.config, msg)
+        crate::block_exec::execute_block(
+            &self.db,
+            &mut self.codes,
+            &mut self.scratch,
+            &self.config,
+            msg,
+        )
     }
 }
 
@@ -464,7 +491,8 @@ impl ExecutorActor {
                     .map(|s| (*s).to_owned())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "no message".to_owned());
-                tracing::error!(target: "executor", panic = %what, "request panicked; caches reset");
+                self.restarts.bump();
+                tracing::error!(target: "executor", panic = %what, restarts = self.restarts.get(), "request panicked; caches reset");
                 self.codes.clear();
                 self.reads = Default::default();
                 self.scratch = EvmScratch::new(self.scratch.retain_bytes);
@@ -562,323 +590,9 @@ impl actix::Handler<Admitted<BuildBlock>> for ExecutorActor {
     }
 }
 
-pub(crate) fn exec_error(error: EVMError<hearth_storage::StorageError>) -> ExecError {
-    match error {
-        EVMError::Database(e) => ExecError::Storage(e),
-        EVMError::Transaction(e) => ExecError::Invalid(geth_message(&e)),
-        other => ExecError::Invalid(other.to_string()),
-    }
-}
-
-/// revm's reason for refusing a call or transaction before running it, in geth's words
-/// (core/error.go): client libraries tell these errors apart by their text (ethers and viem
-/// look for "insufficient funds", "nonce too low", "intrinsic gas too low", ...). revm's own
-/// text for the rest.
-pub(crate) fn geth_message(error: &InvalidTransaction) -> String {
-    use InvalidTransaction as E;
-    match error {
-        E::LackOfFundForMaxFee { fee, balance } => {
-            format!("insufficient funds for gas * price + value: have {balance} want {fee}")
-        }
-        E::NonceTooLow { tx, state } => format!("nonce too low: next nonce {state}, tx nonce {tx}"),
-        E::NonceTooHigh { tx, state } => {
-            format!("nonce too high: next nonce {state}, tx nonce {tx}")
-        }
-        E::CallGasCostMoreThanGasLimit { initial_gas, gas_limit } => {
-            format!("intrinsic gas too low: have {gas_limit}, want {initial_gas}")
-        }
-        E::GasFloorMoreThanGasLimit { gas_floor, gas_limit } => {
-            format!("insufficient gas for floor data gas cost: have {gas_limit}, want {gas_floor}")
-        }
-        E::GasPriceLessThanBasefee => "max fee per gas less than block base fee".to_owned(),
-        // The pool's refusal for the same rule, so an estimate and a send of one transaction
-        // say the same thing.
-        E::BlobGasPriceGreaterThanMax { block_blob_gas_price, tx_max_fee_per_blob_gas } => {
-            hearth_messages::TxError::BlobFeeTooLow {
-                cap: *tx_max_fee_per_blob_gas,
-                blob_base_fee: *block_blob_gas_price,
-            }
-            .to_string()
-        }
-        E::PriorityFeeGreaterThanMaxFee => {
-            "max priority fee per gas higher than max fee per gas".to_owned()
-        }
-        E::CallerGasLimitMoreThanBlock => "exceeds block gas limit".to_owned(),
-        E::RejectCallerWithCode => "sender not an eoa".to_owned(),
-        E::CreateInitCodeSizeLimit => "max initcode size exceeded".to_owned(),
-        E::TxGasLimitGreaterThanCap { gas_limit, cap } => {
-            format!("transaction gas limit too high (cap: {cap}, tx: {gas_limit})")
-        }
-        other => other.to_string(),
-    }
-}
-
-fn outcome(result: ExecutionResult) -> CallOutcome {
-    let gas_used = result.tx_gas_used();
-    match result {
-        ExecutionResult::Success { output, .. } => {
-            let output = match output {
-                Output::Call(bytes) | Output::Create(bytes, _) => bytes,
-            };
-            CallOutcome::Success { output, gas_used }
-        }
-        ExecutionResult::Revert { output, .. } => CallOutcome::Revert { output, gas_used },
-        ExecutionResult::Halt { reason, .. } => {
-            CallOutcome::Halt { reason: halt_message(&reason), gas_used }
-        }
-    }
-}
-
-/// geth's wording for the common halts, so clients that match on messages keep working.
-pub(crate) fn halt_message(reason: &HaltReason) -> String {
-    match reason {
-        HaltReason::OutOfGas(_) => "out of gas".to_owned(),
-        HaltReason::OpcodeNotFound | HaltReason::InvalidFEOpcode => "invalid opcode".to_owned(),
-        HaltReason::StackUnderflow => "stack underflow".to_owned(),
-        HaltReason::StackOverflow => "stack limit reached 1024".to_owned(),
-        HaltReason::InvalidJump => "invalid jump destination".to_owned(),
-        HaltReason::StateChangeDuringStaticCall => "write protection".to_owned(),
-        HaltReason::CallTooDeep => "max call depth exceeded".to_owned(),
-        HaltReason::OutOfFunds => "insufficient balance for transfer".to_owned(),
-        HaltReason::CreateContractSizeLimit => "max code size exceeded".to_owned(),
-        HaltReason::CreateCollision => "contract address collision".to_owned(),
-        other => format!("{other:?}"),
-    }
-}
-
-/// Most bytes of EVM stacks and memory an executor thread keeps between calls, so that the
-/// next call allocates no stacks or memory buffer: its pooled call frames (a 1024-word stack, 32 KiB, each; revm
-/// pools them eight at a time) and the EVM memory buffer. After a call that needed more (a deep
-/// call chain, a large memory expansion) the thread drops them and starts the next call with
-/// fresh ones, so what a thread holds between calls never exceeds this.
-pub const SCRATCH_RETAINED_BYTES: usize = 1 << 20;
-
-/// Bytes one pooled call frame holds: the frame itself and its stack's buffer.
-const FRAME_BYTES: usize = size_of::<EthFrame>() + revm::interpreter::STACK_LIMIT * 32;
-
-/// What revm allocates per call and an executor thread reuses: the call frames and the shared
-/// memory buffer (`LocalContext`). They carry no state from one call to the next: revm
-/// re-initialises a frame before using it, and the buffer is cleared here.
-#[derive(Debug)]
-struct EvmScratch {
-    frames: Option<FrameStack<EthFrame>>,
-    local: Option<LocalContext>,
-    /// Frames the kept `frames` holds: its high-water mark (revm's pool never shrinks).
-    frames_held: usize,
-    retain_bytes: usize,
-}
-
-impl EvmScratch {
-    fn new(retain_bytes: usize) -> Self {
-        Self { frames: None, local: None, frames_held: 0, retain_bytes }
-    }
-
-    fn take_frames(&mut self) -> FrameStack<EthFrame> {
-        self.frames.take().unwrap_or_else(|| FrameStack::new_prealloc(8))
-    }
-
-    fn take_local(&mut self) -> LocalContext {
-        self.local.take().unwrap_or_default()
-    }
-
-    /// Keeps what a call used when it fits the retention bound; `max_depth` is the deepest
-    /// frame the call reached (0: the top frame only). The pool holds as many frames as the
-    /// deepest call it ever served (revm grows it eight at a time and never shrinks it).
-    fn keep(&mut self, frames: FrameStack<EthFrame>, mut local: LocalContext, max_depth: usize) {
-        let frames_held = self.frames_held.max((max_depth + 1).next_multiple_of(8));
-        let memory = local.shared_memory_buffer().borrow().capacity();
-        if frames_held * FRAME_BYTES + memory <= self.retain_bytes {
-            local.clear();
-            self.frames = Some(frames);
-            self.local = Some(local);
-            self.frames_held = frames_held;
-        } else {
-            self.frames_held = 0;
-        }
-    }
-}
-
-/// The inspector every call runs under. It stops a call that runs past its time cap: revm has
-/// no clock of its own, so it looks at the time every `CHECK_EVERY` instructions (an
-/// `Instant::now` per instruction would cost more than most instructions); once the cap has
-/// passed it halts every frame it sees, so the whole call unwinds at once. It also records the
-/// deepest frame, which bounds what `EvmScratch` keeps.
-#[derive(Debug)]
-pub(crate) struct CallGuard {
-    at: Option<std::time::Instant>,
-    steps: u32,
-    /// Whether the cap was reached (every frame since has been halted).
-    pub(crate) expired: bool,
-    depth: usize,
-    max_depth: usize,
-}
-
-impl CallGuard {
-    const CHECK_EVERY: u32 = 4096;
-
-    fn new(timeout: Option<std::time::Duration>) -> Self {
-        Self::until(timeout.map(|t| std::time::Instant::now() + t))
-    }
-
-    /// A guard that halts whatever still runs at `deadline` (`None`: never), so that several
-    /// transactions can share one time cap (eth_simulateV1).
-    pub(crate) const fn until(deadline: Option<std::time::Instant>) -> Self {
-        Self { at: deadline, steps: 0, expired: false, depth: 0, max_depth: 0 }
-    }
-
-    fn enter(&mut self) {
-        // `call` / `create` run for the top frame too, so depth 1 is the top frame.
-        self.depth += 1;
-        self.max_depth = self.max_depth.max(self.depth.saturating_sub(1));
-    }
-}
-
-impl<CTX> revm::Inspector<CTX> for CallGuard {
-    fn step(&mut self, interp: &mut revm::interpreter::Interpreter, _context: &mut CTX) {
-        let Some(at) = self.at else { return };
-        self.steps = self.steps.wrapping_add(1);
-        if !self.expired
-            && self.steps.is_multiple_of(Self::CHECK_EVERY)
-            && std::time::Instant::now() >= at
-        {
-            self.expired = true;
-        }
-        if self.expired {
-            interp.halt(revm::interpreter::InstructionResult::OutOfGas);
-        }
-    }
-
-    fn call(&mut self, _context: &mut CTX, _inputs: &mut CallInputs) -> Option<FrameCallOutcome> {
-        self.enter();
-        None
-    }
-
-    fn call_end(&mut self, _context: &mut CTX, _inputs: &CallInputs, _out: &mut FrameCallOutcome) {
-        self.depth = self.depth.saturating_sub(1);
-    }
-
-    fn create(&mut self, _context: &mut CTX, _inputs: &mut CreateInputs) -> Option<CreateOutcome> {
-        self.enter();
-        None
-    }
-
-    fn create_end(&mut self, _context: &mut CTX, _inputs: &CreateInputs, _out: &mut CreateOutcome) {
-        self.depth = self.depth.saturating_sub(1);
-    }
-}
-
-/// Applies an eth_call's block overrides to the environment it runs in.
-pub(crate) fn apply_block_overrides(env: &mut BlockEnv, o: &BlockOverrides) {
-    if let Some(number) = o.number {
-        env.number = U256::from(number);
-    }
-    if let Some(timestamp) = o.timestamp {
-        env.timestamp = U256::from(timestamp);
-    }
-    if let Some(gas_limit) = o.gas_limit {
-        env.gas_limit = gas_limit;
-    }
-    if let Some(base_fee) = o.base_fee {
-        env.basefee = base_fee;
-    }
-    if let Some(coinbase) = o.coinbase {
-        env.beneficiary = coinbase;
-    }
-    if let Some(prevrandao) = o.prevrandao {
-        env.prevrandao = Some(prevrandao);
-    }
-}
-
-/// The block environment a call at block `header` sees: that block's own header.
-/// The block environment of stored block `header`, its blob gas price under `blob_params`
-/// (the block's own fork's schedule).
-pub(crate) fn block_env_of(header: &Header, blob_params: &BlobParams) -> BlockEnv {
-    BlockEnv {
-        number: U256::from(header.number),
-        beneficiary: header.beneficiary,
-        timestamp: U256::from(header.timestamp),
-        gas_limit: header.gas_limit,
-        basefee: header.base_fee_per_gas.unwrap_or_default(),
-        difficulty: header.difficulty,
-        prevrandao: Some(header.mix_hash),
-        blob_excess_gas_and_price: Some(BlobExcessGasAndPrice::new(
-            header.excess_blob_gas.unwrap_or_default(),
-            u64::try_from(blob_params.update_fraction).unwrap_or(u64::MAX),
-        )),
-        ..Default::default()
-    }
-}
-
-/// The revm transaction eth_call runs for `request`. Its type follows from the fields given,
-/// as geth's `ToMessage` decides: authorizations make a type-4 transaction, blob hashes a
-/// type-3 one (both with dynamic fees), a fee cap a type-2 one, an access list a type-1 one.
-pub(crate) fn call_tx_env(request: &CallRequest, gas: u64, chain_id: u64) -> TxEnv {
-    // A gas price given for a dynamic-fee type is both its caps, as geth runs such a call.
-    let dynamic = Some(request.max_priority_fee_per_gas.or(request.gas_price).unwrap_or(0));
-    let max_fee = request.max_fee_per_gas.or(request.gas_price).unwrap_or(0);
-    let legacy_type = if request.access_list.is_some() { 1 } else { 0 };
-    let (tx_type, gas_price, priority) = if request.authorization_list.is_some() {
-        (4, max_fee, dynamic)
-    } else if request.blob_versioned_hashes.is_some() {
-        (3, max_fee, dynamic)
-    } else {
-        match (request.max_fee_per_gas, request.gas_price) {
-            (Some(max_fee), _) => (2, max_fee, dynamic),
-            (None, Some(price)) => (legacy_type, price, None),
-            (None, None) => (legacy_type, 0, None),
-        }
-    };
-    TxEnv {
-        tx_type,
-        caller: request.from.unwrap_or(Address::ZERO),
-        gas_limit: gas,
-        gas_price,
-        kind: request.to.map_or(TxKind::Create, TxKind::Call),
-        value: request.value.unwrap_or_default(),
-        data: request.input.clone(),
-        nonce: request.nonce.unwrap_or_default(),
-        chain_id: Some(chain_id),
-        access_list: request.access_list.clone().unwrap_or_default(),
-        gas_priority_fee: priority,
-        blob_hashes: request.blob_versioned_hashes.clone().unwrap_or_default(),
-        max_fee_per_blob_gas: request.max_fee_per_blob_gas.unwrap_or_default(),
-        authorization_list: request
-            .authorization_list
-            .iter()
-            .flatten()
-            .cloned()
-            .map(Either::Left)
-            .collect(),
-    }
-}
-
-/// The revm transaction for a signed, pooled transaction.
-pub(crate) fn tx_env(pooled: &PooledTx) -> TxEnv {
-    let tx = pooled.tx.as_ref();
-    TxEnv {
-        tx_type: tx.ty(),
-        caller: pooled.sender,
-        gas_limit: tx.gas_limit(),
-        gas_price: tx.max_fee_per_gas(),
-        kind: tx.kind(),
-        value: tx.value(),
-        data: tx.input().clone(),
-        nonce: tx.nonce(),
-        chain_id: tx.chain_id(),
-        access_list: tx.access_list().cloned().unwrap_or_default(),
-        gas_priority_fee: tx.max_priority_fee_per_gas(),
-        blob_hashes: tx.blob_versioned_hashes().map(<[B256]>::to_vec).unwrap_or_default(),
-        max_fee_per_blob_gas: tx.max_fee_per_blob_gas().unwrap_or_default(),
-        authorization_list: tx
-            .authorization_list()
-            .map(|list| list.iter().cloned().map(Either::Left).collect())
-            .unwrap_or_default(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use alloy_primitives::{Bytes, address, hex, keccak256};
+    use alloy_primitives::{Address, Bytes, address, hex, keccak256};
     use hearth_storage::{
         AccountChange, AccountFields, BlockDraft, StateDiff, StoredBody, write_block,
     };
@@ -957,6 +671,7 @@ mod tests {
         let failed = executor.contained(|_| -> Result<(), ExecError> { panic!("boom") });
         assert!(matches!(&failed, Err(ExecError::Panicked(what)) if what == "boom"), "{failed:?}");
         assert!(executor.scratch.local.is_none(), "caches reset after the panic");
+        assert_eq!(executor.restarts.get(), 1, "the restart is counted");
         let output = call(&mut executor, fresh);
         assert_eq!(output[..32], [0; 32], "the next call runs normally");
     }
@@ -972,19 +687,5 @@ mod tests {
         // The next call starts afresh and keeps its (small) scratch again.
         call(&mut executor, fresh);
         assert!(executor.scratch.local.is_some());
-    }
-
-    #[test]
-    fn a_low_blob_fee_cap_reads_as_the_pools_refusal() {
-        let low = InvalidTransaction::BlobGasPriceGreaterThanMax {
-            block_blob_gas_price: 2,
-            tx_max_fee_per_blob_gas: 1,
-        };
-        let pool = hearth_messages::TxError::BlobFeeTooLow { cap: 1, blob_base_fee: 2 };
-        assert_eq!(geth_message(&low), pool.to_string());
-        assert_eq!(
-            geth_message(&low),
-            "max fee per blob gas less than block blob gas fee: maxFeePerBlobGas 1, blob base fee 2"
-        );
     }
 }

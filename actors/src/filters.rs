@@ -1,13 +1,16 @@
 //! `FilterActor`: the polling filters of eth_newFilter / eth_newBlockFilter.
 //!
-//! Owns: the installed filters, each a cursor (the last block it reported), its criteria and
-//! when it was last polled; at most `max` of them. Handles `InstallFilter`, `PollFilter`,
-//! `GetFilter`, `UninstallFilter`, and `TxsAdmitted` from the mempool (queued, bounded, on
-//! pending-transaction filters). Sends nothing: the RPC front reads the block range a poll
-//! returns from the chain itself. A filter not polled for `FILTER_TTL` is dropped (as geth), by
-//! a sweep on the tokio clock. Mailbox: bounded by the node config. Restart: filters are not
-//! persisted (geth's are not either); clients re-install after a restart. A panic in a
-//! handler fails that request (-32603) and empties the table (`supervise`).
+//! - **Owns:** the installed filters (at most `max`: the node's `MAX_FILTERS`), each a cursor
+//!   (the last block it reported), its criteria, when it was last polled and, for a
+//!   pending-transaction filter, the hashes admitted since its last poll (bounded).
+//! - **Takes:** `InstallFilter`, `PollFilter`, `GetFilter`, `UninstallFilter` (as `Ask`, from
+//!   `FilterClient`), and `TxsAdmitted` from the mempool.
+//! - **Sends:** nothing: the RPC front reads the block range a poll returns from the chain.
+//! - **Mailbox:** `--actors.mailbox` (default 1024).
+//! - **Restart:** `Restart` (`supervise`): a panic in a handler fails that request (-32603) and
+//!   empties the table; filters are not persisted (geth's are not either), clients re-install.
+//!
+//! A filter not polled for `FILTER_TTL` is dropped (as geth), by a sweep on the tokio clock.
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;

@@ -1,14 +1,17 @@
 //! `ForkBackendActor`: the upstream connection of a node started with `--fork-url`.
 //!
-//! Owns: the upstream HTTP client ([`upstream`]), the fork cache's write side ([`cache`]),
-//! the keys being fetched with everyone waiting for each, and the queue of keys not sent yet.
-//! Handles: [`Fetch`] (one value: from the cache, by joining a fetch under way, or in the next
-//! JSON-RPC batch) and [`PinFork`]. Sends: nothing; replies go down each `Fetch`'s channel.
-//! Mailbox: [`DEFAULT_MAILBOX`] (callers block on their reply, so at most one `Fetch` per
-//! executor thread and RPC worker is queued). Runs on an arbiter of its own, because its
-//! callers block their thread until it answers. Not restarted: a panic fails the waiting
-//! reads (their channels close) and later reads fail at once with a clear error.
+//! - **Owns:** the upstream HTTP client ([`upstream`]), the fork cache's write side
+//!   ([`cache`]), the keys being fetched with everyone waiting for each, and the queue of keys
+//!   not sent yet.
+//! - **Takes:** [`Fetch`] (one value: from the cache, by joining a fetch under way, or in the
+//!   next JSON-RPC batch) and [`PinFork`], through [`ForkClient`].
+//! - **Sends:** nothing; replies go down each `Fetch`'s channel.
+//! - **Mailbox:** [`DEFAULT_MAILBOX`] (callers block on their reply, so at most one `Fetch` per
+//!   executor thread and RPC worker is queued).
+//! - **Restart:** not restarted: a panic fails the waiting reads (their channels close) and
+//!   later reads fail at once with a clear error.
 //!
+//! It runs on an arbiter of its own, because its callers block their thread until it answers.
 //! Concurrent distinct keys go out together: a `Fetch` only queues its key, and the queue is
 //! flushed once the mailbox has been drained, as batches of at most `max_batch` keys with at
 //! most `max_in_flight` batches under way.

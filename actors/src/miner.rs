@@ -1,21 +1,27 @@
 //! `MinerActor`: decides when blocks are made.
 //!
-//! Owns: the mining mode (automine, interval timer with a fixed or random block time, both, or
-//! manual), the block gas limit and coinbase, the clock that stamps blocks with its offset, and
-//! one-block overrides (next timestamp, base fee, prevrandao), and the timestamp interval
-//! (anvil_setBlockTimestampInterval). Handles `AutoMine`, `MineBlocks`, `MineDetailed`,
-//! `MineSpaced`, `Rewind` (anvil_rollback / anvil_reorg: the state owner's `Rollback`, then the
-//! new blocks, as one run), `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `SetTime`,
-//! `SetTimestampInterval`, `GetMiningStatus`, `SaveClock` and `RestoreClock` (the clock side
-//! of evm_snapshot / evm_revert). The
-//! interval timer runs on the tokio clock (`run_later`), so paused-time tests drive it. Sends `TakePending` and `TxsMined`
-//! to the mempool, `BuildBlock` to the executor pool (through `ExecutorClient`) and
-//! `CommitBlock` and `Rollback` to the state owner. Execution never runs here: the miner only sequences, so
-//! its mailbox keeps moving while a block executes. One block at a time: handlers are atomic
-//! futures, so a second request waits in the (bounded) mailbox until the first block is
-//! committed. Restart: a panic in a handler or a mining run fails that request (-32603) and
-//! the miner goes on from its settings (`supervise`); it holds no state that is not in the
-//! chain or its settings.
+//! - **Owns:** the mining mode (automine, interval timer with a fixed or random block time,
+//!   both, or manual), the block gas limit and coinbase, the clock that stamps blocks with its
+//!   offset, one-block overrides (next timestamp, base fee, prevrandao), the timestamp interval
+//!   (anvil_setBlockTimestampInterval) and the clocks saved with evm_snapshot.
+//! - **Takes:** `AutoMine` (as `Ask`), `MineBlocks`, `MineDetailed`, `MineSpaced`, `Rewind`
+//!   (anvil_rollback / anvil_reorg: the state owner's `Rollback`, then the new blocks, as one
+//!   run), `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `SetTime`,
+//!   `SetTimestampInterval`, `GetMiningStatus`, `SaveClock` and `RestoreClock` (the clock side
+//!   of evm_snapshot / evm_revert), all from `MinerClient`; and `StopMining` (shutdown: once
+//!   the executor pool is closed no block starts, and the answer comes after the block in
+//!   progress).
+//! - **Sends:** `TakePending` and `TxsMined` to the mempool, `BuildBlock` to the executor pool
+//!   (through `ExecutorClient`, never refused), `CommitBlock` and `Rollback` to the state owner.
+//! - **Mailbox:** `--actors.mailbox` (default 1024). One block at a time: handlers are atomic
+//!   futures, so a second request waits in the mailbox until the first block is committed.
+//! - **Restart:** `Restart` (`supervise`): a panic in a handler or a mining run fails that
+//!   request (-32603) and the miner goes on from its settings; it holds no state that is not
+//!   in the chain or its settings.
+//!
+//! The interval timer runs on the tokio clock (`run_later`), so paused-time tests drive it.
+//! Execution never runs here: the miner only sequences, so its mailbox keeps moving while a
+//! block executes.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -27,7 +33,6 @@ use actix::{
     Actor, ActorFutureExt, Addr, AsyncContext, AtomicResponse, Context, Handler, MailboxError,
     Recipient, ResponseFuture, SpawnHandle, WrapFuture,
 };
-use alloy_eips::eip1559::BaseFeeParams;
 use alloy_primitives::{Address, B256, Bytes, keccak256};
 use hearth_messages::MineError;
 use hearth_messages::executor::{BlockEnvSpec, BuildBlock, BuildMode, ExecutorClient, PooledTx};
@@ -35,7 +40,7 @@ use hearth_messages::mempool::{TakePending, TxsMined};
 use hearth_messages::miner::{
     AutoMine, GetMiningStatus, IntervalMining, MAX_TIMESTAMP, MineBlocks, MineDetailed, MineSpaced,
     MinedBlock, MiningStatus, RestoreClock, Rewind, SaveClock, SetAutomine, SetBlockParam,
-    SetIntervalMining, SetTime, SetTimestampInterval,
+    SetIntervalMining, SetTime, SetTimestampInterval, StopMining,
 };
 use hearth_messages::state::{CommitBlock, Rollback};
 use hearth_storage::{ChainDb, SealedBlock};
@@ -324,6 +329,10 @@ impl MinerActor {
     fn tick(&mut self, ctx: &mut Context<Self>) {
         self.timer = None;
         let Some(interval) = self.config.interval else { return };
+        if self.peers.executor.is_closed() {
+            // Shutting down: no new block, and no next tick.
+            return;
+        }
         let due = self.tick_due;
         let (build_start, build_end) = self.last_build;
         if build_start <= due && due < build_end {
@@ -424,20 +433,19 @@ impl MineJob {
         first: bool,
         given: Option<Vec<PooledTx>>,
     ) -> Result<Mined, MineError> {
+        // Shutting down: the block in progress (if any) finishes, no other one starts.
+        if self.peers.executor.is_closed() {
+            return Err(MineError::Exec(hearth_messages::ExecError::ShuttingDown));
+        }
         let head = self.db.head_number().unwrap_or_default();
         let parent =
             self.db.header(head).map_err(|e| MineError::State(e.into()))?.ok_or(
                 MineError::State(hearth_messages::StateError::NotNext { head, got: head }),
             )?;
         let next = if first { self.next } else { Overrides::default() };
-        let base_fee = next.base_fee.unwrap_or_else(|| {
-            alloy_eips::calc_next_block_base_fee(
-                parent.gas_used,
-                parent.gas_limit,
-                parent.base_fee_per_gas.unwrap_or_default(),
-                BaseFeeParams::ethereum(),
-            )
-        });
+        let base_fee = next
+            .base_fee
+            .unwrap_or_else(|| hearth_messages::base_fee::next_base_fee(&parent).unwrap_or(0));
         let gas_limit = self.config.gas_limit;
         let max_bytes = BLOCK_MAX_TX_BYTES;
         let txs = match given {
@@ -567,6 +575,13 @@ impl Handler<AutoMine> for MinerActor {
                             }
                         }
                         Ok(Mined { block: None, .. }) => break,
+                        // The node began shutting down after an earlier block of this run:
+                        // the caller's transaction may be in it, so that block is the answer.
+                        Err(MineError::Exec(hearth_messages::ExecError::ShuttingDown))
+                            if last.is_some() =>
+                        {
+                            break;
+                        }
                         Err(e) => return (Err(e), last),
                     }
                     first = false;
@@ -876,6 +891,17 @@ impl Handler<SetIntervalMining> for MinerActor {
             act.config.interval = msg.0;
             act.arm_timer(ctx);
         });
+    }
+}
+
+impl Handler<StopMining> for MinerActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: StopMining, ctx: &mut Self::Context) {
+        if let Some(handle) = self.timer.take() {
+            ctx.cancel_future(handle);
+        }
+        info!(target: "actors::miner", "mining stopped for shutdown");
     }
 }
 

@@ -23,7 +23,7 @@ use alloy_consensus::{
     Header, Receipt, ReceiptEnvelope, Signed, TxEip1559, TxEip4844, TxEip4844Variant, TxEip7702,
     TxEnvelope, TxLegacy,
 };
-use alloy_eips::eip1559::{BaseFeeParams, INITIAL_BASE_FEE, calc_next_block_base_fee};
+use alloy_eips::eip1559::INITIAL_BASE_FEE;
 use alloy_eips::eip2718::Encodable2718;
 use alloy_eips::eip2935::HISTORY_STORAGE_ADDRESS;
 use alloy_eips::eip4788::BEACON_ROOTS_ADDRESS;
@@ -455,15 +455,7 @@ fn tx_rule(error: &InvalidTransaction) -> TxRule {
 /// The base fee of a block after `parent` by EIP-1559 (the initial base fee after a
 /// pre-London parent).
 fn next_base_fee(parent: &Header) -> u64 {
-    match parent.base_fee_per_gas {
-        Some(base_fee) => calc_next_block_base_fee(
-            parent.gas_used,
-            parent.gas_limit,
-            base_fee,
-            BaseFeeParams::ethereum(),
-        ),
-        None => INITIAL_BASE_FEE,
-    }
+    hearth_messages::base_fee::next_base_fee(parent).unwrap_or(INITIAL_BASE_FEE)
 }
 
 type SimEvm<'a> = Evm<

@@ -1,18 +1,20 @@
 //! `StateActor`: the only writer of storage.
 //!
-//! Owns: the store's `ChainWriter` (trie nodes, versioned accounts and storage, blocks,
-//! receipts, the head, and the snapshot readers load: the writer publishes a new one after
-//! every commit, settle, patch and revert), the cache of recently written trie nodes (`BlockWriter`), the
-//! list of block subscribers, and the evm_snapshot journal
-//! (per block the state keys it wrote, per patch what it overwrote, kept only while a snapshot
-//! is live). Handles `CommitBlock`, `PatchState`, `TakeSnapshot`, `RevertTo`, `Rollback`,
-//! `ListSnapshots`, `SubscribeBlocks`, and `Settle`, which it sends itself to apply a committed block to sled
-//! once the commit is answered (`BlockWriter::set_deferred_apply`). Sends `BlockCommitted` to
-//! subscribers with `try_send` (a full subscriber misses one notification and it is counted; a
-//! commit never waits on a subscriber).
-//! Mailbox: bounded by the node config. Restart: never; on a storage error or a panic it
-//! answers the request with an error, logs at `error` and stops the `System` with a non-zero
-//! code, because a half-known state must not be served (the journal replays at next start).
+//! - **Owns:** the store's `ChainWriter` (trie nodes, versioned accounts and storage, blocks,
+//!   receipts, the head, and the snapshot readers load: it publishes a new one after every
+//!   commit, settle, patch and revert), the cache of recently written trie nodes (`BlockWriter`), the
+//!   list of block subscribers, and the evm_snapshot journal (per block the state keys it
+//!   wrote, per patch what it overwrote, kept only while a snapshot is live).
+//! - **Takes:** `CommitBlock` and `Rollback` (from the miner), `PatchState`, `TakeSnapshot`,
+//!   `RevertTo`, `ListSnapshots` (from `StateClient`), `SubscribeBlocks` (at startup), and
+//!   `Settle`, which it sends itself to apply a committed block to sled once the commit is
+//!   answered (`BlockWriter::set_deferred_apply`).
+//! - **Sends:** `BlockCommitted` to subscribers with `try_send` (a full subscriber misses one
+//!   notification and it is counted; a commit never waits on a subscriber).
+//! - **Mailbox:** `--actors.mailbox` (default 1024).
+//! - **Restart:** never; on a storage error or a panic it answers the request with an error,
+//!   logs at `error` and stops the `System` with a non-zero code, because a half-known state
+//!   must not be served (the journal replays at next start).
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;

@@ -1,17 +1,21 @@
 //! `SubscriptionActor`: WebSocket subscriptions (eth_subscribe) and their fan-out.
 //!
-//! Owns: the registered WebSocket connections (at most `max_connections`), each with its
-//! subscriptions (at most `max_per_connection`, in the order they were made), the sending end of
-//! its bounded notification queue (`queue` items) and its close signal; and the counters
-//! `/metrics` shows. Handles `Connect`, `Disconnect`, `Subscribe`, `Unsubscribe`,
-//! `GetSubscriptionStats`, `CloseAll` (shutdown), `BlockCommitted` from the state actor and
-//! `TxsAdmitted` from the mempool. Sends notifications into each connection's queue with `try_send`, never waiting: a
-//! connection whose queue is full is forgotten at once and told why through its close signal
-//! (the WebSocket session then closes with 1008 "subscriber too slow: N notifications
-//! queued"). Mailbox: bounded by the node config; a full mailbox makes the publisher drop that
-//! event (counted by the state actor), never wait. Restart: subscriptions live only as long as
-//! their connection, as in geth; a panic in a handler fails that request (-32603) and closes
-//! every connection (1001), whose clients reconnect (`supervise`).
+//! - **Owns:** the registered WebSocket connections (at most `max_connections`), each with its
+//!   subscriptions (at most `max_per_connection`, in the order they were made), the sending end
+//!   of its bounded notification queue (`queue` items) and its close signal; and the counters
+//!   `/metrics` shows.
+//! - **Takes:** `Connect`, `Subscribe`, `Unsubscribe`, `GetSubscriptionStats` (as `Ask`) and
+//!   `Disconnect` (`try_send`), all from `SubscriptionClient`; `CloseAll` (shutdown);
+//!   `BlockCommitted` from the state actor and `TxsAdmitted` from the mempool.
+//! - **Sends:** notifications into each connection's queue with `try_send`, never waiting: a
+//!   connection whose queue is full is forgotten at once and told why through its close signal
+//!   (the WebSocket session then closes with 1008 "subscriber too slow: N notifications
+//!   queued").
+//! - **Mailbox:** `--actors.mailbox` (default 1024); a full mailbox makes the publisher drop
+//!   that event (counted by the state actor), never wait.
+//! - **Restart:** `Restart` (`supervise`): a panic in a handler fails that request (-32603) and
+//!   closes every connection (1001), whose clients reconnect; subscriptions live only as long
+//!   as their connection, as in geth.
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;

@@ -40,3 +40,11 @@ pub struct CodeCacheStats {
 impl Message for GetCodeCacheStats {
     type Result = CodeCacheStats;
 }
+
+crate::actor_client! {
+    /// The `CodeCacheActor`'s client as `GET /metrics` uses it.
+    pub struct CodeCacheClient for "code cache" {
+        /// Its counters.
+        ask stats: GetCodeCacheStats,
+    }
+}

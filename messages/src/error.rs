@@ -60,6 +60,12 @@ pub enum ExecError {
     /// The state overrides cannot apply (a precompile cannot move as asked).
     #[error(transparent)]
     Override(#[from] OverrideError),
+    /// The node is shutting down: the request was queued or arrived after the drain began and
+    /// was not run (SIGINT/SIGTERM; see `ExecutorClient::close`).
+    #[error(
+        "limit exceeded: the node is shutting down; the request was not run, retry against a running node"
+    )]
+    ShuttingDown,
 }
 
 /// State overrides that contradict themselves or the fork's precompiles (geth's messages).

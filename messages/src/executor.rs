@@ -127,11 +127,51 @@ pub enum CallOutcome {
     },
     /// It halted (out of gas, invalid opcode, ...).
     Halt {
-        /// Why, in geth's words where they exist.
-        reason: String,
+        /// Why; it displays in geth's words where they exist.
+        reason: HaltReason,
         /// Gas used.
         gas_used: u64,
     },
+}
+
+/// Why a call halted, as a type so that callers match on it (eth_estimateGas tells running out
+/// of gas from the rest); its `Display` is geth's message (core/vm/errors.go), which clients
+/// match on in turn.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HaltReason {
+    /// Out of gas (or the EVM time cap, which halts the call the same way).
+    #[error("out of gas")]
+    OutOfGas,
+    /// An undefined or invalid (0xfe) opcode.
+    #[error("invalid opcode")]
+    InvalidOpcode,
+    /// An opcode needed more stack items than there were.
+    #[error("stack underflow")]
+    StackUnderflow,
+    /// The stack grew past 1024 items.
+    #[error("stack limit reached 1024")]
+    StackOverflow,
+    /// A jump to a byte that is not a JUMPDEST.
+    #[error("invalid jump destination")]
+    InvalidJump,
+    /// A state change inside a static call.
+    #[error("write protection")]
+    WriteProtection,
+    /// The call stack grew past 1024 frames.
+    #[error("max call depth exceeded")]
+    CallTooDeep,
+    /// A value transfer larger than the sender's balance.
+    #[error("insufficient balance for transfer")]
+    InsufficientBalance,
+    /// A created contract's code is larger than the limit.
+    #[error("max code size exceeded")]
+    CodeSizeLimit,
+    /// A create at an address that already has code or a nonce.
+    #[error("contract address collision")]
+    AddressCollision,
+    /// A halt geth has no message of its own for, by revm's name for it.
+    #[error("{0}")]
+    Unmapped(String),
 }
 
 impl Message for Call {
@@ -486,6 +526,9 @@ struct Pool {
     next: CachePadded<AtomicUsize>,
     /// Refusals by [`Refusal::index`]; bumped only when refusing.
     refusals: [CachePadded<AtomicU64>; 2],
+    /// `true` once the node began shutting down ([`ExecutorClient::close`]): every caller still
+    /// waiting is answered [`ExecError::ShuttingDown`] and nothing new is admitted.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 /// The front of the executor pool: it admits by latency budget (see [`crate::admission`]) and
@@ -526,6 +569,7 @@ impl ExecutorClient {
                 count: PoolCount::default(),
                 next: Default::default(),
                 refusals: Default::default(),
+                closing: tokio::sync::watch::Sender::new(false),
             }),
         }
     }
@@ -567,6 +611,9 @@ impl ExecutorClient {
     /// expected wait on the lane it would go to.
     fn admit(&self, sampled: bool) -> Result<Slot, ExecError> {
         let pool = &self.pool;
+        if *pool.closing.borrow() {
+            return Err(ExecError::ShuttingDown);
+        }
         let cap = pool.limits.max_queued.saturating_add(pool.lanes.len());
         if !pool.count.try_enter(cap) {
             return Err(self.refuse(Refusal::QueueFull { max_queued: pool.limits.max_queued }));
@@ -601,8 +648,47 @@ impl ExecutorClient {
             return Err(ExecError::Mailbox(actix::MailboxError::Closed));
         };
         // `send` enqueues at once (the mailbox has room for every place); the caller only
-        // waits for the answer.
+        // waits for the answer, or until the pool closes: then it is answered at once, and
+        // its queued message, whose receiver is gone, is dropped unrun when the executor
+        // reaches it (actix skips a message nobody waits for). The one running finishes.
+        let mut closing = self.pool.closing.subscribe();
+        let answer = to.send(Admitted { request, slot });
+        tokio::select! {
+            biased;
+            answer = answer => Ok(answer?),
+            _ = closing.wait_for(|closing| *closing) => Err(ExecError::ShuttingDown),
+        }
+    }
+
+    /// Sends a block build to its lane and waits for it whatever happens: the miner's block in
+    /// progress finishes even while the pool closes (the miner stops after it).
+    async fn dispatch_to_end<M>(
+        &self,
+        slot: Slot,
+        recipient: impl Fn(&ExecutorLane) -> Option<&Recipient<Admitted<M>>>,
+        request: M,
+    ) -> Result<M::Result, ExecError>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
+        let Some(to) = recipient(&self.pool.lanes[slot.lane]) else {
+            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
+        };
         Ok(to.send(Admitted { request, slot }).await?)
+    }
+
+    /// Starts the shutdown drain: every request waiting for an executor (queued, or its answer
+    /// not yet back) is answered [`ExecError::ShuttingDown`] at once and new ones are refused
+    /// with it; requests already running finish on their threads, and block builds are waited
+    /// for (the miner stops after its block). Idempotent.
+    pub fn close(&self) {
+        self.pool.closing.send_replace(true);
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        *self.pool.closing.borrow()
     }
 
     /// Runs `call` on the pool, or fails at once with [`ExecError::Busy`].
@@ -664,7 +750,7 @@ impl ExecutorClient {
     pub async fn build_block(&self, build: BuildBlock) -> Result<BuiltBlock, ExecError> {
         self.pool.count.enter();
         let slot = self.place(false);
-        self.dispatch(slot, |lane| Some(&lane.builds), build).await?
+        self.dispatch_to_end(slot, |lane| Some(&lane.builds), build).await?
     }
 
     /// What admission allows.

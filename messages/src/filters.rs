@@ -92,3 +92,17 @@ pub struct UninstallFilter(pub u64);
 impl Message for UninstallFilter {
     type Result = bool;
 }
+
+crate::actor_client! {
+    /// The `FilterActor`'s client (eth_newFilter and friends); every request is `ask`ed.
+    pub struct FilterClient for "filters" {
+        /// Installs a filter.
+        ask install: InstallFilter,
+        /// Polls one.
+        ask poll: PollFilter,
+        /// Reads one's criteria.
+        ask get: GetFilter,
+        /// Removes one.
+        ask uninstall: UninstallFilter,
+    }
+}

@@ -7,7 +7,9 @@
 pub mod access_list;
 pub mod admission;
 pub mod ask;
+pub mod base_fee;
 pub mod chain_id;
+pub mod client;
 pub mod code_cache;
 pub mod error;
 pub mod executor;

@@ -294,3 +294,45 @@ pub struct RemoveSender(pub Address);
 impl Message for RemoveSender {
     type Result = usize;
 }
+
+crate::actor_client! {
+    /// The `MempoolActor`'s client: how the RPC front submits, looks up and controls pooled
+    /// transactions. Request-path messages are `ask`ed (a full mailbox answers -32005 at once);
+    /// dev-chain controls wait for room.
+    pub struct MempoolClient for "mempool" {
+        /// Admits a signed transaction (eth_sendRawTransaction).
+        ask submit_tx: SubmitTx,
+        /// Admits what eth_sendTransaction filled, choosing its nonce.
+        ask submit_filled: SubmitFilled,
+        /// Admits a JSON-RPC batch of raw transactions as one pool batch.
+        ask submit_txs: SubmitTxs,
+        /// Finds a pending transaction by hash.
+        ask get_pooled_tx: GetPooledTx,
+        /// The next nonce counting pending transactions.
+        ask pending_nonce: PendingNonce,
+        /// Whether an account without a dev key may send unsigned (it is impersonated).
+        ask is_impersonated: IsImpersonated,
+        /// The (executable, queued) counts, for `GET /metrics`.
+        ask pool_size: PoolSize,
+        /// The pool's counters (transactions dropped as invalid), for `GET /metrics`.
+        ask pool_counters: GetPoolCounters,
+        /// Starts / stops impersonating one account.
+        send set_impersonated: SetImpersonated,
+        /// Impersonates every account.
+        send set_auto_impersonate: SetAutoImpersonate,
+        /// The pending and queued transactions (txpool_*).
+        send pool_content: GetPoolContent,
+        /// Removes one pooled transaction.
+        send drop_tx: DropTx,
+        /// Tells the pool the state changed outside a block.
+        send revalidate: Revalidate,
+        /// Tells the pool the block gas limit changed.
+        send set_pool_gas_limit: SetPoolGasLimit,
+        /// anvil_setChainId: the pool publishes the new id.
+        send set_chain_id: SetChainId,
+        /// anvil_dropAllTransactions.
+        send drop_all: DropAll,
+        /// anvil_removePoolTransactions.
+        send remove_sender: RemoveSender,
+    }
+}

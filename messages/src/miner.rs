@@ -138,6 +138,18 @@ impl Message for SetIntervalMining {
     type Result = ();
 }
 
+/// Stops the miner for shutdown. Sent after the executor pool was closed
+/// (`ExecutorClient::close`), which already keeps every later block from starting (automine,
+/// the interval timer, queued multi-block requests and later mine requests fail with
+/// `ExecError::ShuttingDown`); this cancels the timer and is answered once the block in
+/// progress, if any, is committed (the miner serves one message at a time).
+#[derive(Debug, Clone, Copy)]
+pub struct StopMining;
+
+impl Message for StopMining {
+    type Result = ();
+}
+
 /// Turns automine on or off. Serves `evm_setAutomine`.
 #[derive(Debug, Clone, Copy)]
 pub struct SetAutomine(pub bool);
@@ -276,4 +288,36 @@ pub struct Rewind {
 
 impl Message for Rewind {
     type Result = Result<u64, MineError>;
+}
+
+crate::actor_client! {
+    /// The `MinerActor`'s client: mining on demand and the dev-chain clock and mode controls.
+    pub struct MinerClient for "miner" {
+        /// Mines what is pending when automine is on (after a transaction is admitted).
+        ask auto_mine: AutoMine,
+        /// Mines blocks on demand (evm_mine).
+        send mine_blocks: MineBlocks,
+        /// Mines blocks spaced by an interval.
+        send mine_spaced: MineSpaced,
+        /// evm_mine_detailed (and the new blocks of anvil_reorg).
+        send mine_detailed: MineDetailed,
+        /// Turns interval mining on or off.
+        send set_interval_mining: SetIntervalMining,
+        /// Turns automine on or off.
+        send set_automine: SetAutomine,
+        /// Next-block settings (timestamp, base fee, coinbase, ...).
+        send set_block_param: SetBlockParam,
+        /// Mining mode and counters.
+        send mining_status: GetMiningStatus,
+        /// Saves the miner's clock with a snapshot.
+        send save_clock: SaveClock,
+        /// Turns the miner's clock back on revert.
+        send restore_clock: RestoreClock,
+        /// anvil_rollback and anvil_reorg.
+        send rewind: Rewind,
+        /// anvil_setTime, and the clock reset of anvil_rollback.
+        send set_time: SetTime,
+        /// anvil_setBlockTimestampInterval / anvil_removeBlockTimestampInterval.
+        send set_timestamp_interval: SetTimestampInterval,
+    }
 }

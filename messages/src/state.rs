@@ -123,3 +123,17 @@ pub struct ListSnapshots;
 impl Message for ListSnapshots {
     type Result = Vec<(u64, u64)>;
 }
+
+crate::actor_client! {
+    /// The `StateActor`'s client for the dev methods that write state outside a block.
+    pub struct StateClient for "state" {
+        /// Writes a dev-method state change (anvil_setBalance, anvil_setCode, ...).
+        send patch_state: PatchState,
+        /// evm_snapshot.
+        send take_snapshot: TakeSnapshot,
+        /// evm_revert.
+        send revert_to: RevertTo,
+        /// The live snapshots (anvil_metadata).
+        send list_snapshots: ListSnapshots,
+    }
+}

@@ -195,3 +195,19 @@ pub struct SubscriptionStats {
 impl Message for GetSubscriptionStats {
     type Result = SubscriptionStats;
 }
+
+crate::actor_client! {
+    /// The `SubscriptionActor`'s client (WebSocket connections, eth_subscribe and friends).
+    pub struct SubscriptionClient for "subscriptions" {
+        /// Registers a WebSocket connection.
+        ask connect: Connect,
+        /// Forgets one; a closing connection does not wait for it.
+        tell disconnect: Disconnect,
+        /// Adds a subscription.
+        ask subscribe: Subscribe,
+        /// Removes one.
+        ask unsubscribe: Unsubscribe,
+        /// Its counters, for `GET /metrics`.
+        ask stats: GetSubscriptionStats,
+    }
+}

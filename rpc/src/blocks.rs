@@ -23,6 +23,7 @@ use crate::chain_config::ChainForks;
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::Params;
+use crate::transport::Reply;
 
 // ---- resolving block parameters ------------------------------------------------------------
 
@@ -234,7 +235,7 @@ pub(crate) fn rpc_block(block: &SealedBlock, full: bool) -> Block {
 // ---- methods -------------------------------------------------------------------------------
 
 /// eth_getBlockByNumber: `[block, fullTransactions]`; `null` after the head.
-pub(crate) fn get_block_by_number(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+pub(crate) fn get_block_by_number(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
     params.at_most(2)?;
     let tag: BlockNumberOrTag = params.required(0)?;
     let full: bool = params.required(1)?;
@@ -242,15 +243,15 @@ pub(crate) fn get_block_by_number(ctx: &RpcContext, params: &Params) -> Result<V
         Some(number) => read_block(ctx, number)?,
         None => None,
     };
-    to_json(&block.map(|b| rpc_block(&b, full)))
+    Ok(Reply::typed(block.map(|b| rpc_block(&b, full))))
 }
 
 /// eth_getBlockByHash: `[hash, fullTransactions]`; `null` when unknown.
-pub(crate) fn get_block_by_hash(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+pub(crate) fn get_block_by_hash(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
     params.at_most(2)?;
     let hash: B256 = params.required(0)?;
     let full: bool = params.required(1)?;
-    to_json(&read_block_by_hash(ctx, &hash)?.map(|b| rpc_block(&b, full)))
+    Ok(Reply::typed(read_block_by_hash(ctx, &hash)?.map(|b| rpc_block(&b, full))))
 }
 
 /// eth_getBlockTransactionCountByNumber: `[block]`; `null` after the head.

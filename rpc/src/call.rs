@@ -10,14 +10,16 @@ use std::sync::Arc;
 
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag};
 use hearth_messages::executor::{
-    BlockOverrides, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome, StateOverrides,
+    BlockOverrides, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome, HaltReason,
+    StateOverrides,
 };
 use serde_json::Value;
 
-use crate::blocks::{quantity, state_block, to_json};
+use crate::blocks::{quantity, state_block};
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::{Params, TxObject};
+use crate::transport::{Hot, Reply};
 
 /// Reads `[txObject, block?, stateOverrides?, blockOverrides?]`.
 fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, u64), RpcError> {
@@ -33,11 +35,11 @@ fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, u64), Rp
     Ok((request, number))
 }
 
-/// eth_call: the call's output as hex.
-pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+/// eth_call: the call's output as hex, encoded straight into the response.
+pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
     let (request, block) = call_args(ctx, params)?;
     match ctx.executor.call(Call { request, block }).await? {
-        CallOutcome::Success { output, .. } => to_json(&output),
+        CallOutcome::Success { output, .. } => Ok(Reply::Hot(Hot::Data(output))),
         CallOutcome::Revert { output, .. } => Err(RpcError::Reverted { output }),
         CallOutcome::Halt { reason, .. } => Err(RpcError::Halted { reason }),
     }
@@ -69,7 +71,7 @@ fn estimate_failure(outcome: CallOutcome, allowance: u64) -> RpcError {
     match outcome {
         CallOutcome::Revert { output, .. } => RpcError::Reverted { output },
         // Running out of gas at the highest limit means no limit we may use is enough.
-        CallOutcome::Halt { reason, .. } if reason.contains("out of gas") => {
+        CallOutcome::Halt { reason: HaltReason::OutOfGas, .. } => {
             RpcError::GasExceedsAllowance { allowance }
         }
         CallOutcome::Halt { reason, .. } => RpcError::Halted { reason },
@@ -85,15 +87,18 @@ mod tests {
 
     #[test]
     fn estimate_failures_map_to_geth_errors() {
-        let oog = CallOutcome::Halt { reason: "out of gas".into(), gas_used: 100 };
+        let oog = CallOutcome::Halt { reason: HaltReason::OutOfGas, gas_used: 100 };
         let err = estimate_failure(oog, 100);
         assert_eq!(
             (err.code(), err.to_string()),
             (-32000, "gas required exceeds allowance (100)".into())
         );
 
-        let invalid = CallOutcome::Halt { reason: "invalid opcode: INVALID".into(), gas_used: 1 };
-        assert_eq!(estimate_failure(invalid, 100).to_string(), "invalid opcode: INVALID");
+        let invalid = CallOutcome::Halt { reason: HaltReason::InvalidOpcode, gas_used: 1 };
+        assert_eq!(estimate_failure(invalid, 100).to_string(), "invalid opcode");
+        let unmapped = HaltReason::Unmapped("PrecompileError".into());
+        let err = estimate_failure(CallOutcome::Halt { reason: unmapped, gas_used: 1 }, 100);
+        assert_eq!((err.code(), err.to_string()), (-32000, "PrecompileError".into()));
 
         let revert = CallOutcome::Revert { output: Bytes::from_static(&[1, 2]), gas_used: 1 };
         let err = estimate_failure(revert, 100);

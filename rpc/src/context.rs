@@ -6,21 +6,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Recipient;
 use alloy_signer_local::PrivateKeySigner;
 use hearth_messages::ChainDb;
-use hearth_messages::ask::Ask;
+use hearth_messages::code_cache::CodeCacheClient;
 use hearth_messages::executor::ExecutorClient;
-use hearth_messages::mempool::{
-    DropAll, DropTx, GetPoolContent, GetPooledTx, PendingNonce, RemoveSender, Revalidate,
-    SetAutoImpersonate, SetChainId, SetImpersonated, SetPoolGasLimit, SubmitFilled, SubmitTx,
-    SubmitTxs,
-};
-use hearth_messages::miner::{
-    AutoMine, GetMiningStatus, MineBlocks, MineDetailed, MineSpaced, RestoreClock, Rewind,
-    SaveClock, SetAutomine, SetBlockParam, SetIntervalMining, SetTime, SetTimestampInterval,
-};
-use hearth_messages::state::{ListSnapshots, PatchState, RevertTo, TakeSnapshot};
+use hearth_messages::filters::FilterClient;
+use hearth_messages::mempool::MempoolClient;
+use hearth_messages::miner::MinerClient;
+use hearth_messages::state::StateClient;
+use hearth_messages::subscriptions::SubscriptionClient;
 
 /// A method added by an extension actor: takes the raw `params` JSON, answers a result or a
 /// JSON-RPC error `(code, message)`.
@@ -102,28 +96,21 @@ impl Default for RpcLimits {
     }
 }
 
-/// Everything the RPC front talks to. Recipients on the request path take `Ask<M>`: a full
-/// mailbox answers -32005 at once instead of making the request wait for room.
+/// Everything the RPC front talks to: read handles, one typed client per actor (each method
+/// of a client names the message and the actor that answers it; see `hearth_messages::client`),
+/// and limits.
 #[derive(Clone, Debug)]
 pub struct RpcContext {
     /// Read-only store handle: blocks, receipts and state snapshots at any block.
     pub chain: ChainDb,
     /// The bounded executor pool.
     pub executor: ExecutorClient,
-    /// Admits transactions.
-    pub submit_tx: Recipient<Ask<SubmitTx>>,
-    /// Admits what eth_sendTransaction filled, choosing its nonce.
-    pub submit_filled: Recipient<Ask<SubmitFilled>>,
-    /// Finds pending transactions.
-    pub get_pooled_tx: Recipient<Ask<GetPooledTx>>,
-    /// Next nonce counting pending transactions.
-    pub pending_nonce: Recipient<Ask<PendingNonce>>,
-    /// Asks the miner to mine what is pending (automine).
-    pub auto_mine: Recipient<Ask<AutoMine>>,
-    /// Mines blocks on demand (evm_mine).
-    pub mine_blocks: Recipient<MineBlocks>,
-    /// The txpool_* and dev-chain (evm_*, anvil_*, hardhat_*) controls.
-    pub controls: Controls,
+    /// The transaction pool: admission, lookups, txpool_* and the pool's dev controls.
+    pub mempool: MempoolClient,
+    /// The miner: automine, evm_mine and the dev-chain clock and mode.
+    pub miner: MinerClient,
+    /// The state owner, for the dev methods that write state outside a block.
+    pub state: StateClient,
     /// Unlocked dev accounts for eth_sendTransaction and eth_accounts, in order (empty with
     /// `--no-unlocked-accounts`).
     pub signers: Arc<Vec<PrivateKeySigner>>,
@@ -155,108 +142,18 @@ pub struct RpcContext {
     /// Where `GET /metrics` asks for the gauges other actors own.
     pub metric_sources: MetricSources,
     /// The polling filters' owner.
-    pub filters: FilterRecipients,
+    pub filters: FilterClient,
     /// The WebSocket subscriptions' owner.
-    pub subscriptions: SubscriptionRecipients,
-}
-
-/// The `SubscriptionActor`'s recipients (WebSocket connections, eth_subscribe and friends).
-#[derive(Clone, Debug)]
-pub struct SubscriptionRecipients {
-    /// Registers a WebSocket connection.
-    pub connect: Recipient<Ask<hearth_messages::subscriptions::Connect>>,
-    /// Forgets one.
-    pub disconnect: Recipient<hearth_messages::subscriptions::Disconnect>,
-    /// Adds a subscription.
-    pub subscribe: Recipient<Ask<hearth_messages::subscriptions::Subscribe>>,
-    /// Removes one.
-    pub unsubscribe: Recipient<Ask<hearth_messages::subscriptions::Unsubscribe>>,
-    /// Its counters, for `GET /metrics`.
-    pub stats: Recipient<Ask<hearth_messages::subscriptions::GetSubscriptionStats>>,
-}
-
-/// The `FilterActor`'s recipients (eth_newFilter and friends).
-#[derive(Clone, Debug)]
-pub struct FilterRecipients {
-    /// Installs a filter.
-    pub install: Recipient<Ask<hearth_messages::filters::InstallFilter>>,
-    /// Polls one.
-    pub poll: Recipient<Ask<hearth_messages::filters::PollFilter>>,
-    /// Reads one's criteria.
-    pub get: Recipient<Ask<hearth_messages::filters::GetFilter>>,
-    /// Removes one.
-    pub uninstall: Recipient<Ask<hearth_messages::filters::UninstallFilter>>,
+    pub subscriptions: SubscriptionClient,
 }
 
 /// The actors `GET /metrics` asks at scrape time.
 #[derive(Clone, Debug)]
 pub struct MetricSources {
-    /// The pool's (executable, queued) counts.
-    pub pool_size: Recipient<Ask<hearth_messages::mempool::PoolSize>>,
-    /// The pool's counters (transactions dropped as invalid).
-    pub pool_counters: Recipient<Ask<hearth_messages::mempool::GetPoolCounters>>,
-    /// The shared code cache's counters.
-    pub code_cache: Recipient<Ask<hearth_messages::code_cache::GetCodeCacheStats>>,
+    /// The shared code cache's counters (the pool's come through `RpcContext::mempool`).
+    pub code_cache: CodeCacheClient,
     /// Each restartable actor's restart counter, by name.
     pub restarts: Vec<(&'static str, hearth_messages::restarts::RestartCounter)>,
     /// The fork backend's counters, when the node forks a live chain.
     pub fork: Option<Arc<hearth_messages::fork::ForkCounters>>,
-}
-
-/// The recipients behind the txpool_* and dev-chain methods, grouped so the context grows by
-/// one field per area rather than one per message.
-#[derive(Clone, Debug)]
-pub struct Controls {
-    /// Admits a JSON-RPC batch of raw transactions as one pool batch.
-    pub submit_txs: Recipient<Ask<SubmitTxs>>,
-    /// Whether an account without a dev key may send unsigned (it is impersonated).
-    pub is_impersonated: Recipient<Ask<hearth_messages::mempool::IsImpersonated>>,
-    /// Starts / stops impersonating one account.
-    pub set_impersonated: Recipient<SetImpersonated>,
-    /// Impersonates every account.
-    pub set_auto_impersonate: Recipient<SetAutoImpersonate>,
-    /// The pool's pending and queued transactions.
-    pub pool_content: Recipient<GetPoolContent>,
-    /// Removes one pooled transaction.
-    pub drop_tx: Recipient<DropTx>,
-    /// Tells the pool the state changed outside a block.
-    pub revalidate: Recipient<Revalidate>,
-    /// Tells the pool the block gas limit changed.
-    pub set_pool_gas_limit: Recipient<SetPoolGasLimit>,
-    /// Mines blocks spaced by an interval.
-    pub mine_spaced: Recipient<MineSpaced>,
-    /// Turns interval mining on or off.
-    pub set_interval_mining: Recipient<SetIntervalMining>,
-    /// Turns automine on or off.
-    pub set_automine: Recipient<SetAutomine>,
-    /// Next-block settings (timestamp, base fee, coinbase, ...).
-    pub set_block_param: Recipient<SetBlockParam>,
-    /// Saves the miner's clock with a snapshot.
-    pub save_clock: Recipient<SaveClock>,
-    /// Turns the miner's clock back on revert.
-    pub restore_clock: Recipient<RestoreClock>,
-    /// Mining mode and counters.
-    pub mining_status: Recipient<GetMiningStatus>,
-    /// Writes dev-method state changes.
-    pub patch_state: Recipient<PatchState>,
-    /// evm_snapshot.
-    pub take_snapshot: Recipient<TakeSnapshot>,
-    /// evm_revert.
-    pub revert_to: Recipient<RevertTo>,
-    /// anvil_rollback and anvil_reorg, through the miner.
-    pub rewind: Recipient<Rewind>,
-    /// The live snapshots (anvil_metadata).
-    pub list_snapshots: Recipient<ListSnapshots>,
-    /// anvil_setChainId: the pool publishes the new id.
-    pub set_chain_id: Recipient<SetChainId>,
-    /// anvil_dropAllTransactions.
-    pub drop_all: Recipient<DropAll>,
-    /// anvil_removePoolTransactions.
-    pub remove_sender: Recipient<RemoveSender>,
-    /// anvil_setTime, and the clock reset of anvil_rollback.
-    pub set_time: Recipient<SetTime>,
-    /// anvil_setBlockTimestampInterval / anvil_removeBlockTimestampInterval.
-    pub set_timestamp_interval: Recipient<SetTimestampInterval>,
-    /// evm_mine_detailed (and the new blocks of anvil_reorg).
-    pub mine_detailed: Recipient<MineDetailed>,
 }

@@ -76,8 +76,7 @@ pub(crate) async fn mine(ctx: &RpcContext, params: &Params) -> Result<Value, Rpc
     if let Some(timestamp) = options.timestamp {
         timestamp_within(timestamp)?;
     }
-    let reply = ctx.mine_blocks.send(MineBlocks { count, timestamp: options.timestamp }).await;
-    let last = reply.map_err(|e| RpcError::mailbox("miner", e))??;
+    let last = ctx.miner.mine_blocks(MineBlocks { count, timestamp: options.timestamp }).await??;
     tracing::debug!(target: "rpc::dev", count, last, "evm_mine");
     Ok(Value::String("0x0".to_owned()))
 }
@@ -101,13 +100,12 @@ pub(crate) async fn mine_many(
             "invalid argument 1: interval {interval} is over {MAX_TIMESTAMP} seconds"
         )));
     }
-    let reply = match interval {
+    match interval {
         Some(interval) if interval > 0 => {
-            ctx.controls.mine_spaced.send(MineSpaced { count, interval }).await
+            ctx.miner.mine_spaced(MineSpaced { count, interval }).await
         }
-        _ => ctx.mine_blocks.send(MineBlocks { count, timestamp: None }).await,
-    };
-    reply.map_err(|e| RpcError::mailbox("miner", e))??;
+        _ => ctx.miner.mine_blocks(MineBlocks { count, timestamp: None }).await,
+    }??;
     Ok(done(method))
 }
 
@@ -194,8 +192,7 @@ pub(crate) async fn set_interval_mining_seconds(
 }
 
 async fn send_interval(ctx: &RpcContext, interval: Option<IntervalMining>) -> Result<(), RpcError> {
-    let reply = ctx.controls.set_interval_mining.send(SetIntervalMining(interval)).await;
-    reply.map_err(|e| RpcError::mailbox("miner", e))
+    Ok(ctx.miner.set_interval_mining(SetIntervalMining(interval)).await?)
 }
 
 /// evm_setAutomine / anvil_setAutomine: `[enabled]`; Hardhat's evm_ name answers `true`,
@@ -207,26 +204,19 @@ pub(crate) async fn set_automine(
 ) -> Result<Value, RpcError> {
     params.at_most(1)?;
     let enabled: bool = params.required(0)?;
-    let reply = ctx.controls.set_automine.send(SetAutomine(enabled)).await;
-    reply.map_err(|e| RpcError::mailbox("miner", e))?;
+    ctx.miner.set_automine(SetAutomine(enabled)).await?;
     Ok(if method.starts_with("anvil_") { Value::Null } else { Value::Bool(true) })
 }
 
 /// anvil_getAutomine / hardhat_getAutomine: `[]`; whether automine is on.
 pub(crate) async fn get_automine(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
-    let status = ctx
-        .controls
-        .mining_status
-        .send(GetMiningStatus)
-        .await
-        .map_err(|e| RpcError::mailbox("miner", e))?;
+    let status = ctx.miner.mining_status(GetMiningStatus).await?;
     Ok(Value::Bool(status.automine))
 }
 
 async fn block_param(ctx: &RpcContext, param: SetBlockParam) -> Result<u64, RpcError> {
-    let reply = ctx.controls.set_block_param.send(param).await;
-    Ok(reply.map_err(|e| RpcError::mailbox("miner", e))??)
+    Ok(ctx.miner.set_block_param(param).await??)
 }
 
 /// The block settings: evm_setNextBlockTimestamp `[ts]`, evm_increaseTime `[seconds]`
@@ -270,12 +260,7 @@ pub(crate) async fn set_block(
         SetBlockParam::IncreaseTime(_) => Ok(Value::from(offset)),
         SetBlockParam::GasLimit(gas) => {
             // The pool checks admissions against the new limit too.
-            let reply = ctx
-                .controls
-                .set_pool_gas_limit
-                .send(hearth_messages::mempool::SetPoolGasLimit(gas))
-                .await;
-            reply.map_err(|e| RpcError::mailbox("mempool", e))?;
+            ctx.mempool.set_pool_gas_limit(hearth_messages::mempool::SetPoolGasLimit(gas)).await?;
             Ok(Value::Bool(true))
         }
         _ => Ok(done(method)),
@@ -320,15 +305,14 @@ pub(crate) async fn patch(
             AccountPatch::Storage { slot: slot.0, value: value.0 }
         }
     };
-    let reply = ctx.controls.patch_state.send(PatchState { address, change }).await;
-    reply.map_err(|e| RpcError::mailbox("state", e))?.map_err(hearth_messages::MineError::from)?;
+    ctx.state.patch_state(PatchState { address, change }).await?.map_err(MineError::from)?;
     // A new nonce or balance may make pooled transactions stale.
     revalidate(ctx).await?;
     Ok(done(method))
 }
 
 pub(crate) async fn revalidate(ctx: &RpcContext) -> Result<(), RpcError> {
-    ctx.controls.revalidate.send(Revalidate).await.map_err(|e| RpcError::mailbox("mempool", e))
+    Ok(ctx.mempool.revalidate(Revalidate).await?)
 }
 
 /// anvil_impersonateAccount / anvil_stopImpersonatingAccount `[address]` (and hardhat_).
@@ -340,8 +324,7 @@ pub(crate) async fn impersonate(
     params.at_most(1)?;
     let address: Address = params.required(0)?;
     let enabled = method.ends_with("_impersonateAccount");
-    let reply = ctx.controls.set_impersonated.send(SetImpersonated { address, enabled }).await;
-    reply.map_err(|e| RpcError::mailbox("mempool", e))?;
+    ctx.mempool.set_impersonated(SetImpersonated { address, enabled }).await?;
     Ok(done(method))
 }
 
@@ -349,8 +332,7 @@ pub(crate) async fn impersonate(
 pub(crate) async fn auto_impersonate(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(1)?;
     let enabled: bool = params.required(0)?;
-    let reply = ctx.controls.set_auto_impersonate.send(SetAutoImpersonate(enabled)).await;
-    reply.map_err(|e| RpcError::mailbox("mempool", e))?;
+    ctx.mempool.set_auto_impersonate(SetAutoImpersonate(enabled)).await?;
     Ok(Value::Null)
 }
 
@@ -363,12 +345,7 @@ pub(crate) async fn drop_transaction(
 ) -> Result<Value, RpcError> {
     params.at_most(1)?;
     let hash: B256 = params.required(0)?;
-    let dropped = ctx
-        .controls
-        .drop_tx
-        .send(DropTx(hash))
-        .await
-        .map_err(|e| RpcError::mailbox("mempool", e))?;
+    let dropped = ctx.mempool.drop_tx(DropTx(hash)).await?;
     if method.starts_with("hardhat_") {
         return Ok(Value::Bool(dropped));
     }
@@ -378,12 +355,8 @@ pub(crate) async fn drop_transaction(
 /// evm_snapshot / anvil_snapshot: `[]`; the id of a snapshot of the current head state.
 pub(crate) async fn snapshot(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
-    let reply = ctx.controls.take_snapshot.send(TakeSnapshot).await;
-    let id = reply
-        .map_err(|e| RpcError::mailbox("state", e))?
-        .map_err(hearth_messages::MineError::from)?;
-    let saved = ctx.controls.save_clock.send(SaveClock(id)).await;
-    saved.map_err(|e| RpcError::mailbox("miner", e))?;
+    let id = ctx.state.take_snapshot(TakeSnapshot).await?.map_err(MineError::from)?;
+    ctx.miner.save_clock(SaveClock(id)).await?;
     Ok(Value::String(format!("{id:#x}")))
 }
 
@@ -400,13 +373,9 @@ pub(crate) async fn revert(
     } else {
         params.required(0)?
     };
-    let reply = ctx.controls.revert_to.send(RevertTo(id)).await;
-    let reverted = reply
-        .map_err(|e| RpcError::mailbox("state", e))?
-        .map_err(hearth_messages::MineError::from)?;
+    let reverted = ctx.state.revert_to(RevertTo(id)).await?.map_err(MineError::from)?;
     if reverted {
-        let restored = ctx.controls.restore_clock.send(RestoreClock(id)).await;
-        restored.map_err(|e| RpcError::mailbox("miner", e))?;
+        ctx.miner.restore_clock(RestoreClock(id)).await?;
         revalidate(ctx).await?;
     }
     Ok(Value::Bool(reverted))
@@ -423,12 +392,7 @@ pub(crate) async fn set_chain_id(ctx: &RpcContext, params: &Params) -> Result<Va
              v = 2 * id + 36 must fit 64 bits)"
         )));
     }
-    let dropped = ctx
-        .controls
-        .set_chain_id
-        .send(SetChainId(id))
-        .await
-        .map_err(|e| RpcError::mailbox("mempool", e))?;
+    let dropped = ctx.mempool.set_chain_id(SetChainId(id)).await?;
     tracing::info!(target: "rpc::dev", chain_id = id, dropped, "chain id changed");
     Ok(Value::Null)
 }
@@ -483,8 +447,7 @@ pub(crate) async fn set_time(ctx: &RpcContext, params: &Params) -> Result<Value,
         .ok_or_else(|| invalid("The timestamp is too big"))?;
     let timestamp = if raw > MILLIS_ABOVE { raw / 1000 } else { raw };
     timestamp_within(timestamp)?;
-    let reply = ctx.controls.set_time.send(SetTime(timestamp)).await;
-    let ahead = reply.map_err(|e| RpcError::mailbox("miner", e))??;
+    let ahead = ctx.miner.set_time(SetTime(timestamp)).await??;
     Ok(Value::from(ahead))
 }
 
@@ -501,8 +464,7 @@ pub(crate) async fn set_timestamp_interval(
             "invalid argument 0: interval {seconds} is over {MAX_TIMESTAMP} seconds"
         )));
     }
-    let reply = ctx.controls.set_timestamp_interval.send(SetTimestampInterval(Some(seconds))).await;
-    reply.map_err(|e| RpcError::mailbox("miner", e))?;
+    ctx.miner.set_timestamp_interval(SetTimestampInterval(Some(seconds))).await?;
     Ok(Value::Null)
 }
 
@@ -513,15 +475,13 @@ pub(crate) async fn remove_timestamp_interval(
     params: &Params,
 ) -> Result<Value, RpcError> {
     params.at_most(0)?;
-    let reply = ctx.controls.set_timestamp_interval.send(SetTimestampInterval(None)).await;
-    Ok(Value::Bool(reply.map_err(|e| RpcError::mailbox("miner", e))?))
+    Ok(Value::Bool(ctx.miner.set_timestamp_interval(SetTimestampInterval(None)).await?))
 }
 
 /// anvil_dropAllTransactions: `[]`; empties the pool. `null`.
 pub(crate) async fn drop_all(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
-    let dropped =
-        ctx.controls.drop_all.send(DropAll).await.map_err(|e| RpcError::mailbox("mempool", e))?;
+    let dropped = ctx.mempool.drop_all(DropAll).await?;
     tracing::debug!(target: "rpc::dev", dropped, "pool emptied");
     Ok(Value::Null)
 }
@@ -533,12 +493,7 @@ pub(crate) async fn remove_pool_transactions(
 ) -> Result<Value, RpcError> {
     params.at_most(1)?;
     let sender: Address = params.required(0)?;
-    let removed = ctx
-        .controls
-        .remove_sender
-        .send(RemoveSender(sender))
-        .await
-        .map_err(|e| RpcError::mailbox("mempool", e))?;
+    let removed = ctx.mempool.remove_sender(RemoveSender(sender)).await?;
     tracing::debug!(target: "rpc::dev", %sender, removed, "sender's transactions removed");
     Ok(Value::Null)
 }

@@ -79,8 +79,8 @@ async fn set_slot(
         return Err(RpcError::NoTokenSlot { what, token, has_code });
     };
     let change = AccountPatch::Storage { slot, value: amount };
-    let reply = ctx.controls.patch_state.send(PatchState { address: token, change }).await;
-    reply.map_err(|e| RpcError::mailbox("state", e))?.map_err(hearth_messages::MineError::from)?;
+    let patch = PatchState { address: token, change };
+    ctx.state.patch_state(patch).await?.map_err(hearth_messages::MineError::from)?;
     revalidate(ctx).await?;
     tracing::debug!(target: "rpc::erc20", %token, %slot, what, "token slot set");
     Ok(Value::Null)

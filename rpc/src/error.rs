@@ -8,9 +8,8 @@
 //! [`RpcError::code`] is one exhaustive `match`: a new variant (here or in the wrapped message
 //! errors) does not compile until it picks a code.
 
-use actix::MailboxError;
 use alloy_primitives::{Bytes, U256};
-use hearth_messages::ask::AskError;
+use hearth_messages::client::ActorError;
 use hearth_messages::simulate::{SimulateError, TxRule};
 use hearth_messages::storage::StorageError;
 use hearth_messages::subscriptions::SubscriptionError;
@@ -52,11 +51,11 @@ pub enum RpcError {
         /// The revert data, returned hex-encoded in `error.data`.
         output: Bytes,
     },
-    /// The EVM halted (out of gas, invalid opcode, ...); the reason is in geth's words.
+    /// The EVM halted (out of gas, invalid opcode, ...); the reason displays in geth's words.
     #[error("{reason}")]
     Halted {
         /// Why it halted.
-        reason: String,
+        reason: hearth_messages::executor::HaltReason,
     },
     /// eth_estimateGas ran out of gas even at the highest limit it may use.
     #[error("gas required exceeds allowance ({allowance})")]
@@ -184,28 +183,9 @@ pub enum RpcError {
     /// A subscription request failed.
     #[error(transparent)]
     Subscription(hearth_messages::subscriptions::SubscriptionError),
-    /// An actor's mailbox is at its bound: the request was not enqueued.
-    #[error("limit exceeded: the {actor} mailbox is full; retry later")]
-    MailboxFull {
-        /// Which actor.
-        actor: &'static str,
-    },
-    /// An actor stopped before answering.
-    #[error("internal error: {actor} is unavailable: {source}")]
-    Gone {
-        /// Which actor.
-        actor: &'static str,
-        /// What happened.
-        source: AskError,
-    },
-    /// An actor we talk to is gone or did not answer.
-    #[error("internal error: {actor} is unavailable: {source}")]
-    Mailbox {
-        /// Which actor.
-        actor: &'static str,
-        /// What actix reported.
-        source: MailboxError,
-    },
+    /// An actor did not answer: its mailbox is full (-32005, retry later) or it is gone.
+    #[error(transparent)]
+    Actor(#[from] ActorError),
     /// A result could not be encoded as JSON.
     #[error("internal error: cannot encode the result: {0}")]
     Encode(#[from] serde_json::Error),
@@ -312,7 +292,7 @@ impl RpcError {
             | Self::BlockRangeTooLarge { .. }
             | Self::TooManyLogs { .. }
             | Self::Tx(TxError::PoolFull)
-            | Self::MailboxFull { .. }
+            | Self::Actor(ActorError::Full { .. })
             | Self::Filter(hearth_messages::filters::FilterError::TooMany { .. })
             | Self::Subscription(
                 SubscriptionError::TooManyConnections { .. }
@@ -325,8 +305,7 @@ impl RpcError {
             | Self::Signing(_)
             | Self::Storage(_)
             | Self::MissingRecord { .. }
-            | Self::Mailbox { .. }
-            | Self::Gone { .. }
+            | Self::Actor(ActorError::Gone { .. } | ActorError::Mailbox { .. })
             | Self::Encode(_)
             | Self::Mine(
                 MineError::State(
@@ -364,7 +343,10 @@ impl RpcError {
             // The EVM time cap (or a tracer's timeout) stopped the call.
             ExecError::Timeout { .. } | ExecError::TraceTimeout { .. } => -32002,
             // A bound was hit (the pool, a trace's size): the caller may retry or narrow.
-            ExecError::Busy { .. } | ExecError::TraceTooLarge { .. } => -32005,
+            // A shutting-down node runs nothing more: unavailable, like a full pool.
+            ExecError::Busy { .. } | ExecError::TraceTooLarge { .. } | ExecError::ShuttingDown => {
+                -32005
+            }
             // The fork's upstream did not answer in time.
             ExecError::Storage(StorageError::Fork(_)) => -32000,
             // The node failed, not the request.
@@ -391,23 +373,11 @@ impl RpcError {
         }
     }
 
-    /// Whether this is the executor pool shedding load; a single request failing this way is
-    /// answered with HTTP 503 so that load balancers and clients back off.
+    /// Whether this is the executor pool shedding load (or refusing it while the node shuts
+    /// down); a single request failing this way is answered with HTTP 503 so that load
+    /// balancers and clients back off.
     pub fn is_busy(&self) -> bool {
-        matches!(self.exec_error(), Some(ExecError::Busy { .. }))
-    }
-
-    /// The error for an `ask` to `actor` that got no reply.
-    pub(crate) const fn ask(actor: &'static str, source: AskError) -> Self {
-        match source {
-            AskError::Full => Self::MailboxFull { actor },
-            AskError::Closed | AskError::Dropped => Self::Gone { actor, source },
-        }
-    }
-
-    /// A `MailboxError` from sending to `actor`.
-    pub(crate) const fn mailbox(actor: &'static str, source: MailboxError) -> Self {
-        Self::Mailbox { actor, source }
+        matches!(self.exec_error(), Some(ExecError::Busy { .. } | ExecError::ShuttingDown))
     }
 }
 
@@ -502,8 +472,10 @@ fn panic_reason(code: U256) -> String {
 
 #[cfg(test)]
 mod tests {
+    use actix::MailboxError;
     use alloy_primitives::{Address, hex};
     use hearth_messages::admission::Refusal;
+    use hearth_messages::ask::AskError;
 
     use super::*;
 
@@ -561,7 +533,7 @@ mod tests {
             (RpcError::MethodNotFound("eth_foo".into()), -32601),
             (RpcError::InvalidParams("bad".into()), -32602),
             (RpcError::HeaderNotFound, -32000),
-            (RpcError::Halted { reason: "out of gas".into() }, -32000),
+            (RpcError::Halted { reason: hearth_messages::executor::HaltReason::OutOfGas }, -32000),
             (RpcError::Exec(ExecError::UnknownBlock), -32000),
             (RpcError::Exec(ExecError::Busy(Refusal::QueueFull { max_queued: 4 })), -32005),
             (RpcError::Exec(ExecError::Mailbox(MailboxError::Closed)), -32603),
@@ -583,6 +555,15 @@ mod tests {
             (RpcError::Panicked("boom".into()), -32603),
             (RpcError::NotificationsUnsupported, -32601),
             (RpcError::Subscription(SubscriptionError::TooManySubscriptions { max: 1 }), -32005),
+            (RpcError::Actor(ActorError::Full { actor: "mempool" }), -32005),
+            (RpcError::Actor(ActorError::asked("miner", AskError::Dropped)), -32603),
+            (
+                RpcError::Actor(ActorError::Mailbox {
+                    actor: "state",
+                    source: MailboxError::Closed,
+                }),
+                -32603,
+            ),
         ];
         for (err, code) in cases {
             assert_eq!(err.code(), code, "{err}");

@@ -9,7 +9,6 @@
 use alloy_primitives::{Address, B256, U256};
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag};
 use alloy_signer_local::PrivateKeySigner;
-use hearth_messages::ask::ask;
 use hearth_messages::mempool::PendingNonce;
 use serde_json::Value;
 
@@ -17,6 +16,7 @@ use crate::blocks::{head, quantity, state_block, to_json};
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::{FromParam, Params, StorageSlot};
+use crate::transport::{Hot, Reply};
 
 /// eth_chainId: the chain id as a quantity.
 pub(crate) fn chain_id(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
@@ -49,12 +49,12 @@ pub(crate) fn block_arg(params: &Params, index: usize) -> Result<BlockId, RpcErr
 }
 
 /// eth_getBalance: `[address, block?]`.
-pub(crate) fn get_balance(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+pub(crate) fn get_balance(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
     params.at_most(2)?;
     let address: Address = params.required(0)?;
     let number = state_block(ctx, block_arg(params, 1)?)?;
     let account = ctx.chain.state_at(number).account(&address)?;
-    to_json(&account.map(|a| a.balance).unwrap_or_default())
+    Ok(Reply::Hot(Hot::Quantity(account.map(|a| a.balance).unwrap_or_default())))
 }
 
 /// eth_getTransactionCount: `[address, block?]`. With "pending" the mempool answers, counting
@@ -76,8 +76,7 @@ pub(crate) async fn get_transaction_count(
 
 /// The sender's next nonce counting its pooled transactions.
 pub(crate) async fn pending_nonce(ctx: &RpcContext, address: Address) -> Result<u64, RpcError> {
-    let reply = ask(&ctx.pending_nonce, PendingNonce(address)).await;
-    Ok(reply.map_err(|e| RpcError::ask("mempool", e))??)
+    Ok(ctx.mempool.pending_nonce(PendingNonce(address)).await??)
 }
 
 /// eth_getCode: `[address, block?]`; `0x` for an account without code.
@@ -171,9 +170,5 @@ pub(crate) async fn mining(ctx: &RpcContext, params: &Params) -> Result<Value, R
 }
 
 async fn mining_status(ctx: &RpcContext) -> Result<hearth_messages::miner::MiningStatus, RpcError> {
-    ctx.controls
-        .mining_status
-        .send(hearth_messages::miner::GetMiningStatus)
-        .await
-        .map_err(|e| RpcError::mailbox("miner", e))
+    Ok(ctx.miner.mining_status(hearth_messages::miner::GetMiningStatus).await?)
 }

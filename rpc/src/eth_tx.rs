@@ -10,7 +10,6 @@
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEip2930, TxEip7702, TxEnvelope, TxLegacy};
 use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
 use hearth_messages::TxError;
-use hearth_messages::ask::ask;
 use hearth_messages::mempool::{
     GetPooledTx, IsImpersonated, Seal, SignedBy, SubmitFilled, SubmitTx, SubmitTxs, decode_tx,
 };
@@ -23,6 +22,7 @@ use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::fees::{SUGGESTED_TIP, latest_base_fee};
 use crate::params::{Params, TxObject};
+use crate::transport::{Hot, Reply};
 
 /// Decodes the argument of one eth_sendRawTransaction. A blob transaction comes in its network
 /// form, with its sidecar; the pool refuses one without.
@@ -36,9 +36,9 @@ fn decode_raw(params: &Params) -> Result<TxEnvelope, RpcError> {
 pub(crate) async fn send_raw_transaction(
     ctx: &RpcContext,
     params: &Params,
-) -> Result<Value, RpcError> {
+) -> Result<Reply, RpcError> {
     let tx = decode_raw(params)?;
-    to_json(&submit_and_mine(ctx, tx).await?)
+    Ok(Reply::Hot(Hot::Hash(submit_and_mine(ctx, tx).await?)))
 }
 
 /// The eth_sendRawTransaction items of one JSON-RPC batch (their raw `params`), admitted as
@@ -54,9 +54,9 @@ pub(crate) async fn send_raw_batch(
     let admitted = if txs.is_empty() {
         Ok(Vec::new())
     } else {
-        match ask(&ctx.controls.submit_txs, SubmitTxs { txs }).await {
+        match ctx.mempool.submit_txs(SubmitTxs { txs }).await {
             Ok(result) => result.map_err(RpcError::Tx),
-            Err(e) => Err(RpcError::ask("mempool", e)),
+            Err(e) => Err(e.into()),
         }
     };
     let any_admitted = admitted.as_ref().is_ok_and(|r| r.iter().any(Result::is_ok));
@@ -169,9 +169,7 @@ pub(crate) async fn sealer_for(ctx: &RpcContext, from: Address) -> Result<Sealer
     if let Some(signer) = ctx.signers.iter().find(|s| s.address() == from) {
         return Ok(Sealer::Key(B256::from_slice(&signer.credential().to_bytes())));
     }
-    let impersonated = ask(&ctx.controls.is_impersonated, IsImpersonated(from))
-        .await
-        .map_err(|e| RpcError::ask("mempool", e))?;
+    let impersonated = ctx.mempool.is_impersonated(IsImpersonated(from)).await?;
     if impersonated { Ok(Sealer::Impersonated) } else { Err(RpcError::UnknownAccount) }
 }
 
@@ -186,13 +184,12 @@ async fn submit_filled(
 ) -> Result<Value, RpcError> {
     let seal: Seal = Box::new(move |nonce| sealer.seal(from, filled, nonce));
     let submit = SubmitFilled { sender: from, nonce, signed_by: sealer.signed_by(), seal };
-    let hash =
-        match ask(&ctx.submit_filled, submit).await.map_err(|e| RpcError::ask("mempool", e))? {
-            Ok(hash) => hash,
-            // Impersonation stopped after the check above: the account is unknown to this node.
-            Err(TxError::NotImpersonated(_)) => return Err(RpcError::UnknownAccount),
-            Err(e) => return Err(e.into()),
-        };
+    let hash = match ctx.mempool.submit_filled(submit).await? {
+        Ok(hash) => hash,
+        // Impersonation stopped after the check above: the account is unknown to this node.
+        Err(TxError::NotImpersonated(_)) => return Err(RpcError::UnknownAccount),
+        Err(e) => return Err(e.into()),
+    };
     automine_after_submit(ctx).await;
     to_json(&hash)
 }
@@ -368,8 +365,7 @@ fn dynamic_fees(
 
 /// Admits `tx` to the mempool, then lets the miner mine what is pending.
 async fn submit_and_mine(ctx: &RpcContext, tx: TxEnvelope) -> Result<B256, RpcError> {
-    let hash =
-        ask(&ctx.submit_tx, SubmitTx { tx }).await.map_err(|e| RpcError::ask("mempool", e))??;
+    let hash = ctx.mempool.submit_tx(SubmitTx { tx }).await??;
     automine_after_submit(ctx).await;
     Ok(hash)
 }
@@ -380,7 +376,7 @@ async fn automine_after_submit(ctx: &RpcContext) {
     // the caller resend it ("already known"). A mining failure is the miner's to report.
     // A full miner mailbox means blocks are already being built back to back; the miner mines
     // until nothing executable is left, so this transaction is picked up without our nudge.
-    match ask(&ctx.auto_mine, AutoMine).await {
+    match ctx.miner.auto_mine(AutoMine).await {
         Ok(Ok(_)) => {}
         Ok(Err(error)) => {
             tracing::warn!(target: "rpc::eth_tx", %error, "automine after submit failed");
@@ -404,9 +400,7 @@ pub(crate) async fn get_transaction_by_hash(
     {
         return to_json(&rpc_transaction(&block, index as usize));
     }
-    let pooled = ask(&ctx.get_pooled_tx, GetPooledTx(hash))
-        .await
-        .map_err(|e| RpcError::ask("mempool", e))?;
+    let pooled = ctx.mempool.get_pooled_tx(GetPooledTx(hash)).await?;
     to_json(&pooled.map(|p| pending_transaction(&p)))
 }
 
@@ -414,14 +408,14 @@ pub(crate) async fn get_transaction_by_hash(
 pub(crate) fn get_transaction_receipt(
     ctx: &RpcContext,
     params: &Params,
-) -> Result<Value, RpcError> {
+) -> Result<Reply, RpcError> {
     params.at_most(1)?;
     let hash: B256 = params.required(0)?;
     let Some((number, index)) = ctx.chain.tx_location(&hash)? else {
-        return Ok(Value::Null);
+        return Ok(Reply::Value(Value::Null));
     };
     let block = read_block(ctx, number)?;
-    to_json(&block.and_then(|b| rpc_receipt(&b, index as usize, &ctx.forks)))
+    Ok(Reply::typed(block.and_then(|b| rpc_receipt(&b, index as usize, &ctx.forks))))
 }
 
 #[cfg(test)]

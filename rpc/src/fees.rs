@@ -5,7 +5,6 @@
 //! price gas at the latest base fee plus that tip. eth_feeHistory follows geth's algorithm.
 
 use alloy_consensus::{Header, Transaction as _};
-use alloy_eips::eip1559::{BaseFeeParams, calc_next_block_base_fee};
 use alloy_rpc_types_eth::{BlockNumberOrTag, FeeHistory};
 use hearth_messages::SealedBlock;
 use serde_json::Value;
@@ -163,17 +162,9 @@ fn gas_used_ratio(header: &Header) -> f64 {
     if header.gas_limit == 0 { 0.0 } else { header.gas_used as f64 / header.gas_limit as f64 }
 }
 
-/// The base fee of the block after `header`, by the EIP-1559 rule.
+/// The base fee of the block after `header` (0 after a pre-London block).
 fn next_base_fee(header: &Header) -> u64 {
-    match header.base_fee_per_gas {
-        Some(base_fee) => calc_next_block_base_fee(
-            header.gas_used,
-            header.gas_limit,
-            base_fee,
-            BaseFeeParams::ethereum(),
-        ),
-        None => 0,
-    }
+    hearth_messages::base_fee::next_base_fee(header).unwrap_or(0)
 }
 
 /// geth's reward percentiles for one block: sort its transactions by effective tip, then for
@@ -275,26 +266,6 @@ mod tests {
     #[test]
     fn empty_block_rewards_zero() {
         assert_eq!(block_rewards(&block(&[]), &[10.0, 90.0]), vec![0, 0]);
-    }
-
-    #[test]
-    fn next_base_fee_follows_eip1559() {
-        let full = Header {
-            base_fee_per_gas: Some(1_000),
-            gas_used: 30,
-            gas_limit: 30,
-            ..Default::default()
-        };
-        // A full block raises the base fee by 1/8: 1000 + 1000 * (30 - 15) / 15 / 8.
-        assert_eq!(next_base_fee(&full), 1_125);
-        let target = Header {
-            base_fee_per_gas: Some(1_000),
-            gas_used: 15,
-            gas_limit: 30,
-            ..Default::default()
-        };
-        assert_eq!(next_base_fee(&target), 1_000);
-        assert_eq!(next_base_fee(&Header::default()), 0);
     }
 
     #[test]

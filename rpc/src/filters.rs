@@ -5,7 +5,6 @@
 //! found", as geth answers.
 
 use alloy_rpc_types_eth::{BlockNumberOrTag, Filter, FilterBlockOption};
-use hearth_messages::ask::ask;
 use hearth_messages::filters::{
     FilterError, FilterKind, GetFilter, InstallFilter, PollFilter, UninstallFilter,
 };
@@ -47,10 +46,7 @@ pub(crate) async fn new_block_filter(ctx: &RpcContext, params: &Params) -> Resul
 
 async fn install(ctx: &RpcContext, kind: FilterKind) -> Result<Value, RpcError> {
     let head = head(ctx)?;
-    let id = ask(&ctx.filters.install, InstallFilter { kind, head })
-        .await
-        .map_err(|e| RpcError::ask("filters", e))?
-        .map_err(RpcError::Filter)?;
+    let id = ctx.filters.install(InstallFilter { kind, head }).await?.map_err(RpcError::Filter)?;
     Ok(quantity(id))
 }
 
@@ -62,10 +58,7 @@ pub(crate) async fn get_filter_changes(
     params.at_most(1)?;
     let id: u64 = params.required(0)?;
     let head = head(ctx)?;
-    let poll = ask(&ctx.filters.poll, PollFilter { id, head })
-        .await
-        .map_err(|e| RpcError::ask("filters", e))?
-        .map_err(RpcError::Filter)?;
+    let poll = ctx.filters.poll(PollFilter { id, head }).await?.map_err(RpcError::Filter)?;
     match poll.kind {
         FilterKind::PendingTxs => to_json(&poll.pending).map(Reply::Value),
         FilterKind::Blocks => {
@@ -102,10 +95,7 @@ pub(crate) async fn get_filter_changes(
 pub(crate) async fn get_filter_logs(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
     params.at_most(1)?;
     let id: u64 = params.required(0)?;
-    let kind = ask(&ctx.filters.get, GetFilter(id))
-        .await
-        .map_err(|e| RpcError::ask("filters", e))?
-        .map_err(RpcError::Filter)?;
+    let kind = ctx.filters.get(GetFilter(id)).await?.map_err(RpcError::Filter)?;
     let FilterKind::Logs(filter) = kind else {
         // geth: a block filter has no logs to give.
         return Err(RpcError::Filter(FilterError::NotFound));
@@ -120,8 +110,6 @@ pub(crate) async fn get_filter_logs(ctx: &RpcContext, params: &Params) -> Result
 pub(crate) async fn uninstall_filter(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(1)?;
     let id: u64 = params.required(0)?;
-    let removed = ask(&ctx.filters.uninstall, UninstallFilter(id))
-        .await
-        .map_err(|e| RpcError::ask("filters", e))?;
+    let removed = ctx.filters.uninstall(UninstallFilter(id)).await?;
     Ok(Value::Bool(removed))
 }

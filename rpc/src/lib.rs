@@ -38,6 +38,7 @@ mod metrics;
 mod mined;
 mod net;
 mod node_info;
+mod out_buffer;
 mod params;
 mod parity_trace;
 mod proof;
@@ -59,8 +60,8 @@ pub use access::{
 };
 pub use chain_config::{ChainForks, TimeFork};
 pub use context::{
-    Controls, DEFAULT_WS_IDLE_TIMEOUT, DEFAULT_WS_PING_INTERVAL, ExtensionMethod, Extensions,
-    FilterRecipients, MetricSources, RpcContext, RpcLimits, SubscriptionRecipients,
+    DEFAULT_WS_IDLE_TIMEOUT, DEFAULT_WS_PING_INTERVAL, ExtensionMethod, Extensions, MetricSources,
+    RpcContext, RpcLimits,
 };
 pub use error::RpcError;
 pub use fees::SUGGESTED_TIP;
@@ -70,6 +71,7 @@ pub use methods::{
 };
 pub use metrics::{Refusal, Rejection, RpcMetrics};
 pub use node_info::NodeFacts;
+pub use out_buffer::RESPONSE_BUFFER_RETAINED_BYTES;
 pub use server::serve;
 pub use transport::RpcReply;
 pub use ws::MAX_IN_FLIGHT_PER_CONNECTION;

@@ -42,7 +42,8 @@ pub(crate) async fn dispatch(
         "eth_syncing" => eth::syncing(p),
         "eth_capabilities" => capabilities::capabilities(ctx, p),
         "eth_config" => chain_config::config(ctx, p),
-        "eth_getBalance" => eth::get_balance(ctx, p),
+        // The hot results are typed: encoded straight into the response buffer.
+        "eth_getBalance" => return eth::get_balance(ctx, p),
         "eth_getTransactionCount" => eth::get_transaction_count(ctx, p).await,
         "eth_getCode" => eth::get_code(ctx, p),
         "eth_getStorageAt" => eth::get_storage_at(ctx, p),
@@ -51,7 +52,7 @@ pub(crate) async fn dispatch(
         "eth_mining" => eth::mining(ctx, p).await,
         "eth_getProof" => proof::get_proof(ctx, p),
 
-        "eth_call" => call::call(ctx, p).await,
+        "eth_call" => return call::call(ctx, p).await,
         "eth_estimateGas" => call::estimate_gas(ctx, p).await,
         "eth_createAccessList" => access_list::create_access_list(ctx, p).await,
         // Simulated blocks are encoded one by one, within the response cap.
@@ -63,7 +64,7 @@ pub(crate) async fn dispatch(
         "eth_baseFee" => fees::base_fee(ctx, p),
         "eth_blobBaseFee" => fees::blob_base_fee(ctx, p),
 
-        "eth_sendRawTransaction" => eth_tx::send_raw_transaction(ctx, p).await,
+        "eth_sendRawTransaction" => return eth_tx::send_raw_transaction(ctx, p).await,
         "eth_sendTransaction" => eth_tx::send_transaction(ctx, p).await,
         "eth_sendUnsignedTransaction" => eth_tx::send_unsigned_transaction(ctx, p).await,
         "eth_sign" => sign::eth_sign(ctx, p),
@@ -71,10 +72,10 @@ pub(crate) async fn dispatch(
         "eth_signTypedData_v4" | "eth_signTypedData" => sign::sign_typed_data_v4(ctx, p),
         "eth_signTransaction" => sign::sign_transaction(ctx, p).await,
         "eth_getTransactionByHash" => eth_tx::get_transaction_by_hash(ctx, p).await,
-        "eth_getTransactionReceipt" => eth_tx::get_transaction_receipt(ctx, p),
+        "eth_getTransactionReceipt" => return eth_tx::get_transaction_receipt(ctx, p),
 
-        "eth_getBlockByNumber" => blocks::get_block_by_number(ctx, p),
-        "eth_getBlockByHash" => blocks::get_block_by_hash(ctx, p),
+        "eth_getBlockByNumber" => return blocks::get_block_by_number(ctx, p),
+        "eth_getBlockByHash" => return blocks::get_block_by_hash(ctx, p),
         "eth_getBlockTransactionCountByNumber" => blocks::tx_count_by_number(ctx, p),
         "eth_getBlockTransactionCountByHash" => blocks::tx_count_by_hash(ctx, p),
         "eth_getTransactionByBlockNumberAndIndex" => blocks::tx_by_number_and_index(ctx, p),

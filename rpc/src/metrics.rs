@@ -411,7 +411,7 @@ fn rejection_of(error: &RpcError) -> Option<Rejection> {
     use hearth_messages::{ExecError, TxError};
     match error {
         RpcError::Exec(ExecError::Busy { .. }) => Some(Rejection::ExecutorBusy),
-        RpcError::MailboxFull { .. } => Some(Rejection::MailboxFull),
+        RpcError::Actor(error) if error.is_full() => Some(Rejection::MailboxFull),
         RpcError::Tx(TxError::PoolFull) => Some(Rejection::TxpoolFull),
         _ => None,
     }

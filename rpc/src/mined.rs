@@ -31,12 +31,8 @@ pub(crate) async fn mine_detailed(ctx: &RpcContext, params: &Params) -> Result<V
     if let Some(timestamp) = options.timestamp {
         timestamp_within(timestamp)?;
     }
-    let mined = ctx
-        .controls
-        .mine_detailed
-        .send(MineDetailed { count, timestamp: options.timestamp })
-        .await
-        .map_err(|e| RpcError::mailbox("miner", e))??;
+    let mined =
+        ctx.miner.mine_detailed(MineDetailed { count, timestamp: options.timestamp }).await??;
     mined.iter().map(detailed).collect::<Result<Vec<_>, _>>().map(Value::Array)
 }
 

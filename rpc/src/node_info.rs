@@ -87,18 +87,8 @@ pub(crate) async fn node_info(ctx: &RpcContext, params: &Params) -> Result<Value
         ctx.chain.header(number)?.ok_or(RpcError::MissingRecord { number, what: "header" })?;
     let hash =
         ctx.chain.block_hash(number)?.ok_or(RpcError::MissingRecord { number, what: "hash" })?;
-    let status = ctx
-        .controls
-        .mining_status
-        .send(GetMiningStatus)
-        .await
-        .map_err(|e| RpcError::mailbox("miner", e))?;
-    let next_base_fee = alloy_eips::calc_next_block_base_fee(
-        header.gas_used,
-        header.gas_limit,
-        header.base_fee_per_gas.unwrap_or_default(),
-        alloy_eips::eip1559::BaseFeeParams::ethereum(),
-    );
+    let status = ctx.miner.mining_status(GetMiningStatus).await?;
+    let next_base_fee = hearth_messages::base_fee::next_base_fee(&header).unwrap_or(0);
     to_json(&NodeInfo {
         current_block_number: U256::from(number),
         current_block_timestamp: header.timestamp,
@@ -143,12 +133,7 @@ pub(crate) async fn metadata(ctx: &RpcContext, params: &Params) -> Result<Value,
     let number = head(ctx)?;
     let hash =
         ctx.chain.block_hash(number)?.ok_or(RpcError::MissingRecord { number, what: "hash" })?;
-    let live = ctx
-        .controls
-        .list_snapshots
-        .send(ListSnapshots)
-        .await
-        .map_err(|e| RpcError::mailbox("state", e))?;
+    let live = ctx.state.list_snapshots(ListSnapshots).await?;
     let mut snapshots = serde_json::Map::new();
     for (id, at) in live {
         // A snapshot's block exists while the snapshot lives (a rollback past it ends it).

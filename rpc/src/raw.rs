@@ -11,7 +11,6 @@ use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{B256, Bytes};
 use alloy_rpc_types_eth::BlockId;
 use hearth_messages::SealedBlock;
-use hearth_messages::ask::ask;
 use hearth_messages::mempool::GetPooledTx;
 use serde_json::Value;
 
@@ -96,8 +95,6 @@ pub(crate) async fn get_raw_transaction(
     {
         return to_json(&Bytes::from(tx.encoded_2718()));
     }
-    let pooled = ask(&ctx.get_pooled_tx, GetPooledTx(hash))
-        .await
-        .map_err(|e| RpcError::ask("mempool", e))?;
+    let pooled = ctx.mempool.get_pooled_tx(GetPooledTx(hash)).await?;
     to_json(&pooled.map(|p| Bytes::from(p.tx.encoded_2718())))
 }

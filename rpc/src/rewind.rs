@@ -192,21 +192,14 @@ async fn prepare(
 /// Sends the miner a `Rewind`, then tells the pool: its gas limit is the new head's, and
 /// what the state no longer backs goes.
 async fn rewind(ctx: &RpcContext, depth: u64, blocks: Vec<Vec<PooledTx>>) -> Result<u64, RpcError> {
-    let head = ctx
-        .controls
-        .rewind
-        .send(Rewind { depth, blocks })
-        .await
-        .map_err(|e| RpcError::mailbox("miner", e))??;
+    let head = ctx.miner.rewind(Rewind { depth, blocks }).await??;
     let gas_limit = ctx
         .chain
         .header(head)?
         .ok_or(RpcError::MissingRecord { number: head, what: "header" })?
         .gas_limit;
-    let sent = ctx.controls.set_pool_gas_limit.send(SetPoolGasLimit(gas_limit)).await;
-    sent.map_err(|e| RpcError::mailbox("mempool", e))?;
-    let sent = ctx.controls.revalidate.send(Revalidate).await;
-    sent.map_err(|e| RpcError::mailbox("mempool", e))?;
+    ctx.mempool.set_pool_gas_limit(SetPoolGasLimit(gas_limit)).await?;
+    ctx.mempool.revalidate(Revalidate).await?;
     tracing::info!(target: "rpc::rewind", depth, head, "chain rewound");
     Ok(head)
 }

@@ -205,7 +205,6 @@ async fn endpoint(ctx: web::Data<RpcContext>, body: web::Bytes) -> HttpResponse 
 /// GET `/metrics`: Prometheus text. Request counters come from the striped `RpcMetrics`; the
 /// gauges other actors own are asked for now, with `ask` (a busy actor is skipped, not waited on).
 async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
-    use hearth_messages::ask::ask;
     use hearth_messages::code_cache::GetCodeCacheStats;
     use hearth_messages::mempool::{GetPoolCounters, PoolSize};
 
@@ -217,7 +216,7 @@ async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
         gauge(&mut out, "hearth_block_number", "Number of the head block.", head);
     }
     crate::metrics::executor_metrics(&mut out, &ctx.executor);
-    if let Ok((pending, queued)) = ask(&ctx.metric_sources.pool_size, PoolSize).await {
+    if let Ok((pending, queued)) = ctx.mempool.pool_size(PoolSize).await {
         gauge(&mut out, "hearth_mempool_pending", "Executable pooled transactions.", pending);
         gauge(
             &mut out,
@@ -226,7 +225,7 @@ async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
             queued,
         );
     }
-    if let Ok(counters) = ask(&ctx.metric_sources.pool_counters, GetPoolCounters).await {
+    if let Ok(counters) = ctx.mempool.pool_counters(GetPoolCounters).await {
         counter(
             &mut out,
             "hearth_mempool_dropped_invalid_total",
@@ -234,7 +233,7 @@ async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
             counters.dropped_invalid,
         );
     }
-    if let Ok(stats) = ask(&ctx.metric_sources.code_cache, GetCodeCacheStats).await {
+    if let Ok(stats) = ctx.metric_sources.code_cache.stats(GetCodeCacheStats).await {
         counter(
             &mut out,
             "hearth_code_cache_hits_total",
@@ -261,13 +260,11 @@ async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
         );
     }
     if let Ok(stats) =
-        ask(&ctx.subscriptions.stats, hearth_messages::subscriptions::GetSubscriptionStats).await
+        ctx.subscriptions.stats(hearth_messages::subscriptions::GetSubscriptionStats).await
     {
         crate::metrics::subscription_metrics(&mut out, &stats);
     }
-    if let Ok(status) =
-        ctx.controls.mining_status.send(hearth_messages::miner::GetMiningStatus).await
-    {
+    if let Ok(status) = ctx.miner.mining_status(hearth_messages::miner::GetMiningStatus).await {
         counter(
             &mut out,
             "hearth_miner_ticks_skipped_total",

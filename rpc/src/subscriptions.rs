@@ -10,7 +10,6 @@
 
 use alloy_primitives::B128;
 use alloy_rpc_types_eth::{Filter, FilterBlockOption, Header};
-use hearth_messages::ask::ask;
 use hearth_messages::subscriptions::{
     ConnectionId, Notice, Notification, Subscribe, SubscriptionKind, Unsubscribe,
 };
@@ -29,9 +28,10 @@ pub(crate) async fn subscribe(
 ) -> Result<Value, RpcError> {
     let connection = connection.ok_or(RpcError::NotificationsUnsupported)?;
     let kind = subscription_kind(params)?;
-    let id = ask(&ctx.subscriptions.subscribe, Subscribe { connection, kind })
-        .await
-        .map_err(|e| RpcError::ask("subscriptions", e))?
+    let id = ctx
+        .subscriptions
+        .subscribe(Subscribe { connection, kind })
+        .await?
         .map_err(RpcError::Subscription)?;
     Ok(Value::String(id.to_string()))
 }
@@ -84,9 +84,7 @@ pub(crate) async fn unsubscribe(
     let connection = connection.ok_or(RpcError::NotificationsUnsupported)?;
     params.at_most(1)?;
     let id: B128 = params.required(0)?;
-    let removed = ask(&ctx.subscriptions.unsubscribe, Unsubscribe { connection, id })
-        .await
-        .map_err(|e| RpcError::ask("subscriptions", e))?;
+    let removed = ctx.subscriptions.unsubscribe(Unsubscribe { connection, id }).await?;
     Ok(Value::Bool(removed))
 }
 

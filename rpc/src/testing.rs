@@ -9,7 +9,6 @@
 //! is executed and sealed (state root and hash) on the executor pool and never committed.
 
 use alloy_consensus::transaction::SignerRecoverable;
-use alloy_eips::eip1559::{BaseFeeParams, calc_next_block_base_fee};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_eips::eip4895::Withdrawal;
 use alloy_primitives::{Address, B256, Bytes};
@@ -129,24 +128,12 @@ pub(crate) async fn build_block(ctx: &RpcContext, params: &Params) -> Result<Val
             (txs, BuildMode::Import)
         }
         None => {
-            let content = ctx
-                .controls
-                .pool_content
-                .send(GetPoolContent)
-                .await
-                .map_err(|e| RpcError::mailbox("mempool", e))?;
+            let content = ctx.mempool.pool_content(GetPoolContent).await?;
             (content.pending, BuildMode::Pack)
         }
     };
-    let status = ctx
-        .controls
-        .mining_status
-        .send(GetMiningStatus)
-        .await
-        .map_err(|e| RpcError::mailbox("miner", e))?;
-    let base_fee = parent.base_fee_per_gas.map_or(0, |fee| {
-        calc_next_block_base_fee(parent.gas_used, parent.gas_limit, fee, BaseFeeParams::ethereum())
-    });
+    let status = ctx.miner.mining_status(GetMiningStatus).await?;
+    let base_fee = hearth_messages::base_fee::next_base_fee(&parent).unwrap_or(0);
     let env = BlockEnvSpec {
         withdrawals: attributes.withdrawals.clone().unwrap_or_default(),
         parent_beacon_block_root: attributes.parent_beacon_block_root,

@@ -14,17 +14,20 @@ use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{Address, B256, Bloom, Bytes, Log, LogData, TxKind, U256, keccak256};
 use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
+use hearth_messages::code_cache::CodeCacheClient;
 use hearth_messages::executor::{
     Admitted, BuildBlock, BuiltBlock, Call, CallOutcome, EstimateGas, EstimateOutcome,
     ExecutorClient, GetTouchedSlots, PooledTx, TouchedSlots,
 };
-use hearth_messages::mempool::{self, GetPooledTx, PendingNonce, SubmitTx};
-use hearth_messages::miner::{self, AutoMine, MineBlocks};
-use hearth_messages::state;
+use hearth_messages::filters::FilterClient;
+use hearth_messages::mempool::{self, GetPooledTx, MempoolClient, PendingNonce, SubmitTx};
+use hearth_messages::miner::{self, AutoMine, MineBlocks, MinerClient};
+use hearth_messages::state::{self, StateClient};
 use hearth_messages::storage::{
     AccountChange, AccountFields, BlockDraft, EMPTY_CODE_HASH, StateDiff, write_block,
 };
 use hearth_messages::subscriptions as subs;
+use hearth_messages::subscriptions::SubscriptionClient;
 use hearth_messages::{ExecError, MineError, StoredBody, TxError};
 use serde_json::{Value, json};
 
@@ -62,7 +65,10 @@ impl Handler<Admitted<Call>> for Stub {
                 CallOutcome::Success { output: Bytes::from_static(&[0xab, 0xcd]), gas_used: 1 }
             }
             Some(2) => CallOutcome::Revert { output: error_string("nope"), gas_used: 1 },
-            Some(3) => CallOutcome::Halt { reason: "out of gas".into(), gas_used: 1 },
+            Some(3) => CallOutcome::Halt {
+                reason: hearth_messages::executor::HaltReason::OutOfGas,
+                gas_used: 1,
+            },
             _ => CallOutcome::Success { output: Bytes::new(), gas_used: 1 },
         })
     }
@@ -174,6 +180,7 @@ impl Actor for Idle {
 }
 
 hearth_messages::answer_asks!(Stub: SubmitTx, mempool::SubmitFilled, GetPooledTx, PendingNonce, AutoMine);
+hearth_messages::answer_asks!(Idle: SubmitTx, mempool::SubmitFilled, GetPooledTx, PendingNonce, AutoMine);
 hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::PoolSize, mempool::GetPoolCounters, hearth_messages::code_cache::GetCodeCacheStats, mempool::IsImpersonated);
 hearth_messages::answer_asks!(Idle: subs::Connect, subs::Subscribe, subs::Unsubscribe, subs::GetSubscriptionStats);
 hearth_messages::answer_asks!(Idle: hearth_messages::filters::InstallFilter, hearth_messages::filters::PollFilter, hearth_messages::filters::GetFilter, hearth_messages::filters::UninstallFilter);
@@ -190,6 +197,12 @@ macro_rules! idle_replies {
 }
 
 idle_replies! {
+    SubmitTx => Err(TxError::PoolFull),
+    mempool::SubmitFilled => Err(TxError::PoolFull),
+    GetPooledTx => None,
+    PendingNonce => Ok(0),
+    AutoMine => Ok(None),
+    MineBlocks => Ok(0),
     mempool::SubmitTxs => Err(TxError::PoolFull),
     mempool::SetImpersonated => (),
     mempool::SetAutoImpersonate => (),
@@ -230,36 +243,23 @@ idle_replies! {
     state::RevertTo => Ok(false),
 }
 
-fn idle_controls() -> crate::Controls {
+/// The clients for the tests that reach the pool, the miner and the state owner: `stub`
+/// answers what the tests record (submissions, mining), an idle actor the rest.
+fn clients(stub: &Addr<Stub>) -> (MempoolClient, MinerClient, StateClient) {
     let idle = Idle.start();
-    crate::Controls {
-        submit_txs: idle.clone().recipient(),
-        is_impersonated: idle.clone().recipient(),
-        set_impersonated: idle.clone().recipient(),
-        set_auto_impersonate: idle.clone().recipient(),
-        pool_content: idle.clone().recipient(),
-        drop_tx: idle.clone().recipient(),
-        revalidate: idle.clone().recipient(),
-        set_pool_gas_limit: idle.clone().recipient(),
-        mine_spaced: idle.clone().recipient(),
-        set_interval_mining: idle.clone().recipient(),
-        set_automine: idle.clone().recipient(),
-        set_block_param: idle.clone().recipient(),
-        mining_status: idle.clone().recipient(),
-        save_clock: idle.clone().recipient(),
-        restore_clock: idle.clone().recipient(),
-        patch_state: idle.clone().recipient(),
-        take_snapshot: idle.clone().recipient(),
-        revert_to: idle.clone().recipient(),
-        rewind: idle.clone().recipient(),
-        list_snapshots: idle.clone().recipient(),
-        set_chain_id: idle.clone().recipient(),
-        drop_all: idle.clone().recipient(),
-        remove_sender: idle.clone().recipient(),
-        set_time: idle.clone().recipient(),
-        set_timestamp_interval: idle.clone().recipient(),
-        mine_detailed: idle.recipient(),
-    }
+    let mempool = MempoolClient {
+        submit_tx: stub.clone().recipient(),
+        submit_filled: stub.clone().recipient(),
+        get_pooled_tx: stub.clone().recipient(),
+        pending_nonce: stub.clone().recipient(),
+        ..MempoolClient::new(&idle)
+    };
+    let miner = MinerClient {
+        auto_mine: stub.clone().recipient(),
+        mine_blocks: stub.clone().recipient(),
+        ..MinerClient::new(&idle)
+    };
+    (mempool, miner, StateClient::new(&idle))
 }
 
 /// ABI encoding of `Error(reason)`.
@@ -434,16 +434,14 @@ fn fixture(max_queued: usize) -> Fixture {
             Box::pin(async { Err((1, "an extension must not shadow a core method".into())) })
         }),
     );
+    let (mempool, miner, state) = clients(&stub);
+    let idle = Idle.start();
     let ctx = RpcContext {
         chain: db.reader(),
         executor,
-        submit_tx: stub.clone().recipient(),
-        submit_filled: stub.clone().recipient(),
-        get_pooled_tx: stub.clone().recipient(),
-        pending_nonce: stub.clone().recipient(),
-        auto_mine: stub.clone().recipient(),
-        mine_blocks: stub.clone().recipient(),
-        controls: idle_controls(),
+        mempool,
+        miner,
+        state,
         signers: Arc::new(vec![alice.clone()]),
         api: crate::ApiNamespaces::all(),
         web: Arc::default(),
@@ -456,26 +454,13 @@ fn fixture(max_queued: usize) -> Fixture {
         extensions,
         client_version: "hearth/test".into(),
         metrics: Arc::default(),
-        filters: crate::FilterRecipients {
-            install: Idle.start().recipient(),
-            poll: Idle.start().recipient(),
-            get: Idle.start().recipient(),
-            uninstall: Idle.start().recipient(),
-        },
+        filters: FilterClient::new(&idle),
         metric_sources: crate::MetricSources {
-            pool_size: Idle.start().recipient(),
-            pool_counters: Idle.start().recipient(),
-            code_cache: Idle.start().recipient(),
+            code_cache: CodeCacheClient::new(&idle),
             restarts: Vec::new(),
             fork: None,
         },
-        subscriptions: crate::SubscriptionRecipients {
-            connect: Idle.start().recipient(),
-            disconnect: Idle.start().recipient(),
-            subscribe: Idle.start().recipient(),
-            unsubscribe: Idle.start().recipient(),
-            stats: Idle.start().recipient(),
-        },
+        subscriptions: SubscriptionClient::new(&idle),
     };
     Fixture {
         ctx,

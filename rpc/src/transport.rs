@@ -50,15 +50,78 @@ impl RpcReply {
     }
 }
 
-/// What a method answers: a JSON value, or its result already encoded as JSON. Large answers
-/// (logs) are written straight into their buffer, so that the response cap is counted while
-/// they grow instead of after a `Value` tree of all of them was built.
-#[derive(Debug, Clone, PartialEq)]
+/// What a method answers: a JSON value, a typed result, or its result already encoded as JSON.
+/// Large answers (logs) are written straight into their buffer, so that the response cap is
+/// counted while they grow instead of after a `Value` tree of all of them was built.
+#[derive(Debug)]
 pub(crate) enum Reply {
     /// A value, encoded with the response.
     Value(Value),
+    /// A small hot result (call output, balance, transaction hash), written as JSON text
+    /// straight into the worker's response buffer: no `Value`, no box, no hex `String`.
+    Hot(Hot),
+    /// A typed result (receipt, block), serialized with the response straight into the
+    /// worker's response buffer: no `Value` tree of it is built.
+    Typed(Box<dyn TypedResult>),
     /// The `result` member's JSON text, as is.
     Encoded(Vec<u8>),
+}
+
+impl Reply {
+    /// A typed result, encoded when the response is.
+    pub(crate) fn typed<T: serde::Serialize + Send + std::fmt::Debug + 'static>(result: T) -> Self {
+        Self::Typed(Box::new(result))
+    }
+}
+
+/// The small results of the hottest methods, kept inline in [`Reply`].
+#[derive(Debug)]
+pub(crate) enum Hot {
+    /// Bytes as a `0x` hex string (eth_call's output).
+    Data(alloy_primitives::Bytes),
+    /// A quantity (eth_getBalance).
+    Quantity(alloy_primitives::U256),
+    /// A 32-byte hash (eth_sendRawTransaction).
+    Hash(alloy_primitives::B256),
+}
+
+impl Hot {
+    /// Appends the JSON text of the result, as serde would write it.
+    fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Data(bytes) => hex_string(out, bytes),
+            Self::Quantity(value) => {
+                // Writing into a `Vec` cannot fail.
+                let _ = std::io::Write::write_fmt(out, format_args!("\"{value:#x}\""));
+            }
+            Self::Hash(hash) => hex_string(out, hash.as_slice()),
+        }
+    }
+}
+
+/// Appends `bytes` as a JSON `"0x…"` string, without an intermediate `String`.
+fn hex_string(out: &mut Vec<u8>, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(bytes.len() * 2 + 4);
+    out.extend_from_slice(b"\"0x");
+    for byte in bytes {
+        out.push(DIGITS[usize::from(byte >> 4)]);
+        out.push(DIGITS[usize::from(byte & 0x0f)]);
+    }
+    out.push(b'"');
+}
+
+/// A result that writes itself as JSON: any `Serialize` type, behind one box so that `Reply`
+/// stays small whatever the result's size.
+pub(crate) trait TypedResult: Send + std::fmt::Debug {
+    /// Appends the result's JSON text to `out`.
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()>;
+}
+
+impl<T: serde::Serialize + Send + std::fmt::Debug> TypedResult for T {
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        serde_json::to_writer(out, self)
+    }
 }
 
 impl From<Value> for Reply {
@@ -329,6 +392,11 @@ where
     let busy = matches!(&outcome, Err(error) if error.is_busy());
     let encoded = match &mut outcome {
         Ok(Reply::Value(result)) => encode(&id, Some(result), None),
+        Ok(Reply::Hot(result)) => encode_result(&id, |out| {
+            result.write_json(out);
+            Ok(())
+        }),
+        Ok(Reply::Typed(result)) => encode_typed(&id, &**result),
         Ok(Reply::Encoded(result)) => encode_raw(&id, std::mem::take(result)),
         Err(error) => encode_error(&id, error),
     };
@@ -385,13 +453,49 @@ fn encode_raw(id: &Value, mut result: Vec<u8>) -> Vec<u8> {
     result
 }
 
+/// What answers a response that could not be encoded (a bug: the results' types encode).
+const ENCODE_FAILED: &[u8] =
+    br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#;
+
 fn encode(id: &Value, result: Option<&Value>, error: Option<ErrorObject>) -> Vec<u8> {
     let response = ResponseObject { jsonrpc: "2.0", id, result, error };
-    // Encoding a `Value` cannot fail (its map keys are strings); answer something valid anyway.
-    serde_json::to_vec(&response).unwrap_or_else(|e| {
-        tracing::error!(target: "rpc", error = %e, "cannot encode a response");
-        br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#
-            .to_vec()
+    // Into the worker's response buffer (see `out_buffer`), then out at its exact size.
+    crate::out_buffer::encode_with(|out| {
+        // Encoding a `Value` cannot fail (its map keys are strings); answer something valid
+        // anyway.
+        if let Err(e) = serde_json::to_writer(&mut *out, &response) {
+            tracing::error!(target: "rpc", error = %e, "cannot encode a response");
+            out.clear();
+            out.extend_from_slice(ENCODE_FAILED);
+        }
+    })
+}
+
+/// A success response around a typed result, written into the worker's response buffer (same
+/// member order as [`encode`]).
+fn encode_typed(id: &Value, result: &dyn TypedResult) -> Vec<u8> {
+    encode_result(id, |out| result.write_json(out))
+}
+
+/// A success response whose `result` member `write` appends, in the worker's response buffer.
+fn encode_result(
+    id: &Value,
+    write: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+) -> Vec<u8> {
+    crate::out_buffer::encode_with(|out| {
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        let written = serde_json::to_writer(&mut *out, id).and_then(|()| {
+            out.extend_from_slice(br#","result":"#);
+            write(out)
+        });
+        match written {
+            Ok(()) => out.push(b'}'),
+            Err(e) => {
+                tracing::error!(target: "rpc", error = %e, "cannot encode a result");
+                out.clear();
+                out.extend_from_slice(ENCODE_FAILED);
+            }
+        }
     })
 }
 
@@ -427,6 +531,40 @@ mod tests {
             }
             _ => Err(RpcError::MethodNotFound(method)),
         }
+    }
+
+    #[test]
+    fn a_typed_result_encodes_as_its_value_would() {
+        let id = json!(7);
+        let balance = alloy_primitives::U256::from(0x1f_u64);
+        let output = alloy_primitives::Bytes::from_static(&[0xca, 0xfe]);
+        let typed: [&dyn TypedResult; 3] = [&balance, &output, &None::<u64>];
+        let values = [json!(balance), json!(output), Value::Null];
+        for (typed, value) in typed.into_iter().zip(values) {
+            let a: Value = serde_json::from_slice(&encode_typed(&id, typed)).expect("JSON");
+            let b: Value = serde_json::from_slice(&encode(&id, Some(&value), None)).expect("JSON");
+            assert_eq!(a, b);
+        }
+        let text = encode_typed(&id, &balance);
+        assert_eq!(text, br#"{"jsonrpc":"2.0","id":7,"result":"0x1f"}"#);
+    }
+
+    #[test]
+    fn hot_results_are_written_as_serde_writes_them() {
+        use alloy_primitives::{B256, Bytes, U256};
+        let hot = |result: Hot| {
+            let mut out = Vec::new();
+            result.write_json(&mut out);
+            String::from_utf8(out).expect("utf-8")
+        };
+        for value in [U256::ZERO, U256::from(0x1f_u64), U256::MAX] {
+            assert_eq!(hot(Hot::Quantity(value)), serde_json::to_string(&value).expect("json"));
+        }
+        for bytes in [Bytes::new(), Bytes::from_static(&[0x00, 0xab, 0xff])] {
+            assert_eq!(hot(Hot::Data(bytes.clone())), serde_json::to_string(&bytes).expect("json"));
+        }
+        let hash = B256::repeat_byte(0x5a);
+        assert_eq!(hot(Hot::Hash(hash)), serde_json::to_string(&hash).expect("json"));
     }
 
     async fn run(body: &str) -> RpcReply {

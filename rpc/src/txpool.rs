@@ -25,11 +25,7 @@ async fn content(ctx: &RpcContext, params: &Params) -> Result<PoolContent, RpcEr
 }
 
 async fn pool_content(ctx: &RpcContext) -> Result<PoolContent, RpcError> {
-    ctx.controls
-        .pool_content
-        .send(GetPoolContent)
-        .await
-        .map_err(|e| RpcError::mailbox("mempool", e))
+    Ok(ctx.mempool.pool_content(GetPoolContent).await?)
 }
 
 /// txpool_status: `[]`; `{pending, queued}` counts as hex quantities.

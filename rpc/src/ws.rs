@@ -34,7 +34,6 @@ use actix_web::{FromRequest, HttpRequest, HttpResponse, dev, web};
 use actix_ws::{CloseCode, Closed, Session};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use hearth_messages::ask::ask;
 use hearth_messages::subscriptions::{CloseReason, Connect, Connection, Disconnect};
 use tokio::sync::oneshot;
 use tokio::time::{Instant, MissedTickBehavior, Sleep};
@@ -69,7 +68,7 @@ pub(crate) async fn endpoint(
         Ok(parts) => parts,
         Err(error) => return error.error_response(),
     };
-    let connection = match ask(&ctx.subscriptions.connect, Connect).await {
+    let connection = match ctx.subscriptions.connect(Connect).await {
         Ok(Ok(connection)) => connection,
         Ok(Err(error)) => {
             tracing::debug!(target: "rpc::ws", %error, "websocket refused");
@@ -77,7 +76,6 @@ pub(crate) async fn endpoint(
         }
         Err(error) => {
             ctx.metrics.reject(Rejection::MailboxFull);
-            let error = crate::RpcError::ask("subscriptions", error);
             return HttpResponse::ServiceUnavailable().body(error.to_string());
         }
     };
@@ -208,7 +206,7 @@ async fn run(
         }
     };
     // A full mailbox loses this; the actor forgets connections whose queue is closed anyway.
-    if ctx.subscriptions.disconnect.try_send(Disconnect(id)).is_err() {
+    if ctx.subscriptions.disconnect(Disconnect(id)).is_err() {
         tracing::debug!(target: "rpc::ws", connection = id.0, "disconnect not delivered");
     }
     drop(notifications);

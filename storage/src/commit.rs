@@ -591,7 +591,8 @@ fn apply_account(
         storage_root,
         incarnation,
     };
-    out.record(db, &layout::account_key(address, number), &alloy_rlp::encode(&account))?;
+    let key_at = layout::account_key(address, number);
+    crate::buffers::with_rlp(&account, |rlp| out.record(db, &key_at, rlp))?;
     // The previous version is the account's leaf as stored: the trie need not read it.
     let previous_leaf = previous.as_ref().map(StoredAccount::trie_value);
     state_trie.insert_replacing(
@@ -615,19 +616,25 @@ fn finish_block(
     defer: bool,
 ) -> Result<(SealedBlock, (Duration, Duration)), StorageError> {
     let number = header.number;
-    let hash = header.hash_slow();
+    // The header's RLP, its hash and the records below go through the thread's encode
+    // buffer (`buffers`): the batch copies what it keeps.
+    let hash = crate::buffers::with_rlp(&header, |rlp| alloy_primitives::keccak256(rlp));
     // Applied in this order (`ChainWriter::commit_block_timed`): a reader finds a block through
     // its header, its hash or a transaction index, so those come after the records they lead
     // to (`read_block` expects hash, body and receipts once it has the header).
     let body_key = layout::number_key(layout::BODY, number);
-    layout::chunks::insert(&mut batch, &body_key, &alloy_rlp::encode(&body));
+    crate::buffers::with_rlp(&body, |rlp| layout::chunks::insert(&mut batch, &body_key, rlp));
     let receipts_key = layout::number_key(layout::RECEIPTS, number);
-    layout::chunks::insert(&mut batch, &receipts_key, &alloy_rlp::encode(&receipts));
+    crate::buffers::with_rlp(&receipts, |rlp| {
+        layout::chunks::insert(&mut batch, &receipts_key, rlp);
+    });
     if !extras.is_empty() {
-        batch.insert(&layout::number_key(layout::EXTRAS, number)[..], alloy_rlp::encode(&extras));
+        let extras_key = layout::number_key(layout::EXTRAS, number);
+        crate::buffers::with_rlp(&extras, |rlp| batch.insert(&extras_key[..], rlp));
     }
     batch.insert(&layout::number_key(layout::HASH_BY_NUMBER, number)[..], hash.as_slice());
-    batch.insert(&layout::number_key(layout::HEADER, number)[..], alloy_rlp::encode(&header));
+    let header_key = layout::number_key(layout::HEADER, number);
+    crate::buffers::with_rlp(&header, |rlp| batch.insert(&header_key[..], rlp));
     batch.insert(&layout::hash_key(layout::NUMBER_BY_HASH, &hash)[..], &number.to_be_bytes()[..]);
     for (index, tx) in body.transactions.iter().enumerate() {
         let mut location = [0u8; 12];

@@ -11,6 +11,7 @@
 //! own, see `chain`); trie nodes are addressed by hash and never deleted (archive).
 
 mod account_versions;
+mod buffers;
 mod chain;
 mod commit;
 mod error;
@@ -24,6 +25,7 @@ mod records;
 mod state;
 pub mod trie;
 
+pub use buffers::ENCODE_BUFFER_RETAINED_BYTES;
 pub use chain::{ChainDb, ChainWriter, DEFAULT_PAGE_CACHE_BYTES, temporary_store_dir};
 pub use commit::{
     BlockDraft, BlockWriter, DEFAULT_NODE_CACHE_BYTES, WriteTimings, import_block,

@@ -225,6 +225,8 @@ async fn a_panicking_miner_handler_fails_one_request_and_the_node_keeps_mining()
     let restarts: Vec<_> = node.node.restarts.iter().map(|(name, c)| (*name, c.get())).collect();
     assert!(restarts.contains(&("miner", 1)), "{restarts:?}");
     assert!(restarts.contains(&("filters", 0)), "{restarts:?}");
+    // The executors' restarts are on /metrics too (counted in their own unit test).
+    assert!(restarts.contains(&("executor", 0)), "{restarts:?}");
     // The same actor, rebuilt from its settings, mines the next transaction.
     assert_mines(&node).await;
     node.ok("anvil_setIntervalMining", json!([1])).await;

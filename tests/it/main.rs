@@ -27,6 +27,7 @@ mod proof;
 mod readme;
 mod rpc;
 mod rpc_compat;
+mod shutdown;
 mod signing;
 mod simulate;
 mod statetest;

@@ -1,0 +1,121 @@
+//! The revm environment a request runs in: the block environment of a stored header (with
+//! eth_call's block overrides) and the transaction environment of a call request or of a
+//! signed, pooled transaction.
+
+use alloy_consensus::{Header, Transaction};
+use alloy_eips::Typed2718;
+use alloy_eips::eip7840::BlobParams;
+use alloy_primitives::{Address, B256, TxKind, U256};
+use hearth_messages::executor::{BlockOverrides, CallRequest, PooledTx};
+use revm::context::{BlockEnv, TxEnv};
+use revm::context_interface::block::BlobExcessGasAndPrice;
+use revm::context_interface::either::Either;
+
+/// Applies an eth_call's block overrides to the environment it runs in.
+pub(crate) fn apply_block_overrides(env: &mut BlockEnv, o: &BlockOverrides) {
+    if let Some(number) = o.number {
+        env.number = U256::from(number);
+    }
+    if let Some(timestamp) = o.timestamp {
+        env.timestamp = U256::from(timestamp);
+    }
+    if let Some(gas_limit) = o.gas_limit {
+        env.gas_limit = gas_limit;
+    }
+    if let Some(base_fee) = o.base_fee {
+        env.basefee = base_fee;
+    }
+    if let Some(coinbase) = o.coinbase {
+        env.beneficiary = coinbase;
+    }
+    if let Some(prevrandao) = o.prevrandao {
+        env.prevrandao = Some(prevrandao);
+    }
+}
+
+/// The block environment a call at block `header` sees: that block's own header.
+/// The block environment of stored block `header`, its blob gas price under `blob_params`
+/// (the block's own fork's schedule).
+pub(crate) fn block_env_of(header: &Header, blob_params: &BlobParams) -> BlockEnv {
+    BlockEnv {
+        number: U256::from(header.number),
+        beneficiary: header.beneficiary,
+        timestamp: U256::from(header.timestamp),
+        gas_limit: header.gas_limit,
+        basefee: header.base_fee_per_gas.unwrap_or_default(),
+        difficulty: header.difficulty,
+        prevrandao: Some(header.mix_hash),
+        blob_excess_gas_and_price: Some(BlobExcessGasAndPrice::new(
+            header.excess_blob_gas.unwrap_or_default(),
+            u64::try_from(blob_params.update_fraction).unwrap_or(u64::MAX),
+        )),
+        ..Default::default()
+    }
+}
+
+/// The revm transaction eth_call runs for `request`. Its type follows from the fields given,
+/// as geth's `ToMessage` decides: authorizations make a type-4 transaction, blob hashes a
+/// type-3 one (both with dynamic fees), a fee cap a type-2 one, an access list a type-1 one.
+pub(crate) fn call_tx_env(request: &CallRequest, gas: u64, chain_id: u64) -> TxEnv {
+    // A gas price given for a dynamic-fee type is both its caps, as geth runs such a call.
+    let dynamic = Some(request.max_priority_fee_per_gas.or(request.gas_price).unwrap_or(0));
+    let max_fee = request.max_fee_per_gas.or(request.gas_price).unwrap_or(0);
+    let legacy_type = if request.access_list.is_some() { 1 } else { 0 };
+    let (tx_type, gas_price, priority) = if request.authorization_list.is_some() {
+        (4, max_fee, dynamic)
+    } else if request.blob_versioned_hashes.is_some() {
+        (3, max_fee, dynamic)
+    } else {
+        match (request.max_fee_per_gas, request.gas_price) {
+            (Some(max_fee), _) => (2, max_fee, dynamic),
+            (None, Some(price)) => (legacy_type, price, None),
+            (None, None) => (legacy_type, 0, None),
+        }
+    };
+    TxEnv {
+        tx_type,
+        caller: request.from.unwrap_or(Address::ZERO),
+        gas_limit: gas,
+        gas_price,
+        kind: request.to.map_or(TxKind::Create, TxKind::Call),
+        value: request.value.unwrap_or_default(),
+        data: request.input.clone(),
+        nonce: request.nonce.unwrap_or_default(),
+        chain_id: Some(chain_id),
+        access_list: request.access_list.clone().unwrap_or_default(),
+        gas_priority_fee: priority,
+        blob_hashes: request.blob_versioned_hashes.clone().unwrap_or_default(),
+        max_fee_per_blob_gas: request.max_fee_per_blob_gas.unwrap_or_default(),
+        authorization_list: request
+            .authorization_list
+            .iter()
+            .flatten()
+            .cloned()
+            .map(Either::Left)
+            .collect(),
+    }
+}
+
+/// The revm transaction for a signed, pooled transaction.
+pub(crate) fn tx_env(pooled: &PooledTx) -> TxEnv {
+    let tx = pooled.tx.as_ref();
+    TxEnv {
+        tx_type: tx.ty(),
+        caller: pooled.sender,
+        gas_limit: tx.gas_limit(),
+        gas_price: tx.max_fee_per_gas(),
+        kind: tx.kind(),
+        value: tx.value(),
+        data: tx.input().clone(),
+        nonce: tx.nonce(),
+        chain_id: tx.chain_id(),
+        access_list: tx.access_list().cloned().unwrap_or_default(),
+        gas_priority_fee: tx.max_priority_fee_per_gas(),
+        blob_hashes: tx.blob_versioned_hashes().map(<[B256]>::to_vec).unwrap_or_default(),
+        max_fee_per_blob_gas: tx.max_fee_per_blob_gas().unwrap_or_default(),
+        authorization_list: tx
+            .authorization_list()
+            .map(|list| list.iter().cloned().map(Either::Left).collect())
+            .unwrap_or_default(),
+    }
+}
