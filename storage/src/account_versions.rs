@@ -53,7 +53,7 @@ type Known = Option<Newest>;
 #[derive(Debug)]
 struct Layer {
     changes: AddressMap<Known>,
-    below: Option<Arc<Layer>>,
+    below: Option<Arc<Self>>,
 }
 
 /// The newest versions of recently written accounts, as of one snapshot. Cheap to clone.
