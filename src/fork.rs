@@ -18,7 +18,7 @@ use hearth_actors::fork::{
 };
 use hearth_messages::fork::{ForkCounters, ForkError, ForkKey, ForkValue};
 use hearth_storage::{
-    AccountChange, AccountFields, BlockDraft, ChainDb, EMPTY_CODE_HASH, StateDiff, StoredBody,
+    AccountChange, AccountFields, BlockDraft, ChainWriter, EMPTY_CODE_HASH, StateDiff, StoredBody,
 };
 use tracing::{info, warn};
 
@@ -82,7 +82,7 @@ pub fn open_fork(
     cache_bytes: u64,
     dev_accounts: &[Address],
     balance: U256,
-) -> Result<(ChainDb, ForkHandle), ForkStartError> {
+) -> Result<(ChainWriter, ForkHandle), ForkStartError> {
     let url = settings.upstream.display_url();
     let upstream_err = |source| ForkStartError::Upstream { url: url.clone(), source };
     let (cache, fallback) =
@@ -156,14 +156,14 @@ pub fn open_fork(
             },
         );
     }
-    let chain = ChainDb::in_memory_with_cache(cache_bytes)?.with_fork(Arc::new(client));
+    let chain = ChainWriter::in_memory_with_cache(cache_bytes)?.with_fork(Arc::new(client));
     write_base(&chain, header, block_hash, &diff)?;
     info!(target: "node::fork", %url, block, %block_hash, chain_id, "forked");
     Ok((chain, ForkHandle { backend, counters, block, block_hash, chain_id, arbiter }))
 }
 
 fn write_base(
-    chain: &ChainDb,
+    chain: &ChainWriter,
     header: Header,
     upstream_hash: B256,
     diff: &StateDiff,

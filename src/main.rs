@@ -127,12 +127,12 @@ fn announce(node: &Node, addr: std::net::SocketAddr) -> Result<(), hearth::node:
 }
 
 /// Opens the datadir of `hearth import` / `hearth export`.
-fn open_datadir(datadir: Option<PathBuf>) -> Result<hearth_storage::ChainDb, String> {
+fn open_datadir(datadir: Option<PathBuf>) -> Result<hearth_storage::ChainWriter, String> {
     let path = match datadir {
         Some(path) => path,
         None => hearth::config::default_datadir().map_err(|e| e.to_string())?,
     };
-    hearth_storage::ChainDb::open(&path).map_err(|e| {
+    hearth_storage::ChainWriter::open(&path).map_err(|e| {
         format!(
             "cannot open the chain in {} (set with --datadir; is a node running on it?): {e}",
             path.display()

@@ -30,7 +30,7 @@ use hearth_messages::miner::MinerClient;
 use hearth_messages::state::{BlockCommitted, StateClient, SubscribeBlocks};
 use hearth_messages::subscriptions::SubscriptionClient;
 use hearth_rpc::{Extensions, LogSwitch, NodeFacts, RpcContext};
-use hearth_storage::{ChainDb, StorageError};
+use hearth_storage::{ChainDb, ChainWriter, StorageError};
 use revm::primitives::hardfork::SpecId;
 use tracing::info;
 
@@ -120,6 +120,9 @@ pub enum NodeError {
 pub struct Node {
     /// Shared read handle to the store.
     pub chain: ChainDb,
+    /// The store's writer, which the state actor owns; kept here only for the final
+    /// checkpoint at shutdown ([`Node::checkpoint`]), after the RPC front has stopped.
+    writer: ChainWriter,
     /// The state owner.
     pub state: Addr<StateActor>,
     /// The mempool.
@@ -236,11 +239,11 @@ impl Node {
         }
         let chain = match &config.storage {
             StorageMode::Disk(path) => {
-                ChainDb::open_with_cache(path, config.db_cache_bytes).map_err(|source| {
+                ChainWriter::open_with_cache(path, config.db_cache_bytes).map_err(|source| {
                     NodeError::OpenStorage { path: path.display().to_string(), source }
                 })?
             }
-            StorageMode::Ephemeral => ChainDb::in_memory_with_cache(config.db_cache_bytes)
+            StorageMode::Ephemeral => ChainWriter::in_memory_with_cache(config.db_cache_bytes)
                 .map_err(|source| NodeError::OpenStorage { path: "memory".into(), source })?,
         };
         Self::start_on(chain, config, clock)
@@ -250,7 +253,7 @@ impl Node {
     /// first). A store holding an imported chain runs under its stored chain id and fork rules
     /// (see `hearth import`); any other gets the dev genesis and dev rules.
     pub fn start_on(
-        chain: ChainDb,
+        chain: ChainWriter,
         mut config: NodeConfig,
         clock: Clock,
     ) -> Result<Self, NodeError> {
@@ -384,7 +387,7 @@ impl Node {
             code_size_limit: config.code_size_limit,
             parallel: config.parallel,
         };
-        let exec_chain = chain.clone();
+        let exec_chain = chain.reader();
         // `make` runs on each executor thread as it starts. Admission caps what the pool holds
         // over all lanes, so a mailbox of that size is never full.
         let threads = config.executor_threads.get();
@@ -424,7 +427,7 @@ impl Node {
         // again): on one thread those are task switches instead of thread wake-ups.
         let pool_and_miner = actix::Arbiter::new();
         let mempool = MempoolActor::new(
-            chain.clone(),
+            chain.reader(),
             MempoolConfig {
                 chain_id: chain_id.clone(),
                 spec,
@@ -443,7 +446,7 @@ impl Node {
         restarts.push(("mempool", mempool.restart_counter()));
         let mempool = hearth_actors::start_on(&pool_and_miner.handle(), mempool, mailbox);
         let miner = MinerActor::new(
-            chain.clone(),
+            chain.reader(),
             MinerPeers {
                 take_pending: mempool.clone().recipient(),
                 txs_mined: mempool.clone().recipient(),
@@ -471,7 +474,8 @@ impl Node {
             "actors started"
         );
         Ok(Self {
-            chain,
+            chain: chain.reader(),
+            writer: chain,
             state,
             mempool,
             miner,
@@ -493,6 +497,12 @@ impl Node {
             fork: None,
             config,
         })
+    }
+
+    /// Applies what is deferred, flushes the store and empties its commit journal, so that the
+    /// next start has nothing to replay (shutdown).
+    pub fn checkpoint(&self) -> Result<(), StorageError> {
+        self.writer.checkpoint()
     }
 
     /// Subscribes `recipient` to every committed block (extension actors use this).

@@ -49,7 +49,7 @@ pub async fn serve_until_signal(node: &Node, server: Server) -> Result<(), NodeE
         None => Ok(()),
     };
     // A failed checkpoint only means the next start replays the journal.
-    if let Err(error) = node.chain.checkpoint() {
+    if let Err(error) = node.checkpoint() {
         tracing::warn!(target: "node", %error, "final journal checkpoint failed; the next start replays it");
     }
     served.and(dumped)

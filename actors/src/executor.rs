@@ -613,7 +613,7 @@ mod tests {
             address!("00000000000000000000000000000000000000f2"),
             address!("0000000000000000000000000000000000000b16"),
         ];
-        let db = ChainDb::in_memory().expect("store");
+        let db = hearth_storage::ChainWriter::in_memory().expect("store");
         let mut diff = StateDiff::default();
         for (address, code) in contracts.iter().zip([DIRTY, FRESH, HUGE]) {
             let code = Bytes::from(hex::decode(code.replace(' ', "")).expect("hex"));
@@ -641,7 +641,7 @@ mod tests {
             code_size_limit: None,
             parallel: crate::parallel::ParallelConfig::default(),
         };
-        (ExecutorActor::new(db, config, None), contracts)
+        (ExecutorActor::new(db.reader(), config, None), contracts)
     }
 
     fn call(executor: &mut ExecutorActor, to: Address) -> Bytes {

@@ -1,7 +1,8 @@
 //! `StateActor`: the only writer of storage.
 //!
-//! - **Owns:** the write side of `ChainDb` (trie nodes, versioned accounts and storage, blocks,
-//!   receipts, the head pointer), the cache of recently written trie nodes (`BlockWriter`), the
+//! - **Owns:** the store's `ChainWriter` (trie nodes, versioned accounts and storage, blocks,
+//!   receipts, the head, and the snapshot readers load: it publishes a new one after every
+//!   commit, settle, patch and revert), the cache of recently written trie nodes (`BlockWriter`), the
 //!   list of block subscribers, and the evm_snapshot journal (per block the state keys it
 //!   wrote, per patch what it overwrote, kept only while a snapshot is live).
 //! - **Takes:** `CommitBlock` and `Rollback` (from the miner), `PatchState`, `TakeSnapshot`,
@@ -30,7 +31,7 @@ use hearth_messages::state::{
 };
 use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{
-    AccountChange, AccountFields, BlockDraft, BlockKeys, BlockWriter, ChainDb,
+    AccountChange, AccountFields, BlockDraft, BlockKeys, BlockWriter, ChainWriter,
     DEFAULT_NODE_CACHE_BYTES, EMPTY_CODE_HASH, PatchUndo, SealedBlock, StateDiff, StorageError,
     StoredBody, head_accounts, load_accounts, revert_blocks, rollback, write_block, write_patch,
 };
@@ -48,7 +49,7 @@ struct Snapshot {
 /// The state owner.
 #[derive(Debug)]
 pub struct StateActor {
-    db: ChainDb,
+    db: ChainWriter,
     /// Writes blocks, keeping the trie nodes of recent blocks in memory for the next ones.
     writer: BlockWriter,
     subscribers: Vec<(Recipient<BlockCommitted>, Interest)>,
@@ -66,8 +67,8 @@ pub struct StateActor {
 }
 
 impl StateActor {
-    /// The owner of `db`'s write side.
-    pub fn new(db: ChainDb) -> Self {
+    /// The owner of `db`, the store's writer.
+    pub fn new(db: ChainWriter) -> Self {
         let mut writer = BlockWriter::new(db.clone(), DEFAULT_NODE_CACHE_BYTES);
         // A block is applied to sled after its commit is answered (`Settle`): the miner and
         // the RPC front move on while this thread spends the apply.
@@ -252,8 +253,8 @@ impl Handler<CommitBlock> for StateActor {
     }
 }
 
-/// Sent to itself after a commit is answered: apply the block to sled now (`ChainDb::settle`).
-/// Until then readers see it through the store's overlay; the next commit settles it first
+/// Sent to itself after a commit is answered: apply the block to sled now (`ChainWriter::settle`).
+/// Until then readers see it through the snapshot's overlay; the next commit settles it first
 /// if this message comes later.
 #[derive(actix::Message)]
 #[rtype(result = "()")]
@@ -391,7 +392,7 @@ pub struct GenesisSpec {
 
 /// Writes the genesis block when the store is empty; returns the head either way.
 /// Runs before any actor starts, so it needs no owner.
-pub fn init_genesis(db: &ChainDb, spec: &GenesisSpec) -> Result<u64, StorageError> {
+pub fn init_genesis(db: &ChainWriter, spec: &GenesisSpec) -> Result<u64, StorageError> {
     if let Some(head) = db.head_number() {
         return Ok(head);
     }

@@ -16,7 +16,7 @@ use crate::layout;
 use crate::patch::{PatchUndo, write_patch};
 use crate::records::{EMPTY_CODE_HASH, StoredAccount};
 use crate::state::{AccountChange, AccountFields, StateDiff};
-use crate::{ChainDb, StorageError};
+use crate::{ChainWriter, StorageError};
 
 /// One account with everything a dump holds: what anvil_dumpState writes for it and what
 /// anvil_loadState sets.
@@ -52,7 +52,7 @@ impl WholeAccount {
 /// pass `max_json_bytes` (estimated as it goes, so the walk stops there and memory stays
 /// bounded). Settles the deferred block first: call it from the store's writer only.
 pub fn head_accounts(
-    db: &ChainDb,
+    db: &ChainWriter,
     max_json_bytes: usize,
 ) -> Result<Option<(u64, Vec<WholeAccount>)>, StorageError> {
     let head = db.head_number().ok_or(StorageError::Corrupt { what: "head before a dump" })?;
@@ -159,7 +159,7 @@ fn slots_at(
 /// and the slots it lists (its other slots stay, as in anvil). Returns the new state root and
 /// what was overwritten (for evm_revert). One atomic batch: all of it or, on an error, none.
 pub fn load_accounts(
-    db: &ChainDb,
+    db: &ChainWriter,
     accounts: &[WholeAccount],
 ) -> Result<(alloy_primitives::B256, PatchUndo), StorageError> {
     let mut diff = StateDiff::default();
@@ -193,7 +193,7 @@ mod tests {
     use crate::commit::write_block;
     use crate::records::StoredBody;
 
-    fn genesis(db: &ChainDb, diff: &StateDiff) {
+    fn genesis(db: &ChainWriter, diff: &StateDiff) {
         let draft = crate::BlockDraft {
             header: alloy_consensus::Header::default(),
             body: StoredBody { transactions: vec![], senders: vec![] },
@@ -216,7 +216,7 @@ mod tests {
     /// second load sets the slots it lists and keeps the others, and clears a zeroed one.
     #[test]
     fn loaded_accounts_dump_back_equal() {
-        let db = ChainDb::in_memory().expect("store");
+        let db = ChainWriter::in_memory().expect("store");
         genesis(&db, &StateDiff::default());
         let loaded = vec![
             account(1, 0, &[], &[]),
@@ -241,7 +241,7 @@ mod tests {
     /// A dump reads the head's versions only and skips deleted accounts.
     #[test]
     fn a_dump_sees_the_head_state() {
-        let db = ChainDb::in_memory().expect("store");
+        let db = ChainWriter::in_memory().expect("store");
         genesis(&db, &StateDiff::default());
         load_accounts(&db, &[account(1, 1, &[(1, 1)], &[]), account(2, 1, &[], &[])])
             .expect("load");
@@ -276,7 +276,7 @@ mod tests {
     /// account's slots pass it.
     #[test]
     fn a_dump_past_its_bound_is_refused() {
-        let db = ChainDb::in_memory().expect("store");
+        let db = ChainWriter::in_memory().expect("store");
         genesis(&db, &StateDiff::default());
         let many: Vec<(u64, u64)> = (1..=100).map(|i| (i, i)).collect();
         load_accounts(&db, &[account(1, 0, &many, &[]), account(2, 0, &[], &[])]).expect("load");

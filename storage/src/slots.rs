@@ -88,7 +88,7 @@ mod tests {
     use super::*;
     use crate::records::EMPTY_CODE_HASH;
     use crate::state::{AccountChange, AccountFields, StateDiff};
-    use crate::{BlockDraft, BlockWriter, StoredBody};
+    use crate::{BlockDraft, BlockWriter, ChainWriter, StoredBody};
 
     fn draft(number: u64) -> BlockDraft {
         BlockDraft {
@@ -110,8 +110,9 @@ mod tests {
 
     #[test]
     fn lists_each_slot_once_as_of_the_block_and_refuses_past_the_bound() {
-        let db = ChainDb::in_memory().expect("store");
-        let mut writer = BlockWriter::new(db.clone(), 1 << 20);
+        let store = ChainWriter::in_memory().expect("store");
+        let db = store.reader();
+        let mut writer = BlockWriter::new(store, 1 << 20);
         let a = Address::repeat_byte(0xaa);
         write(&mut writer, 0, a, &[(1, 10), (2, 20), (3, 30)]);
         write(&mut writer, 1, a, &[(2, 21), (3, 0), (4, 40)]);
