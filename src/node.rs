@@ -196,7 +196,7 @@ impl Drain {
     /// running finish on their threads), so no caller hangs until the HTTP server's timeout;
     /// then the miner starts no block and this returns once the block in progress, if any, is
     /// committed. Idempotent. The caller checkpoints the journal after it
-    /// ([`ChainDb::checkpoint`]).
+    /// ([`Node::checkpoint`]).
     pub async fn run(&self) {
         self.executor.close();
         if self.miner.send(hearth_messages::miner::StopMining).await.is_err() {

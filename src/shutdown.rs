@@ -2,7 +2,7 @@
 //!
 //! 1. Close every WebSocket connection (code 1001): an open one would hold the HTTP server's
 //!    graceful stop until its 30 s timeout.
-//! 2. Drain ([`Drain`]): executor calls still queued are answered with -32005 "the node is
+//! 2. Drain ([`Node::drain`]): executor calls still queued are answered with -32005 "the node is
 //!    shutting down", and the miner commits its block in progress and starts no other.
 //! 3. Stop the HTTP server gracefully: the requests it is serving are answered.
 //! 4. `--dump-state`: write the state file, which so holds every block committed above.
