@@ -35,7 +35,7 @@ use alloy_signer_local::PrivateKeySigner;
 use hearth_actors::executor::{ExecConfig, ExecutorActor, SCRATCH_RETAINED_BYTES};
 use hearth_messages::executor::{Call, CallOutcome, CallRequest};
 use hearth_storage::{
-    AccountChange, AccountFields, BlockDraft, ChainDb, StateDiff, StoredBody, write_block,
+    AccountChange, AccountFields, BlockDraft, ChainWriter, StateDiff, StoredBody, write_block,
 };
 use revm::primitives::hardfork::SpecId;
 
@@ -44,8 +44,8 @@ const HOLDER: Address = address!("f39Fd6e51aad88F6F4ce6aB8827279cffFb92266");
 
 /// An in-memory chain whose genesis holds BenchToken at its usual address, with HOLDER owning
 /// the whole supply (slot 0: totalSupply; slot 1: the balanceOf mapping).
-fn chain() -> ChainDb {
-    let db = ChainDb::in_memory().expect("in-memory store");
+fn chain() -> ChainWriter {
+    let db = ChainWriter::in_memory().expect("in-memory store");
     let code = runtime_code();
     let code_hash = keccak256(&code);
     let supply = U256::from(1_000_000u64) * U256::from(10u64).pow(U256::from(18u64));
@@ -152,7 +152,7 @@ fn main() {
         let request = request(calldata);
         for (label, retain) in [("off (fresh EVM)", 0), ("on", SCRATCH_RETAINED_BYTES)] {
             eprintln!("measuring {name}, scratch {label} ...");
-            let mut executor = ExecutorActor::new(db.clone(), config.clone(), None);
+            let mut executor = ExecutorActor::new(db.reader(), config.clone(), None);
             executor.set_scratch_retention(retain);
             let (allocs, bytes, rate) = measure(&mut executor, &request, duration);
             println!("| {name} | {label} | {allocs:.1} | {:.1} | {rate:.0} |", bytes / 1024.0);

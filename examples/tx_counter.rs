@@ -92,7 +92,8 @@ fn main() -> std::io::Result<()> {
         let (_counter, extensions) = install(&node, node.config().mailbox).await;
         let (server, addr) = node.serve_rpc(extensions).map_err(std::io::Error::other)?;
         println!("tx_counter example: JSON-RPC on http://{addr} (hearth_txCountBySender)");
-        server.await
+        // Ctrl-C stops it as it stops the node: requests answered, journal checkpointed.
+        hearth::shutdown::serve_until_signal(&node, server).await.map_err(std::io::Error::other)
     })
 }
 

@@ -18,7 +18,7 @@ use alloy_eips::eip4895::Withdrawals;
 use alloy_primitives::B256;
 use alloy_rlp::{Decodable, Encodable};
 use hearth_actors::{ExecConfig, ExecutorActor};
-use hearth_storage::{BlockDraft, ChainDb, StorageError, import_block};
+use hearth_storage::{BlockDraft, ChainDb, ChainWriter, StorageError, import_block};
 
 use crate::genesis::{ChainConfig, Genesis, GenesisError};
 use crate::import::{ImportError, empty_body, import};
@@ -122,7 +122,7 @@ pub struct ImportSummary {
 
 /// Writes `genesis` as block 0 of an empty `db` (its document first, for `hearth export
 /// --genesis-out`), or checks that `db` starts with it. Returns the genesis hash.
-pub fn write_genesis(db: &ChainDb, genesis: &Genesis) -> Result<B256, ChainFileError> {
+pub fn write_genesis(db: &ChainWriter, genesis: &Genesis) -> Result<B256, ChainFileError> {
     let header = genesis.header(db)?;
     let computed = header.hash_slow();
     match db.block_hash(0)? {
@@ -141,7 +141,7 @@ pub fn write_genesis(db: &ChainDb, genesis: &Genesis) -> Result<B256, ChainFileE
 
 /// [`write_genesis`], then stores the chain configuration an imported chain runs under.
 /// Returns the genesis hash.
-pub fn init_chain(db: &ChainDb, genesis: &Genesis) -> Result<B256, ChainFileError> {
+pub fn init_chain(db: &ChainWriter, genesis: &Genesis) -> Result<B256, ChainFileError> {
     let computed = write_genesis(db, genesis)?;
     // Written after genesis: a crash in between leaves a datadir that the next import run
     // (same genesis) completes, while the node would refuse nothing but run dev defaults.
@@ -172,7 +172,7 @@ pub fn stored_config(db: &ChainDb) -> Result<Option<ChainConfig>, ChainFileError
 /// Imports `genesis` and then every block of `files` into `db`; `progress` prints a progress
 /// line on stderr.
 pub fn import_chain(
-    db: &ChainDb,
+    db: &ChainWriter,
     genesis: &Genesis,
     files: &[PathBuf],
     progress: bool,
@@ -182,7 +182,7 @@ pub fn import_chain(
 
 /// `import_chain` with blocks executed under `parallel` (`hearth import --exec.parallel`).
 pub fn import_chain_with(
-    db: &ChainDb,
+    db: &ChainWriter,
     genesis: &Genesis,
     files: &[PathBuf],
     progress: bool,
@@ -199,7 +199,7 @@ pub fn import_chain_with(
         code_size_limit: None,
         parallel,
     };
-    let mut executor = ExecutorActor::new(db.clone(), exec, None);
+    let mut executor = ExecutorActor::new(db.reader(), exec, None);
     let mut meter = Meter::new(progress);
     let (mut imported, mut skipped) = (0, 0);
     for path in files {

@@ -198,6 +198,18 @@ pub struct Cli {
     /// the default tracer) are always available, since Hearth re-executes to trace.
     #[arg(long = "steps-tracing", visible_alias = "tracing")]
     pub steps_tracing: bool,
+    /// When the node stops (SIGINT, SIGTERM), write its head state to PATH as anvil's state
+    /// dump (plain JSON); a directory gets PATH/state.json, as in anvil.
+    #[arg(long = "dump-state", value_name = "PATH")]
+    pub dump_state: Option<PathBuf>,
+    /// At startup, set the accounts of an anvil state dump (plain or gzip-compressed JSON, as
+    /// `--dump-state` or anvil_dumpState write it) in the new chain's state. Not with --datadir
+    /// or --dev.
+    #[arg(long = "load-state", value_name = "PATH")]
+    pub load_state: Option<PathBuf>,
+    /// --load-state PATH if the file exists, and --dump-state PATH, as in anvil.
+    #[arg(long = "state", value_name = "PATH", conflicts_with_all = ["dump_state", "load_state"])]
+    pub state: Option<PathBuf>,
     /// Write the accounts, keys and fee settings as anvil's JSON to FILE at startup.
     #[arg(long = "config-out", value_name = "FILE")]
     pub config_out: Option<PathBuf>,
@@ -355,7 +367,14 @@ pub struct Cli {
     /// Where fetched upstream values are kept across runs (default: ~/.hearth/fork-cache).
     #[arg(long = "fork.cache-dir", value_name = "DIR")]
     pub fork_cache_dir: Option<PathBuf>,
+    /// Most bytes the fork cache grows to (its size on disk when opened plus the keys and
+    /// values written since), e.g. 512MiB; once full, fetched values are no longer kept.
+    #[arg(long = "fork.cache-size", default_value = DEFAULT_FORK_CACHE_SIZE)]
+    pub fork_cache_size: String,
 }
+
+/// Default bound of the fork cache (`--fork.cache-size`).
+pub const DEFAULT_FORK_CACHE_SIZE: &str = "4GiB";
 
 /// Default retries of an upstream request (`--fork-retries`).
 pub const DEFAULT_FORK_RETRIES: u32 = 5;

@@ -141,6 +141,12 @@ pub struct NodeConfig {
     /// Whether eth_sendTransaction signs for the dev accounts (off with
     /// `--no-unlocked-accounts`).
     pub unlocked_accounts: bool,
+    /// Where the head state is written as anvil's state dump when the node stops
+    /// (`--dump-state`, `--state`).
+    pub dump_state: Option<PathBuf>,
+    /// A state dump, read and checked, whose accounts a new chain starts with (`--load-state`,
+    /// `--state` when its file exists).
+    pub load_state: Option<hearth_rpc::LoadedState>,
 }
 
 /// A flag value that cannot be used.
@@ -242,6 +248,17 @@ pub enum ConfigError {
         flag: &'static str,
         /// The number given.
         got: u64,
+    },
+    /// A state file flag that cannot be used: a dump that cannot be loaded, a path that cannot
+    /// be written, or a chain it does not go with.
+    #[error("{flag} {path}: {reason}")]
+    StateFile {
+        /// The flag.
+        flag: &'static str,
+        /// The file.
+        path: String,
+        /// What is wrong and what to do.
+        reason: String,
     },
     /// The `--init` genesis file cannot be used.
     #[error("--init {path}: {reason}")]
@@ -433,12 +450,78 @@ pub struct ForkSettings {
     pub chain_id: Option<u64>,
     /// Where fetched values persist (`None`: memory only, `--no-fork-cache`).
     pub cache_dir: Option<PathBuf>,
+    /// Most bytes the fork cache grows to (`--fork.cache-size`).
+    pub cache_size: u64,
 }
 
 /// `$HOME/.hearth/fork-cache`.
 pub fn default_fork_cache_dir() -> Result<PathBuf, ConfigError> {
     let home = std::env::var_os("HOME").ok_or(ConfigError::NoHome)?;
     Ok(PathBuf::from(home).join(".hearth").join("fork-cache"))
+}
+
+/// `--dump-state`, `--load-state` and `--state`: where to dump the state on exit, and the dump
+/// to load at startup, read and checked now (a dump that cannot be loaded stops the start).
+/// A persisted chain (`--datadir`, `--dev`) keeps its state itself, and loading into it at
+/// every start would patch it again each time, so loading is refused there; a fork's state is
+/// the upstream's, of which a dump would hold only what was fetched, so dumping is refused
+/// there.
+fn state_files(
+    cli: &Cli,
+    storage: &StorageMode,
+    forked: bool,
+    code_size_limit: Option<usize>,
+) -> Result<(Option<PathBuf>, Option<hearth_rpc::LoadedState>), ConfigError> {
+    let error = |flag: &'static str, path: &std::path::Path, reason: String| {
+        ConfigError::StateFile { flag, path: path.display().to_string(), reason }
+    };
+    // A directory stands for state.json inside it, as in anvil.
+    let in_dir =
+        |path: &PathBuf| if path.is_dir() { path.join("state.json") } else { path.clone() };
+    let (dump_flag, dump) = match (&cli.state, &cli.dump_state) {
+        (Some(path), _) => ("--state", Some(in_dir(path))),
+        (None, path) => ("--dump-state", path.as_ref().map(in_dir)),
+    };
+    let (load_flag, load) = match (&cli.state, &cli.load_state) {
+        // anvil's --state loads only a file that is there.
+        (Some(path), _) => ("--state", Some(in_dir(path)).filter(|p| p.exists())),
+        (None, path) => ("--load-state", path.clone()),
+    };
+    let dump = match dump {
+        None => None,
+        Some(_) if forked => {
+            return Err(ConfigError::Fork {
+                flag: dump_flag,
+                reason: "cannot be used with --fork-url: a fork's state is the upstream's, and                          the node holds only what it fetched"
+                    .into(),
+            });
+        }
+        Some(path) => {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            if parent.is_some_and(|p| !p.is_dir()) {
+                return Err(error(dump_flag, &path, "its directory does not exist".into()));
+            }
+            Some(path)
+        }
+    };
+    let Some(path) = load.as_deref() else { return Ok((dump, None)) };
+    if let StorageMode::Disk(dir) = storage {
+        return Err(error(
+            load_flag,
+            path,
+            format!(
+                "cannot be used with a chain stored in {} (--datadir, --dev): it keeps its state                  itself; load into a chain in memory (leave --datadir and --dev out)",
+                dir.display()
+            ),
+        ));
+    }
+    let limits = hearth_rpc::StateLimits {
+        max_json_bytes: hearth_rpc::MAX_STATE_JSON_BYTES,
+        max_code_bytes: code_size_limit.unwrap_or(hearth_rpc::EIP170_CODE_BYTES),
+    };
+    let loaded = hearth_rpc::read_state_file(path, limits)
+        .map_err(|e| error(load_flag, path, e.to_string()))?;
+    Ok((dump, Some(loaded)))
 }
 
 /// The fork flags as a [`ForkSettings`], range-checked; `None` without `--fork-url`.
@@ -531,6 +614,9 @@ fn fork_settings(cli: &Cli) -> Result<Option<ForkSettings>, ConfigError> {
         (Some(dir), false) => Some(dir.clone()),
         (None, false) => Some(default_fork_cache_dir()?),
     };
+    let cache_size = parse_size(&cli.fork_cache_size).map(|n| n as u64).ok_or_else(|| {
+        ConfigError::Size { flag: "--fork.cache-size", got: cli.fork_cache_size.clone() }
+    })?;
     Ok(Some(ForkSettings {
         upstream: hearth_actors::fork::UpstreamConfig {
             url,
@@ -542,6 +628,7 @@ fn fork_settings(cli: &Cli) -> Result<Option<ForkSettings>, ConfigError> {
         block,
         chain_id: cli.fork_chain_id,
         cache_dir,
+        cache_size,
     }))
 }
 
@@ -647,7 +734,7 @@ impl TryFrom<Cli> for NodeConfig {
         // command lines) the chain lives in memory, as anvil's: a script that starts a node gets
         // a fresh chain every time, and several nodes run side by side. `--ephemeral` says so
         // explicitly, with or without --dev (clap refuses it beside --datadir).
-        let storage = match (cli.datadir, cli.dev && !cli.ephemeral) {
+        let storage = match (cli.datadir.clone(), cli.dev && !cli.ephemeral) {
             (Some(dir), _) => StorageMode::Disk(dir),
             (None, true) => StorageMode::Disk(default_datadir()?),
             (None, false) => StorageMode::Ephemeral,
@@ -711,6 +798,8 @@ impl TryFrom<Cli> for NodeConfig {
                 reason,
             })?,
         };
+        let (dump_state, load_state) =
+            state_files(&cli, &storage, fork.is_some(), code_size_limit)?;
         // A block time alone means interval mining only, as anvil; --automine keeps both.
         let automine = !cli.no_mining && (interval.is_none() || cli.automine);
         hearth_actors::dev::dev_signers(&cli.mnemonic, 1)
@@ -765,6 +854,7 @@ impl TryFrom<Cli> for NodeConfig {
                 max_logs: cli.rpc_max_logs,
                 max_mine_blocks: cli.dev_max_mine_blocks,
                 max_response_bytes,
+                max_code_bytes: code_size_limit.unwrap_or(hearth_rpc::EIP170_CODE_BYTES),
                 ..RpcLimits::default()
             },
             subscriptions: SubscriptionLimits {
@@ -776,6 +866,8 @@ impl TryFrom<Cli> for NodeConfig {
             api,
             unlocked_accounts: !cli.no_unlocked_accounts,
             fork,
+            dump_state,
+            load_state,
         })
     }
 }
@@ -862,6 +954,41 @@ mod tests {
         let err = parse(&[&url[..], &["--datadir", "/tmp/x"]].concat()).expect_err("refused");
         assert!(err.to_string().contains("--datadir"), "{err}");
         assert!(parse(&["--ephemeral"]).expect("valid").fork.is_none());
+    }
+
+    /// The state file flags: where they go, and the combinations refused before anything runs.
+    #[test]
+    fn state_file_flags_are_checked() {
+        let dir = std::env::temp_dir().join(format!("hearth-config-state-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("s.json");
+        let path = file.to_str().expect("utf-8");
+        let dir_path = dir.to_str().expect("utf-8");
+        let plain = parse(&["--dump-state", path]).expect("valid");
+        assert_eq!((plain.dump_state, plain.load_state), (Some(file.clone()), None));
+        // A directory gets state.json; --state loads only a file that is there.
+        let into = parse(&["--state", dir_path]).expect("valid");
+        assert_eq!((into.dump_state, into.load_state), (Some(dir.join("state.json")), None));
+        std::fs::write(&file, r#"{"block":null,"accounts":{},"best_block_number":7}"#)
+            .expect("write");
+        let both = parse(&["--state", path]).expect("valid");
+        let loaded = both.load_state.expect("loaded");
+        assert_eq!((loaded.accounts.len(), loaded.best_block_number), (0, Some(7)));
+        assert!(
+            parse(&["--load-state", path, "--datadir", dir_path])
+                .expect_err("refused")
+                .to_string()
+                .contains("--load-state")
+        );
+        let fork = parse(&["--dump-state", path, "--fork-url", "http://127.0.0.1:1"])
+            .expect_err("refused");
+        assert!(fork.to_string().contains("--dump-state"), "{fork}");
+        assert!(parse(&["--load-state", path, "--fork-url", "http://127.0.0.1:1"]).is_ok());
+        assert!(Cli::try_parse_from(["hearth", "--state", path, "--dump-state", path]).is_err());
+        std::fs::write(&file, "{").expect("write");
+        let err = parse(&["--load-state", path]).expect_err("refused");
+        assert!(err.to_string().starts_with(&format!("--load-state {path}: ")), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -1168,7 +1295,7 @@ mod tests {
             (&["--no-mining", "-b", "2"], "--block-time"),
             // anvil flags Hearth does not have are refused by name, never ignored.
             (&["--fork-transaction-hash", "0x01"], "--fork-transaction-hash"),
-            (&["--state", "s.json"], "--state"),
+            (&["--state-interval", "5"], "--state-interval"),
             (&["--prune-history"], "--prune-history"),
             (&["-j", "2"], "-j"),
         ];

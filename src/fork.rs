@@ -18,7 +18,7 @@ use hearth_actors::fork::{
 };
 use hearth_messages::fork::{ForkCounters, ForkError, ForkKey, ForkValue};
 use hearth_storage::{
-    AccountChange, AccountFields, BlockDraft, ChainDb, EMPTY_CODE_HASH, StateDiff, StoredBody,
+    AccountChange, AccountFields, BlockDraft, ChainWriter, EMPTY_CODE_HASH, StateDiff, StoredBody,
 };
 use tracing::{info, warn};
 
@@ -82,10 +82,11 @@ pub fn open_fork(
     cache_bytes: u64,
     dev_accounts: &[Address],
     balance: U256,
-) -> Result<(ChainDb, ForkHandle), ForkStartError> {
+) -> Result<(ChainWriter, ForkHandle), ForkStartError> {
     let url = settings.upstream.display_url();
     let upstream_err = |source| ForkStartError::Upstream { url: url.clone(), source };
-    let (cache, fallback) = ForkCache::open(settings.cache_dir.as_deref(), &settings.upstream.url);
+    let (cache, fallback) =
+        ForkCache::open(settings.cache_dir.as_deref(), &settings.upstream.url, settings.cache_size);
     match (fallback, cache.path()) {
         (Some(reason), _) => {
             warn!(target: "node::fork", %reason, "fork cache kept in memory for this run");
@@ -130,7 +131,11 @@ pub fn open_fork(
             return Err(upstream_err(ForkError::Upstream(format!("unexpected answer {other:?}"))));
         }
     };
-    client.pin(chain_id, block).map_err(upstream_err)?;
+    // The fork block's transaction count came with its header: storage pages are asked for
+    // after all of its transactions.
+    let transactions = client.cache().tx_count(block).ok().flatten();
+    let storage_range = transactions.map(|count| (block_hash, count));
+    client.pin(chain_id, block, storage_range).map_err(upstream_err)?;
     let mut diff = StateDiff::default();
     let keys: Vec<ForkKey> = dev_accounts.iter().map(|a| ForkKey::Account(*a)).collect();
     for (address, fetched) in dev_accounts.iter().zip(client.fetch_many(&keys)) {
@@ -151,14 +156,14 @@ pub fn open_fork(
             },
         );
     }
-    let chain = ChainDb::in_memory_with_cache(cache_bytes)?.with_fork(Arc::new(client));
+    let chain = ChainWriter::in_memory_with_cache(cache_bytes)?.with_fork(Arc::new(client));
     write_base(&chain, header, block_hash, &diff)?;
     info!(target: "node::fork", %url, block, %block_hash, chain_id, "forked");
     Ok((chain, ForkHandle { backend, counters, block, block_hash, chain_id, arbiter }))
 }
 
 fn write_base(
-    chain: &ChainDb,
+    chain: &ChainWriter,
     header: Header,
     upstream_hash: B256,
     diff: &StateDiff,

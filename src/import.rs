@@ -17,7 +17,7 @@ use hearth_actors::senders::recover_all;
 use hearth_messages::ExecError;
 use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, PooledTx};
 use hearth_storage::{
-    BlockDraft, BlockExtras, ChainDb, SealedBlock, StorageError, StoredBody, import_block_with,
+    BlockDraft, BlockExtras, ChainWriter, SealedBlock, StorageError, StoredBody, import_block_with,
 };
 use revm::primitives::hardfork::SpecId;
 
@@ -88,7 +88,7 @@ pub enum ImportError {
 
 /// Imports `block` on top of the head of `db` under `rules`; returns the stored block.
 pub fn import(
-    db: &ChainDb,
+    db: &ChainWriter,
     executor: &mut ExecutorActor,
     block: Block<TxEnvelope>,
     rules: &ForkRules,

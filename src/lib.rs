@@ -15,3 +15,5 @@ pub mod import;
 pub mod node;
 pub mod os;
 pub mod parallel_kit;
+pub mod shutdown;
+pub mod state_file;

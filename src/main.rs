@@ -2,8 +2,9 @@
 //! runs a tool (`hearth statetest PATH...`, `hearth blocktest PATH...`,
 //! `hearth import --genesis G FILE...`, `hearth export OUT`).
 //!
-//! Exit codes: 0 after a clean shutdown, 2 for an unusable flag (before anything starts),
-//! 1 when storage cannot be opened or the port cannot be bound.
+//! Exit codes: 0 after a clean shutdown, 2 for an unusable flag (before anything starts: a
+//! `--load-state` dump that cannot be loaded among them), 1 when storage cannot be opened, the
+//! port cannot be bound or the `--dump-state` file cannot be written at shutdown.
 
 use std::process::ExitCode;
 
@@ -53,21 +54,10 @@ fn main() -> ExitCode {
         announce(&node, addr)?;
         let accounts: Vec<String> = node.signers.iter().map(|s| s.address().to_string()).collect();
         tracing::info!(target: "node", %addr, chain_id = node.config().chain_id, ?accounts, "JSON-RPC listening on http://{addr} and ws://{addr}");
-        // On the signals actix-web stops on, drain: close WebSocket connections (they would
-        // hold the graceful stop open until its 30 s timeout), answer the executor calls still
-        // queued with an error, and let the miner finish its block and start no other.
-        actix_rt::spawn(drain_on_signal(node.subscriptions.clone(), node.drain()));
-        // Runs until SIGINT/SIGTERM; actix-web stops gracefully on either, once the requests
-        // it is serving are answered.
-        server.await.map_err(|source| hearth::node::NodeError::Bind { addr, source })?;
-        // The drain again (it is idempotent), now awaited: the block in progress is committed
-        // before the checkpoint.
-        node.drain().run().await;
-        // Flush sled and empty the commit journal, so the next start has nothing to replay
-        // (a failure only means it replays).
-        if let Err(error) = node.chain.checkpoint() {
-            tracing::warn!(target: "node", %error, "final journal checkpoint failed; the next start replays it");
-        }
+        // Until SIGINT/SIGTERM; then the clean stop (src/shutdown.rs): WebSockets closed, queued
+        // calls answered, the miner's block committed, the server stopped, the state dumped
+        // (--dump-state) and the journal checkpointed.
+        hearth::shutdown::serve_until_signal(&node, server).await?;
         Ok::<_, hearth::node::NodeError>(())
     });
     match result {
@@ -136,35 +126,13 @@ fn announce(node: &Node, addr: std::net::SocketAddr) -> Result<(), hearth::node:
     Ok(())
 }
 
-/// Waits for SIGINT or SIGTERM (the signals actix-web stops on), then asks the subscription
-/// actor to close every WebSocket connection and drains the executor pool and the miner.
-async fn drain_on_signal(
-    subscriptions: actix::Addr<hearth_actors::SubscriptionActor>,
-    drain: hearth::node::Drain,
-) {
-    use actix_rt::signal::unix::{SignalKind, signal};
-    let Ok(mut terminate) = signal(SignalKind::terminate()) else {
-        tracing::warn!(target: "node", "cannot listen for SIGTERM; websockets close at the shutdown timeout");
-        return;
-    };
-    tokio::select! {
-        _ = actix_rt::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
-    }
-    tracing::info!(target: "node", "shutting down: draining requests and the miner");
-    if subscriptions.send(hearth_messages::subscriptions::CloseAll).await.is_err() {
-        tracing::debug!(target: "node", "subscription actor already stopped");
-    }
-    drain.run().await;
-}
-
 /// Opens the datadir of `hearth import` / `hearth export`.
-fn open_datadir(datadir: Option<PathBuf>) -> Result<hearth_storage::ChainDb, String> {
+fn open_datadir(datadir: Option<PathBuf>) -> Result<hearth_storage::ChainWriter, String> {
     let path = match datadir {
         Some(path) => path,
         None => hearth::config::default_datadir().map_err(|e| e.to_string())?,
     };
-    hearth_storage::ChainDb::open(&path).map_err(|e| {
+    hearth_storage::ChainWriter::open(&path).map_err(|e| {
         format!(
             "cannot open the chain in {} (set with --datadir; is a node running on it?): {e}",
             path.display()

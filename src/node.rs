@@ -30,7 +30,7 @@ use hearth_messages::miner::MinerClient;
 use hearth_messages::state::{BlockCommitted, StateClient, SubscribeBlocks};
 use hearth_messages::subscriptions::SubscriptionClient;
 use hearth_rpc::{Extensions, LogSwitch, NodeFacts, RpcContext};
-use hearth_storage::{ChainDb, StorageError};
+use hearth_storage::{ChainDb, ChainWriter, StorageError};
 use revm::primitives::hardfork::SpecId;
 use tracing::info;
 
@@ -86,6 +86,17 @@ pub enum NodeError {
     /// The chain could not be read.
     #[error("cannot read the chain: {0}")]
     Read(StorageError),
+    /// The `--load-state` dump could not be written into the new chain.
+    #[error("cannot load the state dump into the chain: {0}")]
+    LoadState(StorageError),
+    /// The head state could not be dumped to `--dump-state` at shutdown.
+    #[error("cannot write the state dump {} (--dump-state): {reason}", path.display())]
+    DumpState {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// `--config-out` could not be written.
     #[error("cannot write --config-out {}: {source}", path.display())]
     ConfigOut {
@@ -109,6 +120,9 @@ pub enum NodeError {
 pub struct Node {
     /// Shared read handle to the store.
     pub chain: ChainDb,
+    /// The store's writer, which the state actor owns; kept here only for the final
+    /// checkpoint at shutdown ([`Node::checkpoint`]), after the RPC front has stopped.
+    writer: ChainWriter,
     /// The state owner.
     pub state: Addr<StateActor>,
     /// The mempool.
@@ -182,7 +196,7 @@ impl Drain {
     /// running finish on their threads), so no caller hangs until the HTTP server's timeout;
     /// then the miner starts no block and this returns once the block in progress, if any, is
     /// committed. Idempotent. The caller checkpoints the journal after it
-    /// ([`ChainDb::checkpoint`]).
+    /// ([`Node::checkpoint`]).
     pub async fn run(&self) {
         self.executor.close();
         if self.miner.send(hearth_messages::miner::StopMining).await.is_err() {
@@ -225,11 +239,11 @@ impl Node {
         }
         let chain = match &config.storage {
             StorageMode::Disk(path) => {
-                ChainDb::open_with_cache(path, config.db_cache_bytes).map_err(|source| {
+                ChainWriter::open_with_cache(path, config.db_cache_bytes).map_err(|source| {
                     NodeError::OpenStorage { path: path.display().to_string(), source }
                 })?
             }
-            StorageMode::Ephemeral => ChainDb::in_memory_with_cache(config.db_cache_bytes)
+            StorageMode::Ephemeral => ChainWriter::in_memory_with_cache(config.db_cache_bytes)
                 .map_err(|source| NodeError::OpenStorage { path: "memory".into(), source })?,
         };
         Self::start_on(chain, config, clock)
@@ -239,7 +253,7 @@ impl Node {
     /// first). A store holding an imported chain runs under its stored chain id and fork rules
     /// (see `hearth import`); any other gets the dev genesis and dev rules.
     pub fn start_on(
-        chain: ChainDb,
+        chain: ChainWriter,
         mut config: NodeConfig,
         clock: Clock,
     ) -> Result<Self, NodeError> {
@@ -346,6 +360,14 @@ impl Node {
         }
         config.spec = spec;
         info!(target: "node", head, db_cache_bytes = config.db_cache_bytes, "chain opened");
+        // Taken out of the config: the node keeps its config, and a dump may be large.
+        if let Some(loaded) = config.load_state.take() {
+            // Before any actor starts, so it needs no owner (as the genesis); one patch of the
+            // head state, so the chain starts with all of it or the start fails.
+            let (root, _) = hearth_storage::load_accounts(&chain, &loaded.accounts)
+                .map_err(NodeError::LoadState)?;
+            info!(target: "node", accounts = loaded.accounts.len(), best_block_number = ?loaded.best_block_number, %root, "state dump loaded into the head state");
+        }
         let fork_table = Arc::new(chain_forks(&chain)?);
 
         let mailbox = config.mailbox;
@@ -365,7 +387,7 @@ impl Node {
             code_size_limit: config.code_size_limit,
             parallel: config.parallel,
         };
-        let exec_chain = chain.clone();
+        let exec_chain = chain.reader();
         // `make` runs on each executor thread as it starts. Admission caps what the pool holds
         // over all lanes, so a mailbox of that size is never full.
         let threads = config.executor_threads.get();
@@ -405,7 +427,7 @@ impl Node {
         // again): on one thread those are task switches instead of thread wake-ups.
         let pool_and_miner = actix::Arbiter::new();
         let mempool = MempoolActor::new(
-            chain.clone(),
+            chain.reader(),
             MempoolConfig {
                 chain_id: chain_id.clone(),
                 spec,
@@ -425,7 +447,7 @@ impl Node {
         restarts.push(("mempool", mempool.restart_counter()));
         let mempool = hearth_actors::start_on(&pool_and_miner.handle(), mempool, mailbox);
         let miner = MinerActor::new(
-            chain.clone(),
+            chain.reader(),
             MinerPeers {
                 take_pending: mempool.clone().recipient(),
                 txs_mined: mempool.clone().recipient(),
@@ -453,7 +475,8 @@ impl Node {
             "actors started"
         );
         Ok(Self {
-            chain,
+            chain: chain.reader(),
+            writer: chain,
             state,
             mempool,
             miner,
@@ -475,6 +498,12 @@ impl Node {
             fork: None,
             config,
         })
+    }
+
+    /// Applies what is deferred, flushes the store and empties its commit journal, so that the
+    /// next start has nothing to replay (shutdown).
+    pub fn checkpoint(&self) -> Result<(), StorageError> {
+        self.writer.checkpoint()
     }
 
     /// Subscribes `recipient` to every committed block (extension actors use this).

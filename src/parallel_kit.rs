@@ -14,7 +14,7 @@ use hearth_actors::parallel::{ParallelStats, last_block_stats};
 use hearth_actors::{ExecConfig, ExecutorActor, ParallelConfig};
 use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, PooledTx};
 use hearth_storage::{
-    AccountChange, AccountFields, BlockDraft, ChainDb, EMPTY_CODE_HASH, StateDiff, StoredBody,
+    AccountChange, AccountFields, BlockDraft, ChainWriter, EMPTY_CODE_HASH, StateDiff, StoredBody,
     state_root_after, write_block,
 };
 use revm::primitives::hardfork::SpecId;
@@ -48,7 +48,7 @@ const TIP: u128 = 1_000_000_000;
 #[derive(Debug)]
 pub struct Kit {
     /// Its store.
-    pub db: ChainDb,
+    pub db: ChainWriter,
     /// Its genesis header.
     pub genesis: Header,
     /// Funded senders.
@@ -149,7 +149,7 @@ impl Kit {
     /// with `token`, also BenchToken (`runtime` code) at TOKEN with 1,000 units for each of the
     /// first `holders` accounts.
     pub fn new(senders: usize, token: Option<(Bytes, usize)>) -> Self {
-        let db = ChainDb::in_memory().expect("in-memory store");
+        let db = ChainWriter::in_memory().expect("in-memory store");
         let mut diff = StateDiff::default();
         let accounts: Vec<Address> = (0..senders).map(account).collect();
         for address in &accounts {
@@ -207,7 +207,7 @@ impl Kit {
             code_size_limit: None,
             parallel,
         };
-        let mut executor = ExecutorActor::new(self.db.clone(), config, None);
+        let mut executor = ExecutorActor::new(self.db.reader(), config, None);
         let mut env =
             BlockEnvSpec::dev(1, 12, COINBASE, 1_000_000_000_000, BASE_FEE, B256::repeat_byte(7));
         // The kit's chain has no system contracts: run the transactions only, so that an

@@ -528,7 +528,7 @@ mod tests {
     const RECURSE: Address = address!("000000000000000000000000000000000000dee9");
 
     fn executor_on_genesis() -> (ExecutorActor, Header) {
-        let db = ChainDb::in_memory().expect("store");
+        let db = hearth_storage::ChainWriter::in_memory().expect("store");
         let code = Bytes::from(hex::decode("60006000600060006000305af100").expect("hex"));
         let code_hash = keccak256(&code);
         let mut diff = StateDiff::default();
@@ -562,7 +562,7 @@ mod tests {
             code_size_limit: None,
             parallel: crate::parallel::ParallelConfig::default(),
         };
-        (ExecutorActor::new(db, config, None), header)
+        (ExecutorActor::new(db.reader(), config, None), header)
     }
 
     /// Builds block 1 (not committed) with one transaction of `gas` from SENDER to `to`.

@@ -1,8 +1,8 @@
 //! `ExecutorActor`: one revm executor thread of the pool.
 //!
 //! - **Owns:** a per-thread L1 of analysed code (in front of the shared `CodeCacheActor`), the
-//!   thread's EVM scratch (call frames and memory kept between calls, [`scratch`]) and a read
-//!   handle to the store.
+//!   thread's EVM scratch (call frames and memory kept between calls, `executor/scratch.rs`)
+//!   and a read handle to the store.
 //! - **Takes:** `Admitted<M>` for `Call`, `EstimateGas`, `GetTouchedSlots`, `CreateAccessList`
 //!   (`access_list.rs`), `Trace` (`trace.rs`), `Simulate` (`simulate.rs`), `BuildPayload` and
 //!   `BuildBlock` (`block_exec.rs`). Every sender goes through `ExecutorClient`, which admits by
@@ -19,7 +19,8 @@
 //!
 //! Each executor runs on an arbiter (OS thread) of its own ([`start_pool`]); its handlers are
 //! synchronous and CPU-bound, so the thread does nothing else. The request's revm environment
-//! is built in [`env`]; revm's refusals and halts are put in geth's words in [`geth_errors`].
+//! is built in `executor/env.rs`; revm's refusals and halts are put in geth's words in
+//! `executor/geth_errors.rs`.
 
 use std::sync::Arc;
 
@@ -619,7 +620,7 @@ mod tests {
             address!("00000000000000000000000000000000000000f2"),
             address!("0000000000000000000000000000000000000b16"),
         ];
-        let db = ChainDb::in_memory().expect("store");
+        let db = hearth_storage::ChainWriter::in_memory().expect("store");
         let mut diff = StateDiff::default();
         for (address, code) in contracts.iter().zip([DIRTY, FRESH, HUGE]) {
             let code = Bytes::from(hex::decode(code.replace(' ', "")).expect("hex"));
@@ -647,7 +648,7 @@ mod tests {
             code_size_limit: None,
             parallel: crate::parallel::ParallelConfig::default(),
         };
-        (ExecutorActor::new(db, config, None), contracts)
+        (ExecutorActor::new(db.reader(), config, None), contracts)
     }
 
     fn call(executor: &mut ExecutorActor, to: Address) -> Bytes {

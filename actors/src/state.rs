@@ -1,11 +1,12 @@
 //! `StateActor`: the only writer of storage.
 //!
-//! - **Owns:** the write side of `ChainDb` (trie nodes, versioned accounts and storage, blocks,
-//!   receipts, the head pointer), the cache of recently written trie nodes (`BlockWriter`), the
+//! - **Owns:** the store's `ChainWriter` (trie nodes, versioned accounts and storage, blocks,
+//!   receipts, the head, and the snapshot readers load: it publishes a new one after every
+//!   commit, settle, patch and revert), the cache of recently written trie nodes (`BlockWriter`), the
 //!   list of block subscribers, and the evm_snapshot journal (per block the state keys it
 //!   wrote, per patch what it overwrote, kept only while a snapshot is live).
 //! - **Takes:** `CommitBlock` and `Rollback` (from the miner), `PatchState`, `TakeSnapshot`,
-//!   `RevertTo`, `ListSnapshots` (from `StateClient`), `SubscribeBlocks` (at startup), and
+//!   `RevertTo`, `ListSnapshots`, `DumpState`, `LoadState` (from `StateClient`), `SubscribeBlocks` (at startup), and
 //!   `Settle`, which it sends itself to apply a committed block to sled once the commit is
 //!   answered (`BlockWriter::set_deferred_apply`).
 //! - **Sends:** `BlockCommitted` to subscribers with `try_send` (a full subscriber misses one
@@ -25,14 +26,14 @@ use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth_messages::StateError;
 use hearth_messages::interest::Interest;
 use hearth_messages::state::{
-    AccountPatch, BlockCommitted, CommitBlock, ListSnapshots, PatchState, RevertTo, Rollback,
-    SubscribeBlocks, TakeSnapshot,
+    AccountPatch, BlockCommitted, CommitBlock, DumpState, HeadState, ListSnapshots, LoadState,
+    PatchState, RevertTo, Rollback, SubscribeBlocks, TakeSnapshot,
 };
 use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{
-    AccountChange, AccountFields, BlockDraft, BlockKeys, BlockWriter, ChainDb,
+    AccountChange, AccountFields, BlockDraft, BlockKeys, BlockWriter, ChainWriter,
     DEFAULT_NODE_CACHE_BYTES, EMPTY_CODE_HASH, PatchUndo, SealedBlock, StateDiff, StorageError,
-    StoredBody, revert_blocks, rollback, write_block, write_patch,
+    StoredBody, head_accounts, load_accounts, revert_blocks, rollback, write_block, write_patch,
 };
 use tracing::{error, info, warn};
 
@@ -48,7 +49,7 @@ struct Snapshot {
 /// The state owner.
 #[derive(Debug)]
 pub struct StateActor {
-    db: ChainDb,
+    db: ChainWriter,
     /// Writes blocks, keeping the trie nodes of recent blocks in memory for the next ones.
     writer: BlockWriter,
     subscribers: Vec<(Recipient<BlockCommitted>, Interest)>,
@@ -66,8 +67,8 @@ pub struct StateActor {
 }
 
 impl StateActor {
-    /// The owner of `db`'s write side.
-    pub fn new(db: ChainDb) -> Self {
+    /// The owner of `db`, the store's writer.
+    pub fn new(db: ChainWriter) -> Self {
         let mut writer = BlockWriter::new(db.clone(), DEFAULT_NODE_CACHE_BYTES);
         // A block is applied to sled after its commit is answered (`Settle`): the miner and
         // the RPC front move on while this thread spends the apply.
@@ -123,6 +124,30 @@ impl StateActor {
         }
         info!(target: "actors::state", address = %msg.address, %root, "head state patched");
         Ok(root)
+    }
+
+    /// Sets the accounts of a state load in the head state, as one patch (atomic).
+    fn load(&mut self, msg: LoadState) -> Result<B256, StateError> {
+        let head = self.db.head_number().unwrap_or_default();
+        let (root, undo) = load_accounts(&self.db, &msg.accounts)?;
+        if !self.snapshots.is_empty() {
+            self.undo.push((head, undo));
+        }
+        info!(target: "actors::state", accounts = msg.accounts.len(), %root, "state loaded into the head state");
+        Ok(root)
+    }
+
+    /// The head state whole, with the head's header.
+    fn dump(&self, msg: DumpState) -> Result<HeadState, StateError> {
+        let max_json_bytes = msg.max_json_bytes;
+        let (head, accounts) = head_accounts(&self.db, max_json_bytes)?
+            .ok_or(StateError::DumpTooLarge { max_json_bytes })?;
+        let header = self
+            .db
+            .header(head)?
+            .ok_or(StateError::Storage(StorageError::Corrupt { what: "head header" }))?;
+        info!(target: "actors::state", head, accounts = accounts.len(), "head state dumped");
+        Ok(HeadState { header, accounts })
     }
 
     fn take_snapshot(&mut self) -> u64 {
@@ -228,8 +253,8 @@ impl Handler<CommitBlock> for StateActor {
     }
 }
 
-/// Sent to itself after a commit is answered: apply the block to sled now (`ChainDb::settle`).
-/// Until then readers see it through the store's overlay; the next commit settles it first
+/// Sent to itself after a commit is answered: apply the block to sled now (`ChainWriter::settle`).
+/// Until then readers see it through the snapshot's overlay; the next commit settles it first
 /// if this message comes later.
 #[derive(actix::Message)]
 #[rtype(result = "()")]
@@ -283,6 +308,27 @@ impl Handler<PatchState> for StateActor {
     fn handle(&mut self, msg: PatchState, _ctx: &mut Self::Context) -> Self::Result {
         let result = guarded(|| self.patch(msg));
         stop_on_storage_error(&result, "patching");
+        result
+    }
+}
+
+impl Handler<LoadState> for StateActor {
+    type Result = Result<B256, StateError>;
+
+    fn handle(&mut self, msg: LoadState, _ctx: &mut Self::Context) -> Self::Result {
+        let result = guarded(|| self.load(msg));
+        stop_on_storage_error(&result, "loading a state");
+        result
+    }
+}
+
+impl Handler<DumpState> for StateActor {
+    type Result = Result<HeadState, StateError>;
+
+    fn handle(&mut self, msg: DumpState, _ctx: &mut Self::Context) -> Self::Result {
+        // The dump settles the deferred block: a write, so it is guarded like one.
+        let result = guarded(|| self.dump(msg));
+        stop_on_storage_error(&result, "dumping the state");
         result
     }
 }
@@ -346,7 +392,7 @@ pub struct GenesisSpec {
 
 /// Writes the genesis block when the store is empty; returns the head either way.
 /// Runs before any actor starts, so it needs no owner.
-pub fn init_genesis(db: &ChainDb, spec: &GenesisSpec) -> Result<u64, StorageError> {
+pub fn init_genesis(db: &ChainWriter, spec: &GenesisSpec) -> Result<u64, StorageError> {
     if let Some(head) = db.head_number() {
         return Ok(head);
     }

@@ -342,6 +342,15 @@ pub enum StateError {
     /// the next start.
     #[error("internal error in the state owner: {0}; the node is stopping")]
     Panicked(String),
+    /// A state dump would be larger than a load accepts.
+    #[error(
+        "the state is too large to dump: its JSON would pass {max_json_bytes} bytes, the most \
+         a load accepts"
+    )]
+    DumpTooLarge {
+        /// The bound.
+        max_json_bytes: usize,
+    },
 }
 
 /// Mining failed.

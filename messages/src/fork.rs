@@ -30,6 +30,9 @@ pub enum ForkKey {
     Storage(Address, U256),
     /// The hash of upstream block `n`.
     BlockHash(u64),
+    /// A page of an account's storage at the fork block (`debug_storageRangeAt`), asked by the
+    /// backend itself beside an account's first slot fetch; nobody waits for it.
+    StorageRange(Address),
 }
 
 /// The upstream's answer for a [`ForkKey`] of the same kind.
@@ -83,6 +86,9 @@ pub struct PinFork {
     pub chain_id: u64,
     /// The fork block.
     pub block: u64,
+    /// The fork block's upstream hash and transaction count, at which a contract's storage is
+    /// asked for in pages (`None`: slot by slot only).
+    pub storage_range: Option<(B256, u64)>,
     /// Where the outcome goes.
     pub reply: SyncSender<Result<(), ForkError>>,
 }

@@ -124,6 +124,41 @@ impl Message for ListSnapshots {
     type Result = Vec<(u64, u64)>;
 }
 
+/// Reads the whole head state: every account with its nonce, balance, code and non-zero
+/// slots. Serves anvil_dumpState and `--dump-state`. The state owner answers it between
+/// commits, so the accounts are exactly the state of the header it answers with.
+#[derive(Debug, Clone, Copy)]
+pub struct DumpState {
+    /// Refuse (`StateError::DumpTooLarge`) once the dump's JSON would pass this many bytes.
+    pub max_json_bytes: usize,
+}
+
+/// The head state, whole.
+#[derive(Debug, Clone)]
+pub struct HeadState {
+    /// The head block's header.
+    pub header: alloy_consensus::Header,
+    /// Its accounts, ordered by address.
+    pub accounts: Vec<hearth_storage::WholeAccount>,
+}
+
+impl Message for DumpState {
+    type Result = Result<HeadState, StateError>;
+}
+
+/// Sets accounts in the head state, all in one dev patch (atomic: all or none): each one's
+/// nonce, balance and code, and the slots it lists. Serves anvil_loadState and
+/// `--load-state`. Replies with the new state root.
+#[derive(Debug, Clone)]
+pub struct LoadState {
+    /// The accounts, already checked (the decoder range-checks every value).
+    pub accounts: Vec<hearth_storage::WholeAccount>,
+}
+
+impl Message for LoadState {
+    type Result = Result<alloy_primitives::B256, StateError>;
+}
+
 crate::actor_client! {
     /// The `StateActor`'s client for the dev methods that write state outside a block.
     pub struct StateClient for "state" {
@@ -135,5 +170,9 @@ crate::actor_client! {
         send revert_to: RevertTo,
         /// The live snapshots (anvil_metadata).
         send list_snapshots: ListSnapshots,
+        /// Reads the whole head state (anvil_dumpState).
+        send dump_state: DumpState,
+        /// Sets a state dump's accounts (anvil_loadState).
+        send load_state: LoadState,
     }
 }

@@ -73,6 +73,10 @@ pub struct RpcLimits {
     /// Most logs one eth_getLogs / eth_getFilterLogs / eth_getFilterChanges answer holds
     /// (-32005 above).
     pub max_logs: usize,
+    /// Largest code of one account anvil_loadState sets: the node's code size limit.
+    pub max_code_bytes: usize,
+    /// Most JSON bytes (decompressed) anvil_loadState reads and anvil_dumpState writes.
+    pub max_state_json_bytes: usize,
 }
 
 /// How often the server pings a WebSocket connection (geth pings every 30 s too).
@@ -92,6 +96,8 @@ impl Default for RpcLimits {
             ws_idle_timeout: DEFAULT_WS_IDLE_TIMEOUT,
             max_mine_blocks: 100_000,
             max_logs: 10_000,
+            max_code_bytes: crate::state_dump::EIP170_CODE_BYTES,
+            max_state_json_bytes: crate::state_dump::MAX_STATE_JSON_BYTES,
         }
     }
 }

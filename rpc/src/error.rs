@@ -293,6 +293,7 @@ impl RpcError {
             | Self::TooManyLogs { .. }
             | Self::Tx(TxError::PoolFull)
             | Self::Actor(ActorError::Full { .. })
+            | Self::Mine(MineError::State(StateError::DumpTooLarge { .. }))
             | Self::Filter(hearth_messages::filters::FilterError::TooMany { .. })
             | Self::Subscription(
                 SubscriptionError::TooManyConnections { .. }

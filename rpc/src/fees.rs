@@ -77,7 +77,7 @@ pub(crate) fn blob_base_fee(ctx: &RpcContext, params: &Params) -> Result<Value, 
 }
 
 /// The blob base fee of the block `header` heads, zero before Cancun (no excess blob gas).
-fn block_blob_fee(header: &Header, forks: &crate::chain_config::ChainForks) -> u128 {
+pub(crate) fn block_blob_fee(header: &Header, forks: &crate::chain_config::ChainForks) -> u128 {
     if header.excess_blob_gas.is_some() { blob_gas_price(header, forks) } else { 0 }
 }
 

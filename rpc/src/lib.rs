@@ -48,6 +48,8 @@ mod rewind;
 mod server;
 mod sign;
 mod simulate;
+mod state_dump;
+mod storage_range;
 mod subscriptions;
 mod testing;
 mod transport;
@@ -73,6 +75,10 @@ pub use metrics::{Refusal, Rejection, RpcMetrics};
 pub use node_info::NodeFacts;
 pub use out_buffer::RESPONSE_BUFFER_RETAINED_BYTES;
 pub use server::serve;
+pub use state_dump::{
+    EIP170_CODE_BYTES, LoadedState, MAX_STATE_JSON_BYTES, StateFileError, StateLimits,
+    decode as decode_state, document as state_document, read_file as read_state_file, to_hex_gzip,
+};
 pub use transport::RpcReply;
 pub use ws::MAX_IN_FLIGHT_PER_CONNECTION;
 

@@ -13,7 +13,7 @@ use crate::transport::Reply;
 use crate::{
     access_list, blocks, call, capabilities, chain_config, debug_trace, dev, erc20, eth, eth_tx,
     fees, filters, headers, logs, mined, net, node_info, parity_trace, proof, raw, receipts,
-    rewind, sign, simulate, subscriptions, testing, txpool,
+    rewind, sign, simulate, state_dump, storage_range, subscriptions, testing, txpool,
 };
 
 /// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
@@ -93,6 +93,7 @@ pub(crate) async fn dispatch(
         "debug_getRawBlock" => return raw::get_raw_block(ctx, p),
         "debug_getRawReceipts" => return raw::get_raw_receipts(ctx, p),
         "debug_getRawTransaction" => raw::get_raw_transaction(ctx, p).await,
+        "debug_storageRangeAt" => storage_range::storage_range_at(ctx, p),
 
         // Logs are encoded as they are read, within the response and log-count caps.
         "eth_getLogs" => return logs::get_logs(ctx, p),
@@ -153,6 +154,8 @@ pub(crate) async fn dispatch(
         "anvil_rollback" => rewind::rollback(ctx, p).await,
         "anvil_reorg" => rewind::reorg(ctx, p).await,
         "anvil_setChainId" => dev::set_chain_id(ctx, p).await,
+        "anvil_dumpState" => state_dump::dump_state(ctx, p).await,
+        "anvil_loadState" => state_dump::load_state(ctx, p).await,
         "anvil_setLoggingEnabled" | "hardhat_setLoggingEnabled" => {
             dev::set_logging(ctx, &method, p)
         }

@@ -30,14 +30,20 @@ const ALLOWED_METHODS: &str = "GET, POST, OPTIONS";
 /// Binds `addr` and serves JSON-RPC on POST `/` and over WebSocket on GET `/`. Returns the
 /// running server (to await or stop) and the bound address (port 0 picks one).
 ///
-/// The server starts when the returned [`Server`] is awaited or spawned. It keeps actix-web's
-/// signal handling: SIGINT/SIGTERM stop it gracefully, which is how the node shuts down.
+/// The server starts when the returned [`Server`] is awaited or spawned, and runs until
+/// stopped through its handle: actix-web's signal handling is off, because on a signal it stops
+/// the whole actix System (every actor) 300 ms after the server, before the node can dump its
+/// state and checkpoint its journal. The node binary stops it on SIGINT/SIGTERM
+/// (`hearth::shutdown`).
 pub fn serve(
     addr: SocketAddr,
     ctx: RpcContext,
     workers: usize,
 ) -> io::Result<(Server, SocketAddr)> {
-    let server = HttpServer::new(move || app(ctx.clone())).workers(workers.max(1)).bind(addr)?;
+    let server = HttpServer::new(move || app(ctx.clone()))
+        .workers(workers.max(1))
+        .disable_signals()
+        .bind(addr)?;
     let bound = server
         .addrs()
         .first()

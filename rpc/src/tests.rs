@@ -28,7 +28,7 @@ use hearth_messages::storage::{
 };
 use hearth_messages::subscriptions as subs;
 use hearth_messages::subscriptions::SubscriptionClient;
-use hearth_messages::{ChainDb, ExecError, MineError, StoredBody, TxError};
+use hearth_messages::{ExecError, MineError, StoredBody, TxError};
 use serde_json::{Value, json};
 
 use crate::{Extensions, RpcContext, RpcLimits, handle_body};
@@ -239,6 +239,8 @@ idle_replies! {
     subs::Unsubscribe => false,
     subs::GetSubscriptionStats => subs::SubscriptionStats::default(),
     state::PatchState => Ok(B256::ZERO),
+    state::LoadState => Ok(B256::ZERO),
+    state::DumpState => Err(hearth_messages::StateError::DumpTooLarge { max_json_bytes: 0 }),
     state::TakeSnapshot => Ok(1),
     state::RevertTo => Ok(false),
 }
@@ -324,7 +326,7 @@ fn account(nonce: u64, eth: u64, code_hash: B256) -> AccountChange {
 /// `max_queued`: the executor pool's queue cap (the budget is the default).
 fn fixture(max_queued: usize) -> Fixture {
     let alice: PrivateKeySigner = ALICE_KEY.parse().expect("valid key");
-    let db = ChainDb::in_memory().expect("in-memory store");
+    let db = hearth_messages::storage::ChainWriter::in_memory().expect("in-memory store");
     let code = Bytes::from_static(&[0x60, 0x01]);
     let code_hash = keccak256(&code);
 
@@ -437,7 +439,7 @@ fn fixture(max_queued: usize) -> Fixture {
     let (mempool, miner, state) = clients(&stub);
     let idle = Idle.start();
     let ctx = RpcContext {
-        chain: db,
+        chain: db.reader(),
         executor,
         mempool,
         miner,

@@ -13,7 +13,7 @@ use alloy_consensus::{Block, Header, TxEnvelope};
 use alloy_rlp::Decodable;
 use hearth_actors::{ExecConfig, ExecutorActor};
 use hearth_messages::ChainId;
-use hearth_storage::{BlockDraft, ChainDb, import_block};
+use hearth_storage::{BlockDraft, ChainWriter, import_block};
 use serde_json::Value;
 
 use super::fixture::{self, Schedule};
@@ -65,7 +65,7 @@ fn run_case(
     let chain_id =
         config.and_then(|c| c.get("chainid")).map(fixture::u64_of).transpose()?.unwrap_or(1);
 
-    let db = ChainDb::in_memory()?;
+    let db = ChainWriter::in_memory()?;
     // The genesis header is built from its JSON fields (every fork field the fixture has), so
     // the hash check exercises our header encoding; the RLP form must agree with it.
     let header = fixture::header(&case["genesisBlockHeader"])?;
@@ -89,7 +89,7 @@ fn run_case(
 
     let (_, first_spec) = schedule.at(0);
     let mut executor = ExecutorActor::new(
-        db.clone(),
+        db.reader(),
         ExecConfig {
             chain_id: ChainId::new(chain_id),
             spec: first_spec,

@@ -17,7 +17,7 @@ use alloy_primitives::{Log, keccak256};
 use hearth_actors::{ExecConfig, ExecutorActor};
 use hearth_messages::ChainId;
 use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, PooledTx};
-use hearth_storage::{BlockDraft, ChainDb, StoredBody, write_block};
+use hearth_storage::{BlockDraft, ChainDb, ChainWriter, StoredBody, write_block};
 use serde_json::Value;
 
 use super::fixture::{self, AllocAccount};
@@ -81,7 +81,7 @@ fn run_entry(
         fixture::blob_params_for(config.and_then(|c| c.get("blobSchedule")), fork, spec)?;
     let pre = fixture::alloc(&case["pre"])?;
 
-    let db = ChainDb::in_memory()?;
+    let db = ChainWriter::in_memory()?;
     let genesis = Header {
         number: 0,
         gas_limit: fixture::u64_of(&env["currentGasLimit"])?,
@@ -134,7 +134,7 @@ fn run_entry(
     let hash = *tx.tx_hash();
     let pooled = PooledTx { tx: Arc::new(tx), sender, hash };
     let mut executor = ExecutorActor::new(
-        db.clone(),
+        db.reader(),
         ExecConfig {
             chain_id: ChainId::new(chain_id),
             spec,

@@ -28,7 +28,7 @@ use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_trie::{HashBuilder, Nibbles, TrieAccount};
 use hearth_storage::trie::{MemoryNodes, NodeSource, Trie};
 use hearth_storage::{
-    AccountChange, AccountFields, BlockDraft, BlockWriter, ChainDb, DEFAULT_NODE_CACHE_BYTES,
+    AccountChange, AccountFields, BlockDraft, BlockWriter, ChainWriter, DEFAULT_NODE_CACHE_BYTES,
     DEFAULT_PAGE_CACHE_BYTES, EMPTY_CODE_HASH, StateDiff, StorageError, StoredBody, WriteTimings,
     account_trie_key,
 };
@@ -312,7 +312,7 @@ impl NodeSource for CountingSource<'_> {
 fn main() {
     let s = Settings::from_env_and_args();
     let dir = TempDir::new();
-    let db = ChainDb::open_with_cache(&dir.0, s.sled_cache_mb as u64 * 1024 * 1024)
+    let db = ChainWriter::open_with_cache(&dir.0, s.sled_cache_mb as u64 * 1024 * 1024)
         .expect("the store opens");
     let mut writer = BlockWriter::new(db.clone(), s.cache_mb * 1024 * 1024);
     println!(
@@ -535,7 +535,7 @@ fn min_of(samples: usize, mut f: impl FnMut(usize) -> (u64, u64, f64)) -> (f64, 
 }
 
 fn allocation_report(
-    db: &ChainDb,
+    db: &hearth_storage::ChainDb,
     root: B256,
     accounts: &[Account],
     rng: &mut Rng,

@@ -1,20 +1,30 @@
-//! `ChainDb`: the handle to Hearth's store, and the read API every component shares.
+//! `ChainDb`: the readers' handle to Hearth's store; `ChainWriter`: the state owner's.
 //!
-//! Reads are lock-free for the caller: sled serves concurrent readers, and every record a
-//! reader can see at block N is immutable once block N is committed (later blocks write new
-//! versions under larger keys). The head number is published through an atomic only after the
-//! block's batch is durable, so a reader that loads the head sees a whole block or none of it.
+//! Readers take no lock that the writer takes. What a reader needs beyond sled's records (the
+//! head number, the head block's header, hash and state root, the deferred block's keys
+//! (`overlay`) and the newest versions of recently written accounts (`account_versions`)) is
+//! one immutable [`Snapshot`] that the writer publishes after each commit, settle, patch and
+//! revert by swapping an `Arc` (`arc_swap`). A reader loads it once per read, or once per
+//! request through [`ChainDb::state_at`], and never writes to anything shared. Records in sled
+//! are versioned: later blocks write new versions under larger keys, so what a snapshot at
+//! block N reads stays valid while N+1 commits. The journal, and the lock around it, belong to
+//! the [`ChainWriter`] alone.
+//!
+//! sled itself is a concurrent B-tree whose reads are lock-free except where sled 0.34 takes
+//! its own `concurrency_control` read lock, which only sled's transactions and batches take
+//! for writing (ARCHITECTURE.md, "Locks").
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256};
 use alloy_rlp::Decodable;
+use arc_swap::ArcSwap;
 
-use crate::account_cache::{AccountCache, AccountChanges};
+use crate::account_versions::{AccountChanges, AccountVersions, Newest};
 use crate::journal::Journal;
 use crate::layout::{self, be_u64};
 use crate::overlay::Overlay;
@@ -22,33 +32,86 @@ use crate::records::{BlockExtras, StoredAccount, StoredBody};
 use crate::trie::NodeSource;
 use crate::{StorageError, WriteBatch};
 
-/// Shared handle to the store. Cheap to clone; every clone sees the same data and head.
-#[derive(Debug, Clone)]
+/// A reader's handle to the store. Cheap to clone; every clone sees the snapshots the one
+/// writer publishes (or, for a handle pinned by [`ChainDb::state_at`], one snapshot).
+#[derive(Clone)]
 pub struct ChainDb {
     db: sled::Db,
-    /// The last committed block, or `u64::MAX` before genesis.
-    head: Arc<AtomicU64>,
-    /// The write side: numbers commits, makes them durable on disk and applies them to sled.
-    /// Only the state owner commits, so the lock is never contended.
-    journal: Arc<Mutex<Journal>>,
-    /// The committed block not yet applied to sled, if any; every read looks here first.
-    overlay: Arc<Overlay>,
-    /// The last block committed, decoded: every transaction and call reads the head's header
-    /// and state root (the next block's parent, the base fee, the call's environment), and a
-    /// sled lookup with an RLP decode cost microseconds each time. Set by block commits,
-    /// cleared by patches and reverts (which change the head's root or the head itself).
-    head_block: Arc<RwLock<Option<Arc<HeadBlock>>>>,
-    /// The newest version of recently written accounts (`account_cache`).
-    accounts: Arc<AccountCache>,
+    /// The snapshot the writer published last.
+    published: Arc<ArcSwap<Snapshot>>,
+    /// When set, every read uses this snapshot instead (one request's view).
+    pinned: Option<Arc<Snapshot>>,
     /// The upstream state under a forked chain (`fork`), read where no local record exists.
     fork: Option<Arc<dyn crate::ForkSource>>,
+    /// Tests: ignore the snapshot's head block and account versions (read the store).
+    #[cfg(test)]
+    uncached: bool,
 }
 
-/// What [`ChainDb::head_block`] keeps of the last block committed.
+impl std::fmt::Debug for ChainDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChainDb")
+            .field("head", &self.head_number())
+            .field("pinned", &self.pinned.is_some())
+            .field("fork", &self.fork.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a reader needs besides sled's versioned records, as of one commit: immutable once
+/// published.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Snapshot {
+    /// The last committed block, or [`NO_HEAD`] before genesis.
+    head: u64,
+    /// The head block decoded: every transaction and call reads the head's header and state
+    /// root (the next block's parent, the base fee, the call's environment), and a sled
+    /// lookup with an RLP decode costs microseconds each time. `None`: read the store.
+    block: Option<Arc<HeadBlock>>,
+    /// The committed block not yet applied to sled, if any; every read looks here first.
+    overlay: Option<Arc<Overlay>>,
+    /// The newest version of recently written accounts.
+    accounts: AccountVersions,
+}
+
+impl Snapshot {
+    /// Nothing but the head number: every read goes to sled.
+    fn bare(head: u64) -> Self {
+        Self { head, ..Self::default() }
+    }
+}
+
+/// What the snapshot keeps of the head block.
 #[derive(Debug)]
 pub(crate) struct HeadBlock {
     pub(crate) header: Header,
     pub(crate) hash: B256,
+    /// The root of the head's state: the header's, or the one dev patches left.
+    pub(crate) state_root: B256,
+}
+
+impl HeadBlock {
+    /// A block just committed, whose state root is its header's.
+    pub(crate) const fn committed(header: Header, hash: B256) -> Self {
+        let state_root = header.state_root;
+        Self { header, hash, state_root }
+    }
+}
+
+/// The snapshot one read works with: the handle's pinned one, or the published one.
+enum Loaded<'a> {
+    Pinned(&'a Arc<Snapshot>),
+    Live(arc_swap::Guard<Arc<Snapshot>>),
+}
+
+impl std::ops::Deref for Loaded<'_> {
+    type Target = Snapshot;
+    fn deref(&self) -> &Snapshot {
+        match self {
+            Self::Pinned(snapshot) => snapshot,
+            Self::Live(guard) => guard,
+        }
+    }
 }
 
 const NO_HEAD: u64 = u64::MAX;
@@ -107,7 +170,26 @@ fn sweep_dead_stores(base: &Path) {
     }
 }
 
-impl ChainDb {
+/// The state owner's handle: the one that commits. It reads like a [`ChainDb`] (it derefs to
+/// one) and hands out readers ([`ChainWriter::reader`]); the commit journal, and the lock
+/// around it, are reachable from writers only. The node gives its writer to the state actor;
+/// clones exist for tools and tests that write from one thread at a time.
+#[derive(Debug, Clone)]
+pub struct ChainWriter {
+    reader: ChainDb,
+    /// Numbers commits, makes them durable on disk and applies them to sled. Only the state
+    /// owner commits, so the lock is never contended; no reader can reach it.
+    journal: Arc<Mutex<Journal>>,
+}
+
+impl std::ops::Deref for ChainWriter {
+    type Target = ChainDb;
+    fn deref(&self) -> &ChainDb {
+        &self.reader
+    }
+}
+
+impl ChainWriter {
     /// Opens (or creates) a store in `path`, with a page cache of [`DEFAULT_PAGE_CACHE_BYTES`].
     pub fn open(path: &Path) -> Result<Self, StorageError> {
         Self::open_with_cache(path, DEFAULT_PAGE_CACHE_BYTES)
@@ -121,12 +203,11 @@ impl ChainDb {
             .mode(sled::Mode::HighThroughput)
             .cache_capacity(cache_bytes)
             .open()?;
-        let overlay = Arc::new(Overlay::default());
-        let (journal, replayed) = Journal::open(path, &db, Arc::clone(&overlay))?;
+        let (journal, replayed) = Journal::open(path, &db)?;
         if replayed > 0 {
             tracing::info!(target: "storage", replayed, "replayed commits the journal held after an unclean stop");
         }
-        Self::from_db(db, journal, overlay)
+        Self::from_db(db, journal)
     }
 
     /// A store that lives in memory only (tests), with the default page cache.
@@ -142,50 +223,58 @@ impl ChainDb {
             .temporary(true)
             .cache_capacity(cache_bytes)
             .open()?;
-        let overlay = Arc::new(Overlay::default());
-        let journal = Journal::in_memory(&db, Arc::clone(&overlay))?;
-        Self::from_db(db, journal, overlay)
+        let journal = Journal::in_memory(&db)?;
+        Self::from_db(db, journal)
     }
 
-    fn from_db(
-        db: sled::Db,
-        journal: Journal,
-        overlay: Arc<Overlay>,
-    ) -> Result<Self, StorageError> {
+    fn from_db(db: sled::Db, journal: Journal) -> Result<Self, StorageError> {
         let head = match db.get(layout::HEAD_KEY)? {
             Some(v) => be_u64(&v).ok_or(StorageError::Corrupt { what: "head pointer" })?,
             None => NO_HEAD,
         };
-        Ok(Self {
+        let reader = ChainDb {
             db,
-            head: Arc::new(AtomicU64::new(head)),
-            journal: Arc::new(Mutex::new(journal)),
-            overlay,
-            head_block: Arc::default(),
-            accounts: Arc::default(),
+            published: Arc::new(ArcSwap::from_pointee(Snapshot::bare(head))),
+            pinned: None,
             fork: None,
-        })
+            #[cfg(test)]
+            uncached: false,
+        };
+        let writer = Self { reader, journal: Arc::new(Mutex::new(journal)) };
+        if head != NO_HEAD {
+            let block = writer.head_from_store(head);
+            writer.publish(Snapshot { block, ..Snapshot::bare(head) });
+        }
+        Ok(writer)
     }
 
     /// This store over the upstream state `fork` (`--fork-url`): accounts, slots, code and
-    /// block hashes it has no record of are read from there. Set before the store is shared.
+    /// block hashes it has no record of are read from there. Set before any reader is handed
+    /// out: readers cloned earlier do not see the fork.
     #[must_use]
     pub fn with_fork(mut self, fork: Arc<dyn crate::ForkSource>) -> Self {
-        self.fork = Some(fork);
+        self.reader.fork = Some(fork);
         self
     }
 
-    /// The forked base, when this store is a fork's.
-    pub fn fork(&self) -> Option<&Arc<dyn crate::ForkSource>> {
-        self.fork.as_ref()
+    /// Stores the chain configuration the node must run this chain under, durably.
+    pub fn set_chain_config(&self, config: &[u8]) -> Result<(), StorageError> {
+        self.reader.db.insert(layout::CHAIN_CONFIG_KEY, config)?;
+        self.reader.db.flush()?;
+        Ok(())
     }
 
-    /// The number of the last committed block, or `None` before genesis.
-    pub fn head_number(&self) -> Option<u64> {
-        match self.head.load(Ordering::Acquire) {
-            NO_HEAD => None,
-            n => Some(n),
-        }
+    /// Stores the genesis document, durably. Written before block 0, so that a store holding
+    /// a block 0 has its document too (a document without block 0 is replaced at next start).
+    pub fn set_genesis_document(&self, document: &[u8]) -> Result<(), StorageError> {
+        self.reader.db.insert(layout::GENESIS_DOCUMENT_KEY, document)?;
+        self.reader.db.flush()?;
+        Ok(())
+    }
+
+    /// A reader of this store, for the executors, the RPC front and the pool.
+    pub fn reader(&self) -> ChainDb {
+        self.reader.clone()
     }
 
     /// Makes `batch` durable, applies it atomically (readers see all of it or none), then
@@ -201,14 +290,13 @@ impl ChainDb {
 
     /// Makes a new block's `batch` durable, applies it (small blocks key by key, in order,
     /// large ones as one sled batch: [`IN_ORDER_MAX_OPS`]), then publishes `number` as head;
-    /// returns how long applying and making durable took. A reader can see a small block's
-    /// first keys before its last, so `batch` puts what makes it reachable (the header, the
-    /// hash and transaction indexes, the head pointer) after what they point to; nothing a
-    /// reader at an earlier head reads is rewritten.
+    /// returns how long applying and making durable took. Readers at the old head never look
+    /// at the block's keys (they are versions of a later block, or records only the new head
+    /// leads to) until the new snapshot is published, after the batch is visible.
     ///
     /// With `defer`, applying waits for [`Self::settle`] (or the next commit): the block is
-    /// durable and every reader sees it through the overlay (`overlay`) meanwhile, so the
-    /// state owner can answer before it spends the apply's ~100 µs.
+    /// durable and the published snapshot carries it as an overlay (`overlay`) meanwhile, so
+    /// the state owner can answer before it spends the apply's ~100 µs.
     pub(crate) fn commit_block_timed(
         &self,
         batch: WriteBatch,
@@ -220,10 +308,10 @@ impl ChainDb {
         self.commit(batch, number, in_order, defer, Some(block))
     }
 
-    /// Journal and apply (`journal`), publish, then checkpoint when due. The head moves
-    /// before the checkpoint: the block is durable already, and a failed checkpoint is only
-    /// retried after the next commit. `block` is the new head block (`None`: a patch or
-    /// revert, after which the head's header or root is read from the store again).
+    /// Journal and apply (`journal`), publish the next snapshot, then checkpoint when due. The
+    /// head moves before the checkpoint: the block is durable already, and a failed
+    /// checkpoint is only retried after the next commit. `block` is the new head block
+    /// (`None`: a patch or revert, after which the head block is read back from the store).
     fn commit(
         &self,
         batch: WriteBatch,
@@ -233,29 +321,38 @@ impl ChainDb {
         block: Option<HeadBlock>,
     ) -> Result<(Duration, Duration), StorageError> {
         let mut journal = self.journal()?;
-        // While the batch becomes visible, readers of what it changes ask the store, which
-        // shows all of it or none: the head's header and root after a patch or revert, the
-        // accounts it writes (a patch rewrites the head's own versions). Cached again after.
-        let _writing = self.accounts.writing();
-        let changes = AccountChanges::of(&batch);
-        self.accounts.forget(&changes);
-        if block.is_none()
-            && let Ok(mut head_block) = self.head_block.write()
-        {
-            *head_block = None;
-        }
-        let timings =
-            journal.commit(batch, in_order, defer).inspect_err(|_| self.accounts.clear())?;
-        self.accounts.record(changes);
-        // Before the head moves: a reader that sees the new head finds its block here.
-        if let Some(block) = block
-            && let Ok(mut head_block) = self.head_block.write()
-        {
-            *head_block = Some(Arc::new(block));
-        }
-        self.head.store(number, Ordering::Release);
+        let previous = self.reader.published.load_full();
+        let mut changes = AccountChanges::of(&batch);
+        let committed = match journal.commit(batch, in_order, defer) {
+            Ok(committed) => committed,
+            Err(error) => {
+                // Part of the batch may be visible: readers ask the store for everything but
+                // the deferred keys (which may not be in sled yet).
+                self.publish(Snapshot {
+                    overlay: previous.overlay.clone(),
+                    ..Snapshot::bare(previous.head)
+                });
+                return Err(error);
+            }
+        };
+        // A removed version (a revert): the account's newest version is now one the store
+        // holds; read it back so that readers at the head still skip the store.
+        let _ = changes.resolve_removed(|address| {
+            Ok::<_, std::convert::Infallible>(self.newest_in_store(address))
+        });
+        let block = match block {
+            Some(block) => Some(Arc::new(block)),
+            None => self.head_from_store(number),
+        };
+        self.publish(Snapshot {
+            head: number,
+            block,
+            // Applied now: the previous deferred block was settled first, so nothing is left.
+            overlay: committed.deferred,
+            accounts: previous.accounts.with(changes),
+        });
         journal.checkpoint_if_due();
-        Ok(timings)
+        Ok((committed.applied, committed.journaled))
     }
 
     /// Applies a deferred block to sled (one written by a [`crate::BlockWriter`] with a
@@ -264,6 +361,7 @@ impl ChainDb {
     pub fn settle(&self) -> Result<Duration, StorageError> {
         let mut journal = self.journal()?;
         let took = journal.settle()?;
+        self.drop_overlay();
         journal.checkpoint_if_due();
         Ok(took)
     }
@@ -271,7 +369,12 @@ impl ChainDb {
     /// Applies what is deferred, flushes sled and empties the journal now (shutdown,
     /// benchmarks). Commits do this by themselves every thousand blocks or so.
     pub fn checkpoint(&self) -> Result<(), StorageError> {
-        self.journal()?.checkpoint()
+        let mut journal = self.journal()?;
+        journal.checkpoint()?;
+        // Only once it succeeded (a failed settle leaves the deferred keys outside sled), and
+        // under the journal lock, as every publication.
+        self.drop_overlay();
+        Ok(())
     }
 
     /// The journal, locked. A poisoned lock means a commit panicked half-way: nothing more is
@@ -282,9 +385,87 @@ impl ChainDb {
         })
     }
 
+    fn publish(&self, snapshot: Snapshot) {
+        self.reader.published.store(Arc::new(snapshot));
+    }
+
+    /// Publishes the snapshot again without its overlay, once sled holds the deferred block.
+    /// Only the writer calls it, under the journal lock: nothing else publishes meanwhile.
+    fn drop_overlay(&self) {
+        let current = self.reader.published.load_full();
+        if current.overlay.is_some() {
+            self.publish(Snapshot { overlay: None, ..Snapshot::clone(&current) });
+        }
+    }
+
+    /// Block `number` as the store holds it: header, hash and state root (`None` when it has
+    /// no header, or it cannot be read: readers then ask the store themselves).
+    fn head_from_store(&self, number: u64) -> Option<Arc<HeadBlock>> {
+        let store =
+            ChainDb { pinned: Some(Arc::new(Snapshot::bare(number))), ..self.reader.clone() };
+        let header = store.header(number).ok()??;
+        let hash = store.block_hash(number).ok()??;
+        let state_root = store.state_root_at(number).ok()??;
+        Some(Arc::new(HeadBlock { header, hash, state_root }))
+    }
+
+    /// The newest version of `address` in sled (`None`: none, or unreadable: ask the store).
+    /// Called after a commit applied, with nothing deferred.
+    fn newest_in_store(&self, address: &Address) -> Option<Newest> {
+        let from = layout::account_key(address, 0);
+        let to = layout::account_key(address, u64::MAX);
+        let (key, value) = self.reader.db.range(from..=to).next_back()?.ok()?;
+        let (_, block) = layout::account_key_parts(&key)?;
+        let account = if value.is_empty() {
+            None
+        } else {
+            Some(StoredAccount::decode(&mut value.as_ref()).ok()?)
+        };
+        Some(Newest { block, account })
+    }
+}
+
+impl ChainDb {
+    /// The forked base, when this store is a fork's.
+    pub fn fork(&self) -> Option<&Arc<dyn crate::ForkSource>> {
+        self.fork.as_ref()
+    }
+
+    /// The snapshot this read works with.
+    fn snapshot(&self) -> Loaded<'_> {
+        match &self.pinned {
+            Some(snapshot) => Loaded::Pinned(snapshot),
+            None => Loaded::Live(self.published.load()),
+        }
+    }
+
+    /// The number of the last committed block, or `None` before genesis.
+    pub fn head_number(&self) -> Option<u64> {
+        match self.snapshot().head {
+            NO_HEAD => None,
+            n => Some(n),
+        }
+    }
+
+    /// This handle pinned to the snapshot published now: all its reads see that one commit,
+    /// whatever commits after. For one request's reads; a long-lived holder would never see
+    /// a new head.
+    #[must_use]
+    pub fn pinned(&self) -> Self {
+        match &self.pinned {
+            Some(_) => self.clone(),
+            None => Self { pinned: Some(self.published.load_full()), ..self.clone() },
+        }
+    }
+
     /// The value of `key`: the deferred block's, else sled's (in that order: see `overlay`).
     fn get(&self, key: &[u8]) -> Result<Option<sled::IVec>, StorageError> {
-        match self.overlay.get(key)? {
+        let snapshot = self.snapshot();
+        self.get_in(&snapshot, key)
+    }
+
+    fn get_in(&self, snapshot: &Snapshot, key: &[u8]) -> Result<Option<sled::IVec>, StorageError> {
+        match snapshot.overlay.as_ref().and_then(|overlay| overlay.get(key)) {
             Some(value) => Ok(Some(value)),
             None => Ok(self.db.get(key)?),
         }
@@ -294,10 +475,15 @@ impl ChainDb {
     /// block), from the deferred block and sled together.
     fn last_in(
         &self,
+        snapshot: &Snapshot,
         from: &[u8],
         to: &[u8],
     ) -> Result<Option<(sled::IVec, sled::IVec)>, StorageError> {
-        let deferred = self.overlay.last_in(from, to)?.map(|(key, value)| (key.into(), value));
+        let deferred = snapshot
+            .overlay
+            .as_ref()
+            .and_then(|overlay| overlay.last_in(from, to))
+            .map(|(key, value)| (key.into(), value));
         let stored = self.db.range(from..=to).next_back().transpose()?;
         Ok(match (deferred, stored) {
             (Some(deferred), Some(stored)) => {
@@ -307,38 +493,46 @@ impl ChainDb {
         })
     }
 
-    /// This store without its head-block and account caches: every read goes to the overlay
-    /// and sled (tests compare both paths).
+    /// This store without the snapshot's head block and account versions: every read goes to
+    /// the overlay and sled (tests compare both paths).
     #[cfg(test)]
     pub(crate) fn uncached(&self) -> Self {
-        Self {
-            head_block: Arc::default(),
-            accounts: Arc::new(AccountCache::never_filled()),
-            ..self.clone()
-        }
+        Self { uncached: true, ..self.clone() }
     }
 
-    /// The last block committed, when it is block `number`.
-    fn head_block(&self, number: u64) -> Option<Arc<HeadBlock>> {
-        let head_block = self.head_block.read().ok()?;
-        head_block.as_ref().filter(|b| b.header.number == number).cloned()
+    #[cfg(test)]
+    const fn cached(&self) -> bool {
+        !self.uncached
+    }
+
+    #[cfg(not(test))]
+    #[allow(clippy::unused_self)]
+    const fn cached(&self) -> bool {
+        true
+    }
+
+    /// The head block of `snapshot`, when it is block `number`.
+    fn head_block<'s>(&self, snapshot: &'s Snapshot, number: u64) -> Option<&'s HeadBlock> {
+        snapshot.block.as_deref().filter(|b| self.cached() && b.header.number == number)
     }
 
     /// The header of block `number`.
     pub fn header(&self, number: u64) -> Result<Option<Header>, StorageError> {
-        if let Some(block) = self.head_block(number) {
+        let snapshot = self.snapshot();
+        if let Some(block) = self.head_block(&snapshot, number) {
             return Ok(Some(block.header.clone()));
         }
-        self.decode(&layout::number_key(layout::HEADER, number), "header")
+        self.decode_in(&snapshot, &layout::number_key(layout::HEADER, number), "header")
     }
 
     /// The hash of block `number`.
     pub fn block_hash(&self, number: u64) -> Result<Option<B256>, StorageError> {
-        if let Some(block) = self.head_block(number) {
+        let snapshot = self.snapshot();
+        if let Some(block) = self.head_block(&snapshot, number) {
             return Ok(Some(block.hash));
         }
         let local = self
-            .get(&layout::number_key(layout::HASH_BY_NUMBER, number))?
+            .get_in(&snapshot, &layout::number_key(layout::HASH_BY_NUMBER, number))?
             .map(|v| B256::from_slice(&v));
         match (local, &self.fork) {
             // Blocks below a fork are the upstream's.
@@ -377,25 +571,10 @@ impl ChainDb {
         Ok(self.db.get(layout::CHAIN_CONFIG_KEY)?.map(|v| v.to_vec()))
     }
 
-    /// Stores the chain configuration the node must run this chain under, durably.
-    pub fn set_chain_config(&self, config: &[u8]) -> Result<(), StorageError> {
-        self.db.insert(layout::CHAIN_CONFIG_KEY, config)?;
-        self.db.flush()?;
-        Ok(())
-    }
-
     /// The genesis document (geth's genesis.json) block 0 was made from; `None` for a chain
     /// written before Hearth kept it.
     pub fn genesis_document(&self) -> Result<Option<Vec<u8>>, StorageError> {
         Ok(self.db.get(layout::GENESIS_DOCUMENT_KEY)?.map(|v| v.to_vec()))
-    }
-
-    /// Stores the genesis document, durably. Written before block 0, so that a store holding
-    /// a block 0 has its document too (a document without block 0 is replaced at next start).
-    pub fn set_genesis_document(&self, document: &[u8]) -> Result<(), StorageError> {
-        self.db.insert(layout::GENESIS_DOCUMENT_KEY, document)?;
-        self.db.flush()?;
-        Ok(())
     }
 
     /// Where transaction `hash` was included: block number and index.
@@ -417,50 +596,41 @@ impl ChainDb {
         address: &Address,
         number: u64,
     ) -> Result<Option<StoredAccount>, StorageError> {
-        if let Some(account) = self.accounts.get(address, number) {
+        let snapshot = self.snapshot();
+        if self.cached()
+            && let Some(account) = snapshot.accounts.get(address, number)
+        {
             return Ok(account);
         }
-        // A read at or after the head, with no commit under way, finds the newest version
-        // of all: worth keeping for the next reads (`account_cache`).
-        // The generation first: a commit that ends after it changes it, one that ended before
-        // it has moved the head already.
-        let generation = self.accounts.stable();
-        let at_head = self.head_number().is_none_or(|head| number >= head);
-        let stable = generation.filter(|_| at_head);
+        // Not written recently (or read at an older block): the store. Nothing is kept for
+        // the next reads; only the writer publishes account versions (`account_versions`).
         let from = layout::account_key(address, 0);
         let to = layout::account_key(address, number);
-        let (block, account) = match self.last_in(&from, &to)? {
-            Some((key, value)) => {
-                let (_, block) = layout::account_key_parts(&key)
-                    .ok_or(StorageError::Corrupt { what: "account key" })?;
+        let account = match self.last_in(&snapshot, &from, &to)? {
+            Some((_, value)) => {
                 if value.is_empty() {
-                    (block, None)
+                    None
                 } else {
-                    let account = StoredAccount::decode(&mut value.as_ref())
-                        .map_err(|source| StorageError::Decode { what: "account", source })?;
-                    (block, Some(account))
+                    Some(
+                        StoredAccount::decode(&mut value.as_ref())
+                            .map_err(|source| StorageError::Decode { what: "account", source })?,
+                    )
                 }
             }
             // Never written here: a fork's account is the upstream's at the fork block, with
             // the fork block as its incarnation so that its slots are read upstream too.
             None => match &self.fork {
-                Some(fork) => (
-                    0,
-                    fork.account(address)?.map(|a| StoredAccount {
-                        nonce: a.nonce,
-                        balance: a.balance,
-                        code_hash: a.code_hash,
-                        // The local trie holds what local blocks wrote (ARCHITECTURE.md).
-                        storage_root: crate::trie::EMPTY_ROOT,
-                        incarnation: fork.block(),
-                    }),
-                ),
-                None => (0, None),
+                Some(fork) => fork.account(address)?.map(|a| StoredAccount {
+                    nonce: a.nonce,
+                    balance: a.balance,
+                    code_hash: a.code_hash,
+                    // The local trie holds what local blocks wrote (ARCHITECTURE.md).
+                    storage_root: crate::trie::EMPTY_ROOT,
+                    incarnation: fork.block(),
+                }),
+                None => None,
             },
         };
-        if let Some(generation) = stable {
-            self.accounts.fill(address, generation, block, account.clone());
-        }
         Ok(account)
     }
 
@@ -474,7 +644,7 @@ impl ChainDb {
     ) -> Result<U256, StorageError> {
         let from = layout::storage_key(address, incarnation, slot, 0);
         let to = layout::storage_key(address, incarnation, slot, number);
-        match self.last_in(&from, &to)? {
+        match self.last_in(&self.snapshot(), &from, &to)? {
             Some((_, value)) => Ok(U256::try_from_be_slice(&value).unwrap_or_default()),
             // The storage the account had at the fork block, not wiped since: the upstream's.
             None => match &self.fork {
@@ -497,17 +667,21 @@ impl ChainDb {
 
     /// The root of the state as of block `number`: the header's, or the one dev patches left.
     pub fn state_root_at(&self, number: u64) -> Result<Option<B256>, StorageError> {
-        // A block just committed has no patched root; a patch clears `head_block`.
-        if let Some(block) = self.head_block(number) {
-            return Ok(Some(block.header.state_root));
+        let snapshot = self.snapshot();
+        if let Some(block) = self.head_block(&snapshot, number) {
+            return Ok(Some(block.state_root));
         }
-        if let Some(root) = self.get(&layout::number_key(layout::PATCHED_ROOT, number))? {
+        if let Some(root) =
+            self.get_in(&snapshot, &layout::number_key(layout::PATCHED_ROOT, number))?
+        {
             if root.len() != 32 {
                 return Err(StorageError::Corrupt { what: "patched state root" });
             }
             return Ok(Some(B256::from_slice(&root)));
         }
-        Ok(self.header(number)?.map(|h| h.state_root))
+        Ok(self
+            .decode_in::<Header>(&snapshot, &layout::number_key(layout::HEADER, number), "header")?
+            .map(|h| h.state_root))
     }
 
     /// A raw record by key (patches and reverts record what they overwrite).
@@ -516,8 +690,9 @@ impl ChainDb {
     }
 
     /// A read-only view of the state as of block `number`.
+    /// Its reads all use the snapshot published when it was made ([`Self::pinned`]).
     pub fn state_at(&self, number: u64) -> crate::StateView {
-        crate::StateView::new(self.clone(), number)
+        crate::StateView::new(self.pinned(), number)
     }
 
     /// Like `decode`, for a record stored in chunks (`layout::chunks`).
@@ -526,7 +701,9 @@ impl ChainDb {
         key: &[u8],
         what: &'static str,
     ) -> Result<Option<T>, StorageError> {
-        let deferred = self.overlay.with_prefix(key)?;
+        let snapshot = self.snapshot();
+        let deferred =
+            snapshot.overlay.as_ref().map(|overlay| overlay.with_prefix(key)).unwrap_or_default();
         let value = if deferred.is_empty() {
             layout::chunks::get(&self.db, key)?
         } else {
@@ -548,12 +725,25 @@ impl ChainDb {
     /// Every key that starts with `prefix` (the chunks of a record: `layout::chunks`), from
     /// the deferred block and sled together, in order.
     pub(crate) fn keys_with_prefix(&self, prefix: &[u8]) -> Result<Vec<sled::IVec>, StorageError> {
+        let deferred = self
+            .snapshot()
+            .overlay
+            .as_ref()
+            .map(|overlay| overlay.with_prefix(prefix))
+            .unwrap_or_default();
         let mut keys: std::collections::BTreeSet<sled::IVec> =
-            self.overlay.with_prefix(prefix)?.into_iter().map(|(key, _)| key.into()).collect();
+            deferred.into_iter().map(|(key, _)| key.into()).collect();
         for key in self.db.scan_prefix(prefix).keys() {
             keys.insert(key?);
         }
         Ok(keys.into_iter().collect())
+    }
+
+    /// The keys under `prefix` of the committed block not yet applied to sled (`slots`).
+    pub(crate) fn deferred_keys(&self, prefix: &[u8]) -> Result<Vec<Vec<u8>>, StorageError> {
+        let snapshot = self.snapshot();
+        let deferred = snapshot.overlay.as_ref().map(|o| o.with_prefix(prefix)).unwrap_or_default();
+        Ok(deferred.into_iter().map(|(key, _)| key).collect())
     }
 
     /// Every version key of `prefix` (`layout::ACCOUNT` or `layout::STORAGE`: the prefix, an
@@ -597,8 +787,8 @@ impl ChainDb {
         Ok(found)
     }
 
-    /// The sled tree itself (tests: what has been applied to it).
-    #[cfg(test)]
+    /// The sled tree itself: what has been applied to it (tests; `slots`, which seeks by key;
+    /// the state dump, which settles the deferred block first).
     pub(crate) const fn sled(&self) -> &sled::Db {
         &self.db
     }
@@ -608,7 +798,16 @@ impl ChainDb {
         key: &[u8],
         what: &'static str,
     ) -> Result<Option<T>, StorageError> {
-        match self.get(key)? {
+        self.decode_in(&self.snapshot(), key, what)
+    }
+
+    fn decode_in<T: Decodable>(
+        &self,
+        snapshot: &Snapshot,
+        key: &[u8],
+        what: &'static str,
+    ) -> Result<Option<T>, StorageError> {
+        match self.get_in(snapshot, key)? {
             Some(v) => Ok(Some(
                 T::decode(&mut v.as_ref())
                     .map_err(|source| StorageError::Decode { what, source })?,
@@ -650,9 +849,117 @@ mod tests {
         std::fs::remove_dir_all(&base).unwrap();
     }
 
+    /// Readers on several threads load snapshots while the writer commits blocks (applied
+    /// late, as the state owner does) and reverts some of them, as evm_revert does. Each
+    /// block moves value between two accounts, so their balances always sum to `TOTAL`, and
+    /// stamps its header's timestamp with the second account's balance: a read that mixed two
+    /// blocks would break the sum, the stamp, or the header's agreement with the head number,
+    /// hash and state root.
+    #[test]
+    fn readers_see_whole_blocks_while_the_writer_commits_and_reverts() {
+        use std::sync::atomic::AtomicBool;
+
+        use crate::records::EMPTY_CODE_HASH;
+        use crate::state::{AccountChange, AccountFields, StateDiff};
+        use crate::{BlockDraft, BlockKeys, BlockWriter, revert_blocks};
+
+        const TOTAL: u64 = 1_000_000;
+        const READERS: usize = 4;
+        let x = Address::repeat_byte(0x11);
+        let y = Address::repeat_byte(0x22);
+        let moved = |to_y: u64| {
+            let mut diff = StateDiff::default();
+            for (address, balance) in [(x, TOTAL - to_y), (y, to_y)] {
+                let info = AccountFields {
+                    nonce: 0,
+                    balance: U256::from(balance),
+                    code_hash: EMPTY_CODE_HASH,
+                };
+                let change = AccountChange {
+                    info: Some(info),
+                    storage_wiped: false,
+                    storage: Default::default(),
+                };
+                diff.accounts.insert(address, change);
+            }
+            diff
+        };
+        let draft = |number: u64, parent_hash: B256, stamp: u64| BlockDraft {
+            header: Header { number, parent_hash, timestamp: stamp, ..Header::default() },
+            body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
+            receipts: Vec::new(),
+        };
+
+        let writer = ChainWriter::in_memory().unwrap();
+        let mut blocks = BlockWriter::new(writer.clone(), 0);
+        blocks.set_deferred_apply(true);
+        let genesis = blocks.write(draft(0, B256::ZERO, 0), &moved(0)).unwrap();
+        let stop = AtomicBool::new(false);
+        let reads = AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..READERS {
+                let reader = writer.reader();
+                let (stop, reads) = (&stop, &reads);
+                scope.spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        // One request: every read below uses one snapshot.
+                        let view = reader.pinned();
+                        let head = view.head_number().expect("genesis is written");
+                        let header = view.header(head).unwrap().expect("the head's header");
+                        assert_eq!(header.number, head);
+                        assert_eq!(view.block_hash(head).unwrap(), Some(header.hash_slow()));
+                        assert_eq!(view.state_root_at(head).unwrap(), Some(header.state_root));
+                        let state = view.state_at(head);
+                        let balance =
+                            |a| state.account(&a).unwrap().expect("written at genesis").balance;
+                        let (in_x, in_y) = (balance(x), balance(y));
+                        assert_eq!(in_x + in_y, U256::from(TOTAL), "block {head}: a torn read");
+                        assert_eq!(
+                            in_y,
+                            U256::from(header.timestamp),
+                            "block {head}: another block's state"
+                        );
+                        reads.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+            let mut hashes = vec![genesis.hash];
+            let mut keys: Vec<BlockKeys> = Vec::new();
+            let mut stamp = 0;
+            for round in 0..400u64 {
+                if round % 9 == 8 && hashes.len() > 4 {
+                    // Back three blocks, with the deferred block applied first as the state
+                    // owner does before a revert.
+                    let target = hashes.len() as u64 - 4;
+                    writer.settle().unwrap();
+                    revert_blocks(&writer, target, &keys, &[]).unwrap();
+                    hashes.truncate(target as usize + 1);
+                    keys.retain(|k| k.number <= target);
+                    continue;
+                }
+                stamp += 1;
+                let number = hashes.len() as u64;
+                let diff = moved(stamp);
+                keys.push(BlockKeys::of(number, &diff));
+                let block =
+                    blocks.write(draft(number, *hashes.last().unwrap(), stamp), &diff).unwrap();
+                hashes.push(block.hash);
+                if round % 2 == 0 {
+                    writer.settle().unwrap();
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert!(reads.load(Ordering::Relaxed) > 0, "the readers ran");
+        // The last head is readable from the store alone, too.
+        let head = writer.head_number().unwrap();
+        let stored = writer.uncached().state_at(head).account(&y).unwrap().unwrap();
+        assert_eq!(U256::from(writer.header(head).unwrap().unwrap().timestamp), stored.balance);
+    }
+
     #[test]
     fn an_in_memory_store_lives_under_a_name_the_sweep_knows() {
-        let db = ChainDb::in_memory().unwrap();
+        let db = ChainWriter::in_memory().unwrap();
         drop(db);
         let next = temporary_store_dir();
         let name = next.file_name().unwrap().to_str().unwrap().to_owned();

@@ -14,7 +14,7 @@ use crate::records::{
 };
 use crate::state::{AccountChange, StateDiff};
 use crate::trie::{EMPTY_ROOT, Trie};
-use crate::{ChainDb, StorageError};
+use crate::{ChainDb, ChainWriter, StorageError};
 
 /// A block ready to be written: everything but the state root, which the commit computes.
 #[derive(Debug, Clone)]
@@ -28,13 +28,13 @@ pub struct BlockDraft {
 }
 
 /// Applies `diff` on top of the parent state, seals the header with the new state root and
-/// writes the whole block as one journaled batch (see `ChainDb::commit_block_timed`). Returns
+/// writes the whole block as one journaled batch (see `ChainWriter::commit_block_timed`). Returns
 /// the sealed block.
 ///
 /// Without a node cache: for one-off writes (genesis, tests). The state owner keeps a
 /// [`BlockWriter`] instead.
 pub fn write_block(
-    db: &ChainDb,
+    db: &ChainWriter,
     draft: BlockDraft,
     diff: &StateDiff,
 ) -> Result<SealedBlock, StorageError> {
@@ -45,7 +45,7 @@ pub fn write_block(
 /// after checking that `diff` on top of the parent gives the header's state root. One atomic,
 /// durable batch, as [`write_block`].
 pub fn import_block(
-    db: &ChainDb,
+    db: &ChainWriter,
     draft: BlockDraft,
     diff: &StateDiff,
 ) -> Result<SealedBlock, StorageError> {
@@ -55,7 +55,7 @@ pub fn import_block(
 /// [`import_block`] for a block with ommers or withdrawals, which are stored with it (in the
 /// same batch) so that the block can be served and exported exactly as received.
 pub fn import_block_with(
-    db: &ChainDb,
+    db: &ChainWriter,
     draft: BlockDraft,
     diff: &StateDiff,
     extras: BlockExtras,
@@ -69,7 +69,7 @@ pub fn import_block_with(
 /// blocks build on is that local root, recorded as the block's patched root: the upstream's
 /// root names a trie this store does not have (ARCHITECTURE.md, "Fork mode").
 pub fn import_fork_base(
-    db: &ChainDb,
+    db: &ChainWriter,
     draft: BlockDraft,
     diff: &StateDiff,
 ) -> Result<SealedBlock, StorageError> {
@@ -108,7 +108,7 @@ pub const DEFAULT_NODE_CACHE_BYTES: usize = 128 * 1024 * 1024;
 /// sled reads. Owned by the state owner; one writer per store.
 #[derive(Debug)]
 pub struct BlockWriter {
-    db: ChainDb,
+    db: ChainWriter,
     cache: NodeCache,
     /// The state trie and a storage trie, reused block after block (re-pointed at each
     /// block's parent root) so their buffers and spare branch arrays are reused too.
@@ -116,7 +116,7 @@ pub struct BlockWriter {
     timings: WriteTimings,
     /// Never split a block between two threads (see [`BlockWriter::set_one_thread`]).
     one_thread: bool,
-    /// Leave applying each block to sled to `ChainDb::settle` (see
+    /// Leave applying each block to sled to `ChainWriter::settle` (see
     /// [`BlockWriter::set_deferred_apply`]).
     defer: bool,
 }
@@ -161,7 +161,7 @@ struct Lane {
 
 impl BlockWriter {
     /// A writer for `db` whose node cache holds up to about `cache_bytes` (0: no cache).
-    pub fn new(db: ChainDb, cache_bytes: usize) -> Self {
+    pub fn new(db: ChainWriter, cache_bytes: usize) -> Self {
         Self {
             db,
             cache: NodeCache::new(cache_bytes),
@@ -172,7 +172,7 @@ impl BlockWriter {
         }
     }
 
-    /// Whether each block's apply to sled waits for [`ChainDb::settle`] (or the next block):
+    /// Whether each block's apply to sled waits for [`ChainWriter::settle`] (or the next block):
     /// the block is durable and readable when `write` returns, and the state owner can answer
     /// before it pays for the apply. Off by default: one-off writers want sled complete.
     pub const fn set_deferred_apply(&mut self, defer: bool) {
@@ -607,7 +607,7 @@ fn apply_account(
 /// Adds the header, body, receipts and indexes to `batch` and commits it as block `number`.
 /// Returns the block and how long sled took to apply the batch, and making it durable took.
 fn finish_block(
-    db: &ChainDb,
+    db: &ChainWriter,
     mut batch: crate::WriteBatch,
     header: Header,
     body: StoredBody,
@@ -619,7 +619,7 @@ fn finish_block(
     // The header's RLP, its hash and the records below go through the thread's encode
     // buffer (`buffers`): the batch copies what it keeps.
     let hash = crate::buffers::with_rlp(&header, |rlp| alloy_primitives::keccak256(rlp));
-    // Applied in this order (`ChainDb::commit_block_timed`): a reader finds a block through
+    // Applied in this order (`ChainWriter::commit_block_timed`): a reader finds a block through
     // its header, its hash or a transaction index, so those come after the records they lead
     // to (`read_block` expects hash, body and receipts once it has the header).
     let body_key = layout::number_key(layout::BODY, number);
@@ -643,7 +643,7 @@ fn finish_block(
         batch.insert(&layout::hash_key(layout::TX_LOOKUP, &tx.trie_hash())[..], &location[..]);
     }
     batch.insert(layout::HEAD_KEY, &number.to_be_bytes()[..]);
-    let head = crate::chain::HeadBlock { header: header.clone(), hash };
+    let head = crate::chain::HeadBlock::committed(header.clone(), hash);
     let timings = db.commit_block_timed(batch, head, defer)?;
     Ok((SealedBlock { header, hash, body, receipts, extras }, timings))
 }
@@ -732,7 +732,7 @@ mod tests {
 
     #[test]
     fn blocks_of_many_accounts_match_a_root_from_scratch() {
-        let db = ChainDb::in_memory().expect("store");
+        let db = ChainWriter::in_memory().expect("store");
         let mut writer = BlockWriter::new(db.clone(), 1 << 20);
         let mut model: BTreeMap<Address, (u64, U256, BTreeMap<U256, U256>)> = BTreeMap::new();
         for number in 0..12u64 {
@@ -838,8 +838,8 @@ mod tests {
     /// store's head-block and account caches; and a revert removes it whole.
     #[test]
     fn deferred_blocks_read_the_same_before_and_after_they_are_applied() {
-        let plain = ChainDb::in_memory().expect("store");
-        let db = ChainDb::in_memory().expect("store");
+        let plain = ChainWriter::in_memory().expect("store");
+        let db = ChainWriter::in_memory().expect("store");
         // No node cache: the next block's trie reads find the deferred nodes in the overlay.
         let mut writer = BlockWriter::new(db.clone(), 0);
         writer.set_deferred_apply(true);
@@ -873,7 +873,7 @@ mod tests {
         same(&plain, 10);
         // A different block 11: no account keeps a version of the reverted one (the account
         // cache forgot them), as on a store that never saw it.
-        let never_reverted = ChainDb::in_memory().expect("store");
+        let never_reverted = ChainWriter::in_memory().expect("store");
         for number in 0..=10 {
             write_block(&never_reverted, draft_with_txs(number), &diff(number)).expect("write");
         }
@@ -889,15 +889,15 @@ mod tests {
     #[test]
     fn readers_on_other_threads_see_whole_blocks_while_the_writer_defers() {
         const BLOCKS: u64 = 40;
-        let plain = ChainDb::in_memory().expect("store");
+        let plain = ChainWriter::in_memory().expect("store");
         for number in 0..BLOCKS {
             write_block(&plain, draft_with_txs(number), &diff(number)).expect("plain");
         }
-        let db = ChainDb::in_memory().expect("store");
+        let db = ChainWriter::in_memory().expect("store");
         let done = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|scope| {
             for cached in [true, false] {
-                let reader = if cached { db.clone() } else { db.uncached() };
+                let reader = if cached { db.reader() } else { db.uncached() };
                 let (plain, done) = (&plain, &done);
                 scope.spawn(move || {
                     let mut checked = 0;
@@ -922,8 +922,8 @@ mod tests {
 
     #[test]
     fn cached_writer_matches_uncached_writes() {
-        let plain = ChainDb::in_memory().expect("store");
-        let cached_db = ChainDb::in_memory().expect("store");
+        let plain = ChainWriter::in_memory().expect("store");
+        let cached_db = ChainWriter::in_memory().expect("store");
         // A tiny budget: generations rotate every few blocks, so lookups hit `hot`, `cold`
         // and the store.
         let mut writer = BlockWriter::new(cached_db.clone(), 64 * 1024);

@@ -107,13 +107,6 @@ impl WriteBatch {
         ops(&self.record[HEADER_LEN + SEQ_LEN..])
     }
 
-    /// The keys it writes, in order.
-    fn keys(&self) -> impl Iterator<Item = &[u8]> {
-        self.ops().map(|op| match op {
-            Op::Insert(key, _) | Op::Remove(key) => key,
-        })
-    }
-
     /// Its operations on account versions (`layout::ACCOUNT` keys), in order: the key, and
     /// the value (`None`: removed).
     pub(crate) fn account_ops(&self) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> {
@@ -223,8 +216,8 @@ fn committed_seq(db: &sled::Db) -> Result<u64, StorageError> {
 }
 
 /// The writer's side of a store: numbers commits, journals them (on disk) and applies them to
-/// sled, now or deferred (`overlay`). Only the state owner commits, so the lock around it (in
-/// `ChainDb`) is never contended; readers never touch it.
+/// sled, now or deferred (`overlay`). It lives in the `ChainWriter` (the state owner's), behind
+/// a lock that only writers take: readers cannot reach it.
 #[derive(Debug)]
 pub(crate) struct Journal {
     /// The journal file (`None` for a store in memory, which has nothing to make durable).
@@ -236,9 +229,9 @@ pub(crate) struct Journal {
     /// there: the journal then refuses commits and checkpoints, so that the record stays for
     /// the replay at the next open to complete.
     applying: bool,
-    /// A commit journaled and visible through `overlay` but not yet applied to sled.
+    /// A commit journaled (and published in the readers' snapshot as an overlay) but not yet
+    /// applied to sled.
     deferred: Option<Deferred>,
-    overlay: Arc<Overlay>,
 }
 
 #[derive(Debug)]
@@ -248,6 +241,18 @@ struct JournalFile {
     /// Bytes and records written since the last checkpoint.
     bytes: u64,
     records: u32,
+}
+
+/// What [`Journal::commit`] did.
+#[derive(Debug)]
+pub(crate) struct Committed {
+    /// How long applying took (a deferred commit's, and this one's unless it is deferred).
+    pub(crate) applied: Duration,
+    /// How long the journal write took.
+    pub(crate) journaled: Duration,
+    /// This commit's inserts when its apply is deferred: readers must find them here until
+    /// the next settle.
+    pub(crate) deferred: Option<Arc<Overlay>>,
 }
 
 #[derive(Debug)]
@@ -261,11 +266,7 @@ impl Journal {
     /// Opens the journal in `dir`: replays the commits it holds that `db` lacks, removes what
     /// a commit cut short by a crash left behind, makes that durable and empties the journal.
     /// Returns the journal and how many records were replayed.
-    pub(crate) fn open(
-        dir: &Path,
-        db: &sled::Db,
-        overlay: Arc<Overlay>,
-    ) -> Result<(Self, usize), StorageError> {
+    pub(crate) fn open(dir: &Path, db: &sled::Db) -> Result<(Self, usize), StorageError> {
         let path = dir.join(JOURNAL_FILE);
         let mut file =
             File::options().read(true).append(true).create(true).open(&path).map_err(io(&path))?;
@@ -274,7 +275,7 @@ impl Journal {
         let (replayed, seq) = replay(&held, db, committed_seq(db)?)?;
         let cleaned = remove_partial_commit(db, seq)?;
         let file = JournalFile { file, path, bytes: 0, records: 0 };
-        let mut journal = Self::new(Some(file), db, seq, overlay);
+        let mut journal = Self::new(Some(file), db, seq);
         if !held.is_empty() || cleaned {
             journal.checkpoint()?;
         }
@@ -282,25 +283,26 @@ impl Journal {
     }
 
     /// The writer of a store in memory: no file, nothing to replay.
-    pub(crate) fn in_memory(db: &sled::Db, overlay: Arc<Overlay>) -> Result<Self, StorageError> {
-        Ok(Self::new(None, db, committed_seq(db)?, overlay))
+    pub(crate) fn in_memory(db: &sled::Db) -> Result<Self, StorageError> {
+        Ok(Self::new(None, db, committed_seq(db)?))
     }
 
-    fn new(file: Option<JournalFile>, db: &sled::Db, seq: u64, overlay: Arc<Overlay>) -> Self {
-        Self { file, db: db.clone(), seq, applying: false, deferred: None, overlay }
+    fn new(file: Option<JournalFile>, db: &sled::Db, seq: u64) -> Self {
+        Self { file, db: db.clone(), seq, applying: false, deferred: None }
     }
 
     /// Journals `batch` as the next commit (after applying a deferred one), then applies it to
     /// sled: key by key after its `PENDING_KEY` marker when `in_order`, else as one atomic
     /// sled batch. When `defer`, and the batch has no removes, applying waits for the next
-    /// [`Self::settle`] or commit, and readers find the batch in the overlay until then.
+    /// [`Self::settle`] or commit, and the returned overlay holds its inserts: the caller
+    /// publishes it to readers until then.
     /// Returns how long applying (a deferred commit's and this one's) and journaling took.
     pub(crate) fn commit(
         &mut self,
         mut batch: WriteBatch,
         in_order: bool,
         defer: bool,
-    ) -> Result<(Duration, Duration), StorageError> {
+    ) -> Result<Committed, StorageError> {
         if self.applying {
             return Err(StorageError::Corrupt {
                 what: "commit journal (an earlier commit failed half-way; restart the node to complete it)",
@@ -314,17 +316,14 @@ impl Journal {
         self.append(&mut batch.record)?;
         self.seq = seq;
         let journaled = started.elapsed();
+        let mut deferred = None;
         if defer && !batch.removes {
-            // Journaled but neither applied nor visible if this fails: like a failed apply,
-            // the record must stay for the replay at the next open.
-            self.applying = true;
-            self.overlay.insert(seq, batch.inserts())?;
-            self.applying = false;
+            deferred = Some(Arc::new(Overlay::of(batch.inserts())));
             self.deferred = Some(Deferred { seq, batch, in_order });
         } else {
             applied += self.apply(seq, &batch, in_order)?;
         }
-        Ok((applied, journaled))
+        Ok(Committed { applied, journaled, deferred })
     }
 
     /// Applies the deferred commit, if any, to sled; returns how long that took.
@@ -332,9 +331,7 @@ impl Journal {
         let Some(Deferred { seq, batch, in_order }) = self.deferred.take() else {
             return Ok(Duration::ZERO);
         };
-        let took = self.apply(seq, &batch, in_order)?;
-        self.overlay.release(seq, batch.keys())?;
-        Ok(took)
+        self.apply(seq, &batch, in_order)
     }
 
     /// Applies commit `seq`: key by key after its marker when `in_order`, else atomically.
@@ -555,7 +552,7 @@ mod tests {
     }
 
     fn open(dir: &Path, db: &sled::Db) -> Result<(Journal, usize), StorageError> {
-        Journal::open(dir, db, Arc::default())
+        Journal::open(dir, db)
     }
 
     /// Commits `batches` through a journal in `dir` over `db` (atomically, in order or

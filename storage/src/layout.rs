@@ -196,7 +196,7 @@ mod tests {
         let key = super::number_key(super::BODY, 7);
         let neighbour = super::number_key(super::BODY, 8);
         let value: Vec<u8> = (0..3 * chunks::CHUNK_BYTES + 5).map(|i| i as u8).collect();
-        let store = crate::ChainDb::in_memory().expect("store");
+        let store = crate::ChainWriter::in_memory().expect("store");
         let mut batch = crate::WriteBatch::default();
         chunks::insert(&mut batch, &key, &value);
         chunks::insert(&mut batch, &neighbour, b"next block");

@@ -1,15 +1,20 @@
 //! Hearth storage: the Merkle-Patricia trie, versioned state, blocks and receipts on sled.
 //!
-//! Main types: [`ChainDb`] (the shared store handle and its read API), [`StateView`] (the state
-//! as of one block, a revm `DatabaseRef`), [`BlockWriter`] / [`write_block`] (the one way a block is written) and
-//! [`trie::Trie`]. Invariants: a block is written by one journaled batch (durable before it is
-//! acknowledged, whole after a crash: see `journal`); records visible at block N never change
-//! after N is committed; trie nodes are addressed by hash and never deleted (archive).
+//! Main types: [`ChainWriter`] (the one handle that commits, owned by the state actor),
+//! [`ChainDb`] (the readers' cloneable handle and its read API), [`StateView`] (the state as of
+//! one block, a revm `DatabaseRef`), [`BlockWriter`] / [`write_block`] (the one way a block is
+//! written) and [`trie::Trie`]. Invariants: a block is written by one journaled batch (durable
+//! before it is acknowledged, whole after a crash: see `journal`); records visible at block N
+//! never change after N is committed, except by a dev patch or revert; the head, the deferred
+//! block and the newest account versions reach readers as one immutable snapshot the writer
+//! swaps in atomically, so readers take no lock of Hearth's that the writer takes (for sled's
+//! own, see `chain`); trie nodes are addressed by hash and never deleted (archive).
 
-mod account_cache;
+mod account_versions;
 mod buffers;
 mod chain;
 mod commit;
+mod dump;
 mod error;
 mod fork;
 mod journal;
@@ -18,16 +23,18 @@ mod node_cache;
 mod overlay;
 mod patch;
 mod records;
+mod slots;
 mod state;
 pub mod trie;
 
 pub use buffers::ENCODE_BUFFER_RETAINED_BYTES;
-pub use chain::{ChainDb, DEFAULT_PAGE_CACHE_BYTES, temporary_store_dir};
+pub use chain::{ChainDb, ChainWriter, DEFAULT_PAGE_CACHE_BYTES, temporary_store_dir};
 pub use commit::{
     BlockDraft, BlockWriter, DEFAULT_NODE_CACHE_BYTES, WriteTimings, import_block,
     import_block_with, import_fork_base, receipts_root, state_root_after, transactions_root,
     write_block,
 };
+pub use dump::{WholeAccount, head_accounts, load_accounts};
 pub use error::StorageError;
 pub use fork::{ForkSource, ForkedAccount};
 pub use journal::WriteBatch;
@@ -37,4 +44,5 @@ pub use records::{
     BlockExtras, Code, EMPTY_CODE_HASH, SealedBlock, StoredAccount, StoredBody, account_trie_key,
     storage_trie_key,
 };
+pub use slots::{SlotsError, storage_slots};
 pub use state::{AccountChange, AccountFields, AccountProof, SlotProof, StateDiff, StateView};

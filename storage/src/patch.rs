@@ -21,7 +21,7 @@ use crate::commit::{Staged, Tries, apply_diff_on};
 use crate::layout;
 use crate::node_cache::NodeCache;
 use crate::state::StateDiff;
-use crate::{ChainDb, StorageError};
+use crate::{ChainDb, ChainWriter, StorageError};
 
 /// What one patch overwrote: each key with its previous value (`None`: it was absent).
 #[derive(Debug, Clone, Default)]
@@ -56,7 +56,7 @@ impl BlockKeys {
 ///
 /// It is the block write path (`apply_diff_on`) with the head as both the state it starts from
 /// and the block whose versions it writes, and with an undo journal.
-pub fn write_patch(db: &ChainDb, diff: &StateDiff) -> Result<(B256, PatchUndo), StorageError> {
+pub fn write_patch(db: &ChainWriter, diff: &StateDiff) -> Result<(B256, PatchUndo), StorageError> {
     let head = db.head_number().ok_or(StorageError::Corrupt { what: "head before a patch" })?;
     let mut sets = diff.clone();
     sets.accounts.retain(|_, change| change.info.is_some());
@@ -80,7 +80,7 @@ pub fn write_patch(db: &ChainDb, diff: &StateDiff) -> Result<(B256, PatchUndo), 
 /// Moves the head back to `target`: undoes `undo` (patches since the snapshot, oldest first)
 /// and deletes what `blocks` (every block after `target`) wrote, in one atomic batch.
 pub fn revert_blocks(
-    db: &ChainDb,
+    db: &ChainWriter,
     target: u64,
     blocks: &[BlockKeys],
     undo: &[PatchUndo],
@@ -159,7 +159,7 @@ pub struct RolledBack {
 /// block itself or by dev patches made while it was the head), in one journaled batch. The
 /// state at `target` is then exactly what it was when `target` was the head; trie nodes and
 /// code are content-addressed and stay. A `target` at or after the head changes nothing.
-pub fn rollback(db: &ChainDb, target: u64) -> Result<RolledBack, StorageError> {
+pub fn rollback(db: &ChainWriter, target: u64) -> Result<RolledBack, StorageError> {
     let head = db.head_number().ok_or(StorageError::Corrupt { what: "head before a rollback" })?;
     if target >= head {
         return Ok(RolledBack::default());
@@ -246,14 +246,14 @@ mod tests {
     }
 
     /// A dev patch of account 9 (balance and one slot) at the current head.
-    fn patch(db: &ChainDb, balance: u64) {
+    fn patch(db: &ChainWriter, balance: u64) {
         let mut diff = StateDiff::default();
         diff.accounts.insert(Address::repeat_byte(9), set(0, balance, &[(1, balance)]));
         write_patch(db, &diff).expect("patch");
     }
 
     /// Blocks 0..=last, with a patch after blocks 2 and 7.
-    fn history(db: &ChainDb, last: u64) {
+    fn history(db: &ChainWriter, last: u64) {
         let mut writer = BlockWriter::new(db.clone(), 0);
         // Deferred like the node's writer: the rollback must apply a pending block first.
         writer.set_deferred_apply(true);
@@ -267,7 +267,7 @@ mod tests {
 
     /// Every record a block or patch writes (not trie nodes or code, which are shared by
     /// content, nor the journal's bookkeeping), as sled holds them once applied.
-    fn records(db: &ChainDb) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn records(db: &ChainWriter) -> Vec<(Vec<u8>, Vec<u8>)> {
         db.checkpoint().expect("checkpoint");
         db.sled()
             .iter()
@@ -285,9 +285,9 @@ mod tests {
     /// the next block written on both has the same state root.
     #[test]
     fn a_rollback_leaves_exactly_the_shorter_chain() {
-        let rolled = ChainDb::in_memory().expect("store");
+        let rolled = ChainWriter::in_memory().expect("store");
         history(&rolled, 9);
-        let short = ChainDb::in_memory().expect("store");
+        let short = ChainWriter::in_memory().expect("store");
         history(&short, 5);
 
         let removed = rollback(&rolled, 5).expect("rollback");
@@ -301,14 +301,14 @@ mod tests {
             assert_eq!(account(&rolled, n), account(&short, n), "account {n}");
         }
 
-        let next = |db: &ChainDb| write_block(db, draft(6, 2), &diff(8)).expect("block 6");
+        let next = |db: &ChainWriter| write_block(db, draft(6, 2), &diff(8)).expect("block 6");
         assert_eq!(next(&rolled).header.state_root, next(&short).header.state_root);
         assert_eq!(records(&rolled), records(&short));
     }
 
     #[test]
     fn a_rollback_to_the_head_or_past_it_changes_nothing() {
-        let db = ChainDb::in_memory().expect("store");
+        let db = ChainWriter::in_memory().expect("store");
         history(&db, 3);
         let before = records(&db);
         assert_eq!(rollback(&db, 3).expect("rollback"), RolledBack::default());
@@ -364,7 +364,7 @@ mod tests {
                 1..12,
             )
         ) {
-            let store = ChainDb::in_memory().expect("store");
+            let store = ChainWriter::in_memory().expect("store");
             let mut writer = BlockWriter::new(store.clone(), 0);
             writer.set_deferred_apply(true);
             writer.write(draft(0, 0), &diff(0)).expect("genesis");
@@ -400,7 +400,7 @@ mod tests {
                         head = target;
                     }
                 }
-                let model = ChainDb::in_memory().expect("store");
+                let model = ChainWriter::in_memory().expect("store");
                 write_block(&model, draft(0, 0), &diff(0)).expect("genesis");
                 let mut number = 0;
                 for op in &kept {
@@ -426,15 +426,15 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("hearth-rollback-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         {
-            let db = ChainDb::open(&dir).expect("open");
+            let db = ChainWriter::open(&dir).expect("open");
             history(&db, 6);
             rollback(&db, 4).expect("rollback");
             // No checkpoint: the journal alone must carry the rollback.
         }
-        let db = ChainDb::open(&dir).expect("reopen");
+        let db = ChainWriter::open(&dir).expect("reopen");
         assert_eq!(db.head_number(), Some(4));
         assert_eq!(db.header(5).expect("read"), None);
-        let short = ChainDb::in_memory().expect("store");
+        let short = ChainWriter::in_memory().expect("store");
         history(&short, 4);
         assert_eq!(records(&db), records(&short));
         drop(db);

@@ -12,8 +12,9 @@ use crate::{ChainDb, StorageError};
 
 impl DBErrorMarker for StorageError {}
 
-/// The state as of block `number`: a consistent snapshot that stays valid while later blocks
-/// commit, because versions at or below `number` never change.
+/// The state as of block `number`, read through a store handle pinned to one published
+/// snapshot (`ChainDb::state_at`): it stays valid while later blocks commit, because versions
+/// at or below `number` never change and the snapshot it reads besides sled is immutable.
 #[derive(Debug, Clone)]
 pub struct StateView {
     db: ChainDb,

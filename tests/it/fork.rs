@@ -296,9 +296,10 @@ fn concurrent_calls_over_the_same_cold_slots_fetch_each_slot_once() {
         assert_eq!(status, 200);
         assert_eq!(answer["result"], format!("0x{:064x}", 1275), "{answer}");
     }
+    // The first miss fetched its slot and a page of the summer's storage, which held all 50.
     let slot_fetches = proxy.count("eth_getStorageAt");
     assert!(slot_fetches <= 50, "{slot_fetches} slot fetches for 50 slots");
-    assert!(slot_fetches >= 50, "every slot came from the upstream once");
+    assert_eq!(proxy.count("debug_storageRangeAt"), 1, "one page of the summer's storage");
     let (_, metrics) = crate::process::get(addr, "/metrics").expect("metrics");
     let metric = |name: &str| -> u64 {
         metrics
@@ -308,7 +309,13 @@ fn concurrent_calls_over_the_same_cold_slots_fetch_each_slot_once() {
     };
     // Each value fetched once: the chain id, the header, the accounts (one eth_getBalance
     // each) and the slots; every other read was coalesced or a hit.
-    let values = ["eth_chainId", "eth_getBlockByNumber", "eth_getBalance", "eth_getStorageAt"];
+    let values = [
+        "eth_chainId",
+        "eth_getBlockByNumber",
+        "eth_getBalance",
+        "eth_getStorageAt",
+        "debug_storageRangeAt",
+    ];
     assert_eq!(
         metric("hearth_fork_fetches_total "),
         values.iter().map(|m| proxy.count(m)).sum::<u64>()
@@ -316,6 +323,61 @@ fn concurrent_calls_over_the_same_cold_slots_fetch_each_slot_once() {
     // The executors' own read caches answer most repeats; what reached the backend while a
     // fetch of the same slot was under way waited for it.
     assert!(metric("hearth_fork_coalesced_waits_total ") > 0, "{metrics}");
+}
+
+#[test]
+fn a_contract_s_storage_comes_in_one_page_and_a_refused_page_falls_back_to_slots() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(upstream.node.addr);
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    let fork = fork_node(&proxy, head, &["--no-fork-cache"]);
+    let sum = format!("0x{:064x}", 1275);
+    assert_eq!(fork.ok("eth_call", json!([{"to": upstream.summer}, "latest"])), sum);
+    // 50 SLOADs: the first fetched its slot beside a page holding the whole storage.
+    assert_eq!(proxy.count("eth_getStorageAt"), 1);
+    assert_eq!(proxy.count("debug_storageRangeAt"), 1);
+    let requests = proxy.requests();
+    // A slot the page lacks is zero, known without asking.
+    assert_eq!(
+        fork.ok("eth_getStorageAt", json!([upstream.summer, "0x63", "latest"])),
+        format!("0x{:064x}", 0)
+    );
+    assert_eq!(
+        fork.ok("eth_getStorageAt", json!([upstream.summer, "0x31", "latest"])),
+        format!("0x{:064x}", 50)
+    );
+    assert_eq!(proxy.requests(), requests, "answered from the page");
+    // A system contract's storage changes outside transactions (geth pages an empty block's
+    // state before its system calls): its slots are read one by one, never paged.
+    let history = "0x0000f90827f1c53a10cb7a02335b175320002935";
+    let slot = format!("{:#x}", (head - 1) % 8191);
+    assert_eq!(
+        fork.ok("eth_getStorageAt", json!([history, slot, "latest"])),
+        upstream.node.ok("eth_getStorageAt", json!([history, slot, format!("{head:#x}")]))
+    );
+    assert_eq!(proxy.count("debug_storageRangeAt"), 1, "no page of a system contract");
+    assert_eq!(proxy.count("eth_getStorageAt"), 2);
+    // The page is the fork block's: a later upstream write does not show.
+    let page = upstream.node.ok(
+        "debug_storageRangeAt",
+        json!([
+            upstream.node.ok("eth_getBlockByNumber", json!([format!("{head:#x}"), false]))["hash"],
+            0,
+            upstream.summer,
+            "0x",
+            10
+        ]),
+    );
+    assert_eq!(page["storage"].as_object().map(serde_json::Map::len), Some(10), "{page}");
+    assert!(page["nextKey"].is_string(), "{page}");
+
+    // A fork of that fork: its upstream refuses pages of forked accounts, so slots come one
+    // by one, and the answers are the same.
+    let middle = Proxy::start(fork.addr);
+    let second = fork_node(&middle, head, &["--no-fork-cache"]);
+    assert_eq!(second.ok("eth_call", json!([{"to": upstream.summer}, "latest"])), sum);
+    assert_eq!(middle.count("debug_storageRangeAt"), 1, "asked once, refused");
+    assert_eq!(middle.count("eth_getStorageAt"), 50);
 }
 
 #[test]
@@ -340,7 +402,8 @@ fn a_restart_on_the_same_cache_fetches_nothing() {
     let cold = reads(&first);
     first.stop();
     let fetched = proxy.total();
-    assert!(fetched > 50, "the cold run fetched ({fetched})");
+    assert_eq!(proxy.count("debug_storageRangeAt"), 2, "a page each of the summer and token");
+    assert!(fetched > 30, "the cold run fetched ({fetched})");
     let second = fork_node(&proxy, head, &["--fork.cache-dir", &dir]);
     assert_eq!(reads(&second), cold);
     assert_eq!(proxy.total(), fetched, "the warm run asked the upstream nothing");
@@ -431,6 +494,10 @@ fn fork_flags_are_checked_where_they_are_parsed() {
         (
             &["--fork-url", "http://x", "--no-fork-cache", "--fork.cache-dir", "/tmp/x"][..],
             "contradicts",
+        ),
+        (
+            &["--fork-url", "http://x", "--fork.cache-size", "lots"][..],
+            "--fork.cache-size must be a byte size",
         ),
     ] {
         let (code, _, err) = NodeProcess::run_to_exit(args);

@@ -10,6 +10,7 @@ mod chain_methods;
 mod cli;
 mod conformance;
 mod dev;
+mod dumpstate;
 mod filters;
 mod fork;
 mod forks;

@@ -22,7 +22,7 @@ use hearth::config::NodeConfig;
 use hearth::genesis::Genesis;
 use hearth::node::Node;
 use hearth_rpc::Extensions;
-use hearth_storage::ChainDb;
+use hearth_storage::ChainWriter;
 use serde_json::{Value, json};
 
 use crate::conformance::conformance_dir;
@@ -92,10 +92,10 @@ fn snapshot(name: &str) -> PathBuf {
 }
 
 /// Imports a snapshot into a fresh in-memory store, as `hearth import` would.
-fn import_snapshot(name: &str) -> (ChainDb, hearth::chainfile::ImportSummary) {
+fn import_snapshot(name: &str) -> (ChainWriter, hearth::chainfile::ImportSummary) {
     let dir = snapshot(name);
     let genesis = Genesis::read(&dir.join("genesis.json")).expect("genesis.json parses");
-    let db = ChainDb::in_memory().expect("in-memory store");
+    let db = ChainWriter::in_memory().expect("in-memory store");
     let summary =
         import_chain(&db, &genesis, &[dir.join("chain.rlp")], false).expect("the chain imports");
     (db, summary)
@@ -108,7 +108,7 @@ fn fcu_head(name: &str) -> String {
     fcu["params"][0]["headBlockHash"].as_str().expect("head hash").to_owned()
 }
 
-fn start_node(db: ChainDb) -> TestNode {
+fn start_node(db: ChainWriter) -> TestNode {
     let mut config = NodeConfig::for_tests();
     // hive runs the suite against an idle node: nothing may be mined behind its back.
     config.automine = false;
@@ -166,7 +166,7 @@ fn a_bad_block_stops_the_import_at_the_last_good_block() {
     }
     let path = std::env::temp_dir().join(format!("hearth-broken-{}.rlp", std::process::id()));
     std::fs::write(&path, &broken).expect("write the broken chain");
-    let db = ChainDb::in_memory().expect("in-memory store");
+    let db = ChainWriter::in_memory().expect("in-memory store");
     let err = import_chain(&db, &genesis, std::slice::from_ref(&path), false)
         .expect_err("block 10 is bad");
     let _ = std::fs::remove_file(&path);

@@ -6,6 +6,8 @@
 //! backend actor is the only writer; readers (executor threads) read the trees directly.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use alloy_consensus::Header;
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
@@ -32,6 +34,11 @@ pub struct ForkCache {
     state: Option<sled::Tree>,
     /// Where it lives (`None`: in memory).
     path: Option<PathBuf>,
+    /// Bytes it may still write (`--fork.cache-size` less its size when opened and the keys
+    /// and values written since); a write that does not fit is skipped.
+    room: Arc<AtomicU64>,
+    /// Whether a skipped write was logged already.
+    full_logged: Arc<AtomicBool>,
 }
 
 /// Key prefixes. Meta tree: chain id, headers, block hashes. State tree: accounts, slots, code.
@@ -41,11 +48,23 @@ const BLOCK_HASH: u8 = b'h';
 const ACCOUNT: u8 = b'a';
 const SLOT: u8 = b's';
 const CODE: u8 = b'k';
+/// Meta tree: number -> the block's transaction count.
+const TX_COUNT: u8 = b'n';
+/// State tree: address -> whether a storage page was fetched for it: `1` the page held the
+/// whole storage (a slot it lacks is zero), `0` only part of it.
+const RANGE: u8 = b'r';
+/// State tree: address + keccak(slot) -> value, from a storage page without slot preimages.
+const HASHED_SLOT: u8 = b'z';
+
+/// One entry of a fetched storage page: the hashed slot, the slot itself when the upstream
+/// gave it, and the value.
+pub type PageEntry = (B256, Option<U256>, U256);
 
 impl ForkCache {
-    /// Opens the cache in `dir` for the upstream `url`; when `dir` is `None` or cannot be opened
-    /// (another process holds it), an in-memory cache instead, with the reason it fell back.
-    pub fn open(dir: Option<&Path>, url: &str) -> (Self, Option<String>) {
+    /// Opens the cache in `dir` for the upstream `url`, writing at most `max_bytes` in all;
+    /// when `dir` is `None` or cannot be opened (another process holds it), an in-memory cache
+    /// instead, with the reason it fell back.
+    pub fn open(dir: Option<&Path>, url: &str, max_bytes: u64) -> (Self, Option<String>) {
         let endpoint = keccak256(url.as_bytes());
         if let Some(dir) = dir {
             let opened = std::fs::create_dir_all(dir).map_err(|e| e.to_string()).and_then(|()| {
@@ -55,32 +74,58 @@ impl ForkCache {
                     .open()
                     .map_err(|e| e.to_string())
             });
-            match opened.and_then(|db| Self::with_db(db, endpoint, Some(dir.to_path_buf()))) {
+            let opened = opened
+                .and_then(|db| Self::with_db(db, endpoint, Some(dir.to_path_buf()), max_bytes));
+            match opened {
                 Ok(cache) => return (cache, None),
                 Err(reason) => {
                     let why = format!("cannot open {}: {reason}", dir.display());
-                    return (Self::in_memory(endpoint), Some(why));
+                    return (Self::in_memory(endpoint, max_bytes), Some(why));
                 }
             }
         }
-        (Self::in_memory(endpoint), None)
+        (Self::in_memory(endpoint, max_bytes), None)
     }
 
-    fn in_memory(endpoint: B256) -> Self {
+    fn in_memory(endpoint: B256, max_bytes: u64) -> Self {
         // In /dev/shm where the machine has it, named so that a later process removes it if
         // this one dies without dropping it (as the chain's own in-memory stores).
         let path = hearth_storage::temporary_store_dir();
         let db = sled::Config::new().path(path).temporary(true).open();
-        match db.map_err(|e| e.to_string()).and_then(|db| Self::with_db(db, endpoint, None)) {
+        let opened = db.map_err(|e| e.to_string());
+        match opened.and_then(|db| Self::with_db(db, endpoint, None, max_bytes)) {
             Ok(cache) => cache,
             // A temporary store that cannot even be created leaves nothing to fall back on.
             Err(reason) => panic!("cannot create an in-memory fork cache: {reason}"),
         }
     }
 
-    fn with_db(db: sled::Db, endpoint: B256, path: Option<PathBuf>) -> Result<Self, String> {
+    fn with_db(
+        db: sled::Db,
+        endpoint: B256,
+        path: Option<PathBuf>,
+        max_bytes: u64,
+    ) -> Result<Self, String> {
         let meta = db.open_tree(format!("meta-{endpoint}")).map_err(|e| e.to_string())?;
-        Ok(Self { db, endpoint, meta, state: None, path })
+        let used = db.size_on_disk().map_err(|e| e.to_string())?;
+        let room = Arc::new(AtomicU64::new(max_bytes.saturating_sub(used)));
+        Ok(Self { db, endpoint, meta, state: None, path, room, full_logged: Arc::default() })
+    }
+
+    /// Takes `bytes` of the room left; `false` (and nothing taken) when they do not fit.
+    fn fits(&self, bytes: usize) -> bool {
+        let bytes = bytes as u64;
+        let fits = self
+            .room
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |room| room.checked_sub(bytes))
+            .is_ok();
+        if !fits && !self.full_logged.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                target: "actors::fork",
+                "the fork cache is full (--fork.cache-size): values fetched from now on are not kept"
+            );
+        }
+        fits
     }
 
     /// Where the cache lives on disk (`None`: in memory).
@@ -114,6 +159,9 @@ impl ForkCache {
 
     /// Caches the chain id.
     pub fn put_chain_id(&self, chain_id: u64) -> Result<(), ForkCacheError> {
+        if !self.fits(9) {
+            return Ok(());
+        }
         self.meta.insert(CHAIN_ID, &chain_id.to_be_bytes()[..])?;
         Ok(())
     }
@@ -134,6 +182,9 @@ impl ForkCache {
     pub fn put_header(&self, header: &Header, hash: B256) -> Result<(), ForkCacheError> {
         let mut v = hash.to_vec();
         v.extend_from_slice(&alloy_rlp::encode(header));
+        if !self.fits(9 + v.len()) {
+            return Ok(());
+        }
         self.meta.insert(&number_key(HEADER, header.number)[..], v)?;
         self.put_block_hash(header.number, hash)
     }
@@ -149,6 +200,9 @@ impl ForkCache {
 
     /// Caches a block hash.
     pub fn put_block_hash(&self, number: u64, hash: B256) -> Result<(), ForkCacheError> {
+        if !self.fits(9 + 32) {
+            return Ok(());
+        }
         self.meta.insert(&number_key(BLOCK_HASH, number)[..], hash.as_slice())?;
         Ok(())
     }
@@ -180,6 +234,9 @@ impl ForkCache {
         code: &Bytes,
     ) -> Result<(), ForkCacheError> {
         let state = self.state()?;
+        if !self.fits(21 + 72 + 33 + code.len()) {
+            return Ok(());
+        }
         let value = match account {
             Some(a) => {
                 if !code.is_empty() {
@@ -197,13 +254,66 @@ impl ForkCache {
         Ok(())
     }
 
-    /// A cached slot.
+    /// A cached slot: fetched on its own, or in a storage page of its account (absent from a
+    /// page that held the whole storage: zero).
     pub fn slot(&self, address: &Address, slot: &U256) -> Result<Option<U256>, ForkCacheError> {
-        match self.state()?.get(slot_key(address, slot))? {
-            Some(v) if v.len() == 32 => Ok(Some(U256::from_be_slice(&v))),
-            Some(_) => Err(ForkCacheError::Corrupt("slot")),
+        let state = self.state()?;
+        if let Some(v) = state.get(slot_key(address, slot))? {
+            return value_from(&v).map(Some);
+        }
+        let Some(page) = state.get(address_key(RANGE, address))? else { return Ok(None) };
+        let hashed = keccak256(slot.to_be_bytes::<32>());
+        match state.get(hashed_slot_key(address, &hashed))? {
+            Some(v) => value_from(&v).map(Some),
+            None => Ok((page.as_ref() == [1]).then_some(U256::ZERO)),
+        }
+    }
+
+    /// Whether a storage page of `address` was cached (whole or not).
+    pub fn has_page(&self, address: &Address) -> Result<bool, ForkCacheError> {
+        Ok(self.state()?.contains_key(address_key(RANGE, address))?)
+    }
+
+    /// Caches a storage page of `address` (`whole`: it held every non-zero slot), its marker
+    /// last and in the same batch, so a reader that sees the marker sees every entry.
+    pub fn put_page(
+        &self,
+        address: &Address,
+        entries: &[PageEntry],
+        whole: bool,
+    ) -> Result<(), ForkCacheError> {
+        // All of the page or nothing: a marker without its entries would answer zero.
+        if !self.fits(22 + entries.len() * (53 + 32)) {
+            return Ok(());
+        }
+        let mut batch = sled::Batch::default();
+        for (hashed, slot, value) in entries {
+            let value = value.to_be_bytes::<32>();
+            match slot {
+                Some(slot) => batch.insert(&slot_key(address, slot)[..], &value[..]),
+                None => batch.insert(&hashed_slot_key(address, hashed)[..], &value[..]),
+            }
+        }
+        batch.insert(&address_key(RANGE, address)[..], &[u8::from(whole)][..]);
+        self.state()?.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// The cached transaction count of upstream block `number`.
+    pub fn tx_count(&self, number: u64) -> Result<Option<u64>, ForkCacheError> {
+        match self.meta.get(number_key(TX_COUNT, number))? {
+            Some(v) => Ok(Some(u64_from(&v).ok_or(ForkCacheError::Corrupt("transaction count"))?)),
             None => Ok(None),
         }
+    }
+
+    /// Caches the transaction count of upstream block `number`.
+    pub fn put_tx_count(&self, number: u64, count: u64) -> Result<(), ForkCacheError> {
+        if !self.fits(9 + 8) {
+            return Ok(());
+        }
+        self.meta.insert(&number_key(TX_COUNT, number)[..], &count.to_be_bytes()[..])?;
+        Ok(())
     }
 
     /// Caches a slot.
@@ -213,6 +323,9 @@ impl ForkCache {
         slot: &U256,
         value: U256,
     ) -> Result<(), ForkCacheError> {
+        if !self.fits(53 + 32) {
+            return Ok(());
+        }
         self.state()?.insert(&slot_key(address, slot)[..], &value.to_be_bytes::<32>()[..])?;
         Ok(())
     }
@@ -238,6 +351,21 @@ impl ForkCache {
         self.db.flush()?;
         Ok(())
     }
+}
+
+fn value_from(v: &[u8]) -> Result<U256, ForkCacheError> {
+    if v.len() != 32 {
+        return Err(ForkCacheError::Corrupt("slot"));
+    }
+    Ok(U256::from_be_slice(v))
+}
+
+fn hashed_slot_key(address: &Address, hashed: &B256) -> [u8; 53] {
+    let mut k = [0u8; 53];
+    k[0] = HASHED_SLOT;
+    k[1..21].copy_from_slice(address.as_slice());
+    k[21..].copy_from_slice(hashed.as_slice());
+    k
 }
 
 fn u64_from(v: &[u8]) -> Option<u64> {
@@ -279,7 +407,7 @@ mod tests {
 
     #[test]
     fn values_round_trip_and_trees_are_apart() {
-        let (mut cache, why) = ForkCache::open(None, "http://a");
+        let (mut cache, why) = ForkCache::open(None, "http://a", u64::MAX);
         assert!(why.is_none());
         cache.pin(1, 10).unwrap();
         let a = Address::repeat_byte(1);
@@ -296,11 +424,44 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_storage_page_answers_every_slot_of_its_account() {
+        let (mut cache, _) = ForkCache::open(None, "http://a", u64::MAX);
+        cache.pin(1, 10).unwrap();
+        let (a, b) = (Address::repeat_byte(1), Address::repeat_byte(2));
+        let hashed = |slot: u64| keccak256(U256::from(slot).to_be_bytes::<32>());
+        // Slot 1 came with its preimage, slot 2 without.
+        let entries =
+            [(hashed(1), Some(U256::from(1)), U256::from(11)), (hashed(2), None, U256::from(22))];
+        cache.put_page(&a, &entries, true).unwrap();
+        cache.put_page(&b, &entries, false).unwrap();
+        assert!(cache.has_page(&a).unwrap());
+        assert_eq!(cache.slot(&a, &U256::from(1)).unwrap(), Some(U256::from(11)));
+        assert_eq!(cache.slot(&a, &U256::from(2)).unwrap(), Some(U256::from(22)));
+        assert_eq!(cache.slot(&a, &U256::from(3)).unwrap(), Some(U256::ZERO), "whole: zero");
+        assert_eq!(cache.slot(&b, &U256::from(2)).unwrap(), Some(U256::from(22)));
+        assert_eq!(cache.slot(&b, &U256::from(3)).unwrap(), None, "part: not known");
+        assert_eq!(cache.slot(&Address::ZERO, &U256::from(1)).unwrap(), None);
+    }
+
+    #[test]
+    fn a_full_cache_keeps_nothing_more_and_says_so_by_answering_none() {
+        let (mut cache, _) = ForkCache::open(None, "http://a", 0);
+        cache.pin(1, 10).unwrap();
+        let a = Address::repeat_byte(1);
+        cache.put_slot(&a, &U256::from(2), U256::from(9)).unwrap();
+        assert_eq!(cache.slot(&a, &U256::from(2)).unwrap(), None);
+        let (mut roomy, _) = ForkCache::open(None, "http://b", 1 << 20);
+        roomy.pin(1, 10).unwrap();
+        roomy.put_slot(&a, &U256::from(2), U256::from(9)).unwrap();
+        assert_eq!(roomy.slot(&a, &U256::from(2)).unwrap(), Some(U256::from(9)));
+    }
+
+    #[test]
     fn a_locked_directory_falls_back_to_memory_and_says_why() {
         let dir = std::env::temp_dir().join(format!("hearth-fork-lock-{}", std::process::id()));
-        let (first, why) = ForkCache::open(Some(&dir), "http://a");
+        let (first, why) = ForkCache::open(Some(&dir), "http://a", u64::MAX);
         assert!(why.is_none() && first.path().is_some());
-        let (second, why) = ForkCache::open(Some(&dir), "http://a");
+        let (second, why) = ForkCache::open(Some(&dir), "http://a", u64::MAX);
         assert!(second.path().is_none());
         assert!(why.expect("a reason").contains("cannot open"));
         drop((first, second));

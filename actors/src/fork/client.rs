@@ -85,14 +85,22 @@ impl ForkClient {
         })?
     }
 
-    /// Fixes the fork block: opens its state cache here and in the backend.
-    pub fn pin(&mut self, chain_id: u64, block: u64) -> Result<(), ForkError> {
+    /// Fixes the fork block: opens its state cache here and in the backend. `storage_range`:
+    /// the fork block's hash and transaction count, where storage pages may be asked for.
+    pub fn pin(
+        &mut self,
+        chain_id: u64,
+        block: u64,
+        storage_range: Option<(B256, u64)>,
+    ) -> Result<(), ForkError> {
         self.cache.pin(chain_id, block).map_err(|e| ForkError::Upstream(e.to_string()))?;
         let (reply, answer) = sync_channel(1);
-        self.pin.try_send(PinFork { chain_id, block, reply }).map_err(|e| match e {
-            SendError::Full(_) => ForkError::Backend("its mailbox is full"),
-            SendError::Closed(_) => ForkError::Backend("it has stopped"),
-        })?;
+        self.pin.try_send(PinFork { chain_id, block, storage_range, reply }).map_err(
+            |e| match e {
+                SendError::Full(_) => ForkError::Backend("its mailbox is full"),
+                SendError::Closed(_) => ForkError::Backend("it has stopped"),
+            },
+        )?;
         answer.recv_timeout(self.wait).map_err(|_| ForkError::Backend("it did not answer"))??;
         self.block = block;
         Ok(())

@@ -755,11 +755,11 @@ mod tests {
     }
 
     fn chain(funded: &[PrivateKeySigner]) -> ChainDb {
-        let db = ChainDb::in_memory().unwrap();
+        let db = hearth_storage::ChainWriter::in_memory().unwrap();
         let alloc = funded.iter().map(|s| (s.address(), U256::from(10u128.pow(20)))).collect();
         init_genesis(&db, &GenesisSpec { alloc, gas_limit: 30_000_000, base_fee: 1, timestamp: 1 })
             .unwrap();
-        db
+        db.reader()
     }
 
     fn tx(signer: &PrivateKeySigner, nonce: u64, max_fee: u128) -> TxEnvelope {
