@@ -36,23 +36,9 @@ if ! [ -x "$HEARTH_BIN" ]; then
 fi
 
 WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-wait_up() { # port
-  for _ in $(seq 1 300); do
-    curl -s -m 1 -H 'content-type: application/json' \
-      --data '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' \
-      "http://127.0.0.1:$1/" >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "nothing answers on port $1" >&2; exit 1
-}
+# PIDS, cleanup (stops every node started) and wait_up PORT.
+. "$ROOT/scripts/node-lib.sh"
+trap 'cleanup; wait 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
 # start NAME BIN PORT ARGS...: runs a node in the background, logging to $WORK/NAME.log.
 start() {

@@ -644,9 +644,7 @@ impl ExecutorClient {
         M: Message + Send + 'static,
         M::Result: Send,
     {
-        let Some(to) = recipient(&self.pool.lanes[slot.lane]) else {
-            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
-        };
+        let to = self.lane(&slot, recipient)?;
         // `send` enqueues at once (the mailbox has room for every place); the caller only
         // waits for the answer, or until the pool closes: then it is answered at once, and
         // its queued message, whose receiver is gone, is dropped unrun when the executor
@@ -672,10 +670,22 @@ impl ExecutorClient {
         M: Message + Send + 'static,
         M::Result: Send,
     {
-        let Some(to) = recipient(&self.pool.lanes[slot.lane]) else {
-            return Err(ExecError::Mailbox(actix::MailboxError::Closed));
-        };
+        let to = self.lane(&slot, recipient)?;
         Ok(to.send(Admitted { request, slot }).await?)
+    }
+
+    /// The recipient of `slot`'s lane for one message type; a lane without one is closed.
+    fn lane<'p, M>(
+        &'p self,
+        slot: &Slot,
+        recipient: impl Fn(&'p ExecutorLane) -> Option<&'p Recipient<Admitted<M>>>,
+    ) -> Result<&'p Recipient<Admitted<M>>, ExecError>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
+        recipient(&self.pool.lanes[slot.lane])
+            .ok_or(ExecError::Mailbox(actix::MailboxError::Closed))
     }
 
     /// Starts the shutdown drain: every request waiting for an executor (queued, or its answer
