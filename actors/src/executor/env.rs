@@ -33,9 +33,8 @@ pub(crate) fn apply_block_overrides(env: &mut BlockEnv, o: &BlockOverrides) {
     }
 }
 
-/// The block environment a call at block `header` sees: that block's own header.
-/// The block environment of stored block `header`, its blob gas price under `blob_params`
-/// (the block's own fork's schedule).
+/// The block environment a call at stored block `header` sees: that block's own header, with
+/// its blob gas price under `blob_params` (the block's own fork's schedule).
 pub(crate) fn block_env_of(header: &Header, blob_params: &BlobParams) -> BlockEnv {
     BlockEnv {
         number: U256::from(header.number),
