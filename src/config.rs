@@ -65,6 +65,9 @@ pub struct GivenFlags {
 pub struct NodeConfig {
     /// The chain to fork (`--fork-url`), if any.
     pub fork: Option<ForkSettings>,
+    /// How anvil_reset forks on a node started without `--fork-url` (its upstream is the
+    /// reset's `jsonRpcUrl`).
+    pub reset_fork: ForkSettings,
     /// Where the chain lives.
     pub storage: StorageMode,
     /// JSON-RPC listen address.
@@ -526,15 +529,12 @@ fn state_files(
 
 /// The fork flags as a [`ForkSettings`], range-checked; `None` without `--fork-url`.
 fn fork_settings(cli: &Cli) -> Result<Option<ForkSettings>, ConfigError> {
-    use crate::cli::{MAX_FORK_RATE_LIMIT, MAX_FORK_RETRIES, MAX_FORK_TIMEOUT};
     let Some(url) = cli.fork_url.clone() else {
         let given = [
             ("--fork-block-number", cli.fork_block_number.is_some()),
             ("--fork-chain-id", cli.fork_chain_id.is_some()),
             ("--fork-header", !cli.fork_header.is_empty()),
             ("--fork-rate-limit", cli.fork_rate_limit.is_some()),
-            ("--no-fork-cache", cli.no_fork_cache),
-            ("--fork.cache-dir", cli.fork_cache_dir.is_some()),
         ];
         if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
             return Err(ConfigError::Fork { flag, reason: "needs --fork-url".into() });
@@ -542,13 +542,7 @@ fn fork_settings(cli: &Cli) -> Result<Option<ForkSettings>, ConfigError> {
         return Ok(None);
     };
     let fork = |flag: &'static str, reason: String| ConfigError::Fork { flag, reason };
-    let rest =
-        url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).ok_or_else(|| {
-            fork("--fork-url", format!("must be an http:// or https:// URL, got {url:?}"))
-        })?;
-    if rest.is_empty() || rest.starts_with('/') || url.chars().any(char::is_whitespace) {
-        return Err(fork("--fork-url", format!("has no host: {url:?}")));
-    }
+    check_fork_url(&url).map_err(|reason| fork("--fork-url", reason))?;
     if cli.datadir.is_some() {
         return Err(fork(
             "--datadir",
@@ -557,6 +551,46 @@ fn fork_settings(cli: &Cli) -> Result<Option<ForkSettings>, ConfigError> {
                 .into(),
         ));
     }
+    fork_settings_with(cli, url, true).map(Some)
+}
+
+/// Why `url` cannot be an upstream (`None`: it can): not http(s), or no host.
+fn check_fork_url(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| format!("must be an http:// or https:// URL, got {url:?}"))?;
+    if rest.is_empty() || rest.starts_with('/') || url.chars().any(char::is_whitespace) {
+        return Err(format!("has no host: {url:?}"));
+    }
+    Ok(())
+}
+
+/// `base` (the node's fork settings) for the upstream `url` instead (anvil_reset's
+/// `jsonRpcUrl`), checked as `--fork-url` is.
+pub fn fork_settings_for(url: &str, base: &ForkSettings) -> Result<ForkSettings, String> {
+    check_fork_url(url).map_err(|reason| format!("invalid jsonRpcUrl: {reason}"))?;
+    let upstream =
+        hearth_actors::fork::UpstreamConfig { url: url.to_owned(), ..base.upstream.clone() };
+    Ok(ForkSettings { upstream, ..base.clone() })
+}
+
+/// The settings a reset into a fork uses on a node started without `--fork-url`: the
+/// `--fork.cache-dir` / `--no-fork-cache` given (accepted without `--fork-url` for this), the
+/// default cache dir if `$HOME` is known, else a cache in memory; defaults for the rest.
+fn reset_fork_settings(cli: &Cli) -> Result<ForkSettings, ConfigError> {
+    fork_settings_with(cli, String::new(), false)
+}
+
+/// The `--fork-*` flags as settings for the upstream `url`, range-checked.
+/// Without `need_home`, an unknown `$HOME` means a cache in memory instead of an error.
+fn fork_settings_with(
+    cli: &Cli,
+    url: String,
+    need_home: bool,
+) -> Result<ForkSettings, ConfigError> {
+    use crate::cli::{MAX_FORK_RATE_LIMIT, MAX_FORK_RETRIES, MAX_FORK_TIMEOUT};
+    let fork = |flag: &'static str, reason: String| ConfigError::Fork { flag, reason };
     let block = match cli.fork_block_number {
         None => ForkBlock::Head,
         Some(n) if n >= 0 => ForkBlock::Number(n.unsigned_abs()),
@@ -612,12 +646,13 @@ fn fork_settings(cli: &Cli) -> Result<Option<ForkSettings>, ConfigError> {
         }
         (_, true) => None,
         (Some(dir), false) => Some(dir.clone()),
-        (None, false) => Some(default_fork_cache_dir()?),
+        (None, false) if need_home => Some(default_fork_cache_dir()?),
+        (None, false) => default_fork_cache_dir().ok(),
     };
     let cache_size = parse_size(&cli.fork_cache_size).map(|n| n as u64).ok_or_else(|| {
         ConfigError::Size { flag: "--fork.cache-size", got: cli.fork_cache_size.clone() }
     })?;
-    Ok(Some(ForkSettings {
+    Ok(ForkSettings {
         upstream: hearth_actors::fork::UpstreamConfig {
             url,
             headers,
@@ -629,7 +664,7 @@ fn fork_settings(cli: &Cli) -> Result<Option<ForkSettings>, ConfigError> {
         chain_id: cli.fork_chain_id,
         cache_dir,
         cache_size,
-    }))
+    })
 }
 
 fn non_zero(flag: &'static str, value: usize) -> Result<NonZeroUsize, ConfigError> {
@@ -729,6 +764,7 @@ impl TryFrom<Cli> for NodeConfig {
             .map_err(|reason| ConfigError::Api { got: cli.http_api.clone(), reason })?;
         let ChainSettings { chain_id, spec, genesis, given, gas_limit } = chain_settings(&cli)?;
         let fork = fork_settings(&cli)?;
+        let reset_fork = reset_fork_settings(&cli)?;
         // `hearth --dev` (the README's command) is Hearth's persistent dev chain in
         // ~/.hearth/dev, kept across restarts and kill -9. Without --dev or --datadir (anvil's
         // command lines) the chain lives in memory, as anvil's: a script that starts a node gets
@@ -866,6 +902,7 @@ impl TryFrom<Cli> for NodeConfig {
             api,
             unlocked_accounts: !cli.no_unlocked_accounts,
             fork,
+            reset_fork,
             dump_state,
             load_state,
         })

@@ -10,7 +10,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Addr, Arbiter};
 use alloy_consensus::Header;
 use alloy_primitives::{Address, B256, U256};
 use hearth_actors::fork::{
@@ -52,50 +51,54 @@ pub enum ForkStartError {
     Storage(#[from] hearth_storage::StorageError),
 }
 
-/// A running fork backend, kept for the node's lifetime.
+/// What a node knows of the fork it runs. The backend itself lives as long as the chain that
+/// reads through it (its `ForkClient` is the chain's fork source): after anvil_reset, until
+/// the last request on the old chain has finished.
 #[derive(Debug)]
 pub struct ForkHandle {
-    /// The backend.
-    pub backend: Addr<ForkBackendActor>,
-    /// Its counters, for `/metrics`.
+    /// The backend's counters, for `/metrics` (the same across resets).
     pub counters: Arc<ForkCounters>,
+    /// The fork cache (anvil_reset forks again through it: the directory is open already).
+    pub cache: ForkCache,
     /// The fork block.
     pub block: u64,
     /// The upstream's hash of the fork block.
     pub block_hash: B256,
     /// The chain id the fork runs under.
     pub chain_id: u64,
-    /// The arbiter the backend runs on (stopped with the handle).
-    arbiter: Arbiter,
 }
 
-impl Drop for ForkHandle {
-    fn drop(&mut self) {
-        self.arbiter.stop();
-    }
+/// What a fork starts from besides its settings: the dev accounts to fund (`balance` wei each
+/// at the fork block) and, on anvil_reset, what the node's earlier fork leaves to reuse.
+#[derive(Debug, Clone)]
+pub struct ForkStart<'a> {
+    /// The chain's sled page cache (`--cache.db`).
+    pub cache_bytes: u64,
+    /// Funded at the fork block.
+    pub dev_accounts: &'a [Address],
+    /// Their balance.
+    pub balance: U256,
+    /// The open fork cache (`None`: open the one the settings name).
+    pub cache: Option<ForkCache>,
+    /// Counters to keep counting in (`None`: new ones).
+    pub counters: Option<Arc<ForkCounters>>,
 }
 
 /// The local chain of a fork, with its first block written, and the backend serving it.
-/// `dev_accounts` are funded with `balance` wei each at the fork block.
 pub fn open_fork(
     settings: &ForkSettings,
-    cache_bytes: u64,
-    dev_accounts: &[Address],
-    balance: U256,
+    start: ForkStart<'_>,
 ) -> Result<(ChainWriter, ForkHandle), ForkStartError> {
+    let ForkStart { cache_bytes, dev_accounts, balance, cache, counters } = start;
     let url = settings.upstream.display_url();
     let upstream_err = |source| ForkStartError::Upstream { url: url.clone(), source };
-    let (cache, fallback) =
-        ForkCache::open(settings.cache_dir.as_deref(), &settings.upstream.url, settings.cache_size);
-    match (fallback, cache.path()) {
-        (Some(reason), _) => {
-            warn!(target: "node::fork", %reason, "fork cache kept in memory for this run");
-        }
-        (None, Some(path)) => info!(target: "node::fork", path = %path.display(), "fork cache"),
-        (None, None) => info!(target: "node::fork", "fork cache in memory (--no-fork-cache)"),
-    }
-    let counters = ForkCounters::shared();
-    let (backend, arbiter) = ForkBackendActor::start(
+    let cache = match cache.map(|open| open.for_endpoint(&settings.upstream.url)) {
+        Some(Ok(cache)) => cache,
+        Some(Err(e)) => return Err(upstream_err(ForkError::Upstream(e.to_string()))),
+        None => open_cache(settings),
+    };
+    let counters = counters.unwrap_or_else(ForkCounters::shared);
+    let (backend, _arbiter) = ForkBackendActor::start(
         settings.upstream.clone(),
         cache.clone(),
         Arc::clone(&counters),
@@ -156,10 +159,25 @@ pub fn open_fork(
             },
         );
     }
+    let cache = client.cache().clone();
     let chain = ChainWriter::in_memory_with_cache(cache_bytes)?.with_fork(Arc::new(client));
     write_base(&chain, header, block_hash, &diff)?;
     info!(target: "node::fork", %url, block, %block_hash, chain_id, "forked");
-    Ok((chain, ForkHandle { backend, counters, block, block_hash, chain_id, arbiter }))
+    Ok((chain, ForkHandle { counters, cache, block, block_hash, chain_id }))
+}
+
+/// The fork cache the settings name, or one in memory (saying why).
+fn open_cache(settings: &ForkSettings) -> ForkCache {
+    let (cache, fallback) =
+        ForkCache::open(settings.cache_dir.as_deref(), &settings.upstream.url, settings.cache_size);
+    match (fallback, cache.path()) {
+        (Some(reason), _) => {
+            warn!(target: "node::fork", %reason, "fork cache kept in memory for this run");
+        }
+        (None, Some(path)) => info!(target: "node::fork", path = %path.display(), "fork cache"),
+        (None, None) => info!(target: "node::fork", "fork cache in memory (--no-fork-cache)"),
+    }
+    cache
 }
 
 fn write_base(

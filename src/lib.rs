@@ -15,5 +15,6 @@ pub mod import;
 pub mod node;
 pub mod os;
 pub mod parallel_kit;
+pub mod reset;
 pub mod shutdown;
 pub mod state_file;

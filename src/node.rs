@@ -157,6 +157,8 @@ pub struct Node {
     pub new_chain: bool,
     /// The fork backend, when the node forks a live chain (`--fork-url`).
     pub fork: Option<Arc<crate::fork::ForkHandle>>,
+    /// Serves anvil_reset (`None` for a node started on a given store: [`Node::start_on`]).
+    pub reset: Option<Addr<crate::reset::Resetter>>,
     config: NodeConfig,
 }
 
@@ -218,6 +220,8 @@ impl Node {
 
     /// Like [`Node::start`], with block timestamps from `clock` (tests pass a fixed one).
     pub fn start_with_clock(mut config: NodeConfig, clock: Clock) -> Result<Self, NodeError> {
+        // As given: a reset builds the genesis a start would, whatever the start changed.
+        let given = config.clone();
         if let Some(settings) = config.fork.clone() {
             let signers = hearth_actors::dev::dev_signers_at(
                 &config.mnemonic,
@@ -226,14 +230,17 @@ impl Node {
             )
             .map_err(|e| NodeError::Keys(e.to_string()))?;
             let addresses: Vec<Address> = signers.iter().map(|s| s.address()).collect();
-            let (chain, handle) = crate::fork::open_fork(
-                &settings,
-                config.db_cache_bytes,
-                &addresses,
-                config.balance_wei,
-            )?;
+            let start = crate::fork::ForkStart {
+                cache_bytes: config.db_cache_bytes,
+                dev_accounts: &addresses,
+                balance: config.balance_wei,
+                cache: None,
+                counters: None,
+            };
+            let (chain, handle) = crate::fork::open_fork(&settings, start)?;
             config.chain_id = handle.chain_id;
-            let mut node = Self::start_on(chain, config, clock)?;
+            let mut node = Self::start_on(chain, config, Arc::clone(&clock))?;
+            node.reset = Some(node.start_resetter(given, clock, Some((settings, &handle))));
             node.fork = Some(Arc::new(handle));
             return Ok(node);
         }
@@ -246,7 +253,26 @@ impl Node {
             StorageMode::Ephemeral => ChainWriter::in_memory_with_cache(config.db_cache_bytes)
                 .map_err(|source| NodeError::OpenStorage { path: "memory".into(), source })?,
         };
-        Self::start_on(chain, config, clock)
+        let mut node = Self::start_on(chain, config, Arc::clone(&clock))?;
+        node.reset = Some(node.start_resetter(given, clock, None));
+        Ok(node)
+    }
+
+    /// The actor that serves anvil_reset for this node, started as `given` says.
+    fn start_resetter(
+        &self,
+        given: NodeConfig,
+        clock: Clock,
+        fork: Option<(crate::config::ForkSettings, &crate::fork::ForkHandle)>,
+    ) -> Addr<crate::reset::Resetter> {
+        let accounts = self.signers.iter().map(|s| s.address()).collect();
+        let peers = crate::reset::ResetPeers {
+            miner: self.miner.clone(),
+            mempool: self.mempool.clone(),
+            filters: self.filters.clone(),
+            chain_id: self.chain_id.clone(),
+        };
+        crate::reset::Resetter::new(given, accounts, clock, fork, peers).start_own()
     }
 
     /// Like [`Node::start_with_clock`], on an already opened store (tests that import a chain
@@ -305,22 +331,8 @@ impl Node {
             }
             None if chain.head_number().is_none() => {
                 let timestamp = config.genesis.timestamp.unwrap_or_else(|| clock());
-                let dev = DevGenesis {
-                    chain_id: config.chain_id,
-                    spec: config.spec,
-                    accounts: signers.iter().map(|s| (s.address(), config.balance_wei)).collect(),
-                    gas_limit: config.gas_limit,
-                    base_fee: config.genesis.base_fee,
-                    timestamp,
-                    coinbase: config.genesis.coinbase,
-                    create2_deployer: config.genesis.create2_deployer,
-                    alloc: config.genesis.alloc.clone(),
-                };
-                let genesis = Genesis::from_json(&dev.document())
-                    .map_err(|e| NodeError::ChainConfig(e.into()))?;
-                let hash = crate::chainfile::write_genesis(&chain, &genesis)
-                    .map_err(NodeError::ChainConfig)?;
-                info!(target: "node", %hash, spec = %fork_name(config.spec), "dev genesis written");
+                let addresses: Vec<Address> = signers.iter().map(|s| s.address()).collect();
+                write_dev_genesis(&chain, &config, &addresses, config.chain_id, timestamp)?;
                 if let Some(start) = config.genesis.timestamp {
                     clock = clock_from(clock, start);
                 }
@@ -454,6 +466,7 @@ impl Node {
                 executor: executor.clone(),
                 commit: state.clone().recipient(),
                 rollback: state.clone().recipient(),
+                replace: state.clone().recipient(),
             },
             MinerConfig {
                 automine: config.automine,
@@ -496,6 +509,7 @@ impl Node {
             },
             new_chain,
             fork: None,
+            reset: None,
             config,
         })
     }
@@ -540,6 +554,7 @@ impl Node {
             metrics: Arc::clone(&self.rpc_metrics),
             filters: FilterClient::new(&self.filters),
             subscriptions: SubscriptionClient::new(&self.subscriptions),
+            reset: self.reset.as_ref().map(|r| r.clone().recipient()),
             metric_sources: hearth_rpc::MetricSources {
                 code_cache: CodeCacheClient::new(&self.code_cache),
                 restarts: self.restarts.clone(),
@@ -567,6 +582,33 @@ impl Node {
     pub const fn config(&self) -> &NodeConfig {
         &self.config
     }
+}
+
+/// Writes the genesis of a new dev chain into `chain`: the dev accounts funded, the flags'
+/// allocations, chain id `chain_id`, stamped `timestamp`. At startup and on anvil_reset.
+pub fn write_dev_genesis(
+    chain: &ChainWriter,
+    config: &NodeConfig,
+    dev_accounts: &[Address],
+    chain_id: u64,
+    timestamp: u64,
+) -> Result<alloy_primitives::B256, NodeError> {
+    let dev = DevGenesis {
+        chain_id,
+        spec: config.spec,
+        accounts: dev_accounts.iter().map(|a| (*a, config.balance_wei)).collect(),
+        gas_limit: config.gas_limit,
+        base_fee: config.genesis.base_fee,
+        timestamp,
+        coinbase: config.genesis.coinbase,
+        create2_deployer: config.genesis.create2_deployer,
+        alloc: config.genesis.alloc.clone(),
+    };
+    let genesis =
+        Genesis::from_json(&dev.document()).map_err(|e| NodeError::ChainConfig(e.into()))?;
+    let hash = crate::chainfile::write_genesis(chain, &genesis).map_err(NodeError::ChainConfig)?;
+    info!(target: "node", %hash, spec = %fork_name(config.spec), "dev genesis written");
+    Ok(hash)
 }
 
 /// The chain configuration in the genesis document of a dev chain, when the datadir keeps one.

@@ -62,21 +62,24 @@ pub const READ_CACHE_ENTRIES: usize = 65_536;
 /// An executor thread's cache of snapshot reads (accounts and slots), for eth_call and
 /// eth_estimateGas. Keyed by the state root the reads were made under: a root identifies the
 /// state's content exactly, so the cache stays correct across new blocks, dev patches and
-/// reverts (a different root empties it) without anyone invalidating it.
+/// reverts (a different root empties it) without anyone invalidating it. Within one chain:
+/// after anvil_reset the chain's generation differs, and two forks can share a local root.
 #[derive(Debug, Default)]
 pub struct ReadCache {
     root: B256,
+    generation: u64,
     accounts: HashMap<Address, Option<hearth_storage::StoredAccount>>,
     slots: HashMap<(Address, U256), U256>,
 }
 
 impl ReadCache {
-    /// Empties the cache unless it holds reads made under `root`.
-    pub(crate) fn use_root(&mut self, root: B256) {
-        if self.root != root {
+    /// Empties the cache unless it holds reads made under `root` of chain `generation`.
+    pub(crate) fn use_root(&mut self, root: B256, generation: u64) {
+        if (self.root, self.generation) != (root, generation) {
             self.accounts.clear();
             self.slots.clear();
             self.root = root;
+            self.generation = generation;
         }
     }
 

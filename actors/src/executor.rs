@@ -243,11 +243,14 @@ impl ExecutorActor {
         gas: u64,
         pick: impl FnOnce(ExecResultAndState<ExecutionResult>) -> T,
     ) -> Result<T, ExecError> {
-        let header = self.db.header(block)?.ok_or(ExecError::UnknownBlock)?;
+        // One snapshot for the header, the state and its root: a reset between two of these
+        // reads would otherwise mix two chains (and key one chain's reads by another's root).
+        let pinned = self.db.pinned();
+        let header = pinned.header(block)?.ok_or(ExecError::UnknownBlock)?;
         let (cfg, block_env, tx) = self.call_env(request, &header, gas);
-        let view = self.db.state_at(block);
-        let root = self.db.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
-        self.reads.use_root(root);
+        let view = pinned.state_at(block);
+        let root = pinned.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
+        self.reads.use_root(root, pinned.generation());
         let mut db = ExecDb::new(view, &mut self.codes).with_read_cache(&mut self.reads);
         let spec = cfg.spec;
         let mut precompiles = MovablePrecompiles::new(spec);

@@ -19,7 +19,8 @@ use std::time::Duration;
 use actix::{Actor, AsyncContext, Context, Handler};
 use alloy_primitives::B256;
 use hearth_messages::filters::{
-    FilterError, FilterKind, FilterPoll, GetFilter, InstallFilter, PollFilter, UninstallFilter,
+    ClearFilters, FilterError, FilterKind, FilterPoll, GetFilter, InstallFilter, PollFilter,
+    UninstallFilter,
 };
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::TxsAdmitted;
@@ -57,6 +58,13 @@ impl Filters {
     /// An empty table holding at most `max` filters.
     pub fn new(max: NonZeroUsize) -> Self {
         Self { entries: HashMap::new(), next_id: 1, max: max.get() }
+    }
+
+    /// Removes every filter; ids already given out are not given again.
+    pub fn clear(&mut self) -> usize {
+        let removed = self.entries.len();
+        self.entries.clear();
+        removed
     }
 
     /// Installs a filter; ids are never reused.
@@ -263,6 +271,16 @@ impl Handler<UninstallFilter> for FilterActor {
             Ok(removed)
         })
         .unwrap_or(false)
+    }
+}
+
+impl Handler<ClearFilters> for FilterActor {
+    type Result = usize;
+
+    fn handle(&mut self, _msg: ClearFilters, _ctx: &mut Self::Context) -> usize {
+        let removed = self.filters.clear();
+        self.publish_interest();
+        removed
     }
 }
 

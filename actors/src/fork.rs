@@ -115,11 +115,19 @@ impl Actor for ForkBackendActor {
         }
         Running::Stop
     }
+
+    /// Once nothing holds the backend's address (the chain reading through it is gone: the
+    /// node stopped, or anvil_reset replaced the chain and its last reader finished), its
+    /// arbiter, which serves nothing else, goes too.
+    fn stopped(&mut self, _ctx: &mut Self::Context) {
+        Arbiter::current().stop();
+    }
 }
 
 impl ForkBackendActor {
     /// Starts the backend on an arbiter of its own (its callers block their threads on it) and
-    /// returns its address with the arbiter, which the caller keeps alive.
+    /// returns its address with the arbiter. The arbiter stops by itself once every address is
+    /// dropped.
     pub fn start(
         config: UpstreamConfig,
         cache: ForkCache,

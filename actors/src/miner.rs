@@ -8,11 +8,13 @@
 //!   (anvil_rollback / anvil_reorg: the state owner's `Rollback`, then the new blocks, as one
 //!   run), `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `SetTime`,
 //!   `SetTimestampInterval`, `GetMiningStatus`, `SaveClock` and `RestoreClock` (the clock side
-//!   of evm_snapshot / evm_revert), all from `MinerClient`; and `StopMining` (shutdown: once
+//!   of evm_snapshot / evm_revert), all from `MinerClient`; `ResetTo` (anvil_reset: the state
+//!   owner's `ReplaceChain` between two blocks); and `StopMining` (shutdown: once
 //!   the executor pool is closed no block starts, and the answer comes after the block in
 //!   progress).
 //! - **Sends:** `TakePending` and `TxsMined` to the mempool, `BuildBlock` to the executor pool
-//!   (through `ExecutorClient`, never refused), `CommitBlock` and `Rollback` to the state owner.
+//!   (through `ExecutorClient`, never refused), `CommitBlock`, `Rollback` and `ReplaceChain` to
+//!   the state owner.
 //! - **Mailbox:** `--actors.mailbox` (default 1024). One block at a time: handlers are atomic
 //!   futures, so a second request waits in the mailbox until the first block is committed.
 //! - **Restart:** `Restart` (`supervise`): a panic in a handler or a mining run fails that
@@ -42,7 +44,8 @@ use hearth_messages::miner::{
     MinedBlock, MiningStatus, RestoreClock, Rewind, SaveClock, SetAutomine, SetBlockParam,
     SetIntervalMining, SetTime, SetTimestampInterval, StopMining,
 };
-use hearth_messages::state::{CommitBlock, Rollback};
+use hearth_messages::reset::ResetTo;
+use hearth_messages::state::{CommitBlock, ReplaceChain, Rollback};
 use hearth_storage::{ChainDb, SealedBlock};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -110,6 +113,9 @@ pub struct MinerPeers {
     /// The state owner's `Rollback` (anvil_rollback and anvil_reorg go through the miner, so
     /// that no block is being built on a head that goes away).
     pub rollback: Recipient<Rollback>,
+    /// The state owner's `ReplaceChain` (anvil_reset goes through the miner for the same
+    /// reason).
+    pub replace: Recipient<ReplaceChain>,
 }
 
 /// SplitMix64: a tiny seeded generator, enough to spread random block times (no crate needed,
@@ -870,6 +876,37 @@ impl Handler<Rewind> for MinerActor {
             )
         });
         AtomicResponse::new(Box::pin(run))
+    }
+}
+
+impl Handler<ResetTo> for MinerActor {
+    type Result = AtomicResponse<Self, Result<alloy_consensus::Header, MineError>>;
+
+    /// Has the state owner publish the new chain, then runs the clock from its head as at a
+    /// start: no offset, no one-block settings, no saved clocks (their snapshots are gone),
+    /// the head's gas limit. The mining mode, coinbase and timestamp interval stay, as anvil
+    /// 1.7.1 keeps them. Atomic like a block: no block is being built while the chain changes.
+    fn handle(&mut self, msg: ResetTo, _ctx: &mut Self::Context) -> Self::Result {
+        let replace = self.peers.replace.clone();
+        let replaced = contain_future(async move {
+            replace
+                .send(ReplaceChain(msg.chain))
+                .await
+                .map_err(MineError::from)?
+                .map_err(MineError::from)
+        });
+        AtomicResponse::new(Box::pin(replaced.into_actor(self).map(|outcome, act, ctx| {
+            let header = match outcome {
+                Ok(result) => result?,
+                Err(panic) => return Err(act.restarted_after(&*panic, ctx)),
+            };
+            act.time_offset = 0;
+            act.next = Overrides::default();
+            act.saved_clocks.clear();
+            act.config.gas_limit = header.gas_limit.max(MIN_GAS_LIMIT);
+            info!(target: "actors::miner", head = header.number, "mining on the reset chain");
+            Ok(header)
+        })))
     }
 }
 

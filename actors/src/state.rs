@@ -6,7 +6,8 @@
 //!   list of block subscribers, and the evm_snapshot journal (per block the state keys it
 //!   wrote, per patch what it overwrote, kept only while a snapshot is live).
 //! - **Takes:** `CommitBlock` and `Rollback` (from the miner), `PatchState`, `TakeSnapshot`,
-//!   `RevertTo`, `ListSnapshots`, `DumpState`, `LoadState` (from `StateClient`), `SubscribeBlocks` (at startup), and
+//!   `RevertTo`, `ListSnapshots`, `DumpState`, `LoadState` (from `StateClient`), `ReplaceChain`
+//!   (anvil_reset, from the miner), `SubscribeBlocks` (at startup), and
 //!   `Settle`, which it sends itself to apply a committed block to sled once the commit is
 //!   answered (`BlockWriter::set_deferred_apply`).
 //! - **Sends:** `BlockCommitted` to subscribers with `try_send` (a full subscriber misses one
@@ -27,7 +28,7 @@ use hearth_messages::StateError;
 use hearth_messages::interest::Interest;
 use hearth_messages::state::{
     AccountPatch, BlockCommitted, CommitBlock, DumpState, HeadState, ListSnapshots, LoadState,
-    PatchState, RevertTo, Rollback, SubscribeBlocks, TakeSnapshot,
+    PatchState, ReplaceChain, RevertTo, Rollback, SubscribeBlocks, TakeSnapshot,
 };
 use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{
@@ -357,6 +358,32 @@ impl Handler<Rollback> for StateActor {
     fn handle(&mut self, msg: Rollback, _ctx: &mut Self::Context) -> Self::Result {
         let result = guarded(|| self.rollback(msg.depth));
         stop_on_storage_error(&result, "rolling back");
+        result
+    }
+}
+
+impl Handler<ReplaceChain> for StateActor {
+    type Result = Result<Header, StateError>;
+
+    /// One publication switches every reader to the new chain; what this actor kept about the
+    /// old one (snapshots and their journals, cached trie nodes) goes with it.
+    fn handle(&mut self, msg: ReplaceChain, _ctx: &mut Self::Context) -> Self::Result {
+        let result = guarded(|| {
+            self.db.replace_chain(msg.0)?;
+            let mut writer = BlockWriter::new(self.db.clone(), DEFAULT_NODE_CACHE_BYTES);
+            writer.set_deferred_apply(true);
+            self.writer = writer;
+            self.snapshots.clear();
+            self.next_snapshot_id = 1;
+            self.block_keys.clear();
+            self.undo.clear();
+            let head = self.db.head_number().unwrap_or_default();
+            let header =
+                self.db.header(head)?.ok_or(StorageError::Corrupt { what: "head header" })?;
+            info!(target: "actors::state", head, hash = %header.hash_slow(), "chain replaced (reset)");
+            Ok(header)
+        });
+        stop_on_storage_error(&result, "replacing the chain");
         result
     }
 }

@@ -93,6 +93,16 @@ impl Message for UninstallFilter {
     type Result = bool;
 }
 
+/// Removes every filter (anvil_reset: their cursors point into a chain that is gone); ids stay
+/// unique, so an old id is "filter not found", never someone else's filter. Replies how many
+/// were removed.
+#[derive(Debug, Clone, Copy)]
+pub struct ClearFilters;
+
+impl Message for ClearFilters {
+    type Result = usize;
+}
+
 crate::actor_client! {
     /// The `FilterActor`'s client (eth_newFilter and friends); every request is `ask`ed.
     pub struct FilterClient for "filters" {

@@ -19,6 +19,7 @@ pub mod interest;
 pub mod mempool;
 pub mod miner;
 pub mod payload;
+pub mod reset;
 pub mod restarts;
 pub mod simulate;
 pub mod state;

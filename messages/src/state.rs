@@ -115,6 +115,16 @@ impl Message for Rollback {
     type Result = Result<alloy_consensus::Header, StateError>;
 }
 
+/// Publishes `0` in place of the whole chain (anvil_reset): its records, fork source, head and
+/// journal; every snapshot ends and the trie node cache starts empty. Sent by the miner
+/// between blocks. Replies with the new head's header.
+#[derive(Debug)]
+pub struct ReplaceChain(pub hearth_storage::ChainWriter);
+
+impl Message for ReplaceChain {
+    type Result = Result<alloy_consensus::Header, StateError>;
+}
+
 /// The live snapshots, oldest first: each id with the head block it was taken at. Serves the
 /// `snapshots` of `anvil_metadata`.
 #[derive(Debug, Clone, Copy)]

@@ -151,6 +151,9 @@ pub struct RpcContext {
     pub filters: FilterClient,
     /// The WebSocket subscriptions' owner.
     pub subscriptions: SubscriptionClient,
+    /// The node's resetter (anvil_reset); `None` where the node cannot reset.
+    pub reset:
+        Option<actix::Recipient<hearth_messages::ask::Ask<hearth_messages::reset::ResetChain>>>,
 }
 
 /// The actors `GET /metrics` asks at scrape time.

@@ -211,6 +211,10 @@ pub enum RpcError {
     /// the same refusal is -32602, an `InvalidParams`).
     #[error("{0}")]
     Unsupported(String),
+    /// anvil_reset could not build the new chain (the upstream did not answer, or lacks the
+    /// block); the chain is unchanged. anvil's code: -32603.
+    #[error("{0}")]
+    ResetFailed(String),
     /// An extension method failed with its own code.
     #[error("{message}")]
     Extension {
@@ -303,6 +307,7 @@ impl RpcError {
             Self::Storage(StorageError::Fork(_)) => -32000,
             // The node failed, not the request.
             Self::EstimateInconsistent
+            | Self::ResetFailed(_)
             | Self::Signing(_)
             | Self::Storage(_)
             | Self::MissingRecord { .. }

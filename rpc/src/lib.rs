@@ -44,6 +44,7 @@ mod parity_trace;
 mod proof;
 mod raw;
 mod receipts;
+mod reset;
 mod rewind;
 mod server;
 mod sign;

@@ -12,7 +12,7 @@ use crate::params::Params;
 use crate::transport::Reply;
 use crate::{
     access_list, blocks, call, capabilities, chain_config, debug_trace, dev, erc20, eth, eth_tx,
-    fees, filters, headers, logs, mined, net, node_info, parity_trace, proof, raw, receipts,
+    fees, filters, headers, logs, mined, net, node_info, parity_trace, proof, raw, receipts, reset,
     rewind, sign, simulate, state_dump, storage_range, subscriptions, testing, txpool,
 };
 
@@ -152,6 +152,7 @@ pub(crate) async fn dispatch(
         "evm_snapshot" | "anvil_snapshot" => dev::snapshot(ctx, p).await,
         "evm_revert" | "anvil_revert" => dev::revert(ctx, &method, p).await,
         "anvil_rollback" => rewind::rollback(ctx, p).await,
+        "anvil_reset" | "hardhat_reset" => reset::reset(ctx, &method, p).await,
         "anvil_reorg" => rewind::reorg(ctx, p).await,
         "anvil_setChainId" => dev::set_chain_id(ctx, p).await,
         "anvil_dumpState" => state_dump::dump_state(ctx, p).await,

@@ -463,6 +463,7 @@ fn fixture(max_queued: usize) -> Fixture {
             fork: None,
         },
         subscriptions: SubscriptionClient::new(&idle),
+        reset: None,
     };
     Fixture {
         ctx,

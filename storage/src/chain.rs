@@ -36,13 +36,10 @@ use crate::{StorageError, WriteBatch};
 /// writer publishes (or, for a handle pinned by [`ChainDb::state_at`], one snapshot).
 #[derive(Clone)]
 pub struct ChainDb {
-    db: sled::Db,
     /// The snapshot the writer published last.
     published: Arc<ArcSwap<Snapshot>>,
     /// When set, every read uses this snapshot instead (one request's view).
     pinned: Option<Arc<Snapshot>>,
-    /// The upstream state under a forked chain (`fork`), read where no local record exists.
-    fork: Option<Arc<dyn crate::ForkSource>>,
     /// Tests: ignore the snapshot's head block and account versions (read the store).
     #[cfg(test)]
     uncached: bool,
@@ -53,15 +50,43 @@ impl std::fmt::Debug for ChainDb {
         f.debug_struct("ChainDb")
             .field("head", &self.head_number())
             .field("pinned", &self.pinned.is_some())
-            .field("fork", &self.fork.is_some())
+            .field("fork", &self.fork().is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// The chain itself: the sled tree holding its records and, for a fork, the upstream state
+/// under them. Published inside every [`Snapshot`], so that replacing the whole chain
+/// (anvil_reset, [`ChainWriter::replace_chain`]) is one swap like a commit: a request pinned
+/// to an older snapshot finishes on the chain it started on, the next one sees the new chain.
+pub(crate) struct Generation {
+    /// Unique in this process: tells chains apart whose state roots are equal (two forks of
+    /// one upstream at different blocks have the same local root).
+    id: u64,
+    db: sled::Db,
+    /// The upstream state under a forked chain, read where no local record exists.
+    fork: Option<Arc<dyn crate::ForkSource>>,
+}
+
+impl Generation {
+    fn new(db: sled::Db, fork: Option<Arc<dyn crate::ForkSource>>) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Self { id: NEXT.fetch_add(1, Ordering::Relaxed), db, fork }
+    }
+}
+
+impl std::fmt::Debug for Generation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generation").field("fork", &self.fork).finish_non_exhaustive()
     }
 }
 
 /// What a reader needs besides sled's versioned records, as of one commit: immutable once
 /// published.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Snapshot {
+    /// The chain this snapshot is of.
+    chain: Arc<Generation>,
     /// The last committed block, or [`NO_HEAD`] before genesis.
     head: u64,
     /// The head block decoded: every transaction and call reads the head's header and state
@@ -75,9 +100,9 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
-    /// Nothing but the head number: every read goes to sled.
-    fn bare(head: u64) -> Self {
-        Self { head, ..Self::default() }
+    /// Nothing but the chain and its head number: every read goes to sled.
+    fn bare(chain: Arc<Generation>, head: u64) -> Self {
+        Self { chain, head, block: None, overlay: None, accounts: AccountVersions::default() }
     }
 }
 
@@ -232,43 +257,63 @@ impl ChainWriter {
             Some(v) => be_u64(&v).ok_or(StorageError::Corrupt { what: "head pointer" })?,
             None => NO_HEAD,
         };
+        let chain = Arc::new(Generation::new(db, None));
         let reader = ChainDb {
-            db,
-            published: Arc::new(ArcSwap::from_pointee(Snapshot::bare(head))),
+            published: Arc::new(ArcSwap::from_pointee(Snapshot::bare(chain, head))),
             pinned: None,
-            fork: None,
             #[cfg(test)]
             uncached: false,
         };
         let writer = Self { reader, journal: Arc::new(Mutex::new(journal)) };
         if head != NO_HEAD {
             let block = writer.head_from_store(head);
-            writer.publish(Snapshot { block, ..Snapshot::bare(head) });
+            writer.publish(Snapshot { block, ..Snapshot::bare(writer.generation(), head) });
         }
         Ok(writer)
     }
 
     /// This store over the upstream state `fork` (`--fork-url`): accounts, slots, code and
-    /// block hashes it has no record of are read from there. Set before any reader is handed
-    /// out: readers cloned earlier do not see the fork.
+    /// block hashes it has no record of are read from there. Set before anything is written.
     #[must_use]
-    pub fn with_fork(mut self, fork: Arc<dyn crate::ForkSource>) -> Self {
-        self.reader.fork = Some(fork);
+    pub fn with_fork(self, fork: Arc<dyn crate::ForkSource>) -> Self {
+        let current = self.reader.published.load_full();
+        let chain = Arc::new(Generation::new(current.chain.db.clone(), Some(fork)));
+        self.publish(Snapshot { chain, ..Snapshot::clone(&current) });
         self
+    }
+
+    /// Replaces the whole chain with `new`'s (anvil_reset): its records, its fork source, its
+    /// head and its journal, in one publication. `new` is a store built off to the side (a
+    /// fresh genesis, or a fork's first block) that nobody else holds; readers that pinned a
+    /// snapshot of this chain finish on it, and every read after this returns sees `new`'s.
+    /// Only the state owner calls it, as it commits.
+    pub fn replace_chain(&self, new: Self) -> Result<(), StorageError> {
+        let mut journal = self.journal()?;
+        let mut theirs = new.journal()?;
+        std::mem::swap(&mut *journal, &mut *theirs);
+        self.publish(Snapshot::clone(&new.reader.published.load_full()));
+        Ok(())
+    }
+
+    /// The chain published now (the sled tree and the fork source).
+    fn generation(&self) -> Arc<Generation> {
+        Arc::clone(&self.reader.published.load().chain)
     }
 
     /// Stores the chain configuration the node must run this chain under, durably.
     pub fn set_chain_config(&self, config: &[u8]) -> Result<(), StorageError> {
-        self.reader.db.insert(layout::CHAIN_CONFIG_KEY, config)?;
-        self.reader.db.flush()?;
+        let chain = self.generation();
+        chain.db.insert(layout::CHAIN_CONFIG_KEY, config)?;
+        chain.db.flush()?;
         Ok(())
     }
 
     /// Stores the genesis document, durably. Written before block 0, so that a store holding
     /// a block 0 has its document too (a document without block 0 is replaced at next start).
     pub fn set_genesis_document(&self, document: &[u8]) -> Result<(), StorageError> {
-        self.reader.db.insert(layout::GENESIS_DOCUMENT_KEY, document)?;
-        self.reader.db.flush()?;
+        let chain = self.generation();
+        chain.db.insert(layout::GENESIS_DOCUMENT_KEY, document)?;
+        chain.db.flush()?;
         Ok(())
     }
 
@@ -330,7 +375,7 @@ impl ChainWriter {
                 // the deferred keys (which may not be in sled yet).
                 self.publish(Snapshot {
                     overlay: previous.overlay.clone(),
-                    ..Snapshot::bare(previous.head)
+                    ..Snapshot::bare(Arc::clone(&previous.chain), previous.head)
                 });
                 return Err(error);
             }
@@ -345,6 +390,7 @@ impl ChainWriter {
             None => self.head_from_store(number),
         };
         self.publish(Snapshot {
+            chain: Arc::clone(&previous.chain),
             head: number,
             block,
             // Applied now: the previous deferred block was settled first, so nothing is left.
@@ -401,8 +447,10 @@ impl ChainWriter {
     /// Block `number` as the store holds it: header, hash and state root (`None` when it has
     /// no header, or it cannot be read: readers then ask the store themselves).
     fn head_from_store(&self, number: u64) -> Option<Arc<HeadBlock>> {
-        let store =
-            ChainDb { pinned: Some(Arc::new(Snapshot::bare(number))), ..self.reader.clone() };
+        let store = ChainDb {
+            pinned: Some(Arc::new(Snapshot::bare(self.generation(), number))),
+            ..self.reader.clone()
+        };
         let header = store.header(number).ok()??;
         let hash = store.block_hash(number).ok()??;
         let state_root = store.state_root_at(number).ok()??;
@@ -414,7 +462,7 @@ impl ChainWriter {
     fn newest_in_store(&self, address: &Address) -> Option<Newest> {
         let from = layout::account_key(address, 0);
         let to = layout::account_key(address, u64::MAX);
-        let (key, value) = self.reader.db.range(from..=to).next_back()?.ok()?;
+        let (key, value) = self.generation().db.range(from..=to).next_back()?.ok()?;
         let (_, block) = layout::account_key_parts(&key)?;
         let account = if value.is_empty() {
             None
@@ -426,9 +474,15 @@ impl ChainWriter {
 }
 
 impl ChainDb {
+    /// Which chain this handle reads (changes only with [`ChainWriter::replace_chain`]): a
+    /// cache keyed by state root must be keyed by this too.
+    pub fn generation(&self) -> u64 {
+        self.snapshot().chain.id
+    }
+
     /// The forked base, when this store is a fork's.
-    pub fn fork(&self) -> Option<&Arc<dyn crate::ForkSource>> {
-        self.fork.as_ref()
+    pub fn fork(&self) -> Option<Arc<dyn crate::ForkSource>> {
+        self.snapshot().chain.fork.clone()
     }
 
     /// The snapshot this read works with.
@@ -467,7 +521,7 @@ impl ChainDb {
     fn get_in(&self, snapshot: &Snapshot, key: &[u8]) -> Result<Option<sled::IVec>, StorageError> {
         match snapshot.overlay.as_ref().and_then(|overlay| overlay.get(key)) {
             Some(value) => Ok(Some(value)),
-            None => Ok(self.db.get(key)?),
+            None => Ok(snapshot.chain.db.get(key)?),
         }
     }
 
@@ -484,7 +538,7 @@ impl ChainDb {
             .as_ref()
             .and_then(|overlay| overlay.last_in(from, to))
             .map(|(key, value)| (key.into(), value));
-        let stored = self.db.range(from..=to).next_back().transpose()?;
+        let stored = snapshot.chain.db.range(from..=to).next_back().transpose()?;
         Ok(match (deferred, stored) {
             (Some(deferred), Some(stored)) => {
                 Some(if deferred.0 >= stored.0 { deferred } else { stored })
@@ -534,7 +588,7 @@ impl ChainDb {
         let local = self
             .get_in(&snapshot, &layout::number_key(layout::HASH_BY_NUMBER, number))?
             .map(|v| B256::from_slice(&v));
-        match (local, &self.fork) {
+        match (local, &snapshot.chain.fork) {
             // Blocks below a fork are the upstream's.
             (None, Some(fork)) if number < fork.block() => fork.block_hash(number),
             (local, _) => Ok(local),
@@ -568,13 +622,13 @@ impl ChainDb {
 
     /// The chain configuration stored by an import (`None` for a dev chain).
     pub fn chain_config(&self) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self.db.get(layout::CHAIN_CONFIG_KEY)?.map(|v| v.to_vec()))
+        Ok(self.snapshot().chain.db.get(layout::CHAIN_CONFIG_KEY)?.map(|v| v.to_vec()))
     }
 
     /// The genesis document (geth's genesis.json) block 0 was made from; `None` for a chain
     /// written before Hearth kept it.
     pub fn genesis_document(&self) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self.db.get(layout::GENESIS_DOCUMENT_KEY)?.map(|v| v.to_vec()))
+        Ok(self.snapshot().chain.db.get(layout::GENESIS_DOCUMENT_KEY)?.map(|v| v.to_vec()))
     }
 
     /// Where transaction `hash` was included: block number and index.
@@ -619,7 +673,7 @@ impl ChainDb {
             }
             // Never written here: a fork's account is the upstream's at the fork block, with
             // the fork block as its incarnation so that its slots are read upstream too.
-            None => match &self.fork {
+            None => match &snapshot.chain.fork {
                 Some(fork) => fork.account(address)?.map(|a| StoredAccount {
                     nonce: a.nonce,
                     balance: a.balance,
@@ -644,10 +698,11 @@ impl ChainDb {
     ) -> Result<U256, StorageError> {
         let from = layout::storage_key(address, incarnation, slot, 0);
         let to = layout::storage_key(address, incarnation, slot, number);
-        match self.last_in(&self.snapshot(), &from, &to)? {
+        let snapshot = self.snapshot();
+        match self.last_in(&snapshot, &from, &to)? {
             Some((_, value)) => Ok(U256::try_from_be_slice(&value).unwrap_or_default()),
             // The storage the account had at the fork block, not wiped since: the upstream's.
-            None => match &self.fork {
+            None => match &snapshot.chain.fork {
                 Some(fork) if incarnation == fork.block() => fork.storage(address, slot),
                 _ => Ok(U256::ZERO),
             },
@@ -656,9 +711,10 @@ impl ChainDb {
 
     /// Contract code by its hash.
     pub fn code(&self, code_hash: &B256) -> Result<Option<Bytes>, StorageError> {
-        match self.get(&layout::hash_key(layout::CODE, code_hash))? {
+        let snapshot = self.snapshot();
+        match self.get_in(&snapshot, &layout::hash_key(layout::CODE, code_hash))? {
             Some(v) => Ok(Some(Bytes::copy_from_slice(&v))),
-            None => match &self.fork {
+            None => match &snapshot.chain.fork {
                 Some(fork) => fork.code(code_hash),
                 None => Ok(None),
             },
@@ -705,7 +761,7 @@ impl ChainDb {
         let deferred =
             snapshot.overlay.as_ref().map(|overlay| overlay.with_prefix(key)).unwrap_or_default();
         let value = if deferred.is_empty() {
-            layout::chunks::get(&self.db, key)?
+            layout::chunks::get(&snapshot.chain.db, key)?
         } else {
             // A block's records are written whole by one commit: all its chunks are here.
             Some(deferred.iter().fold(Vec::new(), |mut value, (_, piece)| {
@@ -733,7 +789,7 @@ impl ChainDb {
             .unwrap_or_default();
         let mut keys: std::collections::BTreeSet<sled::IVec> =
             deferred.into_iter().map(|(key, _)| key.into()).collect();
-        for key in self.db.scan_prefix(prefix).keys() {
+        for key in self.sled().scan_prefix(prefix).keys() {
             keys.insert(key?);
         }
         Ok(keys.into_iter().collect())
@@ -760,8 +816,9 @@ impl ChainDb {
         let mut found = Vec::new();
         let Some(first) = after.checked_add(1) else { return Ok(found) };
         let key_len = 1 + ident_len + 8;
+        let db = self.sled();
         let mut from = vec![prefix];
-        while let Some(key) = self.db.range(from.as_slice()..).keys().next() {
+        while let Some(key) = db.range(from.as_slice()..).keys().next() {
             let key = key?;
             if key.first() != Some(&prefix) {
                 break;
@@ -777,7 +834,7 @@ impl ChainDb {
             start.extend_from_slice(&first.to_be_bytes());
             let mut last = ident.to_vec();
             last.extend_from_slice(&u64::MAX.to_be_bytes());
-            for version in self.db.range(start.as_slice()..=last.as_slice()).keys() {
+            for version in db.range(start.as_slice()..=last.as_slice()).keys() {
                 found.push(version?);
             }
             // Past every version of this identity.
@@ -789,8 +846,8 @@ impl ChainDb {
 
     /// The sled tree itself: what has been applied to it (tests; `slots`, which seeks by key;
     /// the state dump, which settles the deferred block first).
-    pub(crate) const fn sled(&self) -> &sled::Db {
-        &self.db
+    pub(crate) fn sled(&self) -> sled::Db {
+        self.snapshot().chain.db.clone()
     }
 
     fn decode<T: Decodable>(

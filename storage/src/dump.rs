@@ -99,7 +99,7 @@ pub fn head_accounts(
         };
         json_bytes = json_bytes.saturating_add(account.json_bytes());
         let budget = max_json_bytes.saturating_sub(json_bytes) / SLOT_JSON_BYTES;
-        let Some(storage) = slots_at(sled, &address, stored.incarnation, head, budget)? else {
+        let Some(storage) = slots_at(&sled, &address, stored.incarnation, head, budget)? else {
             return Ok(None);
         };
         json_bytes = json_bytes.saturating_add(SLOT_JSON_BYTES * storage.len());

@@ -208,8 +208,8 @@ mod tests {
             batch.remove(chunk);
         }
         store.commit_batch(batch, 0).expect("commit");
-        assert_eq!(chunks::get(store.sled(), &key).expect("read"), None);
-        let kept = chunks::get(store.sled(), &neighbour).expect("read");
+        assert_eq!(chunks::get(&store.sled(), &key).expect("read"), None);
+        let kept = chunks::get(&store.sled(), &neighbour).expect("read");
         assert_eq!(kept, Some(b"next block".to_vec()));
     }
 

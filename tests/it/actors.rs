@@ -208,6 +208,7 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
             executor: node.node.executor.clone(),
             commit: node.node.state.clone().recipient(),
             rollback: node.node.state.clone().recipient(),
+            replace: node.node.state.clone().recipient(),
         },
         MinerConfig {
             automine: true,

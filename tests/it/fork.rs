@@ -14,15 +14,15 @@ use serde_json::{Value, json};
 use crate::process::{NodeProcess, TempDir};
 use crate::support::fixtures;
 
-const ALICE: &str = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
+pub(crate) const ALICE: &str = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
 /// Not a dev account: it holds on the upstream only what the upstream gave it.
-const HOLDER: &str = "0x00000000000000000000000000000000000a11ce";
+pub(crate) const HOLDER: &str = "0x00000000000000000000000000000000000a11ce";
 const LATENCY: Duration = Duration::from_millis(20);
 
 /// A loopback HTTP proxy in front of the upstream: adds [`LATENCY`] per request, counts the
 /// JSON-RPC methods of what it forwards, and can play dead (drops every connection).
-struct Proxy {
-    addr: SocketAddr,
+pub(crate) struct Proxy {
+    pub(crate) addr: SocketAddr,
     counts: Arc<Mutex<HashMap<String, u64>>>,
     down: Arc<AtomicBool>,
     /// How many of the next requests get HTTP 503 instead of an answer.
@@ -30,7 +30,7 @@ struct Proxy {
 }
 
 impl Proxy {
-    fn start(upstream: SocketAddr) -> Self {
+    pub(crate) fn start(upstream: SocketAddr) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
         let addr = listener.local_addr().expect("proxy address");
         let counts = Arc::new(Mutex::new(HashMap::new()));
@@ -46,17 +46,17 @@ impl Proxy {
         Self { addr, counts, down, refuse }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
     /// Calls forwarded so far of `method`.
-    fn count(&self, method: &str) -> u64 {
+    pub(crate) fn count(&self, method: &str) -> u64 {
         self.counts.lock().expect("counts").get(method).copied().unwrap_or(0)
     }
 
     /// Calls forwarded so far, all methods.
-    fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         let counts = self.counts.lock().expect("counts");
         counts.iter().filter(|(m, _)| !m.starts_with('(')).map(|(_, n)| n).sum()
     }
@@ -140,9 +140,9 @@ fn serve(
 
 /// An upstream dev chain with BenchToken deployed, a non-dev holder funded with ETH and
 /// tokens, and a contract whose `fallback` sums its slots 0..49 (slot i holds i + 1).
-struct Upstream {
-    node: NodeProcess,
-    token: String,
+pub(crate) struct Upstream {
+    pub(crate) node: NodeProcess,
+    pub(crate) token: String,
     summer: String,
 }
 
@@ -173,12 +173,12 @@ fn receipt_address(node: &NodeProcess, tx: &Value) -> String {
         .to_owned()
 }
 
-fn balance_of(holder: &str) -> String {
+pub(crate) fn balance_of(holder: &str) -> String {
     format!("0x70a08231{:0>64}", &holder[2..])
 }
 
 impl Upstream {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let node = NodeProcess::spawn(&["--http.port", "0"]);
         let deploy = node.ok(
             "eth_sendTransaction",

@@ -732,7 +732,7 @@ const MAX_MINE_BLOCKS: u64 = 8;
 /// quantity, `H` 32-byte hash, `D` data, `T` transaction object, `F` filter, `b` bool, `S`
 /// storage slot, `N` block count, depth, interval, time or mining options (mostly small), `K`
 /// storage keys, `P` percentiles, `I` filter or snapshot id, `s` subscription kind, `Y` EIP-712
-/// typed data. Methods not listed take no arguments.
+/// typed data, `R` a reset target. Methods not listed take no arguments.
 const SIGNATURES: &[(&str, &str)] = &[
     ("anvil_addBalance", "AQ"),
     ("anvil_autoImpersonateAccount", "b"),
@@ -747,6 +747,7 @@ const SIGNATURES: &[(&str, &str)] = &[
     ("anvil_removePoolTransactions", "A"),
     ("anvil_reorg", "N"),
     ("anvil_revert", "I"),
+    ("anvil_reset", "R"),
     ("anvil_rollback", "N"),
     ("anvil_setAutomine", "b"),
     ("anvil_setBalance", "AQ"),
@@ -825,6 +826,7 @@ const SIGNATURES: &[(&str, &str)] = &[
     ("hardhat_dropTransaction", "H"),
     ("hardhat_impersonateAccount", "A"),
     ("hardhat_mine", "NN"),
+    ("hardhat_reset", "R"),
     ("hardhat_setBalance", "AQ"),
     ("hardhat_setCode", "AD"),
     ("hardhat_setCoinbase", "A"),
@@ -1105,6 +1107,18 @@ fn argument(kind: char) -> BoxedStrategy<Value> {
         'M' => simulate_payload(),
         'Y' => typed_data(),
         'V' => storage_request(),
+        // Never a reachable upstream: a fuzz case must not wait on the network.
+        'R' => prop_oneof![
+            Just(Value::Null),
+            Just(json!({})),
+            (proptest::sample::select(vec!["ftp://x", "", "http://", "not a url"]), count())
+                .prop_map(
+                    |(url, block)| json!({"forking": {"jsonRpcUrl": url, "blockNumber": block}})
+                ),
+            count().prop_map(|block| json!({"forking": {"blockNumber": block}})),
+            junk(),
+        ]
+        .boxed(),
         's' => prop_oneof![
             proptest::sample::select(vec!["newHeads", "logs", "newPendingTransactions", "syncing"])
                 .prop_map(|s| json!(s)),

@@ -26,6 +26,7 @@ mod pool;
 mod process;
 mod proof;
 mod readme;
+mod reset;
 mod rpc;
 mod rpc_compat;
 mod shutdown;

@@ -119,6 +119,7 @@ fn probed_miner(
             commit,
             // Never asked here: the probed miner only mines.
             rollback: node.node.state.clone().recipient(),
+            replace: node.node.state.clone().recipient(),
         },
         MinerConfig {
             automine,

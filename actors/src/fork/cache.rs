@@ -112,6 +112,15 @@ impl ForkCache {
         Ok(Self { db, endpoint, meta, state: None, path, room, full_logged: Arc::default() })
     }
 
+    /// The same cache database, for the upstream `url` (anvil_reset to another upstream, or
+    /// to another block of this one): no second open of the directory, whose lock this process
+    /// already holds, and the same room. Not pinned to a block yet.
+    pub fn for_endpoint(&self, url: &str) -> Result<Self, ForkCacheError> {
+        let endpoint = keccak256(url.as_bytes());
+        let meta = self.db.open_tree(format!("meta-{endpoint}"))?;
+        Ok(Self { endpoint, meta, state: None, ..self.clone() })
+    }
+
     /// Takes `bytes` of the room left; `false` (and nothing taken) when they do not fit.
     fn fits(&self, bytes: usize) -> bool {
         let bytes = bytes as u64;
