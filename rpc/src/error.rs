@@ -226,6 +226,20 @@ pub enum RpcError {
 }
 
 impl RpcError {
+    /// Whether the request named a block the chain does not have (or lost a record of one it
+    /// had just read): what a read that raced anvil_reset sees.
+    pub(crate) const fn is_missing_block(&self) -> bool {
+        matches!(
+            self,
+            Self::HeaderNotFound
+                | Self::UnknownBlock
+                | Self::BlockNotFound(_)
+                | Self::BeyondHead { .. }
+                | Self::MissingRecord { .. }
+                | Self::Exec(ExecError::UnknownBlock)
+        )
+    }
+
     /// The JSON-RPC `error.code` for this error.
     pub const fn code(&self) -> i32 {
         match self {

@@ -28,8 +28,46 @@ pub(crate) async fn dispatch(
         return Err(RpcError::MethodNotFound(method));
     }
     let params = Params::new(params);
-    let p = &params;
-    let value = match method.as_str() {
+    let mut retries = 0;
+    loop {
+        let generation = ctx.chain.generation();
+        let result = dispatch_once(ctx, &method, &params, connection).await;
+        match &result {
+            // The request found its block number on one chain and looked for it on the next
+            // (anvil_reset switched between its reads): it runs again, on the new chain, so it
+            // answers as of the old chain or the new one, never as of neither.
+            Err(error)
+                if error.is_missing_block()
+                    && retries < MAX_RESET_RETRIES
+                    && is_read(&method)
+                    && ctx.chain.generation() != generation =>
+            {
+                retries += 1;
+            }
+            _ => return result,
+        }
+    }
+}
+
+/// How many times a read that raced anvil_reset runs again (each retry means another reset
+/// happened while it ran).
+const MAX_RESET_RETRIES: u32 = 3;
+
+/// Whether `method` only reads, so that running it again changes nothing.
+fn is_read(method: &str) -> bool {
+    let read_namespace =
+        ["eth_", "debug_", "trace_", "ots_"].iter().any(|ns| method.starts_with(ns));
+    read_namespace && !method.starts_with("eth_send") && !method.contains("Filter")
+}
+
+async fn dispatch_once(
+    ctx: &RpcContext,
+    method: &str,
+    params: &Params,
+    connection: Option<ConnectionId>,
+) -> Result<Reply, RpcError> {
+    let p = params;
+    let value = match method {
         "web3_clientVersion" => net::client_version(ctx, p),
         "web3_sha3" => net::sha3(p),
         "net_version" => net::version(ctx, p),
@@ -108,8 +146,8 @@ pub(crate) async fn dispatch(
 
         "evm_mine" => dev::mine(ctx, p).await,
         "evm_mine_detailed" | "anvil_mine_detailed" => mined::mine_detailed(ctx, p).await,
-        "anvil_mine" | "hardhat_mine" => dev::mine_many(ctx, &method, p).await,
-        "evm_setAutomine" | "anvil_setAutomine" => dev::set_automine(ctx, &method, p).await,
+        "anvil_mine" | "hardhat_mine" => dev::mine_many(ctx, method, p).await,
+        "evm_setAutomine" | "anvil_setAutomine" => dev::set_automine(ctx, method, p).await,
         "anvil_getAutomine" | "hardhat_getAutomine" => dev::get_automine(ctx, p).await,
         "evm_setIntervalMining" => dev::set_interval_mining(ctx, p).await,
         "anvil_setIntervalMining" => dev::set_interval_mining_seconds(ctx, p).await,
@@ -124,7 +162,7 @@ pub(crate) async fn dispatch(
         | "anvil_setCoinbase"
         | "hardhat_setCoinbase"
         | "anvil_setPrevRandao"
-        | "hardhat_setPrevRandao" => dev::set_block(ctx, &method, p).await,
+        | "hardhat_setPrevRandao" => dev::set_block(ctx, method, p).await,
         "anvil_setTime" | "evm_setTime" => dev::set_time(ctx, p).await,
         "anvil_setBlockTimestampInterval" => dev::set_timestamp_interval(ctx, p).await,
         "anvil_removeBlockTimestampInterval" => dev::remove_timestamp_interval(ctx, p).await,
@@ -136,31 +174,29 @@ pub(crate) async fn dispatch(
         | "anvil_setCode"
         | "hardhat_setCode"
         | "anvil_setStorageAt"
-        | "hardhat_setStorageAt" => dev::patch(ctx, &method, p).await,
+        | "hardhat_setStorageAt" => dev::patch(ctx, method, p).await,
         "anvil_impersonateAccount"
         | "hardhat_impersonateAccount"
         | "anvil_stopImpersonatingAccount"
-        | "hardhat_stopImpersonatingAccount" => dev::impersonate(ctx, &method, p).await,
+        | "hardhat_stopImpersonatingAccount" => dev::impersonate(ctx, method, p).await,
         "anvil_dealERC20" | "anvil_setERC20Balance" => erc20::deal(ctx, p).await,
         "anvil_setERC20Allowance" => erc20::set_allowance(ctx, p).await,
         "anvil_autoImpersonateAccount" => dev::auto_impersonate(ctx, p).await,
         "anvil_dropTransaction" | "hardhat_dropTransaction" => {
-            dev::drop_transaction(ctx, &method, p).await
+            dev::drop_transaction(ctx, method, p).await
         }
         "anvil_dropAllTransactions" => dev::drop_all(ctx, p).await,
         "anvil_removePoolTransactions" => dev::remove_pool_transactions(ctx, p).await,
         "evm_snapshot" | "anvil_snapshot" => dev::snapshot(ctx, p).await,
-        "evm_revert" | "anvil_revert" => dev::revert(ctx, &method, p).await,
+        "evm_revert" | "anvil_revert" => dev::revert(ctx, method, p).await,
         "anvil_rollback" => rewind::rollback(ctx, p).await,
-        "anvil_reset" | "hardhat_reset" => reset::reset(ctx, &method, p).await,
+        "anvil_reset" | "hardhat_reset" => reset::reset(ctx, method, p).await,
         "anvil_reorg" => rewind::reorg(ctx, p).await,
         "anvil_setChainId" => dev::set_chain_id(ctx, p).await,
         "anvil_dumpState" => state_dump::dump_state(ctx, p).await,
         "anvil_loadState" => state_dump::load_state(ctx, p).await,
-        "anvil_setLoggingEnabled" | "hardhat_setLoggingEnabled" => {
-            dev::set_logging(ctx, &method, p)
-        }
-        "anvil_setMinGasPrice" | "hardhat_setMinGasPrice" => dev::set_min_gas_price(&method, p),
+        "anvil_setLoggingEnabled" | "hardhat_setLoggingEnabled" => dev::set_logging(ctx, method, p),
+        "anvil_setMinGasPrice" | "hardhat_setMinGasPrice" => dev::set_min_gas_price(method, p),
         "anvil_nodeInfo" => node_info::node_info(ctx, p).await,
         "anvil_metadata" | "hardhat_metadata" => node_info::metadata(ctx, p).await,
 
@@ -185,11 +221,11 @@ pub(crate) async fn dispatch(
         "txpool_contentFrom" => return txpool::content_from(ctx, p).await,
         "txpool_inspect" => return txpool::inspect(ctx, p).await,
 
-        _ => match ctx.extensions.get(&method) {
-            Some(extension) => extension(params.into_value())
+        _ => match ctx.extensions.get(method) {
+            Some(extension) => extension(params.clone().into_value())
                 .await
                 .map_err(|(code, message)| RpcError::Extension { code, message }),
-            None => Err(RpcError::MethodNotFound(method)),
+            None => Err(RpcError::MethodNotFound(method.to_owned())),
         },
     };
     value.map(Reply::Value)
