@@ -1014,6 +1014,66 @@ mod tests {
         assert_eq!(U256::from(writer.header(head).unwrap().unwrap().timestamp), stored.balance);
     }
 
+    /// anvil_reset's swap: a reader pinned before it reads the old chain to the end, every
+    /// read after it the new one, records, head and generation together.
+    #[test]
+    fn a_replaced_chain_is_one_swap_for_readers() {
+        use crate::records::EMPTY_CODE_HASH;
+        use crate::state::{AccountChange, AccountFields, StateDiff};
+        use crate::{BlockDraft, BlockWriter};
+
+        let x = Address::repeat_byte(0x11);
+        let chain_with = |blocks: u64, balance: u64| {
+            let writer = ChainWriter::in_memory().unwrap();
+            let mut block_writer = BlockWriter::new(writer.clone(), 0);
+            let mut parent = B256::ZERO;
+            for number in 0..blocks {
+                let mut diff = StateDiff::default();
+                let info = AccountFields {
+                    nonce: number,
+                    balance: U256::from(balance),
+                    code_hash: EMPTY_CODE_HASH,
+                };
+                let change = AccountChange {
+                    info: Some(info),
+                    storage_wiped: false,
+                    storage: Default::default(),
+                };
+                diff.accounts.insert(x, change);
+                let draft = BlockDraft {
+                    header: Header { number, parent_hash: parent, ..Header::default() },
+                    body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
+                    receipts: Vec::new(),
+                };
+                parent = block_writer.write(draft, &diff).unwrap().hash;
+            }
+            writer
+        };
+        let writer = chain_with(3, 7);
+        let reader = writer.reader();
+        let before = reader.pinned();
+        let old_generation = reader.generation();
+        writer.replace_chain(chain_with(1, 9)).unwrap();
+        assert_eq!(before.head_number(), Some(2), "the pinned reader stays on the old chain");
+        assert_eq!(before.account(&x, 2).unwrap().unwrap().balance, U256::from(7));
+        assert!(before.header(2).unwrap().is_some());
+        assert_eq!(reader.head_number(), Some(0), "a live reader sees the new chain");
+        assert_eq!(reader.account(&x, 0).unwrap().unwrap().balance, U256::from(9));
+        assert!(reader.header(2).unwrap().is_none(), "nothing of the old chain");
+        assert_ne!(reader.generation(), old_generation);
+        // The writer commits on the new chain.
+        let mut blocks = BlockWriter::new(writer.clone(), 0);
+        let parent = writer.block_hash(0).unwrap().unwrap();
+        let draft = BlockDraft {
+            header: Header { number: 1, parent_hash: parent, ..Header::default() },
+            body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
+            receipts: Vec::new(),
+        };
+        blocks.write(draft, &StateDiff::default()).unwrap();
+        assert_eq!(reader.head_number(), Some(1));
+        assert_eq!(before.head_number(), Some(2));
+    }
+
     #[test]
     fn an_in_memory_store_lives_under_a_name_the_sweep_knows() {
         let db = ChainWriter::in_memory().unwrap();
