@@ -254,7 +254,7 @@ pub(crate) fn execute_block(
                 start: &start,
             };
             let specs = crate::parallel::speculate(&input, &plan);
-            Some(crate::parallel::Committer::new(specs, env.coinbase))
+            Some(crate::parallel::Committer::new(specs, env.coinbase, plan.len()))
         }
         None => None,
     };
@@ -379,6 +379,9 @@ pub(crate) fn execute_block(
             let share = reward * U256::from(8u64.saturating_sub(depth)) / U256::from(8);
             db_mut.credit(ommer.beneficiary, share)?;
         }
+    }
+    if let Some(committer) = &committer {
+        crate::parallel::learn_to_hints(committer);
     }
     crate::parallel::set_last_stats(committer.map(|c| c.stats()).unwrap_or_default());
     let Evm { ctx, frame_stack, .. } = evm;

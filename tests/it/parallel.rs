@@ -4,8 +4,10 @@
 //! gaps, the coinbase as a sender) executed with `--exec.parallel never` and `always` give the
 //! same state root, state diff, receipts, logs, gas used, bloom and outputs.
 
-use alloy_primitives::{Address, TxKind, U256};
-use hearth::parallel_kit::{COINBASE, COUNTER, Digest, FACTORY, Kit, OBSERVER, PROXY, tx, words};
+use alloy_primitives::{Address, Bytes, TxKind, U256};
+use hearth::parallel_kit::{
+    COINBASE, COUNTER, Digest, FACTORY, Kit, OBSERVER, PROXY, TOKEN, tx, words,
+};
 use hearth_actors::{ParallelConfig, ParallelMode};
 use hearth_messages::executor::{BuildMode, PooledTx};
 use proptest::prelude::*;
@@ -88,6 +90,35 @@ proptest! {
             prop_assert!(stats.parallel, "`always` took the parallel path");
             prop_assert_eq!(sequential, parallel);
         }
+    }
+}
+
+/// Calls to one contract share a worker until a block shows they do not depend on each other
+/// (the plan learns it per executor thread); calls that bump one counter stay together.
+#[test]
+fn calls_to_one_contract_are_split_once_a_block_shows_them_independent() {
+    hearth_actors::parallel::forget_to_hints();
+    // At TOKEN: keccak256 of 32 zero bytes of memory, then stop (reads and writes nothing).
+    let pure = Bytes::from(vec![0x60, 0x20, 0x60, 0x00, 0x20, 0x50, 0x00]);
+    let kit = Kit::new(64, Some((pure, 0)));
+    let calls = |to: Address| -> Vec<PooledTx> {
+        (0..64)
+            .map(|i| tx(kit.senders[i], 0, TxKind::Call(to), U256::ZERO, vec![0; 64], 100_000))
+            .collect()
+    };
+    let run = |txs: &[PooledTx]| {
+        let (sequential, _, _) = kit.execute(txs, BuildMode::Pack, config(ParallelMode::Never, 1));
+        let (parallel, stats, _) =
+            kit.execute(txs, BuildMode::Pack, config(ParallelMode::Always, 2));
+        assert_eq!(sequential, parallel);
+        stats
+    };
+    let (pure_calls, counter_calls) = (calls(TOKEN), calls(COUNTER));
+    assert_eq!(run(&pure_calls).workers, 1, "an unknown target is grouped");
+    let learned = run(&pure_calls);
+    assert_eq!((learned.workers, learned.reexecuted), (2, 0), "independent calls are split");
+    for _ in 0..2 {
+        assert_eq!(run(&counter_calls).workers, 1, "a counter's calls stay on one worker");
     }
 }
 
