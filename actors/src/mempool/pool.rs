@@ -570,7 +570,9 @@ impl Pool {
             }
             TxOrder::Fifo => (0, Reverse(arrival(tx))),
         };
-        let mut heap: BinaryHeap<((u128, Reverse<u64>), Reverse<usize>)> = queues
+        // (tip or 0, earliest admission first), then the queue: the heap's entry per sender.
+        type Key = (u128, Reverse<u64>);
+        let mut heap: BinaryHeap<(Key, Reverse<usize>)> = queues
             .iter()
             .enumerate()
             .filter_map(|(i, q)| q.last().map(|tx| (key(tx), Reverse(i))))
