@@ -35,9 +35,11 @@
 use std::collections::{HashMap, HashSet};
 use std::num::NonZeroUsize;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use alloy_consensus::Transaction;
 use alloy_primitives::{Address, B256, TxKind, U256};
+use arc_swap::ArcSwap;
 use hearth_messages::executor::{BlockEnvSpec, BuildMode, PooledTx};
 use hearth_storage::{ChainDb, EMPTY_CODE_HASH, StorageError};
 use revm::bytecode::opcode;
@@ -305,17 +307,18 @@ const TO_HINT_BLOCKS: u64 = 64;
 const TO_HINT_MIN_TXS: usize = 4;
 const TO_HINT_SHARE: usize = 4;
 
-/// Which call targets may be split between workers, learned per executor thread from the
-/// blocks it ran in parallel. Transactions to the same `to` are grouped on one worker unless
+/// Which call targets may be split between workers, learned from the blocks run in parallel. Transactions to the same `to` are grouped on one worker unless
 /// that `to` is known to be splittable: most popular contracts are hot spots (a counter, a
 /// pool's reserves, a token's total supply), and splitting a hot spot costs every
 /// transaction a second run. A block shows which is which both ways: run grouped, a
 /// transaction that read what an earlier one of its worker wrote (other than its sender's
 /// own account) depended on it; run split, a transaction that had to run again conflicted.
-/// Owned by the executor thread that builds blocks (a thread local: no lock, nothing shared
-/// with the request path), bounded to [`TO_HINTS_MAX`].
-#[derive(Debug, Default)]
-pub(crate) struct ToHints {
+/// Published through an `ArcSwap` like the chain's snapshots: a block's plan and commit use
+/// the hints loaded when it started, and the block that learned something publishes a new
+/// copy when it ends (blocks are built one at a time, by the miner or an import). No lock;
+/// bounded to [`TO_HINTS_MAX`] targets per map.
+#[derive(Debug, Default, Clone)]
+pub struct ToHints {
     /// Splittable targets, with the block count when that was last seen.
     splittable: HashMap<Address, u64>,
     /// Targets whose calls conflicted when split, with the block count when they last did:
@@ -334,8 +337,12 @@ pub(crate) struct ToSeen {
     dependent: usize,
 }
 
-thread_local! {
-    static TO_HINTS: std::cell::RefCell<ToHints> = std::cell::RefCell::new(ToHints::default());
+static TO_HINTS: std::sync::LazyLock<ArcSwap<ToHints>> =
+    std::sync::LazyLock::new(|| ArcSwap::from_pointee(ToHints::default()));
+
+/// The hints a block starts with.
+pub(crate) fn to_hints() -> Arc<ToHints> {
+    TO_HINTS.load_full()
 }
 
 impl ToHints {
@@ -369,19 +376,25 @@ impl ToHints {
     }
 }
 
-/// Notes what a parallel block showed about its call targets on this thread, for the plans
-/// of the blocks after it.
+/// Publishes what a parallel block showed about its call targets, for the plans of the
+/// blocks after it.
 pub(crate) fn learn_to_hints(committer: &Committer) {
-    TO_HINTS.with_borrow_mut(|hints| hints.learn(&committer.seen_to));
+    let mut next = (*committer.hints).clone();
+    next.learn(&committer.seen_to);
+    TO_HINTS.store(Arc::new(next));
 }
 
-/// Forgets this thread's call-target hints (benches that measure a first block).
+/// Forgets the call-target hints (benches and tests that measure a first block).
 pub fn forget_to_hints() {
-    TO_HINTS.with_borrow_mut(|hints| *hints = ToHints::default());
+    TO_HINTS.store(Arc::new(ToHints::default()));
 }
 
 /// Whether `txs` should run in parallel under `config`, and with which plan.
-pub(crate) fn plan(config: &ParallelConfig, txs: &[PooledTx]) -> Option<Vec<Vec<usize>>> {
+pub(crate) fn plan(
+    config: &ParallelConfig,
+    hints: &ToHints,
+    txs: &[PooledTx],
+) -> Option<Vec<Vec<usize>>> {
     let threads = config.threads.get();
     match config.mode {
         ParallelMode::Never => return None,
@@ -397,7 +410,7 @@ pub(crate) fn plan(config: &ParallelConfig, txs: &[PooledTx]) -> Option<Vec<Vec<
         }
         return Some(workers);
     }
-    let groups = TO_HINTS.with_borrow(|hints| dependency_groups(txs, hints));
+    let groups = dependency_groups(txs, hints);
     let mut weights: Vec<(u64, Vec<usize>)> = groups
         .into_iter()
         .map(|members| {
@@ -551,18 +564,25 @@ pub(crate) struct Committer {
     written: WriteSet,
     coinbase: Address,
     stats: ParallelStats,
-    /// What the block showed of each call target, for [`ToHints`].
+    /// The hints the block was planned with, and what it showed of each call target.
+    hints: Arc<ToHints>,
     seen_to: HashMap<Address, ToSeen>,
 }
 
 impl Committer {
-    pub(crate) fn new(specs: Vec<Option<Speculated>>, coinbase: Address, workers: usize) -> Self {
+    pub(crate) fn new(
+        specs: Vec<Option<Speculated>>,
+        coinbase: Address,
+        workers: usize,
+        hints: Arc<ToHints>,
+    ) -> Self {
         let speculated = specs.iter().filter(|s| s.is_some()).count();
         Self {
             specs,
             written: WriteSet::default(),
             coinbase,
             stats: ParallelStats { parallel: true, speculated, reexecuted: 0, workers },
+            hints,
             seen_to: HashMap::new(),
         }
     }
@@ -583,8 +603,8 @@ impl Committer {
             TxKind::Call(to) => Some(to),
             TxKind::Create => None,
         };
-        // Hints do not change while a block runs: this is how the plan treated `to`.
-        let grouped = to.is_some_and(|to| TO_HINTS.with_borrow(|hints| !hints.splittable(&to)));
+        // How the plan treated `to`.
+        let grouped = to.is_some_and(|to| !self.hints.splittable(&to));
         let spec = self.specs.get_mut(index).and_then(Option::take);
         if let Some(to) = to {
             let seen = self.seen_to.entry(to).or_default();

@@ -94,32 +94,33 @@ proptest! {
 }
 
 /// Calls to one contract share a worker until a block shows they do not depend on each other
-/// (the plan learns it per executor thread); calls that bump one counter stay together.
+/// (the plan learns it); calls that bump one counter stay together. The contract sits at
+/// TOKEN, which no other test of this binary uses (the hints are process-wide).
 #[test]
 fn calls_to_one_contract_are_split_once_a_block_shows_them_independent() {
-    hearth_actors::parallel::forget_to_hints();
-    // At TOKEN: keccak256 of 32 zero bytes of memory, then stop (reads and writes nothing).
-    let pure = Bytes::from(vec![0x60, 0x20, 0x60, 0x00, 0x20, 0x50, 0x00]);
-    let kit = Kit::new(64, Some((pure, 0)));
-    let calls = |to: Address| -> Vec<PooledTx> {
-        (0..64)
-            .map(|i| tx(kit.senders[i], 0, TxKind::Call(to), U256::ZERO, vec![0; 64], 100_000))
+    let run = |code: Vec<u8>, rounds: usize| -> Vec<usize> {
+        let kit = Kit::new(64, Some((Bytes::from(code), 0)));
+        let txs: Vec<PooledTx> = (0..64)
+            .map(|i| tx(kit.senders[i], 0, TxKind::Call(TOKEN), U256::ZERO, vec![0; 64], 100_000))
+            .collect();
+        (0..rounds)
+            .map(|_| {
+                let never = config(ParallelMode::Never, 1);
+                let (sequential, _, _) = kit.execute(&txs, BuildMode::Pack, never);
+                let always = config(ParallelMode::Always, 2);
+                let (parallel, stats, _) = kit.execute(&txs, BuildMode::Pack, always);
+                assert_eq!(sequential, parallel);
+                stats.workers
+            })
             .collect()
     };
-    let run = |txs: &[PooledTx]| {
-        let (sequential, _, _) = kit.execute(txs, BuildMode::Pack, config(ParallelMode::Never, 1));
-        let (parallel, stats, _) =
-            kit.execute(txs, BuildMode::Pack, config(ParallelMode::Always, 2));
-        assert_eq!(sequential, parallel);
-        stats
-    };
-    let (pure_calls, counter_calls) = (calls(TOKEN), calls(COUNTER));
-    assert_eq!(run(&pure_calls).workers, 1, "an unknown target is grouped");
-    let learned = run(&pure_calls);
-    assert_eq!((learned.workers, learned.reexecuted), (2, 0), "independent calls are split");
-    for _ in 0..2 {
-        assert_eq!(run(&counter_calls).workers, 1, "a counter's calls stay on one worker");
-    }
+    hearth_actors::parallel::forget_to_hints();
+    // sstore(0, sload(0) + 1): every call depends on the one before.
+    let counter = vec![0x60, 0x00, 0x54, 0x60, 0x01, 0x01, 0x60, 0x00, 0x55, 0x00];
+    assert_eq!(run(counter, 3), [1, 1, 1], "a counter's calls stay on one worker");
+    // keccak256 of 32 bytes of memory, then stop: reads and writes nothing.
+    let pure = vec![0x60, 0x20, 0x60, 0x00, 0x20, 0x50, 0x00];
+    assert_eq!(run(pure, 2), [1, 2], "independent calls are grouped once, then split");
 }
 
 /// The coinbase is lazy: independent transfers that all pay it fees do not conflict on it.
