@@ -34,8 +34,8 @@ pub(crate) const METHODS: &[&str] = &[
     "anvil_removeBlockTimestampInterval",
     "anvil_removePoolTransactions",
     "anvil_reorg",
-    "anvil_revert",
     "anvil_reset",
+    "anvil_revert",
     "anvil_rollback",
     "anvil_setAutomine",
     "anvil_setBalance",
@@ -561,7 +561,7 @@ mod tests {
     #[test]
     fn method_table_names_every_dispatched_method() {
         let source = include_str!("methods.rs");
-        let start = source.find("match method.as_str() {").expect("dispatch's match");
+        let start = source.find("let value = match method {").expect("dispatch's match");
         let end = start + source[start..].find("        _ =>").expect("the fallback arm");
         let mut dispatched: Vec<&str> =
             source[start..end].split('"').skip(1).step_by(2).filter(|s| !s.is_empty()).collect();
