@@ -347,7 +347,11 @@ pub struct Cli {
     pub fork_block_number: Option<i64>,
     /// Fork just before this upstream transaction: at the parent of its block, with the
     /// block's earlier transactions replayed in the first local block.
-    #[arg(long = "fork-transaction-hash", value_name = "HASH", conflicts_with = "fork_block_number")]
+    #[arg(
+        long = "fork-transaction-hash",
+        value_name = "HASH",
+        conflicts_with = "fork_block_number"
+    )]
     pub fork_transaction_hash: Option<String>,
     /// The chain id of the fork (default: the upstream's, fetched once and cached).
     #[arg(long = "fork-chain-id")]

@@ -172,18 +172,27 @@ impl ForkBackendActor {
                 self.cache.slot(address, slot).map_err(fail)?.map(ForkValue::Storage)
             }
             ForkKey::StorageRange(_) => None,
-            ForkKey::Block(n) => match (self.cache.header(*n).map_err(fail)?, self.cache.body(*n).map_err(fail)?) {
-                (Some((header, hash)), Some((body, extras))) => {
-                    Some(ForkValue::Block(Some(Box::new(ForkedBlock { header, hash, body, extras }))))
+            ForkKey::Block(n) => {
+                match (self.cache.header(*n).map_err(fail)?, self.cache.body(*n).map_err(fail)?) {
+                    (Some((header, hash)), Some((body, extras))) => {
+                        Some(ForkValue::Block(Some(Box::new(ForkedBlock {
+                            header,
+                            hash,
+                            body,
+                            extras,
+                        }))))
+                    }
+                    _ => None,
                 }
-                _ => None,
-            },
+            }
             ForkKey::Receipts(n) => {
                 self.cache.receipts(*n).map_err(fail)?.map(|r| ForkValue::Receipts(Some(r)))
             }
-            ForkKey::BlockNumber(hash) => {
-                self.cache.location(LocationKind::Block, hash).map_err(fail)?.map(ForkValue::Location)
-            }
+            ForkKey::BlockNumber(hash) => self
+                .cache
+                .location(LocationKind::Block, hash)
+                .map_err(fail)?
+                .map(ForkValue::Location),
             ForkKey::TxLocation(hash) => self
                 .cache
                 .location(LocationKind::Transaction, hash)
@@ -417,11 +426,21 @@ impl ForkBackendActor {
                 }
                 let block = decode_block(&values[0]).map_err(|why| bad(&why))?;
                 if block.header.number != *n {
-                    return Err(bad(&format!("block {} answered for block {n}", block.header.number)));
+                    return Err(bad(&format!(
+                        "block {} answered for block {n}",
+                        block.header.number
+                    )));
                 }
                 self.cache.put_header(&block.header, block.hash).map_err(cache_err)?;
                 let count = block.body.transactions.len() as u64;
                 self.cache.put_tx_count(*n, count).map_err(cache_err)?;
+                // Fields only the answer carries, kept so that the fork answers as the upstream.
+                if let Some(td) = values[0].get("totalDifficulty").and_then(quantity_u256) {
+                    self.cache.put_total_difficulty(*n, td).map_err(cache_err)?;
+                }
+                if let Some(size) = values[0].get("size").and_then(quantity_u64) {
+                    self.cache.put_size(*n, size).map_err(cache_err)?;
+                }
                 self.cache.put_body(*n, &block.body, &block.extras).map_err(cache_err)?;
                 Ok(ForkValue::Block(Some(Box::new(block))))
             }
@@ -502,8 +521,8 @@ fn log_filter(query: &LogQuery) -> Value {
 /// An upstream block with full transactions as the fork keeps it. A block with ommers is
 /// refused: the answer names only their hashes, and a block here keeps their headers.
 fn decode_block(value: &Value) -> Result<ForkedBlock, String> {
-    let block: alloy_rpc_types_eth::Block = serde_json::from_value(value.clone())
-        .map_err(|e| format!("undecodable block ({e})"))?;
+    let block: alloy_rpc_types_eth::Block =
+        serde_json::from_value(value.clone()).map_err(|e| format!("undecodable block ({e})"))?;
     if !block.uncles.is_empty() {
         return Err(format!(
             "block {} has ommers, which a fork does not serve yet",

@@ -266,7 +266,24 @@ pub(crate) fn get_block_by_number(ctx: &RpcContext, params: &Params) -> Result<R
         Some(number) => read_block(ctx, number)?,
         None => None,
     };
-    Ok(Reply::typed(block.map(|b| rpc_block(&b, full))))
+    block.map(|b| upstream_block(ctx, &b, full)).transpose().map(Reply::typed)
+}
+
+/// `block` as an RPC object; an upstream block of a fork (at or below its fork block) with
+/// the total difficulty and size the upstream reported with it, so the answer is the
+/// upstream's (anvil reports a size one more than the block's RLP).
+fn upstream_block(ctx: &RpcContext, block: &SealedBlock, full: bool) -> Result<Block, RpcError> {
+    let mut rpc = rpc_block(block, full);
+    if let Some(fork) = ctx.chain.fork()
+        && block.number() <= fork.block()
+    {
+        let (total_difficulty, size) = fork.block_report(block.number())?;
+        rpc.header.total_difficulty = total_difficulty;
+        if let Some(size) = size {
+            rpc.header.size = Some(U256::from(size));
+        }
+    }
+    Ok(rpc)
 }
 
 /// eth_getBlockByHash: `[hash, fullTransactions]`; `null` when unknown.
@@ -274,7 +291,8 @@ pub(crate) fn get_block_by_hash(ctx: &RpcContext, params: &Params) -> Result<Rep
     params.at_most(2)?;
     let hash: B256 = params.required(0)?;
     let full: bool = params.required(1)?;
-    Ok(Reply::typed(read_block_by_hash(ctx, &hash)?.map(|b| rpc_block(&b, full))))
+    let block = read_block_by_hash(ctx, &hash)?;
+    block.map(|b| upstream_block(ctx, &b, full)).transpose().map(Reply::typed)
 }
 
 /// eth_getBlockTransactionCountByNumber: `[block]`; `null` after the head.

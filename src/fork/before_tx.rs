@@ -31,7 +31,9 @@ pub struct Replay {
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
     /// A transaction was refused or failed to run on the forked state.
-    #[error("--fork-transaction-hash: replaying block {number}'s earlier transactions failed: {reason}")]
+    #[error(
+        "--fork-transaction-hash: replaying block {number}'s earlier transactions failed: {reason}"
+    )]
     Execution {
         /// The block replayed.
         number: u64,
@@ -57,7 +59,9 @@ pub fn locate(client: &ForkClient, hash: B256) -> Result<(u64, Replay), ForkErro
     let block = match client.fetch(ForkKey::Block(number))? {
         ForkValue::Block(Some(block)) => *block,
         ForkValue::Block(None) => {
-            return Err(ForkError::Upstream(format!("block {number} is not in the upstream chain")));
+            return Err(ForkError::Upstream(format!(
+                "block {number} is not in the upstream chain"
+            )));
         }
         other => return Err(ForkError::Upstream(format!("unexpected answer {other:?}"))),
     };
@@ -81,14 +85,17 @@ pub fn replay(
     let number = upstream.header.number;
     let failed = |reason: String| ReplayError::Execution { number, reason };
     let head = chain.head_number().unwrap_or_default();
-    let parent = chain
-        .header(head)?
-        .ok_or_else(|| failed("the fork block is not stored".to_owned()))?;
+    let parent =
+        chain.header(head)?.ok_or_else(|| failed("the fork block is not stored".to_owned()))?;
     let count = replay.index as usize;
     let txs = upstream.body.transactions[..count]
         .iter()
         .zip(&upstream.body.senders)
-        .map(|(tx, sender)| PooledTx { tx: Arc::new(tx.clone()), sender: *sender, hash: *tx.tx_hash() })
+        .map(|(tx, sender)| PooledTx {
+            tx: Arc::new(tx.clone()),
+            sender: *sender,
+            hash: *tx.tx_hash(),
+        })
         .collect();
     let header = &upstream.header;
     let env = BlockEnvSpec {

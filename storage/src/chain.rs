@@ -574,7 +574,8 @@ impl ChainDb {
 
     /// The receipts of block `number`.
     pub fn receipts(&self, number: u64) -> Result<Option<Vec<ReceiptEnvelope>>, StorageError> {
-        let local = self.decode_chunked(&layout::number_key(layout::RECEIPTS, number), "receipts")?;
+        let local =
+            self.decode_chunked(&layout::number_key(layout::RECEIPTS, number), "receipts")?;
         match (local, self.history_fork(number)) {
             (None, Some(fork)) => fork.receipts(number),
             (local, _) => Ok(local),

@@ -65,6 +65,10 @@ pub trait ForkSource: Send + Sync + std::fmt::Debug {
     /// (at or below the fork block).
     fn body(&self, number: u64) -> Result<Option<(StoredBody, BlockExtras)>, StorageError>;
 
+    /// The total difficulty and size the upstream reported with block `number` (at or below
+    /// the fork block), where it did and the block was read: what its block answers carry.
+    fn block_report(&self, number: u64) -> Result<(Option<U256>, Option<u64>), StorageError>;
+
     /// The receipts of upstream block `number` (below the fork block).
     fn receipts(&self, number: u64) -> Result<Option<Vec<ReceiptEnvelope>>, StorageError>;
 

@@ -307,11 +307,12 @@ fn concurrent_calls_over_the_same_cold_slots_fetch_each_slot_once() {
             .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
             .unwrap_or_else(|| panic!("{name} in {metrics}"))
     };
-    // Each value fetched once: the chain id, the header, the accounts (one eth_getBalance
-    // each) and the slots; every other read was coalesced or a hit.
+    // Each value fetched once: the chain id, the fork block and its receipts, the accounts
+    // (one eth_getBalance each) and the slots; every other read was coalesced or a hit.
     let values = [
         "eth_chainId",
         "eth_getBlockByNumber",
+        "eth_getBlockReceipts",
         "eth_getBalance",
         "eth_getStorageAt",
         "debug_storageRangeAt",
@@ -468,6 +469,7 @@ fn a_dead_upstream_fails_reads_with_32000_within_the_timeout_and_the_node_carrie
 
 #[test]
 fn fork_flags_are_checked_where_they_are_parsed() {
+    const HASH: &str = "0x0000000000000000000000000000000000000000000000000000000000000001";
     for (args, says) in [
         (&["--fork-block-number", "3"][..], "--fork-block-number: needs --fork-url"),
         (&["--fork-url", "ftp://x"][..], "--fork-url: must be an http:// or https:// URL"),
@@ -498,6 +500,21 @@ fn fork_flags_are_checked_where_they_are_parsed() {
         (
             &["--fork-url", "http://x", "--fork.cache-size", "lots"][..],
             "--fork.cache-size must be a byte size",
+        ),
+        (
+            &["--fork-url", "http://x", "--fork-transaction-hash", "0x01"][..],
+            "--fork-transaction-hash: must be a 32-byte hex hash",
+        ),
+        (
+            &[
+                "--fork-url",
+                "http://x",
+                "--fork-transaction-hash",
+                HASH,
+                "--fork-block-number",
+                "1",
+            ][..],
+            "cannot be used with",
         ),
     ] {
         let (code, _, err) = NodeProcess::run_to_exit(args);
@@ -533,7 +550,8 @@ fn history_requests(node: &NodeProcess, last: u64, token: &str) -> Vec<(&'static
     let transfer = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
     let last = format!("{last:#x}");
     requests.push(("eth_getLogs", json!([{"fromBlock": "0x0", "toBlock": last}])));
-    requests.push(("eth_getLogs", json!([{"fromBlock": "0x1", "toBlock": last, "address": token}])));
+    requests
+        .push(("eth_getLogs", json!([{"fromBlock": "0x1", "toBlock": last, "address": token}])));
     requests.push((
         "eth_getLogs",
         json!([{"fromBlock": "0x0", "toBlock": last, "topics": [transfer, null, format!("0x{:0>64}", &HOLDER[2..])]}]),
@@ -555,11 +573,16 @@ fn history_below_and_at_the_fork_block_is_the_upstream_s_and_is_cached() {
     let answers: Vec<Value> = requests.iter().map(|(m, p)| fork.ok(m, p.clone())).collect();
     for ((method, params), answer) in requests.iter().zip(&answers) {
         assert_eq!(&upstream.node.ok(method, params.clone()), answer, "{method} {params}");
-        assert!(!answer.is_null(), "{method} {params}");
+        // Genesis has no transaction 0; everything else exists.
+        assert!(method.contains("AndIndex") || !answer.is_null(), "{method} {params}");
     }
-    // The fork block carries its transaction and its Transfer log.
+    let by_index =
+        requests.iter().zip(&answers).filter(|((m, _), a)| m.contains("AndIndex") && !a.is_null());
+    assert_eq!(by_index.count(), 2 * fork_block as usize, "transaction 0 of blocks 1..=fork block");
+    // The mint below the fork block and the fork block's own Transfer.
     let logs = fork.ok("eth_getLogs", json!([{"fromBlock": "0x0", "toBlock": "latest"}]));
-    assert_eq!(logs.as_array().map(Vec::len), Some(1), "{logs}");
+    assert_eq!(logs.as_array().map(Vec::len), Some(2), "{logs}");
+    assert_eq!(crate::support::quantity(&logs[1]["blockNumber"]), fork_block);
     // A second read of everything is answered from the cache.
     let requests_before = proxy.requests();
     for ((method, params), answer) in requests.iter().zip(&answers) {
@@ -574,25 +597,36 @@ fn history_below_and_at_the_fork_block_is_the_upstream_s_and_is_cached() {
     // A local block after the fork block: logs over the whole range are the upstream's
     // followed by the local ones.
     fork.ok("anvil_impersonateAccount", json!([HOLDER]));
+    // (The holder's ETH came after the fork block upstream.)
+    fork.ok("anvil_setBalance", json!([HOLDER, "0xde0b6b3a7640000"]));
     let transfer = format!("0xa9059cbb{:0>64}{:0>64}", &ALICE[2..], "64");
-    fork.ok("eth_sendTransaction", json!([{"from": HOLDER, "to": upstream.token, "data": transfer}]));
+    fork.ok(
+        "eth_sendTransaction",
+        json!([{"from": HOLDER, "to": upstream.token, "data": transfer}]),
+    );
     let all = fork.ok("eth_getLogs", json!([{"fromBlock": "0x0", "toBlock": "latest"}]));
-    assert_eq!(all.as_array().map(Vec::len), Some(2), "{all}");
-    assert_eq!(all[0], logs[0]);
-    assert_eq!(crate::support::quantity(&all[1]["blockNumber"]), fork_block + 1);
+    assert_eq!(all.as_array().map(Vec::len), Some(3), "{all}");
+    assert_eq!((&all[0], &all[1]), (&logs[0], &logs[1]));
+    assert_eq!(crate::support::quantity(&all[2]["blockNumber"]), fork_block + 1);
     // --rpc.max-logs counts the upstream's logs and the local ones together.
-    let capped = fork_node(&proxy, fork_block, &["--no-fork-cache", "--rpc.max-logs", "1"]);
+    let capped = fork_node(&proxy, fork_block, &["--no-fork-cache", "--rpc.max-logs", "2"]);
     let range = json!([{"fromBlock": "0x0", "toBlock": "latest"}]);
-    assert_eq!(capped.ok("eth_getLogs", range.clone()), logs, "one log fits");
+    assert_eq!(capped.ok("eth_getLogs", range.clone()), logs, "two logs fit");
     capped.ok("anvil_impersonateAccount", json!([HOLDER]));
-    capped.ok("eth_sendTransaction", json!([{"from": HOLDER, "to": upstream.token, "data": transfer}]));
+    capped.ok("anvil_setBalance", json!([HOLDER, "0xde0b6b3a7640000"]));
+    capped.ok(
+        "eth_sendTransaction",
+        json!([{"from": HOLDER, "to": upstream.token, "data": transfer}]),
+    );
     let over = capped.call("eth_getLogs", range);
     assert_eq!(over["error"]["code"], -32005, "{over}");
     // State and traces before the fork block are refused, not answered with the fork block's.
     let refused = fork.call("eth_getBalance", json!([HOLDER, "0x1"]));
     assert_eq!(refused["error"]["code"], -32000, "{refused}");
     assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains("fork block")));
-    let first_tx = answers[requests.iter().position(|(m, _)| *m == "eth_getTransactionByHash").expect("a tx")]["hash"].clone();
+    let first_tx = answers
+        [requests.iter().position(|(m, _)| *m == "eth_getTransactionByHash").expect("a tx")]["hash"]
+        .clone();
     let trace = fork.call("debug_traceTransaction", json!([first_tx]));
     assert_eq!(trace["error"]["code"], -32000, "{trace}");
     fork.stop();
@@ -655,7 +689,13 @@ fn fork_transaction_hash_forks_just_before_the_transaction() {
     let url = proxy.url();
     let hash = hashes[2].as_str().expect("hash");
     let fork = NodeProcess::spawn(&[
-        "--http.port", "0", "--fork-url", &url, "--fork-transaction-hash", hash, "--no-fork-cache",
+        "--http.port",
+        "0",
+        "--fork-url",
+        &url,
+        "--fork-transaction-hash",
+        hash,
+        "--no-fork-cache",
     ]);
     // The earlier two are the first local block, numbered as upstream, in upstream order.
     assert_eq!(crate::support::quantity(&fork.ok("eth_blockNumber", json!([]))), block);
@@ -682,7 +722,11 @@ fn fork_transaction_hash_forks_just_before_the_transaction() {
     // An unknown hash stops the start with a clear error.
     let missing = format!("0x{:064x}", 9);
     let (code, _, err) = NodeProcess::run_to_exit(&[
-        "--fork-url", &url, "--fork-transaction-hash", &missing, "--no-fork-cache",
+        "--fork-url",
+        &url,
+        "--fork-transaction-hash",
+        &missing,
+        "--no-fork-cache",
     ]);
     assert_ne!(code, 0, "{err}");
     assert!(err.contains("no mined transaction"), "{err}");

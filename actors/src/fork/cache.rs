@@ -63,6 +63,10 @@ const RECEIPTS: u8 = b'R';
 const NUMBER_OF: u8 = b'N';
 const TX_AT: u8 = b'T';
 const LOGS: u8 = b'L';
+/// Meta tree: number -> the total difficulty the upstream reported with the block; number ->
+/// the size it reported.
+const TOTAL_DIFFICULTY: u8 = b'D';
+const SIZE: u8 = b'Z';
 /// State tree: kind (`NUMBER_OF` or `TX_AT`) + hash -> nothing: the upstream had no such block
 /// or transaction below this fork block (another fork block may).
 const ABSENT: u8 = b'x';
@@ -394,6 +398,40 @@ impl ForkCache {
         Ok(())
     }
 
+    /// The total difficulty cached with block `number`.
+    pub fn total_difficulty(&self, number: u64) -> Result<Option<U256>, ForkCacheError> {
+        match self.meta.get(number_key(TOTAL_DIFFICULTY, number))? {
+            Some(v) => value_from(&v).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Caches the total difficulty of block `number`.
+    pub fn put_total_difficulty(&self, number: u64, td: U256) -> Result<(), ForkCacheError> {
+        if !self.fits(9 + 32) {
+            return Ok(());
+        }
+        self.meta.insert(&number_key(TOTAL_DIFFICULTY, number)[..], &td.to_be_bytes::<32>()[..])?;
+        Ok(())
+    }
+
+    /// The size the upstream reported for block `number`.
+    pub fn size(&self, number: u64) -> Result<Option<u64>, ForkCacheError> {
+        match self.meta.get(number_key(SIZE, number))? {
+            Some(v) => Ok(Some(u64_from(&v).ok_or(ForkCacheError::Corrupt("block size"))?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Caches the size the upstream reported for block `number`.
+    pub fn put_size(&self, number: u64, size: u64) -> Result<(), ForkCacheError> {
+        if !self.fits(9 + 8) {
+            return Ok(());
+        }
+        self.meta.insert(&number_key(SIZE, number)[..], &size.to_be_bytes()[..])?;
+        Ok(())
+    }
+
     /// A block's cached receipts.
     pub fn receipts(&self, number: u64) -> Result<Option<Vec<ReceiptEnvelope>>, ForkCacheError> {
         let Some(v) = self.meta.get(number_key(RECEIPTS, number))? else { return Ok(None) };
@@ -427,7 +465,9 @@ impl ForkCache {
             let number = u64_from(v.get(..8).ok_or(ForkCacheError::Corrupt("location"))?)
                 .ok_or(ForkCacheError::Corrupt("location"))?;
             let index = match v.get(8..) {
-                Some(rest) if rest.len() == 4 => u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]),
+                Some(rest) if rest.len() == 4 => {
+                    u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]])
+                }
                 _ => 0,
             };
             return Ok(Some(Some((number, index))));
@@ -597,6 +637,37 @@ mod tests {
         assert_eq!(cache.slot(&b, &U256::from(2)).unwrap(), Some(U256::from(22)));
         assert_eq!(cache.slot(&b, &U256::from(3)).unwrap(), None, "part: not known");
         assert_eq!(cache.slot(&Address::ZERO, &U256::from(1)).unwrap(), None);
+    }
+
+    #[test]
+    fn history_is_kept_per_endpoint_and_absence_per_fork_block() {
+        let (mut cache, _) = ForkCache::open(None, "http://a", u64::MAX);
+        let hash = B256::repeat_byte(7);
+        // Before a fork block is pinned, absence is neither known nor kept.
+        cache.put_location(LocationKind::Transaction, &hash, None).unwrap();
+        assert_eq!(cache.location(LocationKind::Transaction, &hash).unwrap(), None);
+        cache.pin(1, 10).unwrap();
+        cache.put_location(LocationKind::Transaction, &hash, None).unwrap();
+        assert_eq!(cache.location(LocationKind::Transaction, &hash).unwrap(), Some(None));
+        assert_eq!(cache.location(LocationKind::Block, &hash).unwrap(), None, "another kind");
+        let found = B256::repeat_byte(8);
+        cache.put_location(LocationKind::Transaction, &found, Some((4, 2))).unwrap();
+        cache.put_location(LocationKind::Block, &found, Some((5, 0))).unwrap();
+        let body = StoredBody { transactions: vec![], senders: vec![] };
+        cache.put_body(4, &body, &BlockExtras::default()).unwrap();
+        cache.put_receipts(4, &[]).unwrap();
+        let query = LogQuery { from: 1, to: 4, addresses: vec![Address::ZERO], topics: vec![] };
+        cache.put_logs(&query, b"[]").unwrap();
+        // Another fork block of the endpoint: what was found is still found, absence is not.
+        cache.pin(1, 20).unwrap();
+        assert_eq!(cache.location(LocationKind::Transaction, &hash).unwrap(), None);
+        assert_eq!(cache.location(LocationKind::Transaction, &found).unwrap(), Some(Some((4, 2))));
+        assert_eq!(cache.location(LocationKind::Block, &found).unwrap(), Some(Some((5, 0))));
+        assert_eq!(cache.body(4).unwrap(), Some((body, BlockExtras::default())));
+        assert_eq!(cache.receipts(4).unwrap(), Some(vec![]));
+        assert_eq!(cache.logs(&query).unwrap(), Some(b"[]".to_vec()));
+        let other = LogQuery { to: 3, ..query };
+        assert_eq!(cache.logs(&other).unwrap(), None, "another range is another answer");
     }
 
     #[test]

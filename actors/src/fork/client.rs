@@ -128,8 +128,14 @@ impl ForkClient {
 
 impl ForkClient {
     /// Upstream block `number` (header, hash, body, extras), from the cache or the upstream.
-    fn block_at(&self, number: u64) -> Result<Option<hearth_messages::fork::ForkedBlock>, StorageError> {
-        let cached = (self.cache.header(number).map_err(cache_error)?, self.cache.body(number).map_err(cache_error)?);
+    fn block_at(
+        &self,
+        number: u64,
+    ) -> Result<Option<hearth_messages::fork::ForkedBlock>, StorageError> {
+        let cached = (
+            self.cache.header(number).map_err(cache_error)?,
+            self.cache.body(number).map_err(cache_error)?,
+        );
         if let (Some((header, hash)), Some((body, extras))) = cached {
             self.counters.add_hit();
             return Ok(Some(hearth_messages::fork::ForkedBlock { header, hash, body, extras }));
@@ -148,7 +154,11 @@ impl ForkClient {
     }
 
     /// Where a block or transaction hash is upstream, when below the fork block.
-    fn location(&self, kind: LocationKind, hash: &B256) -> Result<Option<(u64, u32)>, StorageError> {
+    fn location(
+        &self,
+        kind: LocationKind,
+        hash: &B256,
+    ) -> Result<Option<(u64, u32)>, StorageError> {
         let location = match self.cache.location(kind, hash).map_err(cache_error)? {
             Some(location) => {
                 self.counters.add_hit();
@@ -240,6 +250,14 @@ impl ForkSource for ForkClient {
             return Ok(None);
         }
         Ok(self.block_at(number)?.map(|block| (block.body, block.extras)))
+    }
+
+    fn block_report(&self, number: u64) -> Result<(Option<U256>, Option<u64>), StorageError> {
+        if number > self.block {
+            return Ok((None, None));
+        }
+        let td = self.cache.total_difficulty(number).map_err(cache_error)?;
+        Ok((td, self.cache.size(number).map_err(cache_error)?))
     }
 
     fn receipts(&self, number: u64) -> Result<Option<Vec<ReceiptEnvelope>>, StorageError> {
