@@ -61,6 +61,9 @@ pub enum NodeError {
     /// The chain to fork could not be reached or read (`--fork-url`).
     #[error(transparent)]
     Fork(#[from] crate::fork::ForkStartError),
+    /// `--fork-transaction-hash`'s earlier transactions could not be replayed.
+    #[error(transparent)]
+    ForkReplay(#[from] crate::fork::before_tx::ReplayError),
     /// Dev keys could not be derived.
     #[error("cannot derive dev accounts from --mnemonic: {0}")]
     Keys(String),
@@ -239,6 +242,15 @@ impl Node {
             };
             let (chain, handle) = crate::fork::open_fork(&settings, start)?;
             config.chain_id = handle.chain_id;
+            if let Some(plan) = &handle.replay {
+                crate::fork::before_tx::replay_at_start(
+                    &chain,
+                    plan,
+                    handle.chain_id,
+                    config.spec,
+                    config.code_size_limit,
+                )?;
+            }
             let mut node = Self::start_on(chain, config, Arc::clone(&clock))?;
             node.reset = Some(node.start_resetter(given, clock, Some((settings, &handle))));
             node.fork = Some(Arc::new(handle));

@@ -36,7 +36,7 @@ pub use commit::{
 };
 pub use dump::{WholeAccount, head_accounts, load_accounts};
 pub use error::StorageError;
-pub use fork::{ForkSource, ForkedAccount};
+pub use fork::{ForkSource, ForkedAccount, LogQuery};
 pub use journal::WriteBatch;
 pub use node_cache::NodeCache;
 pub use patch::{BlockKeys, PatchUndo, RolledBack, revert_blocks, rollback, write_patch};
