@@ -431,7 +431,7 @@ mod tests {
             rollback(&db, 4).expect("rollback");
             // No checkpoint: the journal alone must carry the rollback.
         }
-        let db = ChainWriter::open(&dir).expect("reopen");
+        let db = reopen(&dir);
         assert_eq!(db.head_number(), Some(4));
         assert_eq!(db.header(5).expect("read"), None);
         let short = ChainWriter::in_memory().expect("store");
@@ -509,6 +509,20 @@ mod tests {
         }
     }
 
+    /// Opens the store in `dir`. sled's flusher thread outlives the last handle of a store
+    /// by up to one flush and holds its file lock meanwhile, so an open right after a drop
+    /// can find the store still locked (seen with the whole suite running): retried for up to
+    /// two seconds.
+    fn reopen(dir: &std::path::Path) -> ChainWriter {
+        for _ in 0..200 {
+            if let Ok(db) = ChainWriter::open(dir) {
+                return db;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        ChainWriter::open(dir).expect("reopen")
+    }
+
     /// Each kind of multi-key commit (a block of over a hundred keys, a dev patch, a revert, a
     /// rollback), cut short after `cut` of its operations as if the process died there (sled
     /// keeps what was applied, the journal holds the record), is whole once the store is
@@ -527,10 +541,10 @@ mod tests {
             for cut in [0, 1, 2, 17, 60, 100_000] {
                 let _ = std::fs::remove_dir_all(&dir);
                 {
-                    let db = ChainWriter::open(&dir).expect("open");
+                    let db = reopen(&dir);
                     cut_history(&db, steps, Some(cut));
                 }
-                let db = ChainWriter::open(&dir).expect("reopen");
+                let db = reopen(&dir);
                 let (head, records_whole) = &whole[steps - 1];
                 assert_eq!(db.head_number(), *head, "step {}, cut after {cut}", steps - 1);
                 assert!(records(&db) == *records_whole, "step {}, cut after {cut}", steps - 1);
