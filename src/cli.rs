@@ -345,6 +345,14 @@ pub struct Cli {
     /// head.
     #[arg(long = "fork-block-number", allow_negative_numbers = true, value_name = "N")]
     pub fork_block_number: Option<i64>,
+    /// Fork just before this upstream transaction: at the parent of its block, with the
+    /// block's earlier transactions replayed in the first local block.
+    #[arg(
+        long = "fork-transaction-hash",
+        value_name = "HASH",
+        conflicts_with = "fork_block_number"
+    )]
+    pub fork_transaction_hash: Option<String>,
     /// The chain id of the fork (default: the upstream's, fetched once and cached).
     #[arg(long = "fork-chain-id")]
     pub fork_chain_id: Option<u64>,

@@ -437,6 +437,9 @@ pub enum ForkBlock {
     Number(u64),
     /// This many blocks below the upstream's head.
     BehindHead(u64),
+    /// The parent of the block of this upstream transaction, with the block's transactions
+    /// before it replayed on top (`--fork-transaction-hash`).
+    BeforeTx(alloy_primitives::B256),
 }
 
 /// How to fork a live chain (`--fork-url` and the `--fork-*` flags).
@@ -530,6 +533,7 @@ fn fork_settings(cli: &Cli) -> Result<Option<ForkSettings>, ConfigError> {
     let Some(url) = cli.fork_url.clone() else {
         let given = [
             ("--fork-block-number", cli.fork_block_number.is_some()),
+            ("--fork-transaction-hash", cli.fork_transaction_hash.is_some()),
             ("--fork-chain-id", cli.fork_chain_id.is_some()),
             ("--fork-header", !cli.fork_header.is_empty()),
             ("--fork-rate-limit", cli.fork_rate_limit.is_some()),
@@ -557,10 +561,13 @@ fn fork_settings(cli: &Cli) -> Result<Option<ForkSettings>, ConfigError> {
                 .into(),
         ));
     }
-    let block = match cli.fork_block_number {
-        None => ForkBlock::Head,
-        Some(n) if n >= 0 => ForkBlock::Number(n.unsigned_abs()),
-        Some(n) => ForkBlock::BehindHead(n.unsigned_abs()),
+    let block = match (cli.fork_block_number, &cli.fork_transaction_hash) {
+        (_, Some(hash)) => ForkBlock::BeforeTx(hash.parse().map_err(|_| {
+            fork("--fork-transaction-hash", format!("must be a 32-byte hex hash, got {hash:?}"))
+        })?),
+        (None, None) => ForkBlock::Head,
+        (Some(n), None) if n >= 0 => ForkBlock::Number(n.unsigned_abs()),
+        (Some(n), None) => ForkBlock::BehindHead(n.unsigned_abs()),
     };
     if cli.fork_chain_id == Some(0) {
         return Err(fork("--fork-chain-id", "must be at least 1".into()));
@@ -1294,7 +1301,6 @@ mod tests {
             (&["-a", "x"], "--accounts"),
             (&["--no-mining", "-b", "2"], "--block-time"),
             // anvil flags Hearth does not have are refused by name, never ignored.
-            (&["--fork-transaction-hash", "0x01"], "--fork-transaction-hash"),
             (&["--state-interval", "5"], "--state-interval"),
             (&["--prune-history"], "--prune-history"),
             (&["-j", "2"], "-j"),

@@ -7,18 +7,20 @@
 //! funded over their upstream nonce and code; everything else is read from the upstream as
 //! executions touch it.
 
+pub mod before_tx;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::{Addr, Arbiter};
-use alloy_consensus::Header;
+use alloy_consensus::ReceiptEnvelope;
 use alloy_primitives::{Address, B256, U256};
 use hearth_actors::fork::{
     DEFAULT_MAX_BATCH, DEFAULT_MAX_IN_FLIGHT, ForkBackendActor, ForkCache, ForkClient,
 };
-use hearth_messages::fork::{ForkCounters, ForkError, ForkKey, ForkValue};
+use hearth_messages::fork::{ForkCounters, ForkError, ForkKey, ForkValue, ForkedBlock};
 use hearth_storage::{
-    AccountChange, AccountFields, BlockDraft, ChainWriter, EMPTY_CODE_HASH, StateDiff, StoredBody,
+    AccountChange, AccountFields, BlockDraft, ChainWriter, EMPTY_CODE_HASH, StateDiff,
 };
 use tracing::{info, warn};
 
@@ -65,6 +67,8 @@ pub struct ForkHandle {
     pub block_hash: B256,
     /// The chain id the fork runs under.
     pub chain_id: u64,
+    /// `--fork-transaction-hash`: the transactions to replay over the fork block.
+    pub replay: Option<before_tx::Replay>,
     /// The arbiter the backend runs on (stopped with the handle).
     arbiter: Arbiter,
 }
@@ -117,6 +121,8 @@ pub fn open_fork(
         Some(id) => id,
         None => number(ForkKey::ChainId).map_err(upstream_err)?,
     };
+    // `--fork-transaction-hash`: what to replay over the fork block once the node starts.
+    let mut replay = None;
     let block = match settings.block {
         ForkBlock::Number(n) => n,
         ForkBlock::Head => number(ForkKey::HeadNumber).map_err(upstream_err)?,
@@ -124,17 +130,17 @@ pub fn open_fork(
             let head = number(ForkKey::HeadNumber).map_err(upstream_err)?;
             head.checked_sub(behind).ok_or(ForkStartError::BehindGenesis { behind, head })?
         }
-    };
-    let (header, block_hash) = match client.fetch(ForkKey::Header(block)).map_err(upstream_err)? {
-        ForkValue::Header(header, hash) => (*header, hash),
-        other => {
-            return Err(upstream_err(ForkError::Upstream(format!("unexpected answer {other:?}"))));
+        ForkBlock::BeforeTx(hash) => {
+            let (parent, plan) = before_tx::locate(&client, hash).map_err(upstream_err)?;
+            replay = Some(plan);
+            parent
         }
     };
-    // The fork block's transaction count came with its header: storage pages are asked for
-    // after all of its transactions.
-    let transactions = client.cache().tx_count(block).ok().flatten();
-    let storage_range = transactions.map(|count| (block_hash, count));
+    // The fork block whole: the local chain serves its transactions and receipts.
+    let (fork_block, receipts) = fetch_fork_block(&client, block).map_err(upstream_err)?;
+    let block_hash = fork_block.hash;
+    // Storage pages are asked for after all of the fork block's transactions.
+    let storage_range = Some((block_hash, fork_block.body.transactions.len() as u64));
     client.pin(chain_id, block, storage_range).map_err(upstream_err)?;
     let mut diff = StateDiff::default();
     let keys: Vec<ForkKey> = dev_accounts.iter().map(|a| ForkKey::Account(*a)).collect();
@@ -157,17 +163,47 @@ pub fn open_fork(
         );
     }
     let chain = ChainWriter::in_memory_with_cache(cache_bytes)?.with_fork(Arc::new(client));
-    write_base(&chain, header, block_hash, &diff)?;
+    write_base(&chain, fork_block, receipts, &diff)?;
     info!(target: "node::fork", %url, block, %block_hash, chain_id, "forked");
-    Ok((chain, ForkHandle { backend, counters, block, block_hash, chain_id, arbiter }))
+    Ok((chain, ForkHandle { backend, counters, block, block_hash, chain_id, replay, arbiter }))
+}
+
+/// Upstream block `number` with its transactions and receipts, fetched together.
+fn fetch_fork_block(
+    client: &ForkClient,
+    number: u64,
+) -> Result<(ForkedBlock, Vec<ReceiptEnvelope>), ForkError> {
+    let mut answers = client.fetch_many(&[ForkKey::Block(number), ForkKey::Receipts(number)]);
+    let receipts = answers.pop().expect("two answers");
+    let block = answers.pop().expect("two answers");
+    let missing = || ForkError::Upstream(format!("block {number} is not in the upstream chain"));
+    let block = match block? {
+        ForkValue::Block(Some(block)) => *block,
+        ForkValue::Block(None) => return Err(missing()),
+        other => return Err(ForkError::Upstream(format!("unexpected answer {other:?}"))),
+    };
+    let receipts = match receipts? {
+        ForkValue::Receipts(Some(receipts)) => receipts,
+        ForkValue::Receipts(None) => return Err(missing()),
+        other => return Err(ForkError::Upstream(format!("unexpected answer {other:?}"))),
+    };
+    if receipts.len() != block.body.transactions.len() {
+        return Err(ForkError::Upstream(format!(
+            "block {number} has {} transactions and {} receipts upstream",
+            block.body.transactions.len(),
+            receipts.len()
+        )));
+    }
+    Ok((block, receipts))
 }
 
 fn write_base(
     chain: &ChainWriter,
-    header: Header,
-    upstream_hash: B256,
+    block: ForkedBlock,
+    receipts: Vec<ReceiptEnvelope>,
     diff: &StateDiff,
 ) -> Result<(), ForkStartError> {
+    let ForkedBlock { header, hash: upstream_hash, body, extras: _ } = block;
     if header.hash_slow() != upstream_hash {
         // A chain whose headers carry fields alloy does not know: local blocks still link to
         // the header as decoded, which is all BLOCKHASH and parent hashes need here.
@@ -178,11 +214,8 @@ fn write_base(
             "the fork block's header hashes differently here than upstream"
         );
     }
-    let draft = BlockDraft {
-        header,
-        body: StoredBody { transactions: vec![], senders: vec![] },
-        receipts: vec![],
-    };
+    // Its ommers and withdrawals are read from the fork cache (`ChainDb::extras`).
+    let draft = BlockDraft { header, body, receipts };
     hearth_storage::import_fork_base(chain, draft, diff)?;
     Ok(())
 }

@@ -61,6 +61,9 @@ pub enum NodeError {
     /// The chain to fork could not be reached or read (`--fork-url`).
     #[error(transparent)]
     Fork(#[from] crate::fork::ForkStartError),
+    /// `--fork-transaction-hash`'s earlier transactions could not be replayed.
+    #[error(transparent)]
+    ForkReplay(#[from] crate::fork::before_tx::ReplayError),
     /// Dev keys could not be derived.
     #[error("cannot derive dev accounts from --mnemonic: {0}")]
     Keys(String),
@@ -233,6 +236,15 @@ impl Node {
                 config.balance_wei,
             )?;
             config.chain_id = handle.chain_id;
+            if let Some(plan) = &handle.replay {
+                crate::fork::before_tx::replay_at_start(
+                    &chain,
+                    plan,
+                    handle.chain_id,
+                    config.spec,
+                    config.code_size_limit,
+                )?;
+            }
             let mut node = Self::start_on(chain, config, clock)?;
             node.fork = Some(Arc::new(handle));
             return Ok(node);

@@ -35,13 +35,13 @@ use std::time::Duration;
 use actix::prelude::*;
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use hearth_messages::fork::{
-    Fetch, ForkCounters, ForkError, ForkKey, ForkReply, ForkValue, PinFork,
+    Fetch, ForkCounters, ForkError, ForkKey, ForkReply, ForkValue, ForkedBlock, PinFork,
 };
-use hearth_storage::{EMPTY_CODE_HASH, ForkedAccount};
+use hearth_storage::{BlockExtras, EMPTY_CODE_HASH, ForkedAccount, LogQuery, StoredBody};
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
-pub use cache::ForkCache;
+pub use cache::{ForkCache, LocationKind};
 pub use client::ForkClient;
 pub use upstream::UpstreamConfig;
 
@@ -172,6 +172,35 @@ impl ForkBackendActor {
                 self.cache.slot(address, slot).map_err(fail)?.map(ForkValue::Storage)
             }
             ForkKey::StorageRange(_) => None,
+            ForkKey::Block(n) => {
+                match (self.cache.header(*n).map_err(fail)?, self.cache.body(*n).map_err(fail)?) {
+                    (Some((header, hash)), Some((body, extras))) => {
+                        Some(ForkValue::Block(Some(Box::new(ForkedBlock {
+                            header,
+                            hash,
+                            body,
+                            extras,
+                        }))))
+                    }
+                    _ => None,
+                }
+            }
+            ForkKey::Receipts(n) => {
+                self.cache.receipts(*n).map_err(fail)?.map(|r| ForkValue::Receipts(Some(r)))
+            }
+            ForkKey::BlockNumber(hash) => self
+                .cache
+                .location(LocationKind::Block, hash)
+                .map_err(fail)?
+                .map(ForkValue::Location),
+            ForkKey::TxLocation(hash) => self
+                .cache
+                .location(LocationKind::Transaction, hash)
+                .map_err(fail)?
+                .map(ForkValue::Location),
+            ForkKey::Logs(query) => {
+                self.cache.logs(query).map_err(fail)?.map(|json| ForkValue::Logs(Arc::new(json)))
+            }
         })
     }
 
@@ -195,6 +224,11 @@ impl ForkBackendActor {
                 let (hash, transactions) = self.storage_range.unwrap_or_default();
                 vec![("debug_storageRangeAt", json!([hash, transactions, a, "0x", STORAGE_PAGE]))]
             }
+            ForkKey::Block(n) => vec![("eth_getBlockByNumber", json!([format!("{n:#x}"), true]))],
+            ForkKey::Receipts(n) => vec![("eth_getBlockReceipts", json!([format!("{n:#x}")]))],
+            ForkKey::BlockNumber(hash) => vec![("eth_getBlockByHash", json!([hash, false]))],
+            ForkKey::TxLocation(hash) => vec![("eth_getTransactionByHash", json!([hash]))],
+            ForkKey::Logs(query) => vec![("eth_getLogs", json!([log_filter(query)]))],
         }
     }
 
@@ -212,7 +246,7 @@ impl ForkBackendActor {
             return;
         }
         let key = ForkKey::StorageRange(address);
-        self.waiting.insert(key, Vec::new());
+        self.waiting.insert(key.clone(), Vec::new());
         self.queue.push_back(key);
     }
 
@@ -386,6 +420,76 @@ impl ForkBackendActor {
                 Ok(ForkValue::Storage(value))
             }
             ForkKey::StorageRange(_) => Err(bad("a storage page is not a value")),
+            ForkKey::Block(n) => {
+                if values[0].is_null() {
+                    return Ok(ForkValue::Block(None));
+                }
+                let block = decode_block(&values[0]).map_err(|why| bad(&why))?;
+                if block.header.number != *n {
+                    return Err(bad(&format!(
+                        "block {} answered for block {n}",
+                        block.header.number
+                    )));
+                }
+                self.cache.put_header(&block.header, block.hash).map_err(cache_err)?;
+                let count = block.body.transactions.len() as u64;
+                self.cache.put_tx_count(*n, count).map_err(cache_err)?;
+                // Fields only the answer carries, kept so that the fork answers as the upstream.
+                if let Some(td) = values[0].get("totalDifficulty").and_then(quantity_u256) {
+                    self.cache.put_total_difficulty(*n, td).map_err(cache_err)?;
+                }
+                if let Some(size) = values[0].get("size").and_then(quantity_u64) {
+                    self.cache.put_size(*n, size).map_err(cache_err)?;
+                }
+                self.cache.put_body(*n, &block.body, &block.extras).map_err(cache_err)?;
+                Ok(ForkValue::Block(Some(Box::new(block))))
+            }
+            ForkKey::Receipts(n) => {
+                if values[0].is_null() {
+                    return Ok(ForkValue::Receipts(None));
+                }
+                let receipts: Vec<alloy_rpc_types_eth::TransactionReceipt> =
+                    serde_json::from_value(values[0].clone())
+                        .map_err(|e| bad(&format!("undecodable receipts ({e})")))?;
+                let receipts: Vec<_> =
+                    receipts.into_iter().map(|r| r.inner.map_logs(|log| log.inner)).collect();
+                self.cache.put_receipts(*n, &receipts).map_err(cache_err)?;
+                Ok(ForkValue::Receipts(Some(receipts)))
+            }
+            ForkKey::BlockNumber(hash) => {
+                let number = match values[0].get("number") {
+                    Some(number) => Some(quantity_u64(number).ok_or_else(|| bad("bad number"))?),
+                    None => None,
+                };
+                let location = number.map(|n| (n, 0));
+                self.cache.put_location(LocationKind::Block, hash, location).map_err(cache_err)?;
+                Ok(ForkValue::Location(location))
+            }
+            ForkKey::TxLocation(hash) => {
+                let at = |field: &str| values[0].get(field).filter(|v| !v.is_null());
+                let location = match (at("blockNumber"), at("transactionIndex")) {
+                    (Some(number), Some(index)) => {
+                        let number = quantity_u64(number).ok_or_else(|| bad("bad block number"))?;
+                        let index = quantity_u64(index)
+                            .and_then(|i| u32::try_from(i).ok())
+                            .ok_or_else(|| bad("bad transaction index"))?;
+                        Some((number, index))
+                    }
+                    // Unknown, or pending upstream: never below this fork block.
+                    _ => None,
+                };
+                let kind = LocationKind::Transaction;
+                self.cache.put_location(kind, hash, location).map_err(cache_err)?;
+                Ok(ForkValue::Location(location))
+            }
+            ForkKey::Logs(query) => {
+                if !values[0].is_array() {
+                    return Err(bad("logs that are not an array"));
+                }
+                let json = serde_json::to_vec(&values[0]).map_err(|e| bad(&e.to_string()))?;
+                self.cache.put_logs(query, &json).map_err(cache_err)?;
+                Ok(ForkValue::Logs(Arc::new(json)))
+            }
         }
     }
 
@@ -396,6 +500,48 @@ impl ForkBackendActor {
     fn is_state_key(key: &ForkKey) -> bool {
         matches!(key, ForkKey::Account(_) | ForkKey::Storage(..))
     }
+}
+
+/// An `eth_getLogs` filter object for `query` (a topic position that takes any topic is
+/// `null`).
+fn log_filter(query: &LogQuery) -> Value {
+    let topics: Vec<Value> = query
+        .topics
+        .iter()
+        .map(|set| if set.is_empty() { Value::Null } else { json!(set) })
+        .collect();
+    json!({
+        "fromBlock": format!("{:#x}", query.from),
+        "toBlock": format!("{:#x}", query.to),
+        "address": query.addresses,
+        "topics": topics,
+    })
+}
+
+/// An upstream block with full transactions as the fork keeps it. A block with ommers is
+/// refused: the answer names only their hashes, and a block here keeps their headers.
+fn decode_block(value: &Value) -> Result<ForkedBlock, String> {
+    let block: alloy_rpc_types_eth::Block =
+        serde_json::from_value(value.clone()).map_err(|e| format!("undecodable block ({e})"))?;
+    if !block.uncles.is_empty() {
+        return Err(format!(
+            "block {} has ommers, which a fork does not serve yet",
+            block.header.number
+        ));
+    }
+    let transactions = match block.transactions {
+        alloy_rpc_types_eth::BlockTransactions::Full(transactions) => transactions,
+        alloy_rpc_types_eth::BlockTransactions::Hashes(hashes) if hashes.is_empty() => vec![],
+        _ => return Err("a block without its transactions".to_owned()),
+    };
+    let (transactions, senders) = transactions.into_iter().map(|tx| tx.inner.into_parts()).unzip();
+    let withdrawals = block.withdrawals.map(|w| w.into_inner()).unwrap_or_default();
+    Ok(ForkedBlock {
+        header: block.header.inner,
+        hash: block.header.hash,
+        body: StoredBody { transactions, senders },
+        extras: BlockExtras { ommers: vec![], withdrawals },
+    })
 }
 
 /// A `debug_storageRangeAt` answer's entries, and whether it held the whole storage (no
@@ -457,7 +603,7 @@ impl Handler<Fetch> for ForkBackendActor {
             waiters.push(reply);
             return;
         }
-        self.waiting.insert(key, vec![reply]);
+        self.waiting.insert(key.clone(), vec![reply]);
         if let ForkKey::Storage(address, _) = key {
             self.ask_storage_page(address);
         }

@@ -10,13 +10,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::SyncSender;
 
 use actix::Message;
-use alloy_consensus::Header;
+use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, U256};
 use crossbeam_utils::CachePadded;
-use hearth_storage::ForkedAccount;
+use hearth_storage::{BlockExtras, ForkedAccount, LogQuery, StoredBody};
 
 /// One value the upstream can be asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ForkKey {
     /// The upstream's chain id (`eth_chainId`).
     ChainId,
@@ -33,6 +33,17 @@ pub enum ForkKey {
     /// A page of an account's storage at the fork block (`debug_storageRangeAt`), asked by the
     /// backend itself beside an account's first slot fetch; nobody waits for it.
     StorageRange(Address),
+    /// Upstream block `n` with its transactions (`eth_getBlockByNumber` with full
+    /// transactions): header, body, senders, withdrawals.
+    Block(u64),
+    /// The receipts of upstream block `n` (`eth_getBlockReceipts`).
+    Receipts(u64),
+    /// The number of the upstream block with this hash (`eth_getBlockByHash`).
+    BlockNumber(B256),
+    /// Where an upstream transaction was included (`eth_getTransactionByHash`).
+    TxLocation(B256),
+    /// The logs of upstream blocks matching a query (`eth_getLogs`).
+    Logs(Box<LogQuery>),
 }
 
 /// The upstream's answer for a [`ForkKey`] of the same kind.
@@ -48,6 +59,28 @@ pub enum ForkValue {
     Storage(U256),
     /// A block hash (`None`: no such block upstream).
     BlockHash(Option<B256>),
+    /// A block: header, its upstream hash, body and extras (`None`: no such block upstream).
+    Block(Option<Box<ForkedBlock>>),
+    /// A block's receipts (`None`: no such block upstream).
+    Receipts(Option<Vec<ReceiptEnvelope>>),
+    /// A block number, or where a transaction is (number and index); `None`: not below the
+    /// fork block upstream.
+    Location(Option<(u64, u32)>),
+    /// The upstream's JSON array of log objects.
+    Logs(Arc<Vec<u8>>),
+}
+
+/// An upstream block as the fork serves it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkedBlock {
+    /// The header.
+    pub header: Header,
+    /// The upstream's hash of it.
+    pub hash: B256,
+    /// Transactions and their senders.
+    pub body: StoredBody,
+    /// Ommers and withdrawals.
+    pub extras: BlockExtras,
 }
 
 /// Why a fork read failed.

@@ -58,7 +58,30 @@ pub(crate) fn state_block(ctx: &RpcContext, block: BlockId) -> Result<u64, RpcEr
     if number > head {
         return Err(RpcError::HeaderNotFound);
     }
+    state_after_fork(ctx, number)?;
     Ok(number)
+}
+
+/// Refuses state at block `number` when it is before a fork's fork block: below it the
+/// store has the upstream's blocks but not their state (reads would answer the fork block's).
+pub(crate) fn state_after_fork(ctx: &RpcContext, number: u64) -> Result<(), RpcError> {
+    match ctx.chain.fork() {
+        Some(fork) if number < fork.block() => {
+            Err(RpcError::BeforeFork { number, fork: fork.block() })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a trace of a transaction in block `number` when that block's parent state is
+/// before a fork's fork block (the fork block's own transactions included).
+pub(crate) fn traceable_on_fork(ctx: &RpcContext, number: u64) -> Result<(), RpcError> {
+    match ctx.chain.fork() {
+        Some(fork) if number <= fork.block() => {
+            Err(RpcError::BeforeFork { number, fork: fork.block() })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The block a lookup names, or `None` when it is after the head (the answer is `null`).
@@ -243,7 +266,24 @@ pub(crate) fn get_block_by_number(ctx: &RpcContext, params: &Params) -> Result<R
         Some(number) => read_block(ctx, number)?,
         None => None,
     };
-    Ok(Reply::typed(block.map(|b| rpc_block(&b, full))))
+    block.map(|b| upstream_block(ctx, &b, full)).transpose().map(Reply::typed)
+}
+
+/// `block` as an RPC object; an upstream block of a fork (at or below its fork block) with
+/// the total difficulty and size the upstream reported with it, so the answer is the
+/// upstream's (anvil reports a size one more than the block's RLP).
+fn upstream_block(ctx: &RpcContext, block: &SealedBlock, full: bool) -> Result<Block, RpcError> {
+    let mut rpc = rpc_block(block, full);
+    if let Some(fork) = ctx.chain.fork()
+        && block.number() <= fork.block()
+    {
+        let (total_difficulty, size) = fork.block_report(block.number())?;
+        rpc.header.total_difficulty = total_difficulty;
+        if let Some(size) = size {
+            rpc.header.size = Some(U256::from(size));
+        }
+    }
+    Ok(rpc)
 }
 
 /// eth_getBlockByHash: `[hash, fullTransactions]`; `null` when unknown.
@@ -251,7 +291,8 @@ pub(crate) fn get_block_by_hash(ctx: &RpcContext, params: &Params) -> Result<Rep
     params.at_most(2)?;
     let hash: B256 = params.required(0)?;
     let full: bool = params.required(1)?;
-    Ok(Reply::typed(read_block_by_hash(ctx, &hash)?.map(|b| rpc_block(&b, full))))
+    let block = read_block_by_hash(ctx, &hash)?;
+    block.map(|b| upstream_block(ctx, &b, full)).transpose().map(Reply::typed)
 }
 
 /// eth_getBlockTransactionCountByNumber: `[block]`; `null` after the head.

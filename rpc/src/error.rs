@@ -69,6 +69,18 @@ pub enum RpcError {
     /// A state query names a block after the head, or a hash we do not know.
     #[error("header not found")]
     HeaderNotFound,
+    /// A fork is asked for state (or a trace, which needs it) before its fork block, where it
+    /// has only the upstream's blocks, not their state.
+    #[error(
+        "block {number} is before the fork block {fork}: a fork serves state, calls and traces \
+         from its fork block on; ask the upstream for earlier ones"
+    )]
+    BeforeFork {
+        /// The block asked for (for a trace: the block whose parent state it needs).
+        number: u64,
+        /// The fork block.
+        fork: u64,
+    },
     /// eth_getLogs names a block hash we do not know.
     #[error("unknown block")]
     UnknownBlock,
@@ -237,6 +249,7 @@ impl RpcError {
             Self::Halted { .. }
             | Self::GasExceedsAllowance { .. }
             | Self::HeaderNotFound
+            | Self::BeforeFork { .. }
             | Self::UnknownBlock
             | Self::InvalidBlockRange
             | Self::Filter(hearth_messages::filters::FilterError::NotFound)
@@ -534,6 +547,7 @@ mod tests {
             (RpcError::MethodNotFound("eth_foo".into()), -32601),
             (RpcError::InvalidParams("bad".into()), -32602),
             (RpcError::HeaderNotFound, -32000),
+            (RpcError::BeforeFork { number: 1, fork: 2 }, -32000),
             (RpcError::Halted { reason: hearth_messages::executor::HaltReason::OutOfGas }, -32000),
             (RpcError::Exec(ExecError::UnknownBlock), -32000),
             (RpcError::Exec(ExecError::Busy(Refusal::QueueFull { max_queued: 4 })), -32005),

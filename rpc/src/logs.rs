@@ -14,6 +14,7 @@ use crate::params::Params;
 use crate::transport::{CappedJson, Reply};
 use alloy_eips::BlockNumHash;
 use alloy_rpc_types_eth::{BlockNumberOrTag, Filter, FilterBlockOption};
+use hearth_messages::storage::LogQuery;
 
 /// The most blocks one eth_getLogs request scans.
 pub(crate) const MAX_BLOCK_RANGE: u64 = 10_000;
@@ -41,6 +42,22 @@ pub(crate) fn encode_matching_logs(
     to: u64,
 ) -> Result<Reply, RpcError> {
     let mut out = LogWriter::new(&ctx.limits);
+    let mut from = from;
+    // A fork's blocks below its fork block are the upstream's: their logs come from one
+    // upstream eth_getLogs (cached), counted against the same caps as the local ones.
+    if let Some(fork) = ctx.chain.fork()
+        && from < fork.block()
+    {
+        let upstream_to = to.min(fork.block() - 1);
+        let json = fork.logs(&log_query(filter, from, upstream_to))?;
+        let logs: Vec<alloy_rpc_types_eth::Log> = serde_json::from_slice(&json).map_err(|e| {
+            hearth_messages::storage::StorageError::Fork(format!("undecodable logs ({e})"))
+        })?;
+        for log in &logs {
+            out.push(log)?;
+        }
+        from = fork.block();
+    }
     let mut block_logs = Vec::new();
     for number in from..=to {
         let Some(header) = ctx.chain.header(number)? else {
@@ -66,6 +83,26 @@ pub(crate) fn encode_matching_logs(
         }
     }
     out.finish()
+}
+
+/// `filter`'s addresses and topics over blocks `from..=to`, as an upstream query (sorted, so
+/// one filter is one cache key whatever order its sets came in).
+fn log_query(filter: &Filter, from: u64, to: u64) -> LogQuery {
+    let mut addresses: Vec<_> = filter.address.iter().copied().collect();
+    addresses.sort_unstable();
+    let mut topics: Vec<Vec<_>> = filter
+        .topics
+        .iter()
+        .map(|set| {
+            let mut set: Vec<_> = set.iter().copied().collect();
+            set.sort_unstable();
+            set
+        })
+        .collect();
+    while topics.last().is_some_and(Vec::is_empty) {
+        topics.pop();
+    }
+    LogQuery { from, to, addresses, topics }
 }
 
 /// A JSON array of logs written into one capped buffer, with `--rpc.max-logs` counted per log.

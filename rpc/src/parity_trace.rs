@@ -103,13 +103,21 @@ impl FromParam for Indices {
 }
 
 fn location(ctx: &RpcContext, hash: &B256) -> Result<Option<(u64, usize)>, RpcError> {
-    Ok(ctx.chain.tx_location(hash)?.map(|(block, index)| (block, index as usize)))
+    let location = ctx.chain.tx_location(hash)?;
+    if let Some((block, _)) = location {
+        crate::blocks::traceable_on_fork(ctx, block)?;
+    }
+    Ok(location.map(|(block, index)| (block, index as usize)))
 }
 
 /// A stored block by number or tag, `None` when the chain does not have it.
 fn stored_block(ctx: &RpcContext, tag: BlockNumberOrTag) -> Result<Option<u64>, RpcError> {
     let number = tag_number(tag, head(ctx)?);
-    Ok(ctx.chain.header(number)?.map(|_| number))
+    let stored = ctx.chain.header(number)?.map(|_| number);
+    if stored.is_some() {
+        crate::blocks::traceable_on_fork(ctx, number)?;
+    }
+    Ok(stored)
 }
 
 /// trace_block: `[block]`, the traces of every transaction of the block (and, before the
@@ -279,6 +287,7 @@ pub(crate) async fn trace_filter(ctx: &RpcContext, p: &Params) -> Result<Reply, 
     if filter.count == Some(0) {
         return Ok(Reply::Encoded(b"[]".to_vec()));
     }
+    crate::blocks::traceable_on_fork(ctx, from)?;
     filter.from_block = Some(from);
     filter.to_block = Some(to);
     run(ctx, TraceJob::ParityFilter { from, to, filter: Box::new(filter) }, budget(ctx)).await

@@ -528,7 +528,18 @@ impl ChainDb {
         if let Some(block) = self.head_block(&snapshot, number) {
             return Ok(Some(block.header.clone()));
         }
-        self.decode_in(&snapshot, &layout::number_key(layout::HEADER, number), "header")
+        let local: Option<Header> =
+            self.decode_in(&snapshot, &layout::number_key(layout::HEADER, number), "header")?;
+        match (local, self.history_fork(number)) {
+            (None, Some(fork)) => fork.header(number),
+            (local, _) => Ok(local),
+        }
+    }
+
+    /// The forked base, when block `number` is the upstream's (below the fork block): its
+    /// blocks, receipts and transactions are read there.
+    fn history_fork(&self, number: u64) -> Option<&Arc<dyn crate::ForkSource>> {
+        self.fork.as_ref().filter(|fork| number < fork.block())
     }
 
     /// The hash of block `number`.
@@ -551,25 +562,42 @@ impl ChainDb {
     pub fn block_number(&self, hash: &B256) -> Result<Option<u64>, StorageError> {
         match self.get(&layout::hash_key(layout::NUMBER_BY_HASH, hash))? {
             Some(v) => Ok(Some(be_u64(&v).ok_or(StorageError::Corrupt { what: "block index" })?)),
-            None => Ok(None),
+            None => match &self.fork {
+                Some(fork) => fork.block_number(hash),
+                None => Ok(None),
+            },
         }
     }
 
     /// The transactions and senders of block `number`.
     pub fn body(&self, number: u64) -> Result<Option<StoredBody>, StorageError> {
-        self.decode_chunked(&layout::number_key(layout::BODY, number), "block body")
+        let local = self.decode_chunked(&layout::number_key(layout::BODY, number), "block body")?;
+        match (local, self.history_fork(number)) {
+            (None, Some(fork)) => Ok(fork.body(number)?.map(|(body, _)| body)),
+            (local, _) => Ok(local),
+        }
     }
 
     /// The receipts of block `number`.
     pub fn receipts(&self, number: u64) -> Result<Option<Vec<ReceiptEnvelope>>, StorageError> {
-        self.decode_chunked(&layout::number_key(layout::RECEIPTS, number), "receipts")
+        let local =
+            self.decode_chunked(&layout::number_key(layout::RECEIPTS, number), "receipts")?;
+        match (local, self.history_fork(number)) {
+            (None, Some(fork)) => fork.receipts(number),
+            (local, _) => Ok(local),
+        }
     }
 
     /// The ommers and withdrawals of block `number` (empty when none were stored).
     pub fn extras(&self, number: u64) -> Result<BlockExtras, StorageError> {
-        Ok(self
-            .decode(&layout::number_key(layout::EXTRAS, number), "block extras")?
-            .unwrap_or_default())
+        let local = self.decode(&layout::number_key(layout::EXTRAS, number), "block extras")?;
+        match (local, &self.fork) {
+            // The fork block's too: its local record is written without them.
+            (None, Some(fork)) if number <= fork.block() => {
+                Ok(fork.body(number)?.map(|(_, extras)| extras).unwrap_or_default())
+            }
+            (local, _) => Ok(local.unwrap_or_default()),
+        }
     }
 
     /// The chain configuration stored by an import (`None` for a dev chain).
@@ -592,7 +620,10 @@ impl ChainDb {
                 Ok(Some((number, index)))
             }
             Some(_) => Err(StorageError::Corrupt { what: "tx index" }),
-            None => Ok(None),
+            None => match &self.fork {
+                Some(fork) => fork.tx_location(hash),
+                None => Ok(None),
+            },
         }
     }
 

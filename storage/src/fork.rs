@@ -5,9 +5,26 @@
 //! or block hash only when it has never written one itself, so every local write (a block, a
 //! dev patch) shadows the upstream's value, and a local deletion (a tombstone) shadows it too.
 
+use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256};
+use alloy_rlp::RlpEncodable;
 
-use crate::StorageError;
+use crate::{BlockExtras, StorageError, StoredBody};
+
+/// An `eth_getLogs` query of upstream blocks `from..=to` (at or below the fork block): the
+/// addresses (any of them; empty: all) and, per topic position, the topics it may hold (empty:
+/// any). Its RLP is the key its answer is cached under.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, RlpEncodable)]
+pub struct LogQuery {
+    /// First block.
+    pub from: u64,
+    /// Last block (inclusive).
+    pub to: u64,
+    /// Emitting contracts.
+    pub addresses: Vec<Address>,
+    /// Topics by position.
+    pub topics: Vec<Vec<B256>>,
+}
 
 /// An account as the upstream has it at the fork block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,4 +57,28 @@ pub trait ForkSource: Send + Sync + std::fmt::Debug {
 
     /// The hash of upstream block `number` (at or below the fork block).
     fn block_hash(&self, number: u64) -> Result<Option<B256>, StorageError>;
+
+    /// The header of upstream block `number` (below the fork block).
+    fn header(&self, number: u64) -> Result<Option<Header>, StorageError>;
+
+    /// The transactions (with senders), ommers and withdrawals of upstream block `number`
+    /// (at or below the fork block).
+    fn body(&self, number: u64) -> Result<Option<(StoredBody, BlockExtras)>, StorageError>;
+
+    /// The total difficulty and size the upstream reported with block `number` (at or below
+    /// the fork block), where it did and the block was read: what its block answers carry.
+    fn block_report(&self, number: u64) -> Result<(Option<U256>, Option<u64>), StorageError>;
+
+    /// The receipts of upstream block `number` (below the fork block).
+    fn receipts(&self, number: u64) -> Result<Option<Vec<ReceiptEnvelope>>, StorageError>;
+
+    /// The number of the upstream block with hash `hash`, when it is below the fork block.
+    fn block_number(&self, hash: &B256) -> Result<Option<u64>, StorageError>;
+
+    /// Where upstream transaction `hash` was included (block number and index), when that
+    /// block is below the fork block.
+    fn tx_location(&self, hash: &B256) -> Result<Option<(u64, u32)>, StorageError>;
+
+    /// The logs matching `query` as the upstream answered them: a JSON array of log objects.
+    fn logs(&self, query: &LogQuery) -> Result<Vec<u8>, StorageError>;
 }

@@ -38,7 +38,7 @@ pub use commit::{
 };
 pub use dump::{WholeAccount, head_accounts, load_accounts};
 pub use error::StorageError;
-pub use fork::{ForkSource, ForkedAccount};
+pub use fork::{ForkSource, ForkedAccount, LogQuery};
 pub use journal::WriteBatch;
 pub use key_writes::KeyWrites;
 pub use node_cache::NodeCache;

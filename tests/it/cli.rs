@@ -230,7 +230,7 @@ fn unknown_or_unusable_flags_exit_2_naming_them() {
         (&["--timestamp", "18446744073709551616"], "'--timestamp <TIMESTAMP>'"),
         (&["--timestamp", "9223372036854775808"], "--timestamp must be between 0 and"),
         (&["--base-fee", "18446744073709551616"], "--block-base-fee-per-gas"),
-        (&["--fork-transaction-hash", "0x01"], "'--fork-transaction-hash'"),
+        (&["--fork-transaction-hash", "0x01"], "--fork-transaction-hash: needs --fork-url"),
         (&["--order", "lifo"], "--order"),
     ];
     for (args, message) in cases {

@@ -307,11 +307,12 @@ fn concurrent_calls_over_the_same_cold_slots_fetch_each_slot_once() {
             .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
             .unwrap_or_else(|| panic!("{name} in {metrics}"))
     };
-    // Each value fetched once: the chain id, the header, the accounts (one eth_getBalance
-    // each) and the slots; every other read was coalesced or a hit.
+    // Each value fetched once: the chain id, the fork block and its receipts, the accounts
+    // (one eth_getBalance each) and the slots; every other read was coalesced or a hit.
     let values = [
         "eth_chainId",
         "eth_getBlockByNumber",
+        "eth_getBlockReceipts",
         "eth_getBalance",
         "eth_getStorageAt",
         "debug_storageRangeAt",
@@ -468,6 +469,7 @@ fn a_dead_upstream_fails_reads_with_32000_within_the_timeout_and_the_node_carrie
 
 #[test]
 fn fork_flags_are_checked_where_they_are_parsed() {
+    const HASH: &str = "0x0000000000000000000000000000000000000000000000000000000000000001";
     for (args, says) in [
         (&["--fork-block-number", "3"][..], "--fork-block-number: needs --fork-url"),
         (&["--fork-url", "ftp://x"][..], "--fork-url: must be an http:// or https:// URL"),
@@ -499,9 +501,233 @@ fn fork_flags_are_checked_where_they_are_parsed() {
             &["--fork-url", "http://x", "--fork.cache-size", "lots"][..],
             "--fork.cache-size must be a byte size",
         ),
+        (
+            &["--fork-url", "http://x", "--fork-transaction-hash", "0x01"][..],
+            "--fork-transaction-hash: must be a 32-byte hex hash",
+        ),
+        (
+            &[
+                "--fork-url",
+                "http://x",
+                "--fork-transaction-hash",
+                HASH,
+                "--fork-block-number",
+                "1",
+            ][..],
+            "cannot be used with",
+        ),
     ] {
         let (code, _, err) = NodeProcess::run_to_exit(args);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+}
+
+/// The history methods a fork serves from the upstream, for blocks `0..=last` of `node`: every
+/// block by number and hash (hashes and full), its receipts, transaction counts, transactions
+/// by index and by hash, receipts by hash, and logs over the range and filtered.
+fn history_requests(node: &NodeProcess, last: u64, token: &str) -> Vec<(&'static str, Value)> {
+    let mut requests = Vec::new();
+    for n in 0..=last {
+        let number = format!("{n:#x}");
+        let block = node.ok("eth_getBlockByNumber", json!([number, false]));
+        let hash = block["hash"].clone();
+        requests.push(("eth_getBlockByNumber", json!([number, false])));
+        requests.push(("eth_getBlockByNumber", json!([number, true])));
+        requests.push(("eth_getBlockByHash", json!([hash, true])));
+        requests.push(("eth_getBlockByHash", json!([hash, false])));
+        requests.push(("eth_getBlockReceipts", json!([number])));
+        requests.push(("eth_getBlockReceipts", json!([hash])));
+        requests.push(("eth_getBlockTransactionCountByNumber", json!([number])));
+        requests.push(("eth_getBlockTransactionCountByHash", json!([hash])));
+        requests.push(("eth_getTransactionByBlockNumberAndIndex", json!([number, "0x0"])));
+        requests.push(("eth_getTransactionByBlockHashAndIndex", json!([hash, "0x0"])));
+        for tx in block["transactions"].as_array().expect("transactions") {
+            requests.push(("eth_getTransactionByHash", json!([tx])));
+            requests.push(("eth_getTransactionReceipt", json!([tx])));
+        }
+    }
+    let transfer = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+    let last = format!("{last:#x}");
+    requests.push(("eth_getLogs", json!([{"fromBlock": "0x0", "toBlock": last}])));
+    requests
+        .push(("eth_getLogs", json!([{"fromBlock": "0x1", "toBlock": last, "address": token}])));
+    requests.push((
+        "eth_getLogs",
+        json!([{"fromBlock": "0x0", "toBlock": last, "topics": [transfer, null, format!("0x{:0>64}", &HOLDER[2..])]}]),
+    ));
+    requests
+}
+
+#[test]
+fn history_below_and_at_the_fork_block_is_the_upstream_s_and_is_cached() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(upstream.node.addr);
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    // Fork at the token transfer's block (it logs), one block below the upstream's head.
+    let fork_block = head - 1;
+    let cache = TempDir::new("fork-history");
+    let dir = cache.path().to_str().expect("utf-8").to_owned();
+    let fork = fork_node(&proxy, fork_block, &["--fork.cache-dir", &dir]);
+    let requests = history_requests(&upstream.node, fork_block, &upstream.token);
+    let answers: Vec<Value> = requests.iter().map(|(m, p)| fork.ok(m, p.clone())).collect();
+    for ((method, params), answer) in requests.iter().zip(&answers) {
+        assert_eq!(&upstream.node.ok(method, params.clone()), answer, "{method} {params}");
+        // Genesis has no transaction 0; everything else exists.
+        assert!(method.contains("AndIndex") || !answer.is_null(), "{method} {params}");
+    }
+    let by_index =
+        requests.iter().zip(&answers).filter(|((m, _), a)| m.contains("AndIndex") && !a.is_null());
+    assert_eq!(by_index.count(), 2 * fork_block as usize, "transaction 0 of blocks 1..=fork block");
+    // The mint below the fork block and the fork block's own Transfer.
+    let logs = fork.ok("eth_getLogs", json!([{"fromBlock": "0x0", "toBlock": "latest"}]));
+    assert_eq!(logs.as_array().map(Vec::len), Some(2), "{logs}");
+    assert_eq!(crate::support::quantity(&logs[1]["blockNumber"]), fork_block);
+    // A second read of everything is answered from the cache.
+    let requests_before = proxy.requests();
+    for ((method, params), answer) in requests.iter().zip(&answers) {
+        assert_eq!(&fork.ok(method, params.clone()), answer, "{method} {params} again");
+    }
+    assert_eq!(proxy.requests(), requests_before, "the second reads asked the upstream nothing");
+    // What came after the fork block upstream is not this chain's.
+    let later = upstream.node.ok("eth_getBlockByNumber", json!([format!("{head:#x}"), false]));
+    let later_tx = later["transactions"][0].clone();
+    assert!(fork.ok("eth_getTransactionByHash", json!([later_tx])).is_null());
+    assert!(fork.ok("eth_getBlockByHash", json!([later["hash"], false])).is_null());
+    // A local block after the fork block: logs over the whole range are the upstream's
+    // followed by the local ones.
+    fork.ok("anvil_impersonateAccount", json!([HOLDER]));
+    // (The holder's ETH came after the fork block upstream.)
+    fork.ok("anvil_setBalance", json!([HOLDER, "0xde0b6b3a7640000"]));
+    let transfer = format!("0xa9059cbb{:0>64}{:0>64}", &ALICE[2..], "64");
+    fork.ok(
+        "eth_sendTransaction",
+        json!([{"from": HOLDER, "to": upstream.token, "data": transfer}]),
+    );
+    let all = fork.ok("eth_getLogs", json!([{"fromBlock": "0x0", "toBlock": "latest"}]));
+    assert_eq!(all.as_array().map(Vec::len), Some(3), "{all}");
+    assert_eq!((&all[0], &all[1]), (&logs[0], &logs[1]));
+    assert_eq!(crate::support::quantity(&all[2]["blockNumber"]), fork_block + 1);
+    // --rpc.max-logs counts the upstream's logs and the local ones together.
+    let capped = fork_node(&proxy, fork_block, &["--no-fork-cache", "--rpc.max-logs", "2"]);
+    let range = json!([{"fromBlock": "0x0", "toBlock": "latest"}]);
+    assert_eq!(capped.ok("eth_getLogs", range.clone()), logs, "two logs fit");
+    capped.ok("anvil_impersonateAccount", json!([HOLDER]));
+    capped.ok("anvil_setBalance", json!([HOLDER, "0xde0b6b3a7640000"]));
+    capped.ok(
+        "eth_sendTransaction",
+        json!([{"from": HOLDER, "to": upstream.token, "data": transfer}]),
+    );
+    let over = capped.call("eth_getLogs", range);
+    assert_eq!(over["error"]["code"], -32005, "{over}");
+    // State and traces before the fork block are refused, not answered with the fork block's.
+    let refused = fork.call("eth_getBalance", json!([HOLDER, "0x1"]));
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains("fork block")));
+    let first_tx = answers
+        [requests.iter().position(|(m, _)| *m == "eth_getTransactionByHash").expect("a tx")]["hash"]
+        .clone();
+    let trace = fork.call("debug_traceTransaction", json!([first_tx]));
+    assert_eq!(trace["error"]["code"], -32000, "{trace}");
+    fork.stop();
+    // A restart on the same cache serves the history without the upstream.
+    let requests_before = proxy.requests();
+    let again = fork_node(&proxy, fork_block, &["--fork.cache-dir", &dir]);
+    for ((method, params), answer) in requests.iter().zip(&answers) {
+        assert_eq!(&again.ok(method, params.clone()), answer, "{method} {params} after a restart");
+    }
+    assert_eq!(proxy.requests(), requests_before, "the restart and its reads asked nothing");
+    let (_, metrics) = crate::process::get(again.addr, "/metrics").expect("metrics");
+    assert!(metrics.contains("hearth_fork_cache_hits_total"), "{metrics}");
+}
+
+#[test]
+fn a_dead_upstream_fails_history_reads_with_32000_within_the_timeout() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(upstream.node.addr);
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    let fork = fork_node(&proxy, head, &["--no-fork-cache", "--fork-timeout", "1s"]);
+    proxy.down.store(true, Ordering::Relaxed);
+    for (method, params) in [
+        ("eth_getBlockByNumber", json!(["0x1", true])),
+        ("eth_getBlockReceipts", json!(["0x1"])),
+        ("eth_getLogs", json!([{"fromBlock": "0x0", "toBlock": "0x1"}])),
+        ("eth_getTransactionByHash", json!([format!("0x{:064x}", 7)])),
+    ] {
+        let started = Instant::now();
+        let answer = fork.call(method, params);
+        assert_eq!(answer["error"]["code"], -32000, "{method}: {answer}");
+        let message = answer["error"]["message"].as_str().expect("message");
+        assert!(message.starts_with("fork upstream: "), "{message}");
+        assert!(started.elapsed() < Duration::from_millis(1_800), "{method}");
+    }
+    proxy.down.store(false, Ordering::Relaxed);
+    assert_eq!(
+        fork.ok("eth_getBlockByNumber", json!(["0x1", true])),
+        upstream.node.ok("eth_getBlockByNumber", json!(["0x1", true]))
+    );
+}
+
+#[test]
+fn fork_transaction_hash_forks_just_before_the_transaction() {
+    let upstream = NodeProcess::spawn(&["--http.port", "0", "--no-mining"]);
+    let to = |i: u64| format!("0x{:040x}", 0xb0 + i);
+    let hashes: Vec<Value> = (1..=3)
+        .map(|i| {
+            upstream.ok(
+                "eth_sendTransaction",
+                json!([{"from": ALICE, "to": to(i), "value": format!("{i:#x}")}]),
+            )
+        })
+        .collect();
+    upstream.ok("evm_mine", json!([]));
+    upstream.ok("evm_mine", json!([]));
+    let receipt = upstream.ok("eth_getTransactionReceipt", json!([hashes[2]]));
+    let block = crate::support::quantity(&receipt["blockNumber"]);
+    assert_eq!(receipt["transactionIndex"], "0x2");
+    let proxy = Proxy::start(upstream.addr);
+    let url = proxy.url();
+    let hash = hashes[2].as_str().expect("hash");
+    let fork = NodeProcess::spawn(&[
+        "--http.port",
+        "0",
+        "--fork-url",
+        &url,
+        "--fork-transaction-hash",
+        hash,
+        "--no-fork-cache",
+    ]);
+    // The earlier two are the first local block, numbered as upstream, in upstream order.
+    assert_eq!(crate::support::quantity(&fork.ok("eth_blockNumber", json!([]))), block);
+    let local = fork.ok("eth_getBlockByNumber", json!([format!("{block:#x}"), false]));
+    assert_eq!(local["transactions"], json!([hashes[0], hashes[1]]));
+    let parent = upstream.ok("eth_getBlockByNumber", json!([format!("{:#x}", block - 1), false]));
+    assert_eq!(local["parentHash"], parent["hash"]);
+    let upstream_block = upstream.ok("eth_getBlockByNumber", json!([format!("{block:#x}"), false]));
+    assert_eq!(local["timestamp"], upstream_block["timestamp"]);
+    for i in 1..=2 {
+        let receipt = fork.ok("eth_getTransactionReceipt", json!([hashes[i - 1]]));
+        assert_eq!(receipt["status"], "0x1", "{receipt}");
+        assert_eq!(fork.ok("eth_getBalance", json!([to(i as u64), "latest"])), format!("{i:#x}"));
+    }
+    // The state is just before the transaction: it has not run, and it runs next.
+    assert_eq!(fork.ok("eth_getBalance", json!([to(3), "latest"])), "0x0");
+    assert!(fork.ok("eth_getTransactionByHash", json!([hash])).is_null());
+    assert_eq!(fork.ok("eth_getTransactionCount", json!([ALICE, "latest"])), "0x2");
+    let raw = upstream.ok("debug_getRawTransaction", json!([hash]));
+    assert_eq!(fork.ok("eth_sendRawTransaction", json!([raw])), hashes[2]);
+    let mined = fork.ok("eth_getTransactionReceipt", json!([hash]));
+    assert_eq!(mined["status"], "0x1", "{mined}");
+    assert_eq!(fork.ok("eth_getBalance", json!([to(3), "latest"])), "0x3");
+    // An unknown hash stops the start with a clear error.
+    let missing = format!("0x{:064x}", 9);
+    let (code, _, err) = NodeProcess::run_to_exit(&[
+        "--fork-url",
+        &url,
+        "--fork-transaction-hash",
+        &missing,
+        "--no-fork-cache",
+    ]);
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("no mined transaction"), "{err}");
 }

@@ -17,10 +17,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use alloy_consensus::Header;
+use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
-use alloy_rlp::Decodable;
-use hearth_storage::{ForkedAccount, KeyWrites};
+use alloy_rlp::{Decodable, RlpDecodable, RlpEncodable};
+use hearth_storage::{BlockExtras, ForkedAccount, KeyWrites, LogQuery, StoredBody};
 
 /// What the cache could not do.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +63,46 @@ const TX_COUNT: u8 = b'n';
 const RANGE: u8 = b'r';
 /// State tree: address + keccak(slot) -> value, from a storage page without slot preimages.
 const HASHED_SLOT: u8 = b'z';
+/// Meta tree, history below a fork block (immutable, so shared by forks of any later block):
+/// number -> a block's body and extras; number -> its receipts; hash -> a block's number;
+/// hash -> a transaction's block number and index; keccak(query) -> a logs answer.
+const BODY: u8 = b'B';
+const RECEIPTS: u8 = b'R';
+const NUMBER_OF: u8 = b'N';
+const TX_AT: u8 = b'T';
+const LOGS: u8 = b'L';
+/// Meta tree: number -> the total difficulty the upstream reported with the block; number ->
+/// the size it reported.
+const TOTAL_DIFFICULTY: u8 = b'D';
+const SIZE: u8 = b'Z';
+/// State tree: kind (`NUMBER_OF` or `TX_AT`) + hash -> nothing: the upstream had no such block
+/// or transaction below this fork block (another fork block may).
+const ABSENT: u8 = b'x';
+
+/// What the meta tree keeps of a block's body.
+#[derive(RlpEncodable, RlpDecodable)]
+struct CachedBody {
+    body: StoredBody,
+    extras: BlockExtras,
+}
+
+/// Which location a hash is looked up for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocationKind {
+    /// A block's number by its hash.
+    Block,
+    /// A transaction's block number and index by its hash.
+    Transaction,
+}
+
+impl LocationKind {
+    const fn prefix(self) -> u8 {
+        match self {
+            Self::Block => NUMBER_OF,
+            Self::Transaction => TX_AT,
+        }
+    }
+}
 
 /// One entry of a fetched storage page: the hashed slot, the slot itself when the upstream
 /// gave it, and the value.
@@ -347,6 +387,152 @@ impl ForkCache {
         Ok(self.state()?.get(hash_key(CODE, code_hash))?.map(|v| Bytes::copy_from_slice(&v)))
     }
 
+    /// A cached block body with its extras.
+    pub fn body(&self, number: u64) -> Result<Option<(StoredBody, BlockExtras)>, ForkCacheError> {
+        let Some(v) = self.meta.get(number_key(BODY, number))? else { return Ok(None) };
+        let cached =
+            CachedBody::decode(&mut &v[..]).map_err(|_| ForkCacheError::Corrupt("block body"))?;
+        Ok(Some((cached.body, cached.extras)))
+    }
+
+    /// Caches a block body with its extras.
+    pub fn put_body(
+        &self,
+        number: u64,
+        body: &StoredBody,
+        extras: &BlockExtras,
+    ) -> Result<(), ForkCacheError> {
+        let v = alloy_rlp::encode(CachedBody { body: body.clone(), extras: extras.clone() });
+        if !self.fits(9 + v.len()) {
+            return Ok(());
+        }
+        KeyWrites::new(&self.meta).insert(&number_key(BODY, number)[..], v)?;
+        Ok(())
+    }
+
+    /// The total difficulty cached with block `number`.
+    pub fn total_difficulty(&self, number: u64) -> Result<Option<U256>, ForkCacheError> {
+        match self.meta.get(number_key(TOTAL_DIFFICULTY, number))? {
+            Some(v) => value_from(&v).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Caches the total difficulty of block `number`.
+    pub fn put_total_difficulty(&self, number: u64, td: U256) -> Result<(), ForkCacheError> {
+        if !self.fits(9 + 32) {
+            return Ok(());
+        }
+        KeyWrites::new(&self.meta)
+            .insert(&number_key(TOTAL_DIFFICULTY, number)[..], &td.to_be_bytes::<32>()[..])?;
+        Ok(())
+    }
+
+    /// The size the upstream reported for block `number`.
+    pub fn size(&self, number: u64) -> Result<Option<u64>, ForkCacheError> {
+        match self.meta.get(number_key(SIZE, number))? {
+            Some(v) => Ok(Some(u64_from(&v).ok_or(ForkCacheError::Corrupt("block size"))?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Caches the size the upstream reported for block `number`.
+    pub fn put_size(&self, number: u64, size: u64) -> Result<(), ForkCacheError> {
+        if !self.fits(9 + 8) {
+            return Ok(());
+        }
+        KeyWrites::new(&self.meta)
+            .insert(&number_key(SIZE, number)[..], &size.to_be_bytes()[..])?;
+        Ok(())
+    }
+
+    /// A block's cached receipts.
+    pub fn receipts(&self, number: u64) -> Result<Option<Vec<ReceiptEnvelope>>, ForkCacheError> {
+        let Some(v) = self.meta.get(number_key(RECEIPTS, number))? else { return Ok(None) };
+        let receipts = Vec::<ReceiptEnvelope>::decode(&mut &v[..])
+            .map_err(|_| ForkCacheError::Corrupt("receipts"))?;
+        Ok(Some(receipts))
+    }
+
+    /// Caches a block's receipts.
+    pub fn put_receipts(
+        &self,
+        number: u64,
+        receipts: &[ReceiptEnvelope],
+    ) -> Result<(), ForkCacheError> {
+        let v = alloy_rlp::encode(receipts.to_vec());
+        if !self.fits(9 + v.len()) {
+            return Ok(());
+        }
+        KeyWrites::new(&self.meta).insert(&number_key(RECEIPTS, number)[..], v)?;
+        Ok(())
+    }
+
+    /// A cached location of a block or transaction hash: `Some(None)` when the upstream had
+    /// none below the pinned fork block.
+    pub fn location(
+        &self,
+        kind: LocationKind,
+        hash: &B256,
+    ) -> Result<Option<Option<(u64, u32)>>, ForkCacheError> {
+        if let Some(v) = self.meta.get(hash_key(kind.prefix(), hash))? {
+            let number = u64_from(v.get(..8).ok_or(ForkCacheError::Corrupt("location"))?)
+                .ok_or(ForkCacheError::Corrupt("location"))?;
+            let index = match v.get(8..) {
+                Some(rest) if rest.len() == 4 => {
+                    u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]])
+                }
+                _ => 0,
+            };
+            return Ok(Some(Some((number, index))));
+        }
+        // Absence is kept per fork block: before one is pinned nothing is known.
+        let Some(state) = &self.state else { return Ok(None) };
+        Ok(state.contains_key(absent_key(kind, hash))?.then_some(None))
+    }
+
+    /// Caches where a hash is (`None`: not below the pinned fork block, kept for this fork
+    /// block only).
+    pub fn put_location(
+        &self,
+        kind: LocationKind,
+        hash: &B256,
+        location: Option<(u64, u32)>,
+    ) -> Result<(), ForkCacheError> {
+        if !self.fits(34 + 12) {
+            return Ok(());
+        }
+        match location {
+            Some((number, index)) => {
+                let mut v = number.to_be_bytes().to_vec();
+                if kind == LocationKind::Transaction {
+                    v.extend_from_slice(&index.to_be_bytes());
+                }
+                KeyWrites::new(&self.meta).insert(&hash_key(kind.prefix(), hash)[..], v)?;
+            }
+            None => {
+                if let Some(state) = &self.state {
+                    state.insert(&absent_key(kind, hash)[..], &[][..])?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A cached logs answer (a JSON array).
+    pub fn logs(&self, query: &LogQuery) -> Result<Option<Vec<u8>>, ForkCacheError> {
+        Ok(self.meta.get(logs_key(query))?.map(|v| v.to_vec()))
+    }
+
+    /// Caches a logs answer.
+    pub fn put_logs(&self, query: &LogQuery, json: &[u8]) -> Result<(), ForkCacheError> {
+        if !self.fits(33 + json.len()) {
+            return Ok(());
+        }
+        KeyWrites::new(&self.meta).insert(&logs_key(query)[..], json)?;
+        Ok(())
+    }
+
     /// Makes what is cached durable on sled's own threads (the caller does not wait for the
     /// disk).
     pub fn flush_in_background(&self) -> impl std::future::Future<Output = ()> + 'static {
@@ -405,6 +591,18 @@ fn hash_key(prefix: u8, hash: &B256) -> [u8; 33] {
     k
 }
 
+fn absent_key(kind: LocationKind, hash: &B256) -> [u8; 34] {
+    let mut k = [0u8; 34];
+    k[0] = ABSENT;
+    k[1] = kind.prefix();
+    k[2..].copy_from_slice(hash.as_slice());
+    k
+}
+
+fn logs_key(query: &LogQuery) -> [u8; 33] {
+    hash_key(LOGS, &keccak256(alloy_rlp::encode(query)))
+}
+
 fn slot_key(address: &Address, slot: &U256) -> [u8; 53] {
     let mut k = [0u8; 53];
     k[0] = SLOT;
@@ -453,6 +651,37 @@ mod tests {
         assert_eq!(cache.slot(&b, &U256::from(2)).unwrap(), Some(U256::from(22)));
         assert_eq!(cache.slot(&b, &U256::from(3)).unwrap(), None, "part: not known");
         assert_eq!(cache.slot(&Address::ZERO, &U256::from(1)).unwrap(), None);
+    }
+
+    #[test]
+    fn history_is_kept_per_endpoint_and_absence_per_fork_block() {
+        let (mut cache, _) = ForkCache::open(None, "http://a", u64::MAX);
+        let hash = B256::repeat_byte(7);
+        // Before a fork block is pinned, absence is neither known nor kept.
+        cache.put_location(LocationKind::Transaction, &hash, None).unwrap();
+        assert_eq!(cache.location(LocationKind::Transaction, &hash).unwrap(), None);
+        cache.pin(1, 10).unwrap();
+        cache.put_location(LocationKind::Transaction, &hash, None).unwrap();
+        assert_eq!(cache.location(LocationKind::Transaction, &hash).unwrap(), Some(None));
+        assert_eq!(cache.location(LocationKind::Block, &hash).unwrap(), None, "another kind");
+        let found = B256::repeat_byte(8);
+        cache.put_location(LocationKind::Transaction, &found, Some((4, 2))).unwrap();
+        cache.put_location(LocationKind::Block, &found, Some((5, 0))).unwrap();
+        let body = StoredBody { transactions: vec![], senders: vec![] };
+        cache.put_body(4, &body, &BlockExtras::default()).unwrap();
+        cache.put_receipts(4, &[]).unwrap();
+        let query = LogQuery { from: 1, to: 4, addresses: vec![Address::ZERO], topics: vec![] };
+        cache.put_logs(&query, b"[]").unwrap();
+        // Another fork block of the endpoint: what was found is still found, absence is not.
+        cache.pin(1, 20).unwrap();
+        assert_eq!(cache.location(LocationKind::Transaction, &hash).unwrap(), None);
+        assert_eq!(cache.location(LocationKind::Transaction, &found).unwrap(), Some(Some((4, 2))));
+        assert_eq!(cache.location(LocationKind::Block, &found).unwrap(), Some(Some((5, 0))));
+        assert_eq!(cache.body(4).unwrap(), Some((body, BlockExtras::default())));
+        assert_eq!(cache.receipts(4).unwrap(), Some(vec![]));
+        assert_eq!(cache.logs(&query).unwrap(), Some(b"[]".to_vec()));
+        let other = LogQuery { to: 3, ..query };
+        assert_eq!(cache.logs(&other).unwrap(), None, "another range is another answer");
     }
 
     #[test]

@@ -11,11 +11,12 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth_messages::fork::{Fetch, ForkCounters, ForkError, ForkKey, ForkValue, PinFork};
-use hearth_storage::{ForkSource, ForkedAccount, StorageError};
+use hearth_storage::{BlockExtras, ForkSource, ForkedAccount, LogQuery, StorageError, StoredBody};
 
-use super::cache::ForkCache;
+use super::cache::{ForkCache, ForkCacheError, LocationKind};
 
 /// The store's handle on the fork backend and its cache.
 #[derive(Debug, Clone)]
@@ -58,7 +59,7 @@ impl ForkClient {
     /// thread until all are in or the wait is over.
     pub fn fetch_many(&self, keys: &[ForkKey]) -> Vec<Result<ForkValue, ForkError>> {
         let deadline = Instant::now() + self.wait;
-        let sent: Vec<_> = keys.iter().map(|key| self.send(*key)).collect();
+        let sent: Vec<_> = keys.iter().map(|key| self.send(key.clone())).collect();
         sent.into_iter().map(|answer| self.wait_for(answer?, deadline)).collect()
     }
 
@@ -125,6 +126,64 @@ impl ForkClient {
     }
 }
 
+impl ForkClient {
+    /// Upstream block `number` (header, hash, body, extras), from the cache or the upstream.
+    fn block_at(
+        &self,
+        number: u64,
+    ) -> Result<Option<hearth_messages::fork::ForkedBlock>, StorageError> {
+        let cached = (
+            self.cache.header(number).map_err(cache_error)?,
+            self.cache.body(number).map_err(cache_error)?,
+        );
+        if let (Some((header, hash)), Some((body, extras))) = cached {
+            self.counters.add_hit();
+            return Ok(Some(hearth_messages::fork::ForkedBlock { header, hash, body, extras }));
+        }
+        // Whoever reads a block's body reads its receipts next (a whole block is served with
+        // both): they go upstream in the same batch.
+        let mut keys = vec![ForkKey::Block(number)];
+        if self.cache.receipts(number).map_err(cache_error)?.is_none() {
+            keys.push(ForkKey::Receipts(number));
+        }
+        let block = self.fetch_many(&keys).swap_remove(0);
+        match block.map_err(storage_error)? {
+            ForkValue::Block(block) => Ok(block.map(|b| *b)),
+            other => Err(storage_error(unexpected(&other))),
+        }
+    }
+
+    /// Where a block or transaction hash is upstream, when below the fork block.
+    fn location(
+        &self,
+        kind: LocationKind,
+        hash: &B256,
+    ) -> Result<Option<(u64, u32)>, StorageError> {
+        let location = match self.cache.location(kind, hash).map_err(cache_error)? {
+            Some(location) => {
+                self.counters.add_hit();
+                location
+            }
+            None => {
+                let key = match kind {
+                    LocationKind::Block => ForkKey::BlockNumber(*hash),
+                    LocationKind::Transaction => ForkKey::TxLocation(*hash),
+                };
+                match self.fetch(key).map_err(storage_error)? {
+                    ForkValue::Location(location) => location,
+                    other => return Err(storage_error(unexpected(&other))),
+                }
+            }
+        };
+        // The fork block and what came after it upstream are not this chain's history.
+        Ok(location.filter(|(number, _)| *number < self.block))
+    }
+}
+
+fn cache_error(error: ForkCacheError) -> StorageError {
+    StorageError::Fork(error.to_string())
+}
+
 fn unexpected(value: &ForkValue) -> ForkError {
     ForkError::Upstream(format!("the backend answered a different kind of value: {value:?}"))
 }
@@ -168,6 +227,74 @@ impl ForkSource for ForkClient {
         }
         match self.fetch(ForkKey::BlockHash(number)).map_err(storage_error)? {
             ForkValue::BlockHash(hash) => Ok(hash),
+            other => Err(storage_error(unexpected(&other))),
+        }
+    }
+
+    fn header(&self, number: u64) -> Result<Option<Header>, StorageError> {
+        if number > self.block {
+            return Ok(None);
+        }
+        if let Some((header, _)) = self.cache.header(number).map_err(cache_error)? {
+            self.counters.add_hit();
+            return Ok(Some(header));
+        }
+        match self.fetch(ForkKey::Header(number)).map_err(storage_error)? {
+            ForkValue::Header(header, _) => Ok(Some(*header)),
+            other => Err(storage_error(unexpected(&other))),
+        }
+    }
+
+    fn body(&self, number: u64) -> Result<Option<(StoredBody, BlockExtras)>, StorageError> {
+        if number > self.block {
+            return Ok(None);
+        }
+        Ok(self.block_at(number)?.map(|block| (block.body, block.extras)))
+    }
+
+    fn block_report(&self, number: u64) -> Result<(Option<U256>, Option<u64>), StorageError> {
+        if number > self.block {
+            return Ok((None, None));
+        }
+        let td = self.cache.total_difficulty(number).map_err(cache_error)?;
+        Ok((td, self.cache.size(number).map_err(cache_error)?))
+    }
+
+    fn receipts(&self, number: u64) -> Result<Option<Vec<ReceiptEnvelope>>, StorageError> {
+        if number > self.block {
+            return Ok(None);
+        }
+        if let Some(receipts) = self.cache.receipts(number).map_err(cache_error)? {
+            self.counters.add_hit();
+            return Ok(Some(receipts));
+        }
+        match self.fetch(ForkKey::Receipts(number)).map_err(storage_error)? {
+            ForkValue::Receipts(receipts) => Ok(receipts),
+            other => Err(storage_error(unexpected(&other))),
+        }
+    }
+
+    fn block_number(&self, hash: &B256) -> Result<Option<u64>, StorageError> {
+        Ok(self.location(LocationKind::Block, hash)?.map(|(number, _)| number))
+    }
+
+    fn tx_location(&self, hash: &B256) -> Result<Option<(u64, u32)>, StorageError> {
+        self.location(LocationKind::Transaction, hash)
+    }
+
+    fn logs(&self, query: &LogQuery) -> Result<Vec<u8>, StorageError> {
+        if query.to > self.block {
+            return Err(StorageError::Fork(format!(
+                "logs of block {} asked of the upstream, above the fork block {}",
+                query.to, self.block
+            )));
+        }
+        if let Some(json) = self.cache.logs(query).map_err(cache_error)? {
+            self.counters.add_hit();
+            return Ok(json);
+        }
+        match self.fetch(ForkKey::Logs(Box::new(query.clone()))).map_err(storage_error)? {
+            ForkValue::Logs(json) => Ok(json.to_vec()),
             other => Err(storage_error(unexpected(&other))),
         }
     }
