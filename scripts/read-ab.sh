@@ -9,6 +9,9 @@
 #   cargo build --release --bin hearth --bin hearth-load
 #   bash scripts/read-ab.sh /tmp/hearth-a target/release/hearth [ROUNDS=4]
 #   WORKLOADS=balanceOf,getBalance CONC=8 SECS=10 PORT_A=9301 PORT_B=9302 (defaults)
+#   WRITES=patches: meanwhile each node's state owner applies a large dev patch every 250 ms
+#     (scripts/patch-writer.py; PATCH_ACCOUNTS=200 accounts of 4 slots: thousands of keys each),
+#     so the reads run against a busy writer (issue 14: sled's global lock under batch applies).
 #
 # Nodes listen on 127.0.0.1 only and are stopped by PID at the end; every run is bounded.
 set -euo pipefail
@@ -23,9 +26,19 @@ PORT_A=${PORT_A:-9301}; PORT_B=${PORT_B:-9302}
 "$A" --dev --ephemeral --http.port "$PORT_A" >/tmp/read-ab-a.log 2>&1 & PIDS+=($!)
 "$B" --dev --ephemeral --http.port "$PORT_B" >/tmp/read-ab-b.log 2>&1 & PIDS+=($!)
 wait_up "$PORT_A"; wait_up "$PORT_B"
+WRITES=${WRITES:-}
+if [ "$WRITES" = patches ]; then
+  for port in "$PORT_A" "$PORT_B"; do
+    python3 "$HERE/scripts/patch-writer.py" "http://127.0.0.1:$port/" "${PATCH_ACCOUNTS:-200}" 4 "${PATCH_PERIOD:-0.25}" \
+      >"/tmp/read-ab-writer-$port.log" 2>&1 & PIDS+=($!)
+  done
+  sleep 2 # the writers' first loads
+elif [ -n "$WRITES" ]; then
+  echo "WRITES is patches or unset" >&2; exit 2
+fi
 TA="A=http://127.0.0.1:$PORT_A/"; TB="B=http://127.0.0.1:$PORT_B/"
 
-echo "A = $A, B = $B; $WORKLOADS, closed loop, $CONC connections, $SECS s per run; load: $(uptime)"
+echo "A = $A, B = $B; $WORKLOADS, closed loop, $CONC connections, $SECS s per run${WRITES:+, writes: $WRITES}; load: $(uptime)"
 OUT=$(mktemp /tmp/read-ab.XXXX)
 for round in $(seq 1 "$ROUNDS"); do
   if [ $((round % 2)) = 1 ]; then order=("--target" "$TA" "--target" "$TB"); else order=("--target" "$TB" "--target" "$TA"); fi
@@ -44,4 +57,7 @@ awk -F'|' -v s="$SECS" '{
     printf "| %s | %s | %.0f | %.0f | %.3f |\n", p[1], p[2], a, b, (a > 0 ? b / a : 0) }
 }' "$OUT" | sort -t'|' -k3,3 -k2,2n
 rm -f "$OUT"
+if [ -n "$WRITES" ]; then
+  for port in "$PORT_A" "$PORT_B"; do echo "writer on $port: $(tail -1 "/tmp/read-ab-writer-$port.log")"; done
+fi
 echo "load after: $(uptime)"

@@ -10,9 +10,15 @@
 //! block N reads stays valid while N+1 commits. The journal, and the lock around it, belong to
 //! the [`ChainWriter`] alone.
 //!
-//! sled itself is a concurrent B-tree whose reads are lock-free except where sled 0.34 takes
-//! its own `concurrency_control` read lock, which only sled's transactions and batches take
-//! for writing (ARCHITECTURE.md, "Locks").
+//! sled itself is a concurrent B-tree whose reads are lock-free as long as the process never
+//! calls a sled batch, transaction or checksum: the first such call switches on sled 0.34's
+//! process-wide `concurrency_control` lock, taken by every read from then on. Hearth writes
+//! key by key only (`key_writes`), so it stays off; the journal gives multi-key writes their
+//! crash atomicity instead. Readers are kept apart from a write in progress by versions: a
+//! block writes only keys of its own number, and the records that lead to it (header, hash
+//! indexes) after the rest. A dev patch, revert or rollback rewrites or removes records of
+//! the head's (or later) number in place, so a request running across one can read part of
+//! it (ARCHITECTURE.md, "Locks").
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +31,7 @@ use alloy_rlp::Decodable;
 use arc_swap::ArcSwap;
 
 use crate::account_versions::{AccountChanges, AccountVersions, Newest};
-use crate::journal::Journal;
+use crate::journal::{Journal, Recovery};
 use crate::layout::{self, be_u64};
 use crate::overlay::Overlay;
 use crate::records::{BlockExtras, StoredAccount, StoredBody};
@@ -140,13 +146,6 @@ impl std::ops::Deref for Loaded<'_> {
 }
 
 const NO_HEAD: u64 = u64::MAX;
-
-/// Blocks of at most this many keys go into sled key by key; larger ones as one sled batch.
-/// A sled batch has a fixed cost (it seals sled's IO buffer twice, waking every idle IO
-/// thread each time: `WriteBatch::apply_in_order`; one sender's transfers ran 18% faster key by
-/// key) but costs less per key: the trie bench's 1,000-account blocks (~4,500 keys) took a
-/// median 59 ms to apply key by key and 43-55 ms as a batch (BENCHMARKS.md).
-const IN_ORDER_MAX_OPS: usize = 128;
 
 /// The page cache a store opens with: a cap on the pages sled keeps decoded in memory, not an
 /// allocation (a small state uses what it needs). sled's own default is 1 GiB; a state of a
@@ -303,7 +302,7 @@ impl ChainWriter {
     /// Stores the chain configuration the node must run this chain under, durably.
     pub fn set_chain_config(&self, config: &[u8]) -> Result<(), StorageError> {
         let chain = self.generation();
-        chain.db.insert(layout::CHAIN_CONFIG_KEY, config)?;
+        crate::KeyWrites::new(&chain.db).insert(layout::CHAIN_CONFIG_KEY, config)?;
         chain.db.flush()?;
         Ok(())
     }
@@ -312,7 +311,7 @@ impl ChainWriter {
     /// a block 0 has its document too (a document without block 0 is replaced at next start).
     pub fn set_genesis_document(&self, document: &[u8]) -> Result<(), StorageError> {
         let chain = self.generation();
-        chain.db.insert(layout::GENESIS_DOCUMENT_KEY, document)?;
+        crate::KeyWrites::new(&chain.db).insert(layout::GENESIS_DOCUMENT_KEY, document)?;
         chain.db.flush()?;
         Ok(())
     }
@@ -322,19 +321,20 @@ impl ChainWriter {
         self.reader.clone()
     }
 
-    /// Makes `batch` durable, applies it atomically (readers see all of it or none), then
-    /// publishes `number` as head. For dev patches and reverts, which rewrite records a
-    /// reader at the head may be reading.
+    /// Makes `batch` durable (journaled and fsynced), applies it key by key, then publishes
+    /// `number` as head. For dev patches, reverts and rollbacks, which rewrite records a
+    /// reader at the head may be reading: such a reader can see part of the write (ARCHITECTURE.md,
+    /// "Locks"); a crash part-way is completed at the next open (`journal`).
     ///
     /// Only the state owner commits. The journal append is what makes "acknowledged" mean
     /// "survives kill -9" (see `journal`): sled alone would keep the batch in its buffers
     /// until its next flush.
     pub fn commit_batch(&self, batch: WriteBatch, number: u64) -> Result<(), StorageError> {
-        self.commit(batch, number, false, false, None).map(drop)
+        self.commit(batch, number, Recovery::Synced, false, None).map(drop)
     }
 
-    /// Makes a new block's `batch` durable, applies it (small blocks key by key, in order,
-    /// large ones as one sled batch: [`IN_ORDER_MAX_OPS`]), then publishes `number` as head;
+    /// Makes a new block's `batch` durable, applies it key by key, in order, then publishes
+    /// `number` as head;
     /// returns how long applying and making durable took. Readers at the old head never look
     /// at the block's keys (they are versions of a later block, or records only the new head
     /// leads to) until the new snapshot is published, after the batch is visible.
@@ -348,9 +348,8 @@ impl ChainWriter {
         block: HeadBlock,
         defer: bool,
     ) -> Result<(Duration, Duration), StorageError> {
-        let in_order = batch.len() <= IN_ORDER_MAX_OPS;
         let number = block.header.number;
-        self.commit(batch, number, in_order, defer, Some(block))
+        self.commit(batch, number, Recovery::Block, defer, Some(block))
     }
 
     /// Journal and apply (`journal`), publish the next snapshot, then checkpoint when due. The
@@ -361,14 +360,14 @@ impl ChainWriter {
         &self,
         batch: WriteBatch,
         number: u64,
-        in_order: bool,
+        recovery: Recovery,
         defer: bool,
         block: Option<HeadBlock>,
     ) -> Result<(Duration, Duration), StorageError> {
         let mut journal = self.journal()?;
         let previous = self.reader.published.load_full();
         let mut changes = AccountChanges::of(&batch);
-        let committed = match journal.commit(batch, in_order, defer) {
+        let committed = match journal.commit(batch, recovery, defer) {
             Ok(committed) => committed,
             Err(error) => {
                 // Part of the batch may be visible: readers ask the store for everything but
@@ -421,6 +420,13 @@ impl ChainWriter {
         // under the journal lock, as every publication.
         self.drop_overlay();
         Ok(())
+    }
+
+    /// Makes the next commit's apply stop with an error after `count` operations, as a crash
+    /// part-way would leave it (crash tests).
+    #[cfg(test)]
+    pub(crate) fn fail_next_apply_after(&self, count: usize) {
+        self.journal().expect("journal").fail_next_apply_after(count);
     }
 
     /// The journal, locked. A poisoned lock means a commit panicked half-way: nothing more is

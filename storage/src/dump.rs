@@ -6,7 +6,7 @@
 //! before the head, then the newest version of each slot of that account's current storage
 //! incarnation. It reads sled alone, so the caller (the state owner, the only writer) settles
 //! the deferred block first and no commit runs meanwhile. Loading is one dev patch
-//! ([`write_patch`]): every account in one atomic, journaled batch, so a load is applied whole
+//! ([`write_patch`]): every account in one journaled batch, so a load is applied whole
 //! or not at all.
 
 use alloy_primitives::{Address, Bytes, U256, keccak256};
@@ -157,7 +157,8 @@ fn slots_at(
 
 /// Sets `accounts` in the head state as one dev patch: each account's nonce, balance and code,
 /// and the slots it lists (its other slots stay, as in anvil). Returns the new state root and
-/// what was overwritten (for evm_revert). One atomic batch: all of it or, on an error, none.
+/// what was overwritten (for evm_revert). One journaled batch: on an error before it is
+/// journaled, none of it; once journaled, all of it (completed at the next open if need be).
 pub fn load_accounts(
     db: &ChainWriter,
     accounts: &[WholeAccount],

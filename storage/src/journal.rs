@@ -1,14 +1,23 @@
-//! The commit journal: how an acknowledged block survives `kill -9` without waiting for sled.
+//! The commit journal: how an acknowledged block survives `kill -9` without waiting for sled,
+//! and how a write of many keys is whole after a crash without a sled batch.
 //!
-//! sled keeps a batch in its own buffers until `flush`, and a flush hands the write to sled's
+//! sled keeps a write in its own buffers until `flush`, and a flush hands the write to sled's
 //! IO thread pool, which wakes every idle pool thread for each job. On this 2-core machine that
-//! was a fifth of a dev node's CPU when every transaction is its own block. Instead, each batch
-//! is appended here as one `write` to a plain file before it is applied (now, or deferred until
-//! the state owner has answered: `overlay`) and the head moves.
+//! was a fifth of a dev node's CPU when every transaction is its own block. Instead, each
+//! commit (a block, a dev patch, a revert, a rollback) is appended here as one `write` to a
+//! plain file before any of its keys is applied (now, or deferred until the state owner has
+//! answered: `overlay`) and the head moves.
 //! Once `write` returns, the bytes are the kernel's: a killed process cannot lose them. sled is
 //! flushed, and the journal emptied, every [`CHECKPOINT_RECORDS`] batches or
 //! [`CHECKPOINT_BYTES`], at open and at shutdown; opening a store replays what the journal
 //! still holds.
+//!
+//! Every commit is applied to sled key by key, in order, through [`KeyWrites`], never as a
+//! sled batch: a batch (or a transaction) switches on sled's process-wide `concurrency_control`
+//! lock, after which every sled read of every thread takes it (`key_writes`). Each operation
+//! is an idempotent insert or remove, so a commit cut short by a crash, an IO error or a panic
+//! is completed by applying its whole record again: the journal then refuses further commits
+//! (`applying`), and the next open replays the record.
 //!
 //! A record is `len: u32 LE | crc32 of the payload: u32 LE | payload`, the payload the commit's
 //! sequence number (`u64 LE`) and then its operations, `1 | key len: u32 | key | value len:
@@ -17,14 +26,22 @@
 //! applies only the records after that, in order, and stops at a gap or at the first torn or
 //! corrupt record (a write cut short).
 //!
-//! The journal is not fsynced (that cost a third of a sequential sender's throughput), so a
-//! power loss or OS crash can lose the last acknowledged blocks, as it could lose sled's last
-//! half second. It must not corrupt what stays: a small block is applied key by key, and sled,
-//! flushing on its own, may have persisted part of it while the journal lost its record. So
-//! such a block first writes `PENDING_KEY`: its sequence number and the keys only it writes
-//! (versions and records of its own block number, which did not exist before). sled recovers
-//! a prefix of its writes, so whenever any of those keys survived, the marker did too, and
-//! opening the store deletes them when the marker's commit is not whole.
+//! A power loss or OS crash is the other case: sled may have persisted part of a commit while
+//! the journal lost its record. How each kind of commit stays whole then ([`Recovery`]):
+//! - A block's records are not fsynced (that cost a third of a sequential sender's
+//!   throughput), so such a crash can lose the last acknowledged blocks, as it could lose
+//!   sled's last half second. It must not corrupt what stays. So a block first writes
+//!   `PENDING_KEY`: its sequence number and the keys only it writes (versions and records of
+//!   its own block number, which did not exist before). sled recovers a prefix of its writes,
+//!   so whenever any of those keys survived, the marker did too, and opening the store deletes
+//!   them (and moves the head back to the last block whose header it has) when the marker's
+//!   commit is not whole.
+//! - A patch, revert or rollback overwrites and removes records that existed before, which no
+//!   marker could undo, so its record is fsynced before its first key is applied: whatever
+//!   part of it sled kept, the journal has all of it, and the earlier records too. These are
+//!   dev operations, a few per test at most; a store in memory has no journal to sync.
+//!   The journal is fsynced at open too, before replay, for the same reason: the records
+//!   replayed must outlive what the replay writes to sled.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -33,6 +50,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::StorageError;
+use crate::key_writes::KeyWrites;
 use crate::layout;
 use crate::overlay::Overlay;
 
@@ -127,33 +145,18 @@ impl WriteBatch {
         })
     }
 
-    /// Applies the operations to `db`: key by key when `in_order` ([`Self::apply_in_order`]),
-    /// else as one atomic sled batch.
-    pub(crate) fn apply(&self, db: &sled::Db, in_order: bool) -> sled::Result<()> {
-        if in_order { self.apply_in_order(db) } else { db.apply_batch(self.to_sled()) }
+    /// Applies the operations one by one, in order. Unlike a sled batch this takes no sled
+    /// lock (`key_writes`) and never seals sled's IO buffer, which costs two wake-ups of every
+    /// idle sled IO thread per batch (sled 0.34's `pin_log`); a reader may see the first keys
+    /// before the last, so writers put the keys that make a record reachable last.
+    pub(crate) fn apply(&self, writes: &KeyWrites) -> sled::Result<()> {
+        apply_ops(ops(&self.record[HEADER_LEN + SEQ_LEN..]), writes)
     }
 
-    /// The operations as one sled batch: applied atomically, readers see all or none.
-    pub(crate) fn to_sled(&self) -> sled::Batch {
-        to_sled(&self.record[HEADER_LEN + SEQ_LEN..]).0
-    }
-
-    /// Applies the operations one by one, in order. Unlike a sled batch this never seals
-    /// sled's IO buffer, which costs two wake-ups of every idle sled IO thread per batch
-    /// (sled 0.34's `pin_log`); a reader may see the first keys before the last, so writers
-    /// put the keys that make a record reachable last.
-    fn apply_in_order(&self, db: &sled::Db) -> sled::Result<()> {
-        for op in self.ops() {
-            match op {
-                Op::Insert(key, value) => {
-                    db.insert(key, value)?;
-                }
-                Op::Remove(key) => {
-                    db.remove(key)?;
-                }
-            }
-        }
-        Ok(())
+    /// Applies the first `count` operations only: a commit cut short (crash tests).
+    #[cfg(test)]
+    pub(crate) fn apply_first(&self, writes: &KeyWrites, count: usize) -> sled::Result<()> {
+        apply_ops(self.ops().take(count), writes)
     }
 
     /// The `PENDING_KEY` value for this batch as commit `seq`: the sequence number, then the
@@ -168,6 +171,17 @@ impl WriteBatch {
         }
         marker
     }
+}
+
+/// Applies `ops` in order, each an idempotent insert or remove.
+fn apply_ops<'a>(ops: impl Iterator<Item = Op<'a>>, writes: &KeyWrites) -> sled::Result<()> {
+    for op in ops {
+        match op {
+            Op::Insert(key, value) => writes.insert(key, value)?,
+            Op::Remove(key) => writes.remove(key)?,
+        }
+    }
+    Ok(())
 }
 
 /// One decoded operation of a record.
@@ -215,6 +229,18 @@ fn committed_seq(db: &sled::Db) -> Result<u64, StorageError> {
     }
 }
 
+/// How a commit stays whole if the machine (not only the process) stops part-way through
+/// applying it (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Recovery {
+    /// A new block: the keys of its own number are listed in a `PENDING_KEY` marker written
+    /// first, and deleted at open when the journal lost the record. Not fsynced.
+    Block,
+    /// A dev patch, revert or rollback, which overwrites or removes existing records: its
+    /// record is fsynced before it is applied, so it is always replayed.
+    Synced,
+}
+
 /// The writer's side of a store: numbers commits, journals them (on disk) and applies them to
 /// sled, now or deferred (`overlay`). It lives in the `ChainWriter` (the state owner's), behind
 /// a lock that only writers take: readers cannot reach it.
@@ -223,6 +249,8 @@ pub(crate) struct Journal {
     /// The journal file (`None` for a store in memory, which has nothing to make durable).
     file: Option<JournalFile>,
     db: sled::Db,
+    /// The only way the journal writes to sled (`key_writes`).
+    writes: KeyWrites,
     /// The last commit's sequence number.
     seq: u64,
     /// Set while a journaled batch is being applied. Still set after a failure or a panic
@@ -232,6 +260,10 @@ pub(crate) struct Journal {
     /// A commit journaled (and published in the readers' snapshot as an overlay) but not yet
     /// applied to sled.
     deferred: Option<Deferred>,
+    /// Tests: the next apply stops with an error after this many operations, as a crash or
+    /// an IO error part-way through would leave it.
+    #[cfg(test)]
+    fail_after: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -259,7 +291,7 @@ pub(crate) struct Committed {
 struct Deferred {
     seq: u64,
     batch: WriteBatch,
-    in_order: bool,
+    recovery: Recovery,
 }
 
 impl Journal {
@@ -272,6 +304,11 @@ impl Journal {
             File::options().read(true).append(true).create(true).open(&path).map_err(io(&path))?;
         let mut held = Vec::new();
         file.read_to_end(&mut held).map_err(io(&path))?;
+        if !held.is_empty() {
+            // What replay writes to sled may reach the disk before the records it came from
+            // (written before a kill, never synced): make them durable first.
+            file.sync_data().map_err(io(&path))?;
+        }
         let (replayed, seq) = replay(&held, db, committed_seq(db)?)?;
         let cleaned = remove_partial_commit(db, seq)?;
         let file = JournalFile { file, path, bytes: 0, records: 0 };
@@ -288,19 +325,28 @@ impl Journal {
     }
 
     fn new(file: Option<JournalFile>, db: &sled::Db, seq: u64) -> Self {
-        Self { file, db: db.clone(), seq, applying: false, deferred: None }
+        Self {
+            file,
+            db: db.clone(),
+            writes: KeyWrites::new(db),
+            seq,
+            applying: false,
+            deferred: None,
+            #[cfg(test)]
+            fail_after: None,
+        }
     }
 
-    /// Journals `batch` as the next commit (after applying a deferred one), then applies it to
-    /// sled: key by key after its `PENDING_KEY` marker when `in_order`, else as one atomic
-    /// sled batch. When `defer`, and the batch has no removes, applying waits for the next
+    /// Journals `batch` as the next commit (after applying a deferred one), fsynced when
+    /// `recovery` says so, then applies it to sled key by key (after its `PENDING_KEY` marker
+    /// for a block on disk). When `defer`, and the batch has no removes, applying waits for the next
     /// [`Self::settle`] or commit, and the returned overlay holds its inserts: the caller
     /// publishes it to readers until then.
     /// Returns how long applying (a deferred commit's and this one's) and journaling took.
     pub(crate) fn commit(
         &mut self,
         mut batch: WriteBatch,
-        in_order: bool,
+        recovery: Recovery,
         defer: bool,
     ) -> Result<Committed, StorageError> {
         if self.applying {
@@ -313,53 +359,68 @@ impl Journal {
         batch.insert(layout::COMMIT_SEQ_KEY, seq.to_be_bytes());
         batch.record[HEADER_LEN..HEADER_LEN + SEQ_LEN].copy_from_slice(&seq.to_le_bytes());
         let started = Instant::now();
-        self.append(&mut batch.record)?;
+        self.append(&mut batch.record, recovery == Recovery::Synced)?;
         self.seq = seq;
         let journaled = started.elapsed();
         let mut deferred = None;
         if defer && !batch.removes {
             deferred = Some(Arc::new(Overlay::of(batch.inserts())));
-            self.deferred = Some(Deferred { seq, batch, in_order });
+            self.deferred = Some(Deferred { seq, batch, recovery });
         } else {
-            applied += self.apply(seq, &batch, in_order)?;
+            applied += self.apply(seq, &batch, recovery)?;
         }
         Ok(Committed { applied, journaled, deferred })
     }
 
     /// Applies the deferred commit, if any, to sled; returns how long that took.
     pub(crate) fn settle(&mut self) -> Result<Duration, StorageError> {
-        let Some(Deferred { seq, batch, in_order }) = self.deferred.take() else {
+        let Some(Deferred { seq, batch, recovery }) = self.deferred.take() else {
             return Ok(Duration::ZERO);
         };
-        self.apply(seq, &batch, in_order)
+        self.apply(seq, &batch, recovery)
     }
 
-    /// Applies commit `seq`: key by key after its marker when `in_order`, else atomically.
+    /// Applies commit `seq` key by key, a block's after its marker. On an error `applying`
+    /// stays set: the record is replayed, whole, at the next open.
     fn apply(
         &mut self,
         seq: u64,
         batch: &WriteBatch,
-        in_order: bool,
+        recovery: Recovery,
     ) -> Result<Duration, StorageError> {
         let started = Instant::now();
         self.applying = true;
-        if in_order && self.file.is_some() {
-            self.db.insert(layout::PENDING_KEY, batch.pending_marker(seq))?;
+        if recovery == Recovery::Block && self.file.is_some() {
+            self.writes.insert(layout::PENDING_KEY, batch.pending_marker(seq))?;
         }
-        batch.apply(&self.db, in_order)?;
+        #[cfg(test)]
+        if let Some(count) = self.fail_after.take() {
+            batch.apply_first(&self.writes, count)?;
+            return Err(StorageError::Corrupt { what: "commit cut short by a test" });
+        }
+        batch.apply(&self.writes)?;
         self.applying = false;
         Ok(started.elapsed())
     }
 
-    /// Appends a record in one `write`. Once this returns, a killed process cannot lose it.
-    fn append(&mut self, record: &mut [u8]) -> Result<(), StorageError> {
+    /// Makes the next apply stop with an error after `count` operations (crash tests).
+    #[cfg(test)]
+    pub(crate) fn fail_next_apply_after(&mut self, count: usize) {
+        self.fail_after = Some(count);
+    }
+
+    /// Appends a record in one `write`. Once this returns, a killed process cannot lose it;
+    /// with `sync`, neither can a power loss.
+    fn append(&mut self, record: &mut [u8], sync: bool) -> Result<(), StorageError> {
         let Some(journal) = &mut self.file else { return Ok(()) };
         let payload_len = u32::try_from(record.len() - HEADER_LEN)
             .map_err(|_| StorageError::Corrupt { what: "journal record over 4 GiB" })?;
         let crc = crc32fast::hash(&record[HEADER_LEN..]);
         record[..4].copy_from_slice(&payload_len.to_le_bytes());
         record[4..HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
-        if let Err(error) = journal.file.write_all(record) {
+        let written = journal.file.write_all(record);
+        let written = if sync { written.and_then(|()| journal.file.sync_data()) } else { written };
+        if let Err(error) = written {
             // Cut off what part of the record did get written, so that later records stay
             // replayable; if even that fails, stop journaling.
             if journal.file.set_len(journal.bytes).is_err() {
@@ -426,6 +487,7 @@ impl Drop for Journal {
 /// last one sled holds whole); stops at a gap or at the first torn or corrupt record. Returns
 /// how many were applied and the last commit now whole.
 fn replay(held: &[u8], db: &sled::Db, committed: u64) -> Result<(usize, u64), StorageError> {
+    let writes = KeyWrites::new(db);
     let mut rest = held;
     let mut seq = committed;
     let mut applied = 0;
@@ -437,9 +499,13 @@ fn replay(held: &[u8], db: &sled::Db, committed: u64) -> Result<(usize, u64), St
             break;
         }
         let record_seq = u64::from_le_bytes(payload[..SEQ_LEN].try_into().expect("8 bytes"));
-        let Some(batch) = decode(&payload[SEQ_LEN..]) else { break };
+        let operations = &payload[SEQ_LEN..];
+        if !well_formed(operations) {
+            break;
+        }
         if record_seq == seq + 1 {
-            db.apply_batch(batch)?;
+            // Key by key, like the first time: a crash here replays the record again.
+            apply_ops(ops(operations), &writes)?;
             seq = record_seq;
             applied += 1;
         } else if record_seq > seq + 1 {
@@ -459,26 +525,36 @@ fn replay(held: &[u8], db: &sled::Db, committed: u64) -> Result<(usize, u64), St
     Ok((applied, seq))
 }
 
-/// Deletes what a small commit cut short left in sled: its marker names a commit after
-/// `committed` (the last whole one). Returns whether there was such a commit.
+/// Deletes what a block commit cut short left in sled: its marker names a commit after
+/// `committed` (the last whole one). Returns whether there was such a commit. Key by key, the
+/// marker last, so a crash in here leaves the marker for the next open to finish the job.
 fn remove_partial_commit(db: &sled::Db, committed: u64) -> Result<bool, StorageError> {
     let Some(marker) = db.get(layout::PENDING_KEY)? else { return Ok(false) };
-    let corrupt = StorageError::Corrupt { what: "pending commit marker" };
-    let (seq, mut keys) = marker.split_at_checked(8).ok_or(corrupt)?;
+    let corrupt = || StorageError::Corrupt { what: "pending commit marker" };
+    let (seq, mut keys) = marker.split_at_checked(8).ok_or_else(corrupt)?;
     let seq = u64::from_le_bytes(seq.try_into().expect("8 bytes"));
     if seq <= committed {
         return Ok(false);
     }
-    let mut batch = sled::Batch::default();
+    let writes = KeyWrites::new(db);
     let mut removed = 0;
     while !keys.is_empty() {
-        let key =
-            field(&mut keys).ok_or(StorageError::Corrupt { what: "pending commit marker" })?;
-        batch.remove(key);
+        writes.remove(field(&mut keys).ok_or_else(corrupt)?)?;
         removed += 1;
     }
-    batch.remove(layout::PENDING_KEY);
-    db.apply_batch(batch)?;
+    // The head pointer is written after the block's records: it may name the block just
+    // removed. Point it at the newest block the store still has.
+    if let Some(head) = db.get(layout::HEAD_KEY)?.as_deref().and_then(layout::be_u64)
+        && db.get(layout::number_key(layout::HEADER, head))?.is_none()
+    {
+        let from = layout::number_key(layout::HEADER, 0);
+        let to = layout::number_key(layout::HEADER, head);
+        match db.range(from..=to).keys().next_back().transpose()? {
+            Some(key) => writes.insert(layout::HEAD_KEY, &key[1..])?,
+            None => writes.remove(layout::HEAD_KEY)?,
+        }
+    }
+    writes.remove(layout::PENDING_KEY)?;
     tracing::warn!(
         target: "storage",
         commit = seq,
@@ -488,30 +564,15 @@ fn remove_partial_commit(db: &sled::Db, committed: u64) -> Result<bool, StorageE
     Ok(true)
 }
 
-/// The sled batch a record's operations encode, or `None` when they are malformed.
-fn decode(payload: &[u8]) -> Option<sled::Batch> {
-    let (batch, consumed) = to_sled(payload);
-    (consumed == payload.len()).then_some(batch)
-}
-
-/// The sled batch of the operations `payload` encodes, and how many of its bytes they took
-/// (less than all of it when it is malformed).
-fn to_sled(payload: &[u8]) -> (sled::Batch, usize) {
-    let mut batch = sled::Batch::default();
-    let mut consumed = 0;
-    for op in ops(payload) {
-        match op {
-            Op::Insert(key, value) => {
-                consumed += 9 + key.len() + value.len();
-                batch.insert(key, value);
-            }
-            Op::Remove(key) => {
-                consumed += 5 + key.len();
-                batch.remove(key);
-            }
-        }
-    }
-    (batch, consumed)
+/// Whether `payload` is a whole list of operations (nothing malformed, nothing left over).
+fn well_formed(payload: &[u8]) -> bool {
+    let consumed: usize = ops(payload)
+        .map(|op| match op {
+            Op::Insert(key, value) => 9 + key.len() + value.len(),
+            Op::Remove(key) => 5 + key.len(),
+        })
+        .sum();
+    consumed == payload.len()
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> StorageError + '_ {
@@ -555,13 +616,14 @@ mod tests {
         Journal::open(dir, db)
     }
 
-    /// Commits `batches` through a journal in `dir` over `db` (atomically, in order or
-    /// deferred, in turn), then "crashes": the journal is never dropped, so nothing is
+    /// Commits `batches` through a journal in `dir` over `db` (synced, as a block, or a
+    /// deferred block, in turn), then "crashes": the journal is never dropped, so nothing is
     /// checkpointed and the last deferred commit never reaches sled.
     fn commit_and_crash(dir: &Path, db: &sled::Db, batches: Vec<WriteBatch>) {
         let (mut journal, _) = open(dir, db).expect("journal");
         for (i, batch) in batches.into_iter().enumerate() {
-            journal.commit(batch, i % 3 != 0, i % 3 == 2).expect("commit");
+            let recovery = if i % 3 == 0 { Recovery::Synced } else { Recovery::Block };
+            journal.commit(batch, recovery, i % 3 == 2).expect("commit");
         }
         std::mem::forget(journal);
     }
@@ -654,9 +716,11 @@ mod tests {
     fn a_commit_cut_short_without_its_record_is_removed_at_open() {
         let account = [&[layout::ACCOUNT][..], &[7; 28]].concat();
         let node = [&[layout::TRIE_NODE][..], &[8; 32]].concat();
+        let header = layout::number_key(layout::HEADER, 1);
         let block = batch(&[
             (&node, Some(b"node")),
             (&account, Some(b"version")),
+            (&header, Some(b"header")),
             (layout::HEAD_KEY, Some(&1u64.to_be_bytes())),
         ]);
         // sled persisted the marker and the first two keys of commit 1; the journal lost it.
@@ -669,6 +733,18 @@ mod tests {
         assert_eq!(get(&db, &account), None, "the block's own version is gone");
         assert!(get(&db, &node).is_some(), "trie nodes are shared by content and stay");
         assert_eq!(get(&db, layout::PENDING_KEY), None);
+
+        // ... and every key up to the head pointer: the head goes back to block 0.
+        let db = store();
+        db.insert(layout::number_key(layout::HEADER, 0), &b"genesis"[..]).unwrap();
+        db.insert(layout::HEAD_KEY, &0u64.to_be_bytes()).unwrap();
+        db.insert(layout::PENDING_KEY, block.pending_marker(1)).unwrap();
+        KeyWrites::new(&db).insert(layout::COMMIT_SEQ_KEY, 0u64.to_be_bytes()).unwrap();
+        block.apply_first(&KeyWrites::new(&db), 4).unwrap();
+        assert_eq!(get(&db, layout::HEAD_KEY).as_deref(), Some(&1u64.to_be_bytes()[..]));
+        open(&dir, &db).expect("journal");
+        assert_eq!(get(&db, &header), None);
+        assert_eq!(get(&db, layout::HEAD_KEY).as_deref(), Some(&0u64.to_be_bytes()[..]));
 
         // A marker of a commit sled holds whole is left alone.
         let db = store();
@@ -687,7 +763,9 @@ mod tests {
         let (mut journal, _) = open(&dir, &db).expect("journal");
         for i in 0..CHECKPOINT_RECORDS {
             assert!(!journal.due());
-            journal.commit(batch(&[(&i.to_be_bytes(), Some(b"v"))]), true, true).unwrap();
+            journal
+                .commit(batch(&[(&i.to_be_bytes(), Some(b"v"))]), Recovery::Block, true)
+                .unwrap();
             journal.checkpoint_if_due();
         }
         assert!(journal.due());
@@ -701,12 +779,98 @@ mod tests {
         assert!(get(&db, &(CHECKPOINT_RECORDS - 1).to_be_bytes()).is_some(), "settled first");
 
         // A commit that failed while being applied keeps its record for the next open.
-        journal.commit(batch(&[(b"x", Some(b"y"))]), true, false).unwrap();
+        journal.commit(batch(&[(b"x", Some(b"y"))]), Recovery::Block, false).unwrap();
         journal.applying = true;
         assert!(journal.checkpoint().is_err());
-        assert!(journal.commit(batch(&[(b"z", Some(b"w"))]), true, false).is_err());
+        assert!(journal.commit(batch(&[(b"z", Some(b"w"))]), Recovery::Block, false).is_err());
         drop(journal);
         assert!(journal_len(&dir) > 0, "not emptied at drop either");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// The state `ops` leaves when applied in order to a store holding `before`.
+    fn applied(
+        before: &[(&[u8], &[u8])],
+        ops: &[(&[u8], Option<&[u8]>)],
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let db = store();
+        for (key, value) in before {
+            db.insert(key, *value).unwrap();
+        }
+        batch(ops).apply(&KeyWrites::new(&db)).unwrap();
+        contents(&db)
+    }
+
+    /// Everything but the journal's bookkeeping.
+    fn contents(db: &sled::Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+        db.iter()
+            .map(|entry| entry.unwrap())
+            .filter(|(key, _)| {
+                key.as_ref() != layout::COMMIT_SEQ_KEY && key.as_ref() != layout::PENDING_KEY
+            })
+            .map(|(key, value)| (key.to_vec(), value.to_vec()))
+            .collect()
+    }
+
+    /// A commit that overwrites and removes existing keys, cut short after each of its
+    /// operations in turn (the process dies there: sled keeps what was applied), is whole
+    /// after the store is opened again, and so is the commit after it; both kinds of commit.
+    #[test]
+    fn a_commit_cut_short_after_any_key_is_whole_after_reopening() {
+        let before: &[(&[u8], &[u8])] = &[(b"a", b"1"), (b"b", b"2"), (b"c", b"3")];
+        let ops: &[(&[u8], Option<&[u8]>)] = &[
+            (b"a", None),
+            (b"b", Some(b"two")),
+            (b"d", Some(b"4")),
+            (b"a", Some(b"again")),
+            (b"c", None),
+        ];
+        let next: &[(&[u8], Option<&[u8]>)] = &[(b"e", Some(b"5"))];
+        let whole = applied(&applied_pairs(&applied(before, ops)), next);
+        // One more than the batch's operations: COMMIT_SEQ_KEY is applied last.
+        for cut in 0..=ops.len() {
+            for recovery in [Recovery::Synced, Recovery::Block] {
+                let dir = temp_dir("cut");
+                let db = store();
+                for (key, value) in before {
+                    db.insert(key, *value).unwrap();
+                }
+                let (mut journal, _) = open(&dir, &db).unwrap();
+                journal.commit(batch(&[(b"z", Some(b"first"))]), recovery, false).unwrap();
+                journal.fail_next_apply_after(cut);
+                assert!(journal.commit(batch(ops), recovery, false).is_err(), "cut at {cut}");
+                assert!(journal.commit(batch(next), recovery, false).is_err(), "refused");
+                std::mem::forget(journal); // the process dies
+
+                let (mut journal, replayed) = open(&dir, &db).unwrap();
+                assert_eq!(replayed, 1, "cut at {cut}, {recovery:?}");
+                journal.commit(batch(next), recovery, false).unwrap();
+                drop(journal);
+                let mut got = contents(&db);
+                got.retain(|(key, _)| key != b"z");
+                assert_eq!(got, whole, "cut at {cut}, {recovery:?}");
+                assert_eq!(committed_seq(&db).unwrap(), 3);
+                std::fs::remove_dir_all(&dir).ok();
+            }
+        }
+    }
+
+    fn applied_pairs(pairs: &[(Vec<u8>, Vec<u8>)]) -> Vec<(&[u8], &[u8])> {
+        pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect()
+    }
+
+    /// A block on disk writes its marker before its keys; a synced commit needs none.
+    #[test]
+    fn only_a_block_writes_a_pending_marker() {
+        for (recovery, marked) in [(Recovery::Synced, false), (Recovery::Block, true)] {
+            let dir = temp_dir("marker");
+            let db = store();
+            let (mut journal, _) = open(&dir, &db).unwrap();
+            journal.fail_next_apply_after(0);
+            assert!(journal.commit(batch(&[(b"k", None)]), recovery, false).is_err());
+            assert_eq!(get(&db, layout::PENDING_KEY).is_some(), marked, "{recovery:?}");
+            std::mem::forget(journal);
+            std::fs::remove_dir_all(&dir).ok();
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! The key layout of Hearth's one sled tree.
 //!
-//! Everything lives in a single tree so that a dev patch or revert is one atomic `apply_batch`
-//! (sled batches are atomic per tree only); block commits are journaled (`journal`). Each
-//! record kind has a one-byte prefix; numbers are big-endian so that keys sort by block number
+//! Everything lives in a single tree. Every commit (a block, a dev patch, a revert) is
+//! journaled and applied key by key (`journal`, `key_writes`); the layout's part in that is
+//! that records are versioned by block number, so what a reader at block N reads is not what a
+//! later block writes (`chain`). Each record kind has a one-byte prefix; numbers are big-endian so that keys sort by block number
 //! and a reverse range scan finds "the newest version at or before block N".
 
 use alloy_primitives::{Address, B256, U256};
@@ -177,7 +178,7 @@ mod tests {
         chunks::insert(&mut batch, &key, &value);
         chunks::insert(&mut batch, &neighbour, b"next block");
         chunks::insert(&mut batch, &super::number_key(super::BODY, 9), b"");
-        db.apply_batch(batch.to_sled()).expect("batch");
+        batch.apply(&crate::KeyWrites::new(&db)).expect("batch");
         assert_eq!(chunks::get(&db, &key).expect("read"), Some(value));
         assert_eq!(chunks::get(&db, &neighbour).expect("read"), Some(b"next block".to_vec()));
         assert_eq!(

@@ -4,11 +4,12 @@
 //! [`ChainDb`] (the readers' cloneable handle and its read API), [`StateView`] (the state as of
 //! one block, a revm `DatabaseRef`), [`BlockWriter`] / [`write_block`] (the one way a block is
 //! written) and [`trie::Trie`]. Invariants: a block is written by one journaled batch (durable
-//! before it is acknowledged, whole after a crash: see `journal`); records visible at block N
-//! never change after N is committed, except by a dev patch or revert; the head, the deferred
-//! block and the newest account versions reach readers as one immutable snapshot the writer
-//! swaps in atomically, so readers take no lock of Hearth's that the writer takes (for sled's
-//! own, see `chain`); trie nodes are addressed by hash and never deleted (archive).
+//! before it is acknowledged, whole after a crash: see `journal`), applied key by key and never
+//! as a sled batch or transaction ([`KeyWrites`]), so sled's global lock stays off; records
+//! visible at block N never change after N is committed, except by a dev patch or revert; the
+//! head, the deferred block and the newest account versions reach readers as one immutable
+//! snapshot the writer swaps in atomically, so readers take no lock the writer takes; trie
+//! nodes are addressed by hash and never deleted (archive).
 
 mod account_versions;
 mod buffers;
@@ -18,6 +19,7 @@ mod dump;
 mod error;
 mod fork;
 mod journal;
+mod key_writes;
 mod layout;
 mod node_cache;
 mod overlay;
@@ -38,6 +40,7 @@ pub use dump::{WholeAccount, head_accounts, load_accounts};
 pub use error::StorageError;
 pub use fork::{ForkSource, ForkedAccount, LogQuery};
 pub use journal::WriteBatch;
+pub use key_writes::KeyWrites;
 pub use node_cache::NodeCache;
 pub use patch::{BlockKeys, PatchUndo, RolledBack, revert_blocks, rollback, write_patch};
 pub use records::{

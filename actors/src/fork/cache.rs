@@ -4,6 +4,14 @@
 //! endpoint (chain id, headers, block hashes) and a tree of state per (endpoint, chain id, fork
 //! block), so a restart, a second run or a fork of another block never mixes values up. The
 //! backend actor is the only writer; readers (executor threads) read the trees directly.
+//!
+//! Writes go key by key through `KeyWrites`, never as a sled batch: a batch would switch on
+//! sled's process-wide lock, which the chain's readers would then take on every read (the
+//! lock is global, so this separate database counts too; `hearth_storage::KeyWrites`). No
+//! atomicity is lost that matters: every cached value is self-contained (an upstream value at
+//! the fork block, correct on its own), so a write cut short by a crash, or seen half-done by
+//! a reader, leaves values that are each right and others merely not cached yet. The one
+//! record that speaks for others, a storage page's marker, is written after its entries.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use alloy_rlp::{Decodable, RlpDecodable, RlpEncodable};
-use hearth_storage::{BlockExtras, ForkedAccount, LogQuery, StoredBody};
+use hearth_storage::{BlockExtras, ForkedAccount, KeyWrites, LogQuery, StoredBody};
 
 /// What the cache could not do.
 #[derive(Debug, thiserror::Error)]
@@ -211,7 +219,7 @@ impl ForkCache {
         if !self.fits(9) {
             return Ok(());
         }
-        self.meta.insert(CHAIN_ID, &chain_id.to_be_bytes()[..])?;
+        KeyWrites::new(&self.meta).insert(CHAIN_ID, &chain_id.to_be_bytes()[..])?;
         Ok(())
     }
 
@@ -234,7 +242,7 @@ impl ForkCache {
         if !self.fits(9 + v.len()) {
             return Ok(());
         }
-        self.meta.insert(&number_key(HEADER, header.number)[..], v)?;
+        KeyWrites::new(&self.meta).insert(&number_key(HEADER, header.number)[..], v)?;
         self.put_block_hash(header.number, hash)
     }
 
@@ -252,7 +260,7 @@ impl ForkCache {
         if !self.fits(9 + 32) {
             return Ok(());
         }
-        self.meta.insert(&number_key(BLOCK_HASH, number)[..], hash.as_slice())?;
+        KeyWrites::new(&self.meta).insert(&number_key(BLOCK_HASH, number)[..], hash.as_slice())?;
         Ok(())
     }
 
@@ -289,7 +297,8 @@ impl ForkCache {
         let value = match account {
             Some(a) => {
                 if !code.is_empty() {
-                    state.insert(&hash_key(CODE, &a.code_hash)[..], code.as_ref())?;
+                    KeyWrites::new(state)
+                        .insert(&hash_key(CODE, &a.code_hash)[..], code.as_ref())?;
                 }
                 let mut v = Vec::with_capacity(72);
                 v.extend_from_slice(&a.nonce.to_be_bytes());
@@ -299,7 +308,7 @@ impl ForkCache {
             }
             None => Vec::new(),
         };
-        state.insert(&address_key(ACCOUNT, address)[..], value)?;
+        KeyWrites::new(state).insert(&address_key(ACCOUNT, address)[..], value)?;
         Ok(())
     }
 
@@ -323,8 +332,10 @@ impl ForkCache {
         Ok(self.state()?.contains_key(address_key(RANGE, address))?)
     }
 
-    /// Caches a storage page of `address` (`whole`: it held every non-zero slot), its marker
-    /// last and in the same batch, so a reader that sees the marker sees every entry.
+    /// Caches a storage page of `address` (`whole`: it held every non-zero slot), key by key
+    /// with its marker last: a reader (or a reopened cache, sled recovering a prefix of its
+    /// writes) that sees the marker sees every entry; entries without a marker are each a
+    /// correct slot value, and the page is fetched again.
     pub fn put_page(
         &self,
         address: &Address,
@@ -335,16 +346,15 @@ impl ForkCache {
         if !self.fits(22 + entries.len() * (53 + 32)) {
             return Ok(());
         }
-        let mut batch = sled::Batch::default();
+        let writes = KeyWrites::new(self.state()?);
         for (hashed, slot, value) in entries {
             let value = value.to_be_bytes::<32>();
             match slot {
-                Some(slot) => batch.insert(&slot_key(address, slot)[..], &value[..]),
-                None => batch.insert(&hashed_slot_key(address, hashed)[..], &value[..]),
+                Some(slot) => writes.insert(&slot_key(address, slot)[..], &value[..])?,
+                None => writes.insert(&hashed_slot_key(address, hashed)[..], &value[..])?,
             }
         }
-        batch.insert(&address_key(RANGE, address)[..], &[u8::from(whole)][..]);
-        self.state()?.apply_batch(batch)?;
+        writes.insert(&address_key(RANGE, address)[..], &[u8::from(whole)][..])?;
         Ok(())
     }
 
@@ -361,7 +371,8 @@ impl ForkCache {
         if !self.fits(9 + 8) {
             return Ok(());
         }
-        self.meta.insert(&number_key(TX_COUNT, number)[..], &count.to_be_bytes()[..])?;
+        KeyWrites::new(&self.meta)
+            .insert(&number_key(TX_COUNT, number)[..], &count.to_be_bytes()[..])?;
         Ok(())
     }
 
@@ -375,7 +386,8 @@ impl ForkCache {
         if !self.fits(53 + 32) {
             return Ok(());
         }
-        self.state()?.insert(&slot_key(address, slot)[..], &value.to_be_bytes::<32>()[..])?;
+        KeyWrites::new(self.state()?)
+            .insert(&slot_key(address, slot)[..], &value.to_be_bytes::<32>()[..])?;
         Ok(())
     }
 
@@ -403,7 +415,7 @@ impl ForkCache {
         if !self.fits(9 + v.len()) {
             return Ok(());
         }
-        self.meta.insert(&number_key(BODY, number)[..], v)?;
+        KeyWrites::new(&self.meta).insert(&number_key(BODY, number)[..], v)?;
         Ok(())
     }
 
@@ -420,7 +432,8 @@ impl ForkCache {
         if !self.fits(9 + 32) {
             return Ok(());
         }
-        self.meta.insert(&number_key(TOTAL_DIFFICULTY, number)[..], &td.to_be_bytes::<32>()[..])?;
+        KeyWrites::new(&self.meta)
+            .insert(&number_key(TOTAL_DIFFICULTY, number)[..], &td.to_be_bytes::<32>()[..])?;
         Ok(())
     }
 
@@ -437,7 +450,8 @@ impl ForkCache {
         if !self.fits(9 + 8) {
             return Ok(());
         }
-        self.meta.insert(&number_key(SIZE, number)[..], &size.to_be_bytes()[..])?;
+        KeyWrites::new(&self.meta)
+            .insert(&number_key(SIZE, number)[..], &size.to_be_bytes()[..])?;
         Ok(())
     }
 
@@ -459,7 +473,7 @@ impl ForkCache {
         if !self.fits(9 + v.len()) {
             return Ok(());
         }
-        self.meta.insert(&number_key(RECEIPTS, number)[..], v)?;
+        KeyWrites::new(&self.meta).insert(&number_key(RECEIPTS, number)[..], v)?;
         Ok(())
     }
 
@@ -503,7 +517,7 @@ impl ForkCache {
                 if kind == LocationKind::Transaction {
                     v.extend_from_slice(&index.to_be_bytes());
                 }
-                self.meta.insert(&hash_key(kind.prefix(), hash)[..], v)?;
+                KeyWrites::new(&self.meta).insert(&hash_key(kind.prefix(), hash)[..], v)?;
             }
             None => {
                 if let Some(state) = &self.state {
@@ -524,7 +538,7 @@ impl ForkCache {
         if !self.fits(33 + json.len()) {
             return Ok(());
         }
-        self.meta.insert(&logs_key(query)[..], json)?;
+        KeyWrites::new(&self.meta).insert(&logs_key(query)[..], json)?;
         Ok(())
     }
 
