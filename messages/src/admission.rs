@@ -165,8 +165,9 @@ impl ServiceTime {
 /// The estimate counts the calls ahead at their average run time; what it misses shows here:
 /// the thread preempted between and during calls (executors run at a lower priority than the
 /// RPC front), a service time that rose after the call was admitted, the answer waiting for a
-/// busy RPC worker to pick it up. Under a 3x overload those made admitted calls wait about half
-/// the budget longer than estimated (BENCHMARKS.md). The envelope rises a quarter of the way
+/// busy RPC worker to pick it up. Under a 3x overload, with the run time as the only estimate,
+/// admitted calls' queue waits reached 150-250 ms at p99 against the 100 ms budget
+/// (BENCHMARKS.md). The envelope rises a quarter of the way
 /// to a larger sample and falls 1/64 of the way to a smaller one, so it follows the slow tail
 /// (about the 95th percentile) rather than the mean, and decays within ~100 calls once
 /// answers come back on time.

@@ -11,7 +11,7 @@
 //! request. Anything the scan is not sure of (a batch, a notification, an escaped method
 //! name, an odd id, a duplicate member) goes the ordinary way, which applies the same rule.
 //!
-//! [`RetryPace`] slows one connection that comes straight back after such a refusal: its
+//! [`RetryPace`] slows one HTTP connection that comes straight back after such a refusal: its
 //! request is held for [`RETRY_PAUSE`] and then decided again, so a few hundred refused
 //! connections spinning on a 2-core machine cannot take the CPU the admitted calls need.
 
@@ -35,9 +35,9 @@ pub(crate) const EXECUTOR_METHODS: [&str; 4] =
 /// waits before its request is decided again: the default budget, the time in which the queue
 /// that refused it turns over. Admitted calls keep the executors busy meanwhile (a connection
 /// whose call finished is not held), so the pause costs the refused clients latency, not the
-/// node goodput. A refusal cycle costs the front and a client together tens of µs of CPU on
-/// this machine; 256 connections held 100 ms each make at most ~2,500 cycles/s (~0.1 core),
-/// where 25 ms still let ~10,000/s take a third of a core from the executors.
+/// node goodput. 256 connections held 100 ms each make at most ~2,500 refusals/s; in one
+/// side-by-side run a 25 ms hold let 6,991/s through and kept 0.61 of the 8-connection goodput,
+/// 100 ms 2,429/s and 1.22 (BENCHMARKS.md, retry storm).
 pub const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 /// A request that arrives this soon after its connection's last early refusal is a retry "at
