@@ -241,7 +241,8 @@ pub(crate) fn execute_block(
     let cancun = spec.is_enabled_in(SpecId::CANCUN);
     let prague = spec.is_enabled_in(SpecId::PRAGUE);
     pre_block_calls(&mut evm, &env, &parent, spec)?;
-    let mut committer = match crate::parallel::plan(&defaults.parallel, &txs) {
+    let hints = crate::parallel::to_hints();
+    let mut committer = match crate::parallel::plan(&defaults.parallel, &hints, &txs) {
         Some(plan) => {
             let start = evm.ctx.journaled_state.database.changes().clone();
             let input = crate::parallel::SpecInput {
@@ -254,7 +255,7 @@ pub(crate) fn execute_block(
                 start: &start,
             };
             let specs = crate::parallel::speculate(&input, &plan);
-            Some(crate::parallel::Committer::new(specs, env.coinbase))
+            Some(crate::parallel::Committer::new(specs, env.coinbase, plan.len(), hints))
         }
         None => None,
     };
@@ -379,6 +380,9 @@ pub(crate) fn execute_block(
             let share = reward * U256::from(8u64.saturating_sub(depth)) / U256::from(8);
             db_mut.credit(ommer.beneficiary, share)?;
         }
+    }
+    if let Some(committer) = &committer {
+        crate::parallel::learn_to_hints(committer);
     }
     crate::parallel::set_last_stats(committer.map(|c| c.stats()).unwrap_or_default());
     let Evm { ctx, frame_stack, .. } = evm;

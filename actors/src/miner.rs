@@ -46,7 +46,7 @@ use hearth_messages::state::{CommitBlock, Rollback};
 use hearth_storage::{ChainDb, SealedBlock};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::supervise::{Restart, RestartCounter, contain, contain_future, restarted};
 
@@ -485,11 +485,13 @@ impl MineJob {
             base_fee,
             next.prevrandao.unwrap_or_else(|| keccak256(parent.hash_slow())),
         );
+        let build_started = Instant::now();
         let built = self
             .peers
             .executor
             .build_block(BuildBlock { parent, env, txs, mode: BuildMode::Pack })
             .await?;
+        let built_at = Instant::now();
         let included: Vec<_> =
             built.draft.body.transactions.iter().map(|tx| *tx.tx_hash()).collect();
         let invalid = built.invalid;
@@ -498,9 +500,22 @@ impl MineJob {
             self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
             return Ok(Mined { block: None, pool_left: false, outputs: Vec::new() });
         }
+        let txs = included.len();
         let block =
             self.peers.commit.send(CommitBlock { draft: built.draft, diff: built.diff }).await??;
+        let committed_at = Instant::now();
         let pool_left = self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
+        // Where a block's time goes, for `scripts/mine-e2e.py`: building (execution, receipts,
+        // the transactions root) on the executor pool, then the state owner's commit (the
+        // state root and the durable write), then the pool's clean-up.
+        debug!(
+            target: "actors::miner",
+            txs,
+            build_us = (built_at - build_started).as_micros() as u64,
+            commit_us = (committed_at - built_at).as_micros() as u64,
+            pool_us = committed_at.elapsed().as_micros() as u64,
+            "block timings"
+        );
         Ok(Mined { block: Some(block), pool_left, outputs: built.outputs })
     }
 }

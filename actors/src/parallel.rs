@@ -4,8 +4,10 @@
 //! How a block runs when it is executed in parallel (`execute_block` decides when):
 //!
 //! 1. **Plan.** Transactions are grouped by dependency hints: the same sender, or the same
-//!    `to`, puts two transactions in one group (union-find). Groups go to `threads` workers,
-//!    largest first onto the least loaded (by gas limit), and each worker keeps block order.
+//!    `to` unless that `to` is known to be splittable ([`ToHints`], learned per executor
+//!    thread from the blocks it ran), puts two transactions in one group (union-find). Groups
+//!    go to `threads` workers, largest first onto the least loaded (by gas limit), and each
+//!    worker keeps block order.
 //! 2. **Speculate.** Each worker (a scoped thread inside the executor that builds the block)
 //!    runs its transactions in order against its own copy of the block's state after the
 //!    pre-block system calls, plus what its own earlier transactions wrote. It records every
@@ -33,9 +35,11 @@
 use std::collections::{HashMap, HashSet};
 use std::num::NonZeroUsize;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use alloy_consensus::Transaction;
 use alloy_primitives::{Address, B256, TxKind, U256};
+use arc_swap::ArcSwap;
 use hearth_messages::executor::{BlockEnvSpec, BuildMode, PooledTx};
 use hearth_storage::{ChainDb, EMPTY_CODE_HASH, StorageError};
 use revm::bytecode::opcode;
@@ -138,11 +142,13 @@ pub struct ParallelStats {
     /// Transactions executed again at commit because a value they read had changed (or their
     /// speculative run failed).
     pub reexecuted: usize,
+    /// Workers the plan gave transactions to.
+    pub workers: usize,
 }
 
 thread_local! {
     static LAST_STATS: std::cell::Cell<ParallelStats> = const {
-        std::cell::Cell::new(ParallelStats { parallel: false, speculated: 0, reexecuted: 0 })
+        std::cell::Cell::new(ParallelStats { parallel: false, speculated: 0, reexecuted: 0, workers: 0 })
     };
 }
 
@@ -224,6 +230,16 @@ pub(crate) struct Speculated {
     observes_coinbase: bool,
 }
 
+impl Speculated {
+    /// Whether the run read a storage slot an earlier transaction of its worker changed:
+    /// whether it depended on a transaction it was grouped with. Account reads are left out:
+    /// every call touches its target, so they would flag every grouped call; a target whose
+    /// calls conflict on account fields is caught when it is split ([`ToHints::learn`]).
+    fn read_worker_writes(&self) -> bool {
+        self.slots.iter().any(|(_, _, _, from_start)| !from_start)
+    }
+}
+
 /// Watches one transaction for anything that could make it depend on the coinbase's balance
 /// or emptiness (see the module docs). Conservative: a flag only costs a precise validation.
 #[derive(Debug)]
@@ -279,8 +295,106 @@ impl<CTX> revm::Inspector<CTX> for CoinbaseWatch {
     }
 }
 
+/// Most contracts an executor thread keeps a hint for; past it the stalest is forgotten.
+const TO_HINTS_MAX: usize = 1024;
+
+/// Parallel blocks a "splittable" hint lasts after it was last confirmed; then the `to` is
+/// grouped again (the safe default) until a block shows again that it can be split.
+const TO_HINT_BLOCKS: u64 = 64;
+
+/// A `to` is judged on blocks with at least this many transactions to it, and counts as
+/// dependent when at least 1 / [`TO_HINT_SHARE`] of them depended on an earlier one.
+const TO_HINT_MIN_TXS: usize = 4;
+const TO_HINT_SHARE: usize = 4;
+
+/// Which call targets may be split between workers, learned from the blocks run in parallel. Transactions to the same `to` are grouped on one worker unless
+/// that `to` is known to be splittable: most popular contracts are hot spots (a counter, a
+/// pool's reserves, a token's total supply), and splitting a hot spot costs every
+/// transaction a second run. A block shows which is which both ways: run grouped, a
+/// transaction that read what an earlier one of its worker wrote (other than its sender's
+/// own account) depended on it; run split, a transaction that had to run again conflicted.
+/// Published through an `ArcSwap` like the chain's snapshots: a block's plan and commit use
+/// the hints loaded when it started, and the block that learned something publishes a new
+/// copy when it ends (blocks are built one at a time, by the miner or an import). No lock;
+/// bounded to [`TO_HINTS_MAX`] targets per map.
+#[derive(Debug, Default, Clone)]
+pub struct ToHints {
+    /// Splittable targets, with the block count when that was last seen.
+    splittable: HashMap<Address, u64>,
+    /// Targets whose calls conflicted when split, with the block count when they last did:
+    /// kept grouped for [`TO_HINT_BLOCKS`] whatever a grouped block shows.
+    hot: HashMap<Address, u64>,
+    blocks: u64,
+}
+
+/// What one parallel block saw of the transactions to one `to`.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ToSeen {
+    /// Transactions to it.
+    sent: usize,
+    /// Of those, how many depended on an earlier transaction of their worker (grouped) or
+    /// had to run again at commit (split).
+    dependent: usize,
+}
+
+static TO_HINTS: std::sync::LazyLock<ArcSwap<ToHints>> =
+    std::sync::LazyLock::new(|| ArcSwap::from_pointee(ToHints::default()));
+
+/// The hints a block starts with.
+pub(crate) fn to_hints() -> Arc<ToHints> {
+    TO_HINTS.load_full()
+}
+
+impl ToHints {
+    fn splittable(&self, to: &Address) -> bool {
+        self.splittable.get(to).is_some_and(|&at| self.blocks - at < TO_HINT_BLOCKS)
+    }
+
+    /// Notes one parallel block: what it saw of each `to`.
+    fn learn(&mut self, seen: &HashMap<Address, ToSeen>) {
+        self.blocks += 1;
+        let blocks = self.blocks;
+        self.splittable.retain(|_, at| blocks - *at < TO_HINT_BLOCKS);
+        self.hot.retain(|_, at| blocks - *at < TO_HINT_BLOCKS);
+        for (to, seen) in seen {
+            if seen.sent < TO_HINT_MIN_TXS {
+                continue;
+            }
+            let dependent = seen.dependent * TO_HINT_SHARE >= seen.sent;
+            if dependent && self.splittable.remove(to).is_some() {
+                self.hot.insert(*to, blocks);
+            } else if !dependent && !self.hot.contains_key(to) {
+                self.splittable.insert(*to, blocks);
+            }
+        }
+        for map in [&mut self.splittable, &mut self.hot] {
+            while map.len() > TO_HINTS_MAX {
+                let stalest = map.iter().min_by_key(|(_, at)| **at).map(|(a, _)| *a);
+                map.remove(&stalest.expect("not empty"));
+            }
+        }
+    }
+}
+
+/// Publishes what a parallel block showed about its call targets, for the plans of the
+/// blocks after it.
+pub(crate) fn learn_to_hints(committer: &Committer) {
+    let mut next = (*committer.hints).clone();
+    next.learn(&committer.seen_to);
+    TO_HINTS.store(Arc::new(next));
+}
+
+/// Forgets the call-target hints (benches and tests that measure a first block).
+pub fn forget_to_hints() {
+    TO_HINTS.store(Arc::new(ToHints::default()));
+}
+
 /// Whether `txs` should run in parallel under `config`, and with which plan.
-pub(crate) fn plan(config: &ParallelConfig, txs: &[PooledTx]) -> Option<Vec<Vec<usize>>> {
+pub(crate) fn plan(
+    config: &ParallelConfig,
+    hints: &ToHints,
+    txs: &[PooledTx],
+) -> Option<Vec<Vec<usize>>> {
     let threads = config.threads.get();
     match config.mode {
         ParallelMode::Never => return None,
@@ -296,7 +410,7 @@ pub(crate) fn plan(config: &ParallelConfig, txs: &[PooledTx]) -> Option<Vec<Vec<
         }
         return Some(workers);
     }
-    let groups = dependency_groups(txs);
+    let groups = dependency_groups(txs, hints);
     let mut weights: Vec<(u64, Vec<usize>)> = groups
         .into_iter()
         .map(|members| {
@@ -332,8 +446,9 @@ pub(crate) fn plan(config: &ParallelConfig, txs: &[PooledTx]) -> Option<Vec<Vec<
     )
 }
 
-/// Groups of transaction indexes that share a sender or a `to` (union-find).
-fn dependency_groups(txs: &[PooledTx]) -> Vec<Vec<usize>> {
+/// Groups of transaction indexes that share a sender, or a `to` not known to be splittable
+/// (union-find).
+fn dependency_groups(txs: &[PooledTx], hints: &ToHints) -> Vec<Vec<usize>> {
     fn find(parent: &mut [usize], mut i: usize) -> usize {
         while parent[i] != i {
             parent[i] = parent[parent[i]];
@@ -345,7 +460,9 @@ fn dependency_groups(txs: &[PooledTx]) -> Vec<Vec<usize>> {
     let mut first_of: HashMap<Address, usize> = HashMap::new();
     for (i, tx) in txs.iter().enumerate() {
         let mut keys = vec![tx.sender];
-        if let TxKind::Call(to) = tx.tx.kind() {
+        if let TxKind::Call(to) = tx.tx.kind()
+            && !hints.splittable(&to)
+        {
             keys.push(to);
         }
         for key in keys {
@@ -447,16 +564,26 @@ pub(crate) struct Committer {
     written: WriteSet,
     coinbase: Address,
     stats: ParallelStats,
+    /// The hints the block was planned with, and what it showed of each call target.
+    hints: Arc<ToHints>,
+    seen_to: HashMap<Address, ToSeen>,
 }
 
 impl Committer {
-    pub(crate) fn new(specs: Vec<Option<Speculated>>, coinbase: Address) -> Self {
+    pub(crate) fn new(
+        specs: Vec<Option<Speculated>>,
+        coinbase: Address,
+        workers: usize,
+        hints: Arc<ToHints>,
+    ) -> Self {
         let speculated = specs.iter().filter(|s| s.is_some()).count();
         Self {
             specs,
             written: WriteSet::default(),
             coinbase,
-            stats: ParallelStats { parallel: true, speculated, reexecuted: 0 },
+            stats: ParallelStats { parallel: true, speculated, reexecuted: 0, workers },
+            hints,
+            seen_to: HashMap::new(),
         }
     }
 
@@ -472,7 +599,21 @@ impl Committer {
         index: usize,
         pooled: &PooledTx,
     ) -> Result<ExecutionResult, EVMError<StorageError>> {
-        if let Some(spec) = self.specs.get_mut(index).and_then(Option::take)
+        let to = match pooled.tx.kind() {
+            TxKind::Call(to) => Some(to),
+            TxKind::Create => None,
+        };
+        // How the plan treated `to`.
+        let grouped = to.is_some_and(|to| !self.hints.splittable(&to));
+        let spec = self.specs.get_mut(index).and_then(Option::take);
+        if let Some(to) = to {
+            let seen = self.seen_to.entry(to).or_default();
+            seen.sent += 1;
+            if grouped && spec.as_ref().is_some_and(|s| s.read_worker_writes()) {
+                seen.dependent += 1;
+            }
+        }
+        if let Some(spec) = spec
             && let Some(coinbase_balance) = self
                 .validate(&mut evm.ctx.journaled_state.database, &spec)
                 .map_err(EVMError::Database)?
@@ -489,6 +630,11 @@ impl Committer {
             return Ok(result);
         }
         self.stats.reexecuted += 1;
+        if let Some(to) = to
+            && !grouped
+        {
+            self.seen_to.entry(to).or_default().dependent += 1;
+        }
         let outcome = evm.transact(tx_env(pooled))?;
         self.written.record(&outcome.state);
         evm.ctx.journaled_state.database.commit(outcome.state);
@@ -557,4 +703,54 @@ fn same_but_balance(a: &Option<AccountInfo>, b: &Option<AccountInfo>) -> bool {
         x.as_ref().map_or((0, EMPTY_CODE_HASH), |i| (i.nonce, i.code_hash))
     };
     fields(a) == fields(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(list: &[(u8, usize, usize)]) -> HashMap<Address, ToSeen> {
+        list.iter()
+            .map(|&(a, sent, dependent)| (Address::with_last_byte(a), ToSeen { sent, dependent }))
+            .collect()
+    }
+
+    #[test]
+    fn a_to_is_split_once_a_block_shows_its_transactions_independent() {
+        let mut hints = ToHints::default();
+        assert!(!hints.splittable(&Address::with_last_byte(1)), "unknown targets are grouped");
+        // 1: none depended (a view-heavy contract); 2: every one (a counter); 3: 3 of 1,000
+        // (a token between distinct holders); 4: too few transactions to say.
+        hints.learn(&seen(&[(1, 500, 0), (2, 500, 499), (3, 1000, 3), (4, 3, 0)]));
+        let split = |h: &ToHints, a| h.splittable(&Address::with_last_byte(a));
+        assert!(split(&hints, 1) && !split(&hints, 2) && split(&hints, 3) && !split(&hints, 4));
+        // Split, a quarter of 3's transactions ran again: grouped from the next block on, and
+        // kept grouped even when a grouped block shows no slot dependency (its calls may
+        // conflict on account fields, which grouped blocks do not measure).
+        hints.learn(&seen(&[(3, 16, 4)]));
+        assert!(!split(&hints, 3) && split(&hints, 1));
+        hints.learn(&seen(&[(3, 16, 0)]));
+        assert!(!split(&hints, 3));
+    }
+
+    #[test]
+    fn a_hint_lapses_after_its_blocks_and_the_hints_stay_bounded() {
+        let mut hints = ToHints::default();
+        hints.learn(&seen(&[(1, 8, 0)]));
+        for _ in 0..TO_HINT_BLOCKS - 1 {
+            hints.learn(&HashMap::new());
+            assert!(hints.splittable(&Address::with_last_byte(1)));
+        }
+        hints.learn(&HashMap::new());
+        assert!(!hints.splittable(&Address::with_last_byte(1)));
+        assert!(hints.splittable.is_empty());
+
+        let many: HashMap<Address, ToSeen> = (0..TO_HINTS_MAX as u64 + 10)
+            .map(|i| {
+                (Address::left_padding_from(&i.to_be_bytes()), ToSeen { sent: 4, dependent: 0 })
+            })
+            .collect();
+        hints.learn(&many);
+        assert_eq!(hints.splittable.len(), TO_HINTS_MAX);
+    }
 }

@@ -4,8 +4,10 @@
 //! gaps, the coinbase as a sender) executed with `--exec.parallel never` and `always` give the
 //! same state root, state diff, receipts, logs, gas used, bloom and outputs.
 
-use alloy_primitives::{Address, TxKind, U256};
-use hearth::parallel_kit::{COINBASE, COUNTER, Digest, FACTORY, Kit, OBSERVER, PROXY, tx, words};
+use alloy_primitives::{Address, Bytes, TxKind, U256};
+use hearth::parallel_kit::{
+    COINBASE, COUNTER, Digest, FACTORY, Kit, OBSERVER, PROXY, TOKEN, tx, words,
+};
 use hearth_actors::{ParallelConfig, ParallelMode};
 use hearth_messages::executor::{BuildMode, PooledTx};
 use proptest::prelude::*;
@@ -89,6 +91,36 @@ proptest! {
             prop_assert_eq!(sequential, parallel);
         }
     }
+}
+
+/// Calls to one contract share a worker until a block shows they do not depend on each other
+/// (the plan learns it); calls that bump one counter stay together. The contract sits at
+/// TOKEN, which no other test of this binary uses (the hints are process-wide).
+#[test]
+fn calls_to_one_contract_are_split_once_a_block_shows_them_independent() {
+    let run = |code: Vec<u8>, rounds: usize| -> Vec<usize> {
+        let kit = Kit::new(64, Some((Bytes::from(code), 0)));
+        let txs: Vec<PooledTx> = (0..64)
+            .map(|i| tx(kit.senders[i], 0, TxKind::Call(TOKEN), U256::ZERO, vec![0; 64], 100_000))
+            .collect();
+        (0..rounds)
+            .map(|_| {
+                let never = config(ParallelMode::Never, 1);
+                let (sequential, _, _) = kit.execute(&txs, BuildMode::Pack, never);
+                let always = config(ParallelMode::Always, 2);
+                let (parallel, stats, _) = kit.execute(&txs, BuildMode::Pack, always);
+                assert_eq!(sequential, parallel);
+                stats.workers
+            })
+            .collect()
+    };
+    hearth_actors::parallel::forget_to_hints();
+    // sstore(0, sload(0) + 1): every call depends on the one before.
+    let counter = vec![0x60, 0x00, 0x54, 0x60, 0x01, 0x01, 0x60, 0x00, 0x55, 0x00];
+    assert_eq!(run(counter, 3), [1, 1, 1], "a counter's calls stay on one worker");
+    // keccak256 of 32 bytes of memory, then stop: reads and writes nothing.
+    let pure = vec![0x60, 0x20, 0x60, 0x00, 0x20, 0x50, 0x00];
+    assert_eq!(run(pure, 2), [1, 2], "independent calls are grouped once, then split");
 }
 
 /// The coinbase is lazy: independent transfers that all pay it fees do not conflict on it.

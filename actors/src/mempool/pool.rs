@@ -560,14 +560,19 @@ impl Pool {
                 queues.push(queue);
             }
         }
-        // The heap pops the largest key: the highest tip, or the earliest admission.
+        // The heap pops the largest key: the highest tip (then the earliest admission, so
+        // equal tips keep the order they were sent in, as in anvil, and a block's order does
+        // not depend on the senders' hash map order), or the earliest admission.
+        let arrival = |tx: &PooledTx| self.arrival.get(&tx.hash).copied().unwrap_or(u64::MAX);
         let key = |tx: &PooledTx| match self.config.order {
-            TxOrder::Fees => tx.tx.effective_tip_per_gas(base_fee).unwrap_or_default(),
-            TxOrder::Fifo => {
-                u128::MAX - u128::from(self.arrival.get(&tx.hash).copied().unwrap_or(0))
+            TxOrder::Fees => {
+                (tx.tx.effective_tip_per_gas(base_fee).unwrap_or_default(), Reverse(arrival(tx)))
             }
+            TxOrder::Fifo => (0, Reverse(arrival(tx))),
         };
-        let mut heap: BinaryHeap<(u128, Reverse<usize>)> = queues
+        // (tip or 0, earliest admission first), then the queue: the heap's entry per sender.
+        type Key = (u128, Reverse<u64>);
+        let mut heap: BinaryHeap<(Key, Reverse<usize>)> = queues
             .iter()
             .enumerate()
             .filter_map(|(i, q)| q.last().map(|tx| (key(tx), Reverse(i))))
@@ -906,6 +911,23 @@ mod tests {
         assert_eq!(answers[0], Ok(*t.tx_hash()));
         assert_eq!(answers[1], Err(TxError::AlreadyKnown));
         assert_eq!(pool.len(), 1);
+    }
+
+    #[test]
+    fn equal_tips_go_into_blocks_in_the_order_they_were_admitted() {
+        // 40 senders at the same price: the block must list them as they were sent, whatever
+        // order the pool's per-sender map iterates in.
+        let keys = signers(40);
+        let db = chain(&keys);
+        let mut pool = pool(100);
+        let txs: Vec<_> = keys.iter().rev().map(|k| tx(k, 0, 3 * GWEI)).collect();
+        for t in &txs {
+            pool.admit(&db, t.clone()).unwrap();
+        }
+        let taken = pool.pending(&db, u64::MAX, usize::MAX, 1);
+        let hashes: Vec<B256> = taken.iter().map(|p| p.hash).collect();
+        let sent: Vec<B256> = txs.iter().map(|t| *t.tx_hash()).collect();
+        assert_eq!(hashes, sent);
     }
 
     #[test]
