@@ -8,7 +8,8 @@
 //! origins, hosts and content types may call; the server enforces it before anything runs),
 //! `server` and `ws` (the two transports; `ws/frames` reads client frames within the body
 //! limit), `shed` (refusing executor calls before their body is parsed when the pool is over
-//! its budget, and pacing connections that retry at once), `transport` (the JSON-RPC envelope, batches, limits), `methods`
+//! its budget, and pacing connections that retry at once), `transport` (the JSON-RPC
+//! envelope, batches, limits), `methods`
 //! (the method table and the `--http.api` namespace gate), `subscriptions` (eth_subscribe and notification encoding),
 //! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`,
 //! `receipts`, `headers`, `raw`, `capabilities`, `chain_config`, `simulate`, `access_list`,
