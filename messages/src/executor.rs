@@ -438,12 +438,16 @@ impl Drop for Slot {
         };
         let previous_end = lane.last_end.swap(since_epoch(now), Relaxed);
         if self.sampled {
-            // The thread's time for this call: from when it was free to take it (the call's
-            // arrival, or the end of the request it queued behind) to its end. Between calls
-            // the thread also takes the next message off its mailbox and may be preempted;
-            // counting that time makes the service time the rate calls leave the queue at,
-            // which is what the expected wait needs, not only their run time.
-            let free_from = since_epoch(self.sent).max(previous_end);
+            // The thread's time for this call: from when it was free to take it (the end of
+            // the request it queued behind, or its own start when it arrived after that end)
+            // to its end. Between calls the thread also takes the next message off its
+            // mailbox and may be preempted; counting that time makes the service time the
+            // rate calls leave the queue at, which is what the expected wait needs.
+            let free_from = if previous_end > since_epoch(self.sent) {
+                previous_end
+            } else {
+                since_epoch(started)
+            };
             let took = since_epoch(now).saturating_sub(free_from);
             lane.service.record(Duration::from_nanos(took).max(now - started));
         }
