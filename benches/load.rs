@@ -40,6 +40,8 @@ fn workload(name: &str) -> Option<Value> {
             call("0x70a08231000000000000000000000000f39fd6e51aad88f6f4ce6ab8827279cfffb92266")
         }
         "hashLoop" => call(&format!("0x67151319{n2000}")),
+        // ~10x hashLoop's work (~10 ms a call on this machine): the retry-storm workload.
+        "hashLoop20k" => call(&format!("0x67151319{:064x}", 20_000u64)),
         "mathLoop" => call(&format!("0x2a24c92a{n2000}")),
         // hashLoop(10^9): runs until it has burnt the node's whole call gas cap, then fails.
         "gasCap" => call(&format!("0x67151319{:064x}", 1_000_000_000u64)),
@@ -64,7 +66,7 @@ fn workload(name: &str) -> Option<Value> {
     })
 }
 
-const WORKLOADS: &str = "balanceOf,hashLoop,mathLoop,transferCall,stateOverride,blockNumber,getBalance,nonceLatest,noncePending,gasCap";
+const WORKLOADS: &str = "balanceOf,hashLoop,hashLoop20k,mathLoop,transferCall,stateOverride,blockNumber,getBalance,nonceLatest,noncePending,gasCap";
 
 #[derive(Debug, Clone)]
 struct Options {

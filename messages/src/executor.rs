@@ -19,7 +19,7 @@ use revm::primitives::hardfork::SpecId;
 use crate::ExecError;
 use crate::access_list::{AccessListOutcome, CreateAccessList};
 use crate::admission::{
-    self, AdmissionLimits, DelayHistogram, DelaySummary, PoolCount, Refusal, ServiceTime,
+    self, AdmissionLimits, DelayHistogram, DelaySummary, Overshoot, PoolCount, Refusal, ServiceTime,
 };
 use crate::payload::{BuildPayload, BuiltPayload};
 use crate::simulate::{Simulate, SimulateError, SimulatedBlock};
@@ -408,6 +408,8 @@ struct Slot {
     /// Requests on the lane when it was sent, itself included.
     depth: usize,
     sent: tokio::time::Instant,
+    /// The wait admission expected for it (zero for requests not admitted by the budget).
+    expected: Duration,
     /// Whether its run time is a call's service time: block builds, traces and payloads are
     /// not calls and would skew the time calls are admitted by.
     sampled: bool,
@@ -427,8 +429,27 @@ impl Drop for Slot {
         let lane = &self.pool.lanes[self.lane];
         lane.in_flight.fetch_sub(1, Relaxed);
         self.pool.count.leave();
-        if let (true, Some(started)) = (self.sampled, self.started) {
-            lane.service.record(started.elapsed());
+        let Some(started) = self.started else { return };
+        // Only the executor thread drops a request it began, one at a time, so the previous
+        // end on this lane is the end of the request that ran before this one.
+        let now = tokio::time::Instant::now();
+        let since_epoch = |at: tokio::time::Instant| {
+            u64::try_from(at.duration_since(self.pool.epoch).as_nanos()).unwrap_or(u64::MAX)
+        };
+        let previous_end = lane.last_end.swap(since_epoch(now), Relaxed);
+        if self.sampled {
+            // The thread's time for this call: from when it was free to take it (the end of
+            // the request it queued behind, or its own start when it arrived after that end)
+            // to its end. Between calls the thread also takes the next message off its
+            // mailbox and may be preempted; counting that time makes the service time the
+            // rate calls leave the queue at, which is what the expected wait needs.
+            let free_from = if previous_end > since_epoch(self.sent) {
+                previous_end
+            } else {
+                since_epoch(started)
+            };
+            let took = since_epoch(now).saturating_sub(free_from);
+            lane.service.record(Duration::from_nanos(took).max(now - started));
         }
     }
 }
@@ -461,6 +482,11 @@ pub struct ExecutorLane {
     service: ServiceTime,
     /// How long requests waited on this lane before they ran, written by its executor thread.
     delays: DelayHistogram,
+    /// When the last request that ran on this lane ended, in nanoseconds since the pool's
+    /// epoch (0: none yet); written by its executor thread.
+    last_end: CachePadded<AtomicU64>,
+    /// How much later than estimated this lane's calls lately came back to their callers.
+    overshoot: Overshoot,
 }
 
 impl ExecutorLane {
@@ -483,6 +509,8 @@ impl ExecutorLane {
             in_flight: Default::default(),
             service: ServiceTime::default(),
             delays: DelayHistogram::default(),
+            last_end: Default::default(),
+            overshoot: Overshoot::default(),
         }
     }
 
@@ -529,6 +557,8 @@ struct Pool {
     /// `true` once the node began shutting down ([`ExecutorClient::close`]): every caller still
     /// waiting is answered [`ExecError::ShuttingDown`] and nothing new is admitted.
     closing: tokio::sync::watch::Sender<bool>,
+    /// What the lanes' `last_end` times count from.
+    epoch: tokio::time::Instant,
 }
 
 /// The front of the executor pool: it admits by latency budget (see [`crate::admission`]) and
@@ -570,6 +600,7 @@ impl ExecutorClient {
                 next: Default::default(),
                 refusals: Default::default(),
                 closing: tokio::sync::watch::Sender::new(false),
+                epoch: tokio::time::Instant::now(),
             }),
         }
     }
@@ -602,6 +633,7 @@ impl ExecutorClient {
             lane,
             depth,
             sent: tokio::time::Instant::now(),
+            expected: Duration::ZERO,
             sampled,
             started: None,
         }
@@ -618,13 +650,45 @@ impl ExecutorClient {
         if !pool.count.try_enter(cap) {
             return Err(self.refuse(Refusal::QueueFull { max_queued: pool.limits.max_queued }));
         }
-        let slot = self.place(sampled);
-        let service = pool.lanes[slot.lane].service.get();
-        match admission::decide(pool.limits, slot.depth - 1, service) {
-            Ok(()) => Ok(slot),
+        let mut slot = self.place(sampled);
+        let lane = &pool.lanes[slot.lane];
+        let service = lane.service.get();
+        let overshoot = lane.overshoot.get();
+        match admission::decide(pool.limits, slot.depth - 1, service, overshoot) {
+            Ok(()) => {
+                slot.expected = service.map_or(Duration::ZERO, |service| {
+                    admission::expected_wait(slot.depth - 1, service)
+                });
+                Ok(slot)
+            }
             // Dropping the slot gives both places back; it never began, so nothing is sampled.
             Err(refusal) => Err(self.refuse(refusal)),
         }
+    }
+
+    /// The refusal a call would meet now, counted as one, or `None` when it would be admitted
+    /// (or the pool is closing or has no running executor: the ordinary path answers those).
+    /// It takes no place: the RPC front asks this before it parses a request for an executor
+    /// method, so that a call refused under a retry storm costs a scan of its body and this
+    /// (a few atomics), the same rule as [`admit`](Self::admit) on the lane a call would go to.
+    pub fn refuse_early(&self) -> Option<ExecError> {
+        let pool = &self.pool;
+        if *pool.closing.borrow() {
+            return None;
+        }
+        let cap = pool.limits.max_queued.saturating_add(pool.lanes.len());
+        if pool.count.get() >= cap {
+            return Some(self.refuse(Refusal::QueueFull { max_queued: pool.limits.max_queued }));
+        }
+        let lane = pool
+            .lanes
+            .iter()
+            .filter(|lane| lane.calls.connected())
+            .min_by_key(|lane| lane.in_flight.load(Relaxed))?;
+        let ahead = lane.in_flight.load(Relaxed);
+        admission::decide(pool.limits, ahead, lane.service.get(), lane.overshoot.get())
+            .err()
+            .map(|refusal| self.refuse(refusal))
     }
 
     fn refuse(&self, refusal: Refusal) -> ExecError {
@@ -650,12 +714,21 @@ impl ExecutorClient {
         // its queued message, whose receiver is gone, is dropped unrun when the executor
         // reaches it (actix skips a message nobody waits for). The one running finishes.
         let mut closing = self.pool.closing.subscribe();
+        let (lane, sent, expected, sampled) = (slot.lane, slot.sent, slot.expected, slot.sampled);
         let answer = to.send(Admitted { request, slot });
-        tokio::select! {
+        let answer = tokio::select! {
             biased;
-            answer = answer => Ok(answer?),
-            _ = closing.wait_for(|closing| *closing) => Err(ExecError::ShuttingDown),
+            answer = answer => answer?,
+            _ = closing.wait_for(|closing| *closing) => return Err(ExecError::ShuttingDown),
+        };
+        if sampled {
+            // How much later than estimated (its wait plus one service time) this answer is
+            // back: what the next calls on this lane are admitted with (`Overshoot`).
+            let lane = &self.pool.lanes[lane];
+            let estimate = expected.saturating_add(lane.service.get().unwrap_or_default());
+            lane.overshoot.record(sent.elapsed().saturating_sub(estimate));
         }
+        Ok(answer)
     }
 
     /// Sends a block build to its lane and waits for it whatever happens: the miner's block in

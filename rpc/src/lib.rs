@@ -7,7 +7,9 @@
 //! for HTTP and WebSocket alike, and so can tests). Layers, outside in: `access` (which web
 //! origins, hosts and content types may call; the server enforces it before anything runs),
 //! `server` and `ws` (the two transports; `ws/frames` reads client frames within the body
-//! limit), `transport` (the JSON-RPC envelope, batches, limits), `methods`
+//! limit), `shed` (refusing executor calls before their body is parsed when the pool is over
+//! its budget, and pacing connections that retry at once), `transport` (the JSON-RPC
+//! envelope, batches, limits), `methods`
 //! (the method table and the `--http.api` namespace gate), `subscriptions` (eth_subscribe and notification encoding),
 //! one module per group of methods (`net`, `eth`, `call`, `fees`, `eth_tx`, `blocks`,
 //! `receipts`, `headers`, `raw`, `capabilities`, `chain_config`, `simulate`, `access_list`,
@@ -47,6 +49,7 @@ mod receipts;
 mod reset;
 mod rewind;
 mod server;
+mod shed;
 mod sign;
 mod simulate;
 mod state_dump;
@@ -76,6 +79,7 @@ pub use metrics::{Refusal, Rejection, RpcMetrics};
 pub use node_info::NodeFacts;
 pub use out_buffer::RESPONSE_BUFFER_RETAINED_BYTES;
 pub use server::serve;
+pub use shed::{RETRY_PAUSE, RETRY_WINDOW};
 pub use state_dump::{
     EIP170_CODE_BYTES, LoadedState, MAX_STATE_JSON_BYTES, StateFileError, StateLimits,
     decode as decode_state, document as state_document, read_file as read_state_file, to_hex_gzip,
@@ -102,6 +106,18 @@ pub async fn handle_body(ctx: &RpcContext, body: &[u8]) -> RpcReply {
 /// [`handle_body`] for a request that came on WebSocket connection `connection` (`None` for
 /// HTTP): eth_subscribe and eth_unsubscribe act on that connection's subscriptions.
 pub(crate) async fn handle_request(
+    ctx: &RpcContext,
+    body: &[u8],
+    connection: Option<hearth_messages::subscriptions::ConnectionId>,
+) -> RpcReply {
+    if let Some(refused) = shed::refuse_early(ctx, body) {
+        return refused;
+    }
+    run_request(ctx, body, connection).await
+}
+
+/// [`handle_request`] past early shedding: parses the body and runs its requests.
+pub(crate) async fn run_request(
     ctx: &RpcContext,
     body: &[u8],
     connection: Option<hearth_messages::subscriptions::ConnectionId>,

@@ -20,7 +20,6 @@ use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 
 use crate::access::{PREFLIGHT_MAX_AGE_SECS, is_header_token, is_json_content_type};
 use crate::context::RpcContext;
-use crate::handle_body;
 use crate::metrics::Refusal;
 use crate::transport::RpcReply;
 
@@ -41,6 +40,11 @@ pub fn serve(
     workers: usize,
 ) -> io::Result<(Server, SocketAddr)> {
     let server = HttpServer::new(move || app(ctx.clone()))
+        // Each connection remembers its last early refusal, to pace a client that retries at
+        // once (`shed`).
+        .on_connect(|_, data| {
+            data.insert(crate::shed::RetryPace::default());
+        })
         .workers(workers.max(1))
         .disable_signals()
         .bind(addr)?;
@@ -198,9 +202,16 @@ async fn preflight(req: HttpRequest, ctx: web::Data<RpcContext>) -> HttpResponse
     response.finish()
 }
 
-/// POST `/`: one JSON-RPC body in, one reply out.
-async fn endpoint(ctx: web::Data<RpcContext>, body: web::Bytes) -> HttpResponse {
-    let RpcReply { status, body } = handle_body(&ctx, &body).await;
+/// POST `/`: one JSON-RPC body in, one reply out. An executor call the pool would refuse is
+/// answered from a scan of the body, and held first when its connection retries at once
+/// (`shed`).
+async fn endpoint(req: HttpRequest, ctx: web::Data<RpcContext>, body: web::Bytes) -> HttpResponse {
+    let pace = req.conn_data::<crate::shed::RetryPace>();
+    let reply = match crate::shed::refuse_early_paced(&ctx, &body, pace).await {
+        Some(refused) => refused,
+        None => crate::run_request(&ctx, &body, None).await,
+    };
+    let RpcReply { status, body } = reply;
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     match body {
         Some(body) => HttpResponse::build(status).content_type(ContentType::json()).body(body),

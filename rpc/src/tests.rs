@@ -760,6 +760,89 @@ async fn a_busy_executor_sheds_with_503_for_single_requests_only() {
 }
 
 #[actix::test]
+async fn an_executor_call_over_budget_is_refused_from_a_scan_of_its_body() {
+    // No queue: a call sent and not yet run takes the one thread, so the next is refused.
+    let f = fixture(0);
+    let mut running = Box::pin(f.ctx.executor.call(Call { request: Default::default(), block: 1 }));
+    assert!(futures_util::poll!(&mut running).is_pending());
+    // Params the ordinary path would answer -32602 for: the early refusal does not decode them.
+    let body =
+        br#"{"params":[{"to":"not an address"}],"id":"r-7","jsonrpc":"2.0","method":"eth_call"}"#;
+    let reply = handle_body(&f.ctx, body).await;
+    assert_eq!(reply.status, 503);
+    let answer: Value = serde_json::from_slice(&reply.body.expect("an answer")).unwrap();
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (json!("r-7"), json!(-32005))
+    );
+    let message = answer["error"]["message"].as_str().expect("a message");
+    assert!(message.contains("--executor.max-queued"), "{message}");
+    let estimate = br#"{"jsonrpc":"2.0","id":8,"method":"eth_estimateGas","params":[{}]}"#;
+    let answer: Value =
+        serde_json::from_slice(&handle_body(&f.ctx, estimate).await.body.expect("an answer"))
+            .unwrap();
+    assert_eq!((answer["id"].clone(), answer["error"]["code"].clone()), (json!(8), json!(-32005)));
+    // Counted as the ordinary path counts a refusal: by path, by method, by reason.
+    assert_eq!(f.ctx.metrics.rejections(crate::Rejection::ExecutorBusy), 2);
+    assert_eq!(f.ctx.executor.refusals(), [0, 2], "queue_delay, queue_full");
+    let mut text = String::new();
+    f.ctx.metrics.render(&mut text);
+    crate::metrics::executor_metrics(&mut text, &f.ctx.executor);
+    assert!(text.contains("hearth_rpc_rejections_total{path=\"executor_busy\"} 2"), "{text}");
+    assert!(text.contains("hearth_executor_refusals_total{reason=\"queue_full\"} 2"), "{text}");
+    assert!(text.contains("hearth_rpc_requests_total{method=\"eth_call\"} 1"), "{text}");
+    // Other methods are never refused by it, even when `"method":"eth_call"` is in the body.
+    for other in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[{"method":"eth_call"}]}"#,
+        r#"{"jsonrpc":"2.0","id":1,"params":["\"method\":\"eth_call\""],"method":"eth_blockNumber"}"#,
+    ] {
+        let reply = handle_body(&f.ctx, other.as_bytes()).await;
+        let answer: Value = serde_json::from_slice(&reply.body.expect("an answer")).unwrap();
+        assert_eq!(
+            (reply.status, answer["error"]["code"].clone()),
+            (200, json!(-32602)),
+            "{other}"
+        );
+    }
+    let plain = br#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}"#;
+    let answer: Value =
+        serde_json::from_slice(&handle_body(&f.ctx, plain).await.body.expect("an answer")).unwrap();
+    assert_eq!(answer["result"], json!("0x1"));
+    assert_eq!(f.ctx.metrics.rejections(crate::Rejection::ExecutorBusy), 2, "nothing more shed");
+    assert!(running.await.is_ok(), "the admitted call still runs");
+    // With the thread free again the same body goes the ordinary way, which decodes params.
+    let answer: Value =
+        serde_json::from_slice(&handle_body(&f.ctx, body).await.body.expect("an answer")).unwrap();
+    assert_eq!(answer["error"]["code"], json!(-32602), "{answer}");
+}
+
+#[actix::test]
+async fn a_connection_that_retries_at_once_after_a_refusal_is_held_then_decided_again() {
+    use crate::shed::{RETRY_PAUSE, RetryPace, refuse_early_paced};
+    tokio::time::pause();
+    let f = fixture(0);
+    let body = br#"{"jsonrpc":"2.0","id":3,"method":"eth_call","params":[{"to":"0x01"}]}"#;
+    let pace = RetryPace::default();
+    let mut running = Box::pin(f.ctx.executor.call(Call { request: Default::default(), block: 1 }));
+    assert!(futures_util::poll!(&mut running).is_pending());
+    // The first refusal is answered at once (nothing here yields, so the call still runs).
+    let start = tokio::time::Instant::now();
+    let first = refuse_early_paced(&f.ctx, body, Some(&pace)).await.expect("refused");
+    assert_eq!((first.status, start.elapsed()), (503, std::time::Duration::ZERO));
+    // A request with no connection to remember (WebSocket frames) is never held.
+    assert!(refuse_early_paced(&f.ctx, body, None).await.is_some());
+    assert_eq!(start.elapsed(), std::time::Duration::ZERO);
+    // The connection's retry, at once, is held RETRY_PAUSE; meanwhile the running call ends,
+    // so the retry is then admitted (goes the ordinary way) instead of refused again.
+    assert!(refuse_early_paced(&f.ctx, body, Some(&pace)).await.is_none());
+    // Paused time jumps to the timer's tick, which rounds the deadline up to a millisecond.
+    let held = start.elapsed();
+    assert!((RETRY_PAUSE..=RETRY_PAUSE + Duration::from_millis(1)).contains(&held), "{held:?}");
+    assert!(running.await.is_ok());
+    assert_eq!(f.ctx.executor.refusals(), [0, 3], "refused, refused, refused then admitted");
+}
+
+#[actix::test]
 async fn raw_transactions_are_submitted_then_automined() {
     let f = fixture(4);
     let tx = sign(

@@ -35,7 +35,7 @@ impl RpcReply {
     }
 
     /// HTTP 503 with `body`: the single request was shed, retry later.
-    const fn busy(body: Vec<u8>) -> Self {
+    pub(crate) const fn busy(body: Vec<u8>) -> Self {
         Self { status: 503, body: Some(body) }
     }
 
@@ -432,7 +432,7 @@ struct ErrorObject {
     data: Option<Value>,
 }
 
-fn encode_error(id: &Value, error: &RpcError) -> Vec<u8> {
+pub(crate) fn encode_error(id: &Value, error: &RpcError) -> Vec<u8> {
     let object = ErrorObject { code: error.code(), message: error.to_string(), data: error.data() };
     encode(id, None, Some(object))
 }

@@ -1,0 +1,311 @@
+//! Early shedding: refusing an executor-bound request before its body is parsed.
+//!
+//! When the executor pool would refuse a call anyway (its expected queueing delay is over
+//! `--executor.max-queue-delay`, or its queue is full: `ExecutorClient::refuse_early`), a
+//! single request for a method that always runs there (eth_call, eth_estimateGas,
+//! eth_createAccessList, eth_simulateV1) is answered -32005 from a scan of its raw body: the
+//! object's top-level `jsonrpc`, `method` and `id` members are found by walking its bytes,
+//! skipping `params` without decoding it. No `serde_json::Value` tree, no parameter decoding,
+//! no span and no executor work: under a retry storm (closed-loop clients that resend at once
+//! when refused) a refusal is then a few hundred nanoseconds of the front's time, not a full
+//! request. Anything the scan is not sure of (a batch, a notification, an escaped method
+//! name, an odd id, a duplicate member) goes the ordinary way, which applies the same rule.
+//!
+//! [`RetryPace`] slows one HTTP connection that comes straight back after such a refusal: its
+//! request is held for [`RETRY_PAUSE`] and then decided again, so a few hundred refused
+//! connections spinning on a 2-core machine cannot take the CPU the admitted calls need.
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::context::RpcContext;
+use crate::error::RpcError;
+use crate::metrics::RpcMetrics;
+use crate::transport::RpcReply;
+
+/// The methods whose every run goes through the executor pool's admission: refusing them
+/// early answers what the ordinary path would (for well-formed params; a malformed one is
+/// then refused as busy rather than as invalid, as a node that sheds before parsing does).
+pub(crate) const EXECUTOR_METHODS: [&str; 4] =
+    ["eth_call", "eth_createAccessList", "eth_estimateGas", "eth_simulateV1"];
+
+/// How long a connection that comes back within [`RETRY_WINDOW`] of its last early refusal
+/// waits before its request is decided again: the default budget, the time in which the queue
+/// that refused it turns over. Admitted calls keep the executors busy meanwhile (a connection
+/// whose call finished is not held), so the pause costs the refused clients latency, not the
+/// node goodput. 256 connections held 100 ms each make at most ~2,500 refusals/s; in one
+/// side-by-side run a 25 ms hold let 6,991/s through and kept 0.61 of the 8-connection goodput,
+/// 100 ms 2,429/s and 1.22 (BENCHMARKS.md, retry storm).
+pub const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// A request that arrives this soon after its connection's last early refusal is a retry "at
+/// once". Not a round trip's few microseconds: a client spinning on 256 connections, and the
+/// front answering them, each take a turn of several ms to come back to one connection. An
+/// open-loop client at 3x capacity on 512 connections comes back to one every ~120 ms, and a
+/// client that backs off after -32005 waits longer than this; neither is ever held.
+pub const RETRY_WINDOW: Duration = Duration::from_millis(20);
+
+/// The top-level members of a request object that routing needs, as raw JSON text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Head<'a> {
+    /// The method name (a string with no escapes).
+    pub(crate) method: &'a str,
+    /// The id's JSON text: `null`, a string, or an integer.
+    pub(crate) id: &'a [u8],
+}
+
+/// Answers a single request for an executor method with -32005 (HTTP 503) when the pool
+/// would refuse it now, counting the refusal as the ordinary path does (by method, in
+/// `hearth_rpc_rejections_total{path="executor_busy"}` and in the pool's refusals by
+/// reason). `None`: the request goes the ordinary way.
+pub(crate) fn refuse_early(ctx: &RpcContext, body: &[u8]) -> Option<RpcReply> {
+    if body.len() > ctx.limits.max_body_bytes {
+        return None;
+    }
+    let head = scan_head(body)?;
+    if !EXECUTOR_METHODS.contains(&head.method) || !ctx.api.allows(head.method) {
+        return None;
+    }
+    // The id is a literal of a few bytes; decoding it gives the ordinary path's encoding.
+    let id: Value = serde_json::from_slice(head.id).ok()?;
+    let refused: Result<(), RpcError> = Err(RpcError::Exec(ctx.executor.refuse_early()?));
+    ctx.metrics.observe_slot(RpcMetrics::slot_of(head.method), Duration::ZERO, &refused);
+    let error = refused.err()?;
+    Some(RpcReply::busy(crate::transport::encode_error(&id, &error)))
+}
+
+/// Finds the top-level `jsonrpc` (which must be `"2.0"`), `method` and `id` of a body that
+/// is one JSON object, skipping every other member's value without decoding it. `None` when
+/// the body is anything else or the scan is not sure (see the module doc).
+pub(crate) fn scan_head(body: &[u8]) -> Option<Head<'_>> {
+    let mut at = skip_ws(body, 0);
+    if body.get(at) != Some(&b'{') {
+        return None;
+    }
+    at += 1;
+    let (mut method, mut id, mut version_ok) = (None, None, false);
+    loop {
+        at = skip_ws(body, at);
+        let key_start = at;
+        at = skip_string(body, at)?;
+        let key = &body[key_start + 1..at - 1];
+        at = skip_ws(body, at);
+        if body.get(at) != Some(&b':') {
+            return None;
+        }
+        at = skip_ws(body, at + 1);
+        let value_start = at;
+        at = skip_value(body, at)?;
+        let value = &body[value_start..at];
+        match key {
+            b"method" if method.is_none() => {
+                let name = value.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+                if name.contains(&b'\\') {
+                    return None;
+                }
+                method = Some(std::str::from_utf8(name).ok()?);
+            }
+            b"id" if id.is_none() => {
+                let plain_integer =
+                    value.strip_prefix(b"-").unwrap_or(value).iter().all(u8::is_ascii_digit);
+                let ok = value == b"null"
+                    || value.first() == Some(&b'"')
+                    || (!value.is_empty() && value != b"-" && plain_integer);
+                if !ok {
+                    return None;
+                }
+                id = Some(value);
+            }
+            b"jsonrpc" if !version_ok => {
+                if value != b"\"2.0\"" {
+                    return None;
+                }
+                version_ok = true;
+            }
+            // A duplicate or escaped key: the ordinary parser decides what it means.
+            b"method" | b"id" | b"jsonrpc" => return None,
+            key if key.contains(&b'\\') => return None,
+            _ => {}
+        }
+        at = skip_ws(body, at);
+        match body.get(at) {
+            Some(b',') => at += 1,
+            Some(b'}') => break,
+            _ => return None,
+        }
+    }
+    if skip_ws(body, at + 1) != body.len() || !version_ok {
+        return None;
+    }
+    Some(Head { method: method?, id: id? })
+}
+
+fn skip_ws(body: &[u8], mut at: usize) -> usize {
+    while body.get(at).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+        at += 1;
+    }
+    at
+}
+
+/// The index just past the string starting at `at` (which must be its opening quote).
+fn skip_string(body: &[u8], at: usize) -> Option<usize> {
+    if body.get(at) != Some(&b'"') {
+        return None;
+    }
+    let mut i = at + 1;
+    loop {
+        match body.get(i)? {
+            b'"' => return Some(i + 1),
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+}
+
+/// The index just past the JSON value starting at `at`: a string, or anything up to the `,`
+/// or `}` that ends it at depth zero, brackets and strings inside counted. It only finds the
+/// value's end; whether the value is valid JSON is the ordinary parser's business (an invalid
+/// one is refused as busy here, as it would have been answered -32700 there).
+fn skip_value(body: &[u8], at: usize) -> Option<usize> {
+    if body.get(at) == Some(&b'"') {
+        return skip_string(body, at);
+    }
+    let mut depth = 0usize;
+    let mut i = at;
+    loop {
+        match body.get(i)? {
+            b'"' => {
+                i = skip_string(body, i)?;
+                continue;
+            }
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' if depth > 0 => depth -= 1,
+            b',' | b'}' if depth == 0 => break,
+            b']' => return None,
+            _ => {}
+        }
+        i += 1;
+    }
+    // A value ends before trailing whitespace.
+    let mut end = i;
+    while end > at && matches!(body[end - 1], b' ' | b'\t' | b'\n' | b'\r') {
+        end -= 1;
+    }
+    (end > at).then_some(end)
+}
+
+/// One connection's memory of its last early refusal, to tell a client that retries at once
+/// from one that comes back later. Lives in the connection's data on its worker thread.
+#[derive(Debug, Default)]
+pub(crate) struct RetryPace {
+    last_refusal: Cell<Option<tokio::time::Instant>>,
+}
+
+impl RetryPace {
+    /// Whether a request arriving `now` comes straight back after a refusal.
+    pub(crate) fn is_quick_retry(&self, now: tokio::time::Instant) -> bool {
+        self.last_refusal.get().is_some_and(|refused| now.duration_since(refused) < RETRY_WINDOW)
+    }
+
+    /// Notes what the connection was answered at `now`: an early refusal or anything else.
+    pub(crate) fn answered(&self, refused: bool, now: tokio::time::Instant) {
+        self.last_refusal.set(refused.then_some(now));
+    }
+}
+
+/// [`refuse_early`] for an HTTP request arriving on a connection that remembers `pace`: a
+/// quick retry that would be refused again is held for [`RETRY_PAUSE`] first and then
+/// decided again. `None`: the request goes the ordinary way (it may have been held).
+pub(crate) async fn refuse_early_paced(
+    ctx: &RpcContext,
+    body: &[u8],
+    pace: Option<&RetryPace>,
+) -> Option<RpcReply> {
+    let arrived = tokio::time::Instant::now();
+    let quick = pace.is_some_and(|pace| pace.is_quick_retry(arrived));
+    let mut refused = refuse_early(ctx, body);
+    if quick && refused.is_some() {
+        tokio::time::sleep(RETRY_PAUSE).await;
+        refused = refuse_early(ctx, body);
+    }
+    if let Some(pace) = pace {
+        pace.answered(refused.is_some(), tokio::time::Instant::now());
+    }
+    refused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(body: &str) -> Option<(String, String)> {
+        scan_head(body.as_bytes())
+            .map(|h| (h.method.to_owned(), String::from_utf8(h.id.to_vec()).expect("utf-8")))
+    }
+
+    fn some(method: &str, id: &str) -> Option<(String, String)> {
+        Some((method.to_owned(), id.to_owned()))
+    }
+
+    #[test]
+    fn the_scan_finds_method_and_id_whatever_their_order() {
+        let call = r#"{"jsonrpc":"2.0","id":7,"method":"eth_call","params":[{"to":"0x01","data":"0x"},"latest"]}"#;
+        assert_eq!(head(call), some("eth_call", "7"));
+        let reordered = r#" { "params" : [ {"a":[1,{"b":"}]"}]} ] , "method" : "eth_estimateGas" ,
+            "id" : "x\"y" , "jsonrpc" : "2.0" } "#;
+        assert_eq!(head(reordered), some("eth_estimateGas", r#""x\"y""#));
+        assert_eq!(
+            head(r#"{"jsonrpc":"2.0","method":"eth_call","id":null}"#),
+            some("eth_call", "null")
+        );
+        assert_eq!(
+            head(r#"{"jsonrpc":"2.0","method":"eth_call","id":-12}"#),
+            some("eth_call", "-12")
+        );
+    }
+
+    #[test]
+    fn a_method_key_inside_params_is_not_the_method() {
+        let nested = r#"{"jsonrpc":"2.0","id":1,"params":[{"method":"eth_call"}],"method":"eth_blockNumber"}"#;
+        assert_eq!(head(nested), some("eth_blockNumber", "1"));
+        let in_string = r#"{"jsonrpc":"2.0","id":1,"params":["\"method\":\"eth_call\""],"method":"eth_chainId"}"#;
+        assert_eq!(head(in_string), some("eth_chainId", "1"));
+    }
+
+    #[test]
+    fn anything_the_scan_is_not_sure_of_goes_the_ordinary_way() {
+        for body in [
+            r#"[{"jsonrpc":"2.0","id":1,"method":"eth_call"}]"#, // a batch
+            r#"{"jsonrpc":"2.0","method":"eth_call"}"#,          // a notification
+            r#"{"id":1,"method":"eth_call"}"#,                   // no version
+            r#"{"jsonrpc":"1.0","id":1,"method":"eth_call"}"#,   // wrong version
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_\u0063all"}"#, // escaped name
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_call","method":"eth_chainId"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"eth_call"}"#, // not an integer
+            r#"{"jsonrpc":"2.0","id":[1],"method":"eth_call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_call"} x"#, // trailing bytes
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_call""#,    // cut short
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[}"#,
+            r#"{"jsonrpc":"2.0","id":1,"m\u0065thod":"eth_call"}"#,
+            "",
+            "{}",
+        ] {
+            assert_eq!(head(body), None, "{body}");
+        }
+    }
+
+    #[test]
+    fn a_quick_retry_is_one_within_the_window_of_a_refusal() {
+        let pace = RetryPace::default();
+        let t0 = tokio::time::Instant::now();
+        assert!(!pace.is_quick_retry(t0), "nothing refused yet");
+        pace.answered(true, t0);
+        assert!(pace.is_quick_retry(t0 + RETRY_WINDOW / 2));
+        assert!(!pace.is_quick_retry(t0 + RETRY_WINDOW), "came back later");
+        pace.answered(false, t0 + RETRY_WINDOW);
+        assert!(!pace.is_quick_retry(t0 + RETRY_WINDOW), "answered since");
+    }
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Issue 14 part 3, the two admission acceptances not covered by admission-bench.sh's closed
+# loop, for two builds side by side in one run (both nodes up at once, default flags, each
+# workload run against OLD then NEW):
+#   1. retry storm: closed-loop hashLoop(20000) (~10 ms a call) at 8 and at 256 connections;
+#      hearth-load sends a connection's next request as soon as the answer (a refusal too)
+#      arrives, so refused clients retry at once. Goodput = successful calls/s; the
+#      acceptance is goodput(256) / goodput(8) >= 0.70 for each build's own runs.
+#   2. overload: hashLoop(2000) open loop at 3x the capacity the build measured at 8
+#      connections, for OVER_SECS s at up to 512 connections: every request answered, the
+#      admitted calls' p99 against budget (100 ms) + one service time (from /metrics), the
+#      refusals' p99 against 5 ms.
+# `uptime` is printed next to every figure: on a shared machine only the ratios of one run
+# compare, and the load says how far.
+#
+#   bash scripts/retry-storm.sh OLD_HEARTH NEW_HEARTH [HEARTH_LOAD]
+#
+# HEARTH_LOAD defaults to this tree's target/release/hearth-load (it must know the
+# hashLoop20k workload). Env: SECS (closed-loop run length, 10), OVER_SECS (30; 0 skips part
+# 2), PORT_BASE
+# (9400; uses two ports). Every node listens on 127.0.0.1, runs in memory and is stopped by
+# PID at the end; every run is bounded in time.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OLD=${1:?usage: retry-storm.sh OLD_HEARTH NEW_HEARTH [HEARTH_LOAD]}
+NEW=${2:?usage: retry-storm.sh OLD_HEARTH NEW_HEARTH [HEARTH_LOAD]}
+LOAD=${3:-$HERE/target/release/hearth-load}
+SECS=${SECS:-10}
+OVER_SECS=${OVER_SECS:-30}
+PORT_BASE=${PORT_BASE:-9400}
+for bin in "$OLD" "$NEW" "$LOAD"; do
+  [ -x "$bin" ] || { echo "missing $bin" >&2; exit 2; }
+done
+
+. "$(dirname "${BASH_SOURCE[0]}")/node-lib.sh"
+
+P_OLD=$PORT_BASE; P_NEW=$((PORT_BASE + 1))
+"$OLD" --ephemeral --http.port $P_OLD >/tmp/retry-storm-old.log 2>&1 &
+PIDS+=($!); OLD_PID=$!
+"$NEW" --ephemeral --http.port $P_NEW >/tmp/retry-storm-new.log 2>&1 &
+PIDS+=($!); NEW_PID=$!
+wait_up $P_OLD; wait_up $P_NEW
+T_OLD=old=http://127.0.0.1:$P_OLD/
+T_NEW=new=http://127.0.0.1:$P_NEW/
+load() { uptime | sed 's/.*load average: /load /'; }
+
+echo "old: $OLD"
+echo "new: $NEW"
+echo "load generator: $LOAD; machine: $(nproc) CPUs; $(load)"
+OUT=$(mktemp -d /tmp/retry-storm.XXXXXX)
+
+# Field $2 of a hearth-load table row for workload w and target t.
+col() { # file workload target column
+  awk -F'|' -v w="$2" -v t="$3" -v c="$4" \
+    '$2 ~ "^ "w" $" && $3 ~ "^ "t" $" { gsub(/^ +| +$/, "", $c); print $c }' "$1"
+}
+
+echo
+echo "## 1. retry storm: closed-loop hashLoop(20000), $SECS s a run (+1 s warm-up)"
+for conns in 8 256; do
+  echo "load before $conns connections: $(load)" | tee "$OUT/load-$conns.txt"
+  "$LOAD" --target "$T_OLD" --target "$T_NEW" --workload hashLoop20k --concurrency $conns \
+    --duration "$SECS" 2>/dev/null | grep -E '^\| hashLoop20k' >"$OUT/storm-$conns.txt"
+  echo "load after: $(load)" | tee -a "$OUT/load-$conns.txt"
+done
+echo
+echo "| build | ok/s at 8 | ok/s at 256 | 256 / 8 (>= 0.70) | answers/s at 256 | ok p99 ms at 256 | error p99 ms at 256 | errors at 256 |"
+echo "|---|---:|---:|---:|---:|---:|---:|---|"
+for t in old new; do
+  ok8=$(col "$OUT/storm-8.txt" hashLoop20k $t 9); ok256=$(col "$OUT/storm-256.txt" hashLoop20k $t 9)
+  rps=$(col "$OUT/storm-256.txt" hashLoop20k $t 4)
+  okp99=$(col "$OUT/storm-256.txt" hashLoop20k $t 10); errp99=$(col "$OUT/storm-256.txt" hashLoop20k $t 11)
+  errs=$(col "$OUT/storm-256.txt" hashLoop20k $t 14)
+  awk -v t=$t -v a="$ok8" -v b="$ok256" -v s="$SECS" -v r="$rps" -v p="$okp99" -v e="$errp99" -v x="$errs" \
+    'BEGIN { printf "| %s | %.1f | %.1f | **%.2f** | %s | %s | %s | %s |\n", t, a / s, b / s, (a > 0 ? b / a : 0), r, p, e, x }'
+done
+echo "(load around the 8-connection runs: $(tr '\n' ' ' <"$OUT/load-8.txt"); around the 256-connection runs: $(tr '\n' ' ' <"$OUT/load-256.txt"))"
+
+[ "$OVER_SECS" = 0 ] && exit 0
+echo
+echo "## 2. overload: hashLoop(2000) open loop at 3x each build's 8-connection capacity, $OVER_SECS s"
+"$LOAD" --target "$T_OLD" --target "$T_NEW" --workload hashLoop --concurrency 8 --duration 5 \
+  2>/dev/null | grep -E '^\| hashLoop' >"$OUT/capacity.txt"
+echo "| build | capacity calls/s | offered/s | answered | admitted | ok p99 ms | budget + service ms | refused | refusal p99 ms | slowest refusal ms | service ms | load before / after |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+for t in old new; do
+  port=$P_OLD; pid=$OLD_PID; [ $t = new ] && { port=$P_NEW; pid=$NEW_PID; }
+  cap=$(awk -v ok="$(col "$OUT/capacity.txt" hashLoop $t 9)" 'BEGIN { printf "%d", ok / 5 }')
+  before=$(load)
+  "$LOAD" --target "$t=http://127.0.0.1:$port/" --workload hashLoop --rate $((cap * 3)) \
+    --concurrency 512 --duration "$OVER_SECS" --warmup 0 --pid "$pid" 2>/dev/null \
+    | grep -E '^\| hashLoop' >"$OUT/over-$t.txt"
+  after=$(load)
+  service=$(curl -s "http://127.0.0.1:$port/metrics" | awk '/^hearth_executor_service_time_seconds/ { s += $2; n++ } END { if (n) printf "%.2f", s / n * 1000 }')
+  rps=$(col "$OUT/over-$t.txt" hashLoop $t 4)
+  ok=$(col "$OUT/over-$t.txt" hashLoop $t 9); okp99=$(col "$OUT/over-$t.txt" hashLoop $t 10)
+  errp99=$(col "$OUT/over-$t.txt" hashLoop $t 11); slowest=$(col "$OUT/over-$t.txt" hashLoop $t 12)
+  errs=$(col "$OUT/over-$t.txt" hashLoop $t 14)
+  answered=$(awk -v r="$rps" -v s="$OVER_SECS" 'BEGIN { printf "%d", r * s }')
+  refused=$(echo "$errs" | grep -oE '(rpc|http 503) -32005: [0-9]+' | awk -F': ' '{ s += $2 } END { print s + 0 }')
+  other=$(echo "$errs" | tr ',' '\n' | grep -vE -- '-32005|^ *-? *$' || true)
+  limit=$(awk -v s="${service:-0}" 'BEGIN { printf "%.1f", 100 + s }')
+  echo "| $t | $cap | $((cap * 3)) | $answered | $ok | $okp99 | $limit | $refused | $errp99 | $slowest | ${service:--} | $before / $after |"
+  [ -n "$other" ] && echo "  $t: errors other than -32005: $other"
+done
+echo
+curl -s "http://127.0.0.1:$P_NEW/metrics" | grep -E '^hearth_executor_refusals|^hearth_rpc_rejections_total\{path="executor_busy"' | sed 's/^/new: /' || true
+echo "raw tables in $OUT; machine load at the end: $(load)"
