@@ -321,8 +321,9 @@ const TO_HINT_SHARE: usize = 4;
 pub struct ToHints {
     /// Splittable targets, with the block count when that was last seen.
     splittable: HashMap<Address, u64>,
-    /// Targets whose calls conflicted when split, with the block count when they last did:
-    /// kept grouped for [`TO_HINT_BLOCKS`] whatever a grouped block shows.
+    /// Targets whose calls depended on each other (grouped) or conflicted (split), with the
+    /// block count when they last did: kept grouped for [`TO_HINT_BLOCKS`] whatever a grouped
+    /// block shows, and not probed again meanwhile.
     hot: HashMap<Address, u64>,
     blocks: u64,
 }
@@ -350,6 +351,27 @@ impl ToHints {
         self.splittable.get(to).is_some_and(|&at| self.blocks - at < TO_HINT_BLOCKS)
     }
 
+    /// Whether no block has said yet whether `to`'s calls can be split.
+    fn unknown(&self, to: &Address) -> bool {
+        !self.splittable(to)
+            && !self.hot.get(to).is_some_and(|&at| self.blocks - at < TO_HINT_BLOCKS)
+    }
+
+    /// Whether `txs` call a target no block has judged yet often enough to judge it: `auto`
+    /// then runs the block in parallel even when its plan is lopsided, as the probe that
+    /// learns it (a grouped block costs the parallel path's overhead, not a second run).
+    fn worth_probing(&self, txs: &[PooledTx]) -> bool {
+        let mut calls: HashMap<Address, usize> = HashMap::new();
+        txs.iter().any(|tx| match tx.tx.kind() {
+            TxKind::Call(to) if self.unknown(&to) => {
+                let count = calls.entry(to).or_default();
+                *count += 1;
+                *count >= TO_HINT_MIN_TXS
+            }
+            _ => false,
+        })
+    }
+
     /// Notes one parallel block: what it saw of each `to`.
     fn learn(&mut self, seen: &HashMap<Address, ToSeen>) {
         self.blocks += 1;
@@ -361,9 +383,10 @@ impl ToHints {
                 continue;
             }
             let dependent = seen.dependent * TO_HINT_SHARE >= seen.sent;
-            if dependent && self.splittable.remove(to).is_some() {
+            if dependent {
+                self.splittable.remove(to);
                 self.hot.insert(*to, blocks);
-            } else if !dependent && !self.hot.contains_key(to) {
+            } else if !self.hot.contains_key(to) {
                 self.splittable.insert(*to, blocks);
             }
         }
@@ -379,9 +402,13 @@ impl ToHints {
 /// Publishes what a parallel block showed about its call targets, for the plans of the
 /// blocks after it.
 pub(crate) fn learn_to_hints(committer: &Committer) {
-    let mut next = (*committer.hints).clone();
-    next.learn(&committer.seen_to);
-    TO_HINTS.store(Arc::new(next));
+    // Onto the hints published now, not the ones the block started with: two blocks built at
+    // once (an import beside the miner, tests) each add what they saw, neither loses the other's.
+    TO_HINTS.rcu(|now| {
+        let mut next = ToHints::clone(now);
+        next.learn(&committer.seen_to);
+        next
+    });
 }
 
 /// Forgets the call-target hints (benches and tests that measure a first block).
@@ -431,6 +458,7 @@ pub(crate) fn plan(
     let busiest = workers.iter().map(|w| w.0).max().unwrap_or(0);
     if config.mode == ParallelMode::Auto
         && u128::from(busiest) * 100 > u128::from(total) * u128::from(MAX_BUSIEST_SHARE_PERCENT)
+        && !hints.worth_probing(txs)
     {
         return None;
     }
@@ -724,6 +752,8 @@ mod tests {
         hints.learn(&seen(&[(1, 500, 0), (2, 500, 499), (3, 1000, 3), (4, 3, 0)]));
         let split = |h: &ToHints, a| h.splittable(&Address::with_last_byte(a));
         assert!(split(&hints, 1) && !split(&hints, 2) && split(&hints, 3) && !split(&hints, 4));
+        let unknown = |h: &ToHints, a| h.unknown(&Address::with_last_byte(a));
+        assert!(!unknown(&hints, 1) && !unknown(&hints, 2) && unknown(&hints, 4));
         // Split, a quarter of 3's transactions ran again: grouped from the next block on, and
         // kept grouped even when a grouped block shows no slot dependency (its calls may
         // conflict on account fields, which grouped blocks do not measure).

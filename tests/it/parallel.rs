@@ -98,8 +98,9 @@ proptest! {
 /// TOKEN, which no other test of this binary uses (the hints are process-wide).
 #[test]
 fn calls_to_one_contract_are_split_once_a_block_shows_them_independent() {
-    let run = |code: Vec<u8>, rounds: usize| -> Vec<usize> {
-        let kit = Kit::new(64, Some((Bytes::from(code), 0)));
+    // (took the parallel path, workers) of each of `rounds` blocks of 64 calls to `code`.
+    let run = |code: &[u8], mode: ParallelMode, rounds: usize| -> Vec<(bool, usize)> {
+        let kit = Kit::new(64, Some((Bytes::from(code.to_vec()), 0)));
         let txs: Vec<PooledTx> = (0..64)
             .map(|i| tx(kit.senders[i], 0, TxKind::Call(TOKEN), U256::ZERO, vec![0; 64], 100_000))
             .collect();
@@ -107,20 +108,27 @@ fn calls_to_one_contract_are_split_once_a_block_shows_them_independent() {
             .map(|_| {
                 let never = config(ParallelMode::Never, 1);
                 let (sequential, _, _) = kit.execute(&txs, BuildMode::Pack, never);
-                let always = config(ParallelMode::Always, 2);
-                let (parallel, stats, _) = kit.execute(&txs, BuildMode::Pack, always);
+                let (parallel, stats, _) = kit.execute(&txs, BuildMode::Pack, config(mode, 2));
                 assert_eq!(sequential, parallel);
-                stats.workers
+                (stats.parallel, stats.workers)
             })
             .collect()
     };
-    hearth_actors::parallel::forget_to_hints();
     // sstore(0, sload(0) + 1): every call depends on the one before.
-    let counter = vec![0x60, 0x00, 0x54, 0x60, 0x01, 0x01, 0x60, 0x00, 0x55, 0x00];
-    assert_eq!(run(counter, 3), [1, 1, 1], "a counter's calls stay on one worker");
+    let counter = [0x60, 0x00, 0x54, 0x60, 0x01, 0x01, 0x60, 0x00, 0x55, 0x00];
     // keccak256 of 32 bytes of memory, then stop: reads and writes nothing.
-    let pure = vec![0x60, 0x20, 0x60, 0x00, 0x20, 0x50, 0x00];
-    assert_eq!(run(pure, 2), [1, 2], "independent calls are grouped once, then split");
+    let pure = [0x60, 0x20, 0x60, 0x00, 0x20, 0x50, 0x00];
+    let always = ParallelMode::Always;
+    hearth_actors::parallel::forget_to_hints();
+    assert_eq!(run(&counter, always, 3), [(true, 1); 3], "a counter's calls stay on one worker");
+    hearth_actors::parallel::forget_to_hints();
+    assert_eq!(run(&pure, always, 2), [(true, 1), (true, 2)], "grouped once, then split");
+    // `auto` runs a lopsided block in parallel only to judge a target it does not know yet.
+    hearth_actors::parallel::forget_to_hints();
+    let auto = ParallelMode::Auto;
+    assert_eq!(run(&counter, auto, 2), [(true, 1), (false, 0)], "probed once, then sequential");
+    hearth_actors::parallel::forget_to_hints();
+    assert_eq!(run(&pure, auto, 2), [(true, 1), (true, 2)], "probed once, then split");
 }
 
 /// The coinbase is lazy: independent transfers that all pay it fees do not conflict on it.
