@@ -354,7 +354,7 @@ impl ToHints {
     /// Whether no block has said yet whether `to`'s calls can be split.
     fn unknown(&self, to: &Address) -> bool {
         !self.splittable(to)
-            && !self.hot.get(to).is_some_and(|&at| self.blocks - at < TO_HINT_BLOCKS)
+            && self.hot.get(to).is_none_or(|&at| self.blocks - at >= TO_HINT_BLOCKS)
     }
 
     /// Whether `txs` call a target no block has judged yet often enough to judge it: `auto`
