@@ -19,41 +19,19 @@ issue asks: p99 while mining within 2x of idle p99).
 import argparse
 import json
 import os
+import sys
 import statistics
 import subprocess
 import tempfile
 import threading
 import time
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jsonrpc_client import batch, post, rpc  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.environ.get("SHARED_DIR", os.path.join(HERE, "..", "..", "shared"))
 TOKEN_JSON = os.path.join(SHARED, "peers", "build", "BenchToken.json")
-
-
-def post(url, payload, timeout=600):
-    body = json.dumps(payload).encode()
-    request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.loads(response.read())
-
-
-def rpc(url, method, params):
-    answer = post(url, {"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-    if "error" in answer:
-        raise RuntimeError(f"{method}: {answer['error']}")
-    return answer["result"]
-
-
-def batch(url, calls, size=250):
-    for start in range(0, len(calls), size):
-        payload = [
-            {"jsonrpc": "2.0", "id": i, "method": m, "params": p}
-            for i, (m, p) in enumerate(calls[start : start + size])
-        ]
-        for answer in post(url, payload):
-            if "error" in answer:
-                raise RuntimeError(f"batch call: {answer['error']}")
 
 
 def percentile(samples, p):

@@ -39,43 +39,15 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jsonrpc_client import batch, post, rpc  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.environ.get("SHARED_DIR", os.path.join(HERE, "..", "..", "shared"))
 TOKEN_JSON = os.path.join(SHARED, "peers", "build", "BenchToken.json")
 GAS_LIMIT = 3_000_000_000
 GENESIS_TIME = 1_800_000_000
-
-
-def post(url, payload, timeout=600):
-    body = json.dumps(payload).encode()
-    request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.loads(response.read())
-
-
-def rpc(url, method, params):
-    answer = post(url, {"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-    if "error" in answer:
-        raise RuntimeError(f"{method}: {answer['error']}")
-    return answer["result"]
-
-
-def batch(url, calls, size=250):
-    """Sends `calls` ((method, params) pairs) in JSON-RPC batches; fails on any error."""
-    results = []
-    for start in range(0, len(calls), size):
-        chunk = calls[start : start + size]
-        payload = [
-            {"jsonrpc": "2.0", "id": i, "method": m, "params": p} for i, (m, p) in enumerate(chunk)
-        ]
-        answers = sorted(post(url, payload), key=lambda a: a["id"])
-        for answer in answers:
-            if "error" in answer:
-                raise RuntimeError(f"batch call: {answer['error']}")
-            results.append(answer["result"])
-    return results
 
 
 def spin(n):
