@@ -318,7 +318,7 @@ const TO_HINT_SHARE: usize = 4;
 /// copy when it ends (blocks are built one at a time, by the miner or an import). No lock;
 /// bounded to [`TO_HINTS_MAX`] targets per map.
 #[derive(Debug, Default, Clone)]
-pub struct ToHints {
+pub(crate) struct ToHints {
     /// Splittable targets, with the block count when that was last seen.
     splittable: HashMap<Address, u64>,
     /// Targets whose calls depended on each other (grouped) or conflicted (split), with the
