@@ -4,8 +4,8 @@
 //! How a block runs when it is executed in parallel (`execute_block` decides when):
 //!
 //! 1. **Plan.** Transactions are grouped by dependency hints: the same sender, or the same
-//!    `to` unless that `to` is known to be splittable ([`ToHints`], learned per executor
-//!    thread from the blocks it ran), puts two transactions in one group (union-find). Groups
+//!    `to` unless that `to` is known to be splittable (`ToHints`, learned from the blocks
+//!    run in parallel before), puts two transactions in one group (union-find). Groups
 //!    go to `threads` workers, largest first onto the least loaded (by gas limit), and each
 //!    worker keeps block order.
 //! 2. **Speculate.** Each worker (a scoped thread inside the executor that builds the block)
