@@ -670,7 +670,7 @@ impl ExecutorClient {
     /// (or the pool is closing or has no running executor: the ordinary path answers those).
     /// It takes no place: the RPC front asks this before it parses a request for an executor
     /// method, so that a call refused under a retry storm costs a scan of its body and this
-    /// (a few atomics), the same rule as [`admit`](Self::admit) on the lane a call would go to.
+    /// (a few atomics), the same rule as `admit` on the lane a call would go to.
     pub fn refuse_early(&self) -> Option<ExecError> {
         let pool = &self.pool;
         if *pool.closing.borrow() {
