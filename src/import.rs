@@ -15,7 +15,7 @@ use alloy_primitives::{B256, U256};
 use hearth_actors::ExecutorActor;
 use hearth_actors::senders::recover_all;
 use hearth_messages::ExecError;
-use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, PooledTx};
+use hearth_messages::executor::{BlockEnvSpec, BuildBlock, BuildMode, PooledTx};
 use hearth_storage::{
     BlockDraft, BlockExtras, ChainWriter, SealedBlock, StorageError, StoredBody, import_block_with,
 };
@@ -117,22 +117,12 @@ pub fn import(
         withdrawals: body.withdrawals.clone().map(|w| w.into_inner()).unwrap_or_default(),
     };
     let env = BlockEnvSpec {
-        number,
-        timestamp: header.timestamp,
-        coinbase: header.beneficiary,
-        gas_limit: header.gas_limit,
-        base_fee: header.base_fee_per_gas.unwrap_or_default(),
-        prevrandao: header.mix_hash,
-        difficulty: header.difficulty,
         spec: Some(rules.spec),
         chain_id: Some(rules.chain_id),
-        excess_blob_gas: header.excess_blob_gas,
         blob_params: Some(rules.blob_params),
-        parent_beacon_block_root: header.parent_beacon_block_root,
         withdrawals: body.withdrawals.map(|w| w.into_inner()).unwrap_or_default(),
         ommers: body.ommers,
-        extra_data: header.extra_data.clone(),
-        rules: BlockRules::Full,
+        ..BlockEnvSpec::of_header(&header)
     };
     let built = executor
         .build_block(BuildBlock { parent, env, txs, mode: BuildMode::Import })

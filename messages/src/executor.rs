@@ -277,6 +277,31 @@ pub struct BlockEnvSpec {
 }
 
 impl BlockEnvSpec {
+    /// Re-executing a block someone else sealed (an import, a fork's replayed block): its
+    /// header's number, timestamp, coinbase, gas limit, base fee, prevrandao, difficulty,
+    /// excess blob gas, beacon root and extra data, all rules applied; the executor's spec,
+    /// chain id and blob parameters, and no withdrawals or ommers, unless the caller sets them.
+    pub fn of_header(header: &Header) -> Self {
+        Self {
+            number: header.number,
+            timestamp: header.timestamp,
+            coinbase: header.beneficiary,
+            gas_limit: header.gas_limit,
+            base_fee: header.base_fee_per_gas.unwrap_or_default(),
+            prevrandao: header.mix_hash,
+            difficulty: header.difficulty,
+            spec: None,
+            chain_id: None,
+            excess_blob_gas: header.excess_blob_gas,
+            blob_params: None,
+            parent_beacon_block_root: header.parent_beacon_block_root,
+            withdrawals: vec![],
+            ommers: vec![],
+            extra_data: header.extra_data.clone(),
+            rules: BlockRules::Full,
+        }
+    }
+
     /// A dev-chain block: the executor's spec and chain id, no withdrawals, no ommers.
     pub fn dev(
         number: u64,

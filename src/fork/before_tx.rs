@@ -13,7 +13,7 @@ use std::sync::Arc;
 use alloy_primitives::B256;
 use hearth_actors::ExecutorActor;
 use hearth_actors::fork::ForkClient;
-use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, PooledTx};
+use hearth_messages::executor::{BlockEnvSpec, BuildBlock, BuildMode, PooledTx};
 use hearth_messages::fork::{ForkError, ForkKey, ForkValue, ForkedBlock};
 use hearth_storage::{ChainWriter, StorageError};
 use tracing::info;
@@ -97,26 +97,8 @@ pub fn replay(
             hash: *tx.tx_hash(),
         })
         .collect();
-    let header = &upstream.header;
-    let env = BlockEnvSpec {
-        number,
-        timestamp: header.timestamp,
-        coinbase: header.beneficiary,
-        gas_limit: header.gas_limit,
-        base_fee: header.base_fee_per_gas.unwrap_or_default(),
-        prevrandao: header.mix_hash,
-        difficulty: header.difficulty,
-        spec: None,
-        chain_id: None,
-        excess_blob_gas: header.excess_blob_gas,
-        blob_params: None,
-        parent_beacon_block_root: header.parent_beacon_block_root,
-        // Withdrawals are paid after every transaction of the block, so after `H` too.
-        withdrawals: vec![],
-        ommers: vec![],
-        extra_data: header.extra_data.clone(),
-        rules: BlockRules::Full,
-    };
+    // Withdrawals are paid after every transaction of the block, so after `H` too: none here.
+    let env = BlockEnvSpec::of_header(&upstream.header);
     let built = executor
         .build_block(BuildBlock { parent, env, txs, mode: BuildMode::Import })
         .map_err(|e| failed(e.to_string()))?;
