@@ -30,7 +30,7 @@ use alloy_rpc_types_trace::parity::{
     TraceResultsWithTransactionHash, TransactionTrace,
 };
 use hearth_messages::ExecError;
-use hearth_messages::executor::{BlockEnvSpec, BlockRules, CallRequest, PooledTx};
+use hearth_messages::executor::{BlockEnvSpec, CallRequest, PooledTx};
 use hearth_messages::trace::{Trace, TraceBudget, TraceJob, TraceOutput, TraceTypes};
 use revm::bytecode::opcode;
 use revm::context::result::{ExecutionResult, HaltReason, ResultAndState};
@@ -309,24 +309,12 @@ impl ExecutorActor {
     /// the chain has a schedule (the executor's configured rules otherwise, as the miner used).
     fn env_of(&self, header: &Header) -> BlockEnvSpec {
         let rules = self.forks.as_ref().map(|forks| forks.rules_for(header));
+        // Withdrawals and rewards come after the transactions: a replay never reaches them,
+        // so `of_header`'s none are right.
         BlockEnvSpec {
-            number: header.number,
-            timestamp: header.timestamp,
-            coinbase: header.beneficiary,
-            gas_limit: header.gas_limit,
-            base_fee: header.base_fee_per_gas.unwrap_or_default(),
-            prevrandao: header.mix_hash,
-            difficulty: header.difficulty,
             spec: rules.map(|r| r.spec),
-            chain_id: None,
-            excess_blob_gas: header.excess_blob_gas,
             blob_params: rules.map(|r| r.blob_params),
-            parent_beacon_block_root: header.parent_beacon_block_root,
-            // Withdrawals and rewards come after the transactions: a replay never reaches them.
-            withdrawals: Vec::new(),
-            ommers: Vec::new(),
-            extra_data: header.extra_data.clone(),
-            rules: BlockRules::Full,
+            ..BlockEnvSpec::of_header(header)
         }
     }
 

@@ -691,6 +691,13 @@ impl ExecutorClient {
         }
     }
 
+    /// Whether the pool could refuse a call now: only when it holds at least one request per
+    /// thread, since a call that finds its thread idle is always admitted. One atomic load,
+    /// so the RPC front skips even the scan of a body while the pool has an idle thread.
+    pub fn may_refuse(&self) -> bool {
+        self.pool.count.get() >= self.pool.lanes.len()
+    }
+
     /// The refusal a call would meet now, counted as one, or `None` when it would be admitted
     /// (or the pool is closing or has no running executor: the ordinary path answers those).
     /// It takes no place: the RPC front asks this before it parses a request for an executor

@@ -61,7 +61,7 @@ pub(crate) struct Head<'a> {
 /// `hearth_rpc_rejections_total{path="executor_busy"}` and in the pool's refusals by
 /// reason). `None`: the request goes the ordinary way.
 pub(crate) fn refuse_early(ctx: &RpcContext, body: &[u8]) -> Option<RpcReply> {
-    if body.len() > ctx.limits.max_body_bytes {
+    if !ctx.executor.may_refuse() || body.len() > ctx.limits.max_body_bytes {
         return None;
     }
     let head = scan_head(body)?;
