@@ -4,6 +4,9 @@
 //! soon as the previous answer arrives — measures capacity. Open loop (`--rate R`): requests are
 //! due at fixed times (R per second) whatever the server does, and latency is measured from the
 //! time a request was due, so a server that falls behind shows it (no coordinated omission).
+//! Two more open-loop columns separate the generator's share: the successful calls' p99 from
+//! when each request was written, and the p99 of how late the writes were after their due
+//! times (no free connection, or this one thread not scheduled in time).
 //!
 //! ```text
 //! cargo run --release --bin hearth-load -- --target hearth=http://127.0.0.1:8545/ \
@@ -266,6 +269,12 @@ struct Stats {
     ok_latencies_us: Vec<u32>,
     /// Latencies of the answers that were errors (a shed call's answer must be fast).
     error_latencies_us: Vec<u32>,
+    /// Open loop: how late each request was written after its due time (the generator's own
+    /// lateness: no free connection, or its thread not scheduled in time).
+    send_lag_us: Vec<u32>,
+    /// Open loop: latencies of the requests that succeeded from when they were written
+    /// rather than due (the node's and the network's share alone).
+    ok_from_send_us: Vec<u32>,
     /// Peak RSS of `--pid` during the run.
     peak_rss_mib: Option<f64>,
     ok: u64,
@@ -302,6 +311,16 @@ impl Stats {
                     .or_default() += 1;
             }
             Err(e) => *self.errors.entry(format!("io {e}")).or_default() += 1,
+        }
+    }
+
+    /// Open loop: notes that a request due at `due` was written at `sent` and answered
+    /// `succeeded` at `now`.
+    fn record_send(&mut self, due: Instant, sent: Instant, now: Instant, succeeded: bool) {
+        let us = |d: Duration| d.as_micros().min(u128::from(u32::MAX)) as u32;
+        self.send_lag_us.push(us(sent.saturating_duration_since(due)));
+        if succeeded {
+            self.ok_from_send_us.push(us(now.saturating_duration_since(sent)));
         }
     }
 
@@ -356,14 +375,22 @@ async fn run(addr: &str, body: &str, options: &Options, measure: Duration) -> St
                         now
                     }
                 };
+                let sent = Instant::now();
                 let outcome = match conn.as_mut() {
                     Some(c) => c.roundtrip(&request).await.map_err(|e| e.to_string()),
                     None => Err("no connection".into()),
                 };
+                let answered = Instant::now();
                 if outcome.is_err() {
                     conn = Conn::open(&addr).await.ok();
                 }
-                stats.borrow_mut().record(due.elapsed(), outcome);
+                let mut recorded = stats.borrow_mut();
+                let ok_before = recorded.ok_latencies_us.len();
+                recorded.record(answered - due, outcome);
+                if rate.is_some() {
+                    let succeeded = recorded.ok_latencies_us.len() > ok_before;
+                    recorded.record_send(due, sent, answered, succeeded);
+                }
             }
         }));
     }
@@ -469,9 +496,10 @@ fn main() {
         }
         println!(
             "| workload | target | req/s | p50 ms | p90 ms | p99 ms | max ms | ok | ok p99 ms | \
-             error p99 ms | slowest error ms | peak RSS MiB | errors |"
+             error p99 ms | slowest error ms | peak RSS MiB | errors | ok p99 from send ms | \
+             send lag p99 ms |"
         );
-        println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+        println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|");
         let mut rows: Vec<(String, String, f64, f64)> = Vec::new();
         for (name, url) in &options.targets {
             let addr = loopback_addr(url);
@@ -495,6 +523,19 @@ fn main() {
                 stats.error_latencies_us.sort_unstable();
                 let error_p99 = Stats::percentile(&stats.error_latencies_us, 0.99);
                 let slowest_error = Stats::percentile(&stats.error_latencies_us, 1.0);
+                // Open loop only ("-" closed): the ok p99 from the write rather than the due
+                // time, and how late the writes were; a large lag is the generator's, not the
+                // node's.
+                let (from_send, lag) = if options.rate.is_some() {
+                    stats.ok_from_send_us.sort_unstable();
+                    stats.send_lag_us.sort_unstable();
+                    (
+                        format!("{:.2}", Stats::percentile(&stats.ok_from_send_us, 0.99)),
+                        format!("{:.2}", Stats::percentile(&stats.send_lag_us, 0.99)),
+                    )
+                } else {
+                    ("-".to_owned(), "-".to_owned())
+                };
                 let peak_rss = stats.peak_rss_mib.map_or("-".to_owned(), |r| format!("{r:.0}"));
                 let rps = stats.latencies_us.len() as f64 / stats.elapsed.as_secs_f64();
                 let p = |q| Stats::percentile(&stats.latencies_us, q);
@@ -510,7 +551,8 @@ fn main() {
                 };
                 println!(
                     "| {w} | {name} | {rps:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {ok_p99:.2} | \
-                     {error_p99:.2} | {slowest_error:.2} | {peak_rss} | {errors} |",
+                     {error_p99:.2} | {slowest_error:.2} | {peak_rss} | {errors} | {from_send} | \
+                     {lag} |",
                     p(0.5),
                     p(0.9),
                     p(0.99),

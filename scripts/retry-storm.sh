@@ -9,7 +9,10 @@
 #   2. overload: hashLoop(2000) open loop at 3x the capacity the build measured at 8
 #      connections, for OVER_SECS s at up to 512 connections: every request answered, the
 #      admitted calls' p99 against budget (100 ms) + one service time (from /metrics), the
-#      refusals' p99 against 5 ms.
+#      refusals' p99 against 5 ms, and where the admitted calls' time went in the node
+#      (stages, from /metrics) and in the generator (its lag behind the due times).
+#   3. below capacity: hashLoop(2000) open loop at 15% and at 80% of the same capacity, for
+#      RATIO_SECS s each; the acceptance is p99(80%) <= 3 x p99(15%).
 # `uptime` is printed next to every figure: on a shared machine only the ratios of one run
 # compare, and the load says how far.
 #
@@ -17,7 +20,7 @@
 #
 # HEARTH_LOAD defaults to this tree's target/release/hearth-load (it must know the
 # hashLoop20k workload). Env: SECS (closed-loop run length, 10), OVER_SECS (30; 0 skips part
-# 2), PORT_BASE
+# 2), RATIO_SECS (20; 0 skips part 3), SKIP_STORM (1 skips part 1), PORT_BASE
 # (9400; uses two ports). Every node listens on 127.0.0.1, runs in memory and is stopped by
 # PID at the end; every run is bounded in time.
 set -euo pipefail
@@ -28,6 +31,8 @@ NEW=${2:?usage: retry-storm.sh OLD_HEARTH NEW_HEARTH [HEARTH_LOAD]}
 LOAD=${3:-$HERE/target/release/hearth-load}
 SECS=${SECS:-10}
 OVER_SECS=${OVER_SECS:-30}
+RATIO_SECS=${RATIO_SECS:-20}
+SKIP_STORM=${SKIP_STORM:-0}
 PORT_BASE=${PORT_BASE:-9400}
 for bin in "$OLD" "$NEW" "$LOAD"; do
   [ -x "$bin" ] || { echo "missing $bin" >&2; exit 2; }
@@ -56,6 +61,7 @@ col() { # file workload target column
     '$2 ~ "^ "w" $" && $3 ~ "^ "t" $" { gsub(/^ +| +$/, "", $c); print $c }' "$1"
 }
 
+if [ "$SKIP_STORM" != 1 ]; then
 echo
 echo "## 1. retry storm: closed-loop hashLoop(20000), $SECS s a run (+1 s warm-up)"
 for conns in 8 256; do
@@ -76,18 +82,23 @@ for t in old new; do
     'BEGIN { printf "| %s | %.1f | %.1f | **%.2f** | %s | %s | %s | %s |\n", t, a / s, b / s, (a > 0 ? b / a : 0), r, p, e, x }'
 done
 echo "(load around the 8-connection runs: $(tr '\n' ' ' <"$OUT/load-8.txt"); around the 256-connection runs: $(tr '\n' ' ' <"$OUT/load-256.txt"))"
+fi
 
-[ "$OVER_SECS" = 0 ] && exit 0
+[ "$OVER_SECS" = 0 ] && [ "$RATIO_SECS" = 0 ] && exit 0
 echo
-echo "## 2. overload: hashLoop(2000) open loop at 3x each build's 8-connection capacity, $OVER_SECS s"
+# Capacity: successful calls/s of 8 closed-loop connections, per build.
 "$LOAD" --target "$T_OLD" --target "$T_NEW" --workload hashLoop --concurrency 8 --duration 5 \
   2>/dev/null | grep -E '^\| hashLoop' >"$OUT/capacity.txt"
-echo "| build | capacity calls/s | offered/s | answered | admitted | ok p99 ms | budget + service ms | refused | refusal p99 ms | slowest refusal ms | service ms | load before / after |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+capacity() { awk -v ok="$(col "$OUT/capacity.txt" hashLoop "$1" 9)" 'BEGIN { printf "%d", ok / 5 }'; }
+if [ "$OVER_SECS" != 0 ]; then
+echo "## 2. overload: hashLoop(2000) open loop at 3x each build's 8-connection capacity, $OVER_SECS s"
+echo "| build | capacity calls/s | offered/s | answered | admitted | ok p99 ms | budget + service ms | refused | refusal p99 ms | slowest refusal ms | service ms | ok p99 from send ms | send lag p99 ms | load before / after |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 for t in old new; do
   port=$P_OLD; pid=$OLD_PID; [ $t = new ] && { port=$P_NEW; pid=$NEW_PID; }
-  cap=$(awk -v ok="$(col "$OUT/capacity.txt" hashLoop $t 9)" 'BEGIN { printf "%d", ok / 5 }')
+  cap=$(capacity $t)
   before=$(load)
+  curl -s "http://127.0.0.1:$port/metrics" >"$OUT/metrics-before-$t.txt"
   "$LOAD" --target "$t=http://127.0.0.1:$port/" --workload hashLoop --rate $((cap * 3)) \
     --concurrency 512 --duration "$OVER_SECS" --warmup 0 --pid "$pid" 2>/dev/null \
     | grep -E '^\| hashLoop' >"$OUT/over-$t.txt"
@@ -97,13 +108,63 @@ for t in old new; do
   ok=$(col "$OUT/over-$t.txt" hashLoop $t 9); okp99=$(col "$OUT/over-$t.txt" hashLoop $t 10)
   errp99=$(col "$OUT/over-$t.txt" hashLoop $t 11); slowest=$(col "$OUT/over-$t.txt" hashLoop $t 12)
   errs=$(col "$OUT/over-$t.txt" hashLoop $t 14)
+  fromsend=$(col "$OUT/over-$t.txt" hashLoop $t 15); lag=$(col "$OUT/over-$t.txt" hashLoop $t 16)
+  curl -s "http://127.0.0.1:$port/metrics" >"$OUT/metrics-$t.txt"
   answered=$(awk -v r="$rps" -v s="$OVER_SECS" 'BEGIN { printf "%d", r * s }')
   refused=$(echo "$errs" | grep -oE '(rpc|http 503) -32005: [0-9]+' | awk -F': ' '{ s += $2 } END { print s + 0 }')
   other=$(echo "$errs" | tr ',' '\n' | grep -vE -- '-32005|^ *-? *$' || true)
   limit=$(awk -v s="${service:-0}" 'BEGIN { printf "%.1f", 100 + s }')
-  echo "| $t | $cap | $((cap * 3)) | $answered | $ok | $okp99 | $limit | $refused | $errp99 | $slowest | ${service:--} | $before / $after |"
+  echo "| $t | $cap | $((cap * 3)) | $answered | $ok | $okp99 | $limit | $refused | $errp99 | $slowest | ${service:--} | ${fromsend:--} | ${lag:--} | $before / $after |"
   [ -n "$other" ] && echo "  $t: errors other than -32005: $other"
 done
 echo
-curl -s "http://127.0.0.1:$P_NEW/metrics" | grep -E '^hearth_executor_refusals|^hearth_rpc_rejections_total\{path="executor_busy"' | sed 's/^/new: /' || true
+# Where the overload's admitted calls' time went in the node (builds that publish
+# hearth_executor_call_stage_seconds; the counts before the run subtracted): each stage's
+# p50, p90 and p99, as the upper bound of the bucket holding it.
+for t in old new; do
+  grep -q '^hearth_executor_call_stage_seconds_bucket' "$OUT/metrics-$t.txt" || continue
+  echo "$t, admitted calls by stage (bucket upper bounds, ms):"
+  echo "| stage | calls | p50 <= | p90 <= | p99 <= |"
+  echo "|---|---:|---:|---:|---:|"
+  for stage in front queue pool run after total; do
+    awk -v s="$stage" -F'[{}=",]+' '
+      FNR == 1 { file++ }
+      $1 == "hearth_executor_call_stage_seconds_bucket" && $3 == s {
+        if (file == 1) { base[$5] = $NF + 0; next }
+        n++; le[n] = $5; c[n] = $NF - base[$5] }
+      END {
+        total = c[n]; split("0.5 0.9 0.99", q, " ")
+        printf "| %s | %d |", s, total
+        for (k = 1; k <= 3; k++) {
+          for (i = 1; i <= n; i++) if (c[i] >= q[k] * total) break
+          printf " %s |", (le[i] == "+Inf" ? "inf" : sprintf("%.1f", le[i] * 1000))
+        }
+        printf "\n" }' "$OUT/metrics-before-$t.txt" "$OUT/metrics-$t.txt"
+  done
+done
+curl -s "http://127.0.0.1:$P_NEW/metrics" | grep -E '^hearth_executor_wait_scale|^hearth_executor_refusals|^hearth_rpc_rejections_total\{path="executor_busy"' | sed 's/^/new: /' || true
+fi
+
+if [ "$RATIO_SECS" != 0 ]; then
+echo
+echo "## 3. below capacity: hashLoop(2000) open loop at 15% and 80% of each build's capacity, $RATIO_SECS s each"
+echo "| build | capacity calls/s | rate at 15% | p99 ms at 15% | rate at 80% | p99 ms at 80% | errors at 80% | p99(80%) / p99(15%) (<= 3) | send lag p99 ms at 15% / 80% | load before / after |"
+echo "|---|---:|---:|---:|---:|---:|---|---:|---|---|"
+for t in old new; do
+  port=$P_OLD; [ $t = new ] && port=$P_NEW
+  cap=$(capacity $t); low=$((cap * 15 / 100)); high=$((cap * 80 / 100))
+  before=$(load)
+  for r in $low $high; do
+    "$LOAD" --target "$t=http://127.0.0.1:$port/" --workload hashLoop --rate "$r" \
+      --concurrency 512 --duration "$RATIO_SECS" --warmup 1 2>/dev/null \
+      | grep -E '^\| hashLoop' >"$OUT/rate-$t-$r.txt"
+  done
+  after=$(load)
+  p_low=$(col "$OUT/rate-$t-$low.txt" hashLoop $t 7); p_high=$(col "$OUT/rate-$t-$high.txt" hashLoop $t 7)
+  lag_low=$(col "$OUT/rate-$t-$low.txt" hashLoop $t 16); lag_high=$(col "$OUT/rate-$t-$high.txt" hashLoop $t 16)
+  errs=$(col "$OUT/rate-$t-$high.txt" hashLoop $t 14)
+  ratio=$(awk -v a="$p_high" -v b="$p_low" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+  echo "| $t | $cap | $low | $p_low | $high | $p_high | $errs | **$ratio** | $lag_low / $lag_high | $before / $after |"
+done
+fi
 echo "raw tables in $OUT; machine load at the end: $(load)"

@@ -102,27 +102,33 @@ pub fn expected_wait(ahead: usize, service: Duration) -> Duration {
 
 /// Decides for a call that would queue behind `ahead` requests (queued or running) on the
 /// executor thread it would go to, whose calls take `service` each (`None` until one has
-/// run) and whose answers have lately come back up to `overshoot` later than estimated
-/// ([`Overshoot`]). A call that finds its thread idle always goes in; with a zero budget
-/// nothing else does; otherwise it goes in while its expected wait (`ahead` services plus the
-/// overshoot) is within the budget. Until a service time is known nothing but the queue cap
-/// limits the queue: a node that has just started has not measured anything to refuse by.
+/// run) and whose expected waits are scaled by `scale` ([`WaitScale`], in units of
+/// [`SCALE_ONE`]). A call that finds its thread idle always goes in; with a zero budget nothing
+/// else does; otherwise it goes in while its scaled expected wait is within the budget. Until a
+/// service time is known nothing but the queue cap limits the queue: a node that has just
+/// started has not measured anything to refuse by.
 pub fn decide(
     limits: AdmissionLimits,
     ahead: usize,
     service: Option<Duration>,
-    overshoot: Duration,
+    scale: u64,
 ) -> Result<(), Refusal> {
     if ahead == 0 {
         return Ok(());
     }
     let budget = limits.max_queue_delay;
-    let expected = service
-        .map_or(Duration::ZERO, |service| expected_wait(ahead, service).saturating_add(overshoot));
+    let expected =
+        service.map_or(Duration::ZERO, |service| scaled(expected_wait(ahead, service), scale));
     if budget.is_zero() || expected > budget {
         return Err(Refusal::QueueDelay { expected, budget });
     }
     Ok(())
+}
+
+/// `wait` times `scale` / [`SCALE_ONE`], saturating.
+pub fn scaled(wait: Duration, scale: u64) -> Duration {
+    let nanos = wait.as_nanos().saturating_mul(u128::from(scale)) / u128::from(SCALE_ONE);
+    Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
 }
 
 /// The next value of a moving average of nanoseconds after `sample`; the first sample (while
@@ -158,40 +164,53 @@ impl ServiceTime {
     }
 }
 
-/// How much later than estimated one executor thread's calls have lately come back to their
-/// callers: an upper envelope of (time from admission to answer) minus (the wait estimated at
-/// admission plus one service time), written by the callers as answers arrive.
+/// [`WaitScale`]'s fixed-point one (a factor of 1.0).
+pub const SCALE_ONE: u64 = 1 << 16;
+
+/// Largest [`WaitScale`]: twice the plain estimate. A lane whose calls keep ending late for a
+/// reason no scale fixes (a call behind a long trace) then admits half its usual queue, not
+/// nothing: 32 closed-loop callers of a 1 ms call on one thread still expect 64 ms.
+pub const SCALE_MAX: u64 = 2 * SCALE_ONE;
+
+/// How far one late call raises the scale (1/64, about 1.6%) and one call on time lowers it:
+/// 199 on-time calls undo one late one, so the scale settles where about one call in 200
+/// (0.5%) ends late, below the 1% the p99 allows.
+const SCALE_UP: u64 = SCALE_ONE / 64;
+const SCALE_DOWN: u64 = SCALE_UP / 199;
+
+/// How much one executor thread's expected waits are scaled up so that its admitted calls'
+/// 99th percentile, not their mean, stays within the budget plus one service time.
 ///
-/// The estimate counts the calls ahead at their average run time; what it misses shows here:
-/// the thread preempted between and during calls (executors run at a lower priority than the
-/// RPC front), a service time that rose after the call was admitted, the answer waiting for a
-/// busy RPC worker to pick it up. Under a 3x overload, with the run time as the only estimate,
-/// admitted calls' queue waits reached 150-250 ms at p99 against the 100 ms budget
-/// (BENCHMARKS.md). The envelope rises a quarter of the way
-/// to a larger sample and falls 1/64 of the way to a smaller one, so it follows the slow tail
-/// (about the 95th percentile) rather than the mean, and decays within ~100 calls once
-/// answers come back on time.
+/// Under an overload every admitted call is admitted near the budget, so the plain estimate
+/// (the calls ahead times the average run time) is right on average and late for about half of
+/// them: a run of slow calls, the thread preempted by the front and the load, a service time
+/// that rose after admission, all push a queue that was admitted together past the budget
+/// together. The scale is learned from the outcome it controls: each call whose time from
+/// admission to the end of its run exceeds the budget plus one service time raises it by 1/64,
+/// each other call lowers it by 1/199 of that, so it rises within a few late calls and settles
+/// where 0.5% end late (a stochastic quantile estimate). It is never below 1 (the plain
+/// estimate) nor above [`SCALE_MAX`], and it is written only by the thread whose calls it
+/// counts.
 #[derive(Debug, Default)]
-pub struct Overshoot(CachePadded<AtomicU64>);
+pub struct WaitScale(CachePadded<AtomicU64>);
 
-impl Overshoot {
-    /// Folds in one answer that came back `late` after its estimate (zero when on time).
-    pub fn record(&self, late: Duration) {
-        let sample = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
-        // Callers on several RPC workers record at once: an update lost to a race only delays
-        // the envelope by one sample, but fetch_update loses none.
-        let _ = self.0.fetch_update(Relaxed, Relaxed, |now| Some(envelope(now, sample)));
+impl WaitScale {
+    /// Counts one call that took `took` from admission to the end of its run, against the
+    /// `budget` plus one `service` time. Called from one thread only (the executor's).
+    pub fn record(&self, took: Duration, budget: Duration, service: Duration) {
+        let now = self.get();
+        let next = if took > budget.saturating_add(service) {
+            (now + SCALE_UP).min(SCALE_MAX)
+        } else {
+            now.saturating_sub(SCALE_DOWN).max(SCALE_ONE)
+        };
+        self.0.store(next, Relaxed);
     }
 
-    /// The envelope now.
-    pub fn get(&self) -> Duration {
-        Duration::from_nanos(self.0.load(Relaxed))
+    /// The scale, in units of [`SCALE_ONE`] (at least one).
+    pub fn get(&self) -> u64 {
+        self.0.load(Relaxed).max(SCALE_ONE)
     }
-}
-
-/// The next value of [`Overshoot`]'s envelope after `sample` (nanoseconds).
-pub const fn envelope(now: u64, sample: u64) -> u64 {
-    if sample > now { now + (sample - now) / 4 } else { now - (now - sample) / 64 }
 }
 
 /// Upper bounds of the queue-delay histogram's buckets, in microseconds: from a wake-up's
@@ -230,6 +249,70 @@ impl DelayHistogram {
             *total += bucket.load(Relaxed);
         }
         into.sum += Duration::from_nanos(self.sum_nanos.load(Relaxed));
+    }
+}
+
+/// Upper bounds of the call-stage histograms' buckets, in microseconds: fine around the
+/// default budget, where an admitted call's tail is decided (the queue-delay histogram's
+/// buckets are too coarse there to tell 105 ms from 145 ms).
+pub const STAGE_BUCKETS_MICROS: [u64; 26] = [
+    100, 250, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 40_000, 60_000, 80_000, 90_000, 95_000,
+    100_000, 102_500, 105_000, 107_500, 110_000, 115_000, 120_000, 130_000, 150_000, 200_000,
+    300_000, 500_000, 1_000_000,
+];
+
+/// The stages of an admitted call's time in the node, each a histogram in [`CallStages`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// From the RPC front taking the request (its body read) to admission: parsing and
+    /// routing, and any wait for the front's worker thread.
+    Front,
+    /// From admission to the executor thread starting the call (its queueing delay).
+    Queue,
+    /// From the executor thread starting the call to its end.
+    Run,
+    /// From admission to the caller resuming with the answer: queue, run, and the hand-back
+    /// to the front's worker.
+    Pool,
+    /// From the caller resuming to the reply leaving the front's handler (encoding).
+    After,
+    /// From the front taking the request to the reply leaving its handler.
+    Total,
+}
+
+impl Stage {
+    /// Every stage, in [`index`](Self::index) order, with its metric label.
+    pub const LABELS: [&'static str; 6] = ["front", "queue", "run", "pool", "after", "total"];
+
+    /// Position of this stage in [`LABELS`](Self::LABELS).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Where an admitted call's time went, one fine histogram per [`Stage`]: how far over the
+/// budget the admitted calls' tail goes, and in which stage. Each record is two relaxed
+/// atomic adds.
+#[derive(Debug, Default)]
+pub struct CallStages {
+    counts: [[AtomicU64; STAGE_BUCKETS_MICROS.len() + 1]; Stage::LABELS.len()],
+}
+
+impl CallStages {
+    /// Counts one call that spent `took` in `stage`.
+    pub fn record(&self, stage: Stage, took: Duration) {
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let bucket = STAGE_BUCKETS_MICROS
+            .iter()
+            .position(|&bound| micros <= bound)
+            .unwrap_or(STAGE_BUCKETS_MICROS.len());
+        self.counts[stage.index()][bucket].fetch_add(1, Relaxed);
+    }
+
+    /// Calls per bucket of [`STAGE_BUCKETS_MICROS`] (not cumulative; the last one is
+    /// everything above the largest bound) for `stage`.
+    pub fn buckets(&self, stage: Stage) -> [u64; STAGE_BUCKETS_MICROS.len() + 1] {
+        std::array::from_fn(|i| self.counts[stage.index()][i].load(Relaxed))
     }
 }
 
@@ -287,95 +370,102 @@ mod tests {
         AdmissionLimits { max_queue_delay: budget, ..AdmissionLimits::default() }
     }
 
+    const ONE: u64 = SCALE_ONE;
+
     #[test]
     fn an_idle_thread_always_admits() {
-        assert_eq!(decide(limits(Duration::ZERO), 0, Some(MS * 500), Duration::ZERO), Ok(()));
-        assert_eq!(decide(limits(100 * MS), 0, None, Duration::ZERO), Ok(()));
+        assert_eq!(decide(limits(Duration::ZERO), 0, Some(MS * 500), ONE), Ok(()));
+        assert_eq!(decide(limits(100 * MS), 0, None, ONE), Ok(()));
+        assert_eq!(decide(limits(100 * MS), 0, Some(MS), SCALE_MAX), Ok(()));
     }
 
     #[test]
     fn closed_loop_clients_below_capacity_queue_within_the_budget() {
-        // 64 closed-loop clients of a 1 ms call on two threads: at most 31 ahead on a thread.
-        assert_eq!(decide(limits(100 * MS), 31, Some(MS), Duration::ZERO), Ok(()));
+        // 64 closed-loop clients of a 1 ms call on two threads: at most 31 ahead on a thread,
+        // within the budget even at the largest scale.
+        assert_eq!(decide(limits(100 * MS), 31, Some(MS), ONE), Ok(()));
+        assert_eq!(decide(limits(100 * MS), 31, Some(MS), SCALE_MAX), Ok(()));
         // A cheap call (20 us) admits hundreds ahead.
-        assert_eq!(
-            decide(limits(100 * MS), 4_000, Some(Duration::from_micros(20)), Duration::ZERO),
-            Ok(())
-        );
+        assert_eq!(decide(limits(100 * MS), 4_000, Some(Duration::from_micros(20)), ONE), Ok(()));
     }
 
     #[test]
     fn a_call_expected_to_wait_past_the_budget_is_refused_with_its_estimate() {
+        assert_eq!(decide(limits(100 * MS), 100, Some(MS), ONE), Ok(()), "exactly the budget");
         assert_eq!(
-            decide(limits(100 * MS), 100, Some(MS), Duration::ZERO),
-            Ok(()),
-            "exactly the budget"
-        );
-        assert_eq!(
-            decide(limits(100 * MS), 101, Some(MS), Duration::ZERO),
+            decide(limits(100 * MS), 101, Some(MS), ONE),
             Err(Refusal::QueueDelay { expected: 101 * MS, budget: 100 * MS })
         );
         // A 10 ms call: the eleventh in line is refused.
-        assert!(decide(limits(100 * MS), 10, Some(10 * MS), Duration::ZERO).is_ok());
-        assert!(decide(limits(100 * MS), 11, Some(10 * MS), Duration::ZERO).is_err());
+        assert!(decide(limits(100 * MS), 10, Some(10 * MS), ONE).is_ok());
+        assert!(decide(limits(100 * MS), 11, Some(10 * MS), ONE).is_err());
     }
 
     #[test]
-    fn the_overshoot_counts_against_the_budget_but_never_refuses_an_idle_thread() {
-        // 60 ahead of a 1 ms call: 60 ms, within; with answers lately 50 ms late, 110 ms.
-        assert!(decide(limits(100 * MS), 60, Some(MS), 40 * MS).is_ok());
+    fn the_scale_stretches_the_expected_wait() {
+        // 80 ahead of a 1 ms call: 80 ms, within; scaled by 1.25, 100 ms; by 1.5, 120 ms.
+        assert!(decide(limits(100 * MS), 80, Some(MS), ONE).is_ok());
+        assert!(decide(limits(100 * MS), 80, Some(MS), ONE + ONE / 4).is_ok());
         assert_eq!(
-            decide(limits(100 * MS), 60, Some(MS), 50 * MS),
-            Err(Refusal::QueueDelay { expected: 110 * MS, budget: 100 * MS })
+            decide(limits(100 * MS), 80, Some(MS), ONE + ONE / 2),
+            Err(Refusal::QueueDelay { expected: 120 * MS, budget: 100 * MS })
         );
-        assert!(decide(limits(100 * MS), 0, Some(MS), Duration::from_secs(5)).is_ok());
+        assert_eq!(scaled(Duration::MAX, SCALE_MAX), Duration::from_nanos(u64::MAX));
     }
 
     #[test]
-    fn the_overshoot_envelope_rises_fast_and_falls_slowly() {
-        assert_eq!(envelope(0, 400), 100, "a quarter of the way up");
-        assert_eq!(envelope(6_400, 0), 6_300, "1/64 of the way down");
-        let overshoot = Overshoot::default();
-        for _ in 0..20 {
-            overshoot.record(50 * MS);
+    fn the_scale_rises_on_late_calls_and_settles_where_one_in_200_is_late() {
+        let scale = WaitScale::default();
+        assert_eq!(scale.get(), ONE, "the plain estimate until a call ends late");
+        let (budget, service) = (100 * MS, MS);
+        scale.record(101 * MS, budget, service);
+        assert_eq!(scale.get(), ONE, "within budget + one service time is on time");
+        scale.record(102 * MS, budget, service);
+        assert_eq!(scale.get(), ONE + ONE / 64);
+        for _ in 0..1_000 {
+            scale.record(Duration::from_secs(1), budget, service);
         }
-        assert!(overshoot.get() > 49 * MS, "{:?}", overshoot.get());
-        // About 100 answers on time take it most of the way back down.
-        for _ in 0..150 {
-            overshoot.record(Duration::ZERO);
+        assert_eq!(scale.get(), SCALE_MAX, "capped");
+        for _ in 0..1_000_000 {
+            scale.record(MS, budget, service);
         }
-        assert!(overshoot.get() < 5 * MS, "{:?}", overshoot.get());
+        assert_eq!(scale.get(), ONE, "never below the plain estimate");
+        // One late call in 200 holds it; one in 100 raises it.
+        let steady = |late_every: usize| {
+            let scale = WaitScale::default();
+            scale.record(Duration::from_secs(1), budget, service);
+            let start = scale.get();
+            for i in 1..=20_000 {
+                let took = if i % late_every == 0 { Duration::from_secs(1) } else { MS };
+                scale.record(took, budget, service);
+            }
+            scale.get() as i64 - start as i64
+        };
+        assert!(steady(200).abs() <= (ONE / 16) as i64, "{}", steady(200));
+        assert!(steady(100) > (ONE / 4) as i64, "{}", steady(100));
     }
 
     #[test]
     fn a_zero_budget_refuses_whenever_the_thread_is_taken() {
-        let refused = decide(limits(Duration::ZERO), 1, None, Duration::ZERO);
+        let refused = decide(limits(Duration::ZERO), 1, None, ONE);
         assert_eq!(
             refused,
             Err(Refusal::QueueDelay { expected: Duration::ZERO, budget: Duration::ZERO })
         );
-        assert!(
-            decide(limits(Duration::ZERO), 1, Some(Duration::from_nanos(1)), Duration::ZERO)
-                .is_err()
-        );
+        assert!(decide(limits(Duration::ZERO), 1, Some(Duration::from_nanos(1)), ONE).is_err());
     }
 
     #[test]
     fn nothing_measured_yet_refuses_nothing_the_cap_allows() {
-        assert_eq!(decide(limits(MS), 1_000, None, Duration::ZERO), Ok(()));
+        assert_eq!(decide(limits(MS), 1_000, None, ONE), Ok(()));
     }
 
     #[test]
     fn the_expected_wait_saturates_instead_of_overflowing() {
         assert_eq!(expected_wait(usize::MAX, Duration::MAX), Duration::MAX);
         assert!(
-            decide(
-                limits(MAX_QUEUE_DELAY),
-                usize::MAX,
-                Some(Duration::from_secs(1)),
-                Duration::ZERO
-            )
-            .is_err()
+            decide(limits(MAX_QUEUE_DELAY), usize::MAX, Some(Duration::from_secs(1)), SCALE_MAX)
+                .is_err()
         );
     }
 
@@ -423,6 +513,22 @@ mod tests {
             summary.sum,
             2 * (Duration::from_micros(101) + 100 * MS + Duration::from_secs(5))
         );
+    }
+
+    #[test]
+    fn call_stages_count_each_stage_in_its_own_fine_buckets() {
+        let stages = CallStages::default();
+        stages.record(Stage::Queue, 101 * MS);
+        stages.record(Stage::Queue, 99 * MS);
+        stages.record(Stage::Total, Duration::from_secs(3));
+        let queue = stages.buckets(Stage::Queue);
+        let at = |micros| STAGE_BUCKETS_MICROS.iter().position(|&b| b == micros).unwrap();
+        assert_eq!(queue[at(100_000)], 1, "99 ms");
+        assert_eq!(queue[at(102_500)], 1, "101 ms");
+        assert_eq!(queue.iter().sum::<u64>(), 2);
+        assert_eq!(stages.buckets(Stage::Total)[STAGE_BUCKETS_MICROS.len()], 1, "past the last");
+        assert_eq!(stages.buckets(Stage::Run).iter().sum::<u64>(), 0);
+        assert_eq!(Stage::LABELS[Stage::After.index()], "after");
     }
 
     #[test]

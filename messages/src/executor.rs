@@ -19,7 +19,8 @@ use revm::primitives::hardfork::SpecId;
 use crate::ExecError;
 use crate::access_list::{AccessListOutcome, CreateAccessList};
 use crate::admission::{
-    self, AdmissionLimits, DelayHistogram, DelaySummary, Overshoot, PoolCount, Refusal, ServiceTime,
+    self, AdmissionLimits, CallStages, DelayHistogram, DelaySummary, PoolCount, Refusal,
+    ServiceTime, Stage, WaitScale,
 };
 use crate::payload::{BuildPayload, BuiltPayload};
 use crate::simulate::{Simulate, SimulateError, SimulatedBlock};
@@ -426,6 +427,22 @@ impl<M: Message> Message for Admitted<M> {
     type Result = M::Result;
 }
 
+tokio::task_local! {
+    /// When the request being served reached the RPC front, and when its call was admitted
+    /// and answered: set by [`ExecutorClient::timed`] around one HTTP request, read at its end
+    /// into the pool's [`CallStages`]. A request served outside it (WebSocket, tests) records
+    /// only the executor's stages.
+    static REQUEST_CLOCK: RequestClock;
+}
+
+/// The instants of one request's stages (see [`Stage`]); cells, as the request's task is
+/// polled on one thread at a time.
+struct RequestClock {
+    entry: tokio::time::Instant,
+    admitted: std::cell::Cell<Option<tokio::time::Instant>>,
+    answered: std::cell::Cell<Option<tokio::time::Instant>>,
+}
+
 /// One place in the pool and on a lane, released on drop.
 struct Slot {
     pool: Arc<Pool>,
@@ -433,8 +450,6 @@ struct Slot {
     /// Requests on the lane when it was sent, itself included.
     depth: usize,
     sent: tokio::time::Instant,
-    /// The wait admission expected for it (zero for requests not admitted by the budget).
-    expected: Duration,
     /// Whether its run time is a call's service time: block builds, traces and payloads are
     /// not calls and would skew the time calls are admitted by.
     sampled: bool,
@@ -446,6 +461,9 @@ impl Slot {
         let now = tokio::time::Instant::now();
         self.started = Some(now);
         self.pool.lanes[self.lane].delays.record(now - self.sent);
+        if self.sampled {
+            self.pool.stages.record(Stage::Queue, now - self.sent);
+        }
     }
 }
 
@@ -474,7 +492,13 @@ impl Drop for Slot {
                 since_epoch(started)
             };
             let took = since_epoch(now).saturating_sub(free_from);
+            // Whether it ended within the budget plus one service time of its admission, by
+            // the service time it was admitted with (`WaitScale`).
+            if let Some(service) = lane.service.get() {
+                lane.scale.record(now - self.sent, self.pool.limits.max_queue_delay, service);
+            }
             lane.service.record(Duration::from_nanos(took).max(now - started));
+            self.pool.stages.record(Stage::Run, now - started);
         }
     }
 }
@@ -510,8 +534,8 @@ pub struct ExecutorLane {
     /// When the last request that ran on this lane ended, in nanoseconds since the pool's
     /// epoch (0: none yet); written by its executor thread.
     last_end: CachePadded<AtomicU64>,
-    /// How much later than estimated this lane's calls lately came back to their callers.
-    overshoot: Overshoot,
+    /// How much this lane's expected waits are scaled so that its calls' p99 keeps the budget.
+    scale: WaitScale,
 }
 
 impl ExecutorLane {
@@ -535,7 +559,7 @@ impl ExecutorLane {
             service: ServiceTime::default(),
             delays: DelayHistogram::default(),
             last_end: Default::default(),
-            overshoot: Overshoot::default(),
+            scale: WaitScale::default(),
         }
     }
 
@@ -584,6 +608,8 @@ struct Pool {
     closing: tokio::sync::watch::Sender<bool>,
     /// What the lanes' `last_end` times count from.
     epoch: tokio::time::Instant,
+    /// Where admitted calls' time went ([`ExecutorClient::timed`]).
+    stages: CallStages,
 }
 
 /// The front of the executor pool: it admits by latency budget (see [`crate::admission`]) and
@@ -626,6 +652,7 @@ impl ExecutorClient {
                 refusals: Default::default(),
                 closing: tokio::sync::watch::Sender::new(false),
                 epoch: tokio::time::Instant::now(),
+                stages: CallStages::default(),
             }),
         }
     }
@@ -658,7 +685,6 @@ impl ExecutorClient {
             lane,
             depth,
             sent: tokio::time::Instant::now(),
-            expected: Duration::ZERO,
             sampled,
             started: None,
         }
@@ -675,15 +701,14 @@ impl ExecutorClient {
         if !pool.count.try_enter(cap) {
             return Err(self.refuse(Refusal::QueueFull { max_queued: pool.limits.max_queued }));
         }
-        let mut slot = self.place(sampled);
+        let slot = self.place(sampled);
         let lane = &pool.lanes[slot.lane];
         let service = lane.service.get();
-        let overshoot = lane.overshoot.get();
-        match admission::decide(pool.limits, slot.depth - 1, service, overshoot) {
+        match admission::decide(pool.limits, slot.depth - 1, service, lane.scale.get()) {
             Ok(()) => {
-                slot.expected = service.map_or(Duration::ZERO, |service| {
-                    admission::expected_wait(slot.depth - 1, service)
-                });
+                if sampled {
+                    let _ = REQUEST_CLOCK.try_with(|clock| clock.admitted.set(Some(slot.sent)));
+                }
                 Ok(slot)
             }
             // Dropping the slot gives both places back; it never began, so nothing is sampled.
@@ -718,7 +743,7 @@ impl ExecutorClient {
             .filter(|lane| lane.calls.connected())
             .min_by_key(|lane| lane.in_flight.load(Relaxed))?;
         let ahead = lane.in_flight.load(Relaxed);
-        admission::decide(pool.limits, ahead, lane.service.get(), lane.overshoot.get())
+        admission::decide(pool.limits, ahead, lane.service.get(), lane.scale.get())
             .err()
             .map(|refusal| self.refuse(refusal))
     }
@@ -746,7 +771,7 @@ impl ExecutorClient {
         // its queued message, whose receiver is gone, is dropped unrun when the executor
         // reaches it (actix skips a message nobody waits for). The one running finishes.
         let mut closing = self.pool.closing.subscribe();
-        let (lane, sent, expected, sampled) = (slot.lane, slot.sent, slot.expected, slot.sampled);
+        let sampled = slot.sampled;
         let answer = to.send(Admitted { request, slot });
         let answer = tokio::select! {
             biased;
@@ -754,11 +779,8 @@ impl ExecutorClient {
             _ = closing.wait_for(|closing| *closing) => return Err(ExecError::ShuttingDown),
         };
         if sampled {
-            // How much later than estimated (its wait plus one service time) this answer is
-            // back: what the next calls on this lane are admitted with (`Overshoot`).
-            let lane = &self.pool.lanes[lane];
-            let estimate = expected.saturating_add(lane.service.get().unwrap_or_default());
-            lane.overshoot.record(sent.elapsed().saturating_sub(estimate));
+            let now = tokio::time::Instant::now();
+            let _ = REQUEST_CLOCK.try_with(|clock| clock.answered.set(Some(now)));
         }
         Ok(answer)
     }
@@ -868,6 +890,43 @@ impl ExecutorClient {
         self.dispatch_to_end(slot, |lane| Some(&lane.builds), build).await?
     }
 
+    /// Runs `request` (one HTTP request, from its body read to its reply) timing the stages
+    /// of the call it makes, if it is admitted: how long before admission, in the pool and
+    /// after the answer (see [`Stage`]), counted in [`call_stages`](Self::call_stages). A
+    /// request refused or making no call records nothing; a request making several records
+    /// its last.
+    pub async fn timed<F: std::future::Future>(&self, request: F) -> F::Output {
+        let clock = RequestClock {
+            entry: tokio::time::Instant::now(),
+            admitted: Default::default(),
+            answered: Default::default(),
+        };
+        REQUEST_CLOCK
+            .scope(clock, async {
+                let output = request.await;
+                let _ = REQUEST_CLOCK.try_with(|clock| {
+                    let (Some(admitted), Some(answered)) =
+                        (clock.admitted.get(), clock.answered.get())
+                    else {
+                        return;
+                    };
+                    let now = tokio::time::Instant::now();
+                    let stages = &self.pool.stages;
+                    stages.record(Stage::Front, admitted.saturating_duration_since(clock.entry));
+                    stages.record(Stage::Pool, answered.saturating_duration_since(admitted));
+                    stages.record(Stage::After, now.saturating_duration_since(answered));
+                    stages.record(Stage::Total, now.saturating_duration_since(clock.entry));
+                });
+                output
+            })
+            .await
+    }
+
+    /// Where admitted calls' time went, by [`Stage`] (see [`timed`](Self::timed)).
+    pub fn call_stages(&self) -> &CallStages {
+        &self.pool.stages
+    }
+
     /// What admission allows.
     pub fn limits(&self) -> AdmissionLimits {
         self.pool.limits
@@ -891,6 +950,12 @@ impl ExecutorClient {
             lane.delays.add_to(&mut summary);
         }
         summary
+    }
+
+    /// Each lane's expected-wait scale ([`WaitScale`]) as a factor (1.0 = the plain estimate).
+    pub fn wait_scales(&self) -> Vec<f64> {
+        let one = admission::SCALE_ONE as f64;
+        self.pool.lanes.iter().map(|lane| lane.scale.get() as f64 / one).collect()
     }
 
     /// Each lane's service time per call (`None` before its first call).

@@ -533,6 +533,15 @@ pub(crate) fn executor_metrics(
         let _ =
             writeln!(out, "hearth_executor_service_time_seconds{{thread=\"{lane}\"}} {seconds}");
     }
+    let name = "hearth_executor_wait_scale";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Factor on each executor thread's expected wait, learned so that about 0.5% of its admitted calls end past the budget plus one service time."
+    );
+    let _ = writeln!(out, "# TYPE {name} gauge");
+    for (lane, scale) in executor.wait_scales().into_iter().enumerate() {
+        let _ = writeln!(out, "{name}{{thread=\"{lane}\"}} {scale}");
+    }
     let delays = executor.queue_delays();
     let name = "hearth_executor_queue_delay_seconds";
     let _ = writeln!(out, "# HELP {name} How long requests waited for an executor thread.");
@@ -545,6 +554,36 @@ pub(crate) fn executor_metrics(
     let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", delays.count());
     let _ = writeln!(out, "{name}_sum {}", delays.sum.as_secs_f64());
     let _ = writeln!(out, "{name}_count {}", delays.count());
+    call_stage_metrics(out, executor.call_stages());
+}
+
+/// Appends where admitted calls' time went, one histogram series per stage (`Stage`): the
+/// front before admission, the queue, the run, the pool (admission to answer), after the
+/// answer, and the total in the handler. No sum: the buckets are what the tail needs.
+fn call_stage_metrics(out: &mut String, stages: &hearth_messages::admission::CallStages) {
+    use hearth_messages::admission::{STAGE_BUCKETS_MICROS, Stage};
+
+    let name = "hearth_executor_call_stage_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Where admitted HTTP calls' time went, by stage: front (body read to \
+         admission), queue, run, pool (admission to answer), after (answer to reply), total."
+    );
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    let all = [Stage::Front, Stage::Queue, Stage::Run, Stage::Pool, Stage::After, Stage::Total];
+    for stage in all {
+        let label = Stage::LABELS[stage.index()];
+        let buckets = stages.buckets(stage);
+        let mut cumulative = 0;
+        for (bound, count) in STAGE_BUCKETS_MICROS.iter().zip(buckets) {
+            cumulative += count;
+            let le = *bound as f64 / 1e6;
+            let _ = writeln!(out, "{name}_bucket{{stage=\"{label}\",le=\"{le}\"}} {cumulative}");
+        }
+        let count: u64 = buckets.iter().sum();
+        let _ = writeln!(out, "{name}_bucket{{stage=\"{label}\",le=\"+Inf\"}} {count}");
+        let _ = writeln!(out, "{name}_count{{stage=\"{label}\"}} {count}");
+    }
 }
 
 #[cfg(test)]

@@ -207,10 +207,16 @@ async fn preflight(req: HttpRequest, ctx: web::Data<RpcContext>) -> HttpResponse
 /// (`shed`).
 async fn endpoint(req: HttpRequest, ctx: web::Data<RpcContext>, body: web::Bytes) -> HttpResponse {
     let pace = req.conn_data::<crate::shed::RetryPace>();
-    let reply = match crate::shed::refuse_early_paced(&ctx, &body, pace).await {
-        Some(refused) => refused,
-        None => crate::run_request(&ctx, &body, None).await,
-    };
+    // Timed for the admitted calls' stages on /metrics (`ExecutorClient::timed`).
+    let reply = ctx
+        .executor
+        .timed(async {
+            match crate::shed::refuse_early_paced(&ctx, &body, pace).await {
+                Some(refused) => refused,
+                None => crate::run_request(&ctx, &body, None).await,
+            }
+        })
+        .await;
     let RpcReply { status, body } = reply;
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     match body {

@@ -25,11 +25,13 @@ use crate::error::RpcError;
 use crate::metrics::RpcMetrics;
 use crate::transport::RpcReply;
 
-/// The methods whose every run goes through the executor pool's admission: refusing them
-/// early answers what the ordinary path would (for well-formed params; a malformed one is
-/// then refused as busy rather than as invalid, as a node that sheds before parsing does).
-pub(crate) const EXECUTOR_METHODS: [&str; 4] =
-    ["eth_call", "eth_createAccessList", "eth_estimateGas", "eth_simulateV1"];
+/// The methods whose every run goes through the executor pool's admission, each with the
+/// most arguments it takes: refusing them early answers what the ordinary path would. Params
+/// of the wrong shape (not an array, no transaction object first, too many arguments) go the
+/// ordinary way and get its -32602; a well-shaped request with a bad field inside (an address
+/// that is not hex) is still refused as busy, as its fields are not decoded here.
+pub(crate) const EXECUTOR_METHODS: [(&str, usize); 4] =
+    [("eth_call", 4), ("eth_createAccessList", 3), ("eth_estimateGas", 4), ("eth_simulateV1", 2)];
 
 /// How long a connection that comes back within [`RETRY_WINDOW`] of its last early refusal
 /// waits before its request is decided again: the default budget, the time in which the queue
@@ -54,6 +56,8 @@ pub(crate) struct Head<'a> {
     pub(crate) method: &'a str,
     /// The id's JSON text: `null`, a string, or an integer.
     pub(crate) id: &'a [u8],
+    /// The params' JSON text, if any (not decoded).
+    pub(crate) params: Option<&'a [u8]>,
 }
 
 /// Answers a single request for an executor method with -32005 (HTTP 503) when the pool
@@ -65,7 +69,8 @@ pub(crate) fn refuse_early(ctx: &RpcContext, body: &[u8]) -> Option<RpcReply> {
         return None;
     }
     let head = scan_head(body)?;
-    if !EXECUTOR_METHODS.contains(&head.method) || !ctx.api.allows(head.method) {
+    let &(_, max_args) = EXECUTOR_METHODS.iter().find(|(method, _)| *method == head.method)?;
+    if !ctx.api.allows(head.method) || !well_shaped(head.params?, max_args) {
         return None;
     }
     // The id is a literal of a few bytes; decoding it gives the ordinary path's encoding.
@@ -85,7 +90,7 @@ pub(crate) fn scan_head(body: &[u8]) -> Option<Head<'_>> {
         return None;
     }
     at += 1;
-    let (mut method, mut id, mut version_ok) = (None, None, false);
+    let (mut method, mut id, mut params, mut version_ok) = (None, None, None, false);
     loop {
         at = skip_ws(body, at);
         let key_start = at;
@@ -118,6 +123,7 @@ pub(crate) fn scan_head(body: &[u8]) -> Option<Head<'_>> {
                 }
                 id = Some(value);
             }
+            b"params" if params.is_none() => params = Some(value),
             b"jsonrpc" if !version_ok => {
                 if value != b"\"2.0\"" {
                     return None;
@@ -125,7 +131,7 @@ pub(crate) fn scan_head(body: &[u8]) -> Option<Head<'_>> {
                 version_ok = true;
             }
             // A duplicate or escaped key: the ordinary parser decides what it means.
-            b"method" | b"id" | b"jsonrpc" => return None,
+            b"method" | b"id" | b"params" | b"jsonrpc" => return None,
             key if key.contains(&b'\\') => return None,
             _ => {}
         }
@@ -139,7 +145,57 @@ pub(crate) fn scan_head(body: &[u8]) -> Option<Head<'_>> {
     if skip_ws(body, at + 1) != body.len() || !version_ok {
         return None;
     }
-    Some(Head { method: method?, id: id? })
+    Some(Head { method: method?, id: id?, params })
+}
+
+/// Whether `params` (raw JSON text) has the shape an executor method takes: an array of one
+/// to `max_args` arguments, the first an object (the transaction, or eth_simulateV1's
+/// payload). Items are skipped as [`skip_value`] skips them, nothing decoded.
+fn well_shaped(params: &[u8], max_args: usize) -> bool {
+    if params.first() != Some(&b'[') || params.last() != Some(&b']') {
+        return false;
+    }
+    let inner = &params[1..params.len() - 1];
+    let mut at = skip_ws(inner, 0);
+    if inner.get(at) != Some(&b'{') {
+        return false;
+    }
+    let mut args = 0;
+    loop {
+        let Some(end) = skip_item(inner, at) else { return false };
+        args += 1;
+        at = skip_ws(inner, end);
+        match inner.get(at) {
+            None => return args <= max_args,
+            Some(b',') if args < max_args => at = skip_ws(inner, at + 1),
+            _ => return false,
+        }
+    }
+}
+
+/// The index just past the array item starting at `at`: brackets and strings counted, up to
+/// the `,` at depth zero or the end of `inner` (the array's text between its brackets).
+fn skip_item(inner: &[u8], at: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = at;
+    while let Some(&byte) = inner.get(i) {
+        match byte {
+            b'"' => {
+                i = skip_string(inner, i)?;
+                continue;
+            }
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => depth = depth.checked_sub(1)?,
+            b',' if depth == 0 => break,
+            _ => {}
+        }
+        i += 1;
+    }
+    let mut end = i;
+    while end > at && matches!(inner[end - 1], b' ' | b'\t' | b'\n' | b'\r') {
+        end -= 1;
+    }
+    (end > at && depth == 0).then_some(end)
 }
 
 fn skip_ws(body: &[u8], mut at: usize) -> usize {
@@ -295,6 +351,29 @@ mod tests {
         ] {
             assert_eq!(head(body), None, "{body}");
         }
+    }
+
+    #[test]
+    fn only_params_an_executor_method_takes_are_refused_early() {
+        assert!(well_shaped(br#"[{"to":"0x01","data":"0x"},"latest"]"#, 4));
+        assert!(well_shaped(br#"[ {"a":"],{"} , "latest", {"0x01":{}}, {} ]"#, 4));
+        assert!(well_shaped(br#"[{}]"#, 2));
+        for (params, max) in [
+            (&br#"[]"#[..], 4),                // no transaction
+            (br#"["latest"]"#, 4),             // not an object first
+            (br#"{"to":"0x01"}"#, 4),          // not an array
+            (br#"[{},"latest",{}]"#, 2),       // too many for eth_simulateV1
+            (br#"[{},"latest",{},{},{}]"#, 4), // too many for eth_call
+            (br#"[{},]"#, 4),                  // an empty argument
+            (br#"[{}}"#, 4),                   // cut short
+            (br#"[{}],[{}]"#, 4),              // not one array
+        ] {
+            assert!(!well_shaped(params, max), "{}", String::from_utf8_lossy(params));
+        }
+        let head = scan_head(br#"{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{}]}"#);
+        assert_eq!(head.and_then(|h| h.params), Some(&b"[{}]"[..]));
+        let bare = scan_head(br#"{"jsonrpc":"2.0","id":1,"method":"eth_call"}"#);
+        assert_eq!(bare.map(|h| h.params), Some(None));
     }
 
     #[test]

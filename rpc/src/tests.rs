@@ -809,6 +809,23 @@ async fn an_executor_call_over_budget_is_refused_from_a_scan_of_its_body() {
         serde_json::from_slice(&handle_body(&f.ctx, plain).await.body.expect("an answer")).unwrap();
     assert_eq!(answer["result"], json!("0x1"));
     assert_eq!(f.ctx.metrics.rejections(crate::Rejection::ExecutorBusy), 2, "nothing more shed");
+    // Params of a shape no executor method takes are not refused as busy: the ordinary path
+    // answers them -32602 (it decodes params before admission), busy or not.
+    for malformed in [
+        r#"{"jsonrpc":"2.0","id":9,"method":"eth_call"}"#,
+        r#"{"jsonrpc":"2.0","id":9,"method":"eth_call","params":["latest"]}"#,
+        r#"{"jsonrpc":"2.0","id":9,"method":"eth_call","params":{"to":"0x01"}}"#,
+        r#"{"jsonrpc":"2.0","id":9,"method":"eth_simulateV1","params":[{},"latest",{}]}"#,
+    ] {
+        let reply = handle_body(&f.ctx, malformed.as_bytes()).await;
+        let answer: Value = serde_json::from_slice(&reply.body.expect("an answer")).unwrap();
+        assert_eq!(
+            (reply.status, answer["id"].clone(), answer["error"]["code"].clone()),
+            (200, json!(9), json!(-32602)),
+            "{malformed}"
+        );
+    }
+    assert_eq!(f.ctx.metrics.rejections(crate::Rejection::ExecutorBusy), 2, "none shed");
     assert!(running.await.is_ok(), "the admitted call still runs");
     // With the thread free again the same body goes the ordinary way, which decodes params.
     let answer: Value =
@@ -829,7 +846,7 @@ async fn a_connection_that_retries_at_once_after_a_refusal_is_held_then_decided_
     let start = tokio::time::Instant::now();
     let first = refuse_early_paced(&f.ctx, body, Some(&pace)).await.expect("refused");
     assert_eq!((first.status, start.elapsed()), (503, std::time::Duration::ZERO));
-    // A request with no connection to remember (WebSocket frames) is never held.
+    // A request with no connection to remember is never held.
     assert!(refuse_early_paced(&f.ctx, body, None).await.is_some());
     assert_eq!(start.elapsed(), std::time::Duration::ZERO);
     // The connection's retry, at once, is held RETRY_PAUSE; meanwhile the running call ends,

@@ -107,6 +107,9 @@ async fn run(
     pings.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let idle = tokio::time::sleep(limits.ws_idle_timeout);
     tokio::pin!(idle);
+    // Paces a client that resends at once after -32005, as an HTTP connection is (`shed`).
+    let pace = crate::shed::RetryPace::default();
+    let pace = &pace;
     let mut in_flight = FuturesUnordered::new();
     // Bytes of the requests in flight: with the count, what one connection may hold.
     let mut in_flight_bytes = 0usize;
@@ -199,7 +202,10 @@ async fn run(
                 let len = text.len();
                 in_flight_bytes += len;
                 in_flight.push(async move {
-                    let reply = crate::handle_request(ctx, &text, Some(id)).await;
+                    let reply = match crate::shed::refuse_early_paced(ctx, &text, Some(pace)).await {
+                        Some(refused) => refused,
+                        None => crate::run_request(ctx, &text, Some(id)).await,
+                    };
                     (reply.body, may_subscribe, len)
                 });
             }
