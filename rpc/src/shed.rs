@@ -9,11 +9,13 @@
 //! no span and no executor work: under a retry storm (closed-loop clients that resend at once
 //! when refused) a refusal is then a few hundred nanoseconds of the front's time, not a full
 //! request. Anything the scan is not sure of (a batch, a notification, an escaped method
-//! name, an odd id, a duplicate member) goes the ordinary way, which applies the same rule.
+//! name, an odd id, a duplicate member) and params of a shape the method does not take go
+//! the ordinary way, which answers bad params -32602 and applies the same rule to the rest.
 //!
-//! [`RetryPace`] slows one HTTP connection that comes straight back after such a refusal: its
-//! request is held for [`RETRY_PAUSE`] and then decided again, so a few hundred refused
-//! connections spinning on a 2-core machine cannot take the CPU the admitted calls need.
+//! [`RetryPace`] slows one connection (HTTP, or a WebSocket) that comes straight back after
+//! such a refusal: its request is held for [`RETRY_PAUSE`] and then decided again, so a few
+//! hundred refused connections spinning on a 2-core machine cannot take the CPU the admitted
+//! calls need.
 
 use std::cell::Cell;
 use std::time::Duration;
