@@ -20,6 +20,7 @@ eth_getTransactionCount, eth_getCode, eth_getStorageAt, eth_call, eth_estimateGa
 with the upstream and with anvil's fork. Prints each difference, the upstream requests by
 method, and those Hearth's second pass made (0: all from its cache); exits 1 when Hearth's
 answers differ from the upstream's or anvil's (state) or the second pass went upstream.
+SHOW_ANVIL_TRACES=1 prints anvil's fork's trace differences too.
 """
 
 import argparse
@@ -183,8 +184,8 @@ def main():
             diff = differences(theirs, got)
             if diff:
                 bad["state vs anvil" if kind == "state" else "anvil trace"] += 1
-                if kind == "state":
-                    print(f"hearth vs anvil {method} {json.dumps(params)[:80]}: {'; '.join(diff[:4])}")
+                if kind == "state" or os.environ.get("SHOW_ANVIL_TRACES"):
+                    print(f"anvil's fork vs hearth {method} {json.dumps(params)[:80]}: {'; '.join(diff[:4])}")
         before = workload.COUNTS["requests"]
         again = [call(hearth_port, m, p) for _, (m, p) in kinds]
         second = workload.COUNTS["requests"] - before
