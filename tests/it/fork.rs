@@ -732,9 +732,15 @@ fn trace_requests(node: &NodeProcess, last: u64) -> Vec<(&'static str, Value)> {
     let prestate = json!({"tracer": "prestateTracer"});
     let diff = json!({"tracer": "prestateTracer", "tracerConfig": {"diffMode": true}});
     let logs = json!({"enableMemory": true, "enableReturnData": true});
+    let range = json!({"fromBlock": "0x1", "toBlock": format!("{last:#x}")});
+    requests.push(("trace_filter", json!([range])));
     for n in 1..=last {
         let number = format!("{n:#x}");
         let block = node.ok("eth_getBlockByNumber", json!([number, false]));
+        requests.push((
+            "trace_call",
+            json!([{"from": ALICE, "to": HOLDER, "value": "0x1"}, ["trace"], number]),
+        ));
         requests.push(("debug_traceBlockByNumber", json!([number, logs])));
         requests.push(("debug_traceBlockByNumber", json!([number, call])));
         requests.push(("debug_traceBlockByHash", json!([block["hash"], prestate])));
@@ -745,6 +751,7 @@ fn trace_requests(node: &NodeProcess, last: u64) -> Vec<(&'static str, Value)> {
             requests.push(("debug_traceTransaction", json!([tx, call])));
             requests.push(("debug_traceTransaction", json!([tx, diff])));
             requests.push(("trace_transaction", json!([tx])));
+            requests.push(("trace_get", json!([tx, ["0x0"]])));
             requests.push(("trace_replayTransaction", json!([tx, ["trace", "vmTrace"]])));
         }
     }
@@ -773,6 +780,11 @@ fn state_requests(
             requests.push(("eth_call", json!([{"to": upstream.summer}, at])));
             let send = json!({"from": ALICE, "to": upstream.token, "data": transfer});
             requests.push(("eth_estimateGas", json!([send, at])));
+            requests.push(("eth_createAccessList", json!([send, at])));
+            let call = json!({"tracer": "callTracer"});
+            requests.push(("debug_traceCall", json!([send, at, call])));
+            let slots = json!({upstream.summer.clone(): [format!("0x{:064x}", 3)]});
+            requests.push(("eth_getStorageValues", json!([slots, at])));
         }
     }
     requests
