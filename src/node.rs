@@ -247,7 +247,7 @@ impl Node {
                     &chain,
                     plan,
                     handle.chain_id,
-                    config.spec,
+                    config.given.hardfork.then_some(config.spec),
                     config.code_size_limit,
                 )?;
             }
@@ -339,7 +339,11 @@ impl Node {
                 coinbase = header.beneficiary;
                 config.gas_limit = header.gas_limit;
                 new_chain = true;
-                (head, config.spec, None)
+                // The upstream's rules at the fork block, not the dev default (`fork::rules`).
+                let given = config.given.hardfork.then_some(config.spec);
+                let rules = crate::fork::rules::of(config.chain_id, &header, given);
+                info!(target: "node", spec = %fork_name(rules.spec), from = %rules.source, "fork rules");
+                (head, rules.spec, rules.blob_params)
             }
             None if chain.head_number().is_none() => {
                 let timestamp = config.genesis.timestamp.unwrap_or_else(|| clock());
