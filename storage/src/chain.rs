@@ -1085,6 +1085,28 @@ mod tests {
         std::fs::remove_dir_all(&base).unwrap();
     }
 
+    /// A state change that sets `balances` (nonce 0, no code) of their accounts.
+    fn balances(balances: [(Address, u64); 2]) -> crate::state::StateDiff {
+        use crate::records::EMPTY_CODE_HASH;
+        use crate::state::{AccountChange, AccountFields, StateDiff};
+
+        let mut diff = StateDiff::default();
+        for (address, balance) in balances {
+            let info = AccountFields {
+                nonce: 0,
+                balance: U256::from(balance),
+                code_hash: EMPTY_CODE_HASH,
+            };
+            let change = AccountChange {
+                info: Some(info),
+                storage_wiped: false,
+                storage: Default::default(),
+            };
+            diff.accounts.insert(address, change);
+        }
+        diff
+    }
+
     /// Readers on several threads load snapshots while the writer commits blocks (applied
     /// late, as the state owner does) and reverts some of them, as evm_revert does. Each
     /// block moves value between two accounts, so their balances always sum to `TOTAL`, and
@@ -1095,31 +1117,13 @@ mod tests {
     fn readers_see_whole_blocks_while_the_writer_commits_and_reverts() {
         use std::sync::atomic::AtomicBool;
 
-        use crate::records::EMPTY_CODE_HASH;
-        use crate::state::{AccountChange, AccountFields, StateDiff};
         use crate::{BlockDraft, BlockKeys, BlockWriter, revert_blocks};
 
         const TOTAL: u64 = 1_000_000;
         const READERS: usize = 4;
         let x = Address::repeat_byte(0x11);
         let y = Address::repeat_byte(0x22);
-        let moved = |to_y: u64| {
-            let mut diff = StateDiff::default();
-            for (address, balance) in [(x, TOTAL - to_y), (y, to_y)] {
-                let info = AccountFields {
-                    nonce: 0,
-                    balance: U256::from(balance),
-                    code_hash: EMPTY_CODE_HASH,
-                };
-                let change = AccountChange {
-                    info: Some(info),
-                    storage_wiped: false,
-                    storage: Default::default(),
-                };
-                diff.accounts.insert(address, change);
-            }
-            diff
-        };
+        let moved = |to_y: u64| balances([(x, TOTAL - to_y), (y, to_y)]);
         let draft = |number: u64, parent_hash: B256, stamp: u64| BlockDraft {
             header: Header { number, parent_hash, timestamp: stamp, ..Header::default() },
             body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
@@ -1211,31 +1215,11 @@ mod tests {
     fn a_request_reads_none_of_the_patches_made_while_it_runs() {
         use std::sync::atomic::AtomicBool;
 
-        use crate::records::EMPTY_CODE_HASH;
-        use crate::state::{AccountChange, AccountFields, StateDiff};
         use crate::{BlockDraft, BlockWriter, revert_blocks, write_patch};
 
         const TOTAL: u64 = 1_000_000;
         let (p, q) = (Address::repeat_byte(0x33), Address::repeat_byte(0x44));
-        let moved = |to_q: u64| {
-            let mut diff = StateDiff::default();
-            for (address, balance) in [(p, TOTAL - to_q), (q, to_q)] {
-                let info = AccountFields {
-                    nonce: 0,
-                    balance: U256::from(balance),
-                    code_hash: EMPTY_CODE_HASH,
-                };
-                diff.accounts.insert(
-                    address,
-                    AccountChange {
-                        info: Some(info),
-                        storage_wiped: false,
-                        storage: Default::default(),
-                    },
-                );
-            }
-            diff
-        };
+        let moved = |to_q: u64| balances([(p, TOTAL - to_q), (q, to_q)]);
         let writer = ChainWriter::in_memory().unwrap();
         let mut blocks = BlockWriter::new(writer.clone(), 0);
         let draft = BlockDraft {
