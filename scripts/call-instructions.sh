@@ -47,8 +47,12 @@ for bin in "$@"; do
   echo "## $bin: $WORKLOAD, $CONC connections, $calls calls ok in the counted run"
   echo "$rows"
   awk -v t="$total" -v c="$calls" 'BEGIN { printf "instructions per call: %.0f (%s over %d)\n", t / c, t, c }'
-  callgrind_annotate --inclusive=no "$dump" 2>/dev/null | grep -E '^ *[0-9,]+ ' | head -"$TOP" |
-    awk -v c="$calls" '{ n = $1; gsub(/,/, "", n); $1 = ""; printf "%8.0f %s\n", n / c, substr($0, 1, 150) }'
+  if [ "$TOP" -gt 0 ]; then
+    # Self cost per call of the costliest functions (callgrind_annotate lists them by cost).
+    callgrind_annotate --threshold=100 --auto=no "$dump" 2>/dev/null | grep -E '^ *[0-9,]+ ' |
+      awk -v c="$calls" -v top="$TOP" 'NR > 1 && n < top { v = $1; gsub(/,/, "", v); $1 = ""; $2 = "";
+        printf "%8.0f %s\n", v / c, substr($0, 1, 150); n++ }' || true
+  fi
   echo "(files in $out)"
 done
 echo "load after: $(uptime)"

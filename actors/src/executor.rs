@@ -36,13 +36,13 @@ use hearth_messages::payload::{BuildPayload, BuiltPayload};
 use hearth_messages::simulate::{Simulate, SimulateError, SimulatedBlock};
 use hearth_messages::trace::{BlockForkRules, ForkSchedule, Trace, TraceOutput};
 use hearth_storage::ChainDb;
+use revm::InspectEvm;
 use revm::context::evm::Evm;
 use revm::context::result::{ExecResultAndState, ExecutionResult};
 use revm::context::{BlockEnv, CfgEnv, Context, TxEnv};
+use revm::context_interface::JournalTr;
 use revm::handler::instructions::EthInstructions;
 use revm::primitives::hardfork::SpecId;
-use revm::InspectEvm;
-use revm::context_interface::JournalTr;
 
 use crate::code_cache::{CodeL1, CodeL2};
 use crate::exec_db::ExecDb;
@@ -315,13 +315,13 @@ impl ExecutorActor {
     fn touched_slots(&mut self, msg: GetTouchedSlots) -> Result<TouchedSlots, ExecError> {
         let (result, mut slots) =
             self.run_call_then(&msg.request, msg.block, CallGas::Requested, |done| {
-            let slots: Vec<U256> = done
-                .state
-                .get(&msg.account)
-                .map(|account| account.storage.keys().copied().collect())
-                .unwrap_or_default();
-            (done.result, slots)
-        })?;
+                let slots: Vec<U256> = done
+                    .state
+                    .get(&msg.account)
+                    .map(|account| account.storage.keys().copied().collect())
+                    .unwrap_or_default();
+                (done.result, slots)
+            })?;
         // The state is a hash map: sort, so the search tries slots in a fixed order (anvil's
         // access list is ordered the same way).
         slots.sort_unstable();
