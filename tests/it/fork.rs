@@ -731,3 +731,25 @@ fn fork_transaction_hash_forks_just_before_the_transaction() {
     assert_ne!(code, 0, "{err}");
     assert!(err.contains("no mined transaction"), "{err}");
 }
+
+/// A fork runs the upstream's rules at the fork block, not the dev default: a fork of a
+/// Cancun chain mines Cancun blocks (blob gas fields, no requests hash) unless `--hardfork`
+/// says otherwise.
+#[test]
+fn a_fork_runs_the_upstream_s_rules_unless_hardfork_is_given() {
+    let upstream = NodeProcess::spawn(&["--http.port", "0", "--hardfork", "cancun"]);
+    upstream.ok("evm_mine", json!([]));
+    let proxy = Proxy::start(upstream.addr);
+    let header_of_next_block = |fork: &NodeProcess| {
+        fork.ok("evm_mine", json!([]));
+        fork.ok("eth_getBlockByNumber", json!(["latest", false]))
+    };
+    let fork = fork_node(&proxy, 1, &["--no-fork-cache"]);
+    let mined = header_of_next_block(&fork);
+    assert_eq!(mined["number"], "0x2");
+    assert!(mined.get("blobGasUsed").is_some(), "Cancun: {mined}");
+    assert!(mined.get("requestsHash").is_none(), "not Prague: {mined}");
+    let fork = fork_node(&proxy, 1, &["--no-fork-cache", "--hardfork", "prague"]);
+    let mined = header_of_next_block(&fork);
+    assert!(mined.get("requestsHash").is_some(), "--hardfork prague: {mined}");
+}
