@@ -830,6 +830,20 @@ impl ChainDb {
         number: u64,
     ) -> Result<Option<StoredAccount>, StorageError> {
         let snapshot = self.snapshot();
+        // Below a fork's fork block the state is the upstream's as of that block (no local
+        // record is that old): a historical state of the fork source's, its incarnation the
+        // block so that its slots are read there too.
+        if let Some(fork) = &snapshot.chain.fork
+            && number < fork.block()
+        {
+            return Ok(fork.account_at(number, address)?.map(|a| StoredAccount {
+                nonce: a.nonce,
+                balance: a.balance,
+                code_hash: a.code_hash,
+                storage_root: crate::trie::EMPTY_ROOT,
+                incarnation: number,
+            }));
+        }
         if self.cached()
             && let Some(account) = snapshot.accounts.get(address, number)
         {
@@ -875,9 +889,15 @@ impl ChainDb {
         slot: &U256,
         number: u64,
     ) -> Result<U256, StorageError> {
+        let snapshot = self.snapshot();
+        // Below a fork's fork block: the upstream's slot as of that block (see `account`).
+        if let Some(fork) = &snapshot.chain.fork
+            && number < fork.block()
+        {
+            return fork.storage_at(number, address, slot);
+        }
         let from = layout::storage_key(address, incarnation, slot, 0);
         let to = layout::storage_key(address, incarnation, slot, number);
-        let snapshot = self.snapshot();
         match self.last_in(&snapshot, &from, &to)? {
             Some((_, value)) => Ok(U256::try_from_be_slice(&value).unwrap_or_default()),
             // The storage the account had at the fork block, not wiped since: the upstream's.
@@ -914,9 +934,16 @@ impl ChainDb {
             }
             return Ok(Some(B256::from_slice(&root)));
         }
-        Ok(self
+        let local = self
             .decode_in::<Header>(&snapshot, &layout::number_key(layout::HEADER, number), "header")?
-            .map(|h| h.state_root))
+            .map(|h| h.state_root);
+        match (local, &snapshot.chain.fork) {
+            // An upstream block below a fork's fork block: the root the upstream gave it.
+            (None, Some(fork)) if number < fork.block() => {
+                Ok(fork.header(number)?.map(|h| h.state_root))
+            }
+            _ => Ok(local),
+        }
     }
 
     /// A raw record by key (patches and reverts record what they overwrite).
