@@ -36,12 +36,13 @@ use hearth_messages::payload::{BuildPayload, BuiltPayload};
 use hearth_messages::simulate::{Simulate, SimulateError, SimulatedBlock};
 use hearth_messages::trace::{BlockForkRules, ForkSchedule, Trace, TraceOutput};
 use hearth_storage::ChainDb;
+use revm::InspectEvm;
 use revm::context::evm::Evm;
 use revm::context::result::{ExecResultAndState, ExecutionResult};
 use revm::context::{BlockEnv, CfgEnv, Context, TxEnv};
+use revm::context_interface::JournalTr;
 use revm::handler::instructions::EthInstructions;
 use revm::primitives::hardfork::SpecId;
-use revm::{InspectEvm, MainContext};
 
 use crate::code_cache::{CodeL1, CodeL2};
 use crate::exec_db::ExecDb;
@@ -86,6 +87,16 @@ pub struct ExecConfig {
 
 /// EIP-7825: the gas limit cap of a transaction from Osaka on (2^24).
 const OSAKA_TX_GAS_LIMIT_CAP: u64 = 1 << 24;
+
+/// How much gas a call runs with.
+#[derive(Debug, Clone, Copy)]
+enum CallGas {
+    /// The request's own limit, capped at the call gas cap of the block's rules (read from
+    /// the header the call runs on, so the call reads it once).
+    Requested,
+    /// This much: an estimate's probe, already within the cap.
+    Exactly(u64),
+}
 
 /// One executor thread.
 #[derive(Debug)]
@@ -173,12 +184,6 @@ impl ExecutorActor {
         }
     }
 
-    /// The rules of stored block `block`.
-    pub(crate) fn rules_at_block(&self, block: u64) -> Result<BlockForkRules, ExecError> {
-        let header = self.db.header(block)?.ok_or(ExecError::UnknownBlock)?;
-        Ok(self.rules_at(&header))
-    }
-
     /// The EVM configuration under `rules`: the fork, its blob schedule, the chain id and the
     /// code size limit.
     pub(crate) fn cfg_for(&self, rules: &BlockForkRules) -> CfgEnv {
@@ -231,7 +236,7 @@ impl ExecutorActor {
         block: u64,
         gas: u64,
     ) -> Result<ExecutionResult, ExecError> {
-        self.run_call_then(request, block, gas, |done| done.result)
+        self.run_call_then(request, block, CallGas::Exactly(gas), |done| done.result)
     }
 
     /// [`run_call`](Self::run_call), handing `pick` the result with the state the call read
@@ -240,13 +245,20 @@ impl ExecutorActor {
         &mut self,
         request: &CallRequest,
         block: u64,
-        gas: u64,
+        gas: CallGas,
         pick: impl FnOnce(ExecResultAndState<ExecutionResult>) -> T,
     ) -> Result<T, ExecError> {
         // One snapshot for the header, the state and its root: a reset between two of these
         // reads would otherwise mix two chains (and key one chain's reads by another's root).
         let pinned = self.db.pinned();
         let header = pinned.header(block)?.ok_or(ExecError::UnknownBlock)?;
+        let gas = match gas {
+            CallGas::Exactly(gas) => gas,
+            CallGas::Requested => {
+                let cap = self.call_gas_cap(self.rules_at(&header).spec);
+                request.gas.unwrap_or(cap).min(cap)
+            }
+        };
         let (cfg, block_env, tx) = self.call_env(request, &header, gas);
         let view = pinned.state_at(block);
         let root = pinned.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
@@ -258,11 +270,21 @@ impl ExecutorActor {
             precompiles.apply(overrides)?;
             db.apply_overrides(overrides)?;
         }
-        let mut ctx = Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env);
-        ctx.local = self.scratch.take_local();
+        // Built directly: `Context::mainnet().with_db(db)` would make a journal and a 4 KiB
+        // memory buffer only to replace both (the scratch has the buffer), moving the whole
+        // context once more on the way (about 2,000 instructions a call).
+        let ctx = Context {
+            block: block_env,
+            tx: TxEnv::default(),
+            cfg: CfgEnv::<SpecId>::default(),
+            journaled_state: <revm::context::Journal<ExecDb<'_>> as JournalTr>::new(db),
+            chain: (),
+            local: self.scratch.take_local(),
+            error: Ok(()),
+        }
+        .with_cfg(cfg);
         // Built field by field rather than with `build_mainnet`, which would allocate eight
         // fresh frames (a 32 KiB stack each) for every call; these come from the scratch.
-        // (`Context::mainnet` still makes a 4 KiB buffer that the scratch's replaces.)
         let mut evm = Evm {
             ctx,
             inspector: CallGuard::new(self.config.evm_timeout),
@@ -283,25 +305,23 @@ impl ExecutorActor {
 
     /// Runs an eth_call. Public so that benches can drive an executor without an actor system.
     pub fn call(&mut self, msg: Call) -> Result<CallOutcome, ExecError> {
-        let cap = self.call_gas_cap(self.rules_at_block(msg.block)?.spec);
-        let gas = msg.request.gas.unwrap_or(cap).min(cap);
-        let result = self.run_call(&msg.request, msg.block, gas)?;
+        let result =
+            self.run_call_then(&msg.request, msg.block, CallGas::Requested, |done| done.result)?;
         Ok(outcome(result))
     }
 
     /// Runs a call and lists the slots of `msg.account` it read or wrote: revm's state after
     /// the call holds every slot it loaded, reverted or not.
     fn touched_slots(&mut self, msg: GetTouchedSlots) -> Result<TouchedSlots, ExecError> {
-        let cap = self.call_gas_cap(self.rules_at_block(msg.block)?.spec);
-        let gas = msg.request.gas.unwrap_or(cap).min(cap);
-        let (result, mut slots) = self.run_call_then(&msg.request, msg.block, gas, |done| {
-            let slots: Vec<U256> = done
-                .state
-                .get(&msg.account)
-                .map(|account| account.storage.keys().copied().collect())
-                .unwrap_or_default();
-            (done.result, slots)
-        })?;
+        let (result, mut slots) =
+            self.run_call_then(&msg.request, msg.block, CallGas::Requested, |done| {
+                let slots: Vec<U256> = done
+                    .state
+                    .get(&msg.account)
+                    .map(|account| account.storage.keys().copied().collect())
+                    .unwrap_or_default();
+                (done.result, slots)
+            })?;
         // The state is a hash map: sort, so the search tries slots in a fixed order (anvil's
         // access list is ordered the same way).
         slots.sort_unstable();

@@ -8,6 +8,7 @@
 //! gets 403; a POST that is not `application/json` gets 415. Allowed cross-origin answers
 //! carry `Access-Control-Allow-Origin` and `Vary: Origin`.
 
+use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
 
@@ -44,6 +45,7 @@ pub fn serve(
         // once (`shed`).
         .on_connect(|_, data| {
             data.insert(crate::shed::RetryPace::default());
+            data.insert(AllowedHost::default());
         })
         .workers(workers.max(1))
         .disable_signals()
@@ -113,18 +115,33 @@ async fn guard(
     Ok(response)
 }
 
+/// The last `Host` header a connection's requests were allowed with. The policy cannot change
+/// while the node runs, so a connection that keeps sending the same `Host` (every client does)
+/// has it checked once instead of per request: the check splits, validates and lower-cases the
+/// name, about 1,400 instructions of a ~95,000-instruction balanceOf eth_call (BENCHMARKS.md).
+/// Lives in the connection's data on its worker thread.
+#[derive(Debug, Default)]
+struct AllowedHost(RefCell<Option<HeaderValue>>);
+
 /// Why `req` must not run, if it must not: the counter, the status and a message saying which
 /// flag would allow it.
 fn refusal(ctx: &RpcContext, req: &HttpRequest) -> Option<(Refusal, StatusCode, String)> {
     let headers = req.headers();
     if let Some(host) = headers.get(header::HOST) {
-        let allowed = host.to_str().is_ok_and(|host| ctx.web.vhosts.allows(host));
-        if !allowed {
-            let message = format!(
-                "host {} is not allowed: add its name to --http.vhosts",
-                String::from_utf8_lossy(host.as_bytes())
-            );
-            return Some((Refusal::Host, StatusCode::FORBIDDEN, message));
+        let memo = req.conn_data::<AllowedHost>();
+        let known = memo.is_some_and(|memo| memo.0.borrow().as_ref() == Some(host));
+        if !known {
+            let allowed = host.to_str().is_ok_and(|host| ctx.web.vhosts.allows(host));
+            if !allowed {
+                let message = format!(
+                    "host {} is not allowed: add its name to --http.vhosts",
+                    String::from_utf8_lossy(host.as_bytes())
+                );
+                return Some((Refusal::Host, StatusCode::FORBIDDEN, message));
+            }
+            if let Some(memo) = memo {
+                *memo.0.borrow_mut() = Some(host.clone());
+            }
         }
     }
     if let Some(origin) = headers.get(header::ORIGIN) {

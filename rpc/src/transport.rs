@@ -104,9 +104,15 @@ fn hex_string(out: &mut Vec<u8>, bytes: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     out.reserve(bytes.len() * 2 + 4);
     out.extend_from_slice(b"\"0x");
-    for byte in bytes {
-        out.push(DIGITS[usize::from(byte >> 4)]);
-        out.push(DIGITS[usize::from(byte & 0x0f)]);
+    // 32 bytes at a time through a stack buffer: one copy per chunk instead of a capacity
+    // check per digit.
+    let mut digits = [0u8; 64];
+    for chunk in bytes.chunks(32) {
+        for (pair, byte) in digits.chunks_exact_mut(2).zip(chunk) {
+            pair[0] = DIGITS[usize::from(byte >> 4)];
+            pair[1] = DIGITS[usize::from(byte & 0x0f)];
+        }
+        out.extend_from_slice(&digits[..chunk.len() * 2]);
     }
     out.push(b'"');
 }
@@ -207,46 +213,193 @@ pub(crate) enum Envelope {
 }
 
 /// Parses a body: JSON, then the JSON-RPC envelope of each request.
+///
+/// The body is read straight into requests ([`Body`]): the members of a request object go to
+/// their fields and only `id` and `params` become `Value`s, instead of a `Value` tree of the
+/// whole body whose object is then taken apart (that tree cost about a tenth of a balanceOf
+/// eth_call's instructions; BENCHMARKS.md). The rules are [`check_request`]'s either way.
 pub(crate) fn parse_body(body: &[u8], limits: &RpcLimits) -> Envelope {
-    let value: Value = match serde_json::from_slice(body) {
-        Ok(value) => value,
+    let body: Body = match serde_json::from_slice(body) {
+        Ok(body) => body,
         Err(e) => return Envelope::Reject(RpcError::Parse(e.to_string())),
     };
-    match value {
-        Value::Array(items) if items.is_empty() => {
+    match body {
+        Body::Batch(items) if items.is_empty() => {
             Envelope::Reject(RpcError::InvalidRequest("empty batch"))
         }
-        Value::Array(items) if items.len() > limits.max_batch_items => {
+        Body::Batch(items) if items.len() > limits.max_batch_items => {
             Envelope::Reject(RpcError::BatchTooLarge {
                 len: items.len(),
                 max: limits.max_batch_items,
             })
         }
-        Value::Array(items) => Envelope::Batch(items.into_iter().map(parse_item).collect()),
-        single => Envelope::Single(parse_item(single)),
+        Body::Batch(items) => Envelope::Batch(items.into_iter().map(|item| item.0).collect()),
+        Body::Single(item) => Envelope::Single(item.0),
+    }
+}
+
+/// A body as JSON: one value (a request object or not), or an array of them.
+enum Body {
+    Single(ParsedItem),
+    Batch(Vec<ParsedItem>),
+}
+
+/// One value of a body, read as a request: the [`Item`] it is.
+struct ParsedItem(Item);
+
+/// The members of a request object the envelope reads; every other member is skipped.
+enum Member {
+    Id,
+    Jsonrpc,
+    Method,
+    Params,
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for Member {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = Member;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E>(self, name: &str) -> Result<Member, E> {
+                Ok(match name {
+                    "id" => Member::Id,
+                    "jsonrpc" => Member::Jsonrpc,
+                    "method" => Member::Method,
+                    "params" => Member::Params,
+                    _ => Member::Other,
+                })
+            }
+        }
+        deserializer.deserialize_identifier(Name)
+    }
+}
+
+/// Reads a request object's members (a repeated member: the last one, as a `Value` map keeps).
+fn read_request<'de, A: serde::de::MapAccess<'de>>(mut map: A) -> Result<Item, A::Error> {
+    let (mut id, mut jsonrpc, mut method, mut params) = (None, None, None, None);
+    while let Some(member) = map.next_key::<Member>()? {
+        match member {
+            Member::Id => id = Some(map.next_value::<Value>()?),
+            Member::Jsonrpc => jsonrpc = Some(map.next_value::<Value>()?),
+            Member::Method => method = Some(map.next_value::<Value>()?),
+            Member::Params => params = Some(map.next_value::<Value>()?),
+            Member::Other => {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+    }
+    Ok(check_request(id, jsonrpc, method, params))
+}
+
+/// What a value that is not an object is, as a request.
+fn not_an_object() -> Item {
+    invalid(Value::Null, "a request must be a JSON object")
+}
+
+/// Reads one value as a request; `batch`: an array is a batch of them (the top level only).
+struct ItemVisitor {
+    batch: bool,
+}
+
+impl<'de> serde::de::Visitor<'de> for ItemVisitor {
+    type Value = Body;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON-RPC request or a batch of them")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Body, A::Error> {
+        Ok(Body::Single(ParsedItem(read_request(map)?)))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Body, A::Error> {
+        if !self.batch {
+            // An array inside a batch is one invalid item; its contents are only skipped.
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            return Ok(Body::Single(ParsedItem(not_an_object())));
+        }
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(item) = seq.next_element::<ParsedItem>()? {
+            items.push(item);
+        }
+        Ok(Body::Batch(items))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Body, E> {
+        Ok(Body::Single(ParsedItem(not_an_object())))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Body, E> {
+        Ok(Body::Single(ParsedItem(not_an_object())))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Body, E> {
+        Ok(Body::Single(ParsedItem(not_an_object())))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Body, E> {
+        Ok(Body::Single(ParsedItem(not_an_object())))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Body, E> {
+        Ok(Body::Single(ParsedItem(not_an_object())))
+    }
+    fn visit_unit<E>(self) -> Result<Body, E> {
+        Ok(Body::Single(ParsedItem(not_an_object())))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Body {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ItemVisitor { batch: true })
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ParsedItem {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match deserializer.deserialize_any(ItemVisitor { batch: false })? {
+            Body::Single(item) => Ok(item),
+            // `batch: false` never yields a batch.
+            Body::Batch(_) => Ok(Self(not_an_object())),
+        }
     }
 }
 
 /// Checks one value against the JSON-RPC 2.0 request object rules.
+#[cfg(test)]
 fn parse_item(value: Value) -> Item {
     let Value::Object(mut object) = value else {
-        return invalid(Value::Null, "a request must be a JSON object");
+        return not_an_object();
     };
+    let id = object.remove("id");
+    let jsonrpc = object.remove("jsonrpc");
+    let method = object.remove("method");
+    let params = object.remove("params");
+    check_request(id, jsonrpc, method, params)
+}
+
+/// The JSON-RPC 2.0 request object rules, on the members given (`None`: absent).
+fn check_request(
+    id: Option<Value>,
+    jsonrpc: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+) -> Item {
     // The id is read first so that later errors can be answered with it.
-    let id = match object.remove("id") {
+    let id = match id {
         None => None,
         Some(id @ (Value::Null | Value::String(_) | Value::Number(_))) => Some(id),
         Some(_) => return invalid(Value::Null, "id must be a string, a number or null"),
     };
     let answer_id = id.clone().unwrap_or(Value::Null);
-    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
         return invalid(answer_id, "jsonrpc must be \"2.0\"");
     }
-    let method = match object.remove("method") {
+    let method = match method {
         Some(Value::String(method)) => method,
         _ => return invalid(answer_id, "method must be a string"),
     };
-    let params = match object.remove("params") {
+    let params = match params {
         params @ (None | Some(Value::Null | Value::Array(_) | Value::Object(_))) => params,
         Some(_) => return invalid(answer_id, "params must be an array or an object"),
     };
@@ -352,6 +505,18 @@ where
     }
 }
 
+/// A request's id as the request span shows it: its JSON, or nothing for a notification.
+struct IdField<'a>(Option<&'a Value>);
+
+impl std::fmt::Display for IdField<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(id) => write!(f, "{id}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// The encoded answer to one item.
 struct Answer {
     id: Value,
@@ -376,8 +541,8 @@ where
             return Some(Answer { id, encoded, busy: false });
         }
     };
-    let id_field = id.as_ref().map(Value::to_string).unwrap_or_default();
-    let span = tracing::debug_span!(target: "rpc", "request", method = %method, id = %id_field);
+    // The id is formatted only when the span is recorded (debug logging on), not per request.
+    let span = tracing::debug_span!(target: "rpc", "request", method = %method, id = %IdField(id.as_ref()));
     let mut outcome = match done {
         Some(outcome) => outcome,
         None => run(method, params).instrument(span.clone()).await,
@@ -560,7 +725,9 @@ mod tests {
         for value in [U256::ZERO, U256::from(0x1f_u64), U256::MAX] {
             assert_eq!(hot(Hot::Quantity(value)), serde_json::to_string(&value).expect("json"));
         }
-        for bytes in [Bytes::new(), Bytes::from_static(&[0x00, 0xab, 0xff])] {
+        // Empty, short, and over one 32-byte chunk of the writer with a partial last one.
+        let long = Bytes::from((0..70u8).map(|i| i.wrapping_mul(37)).collect::<Vec<_>>());
+        for bytes in [Bytes::new(), Bytes::from_static(&[0x00, 0xab, 0xff]), long] {
             assert_eq!(hot(Hot::Data(bytes.clone())), serde_json::to_string(&bytes).expect("json"));
         }
         let hash = B256::repeat_byte(0x5a);
@@ -783,6 +950,56 @@ mod tests {
         )
         .await;
         assert_eq!(json_body(&one)[0]["result"], json!([9]));
+    }
+
+    /// The body read straight into requests answers as the `Value` tree of it did, item by
+    /// item: repeated members (the last wins), escaped member names, skipped unknown members,
+    /// arrays and scalars inside a batch, every envelope error.
+    #[test]
+    fn bodies_parse_as_their_value_tree_would() {
+        let bodies = [
+            r#"{"jsonrpc":"2.0","method":"m","params":[1,{"a":[2]}],"id":7}"#,
+            r#"{"id":1,"id":"two","jsonrpc":"2.0","method":"m"}"#,
+            r#"{"\u0069d":3,"jsonrpc":"2.0","meth\u006fd":"m","x":{"deep":[1,2,{}]}}"#,
+            r#"{"jsonrpc":"2.0","method":"m","params":null,"id":null}"#,
+            r#"{"jsonrpc":"2.0","method":"m","params":"no","id":1}"#,
+            r#"{"jsonrpc":"1.0","method":"m","id":1}"#,
+            r#"{"jsonrpc":2.0,"method":"m","id":1}"#,
+            r#"{"jsonrpc":"2.0","method":5,"id":1}"#,
+            r#"{"jsonrpc":"2.0","method":"m","id":{"a":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"m","id":1.5e3}"#,
+            r#"[{"jsonrpc":"2.0","method":"m","id":1},[1,[2]],3,"s",null,true,{},{"id":-1}]"#,
+            r#"[[]]"#,
+            "7",
+            "\"text\"",
+            "null",
+            "false",
+            "{}",
+        ];
+        let reference = |body: &str| -> String {
+            let items = match serde_json::from_str::<Value>(body).expect("valid JSON") {
+                Value::Array(items) => items.into_iter().map(parse_item).collect::<Vec<_>>(),
+                single => vec![parse_item(single)],
+            };
+            format!("{items:?}")
+        };
+        for body in bodies {
+            let parsed = match parse_body(body.as_bytes(), &RpcLimits::default()) {
+                Envelope::Single(item) => format!("{:?}", vec![item]),
+                Envelope::Batch(items) => format!("{items:?}"),
+                Envelope::Reject(error) => panic!("{body}: rejected with {error}"),
+            };
+            assert_eq!(parsed, reference(body), "{body}");
+        }
+        for body in ["[", "{\"id\":1,}", "[1,]", "{} {}", ""] {
+            let Envelope::Reject(RpcError::Parse(reason)) =
+                parse_body(body.as_bytes(), &RpcLimits::default())
+            else {
+                panic!("{body}: not a parse error");
+            };
+            let value_reason = serde_json::from_str::<Value>(body).expect_err("malformed");
+            assert_eq!(reason, value_reason.to_string(), "{body}");
+        }
     }
 
     #[test]

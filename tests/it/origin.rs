@@ -259,6 +259,38 @@ async fn a_host_that_is_not_allowed_gets_403_and_nothing_runs() {
     served.stop().await;
 }
 
+/// The Host check remembers the last Host a connection was allowed with (clients keep sending
+/// the same one): a kept-alive connection that switches to a name not allowed is still refused.
+#[actix::test]
+async fn every_request_of_a_kept_alive_connection_has_its_host_checked() {
+    let served = Served::start(config(&[]));
+    let body = rpc("eth_chainId", json!([]));
+    let rebound = format!("rebind.evil.example:{}", served.addr.port());
+    let mut raw = String::new();
+    for (host, connection) in
+        [("localhost", "keep-alive"), ("localhost", "keep-alive"), (rebound.as_str(), "close")]
+    {
+        raw.push_str(&format!(
+            "POST / HTTP/1.1\r\nHost: {host}\r\nConnection: {connection}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ));
+    }
+    let exchange = async {
+        let mut stream = TcpStream::connect(served.addr).await.expect("connects");
+        stream.write_all(raw.as_bytes()).await.expect("requests sent");
+        let mut answers = Vec::new();
+        stream.read_to_end(&mut answers).await.expect("responses read");
+        answers
+    };
+    let answers = tokio::time::timeout(ANSWER_TIMEOUT, exchange).await.expect("answers in time");
+    let text = String::from_utf8(answers).expect("UTF-8 responses");
+    let statuses: Vec<&str> =
+        text.match_indices("HTTP/1.1 ").map(|(at, _)| &text[at + 9..at + 12]).collect();
+    assert_eq!(statuses, ["200", "200", "403"], "{text}");
+    served.stop().await;
+}
+
 #[actix::test]
 async fn named_vhosts_and_origins_replace_the_defaults() {
     let served = Served::start(config(&[
