@@ -540,7 +540,7 @@ impl actix::Handler<Admitted<Call>> for ExecutorActor {
     type Result = Result<CallOutcome, ExecError>;
 
     fn handle(&mut self, mut msg: Admitted<Call>, _ctx: &mut Self::Context) -> Self::Result {
-        msg.begin();
+        msg.begin()?;
         self.contained(|executor| executor.call(msg.request))
     }
 }
@@ -549,7 +549,7 @@ impl actix::Handler<Admitted<EstimateGas>> for ExecutorActor {
     type Result = Result<EstimateOutcome, ExecError>;
 
     fn handle(&mut self, mut msg: Admitted<EstimateGas>, _ctx: &mut Self::Context) -> Self::Result {
-        msg.begin();
+        msg.begin()?;
         self.contained(|executor| executor.estimate(msg.request))
     }
 }
@@ -562,7 +562,7 @@ impl actix::Handler<Admitted<GetTouchedSlots>> for ExecutorActor {
         mut msg: Admitted<GetTouchedSlots>,
         _ctx: &mut Self::Context,
     ) -> Self::Result {
-        msg.begin();
+        msg.begin()?;
         self.contained(|executor| executor.touched_slots(msg.request))
     }
 }
@@ -571,7 +571,7 @@ impl actix::Handler<Admitted<Trace>> for ExecutorActor {
     type Result = Result<TraceOutput, ExecError>;
 
     fn handle(&mut self, mut msg: Admitted<Trace>, _ctx: &mut Self::Context) -> Self::Result {
-        msg.begin();
+        msg.begin()?;
         self.contained(|executor| executor.trace(msg.request))
     }
 }
@@ -580,7 +580,7 @@ impl actix::Handler<Admitted<Simulate>> for ExecutorActor {
     type Result = Result<Vec<SimulatedBlock>, SimulateError>;
 
     fn handle(&mut self, mut msg: Admitted<Simulate>, _ctx: &mut Self::Context) -> Self::Result {
-        msg.begin();
+        msg.begin()?;
         self.contained(|executor| Ok(executor.simulate(msg.request)))?
     }
 }
@@ -593,7 +593,7 @@ impl actix::Handler<Admitted<CreateAccessList>> for ExecutorActor {
         mut msg: Admitted<CreateAccessList>,
         _ctx: &mut Self::Context,
     ) -> Self::Result {
-        msg.begin();
+        msg.begin()?;
         self.contained(|executor| executor.create_access_list(msg.request))
     }
 }
@@ -606,7 +606,7 @@ impl actix::Handler<Admitted<BuildPayload>> for ExecutorActor {
         mut msg: Admitted<BuildPayload>,
         _ctx: &mut Self::Context,
     ) -> Self::Result {
-        msg.begin();
+        msg.begin()?;
         self.contained(|executor| executor.build_payload(msg.request))
     }
 }
@@ -615,7 +615,7 @@ impl actix::Handler<Admitted<BuildBlock>> for ExecutorActor {
     type Result = Result<BuiltBlock, ExecError>;
 
     fn handle(&mut self, mut msg: Admitted<BuildBlock>, _ctx: &mut Self::Context) -> Self::Result {
-        msg.begin();
+        msg.begin()?;
         self.contained(|executor| executor.build_block(msg.request))
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use actix::{Message, Recipient};
@@ -417,9 +417,11 @@ pub struct Admitted<M> {
 impl<M> Admitted<M> {
     /// Marks the request as started: how long it waited joins the queue-delay histogram, and
     /// the time from now until the message is dropped joins the thread's service time (for
-    /// calls). The executor's handler calls this first; a request never begun counts neither.
-    pub fn begin(&mut self) {
-        self.slot.begin();
+    /// calls). The executor's handler calls this first and returns its error, if any: once the
+    /// pool is closing ([`ExecutorClient::close`]) a request other than a block build is not
+    /// run but answered [`ExecError::ShuttingDown`]. A request never begun counts neither.
+    pub fn begin(&mut self) -> Result<(), ExecError> {
+        self.slot.begin()
     }
 }
 
@@ -453,17 +455,23 @@ struct Slot {
     /// Whether its run time is a call's service time: block builds, traces and payloads are
     /// not calls and would skew the time calls are admitted by.
     sampled: bool,
+    /// Whether the pool's closing answers it instead of running it (all but block builds).
+    ends_at_close: bool,
     started: Option<tokio::time::Instant>,
 }
 
 impl Slot {
-    fn begin(&mut self) {
+    fn begin(&mut self) -> Result<(), ExecError> {
+        if self.ends_at_close && self.pool.closing.load(Ordering::Acquire) {
+            return Err(ExecError::ShuttingDown);
+        }
         let now = tokio::time::Instant::now();
         self.started = Some(now);
         self.pool.lanes[self.lane].delays.record(now - self.sent);
         if self.sampled {
             self.pool.stages.record(Stage::Queue, now - self.sent);
         }
+        Ok(())
     }
 }
 
@@ -603,9 +611,11 @@ struct Pool {
     next: CachePadded<AtomicUsize>,
     /// Refusals by [`Refusal::index`]; bumped only when refusing.
     refusals: [CachePadded<AtomicU64>; 2],
-    /// `true` once the node began shutting down ([`ExecutorClient::close`]): every caller still
-    /// waiting is answered [`ExecError::ShuttingDown`] and nothing new is admitted.
-    closing: tokio::sync::watch::Sender<bool>,
+    /// `true` once the node began shutting down ([`ExecutorClient::close`]): nothing new is
+    /// admitted, and each request still queued is answered [`ExecError::ShuttingDown`] when
+    /// its executor reaches it, unrun. An atomic, not a channel callers wait on: a call's path
+    /// takes no lock (a tokio `watch` takes an `RwLock` to read and a `Mutex` to wait).
+    closing: AtomicBool,
     /// What the lanes' `last_end` times count from.
     epoch: tokio::time::Instant,
     /// Where admitted calls' time went ([`ExecutorClient::timed`]).
@@ -650,7 +660,7 @@ impl ExecutorClient {
                 count: PoolCount::default(),
                 next: Default::default(),
                 refusals: Default::default(),
-                closing: tokio::sync::watch::Sender::new(false),
+                closing: AtomicBool::new(false),
                 epoch: tokio::time::Instant::now(),
                 stages: CallStages::default(),
             }),
@@ -686,6 +696,7 @@ impl ExecutorClient {
             depth,
             sent: tokio::time::Instant::now(),
             sampled,
+            ends_at_close: true,
             started: None,
         }
     }
@@ -694,7 +705,7 @@ impl ExecutorClient {
     /// expected wait on the lane it would go to.
     fn admit(&self, sampled: bool) -> Result<Slot, ExecError> {
         let pool = &self.pool;
-        if *pool.closing.borrow() {
+        if pool.closing.load(Ordering::Acquire) {
             return Err(ExecError::ShuttingDown);
         }
         let cap = pool.limits.max_queued.saturating_add(pool.lanes.len());
@@ -730,7 +741,7 @@ impl ExecutorClient {
     /// (a few atomics), the same rule as `admit` on the lane a call would go to.
     pub fn refuse_early(&self) -> Option<ExecError> {
         let pool = &self.pool;
-        if *pool.closing.borrow() {
+        if pool.closing.load(Ordering::Acquire) {
             return None;
         }
         let cap = pool.limits.max_queued.saturating_add(pool.lanes.len());
@@ -766,18 +777,12 @@ impl ExecutorClient {
         M::Result: Send,
     {
         let to = self.lane(&slot, recipient)?;
-        // `send` enqueues at once (the mailbox has room for every place); the caller only
-        // waits for the answer, or until the pool closes: then it is answered at once, and
-        // its queued message, whose receiver is gone, is dropped unrun when the executor
-        // reaches it (actix skips a message nobody waits for). The one running finishes.
-        let mut closing = self.pool.closing.subscribe();
+        // `send` enqueues at once (the mailbox has room for every place); the caller waits
+        // for the answer. Once the pool closes, the executor answers each queued request
+        // ShuttingDown as it reaches it (`Slot::begin`), after the one it runs (bounded by
+        // the EVM timeout), so a drain answers every caller without waking them by a lock.
         let sampled = slot.sampled;
-        let answer = to.send(Admitted { request, slot });
-        let answer = tokio::select! {
-            biased;
-            answer = answer => answer?,
-            _ = closing.wait_for(|closing| *closing) => return Err(ExecError::ShuttingDown),
-        };
+        let answer = to.send(Admitted { request, slot }).await?;
         if sampled {
             let now = tokio::time::Instant::now();
             let _ = REQUEST_CLOCK.try_with(|clock| clock.answered.set(Some(now)));
@@ -798,6 +803,8 @@ impl ExecutorClient {
         M::Result: Send,
     {
         let to = self.lane(&slot, recipient)?;
+        let mut slot = slot;
+        slot.ends_at_close = false;
         Ok(to.send(Admitted { request, slot }).await?)
     }
 
@@ -815,17 +822,17 @@ impl ExecutorClient {
             .ok_or(ExecError::Mailbox(actix::MailboxError::Closed))
     }
 
-    /// Starts the shutdown drain: every request waiting for an executor (queued, or its answer
-    /// not yet back) is answered [`ExecError::ShuttingDown`] at once and new ones are refused
-    /// with it; requests already running finish on their threads, and block builds are waited
-    /// for (the miner stops after its block). Idempotent.
+    /// Starts the shutdown drain: new requests are refused [`ExecError::ShuttingDown`], and
+    /// every request still queued is answered so by its executor when it reaches it, unrun
+    /// (right after the request it runs now, which finishes); block builds run to their end
+    /// (the miner stops after its block). Idempotent.
     pub fn close(&self) {
-        self.pool.closing.send_replace(true);
+        self.pool.closing.store(true, Ordering::Release);
     }
 
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
-        *self.pool.closing.borrow()
+        self.pool.closing.load(Ordering::Acquire)
     }
 
     /// Runs `call` on the pool, or fails at once with [`ExecError::Busy`].

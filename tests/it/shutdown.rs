@@ -1,5 +1,5 @@
 //! Shutdown drains (issue 14, part 4): on SIGINT/SIGTERM the executor calls still queued are
-//! answered with an error at once (not dropped, not left hanging until the HTTP server's
+//! answered with an error without running (not dropped, not left hanging until the HTTP server's
 //! timeout), the miner finishes the block in progress and starts no other, and the journal is
 //! checkpointed, so the next start serves the last mined block.
 
