@@ -295,7 +295,7 @@ async fn teach(
 ) {
     assert!(client.call(call(0)).await.is_ok());
     let mut held = running.recv().await.expect("the probe got the call");
-    held.begin();
+    held.begin().expect("the pool is open");
     tokio::time::advance(took).await;
     drop(held);
 }
@@ -415,7 +415,7 @@ async fn closed_loop_callers_beyond_the_threads_queue_instead_of_being_refused()
     for i in 0..64 {
         let mut held = running.recv().await.unwrap();
         assert_eq!(held.request.block, i);
-        held.begin();
+        held.begin().expect("the pool is open");
         tokio::time::advance(MS).await;
     }
     for caller in callers {
@@ -441,7 +441,7 @@ async fn a_call_expected_to_wait_past_the_budget_is_refused_at_once() {
 
     // Once the thread has run one, the queue is 100 ms long again: one more goes in.
     let mut held = running.recv().await.unwrap();
-    held.begin();
+    held.begin().expect("the pool is open");
     tokio::time::advance(10 * MS).await;
     drop(held);
     let mut again = Box::pin(client.call(call(100)));
@@ -489,11 +489,11 @@ async fn queue_delay_and_service_time_are_measured_from_when_the_executor_begins
 
     let mut held = running.recv().await.unwrap();
     tokio::time::advance(5 * MS).await;
-    held.begin();
+    held.begin().expect("the pool is open");
     tokio::time::advance(MS).await;
     drop(held);
     let mut held = running.recv().await.unwrap();
-    held.begin();
+    held.begin().expect("the pool is open");
     tokio::time::advance(3 * MS).await;
     drop(held);
 
