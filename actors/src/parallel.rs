@@ -26,8 +26,8 @@
 //! with its near neighbours: ERC-20 transfers among 1,000 holders rarely do. When neighbours
 //! conflict often (a hot contract, a chain of dependent transfers, one sender's nonces), the
 //! committer stops speculating and executes each transaction in place as sequential execution
-//! would ([`Committer`]'s hot mode, left when a helper's run validates or after a back-off):
-//! such a block costs the helpers wasted runs, not the committer's time.
+//! would ([`Committer`]'s hot mode, left after a back-off or when a run validates) and the
+//! helpers pause: such a block costs a few wasted runs per back-off, not the committer's time.
 //!
 //! **The coinbase is lazy** (the trick pevm uses): every transaction credits its fee to the
 //! coinbase, which would make every transaction conflict with every other. A run that did not
@@ -349,6 +349,9 @@ pub(crate) struct Board<'a> {
     runs: Vec<Mutex<Option<Speculated>>>,
     log: Mutex<CommitLog>,
     stop: AtomicBool,
+    /// The committer executes in place (conflicts are frequent): helpers pause rather than
+    /// take the CPU time of a machine whose other core may be busy.
+    hot: AtomicBool,
     helpers: usize,
     /// Helpers still running.
     live: AtomicUsize,
@@ -370,6 +373,7 @@ impl<'a> Board<'a> {
             runs: txs.iter().map(|_| Mutex::new(None)).collect(),
             log: Mutex::new(CommitLog::default()),
             stop: AtomicBool::new(false),
+            hot: AtomicBool::new(false),
             helpers,
             live: AtomicUsize::new(helpers),
             stale: config.stale_helpers,
@@ -468,6 +472,10 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>) {
     evm.ctx.journaled_state.database.set_changes(input.start.clone());
     let mut applied = 0;
     while !board.stop.load(Ordering::Acquire) {
+        if board.hot.load(Ordering::Acquire) {
+            std::thread::sleep(HOT_PAUSE);
+            continue;
+        }
         if !board.stale && !board.wait_for_window() {
             break;
         }
@@ -503,6 +511,8 @@ const HOT_STREAK: usize = 3;
 /// each time it is entered again without a validated run in between.
 const HOT_BACKOFF_MIN: usize = 32;
 const HOT_BACKOFF_MAX: usize = 1024;
+/// How long a helper sleeps between looks while the committer is in hot mode.
+const HOT_PAUSE: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// The commit side of a parallel block, on the block's executor: validates each transaction's
 /// speculative run in block order, or executes it in place.
@@ -583,15 +593,16 @@ impl<'b, 'a> Committer<'b, 'a> {
                 let db = &mut evm.ctx.journaled_state.database;
                 if let Some(outcome) = self.validate(db, run).map_err(EVMError::Database)? {
                     self.streak = 0;
-                    self.hot_left = 0;
                     self.backoff = HOT_BACKOFF_MIN;
+                    self.set_hot(0);
                     return Ok(outcome);
                 }
                 self.stats.reexecuted += 1;
                 self.streak += 1;
-                if self.streak >= HOT_STREAK {
+                // Stale helpers run every transaction: the committer never goes hot there.
+                if self.streak >= HOT_STREAK && !board.stale {
                     self.streak = 0;
-                    self.hot_left = self.backoff;
+                    self.set_hot(self.backoff);
                     self.backoff = (self.backoff * 2).min(HOT_BACKOFF_MAX);
                 }
                 return evm.transact(tx_env(pooled));
@@ -627,8 +638,18 @@ impl<'b, 'a> Committer<'b, 'a> {
             }
         }
         self.stats.direct += 1;
-        self.hot_left = self.hot_left.saturating_sub(1);
+        if self.hot_left > 0 {
+            self.set_hot(self.hot_left - 1);
+        }
         evm.transact(tx_env(pooled))
+    }
+
+    /// Enters (or leaves, with 0) hot mode for `left` transactions executed in place.
+    fn set_hot(&mut self, left: usize) {
+        if (self.hot_left > 0) != (left > 0) {
+            self.board.hot.store(left > 0, Ordering::Release);
+        }
+        self.hot_left = left;
     }
 
     /// The run's outcome if every value it read is still what the block holds, with the

@@ -187,7 +187,8 @@ fn a_coinbase_reader_sees_every_earlier_fee() {
     let kit = Kit::new(8, None);
     let mut txs: Vec<PooledTx> = (0..6)
         .map(|i| {
-            let to = TxKind::Call(hearth::parallel_kit::account(7));
+            // Distinct receivers: only the observer depends on an earlier transaction.
+            let to = TxKind::Call(Address::repeat_byte(0x40 + i as u8));
             tx(kit.senders[i], 0, to, U256::from(1u8), vec![], 21_000)
         })
         .collect();
