@@ -6,7 +6,7 @@
 //!
 //! 1. **Claim in block order.** The block's executor (the committer) and `threads - 1` helper
 //!    threads (scoped, living for the block) take transaction indexes from one counter
-//!    ([`Board`]), so at any moment the threads run neighbouring transactions.
+//!    (`Board`), so at any moment the threads run neighbouring transactions.
 //! 2. **Speculate on the committed prefix.** A helper keeps its own copy of the block's state;
 //!    before each claim it applies what the committer committed since (the commit log), so a
 //!    transaction runs against the state after every transaction below its `snapshot` (the
@@ -15,7 +15,7 @@
 //! 3. **Validate and commit in block order** (on the block's executor, in the one sequential
 //!    loop of `block_exec.rs`). At transaction `i` the committer commits its speculative run if
 //!    every key it read that a transaction in `snapshot..i` wrote still holds the value read
-//!    ([`LastWrites`]: the last writer of each key); otherwise it executes `i` again, there.
+//!    (`LastWrites`: the last writer of each key); otherwise it executes `i` again, there.
 //!    With no run ready, it executes `i` itself when no one claimed it; when a helper is running
 //!    it, the committer meanwhile speculates the next unclaimed transaction on its own EVM
 //!    (without committing), so both threads stay busy. EVM execution is a function of the
@@ -26,13 +26,13 @@
 //! with its near neighbours: ERC-20 transfers among 1,000 holders rarely do. When neighbours
 //! conflict often (a hot contract, a chain of dependent transfers, one sender's nonces), the
 //! committer stops speculating and executes each transaction in place as sequential execution
-//! would ([`Committer`]'s hot mode, left after a back-off or when a run validates) and the
+//! would (`Committer`'s hot mode, left after a back-off or when a run validates) and the
 //! helpers pause: such a block costs a few wasted runs per back-off, not the committer's time.
 //!
 //! **The coinbase is lazy** (the trick pevm uses): every transaction credits its fee to the
 //! coinbase, which would make every transaction conflict with every other. A run that did not
 //! observe the coinbase (no BALANCE/EXTCODE*/CALL*/SELFDESTRUCT naming it, noted by the block
-//! EVM's instructions through [`saw_coinbase`]; it is not the sender or the `to`; no CREATE
+//! EVM's instructions through `saw_coinbase`; it is not the sender or the `to`; no CREATE
 //! transaction; no EIP-7702 authorizations; the coinbase not created or destroyed) has its
 //! coinbase read validated on nonce and code hash only, and its coinbase balance committed as
 //! the balance now plus what its run added (the fee).
