@@ -8,6 +8,7 @@
 //! executions touch it.
 
 pub mod before_tx;
+pub mod rules;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -160,6 +160,9 @@ pub struct Node {
     pub new_chain: bool,
     /// The fork backend, when the node forks a live chain (`--fork-url`).
     pub fork: Option<Arc<crate::fork::ForkHandle>>,
+    /// The fork backend's counters on `/metrics`: the running fork's, or (on a dev chain) the
+    /// ones an anvil_reset into a fork will count in.
+    pub fork_counters: Arc<hearth_messages::fork::ForkCounters>,
     /// Serves anvil_reset (`None` for a node started on a given store: [`Node::start_on`]).
     pub reset: Option<Addr<crate::reset::Resetter>>,
     config: NodeConfig,
@@ -247,11 +250,12 @@ impl Node {
                     &chain,
                     plan,
                     handle.chain_id,
-                    config.spec,
+                    config.given.hardfork.then_some(config.spec),
                     config.code_size_limit,
                 )?;
             }
             let mut node = Self::start_on(chain, config, Arc::clone(&clock))?;
+            node.fork_counters = Arc::clone(&handle.counters);
             node.reset = Some(node.start_resetter(given, clock, Some((settings, &handle))));
             node.fork = Some(Arc::new(handle));
             return Ok(node);
@@ -283,6 +287,7 @@ impl Node {
             mempool: self.mempool.clone(),
             filters: self.filters.clone(),
             chain_id: self.chain_id.clone(),
+            fork_counters: Arc::clone(&self.fork_counters),
         };
         crate::reset::Resetter::new(given, accounts, clock, fork, peers).start_own()
     }
@@ -339,7 +344,11 @@ impl Node {
                 coinbase = header.beneficiary;
                 config.gas_limit = header.gas_limit;
                 new_chain = true;
-                (head, config.spec, None)
+                // The upstream's rules at the fork block, not the dev default (`fork::rules`).
+                let given = config.given.hardfork.then_some(config.spec);
+                let rules = crate::fork::rules::of(config.chain_id, &header, given);
+                info!(target: "node", spec = %fork_name(rules.spec), from = %rules.source, "fork rules");
+                (head, rules.spec, rules.blob_params)
             }
             None if chain.head_number().is_none() => {
                 let timestamp = config.genesis.timestamp.unwrap_or_else(|| clock());
@@ -521,6 +530,7 @@ impl Node {
             },
             new_chain,
             fork: None,
+            fork_counters: hearth_messages::fork::ForkCounters::shared(),
             reset: None,
             config,
         })
@@ -570,7 +580,9 @@ impl Node {
             metric_sources: hearth_rpc::MetricSources {
                 code_cache: CodeCacheClient::new(&self.code_cache),
                 restarts: self.restarts.clone(),
-                fork: self.fork.as_ref().map(|f| Arc::clone(&f.counters)),
+                // On every node that runs a fork or can reset into one (zeros until it does).
+                fork: (self.fork.is_some() || self.reset.is_some())
+                    .then(|| Arc::clone(&self.fork_counters)),
             },
         }
     }

@@ -3,8 +3,9 @@
 //!
 //! - **Owns:** what a new chain is built from: the node's configuration as started (the dev
 //!   genesis flags, the `--fork-*` settings), the dev accounts, the clock, and the fork cache
-//!   and counters of the fork the node runs now (so a reset to the same upstream and block
-//!   fetches nothing again, and `/metrics` keeps counting).
+//!   of the fork the node runs now (so a reset to the same upstream and block fetches nothing
+//!   again), and the fork counters `/metrics` reads (so it counts every fork the node runs,
+//!   one it started with or one a reset switched to).
 //! - **Takes:** `ResetChain` from the RPC front (through `ask`: a full mailbox is -32005).
 //! - **Sends:** `ResetTo` to the miner (which has the state owner publish the chain between two
 //!   blocks), then `DropAll`, `SetPoolGasLimit` and `SetChainId` to the mempool and
@@ -55,9 +56,8 @@ pub struct Resetter {
     clock: Clock,
     /// `None` while the node runs a dev chain.
     fork: Option<CurrentFork>,
-    /// The fork counters `/metrics` reads (`None`: the node started without a fork; a reset
-    /// into one then counts in counters `/metrics` does not show).
-    counters: Option<Arc<ForkCounters>>,
+    /// The fork counters `/metrics` reads: every fork this node runs counts in them.
+    counters: Arc<ForkCounters>,
     miner: Addr<MinerActor>,
     mempool: Addr<MempoolActor>,
     filters: Addr<FilterActor>,
@@ -81,6 +81,8 @@ pub struct ResetPeers {
     pub filters: Addr<FilterActor>,
     /// The chain id every component reads.
     pub chain_id: ChainId,
+    /// The fork counters `/metrics` reads.
+    pub fork_counters: Arc<ForkCounters>,
 }
 
 impl Resetter {
@@ -93,7 +95,6 @@ impl Resetter {
         fork: Option<(ForkSettings, &crate::fork::ForkHandle)>,
         peers: ResetPeers,
     ) -> Self {
-        let counters = fork.as_ref().map(|(_, handle)| Arc::clone(&handle.counters));
         let fork =
             fork.map(|(settings, handle)| CurrentFork { settings, cache: handle.cache.clone() });
         Self {
@@ -101,7 +102,7 @@ impl Resetter {
             dev_accounts,
             clock,
             fork,
-            counters,
+            counters: peers.fork_counters,
             miner: peers.miner,
             mempool: peers.mempool,
             filters: peers.filters,
@@ -163,7 +164,7 @@ impl Resetter {
                     dev_accounts: &self.dev_accounts,
                     balance: self.config.balance_wei,
                     cache: self.fork.as_ref().map(|f| f.cache.clone()),
-                    counters: self.counters.clone(),
+                    counters: Some(Arc::clone(&self.counters)),
                 };
                 let (chain, handle) =
                     open_fork(&settings, start_from).map_err(|e| start(e.to_string()))?;

@@ -179,6 +179,20 @@ impl ForkBackendActor {
             ForkKey::Storage(address, slot) => {
                 self.cache.slot(address, slot).map_err(fail)?.map(ForkValue::Storage)
             }
+            ForkKey::AccountAt(n, address) => self
+                .cache
+                .historical(*n)
+                .map_err(fail)?
+                .account(address)
+                .map_err(fail)?
+                .map(ForkValue::Account),
+            ForkKey::StorageAt(n, address, slot) => self
+                .cache
+                .historical(*n)
+                .map_err(fail)?
+                .slot(address, slot)
+                .map_err(fail)?
+                .map(ForkValue::Storage),
             ForkKey::StorageRange(_) => None,
             ForkKey::Block(n) => {
                 match (self.cache.header(*n).map_err(fail)?, self.cache.body(*n).map_err(fail)?) {
@@ -227,6 +241,17 @@ impl ForkBackendActor {
             ],
             ForkKey::Storage(a, slot) => {
                 vec![("eth_getStorageAt", json!([a, format!("{slot:#x}"), block]))]
+            }
+            ForkKey::AccountAt(n, a) => {
+                let at = format!("{n:#x}");
+                vec![
+                    ("eth_getBalance", json!([a, at])),
+                    ("eth_getTransactionCount", json!([a, at])),
+                    ("eth_getCode", json!([a, at])),
+                ]
+            }
+            ForkKey::StorageAt(n, a, slot) => {
+                vec![("eth_getStorageAt", json!([a, format!("{slot:#x}"), format!("{n:#x}")]))]
             }
             ForkKey::StorageRange(a) => {
                 let (hash, transactions) = self.storage_range.unwrap_or_default();
@@ -411,7 +436,7 @@ impl ForkBackendActor {
                 }
                 Ok(ForkValue::BlockHash(hash))
             }
-            ForkKey::Account(address) => {
+            ForkKey::Account(address) | ForkKey::AccountAt(_, address) => {
                 let balance = quantity_u256(&values[0]).ok_or_else(|| bad("bad balance"))?;
                 let nonce = quantity_u64(&values[1]).ok_or_else(|| bad("bad nonce"))?;
                 let code: Bytes =
@@ -419,12 +444,26 @@ impl ForkBackendActor {
                 let code_hash = if code.is_empty() { EMPTY_CODE_HASH } else { keccak256(&code) };
                 let account = (nonce != 0 || !balance.is_zero() || !code.is_empty())
                     .then_some(ForkedAccount { nonce, balance, code_hash });
-                self.cache.put_account(address, account.as_ref(), &code).map_err(cache_err)?;
+                let stored = match key {
+                    ForkKey::AccountAt(n, _) => self
+                        .cache
+                        .historical(*n)
+                        .and_then(|state| state.put_account(address, account.as_ref(), &code)),
+                    _ => self.cache.put_account(address, account.as_ref(), &code),
+                };
+                stored.map_err(cache_err)?;
                 Ok(ForkValue::Account(account))
             }
-            ForkKey::Storage(address, slot) => {
+            ForkKey::Storage(address, slot) | ForkKey::StorageAt(_, address, slot) => {
                 let value = quantity_u256(&values[0]).ok_or_else(|| bad("bad slot value"))?;
-                self.cache.put_slot(address, slot, value).map_err(cache_err)?;
+                let stored = match key {
+                    ForkKey::StorageAt(n, ..) => self
+                        .cache
+                        .historical(*n)
+                        .and_then(|state| state.put_slot(address, slot, value)),
+                    _ => self.cache.put_slot(address, slot, value),
+                };
+                stored.map_err(cache_err)?;
                 Ok(ForkValue::Storage(value))
             }
             ForkKey::StorageRange(_) => Err(bad("a storage page is not a value")),
@@ -506,7 +545,13 @@ impl ForkBackendActor {
     }
 
     fn is_state_key(key: &ForkKey) -> bool {
-        matches!(key, ForkKey::Account(_) | ForkKey::Storage(..))
+        matches!(
+            key,
+            ForkKey::Account(_)
+                | ForkKey::Storage(..)
+                | ForkKey::AccountAt(..)
+                | ForkKey::StorageAt(..)
+        )
     }
 }
 

@@ -334,6 +334,7 @@ impl ExecutorActor {
         if replay.txs.is_empty() || traced.is_empty() {
             return Ok(());
         }
+        self.prefetch_upstream(replay, *traced.end())?;
         let (mut evm, setup) = block_evm(
             &self.db,
             &mut self.codes,
@@ -368,6 +369,23 @@ impl ExecutorActor {
             evm.commit(result.state);
         }
         Ok(())
+    }
+
+    /// For a replay of an upstream block (its parent below a fork's fork block, the state then
+    /// read from the upstream as of the parent): fetches the fee recipient and the senders and
+    /// recipients of the transactions up to `last` in one upstream batch, which the replay
+    /// would otherwise ask for one round trip at a time.
+    fn prefetch_upstream(&self, replay: &ReplayBlock, last: usize) -> Result<(), ExecError> {
+        let Some(fork) = self.db.fork().filter(|fork| replay.parent.number < fork.block()) else {
+            return Ok(());
+        };
+        use alloy_consensus::Transaction as _;
+        let mut addresses = vec![replay.env.coinbase];
+        for pooled in replay.txs.iter().take(last + 1) {
+            addresses.push(pooled.sender);
+            addresses.extend(pooled.tx.to());
+        }
+        Ok(fork.prefetch_at(replay.parent.number, &addresses)?)
     }
 
     /// Runs `calls` in order on the state after block `block`, as eth_call runs them (the

@@ -28,6 +28,11 @@ pub enum ForkKey {
     Account(Address),
     /// One storage slot at the fork block.
     Storage(Address, U256),
+    /// Balance, nonce and code of an account as of upstream block `n`, below the fork block
+    /// (the historical state that state queries and traces of older blocks read).
+    AccountAt(u64, Address),
+    /// One storage slot as of upstream block `n`, below the fork block.
+    StorageAt(u64, Address, U256),
     /// The hash of upstream block `n`.
     BlockHash(u64),
     /// A page of an account's storage at the fork block (`debug_storageRangeAt`), asked by the

@@ -58,26 +58,15 @@ pub(crate) fn state_block(ctx: &RpcContext, block: BlockId) -> Result<u64, RpcEr
     if number > head {
         return Err(RpcError::HeaderNotFound);
     }
-    state_after_fork(ctx, number)?;
     Ok(number)
 }
 
-/// Refuses state at block `number` when it is before a fork's fork block: below it the
-/// store has the upstream's blocks but not their state (reads would answer the fork block's).
+/// Refuses state at block `number` when it is before a fork's fork block, for the methods that
+/// need more than its values (a proof needs the upstream's trie nodes, which the fork does not
+/// fetch). Below the fork block the store reads the upstream's state as of that block.
 pub(crate) fn state_after_fork(ctx: &RpcContext, number: u64) -> Result<(), RpcError> {
     match ctx.chain.fork() {
         Some(fork) if number < fork.block() => {
-            Err(RpcError::BeforeFork { number, fork: fork.block() })
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Refuses a trace of a transaction in block `number` when that block's parent state is
-/// before a fork's fork block (the fork block's own transactions included).
-pub(crate) fn traceable_on_fork(ctx: &RpcContext, number: u64) -> Result<(), RpcError> {
-    match ctx.chain.fork() {
-        Some(fork) if number <= fork.block() => {
             Err(RpcError::BeforeFork { number, fork: fork.block() })
         }
         _ => Ok(()),

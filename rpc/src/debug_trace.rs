@@ -185,7 +185,6 @@ pub(crate) async fn run(
 /// Where transaction `hash` is: (block, index), or geth's "transaction not found".
 pub(crate) fn locate(ctx: &RpcContext, hash: &B256) -> Result<(u64, usize), RpcError> {
     let (block, index) = ctx.chain.tx_location(hash)?.ok_or(RpcError::TxNotFound)?;
-    crate::blocks::traceable_on_fork(ctx, block)?;
     Ok((block, index as usize))
 }
 
@@ -210,7 +209,6 @@ pub(crate) fn traceable_block(ctx: &RpcContext, tag: BlockNumberOrTag) -> Result
     if number == 0 {
         return Err(RpcError::GenesisNotTraceable);
     }
-    crate::blocks::traceable_on_fork(ctx, number)?;
     Ok(number)
 }
 

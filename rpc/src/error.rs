@@ -69,14 +69,14 @@ pub enum RpcError {
     /// A state query names a block after the head, or a hash we do not know.
     #[error("header not found")]
     HeaderNotFound,
-    /// A fork is asked for state (or a trace, which needs it) before its fork block, where it
-    /// has only the upstream's blocks, not their state.
+    /// A fork is asked for a proof or a simulation before its fork block, where its state is
+    /// the upstream's read value by value (state queries, calls and traces are served there).
     #[error(
-        "block {number} is before the fork block {fork}: a fork serves state, calls and traces \
+        "block {number} is before the fork block {fork}: a fork serves proofs and simulations \
          from its fork block on; ask the upstream for earlier ones"
     )]
     BeforeFork {
-        /// The block asked for (for a trace: the block whose parent state it needs).
+        /// The block asked for.
         number: u64,
         /// The fork block.
         fork: u64,

@@ -104,9 +104,6 @@ impl FromParam for Indices {
 
 fn location(ctx: &RpcContext, hash: &B256) -> Result<Option<(u64, usize)>, RpcError> {
     let location = ctx.chain.tx_location(hash)?;
-    if let Some((block, _)) = location {
-        crate::blocks::traceable_on_fork(ctx, block)?;
-    }
     Ok(location.map(|(block, index)| (block, index as usize)))
 }
 
@@ -114,9 +111,6 @@ fn location(ctx: &RpcContext, hash: &B256) -> Result<Option<(u64, usize)>, RpcEr
 fn stored_block(ctx: &RpcContext, tag: BlockNumberOrTag) -> Result<Option<u64>, RpcError> {
     let number = tag_number(tag, head(ctx)?);
     let stored = ctx.chain.header(number)?.map(|_| number);
-    if stored.is_some() {
-        crate::blocks::traceable_on_fork(ctx, number)?;
-    }
     Ok(stored)
 }
 
@@ -287,7 +281,6 @@ pub(crate) async fn trace_filter(ctx: &RpcContext, p: &Params) -> Result<Reply, 
     if filter.count == Some(0) {
         return Ok(Reply::Encoded(b"[]".to_vec()));
     }
-    crate::blocks::traceable_on_fork(ctx, from)?;
     filter.from_block = Some(from);
     filter.to_block = Some(to);
     run(ctx, TraceJob::ParityFilter { from, to, filter: Box::new(filter) }, budget(ctx)).await

@@ -113,6 +113,7 @@ pub(crate) fn get_proof(ctx: &RpcContext, params: &Params) -> Result<Value, RpcE
     let address: Address = params.required(0)?;
     let ProofKeys(keys) = params.optional(1)?.unwrap_or(ProofKeys(Vec::new()));
     let number = state_block(ctx, block_arg(params, 2)?)?;
+    crate::blocks::state_after_fork(ctx, number)?;
     let slots: Vec<U256> = keys.iter().map(|k| k.slot).collect();
     let proof = ctx.chain.state_at(number).proof(&address, &slots)?;
     let storage_proof = keys

@@ -283,6 +283,7 @@ pub(crate) async fn simulate(ctx: &RpcContext, params: &Params) -> Result<Reply,
     }
     let block = params.optional(1)?.unwrap_or(BlockId::Number(BlockNumberOrTag::Latest));
     let base = state_block(ctx, block)?;
+    crate::blocks::state_after_fork(ctx, base)?;
     let simulate = Simulate {
         base,
         blocks: payload.blocks,

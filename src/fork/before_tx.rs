@@ -113,25 +113,27 @@ pub fn replay(
     Ok(())
 }
 
-/// Replays `plan` with an executor of its own under `spec` and `chain_id` (the node's
-/// executors are not started yet). Nothing to replay when `H` is its block's first
-/// transaction: the fork block is then the state just before it.
+/// Replays `plan` with an executor of its own under `chain_id` and the rules of `H`'s block
+/// (`rules::of`, `given` being `--hardfork`'s; the node's executors are not started yet).
+/// Nothing to replay when `H` is its block's first transaction: the fork block is then the
+/// state just before it.
 pub fn replay_at_start(
     chain: &ChainWriter,
     plan: &Replay,
     chain_id: u64,
-    spec: revm::primitives::hardfork::SpecId,
+    given: Option<revm::primitives::hardfork::SpecId>,
     code_size_limit: Option<usize>,
 ) -> Result<(), ReplayError> {
     if plan.index == 0 {
         return Ok(());
     }
+    let rules = super::rules::of(chain_id, &plan.block.header, given);
     let config = hearth_actors::ExecConfig {
         chain_id: hearth_messages::ChainId::new(chain_id),
-        spec,
+        spec: rules.spec,
         gas_cap: u64::MAX,
         evm_timeout: None,
-        blob_params: None,
+        blob_params: rules.blob_params,
         code_size_limit,
         parallel: hearth_actors::ParallelConfig::default(),
     };

@@ -17,12 +17,13 @@
 //! crash atomicity instead. Readers are kept apart from a write in progress by versions: a
 //! block writes only keys of its own number, and the records that lead to it (header, hash
 //! indexes) after the rest. A dev patch, revert or rollback rewrites or removes records of
-//! the head's (or later) number in place, so a request running across one can read part of
-//! it (ARCHITECTURE.md, "Locks").
+//! the head's (or later) number in place; before it does, the writer records what those keys
+//! held in every snapshot still alive (`rewrites`), so a request pinned to one reads the state
+//! it started on to the end.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use alloy_consensus::{Header, ReceiptEnvelope};
@@ -35,6 +36,7 @@ use crate::journal::{Journal, Recovery};
 use crate::layout::{self, be_u64};
 use crate::overlay::Overlay;
 use crate::records::{BlockExtras, StoredAccount, StoredBody};
+use crate::rewrites::{Preimages, Rewritten};
 use crate::trie::NodeSource;
 use crate::{StorageError, WriteBatch};
 
@@ -103,12 +105,21 @@ pub(crate) struct Snapshot {
     overlay: Option<Arc<Overlay>>,
     /// The newest version of recently written accounts.
     accounts: AccountVersions,
+    /// What in-place commits after this snapshot overwrote in sled (`rewrites`).
+    rewritten: Rewritten,
 }
 
 impl Snapshot {
     /// Nothing but the chain and its head number: every read goes to sled.
     fn bare(chain: Arc<Generation>, head: u64) -> Self {
-        Self { chain, head, block: None, overlay: None, accounts: AccountVersions::default() }
+        Self {
+            chain,
+            head,
+            block: None,
+            overlay: None,
+            accounts: AccountVersions::default(),
+            rewritten: Rewritten::default(),
+        }
     }
 }
 
@@ -204,6 +215,10 @@ pub struct ChainWriter {
     /// Numbers commits, makes them durable on disk and applies them to sled. Only the state
     /// owner commits, so the lock is never contended; no reader can reach it.
     journal: Arc<Mutex<Journal>>,
+    /// Every snapshot published that a reader may still hold: an in-place commit records what
+    /// it overwrites in each (`rewrites`). Only publications touch it, under the journal lock
+    /// (or before the writer is shared); no reader can reach it.
+    published: Arc<Mutex<Vec<Weak<Snapshot>>>>,
 }
 
 impl std::ops::Deref for ChainWriter {
@@ -263,7 +278,11 @@ impl ChainWriter {
             #[cfg(test)]
             uncached: false,
         };
-        let writer = Self { reader, journal: Arc::new(Mutex::new(journal)) };
+        let writer = Self {
+            reader,
+            journal: Arc::new(Mutex::new(journal)),
+            published: Arc::new(Mutex::new(Vec::new())),
+        };
         if head != NO_HEAD {
             let block = writer.head_from_store(head);
             writer.publish(Snapshot { block, ..Snapshot::bare(writer.generation(), head) });
@@ -290,6 +309,8 @@ impl ChainWriter {
         let mut journal = self.journal()?;
         let mut theirs = new.journal()?;
         std::mem::swap(&mut *journal, &mut *theirs);
+        // The old chain's snapshots read another sled tree, which nothing rewrites any more.
+        self.published_log().clear();
         self.publish(Snapshot::clone(&new.reader.published.load_full()));
         Ok(())
     }
@@ -323,8 +344,9 @@ impl ChainWriter {
 
     /// Makes `batch` durable (journaled and fsynced), applies it key by key, then publishes
     /// `number` as head. For dev patches, reverts and rollbacks, which rewrite records a
-    /// reader at the head may be reading: such a reader can see part of the write (ARCHITECTURE.md,
-    /// "Locks"); a crash part-way is completed at the next open (`journal`).
+    /// reader at the head may be reading: the snapshots published before keep what the batch
+    /// overwrites (`rewrites`), so such a reader sees none of it; a crash part-way is
+    /// completed at the next open (`journal`).
     ///
     /// Only the state owner commits. The journal append is what makes "acknowledged" mean
     /// "survives kill -9" (see `journal`): sled alone would keep the batch in its buffers
@@ -365,6 +387,15 @@ impl ChainWriter {
         block: Option<HeadBlock>,
     ) -> Result<(Duration, Duration), StorageError> {
         let mut journal = self.journal()?;
+        if recovery == Recovery::Synced || self.read_by_a_later_snapshot(number) {
+            // Rewrites records in place (a patch, revert or rollback), or writes a block number
+            // that a snapshot from before a revert still reads as its own: settle the deferred
+            // block first, so that sled holds what every live snapshot sees, then keep the
+            // values the batch overwrites for them.
+            journal.settle()?;
+            self.drop_overlay();
+            self.keep_preimages(&batch)?;
+        }
         let previous = self.reader.published.load_full();
         let mut changes = AccountChanges::of(&batch);
         let committed = match journal.commit(batch, recovery, defer) {
@@ -395,6 +426,7 @@ impl ChainWriter {
             // Applied now: the previous deferred block was settled first, so nothing is left.
             overlay: committed.deferred,
             accounts: previous.accounts.with(changes),
+            rewritten: Rewritten::default(),
         });
         journal.checkpoint_if_due();
         Ok((committed.applied, committed.journaled))
@@ -438,7 +470,54 @@ impl ChainWriter {
     }
 
     fn publish(&self, snapshot: Snapshot) {
-        self.reader.published.store(Arc::new(snapshot));
+        let snapshot = Arc::new(snapshot);
+        let mut published = self.published_log();
+        // Forget the snapshots no reader holds any more: at most the requests in flight remain.
+        published.retain(|old| old.strong_count() > 0);
+        published.push(Arc::downgrade(&snapshot));
+        drop(published);
+        self.reader.published.store(snapshot);
+    }
+
+    /// The snapshots published that may still be read. Taken by publications only, under the
+    /// journal lock, so it is never contended; a panic while holding it left only weak
+    /// pointers, so a poisoned lock is used as it is.
+    fn published_log(&self) -> std::sync::MutexGuard<'_, Vec<Weak<Snapshot>>> {
+        self.published.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether a snapshot still alive has a head at or past `number`: one published before a
+    /// revert, whose blocks the next commits number again.
+    fn read_by_a_later_snapshot(&self, number: u64) -> bool {
+        self.published_log()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .any(|snapshot| snapshot.head != NO_HEAD && snapshot.head >= number)
+    }
+
+    /// Records, in every snapshot still alive, what `batch`'s keys hold in sled now: it is
+    /// about to rewrite them in place (`rewrites`). Called with nothing deferred.
+    fn keep_preimages(&self, batch: &WriteBatch) -> Result<(), StorageError> {
+        let live: Vec<Arc<Snapshot>> =
+            self.published_log().iter().filter_map(Weak::upgrade).collect();
+        if live.is_empty() {
+            return Ok(());
+        }
+        let db = &self.generation().db;
+        let mut preimages = Preimages::default();
+        for key in batch.keys() {
+            if preimages.get(key).is_none() {
+                preimages.record(key, db.get(key)?);
+            }
+        }
+        if preimages.is_empty() {
+            return Ok(());
+        }
+        let preimages = Arc::new(preimages);
+        for snapshot in live {
+            snapshot.rewritten.add(&preimages);
+        }
+        Ok(())
     }
 
     /// Publishes the snapshot again without its overlay, once sled holds the deferred block.
@@ -527,8 +606,71 @@ impl ChainDb {
     fn get_in(&self, snapshot: &Snapshot, key: &[u8]) -> Result<Option<sled::IVec>, StorageError> {
         match snapshot.overlay.as_ref().and_then(|overlay| overlay.get(key)) {
             Some(value) => Ok(Some(value)),
-            None => Ok(snapshot.chain.db.get(key)?),
+            None => Self::stored(snapshot, key),
         }
+    }
+
+    /// sled's value of `key` as `snapshot` sees it: unless an in-place commit rewrote it
+    /// since, the value in sled. The pre-images are looked at after the read (`rewrites`).
+    fn stored(snapshot: &Snapshot, key: &[u8]) -> Result<Option<sled::IVec>, StorageError> {
+        let value = snapshot.chain.db.get(key)?;
+        Ok(match snapshot.rewritten.load() {
+            Some(preimages) => match preimages.get(key) {
+                Some(before) => before.clone(),
+                None => value,
+            },
+            None => value,
+        })
+    }
+
+    /// sled's entry with the largest key in `from..=to` as `snapshot` sees it: sled's entries
+    /// that no in-place commit rewrote since, and the rewritten ones that existed for it.
+    fn stored_last_in(
+        snapshot: &Snapshot,
+        from: &[u8],
+        to: &[u8],
+    ) -> Result<Option<(sled::IVec, sled::IVec)>, StorageError> {
+        let mut range = snapshot.chain.db.range(from..=to);
+        let mut stored = range.next_back().transpose()?;
+        // Each pre-image load follows the sled read it judges (`rewrites`).
+        let Some(mut preimages) = snapshot.rewritten.load() else { return Ok(stored) };
+        while let Some((key, _)) = &stored {
+            if preimages.get(key).is_none() {
+                break;
+            }
+            stored = range.next_back().transpose()?;
+            if let Some(newer) = snapshot.rewritten.load() {
+                preimages = newer;
+            }
+        }
+        Ok(match (stored, preimages.last_present_in(from, to)) {
+            (Some(stored), Some(before)) => Some(if before.0 > stored.0 { before } else { stored }),
+            (found, None) | (None, found) => found,
+        })
+    }
+
+    /// The value stored as the chunks of `key` (`layout::chunks`) as `snapshot` sees it.
+    fn stored_chunks(snapshot: &Snapshot, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        let entries: Vec<(sled::IVec, sled::IVec)> =
+            snapshot.chain.db.scan_prefix(key).collect::<Result<_, _>>()?;
+        let Some(preimages) = snapshot.rewritten.load() else {
+            return Ok(layout::chunks::assemble(key, entries));
+        };
+        let mut merged: std::collections::BTreeMap<sled::IVec, sled::IVec> =
+            entries.into_iter().collect();
+        for (rewritten, before) in preimages.with_prefix(key) {
+            match before {
+                Some(value) => merged.insert(rewritten.as_slice().into(), value.clone()),
+                None => merged.remove(rewritten.as_slice()),
+            };
+        }
+        Ok(layout::chunks::assemble(key, merged))
+    }
+
+    /// Keys an in-place commit rewrote since this handle's snapshot, with what they held for
+    /// it (`rewrites`); `None` when there are none. For scans over sled (`slots`).
+    pub(crate) fn rewritten(&self) -> Option<Arc<Preimages>> {
+        self.snapshot().rewritten.load()
     }
 
     /// The entry with the largest key in `from..=to` (the newest version at or before a
@@ -544,7 +686,7 @@ impl ChainDb {
             .as_ref()
             .and_then(|overlay| overlay.last_in(from, to))
             .map(|(key, value)| (key.into(), value));
-        let stored = snapshot.chain.db.range(from..=to).next_back().transpose()?;
+        let stored = Self::stored_last_in(snapshot, from, to)?;
         Ok(match (deferred, stored) {
             (Some(deferred), Some(stored)) => {
                 Some(if deferred.0 >= stored.0 { deferred } else { stored })
@@ -688,6 +830,20 @@ impl ChainDb {
         number: u64,
     ) -> Result<Option<StoredAccount>, StorageError> {
         let snapshot = self.snapshot();
+        // Below a fork's fork block the state is the upstream's as of that block (no local
+        // record is that old): a historical state of the fork source's, its incarnation the
+        // block so that its slots are read there too.
+        if let Some(fork) = &snapshot.chain.fork
+            && number < fork.block()
+        {
+            return Ok(fork.account_at(number, address)?.map(|a| StoredAccount {
+                nonce: a.nonce,
+                balance: a.balance,
+                code_hash: a.code_hash,
+                storage_root: crate::trie::EMPTY_ROOT,
+                incarnation: number,
+            }));
+        }
         if self.cached()
             && let Some(account) = snapshot.accounts.get(address, number)
         {
@@ -733,9 +889,15 @@ impl ChainDb {
         slot: &U256,
         number: u64,
     ) -> Result<U256, StorageError> {
+        let snapshot = self.snapshot();
+        // Below a fork's fork block: the upstream's slot as of that block (see `account`).
+        if let Some(fork) = &snapshot.chain.fork
+            && number < fork.block()
+        {
+            return fork.storage_at(number, address, slot);
+        }
         let from = layout::storage_key(address, incarnation, slot, 0);
         let to = layout::storage_key(address, incarnation, slot, number);
-        let snapshot = self.snapshot();
         match self.last_in(&snapshot, &from, &to)? {
             Some((_, value)) => Ok(U256::try_from_be_slice(&value).unwrap_or_default()),
             // The storage the account had at the fork block, not wiped since: the upstream's.
@@ -772,9 +934,16 @@ impl ChainDb {
             }
             return Ok(Some(B256::from_slice(&root)));
         }
-        Ok(self
+        let local = self
             .decode_in::<Header>(&snapshot, &layout::number_key(layout::HEADER, number), "header")?
-            .map(|h| h.state_root))
+            .map(|h| h.state_root);
+        match (local, &snapshot.chain.fork) {
+            // An upstream block below a fork's fork block: the root the upstream gave it.
+            (None, Some(fork)) if number < fork.block() => {
+                Ok(fork.header(number)?.map(|h| h.state_root))
+            }
+            _ => Ok(local),
+        }
     }
 
     /// A raw record by key (patches and reverts record what they overwrite).
@@ -798,7 +967,7 @@ impl ChainDb {
         let deferred =
             snapshot.overlay.as_ref().map(|overlay| overlay.with_prefix(key)).unwrap_or_default();
         let value = if deferred.is_empty() {
-            layout::chunks::get(&snapshot.chain.db, key)?
+            Self::stored_chunks(&snapshot, key)?
         } else {
             // A block's records are written whole by one commit: all its chunks are here.
             Some(deferred.iter().fold(Vec::new(), |mut value, (_, piece)| {
@@ -943,6 +1112,28 @@ mod tests {
         std::fs::remove_dir_all(&base).unwrap();
     }
 
+    /// A state change that sets `balances` (nonce 0, no code) of their accounts.
+    fn balances(balances: [(Address, u64); 2]) -> crate::state::StateDiff {
+        use crate::records::EMPTY_CODE_HASH;
+        use crate::state::{AccountChange, AccountFields, StateDiff};
+
+        let mut diff = StateDiff::default();
+        for (address, balance) in balances {
+            let info = AccountFields {
+                nonce: 0,
+                balance: U256::from(balance),
+                code_hash: EMPTY_CODE_HASH,
+            };
+            let change = AccountChange {
+                info: Some(info),
+                storage_wiped: false,
+                storage: Default::default(),
+            };
+            diff.accounts.insert(address, change);
+        }
+        diff
+    }
+
     /// Readers on several threads load snapshots while the writer commits blocks (applied
     /// late, as the state owner does) and reverts some of them, as evm_revert does. Each
     /// block moves value between two accounts, so their balances always sum to `TOTAL`, and
@@ -953,31 +1144,13 @@ mod tests {
     fn readers_see_whole_blocks_while_the_writer_commits_and_reverts() {
         use std::sync::atomic::AtomicBool;
 
-        use crate::records::EMPTY_CODE_HASH;
-        use crate::state::{AccountChange, AccountFields, StateDiff};
         use crate::{BlockDraft, BlockKeys, BlockWriter, revert_blocks};
 
         const TOTAL: u64 = 1_000_000;
         const READERS: usize = 4;
         let x = Address::repeat_byte(0x11);
         let y = Address::repeat_byte(0x22);
-        let moved = |to_y: u64| {
-            let mut diff = StateDiff::default();
-            for (address, balance) in [(x, TOTAL - to_y), (y, to_y)] {
-                let info = AccountFields {
-                    nonce: 0,
-                    balance: U256::from(balance),
-                    code_hash: EMPTY_CODE_HASH,
-                };
-                let change = AccountChange {
-                    info: Some(info),
-                    storage_wiped: false,
-                    storage: Default::default(),
-                };
-                diff.accounts.insert(address, change);
-            }
-            diff
-        };
+        let moved = |to_y: u64| balances([(x, TOTAL - to_y), (y, to_y)]);
         let draft = |number: u64, parent_hash: B256, stamp: u64| BlockDraft {
             header: Header { number, parent_hash, timestamp: stamp, ..Header::default() },
             body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
@@ -1013,6 +1186,16 @@ mod tests {
                             U256::from(header.timestamp),
                             "block {head}: another block's state"
                         );
+                        // The same reads from sled, past the snapshot's head block and
+                        // account versions: a revert removes these very records meanwhile.
+                        let store = view.uncached();
+                        let stored = store.header(head).unwrap().expect("the head's header");
+                        assert_eq!(stored, header, "block {head}: the stored header");
+                        assert!(store.body(head).unwrap().is_some(), "block {head}: its body");
+                        let state = store.state_at(head);
+                        let balance =
+                            |a| state.account(&a).unwrap().expect("written at genesis").balance;
+                        assert_eq!((balance(x), balance(y)), (in_x, in_y), "block {head}: sled");
                         reads.fetch_add(1, Ordering::Relaxed);
                     }
                 });
@@ -1049,6 +1232,62 @@ mod tests {
         let head = writer.head_number().unwrap();
         let stored = writer.uncached().state_at(head).account(&y).unwrap().unwrap();
         assert_eq!(U256::from(writer.header(head).unwrap().unwrap().timestamp), stored.balance);
+    }
+
+    /// A request pinned to a snapshot reads none of the dev patches (and their reverts) that
+    /// the writer makes while it runs, even from sled, where they overwrite the head block's
+    /// records in place: each patch moves value between two accounts, and a reader reads
+    /// both twice.
+    #[test]
+    fn a_request_reads_none_of_the_patches_made_while_it_runs() {
+        use std::sync::atomic::AtomicBool;
+
+        use crate::{BlockDraft, BlockWriter, revert_blocks, write_patch};
+
+        const TOTAL: u64 = 1_000_000;
+        let (p, q) = (Address::repeat_byte(0x33), Address::repeat_byte(0x44));
+        let moved = |to_q: u64| balances([(p, TOTAL - to_q), (q, to_q)]);
+        let writer = ChainWriter::in_memory().unwrap();
+        let mut blocks = BlockWriter::new(writer.clone(), 0);
+        let draft = BlockDraft {
+            header: Header::default(),
+            body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
+            receipts: Vec::new(),
+        };
+        blocks.write(draft, &moved(0)).unwrap();
+        let stop = AtomicBool::new(false);
+        let reads = AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                let reader = writer.reader();
+                let (stop, reads) = (&stop, &reads);
+                scope.spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let view = reader.pinned().uncached();
+                        let state = view.state_at(0);
+                        let balance = |a| state.account(&a).unwrap().expect("at genesis").balance;
+                        let (in_p, in_q) = (balance(p), balance(q));
+                        assert_eq!(in_p + in_q, U256::from(TOTAL), "a torn read");
+                        assert_eq!((balance(p), balance(q)), (in_p, in_q), "read twice");
+                        reads.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+            let mut undo = Vec::new();
+            for round in 1..=599u64 {
+                if round % 50 == 0 {
+                    revert_blocks(&writer, 0, &[], &undo).unwrap();
+                    undo.clear();
+                    continue;
+                }
+                undo.push(write_patch(&writer, &moved(round)).unwrap().1);
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert!(reads.load(Ordering::Relaxed) > 0, "the readers ran");
+        let head = writer.uncached().state_at(0);
+        let q_now = head.account(&q).unwrap().unwrap().balance;
+        assert_eq!(q_now, U256::from(599u64), "the last patch, read from sled");
     }
 
     /// anvil_reset's swap: a reader pinned before it reads the old chain to the end, every

@@ -52,7 +52,26 @@ pub trait ForkSource: Send + Sync + std::fmt::Debug {
     /// An upstream storage slot at the fork block.
     fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StorageError>;
 
-    /// Code by hash, for a hash an account read from this source named.
+    /// The upstream account as of block `number`, below the fork block (the state traces and
+    /// state queries of older blocks read): a historical state of its own, cached apart from
+    /// the fork block's.
+    fn account_at(
+        &self,
+        number: u64,
+        address: &Address,
+    ) -> Result<Option<ForkedAccount>, StorageError>;
+
+    /// An upstream storage slot as of block `number`, below the fork block.
+    fn storage_at(&self, number: u64, address: &Address, slot: &U256)
+    -> Result<U256, StorageError>;
+
+    /// Fetches the accounts `addresses` as of block `number` (below the fork block) that are
+    /// not cached yet, together (one upstream batch instead of a round trip each), before a
+    /// replay that will read them one by one.
+    fn prefetch_at(&self, number: u64, addresses: &[Address]) -> Result<(), StorageError>;
+
+    /// Code by hash, for a hash an account read from this source named (at the fork block or
+    /// below it).
     fn code(&self, code_hash: &B256) -> Result<Option<Bytes>, StorageError>;
 
     /// The hash of upstream block `number` (at or below the fork block).

@@ -137,6 +137,13 @@ impl WriteBatch {
         })
     }
 
+    /// The keys it writes or removes, in order (a key may repeat).
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &[u8]> {
+        self.ops().map(|op| match op {
+            Op::Insert(key, _) | Op::Remove(key) => key,
+        })
+    }
+
     /// Its inserts (all its operations when it has no removes).
     fn inserts(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.ops().filter_map(|op| match op {

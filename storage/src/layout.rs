@@ -97,16 +97,26 @@ pub(crate) mod chunks {
 
     /// The value stored as the chunks of `key`, or as one value under `key` itself (stores
     /// written before chunking); `None` when neither exists.
+    #[cfg(test)]
     pub(crate) fn get(db: &sled::Db, key: &[u8]) -> sled::Result<Option<Vec<u8>>> {
+        let entries: Vec<_> = db.scan_prefix(key).collect::<sled::Result<_>>()?;
+        Ok(assemble(key, entries))
+    }
+
+    /// The value of `key` from the entries under it, in key order: its chunks, or one value
+    /// under `key` itself (stores written before chunking); `None` when there are none.
+    pub(crate) fn assemble(
+        key: &[u8],
+        entries: impl IntoIterator<Item = (sled::IVec, sled::IVec)>,
+    ) -> Option<Vec<u8>> {
         let mut value: Option<Vec<u8>> = None;
-        for entry in db.scan_prefix(key) {
-            let (k, piece) = entry?;
+        for (k, piece) in entries {
             if k.len() == key.len() {
-                return Ok(Some(piece.to_vec()));
+                return Some(piece.to_vec());
             }
             value.get_or_insert_with(Vec::new).extend_from_slice(&piece);
         }
-        Ok(value)
+        value
     }
 }
 

@@ -25,6 +25,7 @@ mod node_cache;
 mod overlay;
 mod patch;
 mod records;
+mod rewrites;
 mod slots;
 mod state;
 pub mod trie;

@@ -66,6 +66,15 @@ pub fn storage_slots(
         from = layout::storage_key(address, incarnation, &slot, u64::MAX).to_vec();
         from.push(0);
     }
+    // Slots an in-place commit removed since this snapshot (an evm_revert running meanwhile):
+    // the snapshot still has them. Looked at after the scan (`rewrites`).
+    if let Some(preimages) = chain.rewritten() {
+        for (key, before) in preimages.with_prefix(prefix) {
+            if before.is_some() {
+                slots.extend(slot_of(key));
+            }
+        }
+    }
     if slots.len() > max_slots {
         return Err(SlotsError::TooMany(max_slots));
     }

@@ -620,15 +620,6 @@ fn history_below_and_at_the_fork_block_is_the_upstream_s_and_is_cached() {
     );
     let over = capped.call("eth_getLogs", range);
     assert_eq!(over["error"]["code"], -32005, "{over}");
-    // State and traces before the fork block are refused, not answered with the fork block's.
-    let refused = fork.call("eth_getBalance", json!([HOLDER, "0x1"]));
-    assert_eq!(refused["error"]["code"], -32000, "{refused}");
-    assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains("fork block")));
-    let first_tx = answers
-        [requests.iter().position(|(m, _)| *m == "eth_getTransactionByHash").expect("a tx")]["hash"]
-        .clone();
-    let trace = fork.call("debug_traceTransaction", json!([first_tx]));
-    assert_eq!(trace["error"]["code"], -32000, "{trace}");
     fork.stop();
     // A restart on the same cache serves the history without the upstream.
     let requests_before = proxy.requests();
@@ -730,4 +721,191 @@ fn fork_transaction_hash_forks_just_before_the_transaction() {
     ]);
     assert_ne!(code, 0, "{err}");
     assert!(err.contains("no mined transaction"), "{err}");
+}
+
+/// The traces of every upstream block `1..=last` and of each of its transactions, as a geth
+/// and a parity client ask for them (opcode logs, call and prestate tracers, parity's traces
+/// and replays).
+fn trace_requests(node: &NodeProcess, last: u64) -> Vec<(&'static str, Value)> {
+    let mut requests = Vec::new();
+    let call = json!({"tracer": "callTracer", "tracerConfig": {"withLog": true}});
+    let prestate = json!({"tracer": "prestateTracer"});
+    let diff = json!({"tracer": "prestateTracer", "tracerConfig": {"diffMode": true}});
+    let logs = json!({"enableMemory": true, "enableReturnData": true});
+    let range = json!({"fromBlock": "0x1", "toBlock": format!("{last:#x}")});
+    requests.push(("trace_filter", json!([range])));
+    for n in 1..=last {
+        let number = format!("{n:#x}");
+        let block = node.ok("eth_getBlockByNumber", json!([number, false]));
+        requests.push((
+            "trace_call",
+            json!([{"from": ALICE, "to": HOLDER, "value": "0x1"}, ["trace"], number]),
+        ));
+        requests.push(("debug_traceBlockByNumber", json!([number, logs])));
+        requests.push(("debug_traceBlockByNumber", json!([number, call])));
+        requests.push(("debug_traceBlockByHash", json!([block["hash"], prestate])));
+        requests.push(("trace_block", json!([number])));
+        requests.push(("trace_replayBlockTransactions", json!([number, ["trace", "stateDiff"]])));
+        for tx in block["transactions"].as_array().expect("transactions") {
+            requests.push(("debug_traceTransaction", json!([tx])));
+            requests.push(("debug_traceTransaction", json!([tx, call])));
+            requests.push(("debug_traceTransaction", json!([tx, diff])));
+            requests.push(("trace_transaction", json!([tx])));
+            requests.push(("trace_get", json!([tx, ["0x0"]])));
+            requests.push(("trace_replayTransaction", json!([tx, ["trace", "vmTrace"]])));
+        }
+    }
+    requests
+}
+
+/// State queries at every block `0..last` (below the fork block), by number and by hash.
+fn state_requests(
+    node: &NodeProcess,
+    upstream: &Upstream,
+    last: u64,
+) -> Vec<(&'static str, Value)> {
+    let mut requests = Vec::new();
+    let transfer = format!("0xa9059cbb{:0>64}{:0>64}", &HOLDER[2..], "1");
+    for n in 0..last {
+        let number = format!("{n:#x}");
+        let hash = node.ok("eth_getBlockByNumber", json!([number, false]))["hash"].clone();
+        for at in [json!(number), json!({"blockHash": hash})] {
+            requests.push(("eth_getBalance", json!([HOLDER, at])));
+            requests.push(("eth_getBalance", json!([ALICE, at])));
+            requests.push(("eth_getTransactionCount", json!([ALICE, at])));
+            requests.push(("eth_getCode", json!([upstream.token, at])));
+            requests.push(("eth_getStorageAt", json!([upstream.summer, "0x7", at])));
+            let holder_tokens = json!({"to": upstream.token, "data": balance_of(HOLDER)});
+            requests.push(("eth_call", json!([holder_tokens, at])));
+            requests.push(("eth_call", json!([{"to": upstream.summer}, at])));
+            let send = json!({"from": ALICE, "to": upstream.token, "data": transfer});
+            requests.push(("eth_estimateGas", json!([send, at])));
+            requests.push(("eth_createAccessList", json!([send, at])));
+            let call = json!({"tracer": "callTracer"});
+            requests.push(("debug_traceCall", json!([send, at, call])));
+            let slots = json!({upstream.summer.clone(): [format!("0x{:064x}", 3)]});
+            requests.push(("eth_getStorageValues", json!([slots, at])));
+        }
+    }
+    requests
+}
+
+/// Whether `answer` is a JSON-RPC error (the same error upstream and on the fork is equal).
+fn answer_of(node: &NodeProcess, method: &str, params: &Value) -> Value {
+    let answer = node.call(method, params.clone());
+    match answer.get("result") {
+        Some(result) => result.clone(),
+        None => json!({"error": answer["error"]}),
+    }
+}
+
+#[test]
+fn traces_and_state_below_the_fork_block_are_the_upstream_s_by_re_execution() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(upstream.node.addr);
+    let fork_block = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    // A block after the fork block upstream: the fork's history must not see it.
+    upstream.node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": HOLDER, "value": "0x5"}]));
+    let cache = TempDir::new("fork-traces");
+    let dir = cache.path().to_str().expect("utf-8").to_owned();
+    let fork = fork_node(&proxy, fork_block, &["--fork.cache-dir", &dir]);
+    let mut requests = trace_requests(&upstream.node, fork_block);
+    requests.extend(state_requests(&upstream.node, &upstream, fork_block));
+    let answers: Vec<Value> = requests.iter().map(|(m, p)| answer_of(&fork, m, p)).collect();
+    for ((method, params), answer) in requests.iter().zip(&answers) {
+        let expected = answer_of(&upstream.node, method, params);
+        assert_eq!(&expected, answer, "{method} {params}");
+    }
+    // Every block's transaction traced, and the state queries are real values, not errors.
+    let failed: Vec<_> = requests
+        .iter()
+        .zip(&answers)
+        .filter(|(_, a)| a.get("error").is_some())
+        .map(|((m, p), a)| format!("{m} {p}: {a}"))
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    // The holder's tokens came in block 3 and its ETH in the fork block: each block's own.
+    let tokens = |at: &str| {
+        fork.ok("eth_call", json!([{"to": upstream.token, "data": balance_of(HOLDER)}, at]))
+    };
+    assert_eq!(tokens("0x2"), format!("0x{:064x}", 0));
+    assert_eq!(tokens("0x3"), format!("0x{:064x}", 1000));
+    assert_eq!(fork.ok("eth_getBalance", json!([HOLDER, "0x3"])), "0x0");
+    assert_eq!(fork.ok("eth_getBalance", json!([HOLDER, "latest"])), "0xde0b6b3a7640000");
+    // Historical state goes upstream at the block asked for, by value, batched and cached.
+    assert!(proxy.count("eth_getStorageAt") > 0 && proxy.count("eth_getBalance") > 10);
+    assert_eq!(proxy.count("debug_traceTransaction"), 0, "traces are re-executed, not forwarded");
+    assert_eq!(proxy.count("eth_call"), 0, "calls are run here");
+    let requests_before = proxy.requests();
+    for ((method, params), answer) in requests.iter().zip(&answers) {
+        assert_eq!(&answer_of(&fork, method, params), answer, "{method} {params} again");
+    }
+    assert_eq!(proxy.requests(), requests_before, "the second run asked the upstream nothing");
+    // A proof below the fork block needs the upstream's trie: refused, clearly.
+    let proof = fork.call("eth_getProof", json!([HOLDER, [], "0x1"]));
+    assert_eq!(proof["error"]["code"], -32000, "{proof}");
+    assert!(proof["error"]["message"].as_str().is_some_and(|m| m.contains("fork block")));
+    fork.stop();
+    // A restart on the same cache re-executes from the cache alone.
+    let again = fork_node(&proxy, fork_block, &["--fork.cache-dir", &dir]);
+    let requests_before = proxy.requests();
+    for ((method, params), answer) in requests.iter().zip(&answers).step_by(7) {
+        assert_eq!(&answer_of(&again, method, params), answer, "{method} {params} after a restart");
+    }
+    assert_eq!(proxy.requests(), requests_before, "the restart's reads asked nothing");
+}
+
+#[test]
+fn a_dead_upstream_fails_traces_and_old_state_with_32000_within_the_timeout() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(upstream.node.addr);
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    let fork = fork_node(&proxy, head, &["--no-fork-cache", "--fork-timeout", "1s"]);
+    let block = upstream.node.ok("eth_getBlockByNumber", json!([format!("{head:#x}"), false]));
+    let tx = block["transactions"][0].clone();
+    // The block and its location are cached; its parent state is not.
+    fork.ok("eth_getTransactionByHash", json!([tx]));
+    fork.ok("eth_getBlockByNumber", json!([format!("{head:#x}"), true]));
+    proxy.down.store(true, Ordering::Relaxed);
+    let call = json!({"to": upstream.summer});
+    for (method, params) in [
+        ("debug_traceTransaction", json!([tx])),
+        ("trace_block", json!([format!("{head:#x}")])),
+        ("eth_getBalance", json!([HOLDER, "0x1"])),
+        ("eth_call", json!([call, "0x2"])),
+    ] {
+        let started = Instant::now();
+        let answer = fork.call(method, params);
+        assert_eq!(answer["error"]["code"], -32000, "{method}: {answer}");
+        let message = answer["error"]["message"].as_str().expect("message");
+        assert!(message.starts_with("fork upstream: "), "{message}");
+        assert!(started.elapsed() < Duration::from_millis(1_800), "{method}");
+    }
+    proxy.down.store(false, Ordering::Relaxed);
+    assert_eq!(
+        fork.ok("debug_traceTransaction", json!([tx])),
+        upstream.node.ok("debug_traceTransaction", json!([tx]))
+    );
+}
+
+/// A fork runs the upstream's rules at the fork block, not the dev default: a fork of a
+/// Cancun chain mines Cancun blocks (blob gas fields, no requests hash) unless `--hardfork`
+/// says otherwise.
+#[test]
+fn a_fork_runs_the_upstream_s_rules_unless_hardfork_is_given() {
+    let upstream = NodeProcess::spawn(&["--http.port", "0", "--hardfork", "cancun"]);
+    upstream.ok("evm_mine", json!([]));
+    let proxy = Proxy::start(upstream.addr);
+    let header_of_next_block = |fork: &NodeProcess| {
+        fork.ok("evm_mine", json!([]));
+        fork.ok("eth_getBlockByNumber", json!(["latest", false]))
+    };
+    let fork = fork_node(&proxy, 1, &["--no-fork-cache"]);
+    let mined = header_of_next_block(&fork);
+    assert_eq!(mined["number"], "0x2");
+    assert!(mined.get("blobGasUsed").is_some(), "Cancun: {mined}");
+    assert!(mined.get("requestsHash").is_none(), "not Prague: {mined}");
+    let fork = fork_node(&proxy, 1, &["--no-fork-cache", "--hardfork", "prague"]);
+    let mined = header_of_next_block(&fork);
+    assert!(mined.get("requestsHash").is_some(), "--hardfork prague: {mined}");
 }

@@ -125,6 +125,15 @@ fn a_reset_forks_refork_at_another_block_and_returns_to_a_dev_chain() {
     // Local blocks run over it.
     node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": HOLDER, "value": "0x7"}]));
     assert_eq!(holder(&node), "0x7");
+    // The node started on a dev chain, and /metrics counts the fork a reset switched it to.
+    let (status, metrics) = crate::process::get(node.addr, "/metrics").expect("metrics");
+    assert_eq!(status, 200);
+    let upstream_requests = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("hearth_fork_upstream_requests_total "))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("fork counters on /metrics: {metrics}"));
+    assert!(upstream_requests > 0, "{metrics}");
 
     // Again to the same block: a fresh fork (the local block is gone), and nothing is fetched
     // again (the node's fork cache, in memory here, is kept across resets).

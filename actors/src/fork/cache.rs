@@ -40,6 +40,8 @@ pub struct ForkCache {
     endpoint: B256,
     meta: sled::Tree,
     state: Option<sled::Tree>,
+    /// The chain id the state tree was pinned with (historical state trees are named by it).
+    chain_id: Option<u64>,
     /// Where it lives (`None`: in memory).
     path: Option<PathBuf>,
     /// Bytes it may still write (`--fork.cache-size` less its size when opened and the keys
@@ -157,7 +159,16 @@ impl ForkCache {
         let meta = db.open_tree(format!("meta-{endpoint}")).map_err(|e| e.to_string())?;
         let used = db.size_on_disk().map_err(|e| e.to_string())?;
         let room = Arc::new(AtomicU64::new(max_bytes.saturating_sub(used)));
-        Ok(Self { db, endpoint, meta, state: None, path, room, full_logged: Arc::default() })
+        Ok(Self {
+            db,
+            endpoint,
+            meta,
+            state: None,
+            chain_id: None,
+            path,
+            room,
+            full_logged: Arc::default(),
+        })
     }
 
     /// The same cache database, for the upstream `url` (anvil_reset to another upstream, or
@@ -166,7 +177,7 @@ impl ForkCache {
     pub fn for_endpoint(&self, url: &str) -> Result<Self, ForkCacheError> {
         let endpoint = keccak256(url.as_bytes());
         let meta = self.db.open_tree(format!("meta-{endpoint}"))?;
-        Ok(Self { endpoint, meta, state: None, ..self.clone() })
+        Ok(Self { endpoint, meta, state: None, chain_id: None, ..self.clone() })
     }
 
     /// Takes `bytes` of the room left; `false` (and nothing taken) when they do not fit.
@@ -192,9 +203,23 @@ impl ForkCache {
 
     /// Opens the state tree of `block` of chain `chain_id` at this endpoint.
     pub fn pin(&mut self, chain_id: u64, block: u64) -> Result<(), ForkCacheError> {
-        self.state =
-            Some(self.db.open_tree(format!("state-{}-{chain_id}-{block}", self.endpoint))?);
+        self.state = Some(self.state_tree(chain_id, block)?);
+        self.chain_id = Some(chain_id);
         Ok(())
+    }
+
+    fn state_tree(&self, chain_id: u64, block: u64) -> Result<sled::Tree, ForkCacheError> {
+        Ok(self.db.open_tree(format!("state-{}-{chain_id}-{block}", self.endpoint))?)
+    }
+
+    /// The state tree of upstream block `number` of the pinned chain, for the historical
+    /// state below the fork block: a value at a fixed block never changes, so it is kept
+    /// under (endpoint, chain id, block) like the fork block's own state, and a fork of that
+    /// very block later finds it.
+    pub fn historical(&self, number: u64) -> Result<HistoricalState<'_>, ForkCacheError> {
+        let chain_id =
+            self.chain_id.ok_or(ForkCacheError::Corrupt("state before the fork was pinned"))?;
+        Ok(HistoricalState { cache: self, tree: self.state_tree(chain_id, number)? })
     }
 
     /// Whether the state tree is open.
@@ -269,18 +294,7 @@ impl ForkCache {
         &self,
         address: &Address,
     ) -> Result<Option<Option<ForkedAccount>>, ForkCacheError> {
-        let Some(v) = self.state()?.get(address_key(ACCOUNT, address))? else { return Ok(None) };
-        if v.is_empty() {
-            return Ok(Some(None));
-        }
-        if v.len() != 72 {
-            return Err(ForkCacheError::Corrupt("account"));
-        }
-        Ok(Some(Some(ForkedAccount {
-            nonce: u64_from(&v[..8]).ok_or(ForkCacheError::Corrupt("account"))?,
-            balance: U256::from_be_slice(&v[8..40]),
-            code_hash: B256::from_slice(&v[40..72]),
-        })))
+        account_in(self.state()?, address)
     }
 
     /// Caches an account and its code (code first: a reader that finds the account finds it).
@@ -291,13 +305,25 @@ impl ForkCache {
         code: &Bytes,
     ) -> Result<(), ForkCacheError> {
         let state = self.state()?;
+        self.put_account_in(state, state, address, account, code)
+    }
+
+    /// Writes an account to `state` and its code to `codes`.
+    fn put_account_in(
+        &self,
+        state: &sled::Tree,
+        codes: &sled::Tree,
+        address: &Address,
+        account: Option<&ForkedAccount>,
+        code: &Bytes,
+    ) -> Result<(), ForkCacheError> {
         if !self.fits(21 + 72 + 33 + code.len()) {
             return Ok(());
         }
         let value = match account {
             Some(a) => {
                 if !code.is_empty() {
-                    KeyWrites::new(state)
+                    KeyWrites::new(codes)
                         .insert(&hash_key(CODE, &a.code_hash)[..], code.as_ref())?;
                 }
                 let mut v = Vec::with_capacity(72);
@@ -391,9 +417,15 @@ impl ForkCache {
         Ok(())
     }
 
-    /// Cached code by hash.
+    /// Cached code by hash: of an account at the fork block, or of one below it (whose code
+    /// the meta tree keeps, as code by hash is the same at every block).
     pub fn code(&self, code_hash: &B256) -> Result<Option<Bytes>, ForkCacheError> {
-        Ok(self.state()?.get(hash_key(CODE, code_hash))?.map(|v| Bytes::copy_from_slice(&v)))
+        let key = hash_key(CODE, code_hash);
+        let code = match self.state()?.get(key)? {
+            Some(code) => Some(code),
+            None => self.meta.get(key)?,
+        };
+        Ok(code.map(|v| Bytes::copy_from_slice(&v)))
     }
 
     /// A cached block body with its extras.
@@ -560,6 +592,76 @@ impl ForkCache {
     }
 }
 
+/// The state of upstream block `N` below the fork block ([`ForkCache::historical`]): accounts
+/// and slots read one by one (no storage pages), code in the meta tree.
+#[derive(Debug)]
+pub struct HistoricalState<'a> {
+    cache: &'a ForkCache,
+    tree: sled::Tree,
+}
+
+impl HistoricalState<'_> {
+    /// A cached account: `Some(None)` when the upstream had it empty.
+    pub fn account(
+        &self,
+        address: &Address,
+    ) -> Result<Option<Option<ForkedAccount>>, ForkCacheError> {
+        account_in(&self.tree, address)
+    }
+
+    /// Caches an account, its code in the meta tree.
+    pub fn put_account(
+        &self,
+        address: &Address,
+        account: Option<&ForkedAccount>,
+        code: &Bytes,
+    ) -> Result<(), ForkCacheError> {
+        self.cache.put_account_in(&self.tree, &self.cache.meta, address, account, code)
+    }
+
+    /// A cached slot.
+    pub fn slot(&self, address: &Address, slot: &U256) -> Result<Option<U256>, ForkCacheError> {
+        match self.tree.get(slot_key(address, slot))? {
+            Some(v) => value_from(&v).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Caches a slot.
+    pub fn put_slot(
+        &self,
+        address: &Address,
+        slot: &U256,
+        value: U256,
+    ) -> Result<(), ForkCacheError> {
+        if !self.cache.fits(53 + 32) {
+            return Ok(());
+        }
+        KeyWrites::new(&self.tree)
+            .insert(&slot_key(address, slot)[..], &value.to_be_bytes::<32>()[..])?;
+        Ok(())
+    }
+}
+
+/// An account of a state tree: `Some(None)` when the upstream has it empty.
+fn account_in(
+    state: &sled::Tree,
+    address: &Address,
+) -> Result<Option<Option<ForkedAccount>>, ForkCacheError> {
+    let Some(v) = state.get(address_key(ACCOUNT, address))? else { return Ok(None) };
+    if v.is_empty() {
+        return Ok(Some(None));
+    }
+    if v.len() != 72 {
+        return Err(ForkCacheError::Corrupt("account"));
+    }
+    Ok(Some(Some(ForkedAccount {
+        nonce: u64_from(&v[..8]).ok_or(ForkCacheError::Corrupt("account"))?,
+        balance: U256::from_be_slice(&v[8..40]),
+        code_hash: B256::from_slice(&v[40..72]),
+    })))
+}
+
 fn value_from(v: &[u8]) -> Result<U256, ForkCacheError> {
     if v.len() != 32 {
         return Err(ForkCacheError::Corrupt("slot"));
@@ -640,6 +742,32 @@ mod tests {
         cache.pin(1, 11).unwrap();
         assert_eq!(cache.account(&a).unwrap(), None);
         assert_eq!(cache.slot(&a, &U256::from(2)).unwrap(), None);
+    }
+
+    #[test]
+    fn historical_state_is_kept_per_block_and_a_fork_of_that_block_finds_it() {
+        let (mut cache, _) = ForkCache::open(None, "http://a", u64::MAX);
+        assert!(cache.historical(3).is_err(), "no chain id before a pin");
+        cache.pin(1, 10).unwrap();
+        let a = Address::repeat_byte(1);
+        let old = ForkedAccount { nonce: 1, balance: U256::from(5), code_hash: keccak256([2]) };
+        let at_3 = cache.historical(3).unwrap();
+        at_3.put_account(&a, Some(&old), &Bytes::from(vec![2])).unwrap();
+        at_3.put_slot(&a, &U256::from(4), U256::from(8)).unwrap();
+        assert_eq!(at_3.account(&a).unwrap(), Some(Some(old)));
+        assert_eq!(at_3.slot(&a, &U256::from(4)).unwrap(), Some(U256::from(8)));
+        // Not the fork block's, nor another block's; its code is found by hash from any.
+        assert_eq!(cache.account(&a).unwrap(), None);
+        assert_eq!(cache.historical(4).unwrap().account(&a).unwrap(), None);
+        assert_eq!(cache.historical(4).unwrap().slot(&a, &U256::from(4)).unwrap(), None);
+        assert_eq!(cache.code(&old.code_hash).unwrap(), Some(Bytes::from(vec![2])));
+        // A fork of block 3 reads the same values as its own state.
+        cache.pin(1, 3).unwrap();
+        assert_eq!(cache.account(&a).unwrap(), Some(Some(old)));
+        assert_eq!(cache.slot(&a, &U256::from(4)).unwrap(), Some(U256::from(8)));
+        // Another chain id of the endpoint does not.
+        cache.pin(2, 10).unwrap();
+        assert_eq!(cache.historical(3).unwrap().account(&a).unwrap(), None);
     }
 
     #[test]

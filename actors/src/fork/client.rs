@@ -18,6 +18,10 @@ use hearth_storage::{BlockExtras, ForkSource, ForkedAccount, LogQuery, StorageEr
 
 use super::cache::{ForkCache, ForkCacheError, LocationKind};
 
+/// Most keys one prefetch sends the backend at once: a quarter of its mailbox
+/// (`super::DEFAULT_MAILBOX`), which the other readers share.
+const PREFETCH_CHUNK: usize = 256;
+
 /// The store's handle on the fork backend and its cache.
 #[derive(Debug, Clone)]
 pub struct ForkClient {
@@ -180,6 +184,20 @@ impl ForkClient {
     }
 }
 
+impl ForkClient {
+    /// Refuses historical state at or after the fork block: that state is the fork block's
+    /// (`ForkSource::account`) or local.
+    fn below_fork(&self, number: u64) -> Result<(), StorageError> {
+        if number >= self.block {
+            return Err(StorageError::Fork(format!(
+                "historical state of block {number} asked, not below the fork block {}",
+                self.block
+            )));
+        }
+        Ok(())
+    }
+}
+
 fn cache_error(error: ForkCacheError) -> StorageError {
     StorageError::Fork(error.to_string())
 }
@@ -212,6 +230,62 @@ impl ForkSource for ForkClient {
             ForkValue::Storage(value) => Ok(value),
             other => Err(storage_error(unexpected(&other))),
         }
+    }
+
+    fn account_at(
+        &self,
+        number: u64,
+        address: &Address,
+    ) -> Result<Option<ForkedAccount>, StorageError> {
+        self.below_fork(number)?;
+        let cached = self.cache.historical(number).and_then(|state| state.account(address));
+        if let Some(account) = cached.map_err(cache_error)? {
+            self.counters.add_hit();
+            return Ok(account);
+        }
+        match self.fetch(ForkKey::AccountAt(number, *address)).map_err(storage_error)? {
+            ForkValue::Account(account) => Ok(account),
+            other => Err(storage_error(unexpected(&other))),
+        }
+    }
+
+    fn storage_at(
+        &self,
+        number: u64,
+        address: &Address,
+        slot: &U256,
+    ) -> Result<U256, StorageError> {
+        self.below_fork(number)?;
+        let cached = self.cache.historical(number).and_then(|state| state.slot(address, slot));
+        if let Some(value) = cached.map_err(cache_error)? {
+            self.counters.add_hit();
+            return Ok(value);
+        }
+        match self.fetch(ForkKey::StorageAt(number, *address, *slot)).map_err(storage_error)? {
+            ForkValue::Storage(value) => Ok(value),
+            other => Err(storage_error(unexpected(&other))),
+        }
+    }
+
+    fn prefetch_at(&self, number: u64, addresses: &[Address]) -> Result<(), StorageError> {
+        self.below_fork(number)?;
+        let state = self.cache.historical(number).map_err(cache_error)?;
+        let mut missing = std::collections::BTreeSet::new();
+        for address in addresses {
+            if state.account(address).map_err(cache_error)?.is_none() {
+                missing.insert(*address);
+            }
+        }
+        let keys: Vec<ForkKey> =
+            missing.into_iter().map(|address| ForkKey::AccountAt(number, address)).collect();
+        // A share of the backend's mailbox at a time; the first failure fails the replay now,
+        // rather than each read after a wait of its own.
+        for chunk in keys.chunks(PREFETCH_CHUNK) {
+            for answer in self.fetch_many(chunk) {
+                answer.map_err(storage_error)?;
+            }
+        }
+        Ok(())
     }
 
     fn code(&self, code_hash: &B256) -> Result<Option<Bytes>, StorageError> {
