@@ -733,9 +733,10 @@ mod tests {
         let token = Address::with_last_byte(1);
         let mut account = Account::from(AccountInfo { nonce: 1, ..Default::default() });
         account.mark_touch();
-        account
-            .storage
-            .insert(U256::from(7), EvmStorageSlot::new_changed(U256::ZERO, U256::from(1), 0));
+        account.storage.insert(
+            U256::from(7),
+            EvmStorageSlot::new_changed(U256::ZERO, U256::from(1), Default::default()),
+        );
         let state: EvmState = [(token, account)].into_iter().collect();
         let mut written = LastWrites::default();
         written.record(3, &state);
