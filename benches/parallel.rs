@@ -284,30 +284,26 @@ fn main() {
         };
         let (mut best_seq, mut best_par) = (Duration::MAX, Duration::MAX);
         let mut identical = true;
-        let mut reexecuted = 0;
-        // The first parallel run plans without knowing which call targets can be split (a node's
-        // first block at a contract); the later ones plan with what it learned.
-        hearth_actors::parallel::forget_to_hints();
-        let mut first = None;
+        let mut last = hearth_actors::parallel::ParallelStats::default();
         for _ in 0..runs {
             let (a, _, seq) = kit.execute(&txs, BuildMode::Pack, sequential);
             let (b, stats, par) = kit.execute(&txs, BuildMode::Pack, parallel);
             identical &= a == b;
-            first.get_or_insert((par, stats.reexecuted));
-            reexecuted = stats.reexecuted;
+            last = stats;
             best_seq = best_seq.min(seq);
             best_par = best_par.min(par);
         }
-        let (first_par, first_reexecuted) = first.unwrap_or_default();
         let spin = spin_speedup(threads);
         let speedup = best_seq.as_secs_f64() / best_par.as_secs_f64();
         println!(
-            "{name}: txs={} sequential {:.1} ms, parallel {:.1} ms, re-executed {reexecuted}; \
-             first parallel run (targets not yet learned) {:.1} ms, re-executed {first_reexecuted}",
+            "{name}: txs={} sequential {:.1} ms, parallel {:.1} ms; last parallel run: {} validated \
+             speculative runs, {} re-executed, {} executed in place by the committer",
             txs.len(),
             ms(best_seq),
             ms(best_par),
-            ms(first_par)
+            last.speculated - last.reexecuted,
+            last.reexecuted,
+            last.direct
         );
         println!(
             "parallel: workload={name} txs={} threads={threads} sequential_ms={:.1} parallel_ms={:.1} speedup={speedup:.2} spin_speedup={spin:.2} efficiency={:.2} identical={}",

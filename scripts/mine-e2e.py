@@ -4,7 +4,7 @@
 
 Usage:
     python3 scripts/mine-e2e.py --hearth target/release/hearth [--rounds 3] [--port-base 9500]
-        [--workloads hashloop,erc20,one-sender] [--modes never,always,auto]
+        [--workloads hashloop,erc20,one-sender] [--modes never,always,auto] [--baseline OLD_BINARY]
 
 For each workload and round, a fresh node per mode (`--no-mining`, a high `--gas-limit`, enough
 `--accounts`) deploys BenchToken, runs the workload's setup blocks, fills its pool through
@@ -22,6 +22,10 @@ Workloads (BenchToken from ../shared/peers/build/BenchToken.json):
   block of one transfer each;
 - one-sender: 3,000 plain transfers from one account to 3,000 fresh addresses, after a warm-up
   block of 300.
+
+With `--baseline`, every mode also runs on the older binary in the same rounds (labelled
+`old-MODE`), so a before/after comparison shares the machine's load; each binary's parallel
+modes are compared with its own `never`.
 
 Every mode must give the same state root and transactions root for a workload (the blocks are
 built from the same pool on the same parent): `identical=yes`. The spin-loop speed-up is two
@@ -212,10 +216,16 @@ def main():
     parser.add_argument("--port-base", type=int, default=9500)
     parser.add_argument("--workloads", default="hashloop,erc20,one-sender")
     parser.add_argument("--modes", default="never,always,auto")
+    parser.add_argument("--baseline", help="an older hearth binary to run beside --hearth")
     args = parser.parse_args()
     with open(TOKEN_JSON) as f:
         bench = json.load(f)
-    modes = args.modes.split(",")
+    # (label, binary, mode): the binary under test, then the baseline's.
+    variants = [(m, args.hearth, m) for m in args.modes.split(",")]
+    if args.baseline:
+        variants += [(f"old-{m}", args.baseline, m) for m in args.modes.split(",")]
+    modes = [label for label, _, _ in variants]
+    binary_of = {label: (binary, mode) for label, binary, mode in variants}
     finals = []
     print(f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
     print("| workload | mode | txs | evm_mine ms (median) | build ms | commit ms | state root ms | apply ms | durable ms | pool ms |")
@@ -228,7 +238,8 @@ def main():
         for round_ in range(args.rounds):
             order = modes if round_ % 2 == 0 else list(reversed(modes))
             for mode in order:
-                ms, txs, root, txroot, miner, state = run_one(args.hearth, args.port_base, mode, name, bench)
+                binary, flag = binary_of[mode]
+                ms, txs, root, txroot, miner, state = run_one(binary, args.port_base, flag, name, bench)
                 samples[mode].append((ms, miner, state))
                 roots.add((root, txroot))
                 print(f"# {name} round {round_ + 1} {mode}: {ms:.1f} ms state {root[:12]} txs {txroot[:12]}", file=sys.stderr, flush=True)
@@ -242,8 +253,11 @@ def main():
             print(f"| {name} | {mode} | {txs} | {statistics.median(r[0] for r in runs):.1f} | "
                   f"{part('build_us', 1)} | {part('commit_us', 1)} | {part('state_us', 2)} | "
                   f"{part('apply_us', 2)} | {part('durable_us', 2)} | {part('pool_us', 1)} |", flush=True)
-        never = statistics.median(r[0] for r in samples["never"]) if "never" in samples else None
-        for mode in [m for m in modes if m != "never" and never]:
+        for mode in modes:
+            base = "old-never" if mode.startswith("old-") else "never"
+            if mode == base or base not in samples:
+                continue
+            never = statistics.median(r[0] for r in samples[base])
             this = statistics.median(r[0] for r in samples[mode])
             speedup = never / this
             finals.append(

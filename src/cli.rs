@@ -225,11 +225,12 @@ pub struct Cli {
     /// Executor threads (default: number of cores).
     #[arg(long = "executor.threads")]
     pub executor_threads: Option<usize>,
-    /// Run blocks in parallel: auto (blocks of 64+ transactions whose senders and targets
-    /// spread over threads), always, or never. Results equal sequential execution either way.
+    /// Run blocks in parallel: auto (blocks of 64+ transactions no one sender dominates),
+    /// always, or never. Results equal sequential execution either way.
     #[arg(long = "exec.parallel", default_value = "never")]
     pub exec_parallel: hearth_actors::ParallelMode,
-    /// Threads one parallel block runs on (1..=64; default: the executor threads / cores).
+    /// Threads one parallel block runs on, its executor included (1..=64; default: the
+    /// executor threads / cores).
     #[arg(long = "exec.threads")]
     pub exec_threads: Option<usize>,
     /// JSON-RPC worker threads (default: half the cores, at least 1).
@@ -467,11 +468,12 @@ pub struct ConformanceArgs {
     /// revm alone does not detect; Hearth's executor does, so they run by default).
     #[arg(long = "skip-known")]
     pub skip_known: bool,
-    /// Run blocks in parallel: auto (blocks of 64+ transactions whose senders and targets
-    /// spread over threads), always, or never. Results equal sequential execution either way.
+    /// Run blocks in parallel: auto (blocks of 64+ transactions no one sender dominates),
+    /// always, or never. Results equal sequential execution either way.
     #[arg(long = "exec.parallel", default_value = "never")]
     pub exec_parallel: hearth_actors::ParallelMode,
-    /// Threads one parallel block runs on (1..=64; default: the executor threads / cores).
+    /// Threads one parallel block runs on, its executor included (1..=64; default: the
+    /// executor threads / cores).
     #[arg(long = "exec.threads")]
     pub exec_threads: Option<usize>,
 }

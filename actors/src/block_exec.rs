@@ -17,7 +17,7 @@ use alloy_eips::eip7002::{WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS, WITHDRAWAL_REQUE
 use alloy_eips::eip7251::{CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, CONSOLIDATION_REQUEST_TYPE};
 use alloy_eips::eip7685::{EMPTY_REQUESTS_HASH, Requests};
 use alloy_eips::eip7840::BlobParams;
-use alloy_primitives::{B256, Bloom, Bytes, Log, U256, keccak256};
+use alloy_primitives::{Address, B256, Bloom, Bytes, Log, U256, keccak256};
 use hearth_messages::ExecError;
 use hearth_messages::executor::{
     BlockEnvSpec, BlockRules, BuildBlock, BuildMode, BuiltBlock, InvalidTx,
@@ -151,11 +151,17 @@ fn block_evm_in<'a, I>(
 /// Makes the block EVM's call and create instructions note the call depth they run at in its
 /// database before they run: the deepest frame a block used, which bounds how many frames
 /// (32 KiB of stack each) its frame pool grew to, so the executor knows what keeping it costs
-/// (`EvmScratch::keep`). Only these six opcodes pay, one comparison each: an inspector would
-/// put the whole block on revm's slower inspecting interpreter loop.
-fn note_call_depths(evm: &mut BlockEvm<'_, ()>) {
-    use revm::bytecode::opcode::{CALL, CALLCODE, CREATE, CREATE2, DELEGATECALL, STATICCALL};
+/// (`EvmScratch::keep`). And makes the instructions that can observe another account's balance
+/// or code (BALANCE, EXTCODE*, CALL*, SELFDESTRUCT) note when they name the coinbase, which a
+/// parallel block's lazy coinbase needs (`parallel::saw_coinbase`). Only these opcodes pay, one
+/// comparison each: an inspector would put the whole block on revm's slower inspecting loop.
+pub(crate) fn instrument(evm: &mut BlockEvm<'_, ()>) {
+    use revm::bytecode::opcode::{
+        BALANCE, CALL, CALLCODE, CREATE, CREATE2, DELEGATECALL, EXTCODECOPY, EXTCODEHASH,
+        EXTCODESIZE, SELFDESTRUCT, STATICCALL,
+    };
     use revm::interpreter::instructions::contract::{call, create};
+    use revm::interpreter::instructions::host;
 
     type Ctx<'c, 'a> = InstructionContext<'c, MainnetContext<ExecDb<'a>>, EthInterpreter>;
     /// The frame a call or create from the current frame gets: journal depth `d` runs frame
@@ -164,13 +170,43 @@ fn note_call_depths(evm: &mut BlockEvm<'_, ()>) {
         let depth = ctx.host.journaled_state.depth();
         ctx.host.journaled_state.database.note_call_depth(depth);
     }
+    /// Whether the stack item `operand` from the top is the coinbase's address.
+    fn watch(ctx: &Ctx<'_, '_>, operand: usize) {
+        if let Ok(word) = ctx.interpreter.stack.peek(operand)
+            && Address::from_word(B256::from(word)) == ctx.host.block.beneficiary
+        {
+            crate::parallel::saw_coinbase();
+        }
+    }
     fn noted_call<const KIND: u8>(mut ctx: Ctx<'_, '_>) -> InstructionExecResult {
         note(&mut ctx);
+        // CALL*(gas, address, ...): the callee or the code's account.
+        watch(&ctx, 1);
         call::<KIND, _, _>(ctx)
     }
     fn noted_create<const IS_CREATE2: bool>(mut ctx: Ctx<'_, '_>) -> InstructionExecResult {
         note(&mut ctx);
         create::<IS_CREATE2, _, _>(ctx)
+    }
+    fn watched_balance(ctx: Ctx<'_, '_>) -> InstructionExecResult {
+        watch(&ctx, 0);
+        host::balance(ctx)
+    }
+    fn watched_extcodesize(ctx: Ctx<'_, '_>) -> InstructionExecResult {
+        watch(&ctx, 0);
+        host::extcodesize(ctx)
+    }
+    fn watched_extcodecopy(ctx: Ctx<'_, '_>) -> InstructionExecResult {
+        watch(&ctx, 0);
+        host::extcodecopy(ctx)
+    }
+    fn watched_extcodehash(ctx: Ctx<'_, '_>) -> InstructionExecResult {
+        watch(&ctx, 0);
+        host::extcodehash(ctx)
+    }
+    fn watched_selfdestruct(ctx: Ctx<'_, '_>) -> InstructionExecResult {
+        watch(&ctx, 0);
+        host::selfdestruct(ctx)
     }
     let table = evm.instruction.instruction_table_mut();
     table[usize::from(CALL)] = Instruction::new(noted_call::<CALL>);
@@ -179,6 +215,22 @@ fn note_call_depths(evm: &mut BlockEvm<'_, ()>) {
     table[usize::from(STATICCALL)] = Instruction::new(noted_call::<STATICCALL>);
     table[usize::from(CREATE)] = Instruction::new(noted_create::<false>);
     table[usize::from(CREATE2)] = Instruction::new(noted_create::<true>);
+    table[usize::from(BALANCE)] = Instruction::new(watched_balance);
+    table[usize::from(EXTCODESIZE)] = Instruction::new(watched_extcodesize);
+    table[usize::from(EXTCODECOPY)] = Instruction::new(watched_extcodecopy);
+    table[usize::from(EXTCODEHASH)] = Instruction::new(watched_extcodehash);
+    table[usize::from(SELFDESTRUCT)] = Instruction::new(watched_selfdestruct);
+}
+
+/// Stops a parallel block's helpers when dropped (the block's loop ended, or failed).
+struct StopHelpers<'b, 'a>(Option<&'b crate::parallel::Board<'a>>);
+
+impl Drop for StopHelpers<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(board) = self.0 {
+            board.stop();
+        }
+    }
 }
 
 /// The system calls that run before a block's transactions: EIP-4788 (the parent beacon
@@ -232,7 +284,7 @@ pub(crate) fn execute_block(
     let parts = (scratch.take_frames(), scratch.take_local());
     let (mut evm, BlockSetup { spec, blob_params }) =
         block_evm_in(db, codes, defaults, parent.number, &env, (), parts);
-    note_call_depths(&mut evm);
+    instrument(&mut evm);
     // EIP-3607 (no transaction from an account with code) is a validity rule of blocks the
     // node receives; in blocks it packs from its own pool, an impersonated contract may send,
     // as anvil and Hardhat allow (a raw transaction cannot come from code: no key signs it).
@@ -241,24 +293,19 @@ pub(crate) fn execute_block(
     let cancun = spec.is_enabled_in(SpecId::CANCUN);
     let prague = spec.is_enabled_in(SpecId::PRAGUE);
     pre_block_calls(&mut evm, &env, &parent, spec)?;
-    let hints = crate::parallel::to_hints();
-    let mut committer = match crate::parallel::plan(&defaults.parallel, &hints, &txs) {
-        Some(plan) => {
-            let start = evm.ctx.journaled_state.database.changes().clone();
-            let input = crate::parallel::SpecInput {
-                db,
-                defaults,
-                parent_number: parent.number,
-                env: &env,
-                mode,
-                txs: &txs,
-                start: &start,
-            };
-            let specs = crate::parallel::speculate(&input, &plan);
-            Some(crate::parallel::Committer::new(specs, env.coinbase, plan.len(), hints))
-        }
-        None => None,
-    };
+    // A parallel block's helpers claim, run and hand back transactions while the loop below
+    // commits them in order (`parallel.rs`); they are scoped threads that end with the loop.
+    let helpers = crate::parallel::helpers(&defaults.parallel, &txs);
+    let start = helpers.map(|_| evm.ctx.journaled_state.database.changes().clone());
+    let board = helpers.map(|n| crate::parallel::Board::new(&txs, &defaults.parallel, n));
+    let input = start.as_ref().map(|start| crate::parallel::SpecInput {
+        db,
+        defaults,
+        parent_number: parent.number,
+        env: &env,
+        mode,
+        start,
+    });
 
     let byzantium = spec.is_enabled_in(SpecId::BYZANTIUM);
     let max_blob_gas = blob_params.max_blob_gas_per_block();
@@ -270,69 +317,82 @@ pub(crate) fn execute_block(
     let mut blob_gas_used = 0u64;
     let mut logs_bloom = Bloom::ZERO;
     let mut all_logs: Vec<Log> = Vec::new();
-    for (index, candidate) in txs.into_iter().enumerate() {
-        let reject = |reason: String| ExecError::Invalid(format!("transaction {index}: {reason}"));
-        let tx_blob_gas = candidate.tx.blob_gas_used().unwrap_or_default();
-        let over_gas = gas_used.saturating_add(candidate.tx.gas_limit()) > env.gas_limit;
-        let over_blobs = blob_gas_used.saturating_add(tx_blob_gas) > max_blob_gas;
-        if over_gas || over_blobs {
-            match mode {
-                // What does not fit stays pending for the next block.
-                BuildMode::Pack => continue,
-                BuildMode::Import if over_gas => {
-                    return Err(reject(format!(
-                        "gas limit {} exceeds the block's remaining gas {}",
-                        candidate.tx.gas_limit(),
-                        env.gas_limit - gas_used
-                    )));
-                }
-                BuildMode::Import => {
-                    return Err(reject(format!(
-                        "blob gas {tx_blob_gas} exceeds the block's remaining blob gas {}",
-                        max_blob_gas - blob_gas_used
-                    )));
-                }
+    let stats = std::thread::scope(|scope| -> Result<_, ExecError> {
+        let mut committer = None;
+        if let (Some(board), Some(input)) = (board.as_ref(), input.as_ref()) {
+            for _ in 0..board.helpers() {
+                scope.spawn(move || crate::parallel::run_helper(input, board));
             }
+            committer = Some(crate::parallel::Committer::new(board, env.coinbase));
         }
-        // In a parallel block the committer validates the transaction's speculative run (or
-        // runs it again); either way the outcome is what sequential execution gives here.
-        let executed = match committer.as_mut() {
-            Some(committer) => committer.run(&mut evm, index, &candidate),
-            None => evm.transact_commit(tx_env(&candidate)),
-        };
-        let result = match executed {
-            Ok(result) => result,
-            Err(EVMError::Transaction(e)) if mode == BuildMode::Import => {
-                return Err(reject(e.to_string()));
+        // However the loop ends, the helpers stop claiming.
+        let _stop = StopHelpers(board.as_ref());
+        for (index, candidate) in txs.iter().enumerate() {
+            let reject =
+                |reason: String| ExecError::Invalid(format!("transaction {index}: {reason}"));
+            let tx_blob_gas = candidate.tx.blob_gas_used().unwrap_or_default();
+            let over_gas = gas_used.saturating_add(candidate.tx.gas_limit()) > env.gas_limit;
+            let over_blobs = blob_gas_used.saturating_add(tx_blob_gas) > max_blob_gas;
+            if over_gas || over_blobs {
+                match mode {
+                    // What does not fit stays pending for the next block.
+                    BuildMode::Pack => continue,
+                    BuildMode::Import if over_gas => {
+                        return Err(reject(format!(
+                            "gas limit {} exceeds the block's remaining gas {}",
+                            candidate.tx.gas_limit(),
+                            env.gas_limit - gas_used
+                        )));
+                    }
+                    BuildMode::Import => {
+                        return Err(reject(format!(
+                            "blob gas {tx_blob_gas} exceeds the block's remaining blob gas {}",
+                            max_blob_gas - blob_gas_used
+                        )));
+                    }
+                }
             }
-            // A later nonce of a sender whose earlier transaction failed: keep it pooled.
-            Err(EVMError::Transaction(InvalidTransaction::NonceTooHigh { .. })) => continue,
-            Err(EVMError::Transaction(e)) => {
-                invalid.push(InvalidTx { hash: candidate.hash, reason: e.to_string() });
-                continue;
-            }
-            Err(other) => return Err(exec_error(other)),
-        };
-        gas_used += result.tx_gas_used();
-        blob_gas_used += tx_blob_gas;
-        // Before Byzantium (EIP-658) a receipt carries the state root after its transaction.
-        let status = if byzantium {
-            Eip658Value::Eip658(result.is_success())
-        } else {
-            let diff = evm.ctx.journaled_state.database.diff_so_far();
-            Eip658Value::PostState(state_root_after(db, env.number, &diff)?)
-        };
-        // A halt returns nothing; a revert its revert data.
-        outputs.push(result.output().cloned());
-        let logs = result.into_logs();
-        all_logs.extend(logs.iter().cloned());
-        let receipt = Receipt { status, cumulative_gas_used: gas_used, logs };
-        let receipt = ReceiptEnvelope::from_typed(candidate.tx.tx_type(), receipt.with_bloom());
-        logs_bloom.accrue_bloom(&receipt.bloom());
-        receipts.push(receipt);
-        body.senders.push(candidate.sender);
-        body.transactions.push(candidate.tx.as_ref().clone());
-    }
+            // In a parallel block the committer validates the transaction's speculative run (or
+            // runs it again); either way the outcome is what sequential execution gives here.
+            let executed = match committer.as_mut() {
+                Some(committer) => committer.run(&mut evm, index, candidate),
+                None => evm.transact_commit(tx_env(candidate)),
+            };
+            let result = match executed {
+                Ok(result) => result,
+                Err(EVMError::Transaction(e)) if mode == BuildMode::Import => {
+                    return Err(reject(e.to_string()));
+                }
+                // A later nonce of a sender whose earlier transaction failed: keep it pooled.
+                Err(EVMError::Transaction(InvalidTransaction::NonceTooHigh { .. })) => continue,
+                Err(EVMError::Transaction(e)) => {
+                    invalid.push(InvalidTx { hash: candidate.hash, reason: e.to_string() });
+                    continue;
+                }
+                Err(other) => return Err(exec_error(other)),
+            };
+            gas_used += result.tx_gas_used();
+            blob_gas_used += tx_blob_gas;
+            // Before Byzantium (EIP-658) a receipt carries the state root after its transaction.
+            let status = if byzantium {
+                Eip658Value::Eip658(result.is_success())
+            } else {
+                let diff = evm.ctx.journaled_state.database.diff_so_far();
+                Eip658Value::PostState(state_root_after(db, env.number, &diff)?)
+            };
+            // A halt returns nothing; a revert its revert data.
+            outputs.push(result.output().cloned());
+            let logs = result.into_logs();
+            all_logs.extend(logs.iter().cloned());
+            let receipt = Receipt { status, cumulative_gas_used: gas_used, logs };
+            let receipt = ReceiptEnvelope::from_typed(candidate.tx.tx_type(), receipt.with_bloom());
+            logs_bloom.accrue_bloom(&receipt.bloom());
+            receipts.push(receipt);
+            body.senders.push(candidate.sender);
+            body.transactions.push(candidate.tx.as_ref().clone());
+        }
+        Ok(committer.map(|c| c.stats()))
+    })?;
 
     let shanghai = spec.is_enabled_in(SpecId::SHANGHAI);
     if full && shanghai {
@@ -381,10 +441,7 @@ pub(crate) fn execute_block(
             db_mut.credit(ommer.beneficiary, share)?;
         }
     }
-    if let Some(committer) = &committer {
-        crate::parallel::learn_to_hints(committer);
-    }
-    crate::parallel::set_last_stats(committer.map(|c| c.stats()).unwrap_or_default());
+    crate::parallel::set_last_stats(stats.unwrap_or_default());
     let Evm { ctx, frame_stack, .. } = evm;
     let deepest = ctx.journaled_state.database.max_call_depth();
     scratch.keep(frame_stack, ctx.local, deepest);

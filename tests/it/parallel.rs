@@ -77,58 +77,85 @@ proptest! {
         ops in prop::collection::vec(op(), 1..48),
         coinbase_sends in prop::bool::weighted(0.2),
         threads in 2usize..5,
-        hints in any::<bool>(),
+        stale in any::<bool>(),
     ) {
         let kit = Kit::new(SENDERS, None);
         let txs = block(&ops, coinbase_sends);
         for mode in [BuildMode::Pack, BuildMode::Import] {
             let (sequential, _, _) = kit.execute(&txs, mode, config(ParallelMode::Never, 1));
             let mut parallel = config(ParallelMode::Always, threads);
-            // Without hints transactions are dealt round-robin: the most cross-worker conflicts.
-            parallel.hints = hints;
+            // Stale helpers run everything against the block's start: the most conflicts.
+            parallel.stale_helpers = stale;
             let (parallel, stats, _) = kit.execute(&txs, mode, parallel);
             prop_assert!(stats.parallel, "`always` took the parallel path");
+            prop_assert!(stats.reexecuted <= stats.speculated);
             prop_assert_eq!(sequential, parallel);
         }
     }
 }
 
-/// Calls to one contract share a worker until a block shows they do not depend on each other
-/// (the plan learns it); calls that bump one counter stay together. The contract sits at
-/// TOKEN, which no other test of this binary uses (the hints are process-wide).
+fn stale(threads: usize) -> ParallelConfig {
+    ParallelConfig { stale_helpers: true, ..config(ParallelMode::Always, threads) }
+}
+
+/// BenchToken-like transfers between holders (every call reads and writes two balance slots
+/// of one contract) and a counter every call bumps: identical both ways, and every transaction
+/// is accounted for once (validated, re-executed or executed in place). Against the block's
+/// start, a transfer conflicts exactly when an earlier one wrote a slot it reads.
 #[test]
-fn calls_to_one_contract_are_split_once_a_block_shows_them_independent() {
-    // (took the parallel path, workers) of each of `rounds` blocks of 64 calls to `code`.
-    let run = |code: &[u8], mode: ParallelMode, rounds: usize| -> Vec<(bool, usize)> {
-        let kit = Kit::new(64, Some((Bytes::from(code.to_vec()), 0)));
-        let txs: Vec<PooledTx> = (0..64)
-            .map(|i| tx(kit.senders[i], 0, TxKind::Call(TOKEN), U256::ZERO, vec![0; 64], 100_000))
-            .collect();
-        (0..rounds)
-            .map(|_| {
-                let never = config(ParallelMode::Never, 1);
-                let (sequential, _, _) = kit.execute(&txs, BuildMode::Pack, never);
-                let (parallel, stats, _) = kit.execute(&txs, BuildMode::Pack, config(mode, 2));
-                assert_eq!(sequential, parallel);
-                (stats.parallel, stats.workers)
-            })
-            .collect()
-    };
-    // sstore(0, sload(0) + 1): every call depends on the one before.
-    let counter = [0x60, 0x00, 0x54, 0x60, 0x01, 0x01, 0x60, 0x00, 0x55, 0x00];
-    // keccak256 of 32 bytes of memory, then stop: reads and writes nothing.
-    let pure = [0x60, 0x20, 0x60, 0x00, 0x20, 0x50, 0x00];
-    let always = ParallelMode::Always;
-    hearth_actors::parallel::forget_to_hints();
-    assert_eq!(run(&counter, always, 3), [(true, 1); 3], "a counter's calls stay on one worker");
-    hearth_actors::parallel::forget_to_hints();
-    assert_eq!(run(&pure, always, 2), [(true, 1), (true, 2)], "grouped once, then split");
-    // `auto` runs a lopsided block in parallel only to judge a target it does not know yet.
-    hearth_actors::parallel::forget_to_hints();
-    let auto = ParallelMode::Auto;
-    assert_eq!(run(&counter, auto, 2), [(true, 1), (false, 0)], "probed once, then sequential");
-    hearth_actors::parallel::forget_to_hints();
-    assert_eq!(run(&pure, auto, 2), [(true, 1), (true, 2)], "probed once, then split");
+fn token_transfers_and_a_hot_counter_are_identical_and_accounted_for() {
+    // balance[caller] -= 1; balance[calldata[0]] += 1 (slots keyed by address).
+    let token = [
+        0x33, 0x80, 0x54, 0x60, 0x01, 0x90, 0x03, 0x90, 0x55, 0x60, 0x00, 0x35, 0x80, 0x54, 0x60,
+        0x01, 0x01, 0x90, 0x55, 0x00,
+    ];
+    let kit = Kit::new(64, Some((Bytes::from(token.to_vec()), 0)));
+    let holder = |i: usize| U256::from_be_slice(kit.senders[i % 64].as_slice());
+    // Sender i pays holder i + 32: no transfer reads what another wrote.
+    let disjoint: Vec<PooledTx> = (0..32)
+        .map(|i| {
+            let input = words(None, &[holder(i + 32)]);
+            tx(kit.senders[i], 0, TxKind::Call(TOKEN), U256::ZERO, input, 100_000)
+        })
+        .collect();
+    // Sender i pays holder i + 1, which sends next: every transfer reads what the previous wrote.
+    let chained: Vec<PooledTx> = (0..32)
+        .map(|i| {
+            let input = words(None, &[holder(i + 1)]);
+            tx(kit.senders[i], 0, TxKind::Call(TOKEN), U256::ZERO, input, 100_000)
+        })
+        .collect();
+    let hot: Vec<PooledTx> = (0..64)
+        .map(|i| tx(kit.senders[i], 0, TxKind::Call(COUNTER), U256::ZERO, vec![0; 64], 100_000))
+        .collect();
+    for (txs, conflicts) in [(&disjoint, 0), (&chained, 31), (&hot, 63)] {
+        let (sequential, _, _) = kit.execute(txs, BuildMode::Pack, config(ParallelMode::Never, 1));
+        for threads in [2, 3] {
+            let (parallel, stats, _) =
+                kit.execute(txs, BuildMode::Pack, config(ParallelMode::Always, threads));
+            assert_eq!(sequential, parallel);
+            assert_eq!(stats.speculated + stats.direct, txs.len(), "{stats:?}");
+            assert!(stats.reexecuted <= conflicts, "{stats:?}");
+            let (parallel, stats, _) = kit.execute(txs, BuildMode::Pack, stale(threads));
+            assert_eq!(sequential, parallel);
+            assert_eq!((stats.speculated, stats.reexecuted), (txs.len(), conflicts));
+        }
+    }
+}
+
+/// `auto` leaves a block one sender dominates sequential: its later nonces could not run
+/// before its earlier ones commit.
+#[test]
+fn auto_runs_a_one_sender_block_sequentially() {
+    let kit = Kit::new(80, None);
+    let to = TxKind::Call(hearth::parallel_kit::account(79));
+    let one: Vec<PooledTx> =
+        (0..80).map(|n| tx(kit.senders[0], n, to, U256::from(1u8), vec![], 21_000)).collect();
+    let many: Vec<PooledTx> =
+        (0..80).map(|i| tx(kit.senders[i], 0, to, U256::from(1u8), vec![], 21_000)).collect();
+    let auto = config(ParallelMode::Auto, 2);
+    assert!(!kit.execute(&one, BuildMode::Pack, auto).1.parallel);
+    assert!(kit.execute(&many, BuildMode::Pack, auto).1.parallel);
 }
 
 /// The coinbase is lazy: independent transfers that all pay it fees do not conflict on it.
@@ -146,8 +173,11 @@ fn independent_transfers_commit_without_reexecution() {
     assert_eq!(sequential, parallel);
     assert!(matches!(parallel, Digest::Built { included: 100, .. }));
     assert!(stats.parallel);
-    assert_eq!(stats.speculated, 100);
     assert_eq!(stats.reexecuted, 0, "fee credits to the coinbase made transfers conflict");
+    // Even when every run is against the block's start.
+    let (parallel, stats, _) = kit.execute(&txs, BuildMode::Pack, stale(2));
+    assert_eq!(sequential, parallel);
+    assert_eq!((stats.speculated, stats.reexecuted), (100, 0));
 }
 
 /// A transaction that reads the coinbase's balance sees every earlier fee: it is validated
@@ -157,15 +187,16 @@ fn a_coinbase_reader_sees_every_earlier_fee() {
     let kit = Kit::new(8, None);
     let mut txs: Vec<PooledTx> = (0..6)
         .map(|i| {
-            let to = TxKind::Call(hearth::parallel_kit::account(7));
+            // Distinct receivers: only the observer depends on an earlier transaction.
+            let to = TxKind::Call(Address::repeat_byte(0x40 + i as u8));
             tx(kit.senders[i], 0, to, U256::from(1u8), vec![], 21_000)
         })
         .collect();
     txs.push(tx(kit.senders[6], 0, TxKind::Call(OBSERVER), U256::ZERO, vec![], 100_000));
     let (sequential, _, _) = kit.execute(&txs, BuildMode::Pack, config(ParallelMode::Never, 1));
-    let (parallel, stats, _) = kit.execute(&txs, BuildMode::Pack, config(ParallelMode::Always, 3));
+    let (parallel, stats, _) = kit.execute(&txs, BuildMode::Pack, stale(3));
     assert_eq!(sequential, parallel);
-    assert!(stats.reexecuted >= 1, "the observer was committed from a stale coinbase balance");
+    assert_eq!(stats.reexecuted, 1, "the observer was committed from a stale coinbase balance");
 }
 
 /// `auto` leaves small blocks sequential; flags out of range are refused.
