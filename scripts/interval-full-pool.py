@@ -104,7 +104,11 @@ def run_mode(binary, port, mode, args, bench):
         per_sender = args.txs // len(senders)
         transfers = [
             ("eth_sendTransaction", [{"from": s, "to": "0x" + f"{0xfee0000 + j * 1000 + i:040x}",
-                                      "value": "0x1", "gas": hex(21_000)}])
+                                      "value": "0x1", "gas": hex(21_000),
+                                      # Full blocks raise the base fee 12.5% each: a fee cap
+                                      # at twice the first one would price out the tail.
+                                      "maxFeePerGas": hex(100 * 10**9),
+                                      "maxPriorityFeePerGas": hex(10**9)}])
             for j in range(per_sender) for i, s in enumerate(senders)
         ]
         callers.take()  # the fill's own latency is not the question
