@@ -65,6 +65,7 @@ def wait_port(port, proc, what):
 
 
 COUNTS = {"calls": 0, "requests": 0}
+METHODS = {}  # method -> calls, for the breakdown printed with METHODS=1
 LOCK = threading.Lock()
 
 
@@ -77,9 +78,12 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         try:
             parsed = json.loads(body)
             calls = len(parsed) if isinstance(parsed, list) else 1
+            names = [c.get("method") for c in (parsed if isinstance(parsed, list) else [parsed])]
         except ValueError:
-            calls = 0
+            calls, names = 0, []
         with LOCK:
+            for name in names:
+                METHODS[name] = METHODS.get(name, 0) + 1
             COUNTS["calls"] += calls
             COUNTS["requests"] += 1
         req = urllib.request.Request(f"http://127.0.0.1:{UP_PORT}", body, {"Content-Type": "application/json"})
@@ -159,6 +163,7 @@ def workload(token, outer, dev):
 def run(name, cmd, token, outer, cwd=None):
     with LOCK:
         COUNTS["calls"] = COUNTS["requests"] = 0
+        METHODS.clear()
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
     try:
@@ -234,6 +239,8 @@ def main():
                 took, calls, requests, seen = run(name, cmd, token, outer, cwd)
                 results[(name, label)] = seen
                 print(f"{name:8} {label:5} {took:8.2f} {calls:15} {requests:14}")
+                if os.environ.get("METHODS"):
+                    print("         upstream calls by method:", dict(sorted(METHODS.items())))
             if env_home is not None:
                 os.environ["HOME"] = env_home
         first = results[next(iter(results))]
