@@ -113,6 +113,24 @@ def differences(a, b, path=""):
     return [] if a == b else [f"{path}: {json.dumps(a)[:120]} vs {json.dumps(b)[:120]}"]
 
 
+def start_forks(args, url, fork_block, cache, ports, procs):
+    """Starts Hearth (on the fork cache `cache`) and anvil, each forking `url` at `fork_block`
+    on its port of `ports`, adds them to `procs` and waits until both listen."""
+    hearth_port, anvil_port = ports
+    hearth = subprocess.Popen(
+        [args.hearth, "-p", str(hearth_port), "--fork-url", url, "--fork-block-number", str(fork_block),
+         "--fork.cache-dir", cache],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs.append(hearth)
+    anvil = subprocess.Popen(
+        [args.anvil, "-p", str(anvil_port), "--fork-url", url, "--fork-block-number", str(fork_block),
+         "--no-storage-caching", "--silent"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs.append(anvil)
+    wait_port(hearth_port, hearth, "hearth")
+    wait_port(anvil_port, anvil, "anvil")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--hearth", default=os.path.join(workload.ROOT, "target/debug/hearth"))
@@ -138,18 +156,7 @@ def main():
         url = f"http://127.0.0.1:{proxy_port}"
         fork_block = 3
         cache = tempfile.mkdtemp(prefix="hearth-fork-history-")
-        hearth = subprocess.Popen(
-            [args.hearth, "-p", str(hearth_port), "--fork-url", url, "--fork-block-number", str(fork_block),
-             "--fork.cache-dir", cache],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(hearth)
-        anvil = subprocess.Popen(
-            [args.anvil, "-p", str(anvil_port), "--fork-url", url, "--fork-block-number", str(fork_block),
-             "--no-storage-caching", "--silent"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(anvil)
-        wait_port(hearth_port, hearth, "hearth")
-        wait_port(anvil_port, anvil, "anvil")
+        start_forks(args, url, fork_block, cache, (hearth_port, anvil_port), procs)
         asked = requests(up_port, fork_block, token)
         hearth_bad = anvil_bad = 0
         answers = []

@@ -150,18 +150,7 @@ def main():
         threading.Thread(target=server.serve_forever, daemon=True).start()
         url = f"http://127.0.0.1:{proxy_port}"
         fork_block = 3
-        hearth = subprocess.Popen(
-            [args.hearth, "-p", str(hearth_port), "--fork-url", url, "--fork-block-number", str(fork_block),
-             "--fork.cache-dir", cache],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(hearth)
-        anvil = subprocess.Popen(
-            [args.anvil, "-p", str(anvil_port), "--fork-url", url, "--fork-block-number", str(fork_block),
-             "--no-storage-caching", "--silent"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(anvil)
-        wait_port(hearth_port, hearth, "hearth")
-        wait_port(anvil_port, anvil, "anvil")
+        history.start_forks(args, url, fork_block, cache, (hearth_port, anvil_port), procs)
         bad = {"trace": 0, "state": 0, "state vs anvil": 0, "anvil trace": 0, "errors": 0}
         answers = []
         kinds = [("trace", r) for r in trace_requests(up_port, fork_block)]
