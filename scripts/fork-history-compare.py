@@ -113,6 +113,30 @@ def differences(a, b, path=""):
     return [] if a == b else [f"{path}: {json.dumps(a)[:120]} vs {json.dumps(b)[:120]}"]
 
 
+def start_all(args, proxy, cache, procs):
+    """Starts the upstream (`args.upstream`) on `args.port_base` with the contracts `setup`
+    deploys, the counting `proxy` in front of it on the next port, and Hearth (on the fork
+    cache `cache`) and anvil forking it at block 3 on the two ports after; adds every process
+    to `procs`. Returns the upstream's, Hearth's and anvil's ports, the token and the block."""
+    base = args.port_base
+    up_port, proxy_port, hearth_port, anvil_port = base, base + 1, base + 2, base + 3
+    workload.UP_PORT = up_port
+    if args.upstream == "anvil":
+        cmd = [args.anvil, "-p", str(up_port), "--no-mining", "--silent"]
+    else:
+        cmd = [args.hearth, "-p", str(up_port), "--no-mining"]
+    up = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs.append(up)
+    wait_port(up_port, up, "upstream")
+    token = setup(up_port)
+    server = workload.ThreadingServer(("127.0.0.1", proxy_port), proxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    fork_block = 3
+    start_forks(args, f"http://127.0.0.1:{proxy_port}", fork_block, cache,
+                (hearth_port, anvil_port), procs)
+    return (up_port, hearth_port, anvil_port), token, fork_block
+
+
 def start_forks(args, url, fork_block, cache, ports, procs):
     """Starts Hearth (on the fork cache `cache`) and anvil, each forking `url` at `fork_block`
     on its port of `ports`, adds them to `procs` and waits until both listen."""
@@ -138,25 +162,11 @@ def main():
     parser.add_argument("--upstream", choices=["anvil", "hearth"], default="anvil")
     parser.add_argument("--port-base", type=int, default=9360)
     args = parser.parse_args()
-    base = args.port_base
-    up_port, proxy_port, hearth_port, anvil_port = base, base + 1, base + 2, base + 3
-    workload.UP_PORT = up_port
     procs = []
+    cache = tempfile.mkdtemp(prefix="hearth-fork-history-")
     try:
-        if args.upstream == "anvil":
-            cmd = [args.anvil, "-p", str(up_port), "--no-mining", "--silent"]
-        else:
-            cmd = [args.hearth, "-p", str(up_port), "--no-mining"]
-        up = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(up)
-        wait_port(up_port, up, "upstream")
-        token = setup(up_port)
-        server = workload.ThreadingServer(("127.0.0.1", proxy_port), workload.Proxy)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        url = f"http://127.0.0.1:{proxy_port}"
-        fork_block = 3
-        cache = tempfile.mkdtemp(prefix="hearth-fork-history-")
-        start_forks(args, url, fork_block, cache, (hearth_port, anvil_port), procs)
+        (up_port, hearth_port, anvil_port), token, fork_block = start_all(
+            args, workload.Proxy, cache, procs)
         asked = requests(up_port, fork_block, token)
         hearth_bad = anvil_bad = 0
         answers = []

@@ -27,12 +27,9 @@ import argparse
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -44,34 +41,13 @@ def load(name, file):
     return module
 
 
-workload = load("workload", "fork-workload.py")
 history = load("history", "fork-history-compare.py")
+# The one fork-workload module history runs on: its proxy forwards to the port history sets,
+# and counts each method forwarded (`METHODS`).
+workload = history.workload
 rpc, wait_port, call, differences = workload.rpc, workload.wait_port, history.call, history.differences
 ALICE = workload.ALICE
-METHODS = {}
-
-
-class CountingProxy(workload.Proxy):
-    """The workload's proxy, counting the JSON-RPC methods it forwards as well."""
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        try:
-            parsed = json.loads(body)
-            for one in parsed if isinstance(parsed, list) else [parsed]:
-                with workload.LOCK:
-                    METHODS[one.get("method")] = METHODS.get(one.get("method"), 0) + 1
-        except ValueError:
-            pass
-        time.sleep(workload.LATENCY)
-        with workload.LOCK:
-            workload.COUNTS["requests"] += 1
-        req = urllib.request.Request(f"http://127.0.0.1:{workload.UP_PORT}", body,
-                                     {"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=60) as r:
-            answer = r.read()
-        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(answer)}\r\n\r\n"
-        self.wfile.write(head.encode() + answer)
+METHODS = workload.METHODS
 
 
 def trace_requests(port, last):
@@ -132,25 +108,11 @@ def main():
     parser.add_argument("--upstream", choices=["anvil", "hearth"], default="hearth")
     parser.add_argument("--port-base", type=int, default=9400)
     args = parser.parse_args()
-    base = args.port_base
-    up_port, proxy_port, hearth_port, anvil_port = base, base + 1, base + 2, base + 3
-    workload.UP_PORT = up_port
     procs = []
     cache = tempfile.mkdtemp(prefix="hearth-fork-traces-")
     try:
-        if args.upstream == "anvil":
-            cmd = [args.anvil, "-p", str(up_port), "--no-mining", "--silent"]
-        else:
-            cmd = [args.hearth, "-p", str(up_port), "--no-mining"]
-        up = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(up)
-        wait_port(up_port, up, "upstream")
-        token = history.setup(up_port)
-        server = workload.ThreadingServer(("127.0.0.1", proxy_port), CountingProxy)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        url = f"http://127.0.0.1:{proxy_port}"
-        fork_block = 3
-        history.start_forks(args, url, fork_block, cache, (hearth_port, anvil_port), procs)
+        (up_port, hearth_port, anvil_port), token, fork_block = history.start_all(
+            args, workload.Proxy, cache, procs)
         bad = {"trace": 0, "state": 0, "state vs anvil": 0, "anvil trace": 0, "errors": 0}
         answers = []
         kinds = [("trace", r) for r in trace_requests(up_port, fork_block)]
