@@ -441,13 +441,7 @@ fn a_dead_upstream_fails_reads_with_32000_within_the_timeout_and_the_node_carrie
     );
     assert_eq!(proxy.count("(refused)"), 2);
     proxy.down.store(true, Ordering::Relaxed);
-    let started = Instant::now();
-    let answer = fork.call("eth_getBalance", json!([HOLDER, "latest"]));
-    let took = started.elapsed();
-    assert_eq!(answer["error"]["code"], -32000, "{answer}");
-    let message = answer["error"]["message"].as_str().expect("message");
-    assert!(message.starts_with("fork upstream: "), "{message}");
-    assert!(took < Duration::from_millis(1_800), "failed after {took:?}");
+    fails_fast_with_the_upstream_down(&fork, "eth_getBalance", json!([HOLDER, "latest"]));
     let call = fork.call("eth_call", json!([{"to": upstream.summer}, "latest"]));
     assert_eq!(call["error"]["code"], -32000, "{call}");
     // The node stays up, and reads resume once the upstream answers again.
@@ -645,12 +639,7 @@ fn a_dead_upstream_fails_history_reads_with_32000_within_the_timeout() {
         ("eth_getLogs", json!([{"fromBlock": "0x0", "toBlock": "0x1"}])),
         ("eth_getTransactionByHash", json!([format!("0x{:064x}", 7)])),
     ] {
-        let started = Instant::now();
-        let answer = fork.call(method, params);
-        assert_eq!(answer["error"]["code"], -32000, "{method}: {answer}");
-        let message = answer["error"]["message"].as_str().expect("message");
-        assert!(message.starts_with("fork upstream: "), "{message}");
-        assert!(started.elapsed() < Duration::from_millis(1_800), "{method}");
+        fails_fast_with_the_upstream_down(&fork, method, params);
     }
     proxy.down.store(false, Ordering::Relaxed);
     assert_eq!(
@@ -874,12 +863,7 @@ fn a_dead_upstream_fails_traces_and_old_state_with_32000_within_the_timeout() {
         ("eth_getBalance", json!([HOLDER, "0x1"])),
         ("eth_call", json!([call, "0x2"])),
     ] {
-        let started = Instant::now();
-        let answer = fork.call(method, params);
-        assert_eq!(answer["error"]["code"], -32000, "{method}: {answer}");
-        let message = answer["error"]["message"].as_str().expect("message");
-        assert!(message.starts_with("fork upstream: "), "{message}");
-        assert!(started.elapsed() < Duration::from_millis(1_800), "{method}");
+        fails_fast_with_the_upstream_down(&fork, method, params);
     }
     proxy.down.store(false, Ordering::Relaxed);
     assert_eq!(
@@ -908,4 +892,15 @@ fn a_fork_runs_the_upstream_s_rules_unless_hardfork_is_given() {
     let fork = fork_node(&proxy, 1, &["--no-fork-cache", "--hardfork", "prague"]);
     let mined = header_of_next_block(&fork);
     assert!(mined.get("requestsHash").is_some(), "--hardfork prague: {mined}");
+}
+
+/// `method` on `fork` (started with `--fork-timeout 1s`) while its upstream is down: -32000
+/// `fork upstream: ...` well within two timeouts, never a hang.
+fn fails_fast_with_the_upstream_down(fork: &NodeProcess, method: &str, params: Value) {
+    let started = Instant::now();
+    let answer = fork.call(method, params);
+    assert_eq!(answer["error"]["code"], -32000, "{method}: {answer}");
+    let message = answer["error"]["message"].as_str().expect("message");
+    assert!(message.starts_with("fork upstream: "), "{message}");
+    assert!(started.elapsed() < Duration::from_millis(1_800), "{method}");
 }
