@@ -321,6 +321,17 @@ fn parse_duration(value: &str) -> Option<Duration> {
     Duration::try_from_secs_f64(number / per_second).ok()
 }
 
+/// `--exec.threads` when not given: `fallback` (the executor threads, or the cores), at most
+/// what a block may use, so that a machine with more cores than that still starts.
+pub fn default_exec_threads(fallback: usize) -> usize {
+    fallback.clamp(1, hearth_actors::parallel::MAX_EXEC_THREADS)
+}
+
+/// The cores this machine has, for `--exec.threads`' default where no executor pool is sized.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 /// `--exec.parallel` and `--exec.threads`, the thread count range-checked.
 pub fn parallel_config(
     mode: hearth_actors::ParallelMode,
@@ -879,7 +890,7 @@ impl TryFrom<Cli> for NodeConfig {
             executor_threads,
             parallel: parallel_config(
                 cli.exec_parallel,
-                cli.exec_threads.unwrap_or(executor_threads.get()),
+                cli.exec_threads.unwrap_or_else(|| default_exec_threads(executor_threads.get())),
             )?,
             http_workers,
             admission,

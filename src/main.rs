@@ -147,7 +147,7 @@ fn run_import(args: ImportArgs) -> ExitCode {
         let genesis = Genesis::read(&args.genesis).map_err(|e| e.to_string())?;
         let threads = args
             .exec_threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+            .unwrap_or_else(|| hearth::config::default_exec_threads(hearth::config::cores()));
         let parallel = hearth::config::parallel_config(args.exec_parallel, threads)
             .map_err(|e| e.to_string())?;
         chainfile::import_chain_with(&db, &genesis, &args.files, true, parallel)
@@ -218,7 +218,7 @@ fn run_tool(command: Command) -> ExitCode {
         parallel: match hearth::config::parallel_config(
             args.exec_parallel,
             args.exec_threads
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+                .unwrap_or_else(|| hearth::config::default_exec_threads(hearth::config::cores())),
         ) {
             Ok(parallel) => parallel,
             Err(e) => {

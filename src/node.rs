@@ -199,9 +199,9 @@ pub struct Drain {
 }
 
 impl Drain {
-    /// Drains the actors that hold requests: the executor pool answers every request still
-    /// waiting for it with "the node is shutting down" (-32005) and refuses new ones (the ones
-    /// running finish on their threads), so no caller hangs until the HTTP server's timeout;
+    /// Drains the actors that hold requests: the executor pool refuses new requests and each
+    /// executor answers those still queued for it with "the node is shutting down" (-32005),
+    /// unrun, once the one it runs finishes, so no caller hangs until the HTTP server's timeout;
     /// then the miner starts no block and this returns once the block in progress, if any, is
     /// committed. Idempotent. The caller checkpoints the journal after it
     /// ([`Node::checkpoint`]).

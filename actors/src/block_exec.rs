@@ -318,6 +318,10 @@ pub(crate) fn execute_block(
     let mut logs_bloom = Bloom::ZERO;
     let mut all_logs: Vec<Log> = Vec::new();
     let stats = std::thread::scope(|scope| -> Result<_, ExecError> {
+        // However this scope ends (a spawn that fails included), the helpers stop claiming:
+        // made before the first spawn, so that a helper never waits for a committer that
+        // is gone while the scope waits for it.
+        let _stop = StopHelpers(board.as_ref());
         let mut committer = None;
         if let (Some(board), Some(input)) = (board.as_ref(), input.as_ref()) {
             for _ in 0..board.helpers() {
@@ -325,8 +329,6 @@ pub(crate) fn execute_block(
             }
             committer = Some(crate::parallel::Committer::new(board, env.coinbase));
         }
-        // However the loop ends, the helpers stop claiming.
-        let _stop = StopHelpers(board.as_ref());
         for (index, candidate) in txs.iter().enumerate() {
             let reject =
                 |reason: String| ExecError::Invalid(format!("transaction {index}: {reason}"));

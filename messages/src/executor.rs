@@ -682,13 +682,8 @@ impl ExecutorClient {
     /// The pool count must already include it.
     fn place(&self, sampled: bool) -> Slot {
         let lanes = &self.pool.lanes;
-        let n = lanes.len();
-        let start = if sampled { self.pool.next.fetch_add(1, Relaxed) % n } else { 0 };
-        let lane = (0..n)
-            .map(|i| (start + i) % n)
-            .filter(|&i| lanes[i].calls.connected())
-            .min_by_key(|&i| lanes[i].in_flight.load(Relaxed))
-            .unwrap_or(start);
+        let start = if sampled { self.pool.next.fetch_add(1, Relaxed) } else { 0 };
+        let lane = self.least_busy(start);
         let depth = lanes[lane].in_flight.fetch_add(1, Relaxed) + 1;
         Slot {
             pool: Arc::clone(&self.pool),
@@ -699,6 +694,19 @@ impl ExecutorClient {
             ends_at_close: true,
             started: None,
         }
+    }
+
+    /// The running lane holding the fewest requests, ties going to the first from `start`
+    /// round the lanes (`start` itself when none runs: the send then fails as closed).
+    fn least_busy(&self, start: usize) -> usize {
+        let lanes = &self.pool.lanes;
+        let n = lanes.len();
+        let start = start % n;
+        (0..n)
+            .map(|i| (start + i) % n)
+            .filter(|&i| lanes[i].calls.connected())
+            .min_by_key(|&i| lanes[i].in_flight.load(Relaxed))
+            .unwrap_or(start)
     }
 
     /// A place for a request, or the refusal: the queue cap first (one atomic), then the
@@ -740,23 +748,27 @@ impl ExecutorClient {
     /// method, so that a call refused under a retry storm costs a scan of its body and this
     /// (a few atomics), the same rule as `admit` on the lane a call would go to.
     pub fn refuse_early(&self) -> Option<ExecError> {
+        self.would_refuse().map(|refusal| self.refuse(refusal))
+    }
+
+    /// The refusal a call would meet now, without counting it: the same rule as `admit` on
+    /// the lane `place` would pick next (the RPC front asks before it holds a quick retry,
+    /// and counts only the answer it gives after the hold).
+    pub fn would_refuse(&self) -> Option<Refusal> {
         let pool = &self.pool;
         if pool.closing.load(Ordering::Acquire) {
             return None;
         }
         let cap = pool.limits.max_queued.saturating_add(pool.lanes.len());
         if pool.count.get() >= cap {
-            return Some(self.refuse(Refusal::QueueFull { max_queued: pool.limits.max_queued }));
+            return Some(Refusal::QueueFull { max_queued: pool.limits.max_queued });
         }
-        let lane = pool
-            .lanes
-            .iter()
-            .filter(|lane| lane.calls.connected())
-            .min_by_key(|lane| lane.in_flight.load(Relaxed))?;
+        let lane = &pool.lanes[self.least_busy(pool.next.load(Relaxed))];
+        if !lane.calls.connected() {
+            return None;
+        }
         let ahead = lane.in_flight.load(Relaxed);
-        admission::decide(pool.limits, ahead, lane.service.get(), lane.scale.get())
-            .err()
-            .map(|refusal| self.refuse(refusal))
+        admission::decide(pool.limits, ahead, lane.service.get(), lane.scale.get()).err()
     }
 
     fn refuse(&self, refusal: Refusal) -> ExecError {
@@ -782,7 +794,10 @@ impl ExecutorClient {
         // ShuttingDown as it reaches it (`Slot::begin`), after the one it runs (bounded by
         // the EVM timeout), so a drain answers every caller without waking them by a lock.
         let sampled = slot.sampled;
-        let answer = to.send(Admitted { request, slot }).await?;
+        // An executor that stopped during the drain, its mailbox unread, answers nothing.
+        let answer = to.send(Admitted { request, slot }).await.map_err(|e| {
+            if self.is_closed() { ExecError::ShuttingDown } else { ExecError::from(e) }
+        })?;
         if sampled {
             let now = tokio::time::Instant::now();
             let _ = REQUEST_CLOCK.try_with(|clock| clock.answered.set(Some(now)));

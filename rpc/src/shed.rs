@@ -67,6 +67,18 @@ pub(crate) struct Head<'a> {
 /// `hearth_rpc_rejections_total{path="executor_busy"}` and in the pool's refusals by
 /// reason). `None`: the request goes the ordinary way.
 pub(crate) fn refuse_early(ctx: &RpcContext, body: &[u8]) -> Option<RpcReply> {
+    let head = refusable(ctx, body)?;
+    // The id is a literal of a few bytes; decoding it gives the ordinary path's encoding.
+    let id: Value = serde_json::from_slice(head.id).ok()?;
+    let refused: Result<(), RpcError> = Err(RpcError::Exec(ctx.executor.refuse_early()?));
+    ctx.metrics.observe_slot(RpcMetrics::slot_of(head.method), Duration::ZERO, &refused);
+    let error = refused.err()?;
+    Some(RpcReply::busy(crate::transport::encode_error(&id, &error)))
+}
+
+/// The head of `body` when it is a well-shaped call of an executor method that the pool
+/// could refuse now (it holds a request per thread); `None`: it goes the ordinary way.
+fn refusable<'b>(ctx: &RpcContext, body: &'b [u8]) -> Option<Head<'b>> {
     if !ctx.executor.may_refuse() || body.len() > ctx.limits.max_body_bytes {
         return None;
     }
@@ -75,12 +87,7 @@ pub(crate) fn refuse_early(ctx: &RpcContext, body: &[u8]) -> Option<RpcReply> {
     if !ctx.api.allows(head.method) || !well_shaped(head.params?, max_args) {
         return None;
     }
-    // The id is a literal of a few bytes; decoding it gives the ordinary path's encoding.
-    let id: Value = serde_json::from_slice(head.id).ok()?;
-    let refused: Result<(), RpcError> = Err(RpcError::Exec(ctx.executor.refuse_early()?));
-    ctx.metrics.observe_slot(RpcMetrics::slot_of(head.method), Duration::ZERO, &refused);
-    let error = refused.err()?;
-    Some(RpcReply::busy(crate::transport::encode_error(&id, &error)))
+    Some(head)
 }
 
 /// Finds the top-level `jsonrpc` (which must be `"2.0"`), `method` and `id` of a body that
@@ -283,11 +290,12 @@ pub(crate) async fn refuse_early_paced(
 ) -> Option<RpcReply> {
     let arrived = tokio::time::Instant::now();
     let quick = pace.is_some_and(|pace| pace.is_quick_retry(arrived));
-    let mut refused = refuse_early(ctx, body);
-    if quick && refused.is_some() {
+    // Only the answer given counts as a refusal: a held retry is decided (and counted) once,
+    // after the hold.
+    if quick && refusable(ctx, body).is_some() && ctx.executor.would_refuse().is_some() {
         tokio::time::sleep(RETRY_PAUSE).await;
-        refused = refuse_early(ctx, body);
     }
+    let refused = refuse_early(ctx, body);
     if let Some(pace) = pace {
         pace.answered(refused.is_some(), tokio::time::Instant::now());
     }
