@@ -164,10 +164,16 @@ echo
 SEARCH_SECS=${SEARCH_SECS:-10}
 SEARCH_STEPS=${SEARCH_STEPS:-5}
 ROUNDS=${ROUNDS:-3}
+# Connections for an open loop at rate r: enough for 200 ms of requests (twice the budget) and
+# at least 16, so the generator never waits for a free connection below saturation; not 512
+# at every rate: at 15% of capacity each of 512 connections would sit idle for seconds
+# between requests, and the node's 5 s request timeout closes idle ones (408, "connection
+# closed"), errors of the generator's making.
+conns_for() { awk -v r="$1" 'BEGIN { c = int(r / 5); if (c < 16) c = 16; if (c > 512) c = 512; print c }'; }
 sustained() { # target port rate -> exit 0 when sustained
   local f="$OUT/search-$1-$3.txt"
   "$LOAD" --target "$1=http://127.0.0.1:$2/" --workload hashLoop --rate "$3" \
-    --concurrency 512 --duration "$SEARCH_SECS" --warmup 1 2>/dev/null | grep -E '^\| hashLoop' >"$f"
+    --concurrency "$(conns_for "$3")" --duration "$SEARCH_SECS" --warmup 1 2>/dev/null | grep -E '^\| hashLoop' >"$f"
   local ok errs; ok=$(col "$f" hashLoop "$1" 9); errs=$(col "$f" hashLoop "$1" 14)
   echo "  $1 at $3/s: ok $ok in ${SEARCH_SECS} s, p99 $(col "$f" hashLoop "$1" 7) ms, errors $errs" >&2
   [ "$errs" = "-" ] && awk -v ok="$ok" -v r="$3" -v s="$SEARCH_SECS" 'BEGIN { exit !(ok >= 0.98 * r * s) }'
@@ -200,7 +206,7 @@ for round in $(seq 1 "$ROUNDS"); do
     before=$(load)
     for r in $low $high; do
       "$LOAD" --target "$t=http://127.0.0.1:$port/" --workload hashLoop --rate "$r" \
-        --concurrency 512 --duration "$RATIO_SECS" --warmup 1 2>/dev/null \
+        --concurrency "$(conns_for "$r")" --duration "$RATIO_SECS" --warmup 1 2>/dev/null \
         | grep -E '^\| hashLoop' >"$OUT/rate-$round-$t-$r.txt"
     done
     after=$(load)

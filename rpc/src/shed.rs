@@ -10,7 +10,13 @@
 //! when refused) a refusal is then a few hundred nanoseconds of the front's time, not a full
 //! request. Anything the scan is not sure of (a batch, a notification, an escaped method
 //! name, an odd id, a duplicate member) and params of a shape the method does not take go
-//! the ordinary way, which answers bad params -32602 and applies the same rule to the rest.
+//! the ordinary way, which answers bad params -32602 and applies the same rule to the rest;
+//! so does a body that is not valid JSON (checked by serde_json skipping every value, only for
+//! a request about to be refused), which gets -32700 busy or not. The pool's rule is asked
+//! first (a few atomic loads): while it admits, no body is scanned, so a closed loop of any
+//! size below capacity pays nothing here. A batch is not refused early: it is parsed whole
+//! and each executor call in it is refused at admission (-32005 in its own answer, HTTP 200)
+//! after its params are decoded; the body limit bounds that work.
 //!
 //! [`RetryPace`] slows one connection (HTTP, or a WebSocket) that comes straight back after
 //! such a refusal: its request is held for [`RETRY_PAUSE`] and then decided again, so a few
