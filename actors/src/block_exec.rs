@@ -24,7 +24,8 @@ use hearth_messages::executor::{
 };
 use hearth_storage::trie::{EMPTY_ROOT, ordered_root};
 use hearth_storage::{
-    BlockDraft, ChainDb, StoredBody, receipts_root, state_root_after, transactions_root,
+    BlockDraft, ChainDb, StoredBody, receipts_root_spread, state_root_after,
+    transactions_root_spread,
 };
 use revm::context::evm::Evm;
 use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Output};
@@ -449,6 +450,10 @@ pub(crate) fn execute_block(
     scratch.keep(frame_stack, ctx.local, deepest);
     let changes = ctx.journaled_state.database.into_changes();
 
+    // For a block of cheap transactions these two roots cost more than the execution (a
+    // receipt's bloom alone is three keccak blocks): a parallel configuration hashes them on
+    // its threads too.
+    let root_threads = crate::parallel::spread_threads(&defaults.parallel);
     let ommers_hash = if env.ommers.is_empty() {
         alloy_consensus::constants::EMPTY_OMMER_ROOT_HASH
     } else {
@@ -459,8 +464,8 @@ pub(crate) fn execute_block(
         ommers_hash,
         beneficiary: env.coinbase,
         state_root: B256::ZERO,
-        transactions_root: transactions_root(&body),
-        receipts_root: receipts_root(&receipts),
+        transactions_root: transactions_root_spread(&body, root_threads),
+        receipts_root: receipts_root_spread(&receipts, root_threads),
         logs_bloom,
         difficulty: env.difficulty,
         number: env.number,

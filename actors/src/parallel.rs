@@ -37,13 +37,13 @@
 //! coinbase read validated on nonce and code hash only, and its coinbase balance committed as
 //! the balance now plus what its run added (the fee).
 
+use alloy_primitives::map::HashMap;
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::panic::AssertUnwindSafe;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use alloy_consensus::Transaction;
 use alloy_primitives::{Address, B256, U256};
@@ -51,13 +51,16 @@ use hearth_messages::executor::{BlockEnvSpec, BuildMode, PooledTx};
 use hearth_storage::{ChainDb, EMPTY_CODE_HASH, StorageError};
 use revm::ExecuteEvm;
 use revm::context::result::{EVMError, ExecutionResult, ResultAndState};
-use revm::database_interface::{Database, DatabaseCommit};
+use revm::database_interface::Database;
 use revm::state::{AccountInfo, EvmState};
+
+pub(crate) mod published;
 
 use crate::block_exec::BlockEvm;
 use crate::code_cache::CodeL1;
 use crate::exec_db::{BlockChanges, ExecDb};
 use crate::executor::{ExecConfig, tx_env};
+use published::Published;
 
 /// Fewest transactions a block needs before `auto` runs it in parallel. Below it, starting the
 /// workers and validating costs more than the block's execution (a scoped thread costs tens of
@@ -310,9 +313,18 @@ pub(crate) fn helpers(config: &ParallelConfig, txs: &[PooledTx]) -> Option<usize
     }
 }
 
+/// How many threads the parts of a block after its transactions (the transactions and
+/// receipts roots) are spread over: the parallel threads unless blocks run sequentially.
+pub(crate) fn spread_threads(config: &ParallelConfig) -> usize {
+    match config.mode {
+        ParallelMode::Never => 1,
+        ParallelMode::Auto | ParallelMode::Always => config.threads.get(),
+    }
+}
+
 /// Whether one sender carries more than `MAX_SENDER_SHARE_PERCENT` of the block's gas.
 fn one_sender_dominates(txs: &[PooledTx]) -> bool {
-    let mut gas: HashMap<Address, u64> = HashMap::new();
+    let mut gas: HashMap<Address, u64> = HashMap::default();
     let mut total = 0u64;
     for tx in txs {
         let limit = tx.tx.gas_limit().max(21_000);
@@ -324,30 +336,22 @@ fn one_sender_dominates(txs: &[PooledTx]) -> bool {
     u128::from(busiest) * 100 > u128::from(total) * u128::from(MAX_SENDER_SHARE_PERCENT)
 }
 
-/// What the committed transactions changed, in order, for the helpers to catch up with.
-#[derive(Debug, Default)]
-struct CommitLog {
-    /// Every transaction below it is final.
-    position: usize,
-    /// The state changes committed, in block order.
-    states: Vec<Arc<EvmState>>,
-}
-
 /// What one parallel block's threads share, for the block's lifetime only (it lives on the
 /// block executor's stack; the helpers are scoped threads): the claim counter, the finished
-/// speculative runs and the commit log. Its mutexes are the block's own, each held for a
-/// push or a take; nothing on the request path ever sees them.
+/// speculative runs and the committed values. Its mutexes are the block's own, each held for
+/// a push, a take, an insert or a lookup; nothing on the request path ever sees them.
 #[derive(Debug)]
 pub(crate) struct Board<'a> {
     txs: &'a [PooledTx],
     /// The lowest transaction no one has claimed.
     next: AtomicUsize,
-    /// Every transaction below it is final (the commit log's position, readable without it).
+    /// Every transaction below it is committed (and published).
     position: AtomicUsize,
     /// How far past `position` a helper may claim.
     window: usize,
     runs: Vec<Mutex<Option<Speculated>>>,
-    log: Mutex<CommitLog>,
+    /// What the committer committed so far, which helpers read.
+    published: Published,
     stop: AtomicBool,
     /// The committer executes in place (conflicts are frequent): helpers pause rather than
     /// take the CPU time of a machine whose other core may be busy.
@@ -371,7 +375,7 @@ impl<'a> Board<'a> {
             position: AtomicUsize::new(0),
             window: HELPER_WINDOW_PER_THREAD * (helpers + 1),
             runs: txs.iter().map(|_| Mutex::new(None)).collect(),
-            log: Mutex::new(CommitLog::default()),
+            published: Published::default(),
             stop: AtomicBool::new(false),
             hot: AtomicBool::new(false),
             helpers,
@@ -422,7 +426,7 @@ impl<'a> Board<'a> {
         true
     }
 
-    /// Whether helpers need the committed states.
+    /// Whether helpers read the committed values.
     fn followed(&self) -> bool {
         self.helpers > 0 && !self.stale
     }
@@ -470,7 +474,9 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>) {
     crate::block_exec::instrument(&mut evm);
     evm.ctx.cfg.disable_eip3607 = input.mode == BuildMode::Pack;
     evm.ctx.journaled_state.database.set_changes(input.start.clone());
-    let mut applied = 0;
+    if board.followed() {
+        evm.ctx.journaled_state.database.read_published(&board.published);
+    }
     while !board.stop.load(Ordering::Acquire) {
         if board.hot.load(Ordering::Acquire) {
             std::thread::sleep(HOT_PAUSE);
@@ -479,26 +485,14 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>) {
         if !board.stale && !board.wait_for_window() {
             break;
         }
-        let snapshot = if board.stale {
-            0
-        } else {
-            let (position, new) = {
-                let log = locked(&board.log);
-                (log.position, log.states[applied..].to_vec())
-            };
-            applied += new.len();
-            for state in new {
-                evm.ctx.journaled_state.database.commit(EvmState::clone(&state));
-            }
-            position
-        };
         let Some(index) = board.claim() else { break };
         let pooled = &board.txs[index];
-        let run =
-            std::panic::catch_unwind(AssertUnwindSafe(|| speculate(&mut evm, pooled, snapshot)));
+        // The run reads the committed values as they are at each read, so it is checked against
+        // every write of the block (snapshot 0), by value: see `published`.
+        let run = std::panic::catch_unwind(AssertUnwindSafe(|| speculate(&mut evm, pooled, 0)));
         let Ok(run) = run else {
             // The EVM may be left half-way: give the transaction back to the committer, stop.
-            board.put(index, Speculated::failed(snapshot));
+            board.put(index, Speculated::failed(0));
             break;
         };
         board.put(index, run);
@@ -561,19 +555,15 @@ impl<'b, 'a> Committer<'b, 'a> {
         // Skipped transactions are no one's to run any more.
         board.next.fetch_max(index, Ordering::AcqRel);
         let executed = self.execute(evm, index, pooled);
-        let (result, shared) = match executed {
-            Ok(ResultAndState { result, state }) => {
-                self.written.record(index, &state);
-                let shared = board.followed().then(|| Arc::new(state.clone()));
-                evm.ctx.journaled_state.database.commit(state);
-                (Ok(result), shared)
+        let result = executed.map(|ResultAndState { result, state }| {
+            self.written.record(index, &state);
+            let db = &mut evm.ctx.journaled_state.database;
+            db.commit_ref(&state);
+            if board.followed() {
+                db.publish(index, &state, &board.published);
             }
-            Err(e) => (Err(e), None),
-        };
-        let mut log = locked(&board.log);
-        log.position = index + 1;
-        log.states.extend(shared);
-        drop(log);
+            result
+        });
         board.position.store(index + 1, Ordering::Release);
         result
     }
