@@ -28,6 +28,9 @@ const SHARDS: usize = 16;
 /// An account as committed: `None` when the block deleted it.
 type Committed = Option<AccountInfo>;
 
+/// (address, slot) -> (the transaction that wrote it last, its value).
+type SlotShard = HashMap<(Address, U256), (usize, U256)>;
+
 #[derive(Debug, Default)]
 struct AccountShard {
     accounts: AddressMap<Committed>,
@@ -40,8 +43,7 @@ struct AccountShard {
 #[derive(Debug)]
 pub(crate) struct Published {
     accounts: Vec<Mutex<AccountShard>>,
-    /// (address, slot) -> (writer, value).
-    slots: Vec<Mutex<HashMap<(Address, U256), (usize, U256)>>>,
+    slots: Vec<Mutex<SlotShard>>,
     codes: Mutex<B256Map<Bytecode>>,
 }
 
