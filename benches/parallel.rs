@@ -311,13 +311,15 @@ fn main() {
         let speedup = best_seq.as_secs_f64() / best_par.as_secs_f64();
         println!(
             "{name}: txs={} sequential {:.1} ms, parallel {:.1} ms; last parallel run: {} validated \
-             speculative runs, {} re-executed, {} executed in place by the committer",
+             speculative runs, {} re-executed, {} executed in place by the committer ({} of them \
+             abandoned by a helper)",
             txs.len(),
             ms(best_seq),
             ms(best_par),
             last.speculated - last.reexecuted,
             last.reexecuted,
-            last.direct
+            last.direct,
+            last.abandoned
         );
         println!(
             "parallel: workload={name} txs={} threads={threads} sequential_ms={:.1} parallel_ms={:.1} speedup={speedup:.2} spin_speedup={spin:.2} efficiency={:.2} identical={}",

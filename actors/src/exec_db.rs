@@ -180,16 +180,21 @@ impl<'a> ExecDb<'a> {
                 continue;
             }
             let committed = self.changes.accounts.get(address).cloned().flatten();
-            let reset = account.is_created() || account.is_selfdestructed();
+            // Conservatively, an account left empty may have lost its storage (EIP-161).
+            let reset =
+                account.is_created() || account.is_selfdestructed() || account.info.is_empty();
+            let mut slots_written = false;
             if let Some(info) = &committed {
+                // Code the block deployed (or delegated to) is in `codes`; the rest is stored.
                 if let Some(code) = self.changes.codes.get(&info.code_hash) {
                     published.put_code(info.code_hash, code.clone());
                 }
                 for (slot, value) in account.changed_storage_slots() {
                     published.put_slot(writer, *address, *slot, value.present_value);
+                    slots_written = true;
                 }
             }
-            published.put_account(writer, *address, committed, reset);
+            published.put_account(writer, *address, committed, reset, slots_written);
         }
     }
 

@@ -44,6 +44,7 @@ use std::panic::AssertUnwindSafe;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use alloy_consensus::Transaction;
 use alloy_primitives::{Address, B256, U256};
@@ -52,7 +53,7 @@ use hearth_storage::{ChainDb, EMPTY_CODE_HASH, StorageError};
 use revm::ExecuteEvm;
 use revm::context::result::{EVMError, ExecutionResult, ResultAndState};
 use revm::database_interface::Database;
-use revm::state::{AccountInfo, EvmState};
+use revm::state::AccountInfo;
 
 pub(crate) mod published;
 
@@ -155,13 +156,23 @@ pub struct ParallelStats {
     /// Transactions the committer executed in place without a speculative run (no one had
     /// claimed it, or conflicts were frequent and its run was still going).
     pub direct: usize,
+    /// Of those, transactions a helper was running when the committer executed them (the
+    /// helper's run was wasted).
+    pub abandoned: usize,
     /// Threads that ran the block (its executor and the helpers).
     pub threads: usize,
 }
 
 thread_local! {
     static LAST_STATS: std::cell::Cell<ParallelStats> = const {
-        std::cell::Cell::new(ParallelStats { parallel: false, speculated: 0, reexecuted: 0, direct: 0, threads: 0 })
+        std::cell::Cell::new(ParallelStats {
+            parallel: false,
+            speculated: 0,
+            reexecuted: 0,
+            direct: 0,
+            abandoned: 0,
+            threads: 0,
+        })
     };
 }
 
@@ -192,61 +203,23 @@ pub(crate) struct ReadLog {
     pub(crate) slots: Vec<(Address, U256, U256)>,
 }
 
-/// The last transaction of the block that wrote each key (conservatively: touched accounts
-/// count as written).
-#[derive(Debug, Default)]
-struct LastWrites {
-    accounts: HashMap<Address, usize>,
-    slots: HashMap<(Address, U256), usize>,
-    /// Accounts with any slot written or their storage reset.
-    storage_touched: HashMap<Address, usize>,
-    /// Accounts whose whole storage may read differently (created, self-destructed, left
-    /// empty and so possibly deleted).
-    reset: HashMap<Address, usize>,
-}
-
-impl LastWrites {
-    fn record(&mut self, index: usize, state: &EvmState) {
-        for (address, account) in state {
-            if !account.is_touched() {
-                continue;
-            }
-            self.accounts.insert(*address, index);
-            if account.is_selfdestructed() || account.is_created() || account.info.is_empty() {
-                self.reset.insert(*address, index);
-                self.storage_touched.insert(*address, index);
-            }
-            for (slot, _) in account.changed_storage_slots() {
-                self.slots.insert((*address, *slot), index);
-                self.storage_touched.insert(*address, index);
-            }
-        }
+/// Whether a read of `address` that returned `seen`, in a run whose snapshot was `snapshot`,
+/// may read differently now: a transaction at or after the snapshot touched the account, or,
+/// for an account with no nonce and no code, wrote its storage (which changes the EIP-7610
+/// marker of `ExecDb::basic`).
+fn account_dirty(
+    published: &Published,
+    address: &Address,
+    seen: &Option<AccountInfo>,
+    snapshot: usize,
+) -> bool {
+    if published.account_written_since(address, snapshot) {
+        return true;
     }
-
-    /// Whether a read of `address` that returned `seen` in a run whose snapshot was `snapshot`
-    /// may read differently now. An account with no nonce and no code reads differently when
-    /// its storage changes (the EIP-7610 marker of `ExecDb::basic`).
-    fn account_dirty(
-        &self,
-        address: &Address,
-        seen: &Option<AccountInfo>,
-        snapshot: usize,
-    ) -> bool {
-        let since =
-            |map: &HashMap<Address, usize>| map.get(address).is_some_and(|&w| w >= snapshot);
-        if since(&self.accounts) {
-            return true;
-        }
-        let marker_possible = seen.as_ref().is_some_and(|info| {
-            info.nonce == 0 && (info.code_hash == EMPTY_CODE_HASH || info.code_hash == B256::ZERO)
-        });
-        marker_possible && since(&self.storage_touched)
-    }
-
-    fn slot_dirty(&self, address: &Address, slot: &U256, snapshot: usize) -> bool {
-        self.reset.get(address).is_some_and(|&w| w >= snapshot)
-            || self.slots.get(&(*address, *slot)).is_some_and(|&w| w >= snapshot)
-    }
+    let marker_possible = seen.as_ref().is_some_and(|info| {
+        info.nonce == 0 && (info.code_hash == EMPTY_CODE_HASH || info.code_hash == B256::ZERO)
+    });
+    marker_possible && published.storage_touched_since(address, snapshot)
 }
 
 /// One transaction's speculative run.
@@ -505,15 +478,18 @@ const HOT_STREAK: usize = 3;
 /// each time it is entered again without a validated run in between.
 const HOT_BACKOFF_MIN: usize = 32;
 const HOT_BACKOFF_MAX: usize = 1024;
+/// How long the committer waits for a helper's run of the transaction it must commit next,
+/// when it has nothing else to do, before it executes the transaction itself: a few cheap
+/// transactions' worth, so a helper that lost its core costs little.
+const HELPER_WAIT: Duration = Duration::from_micros(20);
 /// How long a helper sleeps between looks while the committer is in hot mode.
-const HOT_PAUSE: std::time::Duration = std::time::Duration::from_micros(50);
+const HOT_PAUSE: Duration = Duration::from_micros(50);
 
 /// The commit side of a parallel block, on the block's executor: validates each transaction's
 /// speculative run in block order, or executes it in place.
 #[derive(Debug)]
 pub(crate) struct Committer<'b, 'a> {
     board: &'b Board<'a>,
-    written: LastWrites,
     coinbase: Address,
     stats: ParallelStats,
     /// Failed validations in a row.
@@ -530,7 +506,6 @@ impl<'b, 'a> Committer<'b, 'a> {
             ParallelStats { parallel: true, threads: board.helpers + 1, ..Default::default() };
         Self {
             board,
-            written: LastWrites::default(),
             coinbase,
             stats,
             streak: 0,
@@ -556,12 +531,10 @@ impl<'b, 'a> Committer<'b, 'a> {
         board.next.fetch_max(index, Ordering::AcqRel);
         let executed = self.execute(evm, index, pooled);
         let result = executed.map(|ResultAndState { result, state }| {
-            self.written.record(index, &state);
             let db = &mut evm.ctx.journaled_state.database;
             db.commit_ref(&state);
-            if board.followed() {
-                db.publish(index, &state, &board.published);
-            }
+            // Published even when no helper reads it: validation reads its versions.
+            db.publish(index, &state, &board.published);
             result
         });
         board.position.store(index + 1, Ordering::Release);
@@ -577,6 +550,8 @@ impl<'b, 'a> Committer<'b, 'a> {
         pooled: &PooledTx,
     ) -> Result<ResultAndState, EVMError<StorageError>> {
         let board = self.board;
+        let mut waiting: Option<Instant> = None;
+        let mut spins = 0u32;
         loop {
             if let Some(run) = board.take(index) {
                 self.stats.speculated += 1;
@@ -588,13 +563,7 @@ impl<'b, 'a> Committer<'b, 'a> {
                     return Ok(outcome);
                 }
                 self.stats.reexecuted += 1;
-                self.streak += 1;
-                // Stale helpers run every transaction: the committer never goes hot there.
-                if self.streak >= HOT_STREAK && !board.stale {
-                    self.streak = 0;
-                    self.set_hot(self.backoff);
-                    self.backoff = (self.backoff * 2).min(HOT_BACKOFF_MAX);
-                }
+                self.wasted();
                 return evm.transact(tx_env(pooled));
             }
             if board.stale {
@@ -612,19 +581,35 @@ impl<'b, 'a> Committer<'b, 'a> {
             {
                 break;
             }
-            // A helper is running `index`. When conflicts are frequent its run is likely stale,
-            // and past the window a run would be (the helper may also have lost its core):
-            // execute here rather than speculate further ahead.
-            if self.hot_left > 0 || board.next.load(Ordering::Acquire) >= index + board.window {
+            // A helper is running `index`. When conflicts are frequent its run is likely stale:
+            // execute here.
+            if self.hot_left > 0 {
+                self.stats.abandoned += 1;
                 break;
             }
-            match board.claim() {
-                Some(ahead) => {
-                    let run = speculate(evm, &board.txs[ahead], index);
-                    board.put(ahead, run);
-                }
-                // Nothing left to claim: executing here beats waiting for the helper.
-                None => break,
+            // Meanwhile, speculate the next unclaimed transaction within the window (further
+            // ahead, a run would be stale by its commit).
+            if board.next.load(Ordering::Acquire) < index + board.window
+                && let Some(ahead) = board.claim()
+            {
+                let run = speculate(evm, &board.txs[ahead], index);
+                board.put(ahead, run);
+                continue;
+            }
+            // Nothing else to do: wait a little for the helper's run, which is cheaper than
+            // running it again. A helper that does not deliver in time has likely lost its core
+            // (a busy machine): execute here and count its run as wasted, so that repeated
+            // misses pause the helpers as conflicts do.
+            let started = *waiting.get_or_insert_with(Instant::now);
+            spins += 1;
+            if !spins.is_multiple_of(64) {
+                std::hint::spin_loop();
+            } else if started.elapsed() > HELPER_WAIT {
+                self.stats.abandoned += 1;
+                self.wasted();
+                break;
+            } else {
+                std::thread::yield_now();
             }
         }
         self.stats.direct += 1;
@@ -632,6 +617,18 @@ impl<'b, 'a> Committer<'b, 'a> {
             self.set_hot(self.hot_left - 1);
         }
         evm.transact(tx_env(pooled))
+    }
+
+    /// A helper's run was wasted (it failed validation, or the committer executed its
+    /// transaction first); after `HOT_STREAK` in a row the committer goes hot.
+    fn wasted(&mut self) {
+        self.streak += 1;
+        // Stale helpers run every transaction: the committer never goes hot there.
+        if self.streak >= HOT_STREAK && !self.board.stale {
+            self.streak = 0;
+            self.set_hot(self.backoff);
+            self.backoff = (self.backoff * 2).min(HOT_BACKOFF_MAX);
+        }
     }
 
     /// Enters (or leaves, with 0) hot mode for `left` transactions executed in place.
@@ -657,7 +654,7 @@ impl<'b, 'a> Committer<'b, 'a> {
             if lazy {
                 coinbase_read.get_or_insert(seen.as_ref().map_or(U256::ZERO, |i| i.balance));
             }
-            if !self.written.account_dirty(address, seen, run.snapshot) {
+            if !account_dirty(&self.board.published, address, seen, run.snapshot) {
                 continue;
             }
             let now = db.basic(*address)?;
@@ -667,7 +664,7 @@ impl<'b, 'a> Committer<'b, 'a> {
             }
         }
         for (address, slot, seen) in &run.slots {
-            if self.written.slot_dirty(address, slot, run.snapshot)
+            if self.board.published.slot_written_since(address, slot, run.snapshot)
                 && db.storage(*address, *slot)? != *seen
             {
                 return Ok(None);
@@ -712,8 +709,6 @@ fn same_but_balance(a: &Option<AccountInfo>, b: &Option<AccountInfo>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use revm::state::{Account, EvmStorageSlot};
-
     use super::*;
 
     /// A run is checked only against what transactions at or above its snapshot wrote: a write
@@ -721,21 +716,24 @@ mod tests {
     #[test]
     fn a_write_below_the_snapshot_was_seen_and_one_above_is_checked() {
         let token = Address::with_last_byte(1);
-        let mut account = Account::from(AccountInfo { nonce: 1, ..Default::default() });
-        account.mark_touch();
-        account.storage.insert(
-            U256::from(7),
-            EvmStorageSlot::new_changed(U256::ZERO, U256::from(1), Default::default()),
-        );
-        let state: EvmState = [(token, account)].into_iter().collect();
-        let mut written = LastWrites::default();
-        written.record(3, &state);
-        let seen = Some(AccountInfo { nonce: 1, ..Default::default() });
-        assert!(written.slot_dirty(&token, &U256::from(7), 3), "written at 3, run saw 0..3");
-        assert!(!written.slot_dirty(&token, &U256::from(7), 4), "run saw 0..4, the write too");
-        assert!(!written.slot_dirty(&token, &U256::from(8), 0), "another slot");
-        assert!(written.account_dirty(&token, &seen, 3));
-        assert!(!written.account_dirty(&token, &seen, 4));
-        assert!(!written.account_dirty(&Address::with_last_byte(2), &None, 0));
+        let published = Published::default();
+        let info = AccountInfo { nonce: 1, ..Default::default() };
+        published.put_account(3, token, Some(info.clone()), false, true);
+        published.put_slot(3, token, U256::from(7), U256::from(1));
+        let seen = Some(info);
+        let slot = |slot: u8, since| published.slot_written_since(&token, &U256::from(slot), since);
+        assert!(slot(7, 3), "written at 3, run saw 0..3");
+        assert!(!slot(7, 4), "run saw 0..4, the write too");
+        assert!(!slot(8, 0), "another slot");
+        assert!(account_dirty(&published, &token, &seen, 3));
+        assert!(!account_dirty(&published, &token, &seen, 4));
+        assert!(!account_dirty(&published, &Address::with_last_byte(2), &None, 0));
+        // An account with no nonce and no code reads differently when its storage changes.
+        let empty = Some(AccountInfo::default());
+        let other = Address::with_last_byte(3);
+        published.put_slot(5, other, U256::from(1), U256::from(1));
+        published.put_account(4, other, empty.clone(), false, false);
+        published.put_account(5, Address::with_last_byte(9), None, false, false);
+        assert!(!account_dirty(&published, &other, &empty, 5));
     }
 }
