@@ -7,23 +7,25 @@
 //! 1. **Claim in block order.** The block's executor (the committer) and `threads - 1` helper
 //!    threads (scoped, living for the block) take transaction indexes from one counter
 //!    (`Board`), so at any moment the threads run neighbouring transactions.
-//! 2. **Speculate on the committed prefix.** A helper keeps its own copy of the block's state;
-//!    before each claim it applies what the committer committed since (the commit log), so a
-//!    transaction runs against the state after every transaction below its `snapshot` (the
-//!    committer's position at the claim). The run records every account and slot it read and
-//!    keeps its result and state changes. Nothing else is shared.
+//! 2. **Speculate on what is committed.** A helper reads the block's state through `Published`
+//!    (the block's multi-version memory: the newest committed version of each key, which the
+//!    committer publishes after each commit) before the block's start state, so a run sees the
+//!    transactions committed up to each of its reads. The run records every account and slot
+//!    it read and keeps its result and state changes. Nothing else is shared.
 //! 3. **Validate and commit in block order** (on the block's executor, in the one sequential
 //!    loop of `block_exec.rs`). At transaction `i` the committer commits its speculative run if
-//!    every key it read that a transaction in `snapshot..i` wrote still holds the value read
-//!    (`LastWrites`: the last writer of each key); otherwise it executes `i` again, there.
-//!    With no run ready, it executes `i` itself when no one claimed it; when a helper is running
-//!    it, the committer meanwhile speculates the next unclaimed transaction on its own EVM
-//!    (without committing), so both threads stay busy. EVM execution is a function of the
+//!    every key it read that a transaction at or after the run's `snapshot` wrote (the
+//!    published versions say which) still holds the value read; otherwise it executes `i`
+//!    again, there. A helper's view may mix versions, so its snapshot is 0: every read of a
+//!    key the block wrote is compared. With no run ready, the committer executes `i` itself
+//!    when no one claimed it; when a helper is running it, the committer meanwhile speculates
+//!    the next unclaimed transaction on its own EVM (without committing; that run's snapshot
+//!    is exact), or waits a little for the helper's run. EVM execution is a function of the
 //!    values read, so a run whose reads all match produces exactly what sequential execution
 //!    produces at `i`.
 //!
-//! A run's snapshot trails its commit by a few transactions, so a transaction conflicts only
-//! with its near neighbours: ERC-20 transfers among 1,000 holders rarely do. When neighbours
+//! A run reads what is committed while it runs, so a transaction conflicts only with the few
+//! neighbours still in flight: ERC-20 transfers among 1,000 holders rarely do. When neighbours
 //! conflict often (a hot contract, a chain of dependent transfers, one sender's nonces), the
 //! committer stops speculating and executes each transaction in place as sequential execution
 //! would (`Committer`'s hot mode, left after a back-off or when a run validates) and the
@@ -504,14 +506,7 @@ impl<'b, 'a> Committer<'b, 'a> {
     pub(crate) fn new(board: &'b Board<'a>, coinbase: Address) -> Self {
         let stats =
             ParallelStats { parallel: true, threads: board.helpers + 1, ..Default::default() };
-        Self {
-            board,
-            coinbase,
-            stats,
-            streak: 0,
-            hot_left: 0,
-            backoff: HOT_BACKOFF_MIN,
-        }
+        Self { board, coinbase, stats, streak: 0, hot_left: 0, backoff: HOT_BACKOFF_MIN }
     }
 
     pub(crate) const fn stats(&self) -> ParallelStats {
