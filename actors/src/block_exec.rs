@@ -9,7 +9,9 @@
 //! withdrawals (EIP-4895), requests (EIP-6110 deposits, EIP-7002 and EIP-7251 system calls,
 //! EIP-7685 hash) and the pre-merge block and ommer rewards.
 
-use alloy_consensus::{Eip658Value, Header, Receipt, ReceiptEnvelope, Transaction, TxReceipt};
+use alloy_consensus::{
+    Eip658Value, Header, Receipt, ReceiptEnvelope, ReceiptWithBloom, Transaction, TxReceipt,
+};
 use alloy_eips::eip2935::HISTORY_STORAGE_ADDRESS;
 use alloy_eips::eip4788::BEACON_ROOTS_ADDRESS;
 use alloy_eips::eip6110::{DEPOSIT_REQUEST_TYPE, MAINNET_DEPOSIT_CONTRACT_ADDRESS};
@@ -359,10 +361,10 @@ pub(crate) fn execute_block(
             // runs it again); either way the outcome is what sequential execution gives here.
             let executed = match committer.as_mut() {
                 Some(committer) => committer.run(&mut evm, index, candidate),
-                None => evm.transact_commit(tx_env(candidate)),
+                None => evm.transact_commit(tx_env(candidate)).map(|result| (result, None)),
             };
-            let result = match executed {
-                Ok(result) => result,
+            let (result, bloom) = match executed {
+                Ok(executed) => executed,
                 Err(EVMError::Transaction(e)) if mode == BuildMode::Import => {
                     return Err(reject(e.to_string()));
                 }
@@ -388,7 +390,13 @@ pub(crate) fn execute_block(
             let logs = result.into_logs();
             all_logs.extend(logs.iter().cloned());
             let receipt = Receipt { status, cumulative_gas_used: gas_used, logs };
-            let receipt = ReceiptEnvelope::from_typed(candidate.tx.tx_type(), receipt.with_bloom());
+            // A helper made the bloom of a speculative run's logs (keccak of every address and
+            // topic): the committer's loop is the block's sequential part.
+            let receipt = match bloom {
+                Some(bloom) => ReceiptWithBloom::new(receipt, bloom),
+                None => receipt.with_bloom(),
+            };
+            let receipt = ReceiptEnvelope::from_typed(candidate.tx.tx_type(), receipt);
             logs_bloom.accrue_bloom(&receipt.bloom());
             receipts.push(receipt);
             body.senders.push(candidate.sender);

@@ -49,7 +49,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use alloy_consensus::Transaction;
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256, Bloom, U256, logs_bloom};
 use hearth_messages::executor::{BlockEnvSpec, BuildMode, PooledTx};
 use hearth_storage::{ChainDb, EMPTY_CODE_HASH, StorageError};
 use revm::ExecuteEvm;
@@ -231,6 +231,8 @@ pub(crate) struct Speculated {
     /// snapshot, a storage error, a panic): the transaction is executed again at commit, which
     /// gives the real outcome.
     outcome: Option<ResultAndState>,
+    /// The bloom of its logs, made on the helper's thread (the committer's receipt takes it).
+    bloom: Bloom,
     /// Accounts read, with the value read.
     accounts: Vec<(Address, Option<AccountInfo>)>,
     /// Slots read: (address, slot, value).
@@ -245,6 +247,7 @@ impl Speculated {
     const fn failed(snapshot: usize) -> Self {
         Self {
             outcome: None,
+            bloom: Bloom::ZERO,
             accounts: Vec::new(),
             slots: Vec::new(),
             observes_coinbase: true,
@@ -268,7 +271,15 @@ fn speculate(evm: &mut BlockEvm<'_, ()>, pooled: &PooledTx, snapshot: usize) -> 
         .and_then(|o| o.state.get(&coinbase))
         .is_some_and(|a| a.is_created() || a.is_selfdestructed());
     let observes_coinbase = named || remade || COINBASE_SEEN.with(Cell::get);
-    Speculated { outcome, accounts: log.accounts, slots: log.slots, observes_coinbase, snapshot }
+    let bloom = outcome.as_ref().map_or(Bloom::ZERO, |o| logs_bloom(o.result.logs()));
+    Speculated {
+        outcome,
+        bloom,
+        accounts: log.accounts,
+        slots: log.slots,
+        observes_coinbase,
+        snapshot,
+    }
 }
 
 /// How many helper threads a block of `txs` gets under `config`; `None`: it runs sequentially.
@@ -514,23 +525,24 @@ impl<'b, 'a> Committer<'b, 'a> {
     }
 
     /// Runs transaction `index` as sequential execution would at this point of the block and
-    /// commits it; every transaction below `index` the loop did not run was skipped.
+    /// commits it; every transaction below `index` the loop did not run was skipped. With the
+    /// result comes its logs' bloom when a speculative run already made it.
     pub(crate) fn run(
         &mut self,
         evm: &mut BlockEvm<'_, ()>,
         index: usize,
         pooled: &PooledTx,
-    ) -> Result<ExecutionResult, EVMError<StorageError>> {
+    ) -> Result<(ExecutionResult, Option<Bloom>), EVMError<StorageError>> {
         let board = self.board;
         // Skipped transactions are no one's to run any more.
         board.next.fetch_max(index, Ordering::AcqRel);
         let executed = self.execute(evm, index, pooled);
-        let result = executed.map(|ResultAndState { result, state }| {
+        let result = executed.map(|(ResultAndState { result, state }, bloom)| {
             let db = &mut evm.ctx.journaled_state.database;
             db.commit_ref(&state);
             // Published even when no helper reads it: validation reads its versions.
             db.publish(index, &state, &board.published);
-            result
+            (result, bloom)
         });
         board.position.store(index + 1, Ordering::Release);
         result
@@ -543,7 +555,7 @@ impl<'b, 'a> Committer<'b, 'a> {
         evm: &mut BlockEvm<'_, ()>,
         index: usize,
         pooled: &PooledTx,
-    ) -> Result<ResultAndState, EVMError<StorageError>> {
+    ) -> Result<(ResultAndState, Option<Bloom>), EVMError<StorageError>> {
         let board = self.board;
         let mut waiting: Option<Instant> = None;
         let mut spins = 0u32;
@@ -551,15 +563,16 @@ impl<'b, 'a> Committer<'b, 'a> {
             if let Some(run) = board.take(index) {
                 self.stats.speculated += 1;
                 let db = &mut evm.ctx.journaled_state.database;
+                let bloom = run.bloom;
                 if let Some(outcome) = self.validate(db, run).map_err(EVMError::Database)? {
                     self.streak = 0;
                     self.backoff = HOT_BACKOFF_MIN;
                     self.set_hot(0);
-                    return Ok(outcome);
+                    return Ok((outcome, Some(bloom)));
                 }
                 self.stats.reexecuted += 1;
                 self.wasted();
-                return evm.transact(tx_env(pooled));
+                return evm.transact(tx_env(pooled)).map(|outcome| (outcome, None));
             }
             if board.stale {
                 // The helpers run every transaction; wait for this one unless none is left.
@@ -611,7 +624,7 @@ impl<'b, 'a> Committer<'b, 'a> {
         if self.hot_left > 0 {
             self.set_hot(self.hot_left - 1);
         }
-        evm.transact(tx_env(pooled))
+        evm.transact(tx_env(pooled)).map(|outcome| (outcome, None))
     }
 
     /// A helper's run was wasted (it failed validation, or the committer executed its
