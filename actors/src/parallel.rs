@@ -488,7 +488,7 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>) {
 /// Consecutive failed validations after which the committer executes in place (hot mode).
 const HOT_STREAK: usize = 3;
 /// Transactions a hot mode lasts at first unless a run validates; doubled (up to the maximum)
-/// each time it is entered again without a validated run in between.
+/// each time it is entered again, halved by each run that validates.
 const HOT_BACKOFF_MIN: usize = 32;
 const HOT_BACKOFF_MAX: usize = 1024;
 /// How long the committer waits for a helper's run of the transaction it must commit next,
@@ -566,7 +566,10 @@ impl<'b, 'a> Committer<'b, 'a> {
                 let bloom = run.bloom;
                 if let Some(outcome) = self.validate(db, run).map_err(EVMError::Database)? {
                     self.streak = 0;
-                    self.backoff = HOT_BACKOFF_MIN;
+                    // One run that validates among frequent conflicts (a hot contract, where a
+                    // helper's run now and then lands right after the commit it needed) must
+                    // not restart the back-off from its shortest: halve it.
+                    self.backoff = (self.backoff / 2).max(HOT_BACKOFF_MIN);
                     self.set_hot(0);
                     return Ok((outcome, Some(bloom)));
                 }
