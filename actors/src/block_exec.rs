@@ -319,7 +319,8 @@ pub(crate) fn execute_block(
     let mut gas_used = 0u64;
     let mut blob_gas_used = 0u64;
     let mut logs_bloom = Bloom::ZERO;
-    let mut all_logs: Vec<Log> = Vec::new();
+    // The deposit contract's logs (EIP-6110 requests), the only ones read after the loop.
+    let mut deposit_logs: Vec<Log> = Vec::new();
     let stats = std::thread::scope(|scope| -> Result<_, ExecError> {
         // However this scope ends (a spawn that fails included), the helpers stop claiming:
         // made before the first spawn, so that a helper never waits for a committer that
@@ -388,7 +389,9 @@ pub(crate) fn execute_block(
             // A halt returns nothing; a revert its revert data.
             outputs.push(result.output().cloned());
             let logs = result.into_logs();
-            all_logs.extend(logs.iter().cloned());
+            deposit_logs.extend(
+                logs.iter().filter(|log| log.address == MAINNET_DEPOSIT_CONTRACT_ADDRESS).cloned(),
+            );
             let receipt = Receipt { status, cumulative_gas_used: gas_used, logs };
             // A helper made the bloom of a speculative run's logs (keccak of every address and
             // topic): the committer's loop is the block's sequential part.
@@ -413,7 +416,7 @@ pub(crate) fn execute_block(
     }
     let mut requests = Requests::default();
     if full && prague {
-        requests.push_request_with_type(DEPOSIT_REQUEST_TYPE, deposit_requests(&all_logs)?);
+        requests.push_request_with_type(DEPOSIT_REQUEST_TYPE, deposit_requests(&deposit_logs)?);
         for (address, kind) in [
             (WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS, WITHDRAWAL_REQUEST_TYPE),
             (CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, CONSOLIDATION_REQUEST_TYPE),
