@@ -540,8 +540,11 @@ impl<'b, 'a> Committer<'b, 'a> {
         let result = executed.map(|(ResultAndState { result, state }, bloom)| {
             let db = &mut evm.ctx.journaled_state.database;
             db.commit_ref(&state);
-            // Published even when no helper reads it: validation reads its versions.
-            db.publish(index, &state, &board.published);
+            // Validation reads the versions too (of the committer's own look-ahead runs), but
+            // those only exist while a helper runs.
+            if board.helpers > 0 {
+                db.publish(index, &state, &board.published);
+            }
             (result, bloom)
         });
         board.position.store(index + 1, Ordering::Release);
