@@ -495,6 +495,9 @@ const HOT_BACKOFF_MAX: usize = 1024;
 /// when it has nothing else to do, before it executes the transaction itself: a few cheap
 /// transactions' worth, so a helper that lost its core costs little.
 const HELPER_WAIT: Duration = Duration::from_micros(20);
+/// Wasted runs after which a block where they outnumber the validated ones continues
+/// without helpers.
+const GIVE_UP_WASTED: usize = 24;
 /// How long a helper sleeps between looks while the committer is in hot mode.
 const HOT_PAUSE: Duration = Duration::from_micros(50);
 
@@ -511,13 +514,26 @@ pub(crate) struct Committer<'b, 'a> {
     /// hot mode's length.
     hot_left: usize,
     backoff: usize,
+    /// Wasted runs in this block (failed or abandoned).
+    wasted: usize,
+    /// The helpers were stopped for the rest of the block: it runs sequentially.
+    alone: bool,
 }
 
 impl<'b, 'a> Committer<'b, 'a> {
     pub(crate) fn new(board: &'b Board<'a>, coinbase: Address) -> Self {
         let stats =
             ParallelStats { parallel: true, threads: board.helpers + 1, ..Default::default() };
-        Self { board, coinbase, stats, streak: 0, hot_left: 0, backoff: HOT_BACKOFF_MIN }
+        Self {
+            board,
+            coinbase,
+            stats,
+            streak: 0,
+            hot_left: 0,
+            backoff: HOT_BACKOFF_MIN,
+            wasted: 0,
+            alone: false,
+        }
     }
 
     pub(crate) const fn stats(&self) -> ParallelStats {
@@ -542,7 +558,7 @@ impl<'b, 'a> Committer<'b, 'a> {
             db.commit_ref(&state);
             // Validation reads the versions too (of the committer's own look-ahead runs), but
             // those only exist while a helper runs.
-            if board.helpers > 0 {
+            if board.helpers > 0 && !self.alone {
                 db.publish(index, &state, &board.published);
             }
             (result, bloom)
@@ -560,6 +576,10 @@ impl<'b, 'a> Committer<'b, 'a> {
         pooled: &PooledTx,
     ) -> Result<(ResultAndState, Option<Bloom>), EVMError<StorageError>> {
         let board = self.board;
+        if self.alone {
+            self.stats.direct += 1;
+            return evm.transact(tx_env(pooled)).map(|outcome| (outcome, None));
+        }
         let mut waiting: Option<Instant> = None;
         let mut spins = 0u32;
         loop {
@@ -637,8 +657,23 @@ impl<'b, 'a> Committer<'b, 'a> {
     /// transaction first); after `HOT_STREAK` in a row the committer goes hot.
     fn wasted(&mut self) {
         self.streak += 1;
+        self.wasted += 1;
         // Stale helpers run every transaction: the committer never goes hot there.
-        if self.streak >= HOT_STREAK && !self.board.stale {
+        if self.board.stale {
+            return;
+        }
+        // A block whose speculation mostly fails (a hot contract, a chain of dependent
+        // transfers) is better run alone: a helper running beside the committer slows it even
+        // when the helper's work is thrown away (they share caches, memory and, on a busy
+        // machine, the core), so after enough waste the rest of the block is sequential.
+        let validated = self.stats.speculated - self.stats.reexecuted;
+        if self.wasted >= GIVE_UP_WASTED && self.wasted > validated {
+            self.alone = true;
+            self.set_hot(0);
+            self.board.stop();
+            return;
+        }
+        if self.streak >= HOT_STREAK {
             self.streak = 0;
             self.set_hot(self.backoff);
             self.backoff = (self.backoff * 2).min(HOT_BACKOFF_MAX);
