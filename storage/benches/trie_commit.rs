@@ -505,7 +505,11 @@ fn main() {
     println!("| store size on disk | {:.0} MB | |", disk as f64 / 1e6);
     println!();
     println!("Side by side in this run (blocks alternating), median / p90:");
-    println!("- default (two threads for a large block): {}", default_mode.summary());
+    println!(
+        "- default (--threads {}: lanes for a large block): {}",
+        s.threads,
+        default_mode.summary()
+    );
     println!("- one thread (BlockWriter::set_threads(1)): {}", one_thread.summary());
     println!();
     println!("roots equal: yes (checked on every from-scratch run)");
