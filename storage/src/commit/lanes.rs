@@ -17,10 +17,12 @@ use crate::node_cache::{CachedNodes, NodeCache};
 use crate::state::{AccountChange, StateDiff};
 use crate::{ChainDb, StorageError};
 
-/// Changed accounts each lane must have for the block to take another thread. Measured with
-/// the trie bench's `--threads` and `--per-lane` (BENCHMARKS.md, "Commit lanes over the
-/// executor threads"): below about 32 accounts a lane's share of the block is
-/// a few tens of microseconds, the cost of starting a thread and merging its records.
+/// Changed accounts each lane must have for the block to take another thread: the two-lane
+/// writer's crossover (64 accounts for two lanes), below which a lane's share of the block is
+/// a few hundred microseconds or less, about the cost of starting a thread and merging its
+/// records. The trie bench's `--threads` and `--per-lane` sweep it (BENCHMARKS.md, "Commit
+/// lanes over the executor threads"); on the loaded 2-vCPU machine of that run a second lane
+/// paid at no size, so the constant was kept, not re-derived.
 pub(super) const MIN_ACCOUNTS_PER_LANE: usize = 32;
 
 /// Most lanes a block is split into: one per child of the root branch.
