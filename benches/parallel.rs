@@ -249,6 +249,8 @@ fn main() {
     let mut threads = 2usize;
     let mut runs = 3usize;
     let mut which = "all".to_owned();
+    // Profiling aid: run one side only (its instructions, under `perf stat`, against the other's).
+    let mut only = String::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = args.next().unwrap_or_default();
@@ -256,8 +258,12 @@ fn main() {
             "--threads" => threads = value.parse().unwrap_or(0),
             "--runs" => runs = value.parse().unwrap_or(0),
             "--workload" => which = value,
+            "--only" if value == "sequential" || value == "parallel" => only = value,
             other => {
-                eprintln!("unknown argument {other}; use --threads T --runs R --workload NAME");
+                eprintln!(
+                    "unknown argument {other}; use --threads T --runs R --workload NAME \
+                     [--only sequential|parallel]"
+                );
                 std::process::exit(2);
             }
         }
@@ -286,6 +292,14 @@ fn main() {
         let mut identical = true;
         let mut last = hearth_actors::parallel::ParallelStats::default();
         for _ in 0..runs {
+            if !only.is_empty() {
+                let config = if only == "sequential" { sequential } else { parallel };
+                let (_, stats, took) = kit.execute(&txs, BuildMode::Pack, config);
+                last = stats;
+                best_par = best_par.min(took);
+                best_seq = best_par;
+                continue;
+            }
             let (a, _, seq) = kit.execute(&txs, BuildMode::Pack, sequential);
             let (b, stats, par) = kit.execute(&txs, BuildMode::Pack, parallel);
             identical &= a == b;
@@ -297,13 +311,15 @@ fn main() {
         let speedup = best_seq.as_secs_f64() / best_par.as_secs_f64();
         println!(
             "{name}: txs={} sequential {:.1} ms, parallel {:.1} ms; last parallel run: {} validated \
-             speculative runs, {} re-executed, {} executed in place by the committer",
+             speculative runs, {} re-executed, {} executed in place by the committer ({} of them \
+             abandoned by a helper)",
             txs.len(),
             ms(best_seq),
             ms(best_par),
             last.speculated - last.reexecuted,
             last.reexecuted,
-            last.direct
+            last.direct,
+            last.abandoned
         );
         println!(
             "parallel: workload={name} txs={} threads={threads} sequential_ms={:.1} parallel_ms={:.1} speedup={speedup:.2} spin_speedup={spin:.2} efficiency={:.2} identical={}",

@@ -227,7 +227,7 @@ pub struct Cli {
     pub executor_threads: Option<usize>,
     /// Run blocks in parallel: auto (blocks of 64+ transactions no one sender dominates),
     /// always, or never. Results equal sequential execution either way.
-    #[arg(long = "exec.parallel", default_value = "never")]
+    #[arg(long = "exec.parallel", default_value = "auto")]
     pub exec_parallel: hearth_actors::ParallelMode,
     /// Threads one parallel block runs on, its executor included (1..=64; default: the
     /// executor threads / cores).
@@ -419,7 +419,7 @@ pub struct ImportArgs {
     #[arg(long, required = true)]
     pub genesis: PathBuf,
     /// Run blocks in parallel: auto, always or never (results are identical either way).
-    #[arg(long = "exec.parallel", default_value = "never")]
+    #[arg(long = "exec.parallel", default_value = "auto")]
     pub exec_parallel: hearth_actors::ParallelMode,
     /// Threads one parallel block uses (1..=64; default: cores).
     #[arg(long = "exec.threads")]
@@ -470,7 +470,7 @@ pub struct ConformanceArgs {
     pub skip_known: bool,
     /// Run blocks in parallel: auto (blocks of 64+ transactions no one sender dominates),
     /// always, or never. Results equal sequential execution either way.
-    #[arg(long = "exec.parallel", default_value = "never")]
+    #[arg(long = "exec.parallel", default_value = "auto")]
     pub exec_parallel: hearth_actors::ParallelMode,
     /// Threads one parallel block runs on, its executor included (1..=64; default: the
     /// executor threads / cores).

@@ -9,7 +9,9 @@
 //! withdrawals (EIP-4895), requests (EIP-6110 deposits, EIP-7002 and EIP-7251 system calls,
 //! EIP-7685 hash) and the pre-merge block and ommer rewards.
 
-use alloy_consensus::{Eip658Value, Header, Receipt, ReceiptEnvelope, Transaction, TxReceipt};
+use alloy_consensus::{
+    Eip658Value, Header, Receipt, ReceiptEnvelope, ReceiptWithBloom, Transaction, TxReceipt,
+};
 use alloy_eips::eip2935::HISTORY_STORAGE_ADDRESS;
 use alloy_eips::eip4788::BEACON_ROOTS_ADDRESS;
 use alloy_eips::eip6110::{DEPOSIT_REQUEST_TYPE, MAINNET_DEPOSIT_CONTRACT_ADDRESS};
@@ -24,7 +26,8 @@ use hearth_messages::executor::{
 };
 use hearth_storage::trie::{EMPTY_ROOT, ordered_root};
 use hearth_storage::{
-    BlockDraft, ChainDb, StoredBody, receipts_root, state_root_after, transactions_root,
+    BlockDraft, ChainDb, StoredBody, receipts_root_spread, state_root_after,
+    transactions_root_spread,
 };
 use revm::context::evm::Evm;
 use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Output};
@@ -316,7 +319,8 @@ pub(crate) fn execute_block(
     let mut gas_used = 0u64;
     let mut blob_gas_used = 0u64;
     let mut logs_bloom = Bloom::ZERO;
-    let mut all_logs: Vec<Log> = Vec::new();
+    // The deposit contract's logs (EIP-6110 requests), the only ones read after the loop.
+    let mut deposit_logs: Vec<Log> = Vec::new();
     let stats = std::thread::scope(|scope| -> Result<_, ExecError> {
         // However this scope ends (a spawn that fails included), the helpers stop claiming:
         // made before the first spawn, so that a helper never waits for a committer that
@@ -358,10 +362,10 @@ pub(crate) fn execute_block(
             // runs it again); either way the outcome is what sequential execution gives here.
             let executed = match committer.as_mut() {
                 Some(committer) => committer.run(&mut evm, index, candidate),
-                None => evm.transact_commit(tx_env(candidate)),
+                None => evm.transact_commit(tx_env(candidate)).map(|result| (result, None)),
             };
-            let result = match executed {
-                Ok(result) => result,
+            let (result, bloom) = match executed {
+                Ok(executed) => executed,
                 Err(EVMError::Transaction(e)) if mode == BuildMode::Import => {
                     return Err(reject(e.to_string()));
                 }
@@ -385,9 +389,17 @@ pub(crate) fn execute_block(
             // A halt returns nothing; a revert its revert data.
             outputs.push(result.output().cloned());
             let logs = result.into_logs();
-            all_logs.extend(logs.iter().cloned());
+            deposit_logs.extend(
+                logs.iter().filter(|log| log.address == MAINNET_DEPOSIT_CONTRACT_ADDRESS).cloned(),
+            );
             let receipt = Receipt { status, cumulative_gas_used: gas_used, logs };
-            let receipt = ReceiptEnvelope::from_typed(candidate.tx.tx_type(), receipt.with_bloom());
+            // A helper made the bloom of a speculative run's logs (keccak of every address and
+            // topic): the committer's loop is the block's sequential part.
+            let receipt = match bloom {
+                Some(bloom) => ReceiptWithBloom::new(receipt, bloom),
+                None => receipt.with_bloom(),
+            };
+            let receipt = ReceiptEnvelope::from_typed(candidate.tx.tx_type(), receipt);
             logs_bloom.accrue_bloom(&receipt.bloom());
             receipts.push(receipt);
             body.senders.push(candidate.sender);
@@ -404,7 +416,7 @@ pub(crate) fn execute_block(
     }
     let mut requests = Requests::default();
     if full && prague {
-        requests.push_request_with_type(DEPOSIT_REQUEST_TYPE, deposit_requests(&all_logs)?);
+        requests.push_request_with_type(DEPOSIT_REQUEST_TYPE, deposit_requests(&deposit_logs)?);
         for (address, kind) in [
             (WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS, WITHDRAWAL_REQUEST_TYPE),
             (CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, CONSOLIDATION_REQUEST_TYPE),
@@ -449,6 +461,10 @@ pub(crate) fn execute_block(
     scratch.keep(frame_stack, ctx.local, deepest);
     let changes = ctx.journaled_state.database.into_changes();
 
+    // For a block of cheap transactions these two roots cost more than the execution (a
+    // receipt's bloom alone is three keccak blocks): a parallel configuration hashes them on
+    // its threads too.
+    let root_threads = crate::parallel::spread_threads(&defaults.parallel);
     let ommers_hash = if env.ommers.is_empty() {
         alloy_consensus::constants::EMPTY_OMMER_ROOT_HASH
     } else {
@@ -459,8 +475,8 @@ pub(crate) fn execute_block(
         ommers_hash,
         beneficiary: env.coinbase,
         state_root: B256::ZERO,
-        transactions_root: transactions_root(&body),
-        receipts_root: receipts_root(&receipts),
+        transactions_root: transactions_root_spread(&body, root_threads),
+        receipts_root: receipts_root_spread(&receipts, root_threads),
         logs_bloom,
         difficulty: env.difficulty,
         number: env.number,

@@ -5,7 +5,11 @@
 //! `commit` records each transaction's changes so the next transaction of the block sees them,
 //! and at the end the changes become the block's `StateDiff`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+// foldhash maps: the block's changes are looked up on every read and commit of every
+// transaction, where SipHash showed in profiles.
+use alloy_primitives::map::{HashMap, HashSet};
 
 use alloy_primitives::{Address, B256, U256};
 use hearth_storage::{
@@ -14,7 +18,9 @@ use hearth_storage::{
 use revm::bytecode::Bytecode;
 use revm::database_interface::{Database, DatabaseCommit, DatabaseRef};
 use revm::primitives::AddressMap;
-use revm::state::{Account, AccountInfo};
+use revm::state::{Account, AccountInfo, EvmState};
+
+use crate::parallel::published::{Published, SlotRead};
 
 use crate::code_cache::CodeL1;
 
@@ -141,6 +147,9 @@ pub(crate) struct ExecDb<'a> {
     /// The deepest call frame a call or create instruction opened (0: the top frame only),
     /// when the EVM notes it (a block's: `block_exec::note_call_depths`).
     max_call_depth: usize,
+    /// A parallel block's committed values, read before `changes` (a helper's database, whose
+    /// `changes` stay the block's start).
+    published: Option<&'a Published>,
 }
 
 impl<'a> ExecDb<'a> {
@@ -154,6 +163,45 @@ impl<'a> ExecDb<'a> {
             block_hashes: BTreeMap::new(),
             log: None,
             max_call_depth: 0,
+            published: None,
+        }
+    }
+
+    /// Reads what a parallel block's committer published before this database's own changes.
+    pub(crate) fn read_published(&mut self, published: &'a Published) {
+        self.published = Some(published);
+    }
+
+    /// Publishes what transaction `writer` committed (`state`, already committed here) as
+    /// this database now holds it, for a parallel block's helpers.
+    pub(crate) fn publish(&self, writer: usize, state: &EvmState, published: &Published) {
+        for (address, account) in state {
+            if !account.is_touched() {
+                continue;
+            }
+            let committed = self.changes.accounts.get(address).cloned().flatten();
+            // Conservatively, an account left empty may have lost its storage (EIP-161).
+            let reset =
+                account.is_created() || account.is_selfdestructed() || account.info.is_empty();
+            let mut slots_written = false;
+            if let Some(info) = &committed {
+                // Code the block deployed (or delegated to) is in `codes`; the rest is stored.
+                if let Some(code) = self.changes.codes.get(&info.code_hash) {
+                    published.put_code(info.code_hash, code.clone());
+                }
+                for (slot, value) in account.changed_storage_slots() {
+                    published.put_slot(writer, *address, *slot, value.present_value);
+                    slots_written = true;
+                }
+            }
+            published.put_account(writer, *address, committed, reset, slots_written);
+        }
+    }
+
+    /// Commits `state` without taking it (a parallel block's committer still publishes it).
+    pub(crate) fn commit_ref(&mut self, state: &EvmState) {
+        for (address, account) in state {
+            self.commit_account(*address, account);
         }
     }
 
@@ -345,6 +393,9 @@ impl<'a> ExecDb<'a> {
 
     /// A slot's value as of now in the block.
     fn storage_now(&mut self, address: Address, index: U256) -> Result<U256, StorageError> {
+        if let Some(SlotRead::Value(value)) = self.published.map(|p| p.slot(&address, &index)) {
+            return Ok(value);
+        }
         if let Some(value) = self.changes.storage.get(&address).and_then(|s| s.get(&index)) {
             return Ok(*value);
         }
@@ -359,7 +410,7 @@ impl<'a> ExecDb<'a> {
         }
     }
 
-    fn commit_account(&mut self, address: Address, account: Account) {
+    fn commit_account(&mut self, address: Address, account: &Account) {
         if !account.is_touched() {
             return;
         }
@@ -405,7 +456,8 @@ impl Database for ExecDb<'_> {
     type Error = StorageError;
 
     fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, Self::Error> {
-        let mut info = match self.changes.accounts.get(&address) {
+        let published = self.published.and_then(|p| p.account(&address));
+        let mut info = match published.as_ref().or_else(|| self.changes.accounts.get(&address)) {
             Some(info) => info.clone(),
             None => self.base_account(&address)?.map(|a| AccountInfo {
                 balance: a.balance,
@@ -440,6 +492,9 @@ impl Database for ExecDb<'_> {
         if let Some(code) = self.changes.codes.get(&code_hash) {
             return Ok(code.clone());
         }
+        if let Some(code) = self.published.and_then(|p| p.code(&code_hash)) {
+            return Ok(code);
+        }
         let base = &self.base;
         self.codes.get_or_load(code_hash, || base.code_by_hash_ref(code_hash))
     }
@@ -462,8 +517,8 @@ impl Database for ExecDb<'_> {
 
 impl DatabaseCommit for ExecDb<'_> {
     fn commit(&mut self, changes: AddressMap<Account>) {
-        for (address, account) in changes {
-            self.commit_account(address, account);
+        for (address, account) in &changes {
+            self.commit_account(*address, account);
         }
     }
 }

@@ -7,23 +7,25 @@
 //! 1. **Claim in block order.** The block's executor (the committer) and `threads - 1` helper
 //!    threads (scoped, living for the block) take transaction indexes from one counter
 //!    (`Board`), so at any moment the threads run neighbouring transactions.
-//! 2. **Speculate on the committed prefix.** A helper keeps its own copy of the block's state;
-//!    before each claim it applies what the committer committed since (the commit log), so a
-//!    transaction runs against the state after every transaction below its `snapshot` (the
-//!    committer's position at the claim). The run records every account and slot it read and
-//!    keeps its result and state changes. Nothing else is shared.
+//! 2. **Speculate on what is committed.** A helper reads the block's state through `Published`
+//!    (the block's multi-version memory: the newest committed version of each key, which the
+//!    committer publishes after each commit) before the block's start state, so a run sees the
+//!    transactions committed up to each of its reads. The run records every account and slot
+//!    it read and keeps its result and state changes. Nothing else is shared.
 //! 3. **Validate and commit in block order** (on the block's executor, in the one sequential
 //!    loop of `block_exec.rs`). At transaction `i` the committer commits its speculative run if
-//!    every key it read that a transaction in `snapshot..i` wrote still holds the value read
-//!    (`LastWrites`: the last writer of each key); otherwise it executes `i` again, there.
-//!    With no run ready, it executes `i` itself when no one claimed it; when a helper is running
-//!    it, the committer meanwhile speculates the next unclaimed transaction on its own EVM
-//!    (without committing), so both threads stay busy. EVM execution is a function of the
+//!    every key it read that a transaction at or after the run's `snapshot` wrote (the
+//!    published versions say which) still holds the value read; otherwise it executes `i`
+//!    again, there. A helper's view may mix versions, so its snapshot is 0: every read of a
+//!    key the block wrote is compared. With no run ready, the committer executes `i` itself
+//!    when no one claimed it; when a helper is running it, the committer meanwhile speculates
+//!    the next unclaimed transaction on its own EVM (without committing; that run's snapshot
+//!    is exact), or waits a little for the helper's run. EVM execution is a function of the
 //!    values read, so a run whose reads all match produces exactly what sequential execution
 //!    produces at `i`.
 //!
-//! A run's snapshot trails its commit by a few transactions, so a transaction conflicts only
-//! with its near neighbours: ERC-20 transfers among 1,000 holders rarely do. When neighbours
+//! A run reads what is committed while it runs, so a transaction conflicts only with the few
+//! neighbours still in flight: ERC-20 transfers among 1,000 holders rarely do. When neighbours
 //! conflict often (a hot contract, a chain of dependent transfers, one sender's nonces), the
 //! committer stops speculating and executes each transaction in place as sequential execution
 //! would (`Committer`'s hot mode, left after a back-off or when a run validates) and the
@@ -37,27 +39,31 @@
 //! coinbase read validated on nonce and code hash only, and its coinbase balance committed as
 //! the balance now plus what its run added (the fee).
 
+use alloy_primitives::map::HashMap;
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::panic::AssertUnwindSafe;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use alloy_consensus::Transaction;
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256, Bloom, U256, logs_bloom};
 use hearth_messages::executor::{BlockEnvSpec, BuildMode, PooledTx};
 use hearth_storage::{ChainDb, EMPTY_CODE_HASH, StorageError};
 use revm::ExecuteEvm;
 use revm::context::result::{EVMError, ExecutionResult, ResultAndState};
-use revm::database_interface::{Database, DatabaseCommit};
-use revm::state::{AccountInfo, EvmState};
+use revm::database_interface::Database;
+use revm::state::AccountInfo;
+
+pub(crate) mod published;
 
 use crate::block_exec::BlockEvm;
 use crate::code_cache::CodeL1;
 use crate::exec_db::{BlockChanges, ExecDb};
 use crate::executor::{ExecConfig, tx_env};
+use published::Published;
 
 /// Fewest transactions a block needs before `auto` runs it in parallel. Below it, starting the
 /// workers and validating costs more than the block's execution (a scoped thread costs tens of
@@ -152,13 +158,23 @@ pub struct ParallelStats {
     /// Transactions the committer executed in place without a speculative run (no one had
     /// claimed it, or conflicts were frequent and its run was still going).
     pub direct: usize,
+    /// Of those, transactions a helper was running when the committer executed them (the
+    /// helper's run was wasted).
+    pub abandoned: usize,
     /// Threads that ran the block (its executor and the helpers).
     pub threads: usize,
 }
 
 thread_local! {
     static LAST_STATS: std::cell::Cell<ParallelStats> = const {
-        std::cell::Cell::new(ParallelStats { parallel: false, speculated: 0, reexecuted: 0, direct: 0, threads: 0 })
+        std::cell::Cell::new(ParallelStats {
+            parallel: false,
+            speculated: 0,
+            reexecuted: 0,
+            direct: 0,
+            abandoned: 0,
+            threads: 0,
+        })
     };
 }
 
@@ -189,61 +205,23 @@ pub(crate) struct ReadLog {
     pub(crate) slots: Vec<(Address, U256, U256)>,
 }
 
-/// The last transaction of the block that wrote each key (conservatively: touched accounts
-/// count as written).
-#[derive(Debug, Default)]
-struct LastWrites {
-    accounts: HashMap<Address, usize>,
-    slots: HashMap<(Address, U256), usize>,
-    /// Accounts with any slot written or their storage reset.
-    storage_touched: HashMap<Address, usize>,
-    /// Accounts whose whole storage may read differently (created, self-destructed, left
-    /// empty and so possibly deleted).
-    reset: HashMap<Address, usize>,
-}
-
-impl LastWrites {
-    fn record(&mut self, index: usize, state: &EvmState) {
-        for (address, account) in state {
-            if !account.is_touched() {
-                continue;
-            }
-            self.accounts.insert(*address, index);
-            if account.is_selfdestructed() || account.is_created() || account.info.is_empty() {
-                self.reset.insert(*address, index);
-                self.storage_touched.insert(*address, index);
-            }
-            for (slot, _) in account.changed_storage_slots() {
-                self.slots.insert((*address, *slot), index);
-                self.storage_touched.insert(*address, index);
-            }
-        }
+/// Whether a read of `address` that returned `seen`, in a run whose snapshot was `snapshot`,
+/// may read differently now: a transaction at or after the snapshot touched the account, or,
+/// for an account with no nonce and no code, wrote its storage (which changes the EIP-7610
+/// marker of `ExecDb::basic`).
+fn account_dirty(
+    published: &Published,
+    address: &Address,
+    seen: &Option<AccountInfo>,
+    snapshot: usize,
+) -> bool {
+    if published.account_written_since(address, snapshot) {
+        return true;
     }
-
-    /// Whether a read of `address` that returned `seen` in a run whose snapshot was `snapshot`
-    /// may read differently now. An account with no nonce and no code reads differently when
-    /// its storage changes (the EIP-7610 marker of `ExecDb::basic`).
-    fn account_dirty(
-        &self,
-        address: &Address,
-        seen: &Option<AccountInfo>,
-        snapshot: usize,
-    ) -> bool {
-        let since =
-            |map: &HashMap<Address, usize>| map.get(address).is_some_and(|&w| w >= snapshot);
-        if since(&self.accounts) {
-            return true;
-        }
-        let marker_possible = seen.as_ref().is_some_and(|info| {
-            info.nonce == 0 && (info.code_hash == EMPTY_CODE_HASH || info.code_hash == B256::ZERO)
-        });
-        marker_possible && since(&self.storage_touched)
-    }
-
-    fn slot_dirty(&self, address: &Address, slot: &U256, snapshot: usize) -> bool {
-        self.reset.get(address).is_some_and(|&w| w >= snapshot)
-            || self.slots.get(&(*address, *slot)).is_some_and(|&w| w >= snapshot)
-    }
+    let marker_possible = seen.as_ref().is_some_and(|info| {
+        info.nonce == 0 && (info.code_hash == EMPTY_CODE_HASH || info.code_hash == B256::ZERO)
+    });
+    marker_possible && published.storage_touched_since(address, snapshot)
 }
 
 /// One transaction's speculative run.
@@ -253,6 +231,8 @@ pub(crate) struct Speculated {
     /// snapshot, a storage error, a panic): the transaction is executed again at commit, which
     /// gives the real outcome.
     outcome: Option<ResultAndState>,
+    /// The bloom of its logs, made on the helper's thread (the committer's receipt takes it).
+    bloom: Bloom,
     /// Accounts read, with the value read.
     accounts: Vec<(Address, Option<AccountInfo>)>,
     /// Slots read: (address, slot, value).
@@ -267,6 +247,7 @@ impl Speculated {
     const fn failed(snapshot: usize) -> Self {
         Self {
             outcome: None,
+            bloom: Bloom::ZERO,
             accounts: Vec::new(),
             slots: Vec::new(),
             observes_coinbase: true,
@@ -290,7 +271,15 @@ fn speculate(evm: &mut BlockEvm<'_, ()>, pooled: &PooledTx, snapshot: usize) -> 
         .and_then(|o| o.state.get(&coinbase))
         .is_some_and(|a| a.is_created() || a.is_selfdestructed());
     let observes_coinbase = named || remade || COINBASE_SEEN.with(Cell::get);
-    Speculated { outcome, accounts: log.accounts, slots: log.slots, observes_coinbase, snapshot }
+    let bloom = outcome.as_ref().map_or(Bloom::ZERO, |o| logs_bloom(o.result.logs()));
+    Speculated {
+        outcome,
+        bloom,
+        accounts: log.accounts,
+        slots: log.slots,
+        observes_coinbase,
+        snapshot,
+    }
 }
 
 /// How many helper threads a block of `txs` gets under `config`; `None`: it runs sequentially.
@@ -310,9 +299,18 @@ pub(crate) fn helpers(config: &ParallelConfig, txs: &[PooledTx]) -> Option<usize
     }
 }
 
+/// How many threads the parts of a block after its transactions (the transactions and
+/// receipts roots) are spread over: the parallel threads unless blocks run sequentially.
+pub(crate) fn spread_threads(config: &ParallelConfig) -> usize {
+    match config.mode {
+        ParallelMode::Never => 1,
+        ParallelMode::Auto | ParallelMode::Always => config.threads.get(),
+    }
+}
+
 /// Whether one sender carries more than `MAX_SENDER_SHARE_PERCENT` of the block's gas.
 fn one_sender_dominates(txs: &[PooledTx]) -> bool {
-    let mut gas: HashMap<Address, u64> = HashMap::new();
+    let mut gas: HashMap<Address, u64> = HashMap::default();
     let mut total = 0u64;
     for tx in txs {
         let limit = tx.tx.gas_limit().max(21_000);
@@ -324,30 +322,22 @@ fn one_sender_dominates(txs: &[PooledTx]) -> bool {
     u128::from(busiest) * 100 > u128::from(total) * u128::from(MAX_SENDER_SHARE_PERCENT)
 }
 
-/// What the committed transactions changed, in order, for the helpers to catch up with.
-#[derive(Debug, Default)]
-struct CommitLog {
-    /// Every transaction below it is final.
-    position: usize,
-    /// The state changes committed, in block order.
-    states: Vec<Arc<EvmState>>,
-}
-
 /// What one parallel block's threads share, for the block's lifetime only (it lives on the
 /// block executor's stack; the helpers are scoped threads): the claim counter, the finished
-/// speculative runs and the commit log. Its mutexes are the block's own, each held for a
-/// push or a take; nothing on the request path ever sees them.
+/// speculative runs and the committed values. Its mutexes are the block's own, each held for
+/// a push, a take, an insert or a lookup; nothing on the request path ever sees them.
 #[derive(Debug)]
 pub(crate) struct Board<'a> {
     txs: &'a [PooledTx],
     /// The lowest transaction no one has claimed.
     next: AtomicUsize,
-    /// Every transaction below it is final (the commit log's position, readable without it).
+    /// Every transaction below it is committed (and published).
     position: AtomicUsize,
     /// How far past `position` a helper may claim.
     window: usize,
     runs: Vec<Mutex<Option<Speculated>>>,
-    log: Mutex<CommitLog>,
+    /// What the committer committed so far, which helpers read.
+    published: Published,
     stop: AtomicBool,
     /// The committer executes in place (conflicts are frequent): helpers pause rather than
     /// take the CPU time of a machine whose other core may be busy.
@@ -371,7 +361,7 @@ impl<'a> Board<'a> {
             position: AtomicUsize::new(0),
             window: HELPER_WINDOW_PER_THREAD * (helpers + 1),
             runs: txs.iter().map(|_| Mutex::new(None)).collect(),
-            log: Mutex::new(CommitLog::default()),
+            published: Published::default(),
             stop: AtomicBool::new(false),
             hot: AtomicBool::new(false),
             helpers,
@@ -422,7 +412,7 @@ impl<'a> Board<'a> {
         true
     }
 
-    /// Whether helpers need the committed states.
+    /// Whether helpers read the committed values.
     fn followed(&self) -> bool {
         self.helpers > 0 && !self.stale
     }
@@ -470,7 +460,9 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>) {
     crate::block_exec::instrument(&mut evm);
     evm.ctx.cfg.disable_eip3607 = input.mode == BuildMode::Pack;
     evm.ctx.journaled_state.database.set_changes(input.start.clone());
-    let mut applied = 0;
+    if board.followed() {
+        evm.ctx.journaled_state.database.read_published(&board.published);
+    }
     while !board.stop.load(Ordering::Acquire) {
         if board.hot.load(Ordering::Acquire) {
             std::thread::sleep(HOT_PAUSE);
@@ -479,26 +471,14 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>) {
         if !board.stale && !board.wait_for_window() {
             break;
         }
-        let snapshot = if board.stale {
-            0
-        } else {
-            let (position, new) = {
-                let log = locked(&board.log);
-                (log.position, log.states[applied..].to_vec())
-            };
-            applied += new.len();
-            for state in new {
-                evm.ctx.journaled_state.database.commit(EvmState::clone(&state));
-            }
-            position
-        };
         let Some(index) = board.claim() else { break };
         let pooled = &board.txs[index];
-        let run =
-            std::panic::catch_unwind(AssertUnwindSafe(|| speculate(&mut evm, pooled, snapshot)));
+        // The run reads the committed values as they are at each read, so it is checked against
+        // every write of the block (snapshot 0), by value: see `published`.
+        let run = std::panic::catch_unwind(AssertUnwindSafe(|| speculate(&mut evm, pooled, 0)));
         let Ok(run) = run else {
             // The EVM may be left half-way: give the transaction back to the committer, stop.
-            board.put(index, Speculated::failed(snapshot));
+            board.put(index, Speculated::failed(0));
             break;
         };
         board.put(index, run);
@@ -508,18 +488,21 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>) {
 /// Consecutive failed validations after which the committer executes in place (hot mode).
 const HOT_STREAK: usize = 3;
 /// Transactions a hot mode lasts at first unless a run validates; doubled (up to the maximum)
-/// each time it is entered again without a validated run in between.
+/// each time it is entered again, halved by each run that validates.
 const HOT_BACKOFF_MIN: usize = 32;
 const HOT_BACKOFF_MAX: usize = 1024;
+/// How long the committer waits for a helper's run of the transaction it must commit next,
+/// when it has nothing else to do, before it executes the transaction itself: a few cheap
+/// transactions' worth, so a helper that lost its core costs little.
+const HELPER_WAIT: Duration = Duration::from_micros(20);
 /// How long a helper sleeps between looks while the committer is in hot mode.
-const HOT_PAUSE: std::time::Duration = std::time::Duration::from_micros(50);
+const HOT_PAUSE: Duration = Duration::from_micros(50);
 
 /// The commit side of a parallel block, on the block's executor: validates each transaction's
 /// speculative run in block order, or executes it in place.
 #[derive(Debug)]
 pub(crate) struct Committer<'b, 'a> {
     board: &'b Board<'a>,
-    written: LastWrites,
     coinbase: Address,
     stats: ParallelStats,
     /// Failed validations in a row.
@@ -534,15 +517,7 @@ impl<'b, 'a> Committer<'b, 'a> {
     pub(crate) fn new(board: &'b Board<'a>, coinbase: Address) -> Self {
         let stats =
             ParallelStats { parallel: true, threads: board.helpers + 1, ..Default::default() };
-        Self {
-            board,
-            written: LastWrites::default(),
-            coinbase,
-            stats,
-            streak: 0,
-            hot_left: 0,
-            backoff: HOT_BACKOFF_MIN,
-        }
+        Self { board, coinbase, stats, streak: 0, hot_left: 0, backoff: HOT_BACKOFF_MIN }
     }
 
     pub(crate) const fn stats(&self) -> ParallelStats {
@@ -550,30 +525,28 @@ impl<'b, 'a> Committer<'b, 'a> {
     }
 
     /// Runs transaction `index` as sequential execution would at this point of the block and
-    /// commits it; every transaction below `index` the loop did not run was skipped.
+    /// commits it; every transaction below `index` the loop did not run was skipped. With the
+    /// result comes its logs' bloom when a speculative run already made it.
     pub(crate) fn run(
         &mut self,
         evm: &mut BlockEvm<'_, ()>,
         index: usize,
         pooled: &PooledTx,
-    ) -> Result<ExecutionResult, EVMError<StorageError>> {
+    ) -> Result<(ExecutionResult, Option<Bloom>), EVMError<StorageError>> {
         let board = self.board;
         // Skipped transactions are no one's to run any more.
         board.next.fetch_max(index, Ordering::AcqRel);
         let executed = self.execute(evm, index, pooled);
-        let (result, shared) = match executed {
-            Ok(ResultAndState { result, state }) => {
-                self.written.record(index, &state);
-                let shared = board.followed().then(|| Arc::new(state.clone()));
-                evm.ctx.journaled_state.database.commit(state);
-                (Ok(result), shared)
+        let result = executed.map(|(ResultAndState { result, state }, bloom)| {
+            let db = &mut evm.ctx.journaled_state.database;
+            db.commit_ref(&state);
+            // Validation reads the versions too (of the committer's own look-ahead runs), but
+            // those only exist while a helper runs.
+            if board.helpers > 0 {
+                db.publish(index, &state, &board.published);
             }
-            Err(e) => (Err(e), None),
-        };
-        let mut log = locked(&board.log);
-        log.position = index + 1;
-        log.states.extend(shared);
-        drop(log);
+            (result, bloom)
+        });
         board.position.store(index + 1, Ordering::Release);
         result
     }
@@ -585,27 +558,27 @@ impl<'b, 'a> Committer<'b, 'a> {
         evm: &mut BlockEvm<'_, ()>,
         index: usize,
         pooled: &PooledTx,
-    ) -> Result<ResultAndState, EVMError<StorageError>> {
+    ) -> Result<(ResultAndState, Option<Bloom>), EVMError<StorageError>> {
         let board = self.board;
+        let mut waiting: Option<Instant> = None;
+        let mut spins = 0u32;
         loop {
             if let Some(run) = board.take(index) {
                 self.stats.speculated += 1;
                 let db = &mut evm.ctx.journaled_state.database;
+                let bloom = run.bloom;
                 if let Some(outcome) = self.validate(db, run).map_err(EVMError::Database)? {
                     self.streak = 0;
-                    self.backoff = HOT_BACKOFF_MIN;
+                    // One run that validates among frequent conflicts (a hot contract, where a
+                    // helper's run now and then lands right after the commit it needed) must
+                    // not restart the back-off from its shortest: halve it.
+                    self.backoff = (self.backoff / 2).max(HOT_BACKOFF_MIN);
                     self.set_hot(0);
-                    return Ok(outcome);
+                    return Ok((outcome, Some(bloom)));
                 }
                 self.stats.reexecuted += 1;
-                self.streak += 1;
-                // Stale helpers run every transaction: the committer never goes hot there.
-                if self.streak >= HOT_STREAK && !board.stale {
-                    self.streak = 0;
-                    self.set_hot(self.backoff);
-                    self.backoff = (self.backoff * 2).min(HOT_BACKOFF_MAX);
-                }
-                return evm.transact(tx_env(pooled));
+                self.wasted();
+                return evm.transact(tx_env(pooled)).map(|outcome| (outcome, None));
             }
             if board.stale {
                 // The helpers run every transaction; wait for this one unless none is left.
@@ -622,26 +595,54 @@ impl<'b, 'a> Committer<'b, 'a> {
             {
                 break;
             }
-            // A helper is running `index`. When conflicts are frequent its run is likely stale,
-            // and past the window a run would be (the helper may also have lost its core):
-            // execute here rather than speculate further ahead.
-            if self.hot_left > 0 || board.next.load(Ordering::Acquire) >= index + board.window {
+            // A helper is running `index`. When conflicts are frequent its run is likely stale:
+            // execute here.
+            if self.hot_left > 0 {
+                self.stats.abandoned += 1;
                 break;
             }
-            match board.claim() {
-                Some(ahead) => {
-                    let run = speculate(evm, &board.txs[ahead], index);
-                    board.put(ahead, run);
-                }
-                // Nothing left to claim: executing here beats waiting for the helper.
-                None => break,
+            // Meanwhile, speculate the next unclaimed transaction within the window (further
+            // ahead, a run would be stale by its commit).
+            if board.next.load(Ordering::Acquire) < index + board.window
+                && let Some(ahead) = board.claim()
+            {
+                let run = speculate(evm, &board.txs[ahead], index);
+                board.put(ahead, run);
+                continue;
+            }
+            // Nothing else to do: wait a little for the helper's run, which is cheaper than
+            // running it again. A helper that does not deliver in time has likely lost its core
+            // (a busy machine): execute here and count its run as wasted, so that repeated
+            // misses pause the helpers as conflicts do.
+            let started = *waiting.get_or_insert_with(Instant::now);
+            spins += 1;
+            if !spins.is_multiple_of(64) {
+                std::hint::spin_loop();
+            } else if started.elapsed() > HELPER_WAIT {
+                self.stats.abandoned += 1;
+                self.wasted();
+                break;
+            } else {
+                std::thread::yield_now();
             }
         }
         self.stats.direct += 1;
         if self.hot_left > 0 {
             self.set_hot(self.hot_left - 1);
         }
-        evm.transact(tx_env(pooled))
+        evm.transact(tx_env(pooled)).map(|outcome| (outcome, None))
+    }
+
+    /// A helper's run was wasted (it failed validation, or the committer executed its
+    /// transaction first); after `HOT_STREAK` in a row the committer goes hot.
+    fn wasted(&mut self) {
+        self.streak += 1;
+        // Stale helpers run every transaction: the committer never goes hot there.
+        if self.streak >= HOT_STREAK && !self.board.stale {
+            self.streak = 0;
+            self.set_hot(self.backoff);
+            self.backoff = (self.backoff * 2).min(HOT_BACKOFF_MAX);
+        }
     }
 
     /// Enters (or leaves, with 0) hot mode for `left` transactions executed in place.
@@ -667,7 +668,7 @@ impl<'b, 'a> Committer<'b, 'a> {
             if lazy {
                 coinbase_read.get_or_insert(seen.as_ref().map_or(U256::ZERO, |i| i.balance));
             }
-            if !self.written.account_dirty(address, seen, run.snapshot) {
+            if !account_dirty(&self.board.published, address, seen, run.snapshot) {
                 continue;
             }
             let now = db.basic(*address)?;
@@ -677,7 +678,7 @@ impl<'b, 'a> Committer<'b, 'a> {
             }
         }
         for (address, slot, seen) in &run.slots {
-            if self.written.slot_dirty(address, slot, run.snapshot)
+            if self.board.published.slot_written_since(address, slot, run.snapshot)
                 && db.storage(*address, *slot)? != *seen
             {
                 return Ok(None);
@@ -722,8 +723,6 @@ fn same_but_balance(a: &Option<AccountInfo>, b: &Option<AccountInfo>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use revm::state::{Account, EvmStorageSlot};
-
     use super::*;
 
     /// A run is checked only against what transactions at or above its snapshot wrote: a write
@@ -731,21 +730,24 @@ mod tests {
     #[test]
     fn a_write_below_the_snapshot_was_seen_and_one_above_is_checked() {
         let token = Address::with_last_byte(1);
-        let mut account = Account::from(AccountInfo { nonce: 1, ..Default::default() });
-        account.mark_touch();
-        account.storage.insert(
-            U256::from(7),
-            EvmStorageSlot::new_changed(U256::ZERO, U256::from(1), Default::default()),
-        );
-        let state: EvmState = [(token, account)].into_iter().collect();
-        let mut written = LastWrites::default();
-        written.record(3, &state);
-        let seen = Some(AccountInfo { nonce: 1, ..Default::default() });
-        assert!(written.slot_dirty(&token, &U256::from(7), 3), "written at 3, run saw 0..3");
-        assert!(!written.slot_dirty(&token, &U256::from(7), 4), "run saw 0..4, the write too");
-        assert!(!written.slot_dirty(&token, &U256::from(8), 0), "another slot");
-        assert!(written.account_dirty(&token, &seen, 3));
-        assert!(!written.account_dirty(&token, &seen, 4));
-        assert!(!written.account_dirty(&Address::with_last_byte(2), &None, 0));
+        let published = Published::default();
+        let info = AccountInfo { nonce: 1, ..Default::default() };
+        published.put_account(3, token, Some(info.clone()), false, true);
+        published.put_slot(3, token, U256::from(7), U256::from(1));
+        let seen = Some(info);
+        let slot = |slot: u8, since| published.slot_written_since(&token, &U256::from(slot), since);
+        assert!(slot(7, 3), "written at 3, run saw 0..3");
+        assert!(!slot(7, 4), "run saw 0..4, the write too");
+        assert!(!slot(8, 0), "another slot");
+        assert!(account_dirty(&published, &token, &seen, 3));
+        assert!(!account_dirty(&published, &token, &seen, 4));
+        assert!(!account_dirty(&published, &Address::with_last_byte(2), &None, 0));
+        // An account with no nonce and no code reads differently when its storage changes.
+        let empty = Some(AccountInfo::default());
+        let other = Address::with_last_byte(3);
+        published.put_slot(5, other, U256::from(1), U256::from(1));
+        published.put_account(4, other, empty.clone(), false, false);
+        published.put_account(5, Address::with_last_byte(9), None, false, false);
+        assert!(!account_dirty(&published, &other, &empty, 5));
     }
 }

@@ -158,7 +158,7 @@ async fn log_answers_stop_at_the_log_and_byte_caps() {
 }
 
 /// Runs the `hearth` binary with `args`; its exit status and stderr.
-fn hearth(args: &[&str]) -> (bool, String) {
+pub(crate) fn hearth(args: &[&str]) -> (bool, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_hearth")).args(args).output().expect("runs");
     (output.status.success(), String::from_utf8_lossy(&output.stderr).into_owned())
 }

@@ -212,3 +212,73 @@ fn auto_runs_small_blocks_sequentially_and_threads_are_range_checked() {
     assert_eq!("always".parse::<ParallelMode>(), Ok(ParallelMode::Always));
     assert!("sometimes".parse::<ParallelMode>().is_err());
 }
+
+/// Importing a chain of big blocks gives the head hash of the node that mined it, whether its
+/// blocks run in parallel or not: each block holds a token's transfers from one sender (a
+/// nonce chain) and plain transfers from nine senders to seven receivers (shared balances).
+#[test]
+fn an_imported_chain_of_big_blocks_reaches_the_same_head_every_way() {
+    use crate::process::{NodeProcess, TempDir};
+    use crate::support::fixtures;
+    use serde_json::{Value, json};
+
+    let dir = TempDir::new("parallel-import");
+    let dev = dir.path().join("dev");
+    let node = NodeProcess::start(&dev, &["--no-mining"]);
+    let accounts: Value = node.ok("eth_accounts", json!([]));
+    let accounts: Vec<&str> =
+        accounts.as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    let deploy = node.ok(
+        "eth_sendTransaction",
+        json!([{"from": accounts[0], "data": fixtures::bench_token_bytecode()}]),
+    );
+    node.ok("evm_mine", json!([]));
+    let receipt = node.ok("eth_getTransactionReceipt", json!([deploy]));
+    let token = receipt["contractAddress"].as_str().unwrap().to_owned();
+    for _ in 0..2 {
+        for i in 0..60u64 {
+            let transfer = format!("0xa9059cbb{:0>64x}{:0>64x}", 0x1000 + i % 13, 1);
+            node.ok(
+                "eth_sendTransaction",
+                json!([{"from": accounts[0], "to": token, "data": transfer}]),
+            );
+            let to = format!("0x{:0>40x}", 0x2000 + i % 7);
+            let from = accounts[1 + usize::try_from(i).unwrap() % 9];
+            node.ok("eth_sendTransaction", json!([{"from": from, "to": to, "value": "0x1"}]));
+        }
+        node.ok("evm_mine", json!([]));
+    }
+    let head: Value = node.ok("eth_getBlockByNumber", json!(["latest", false]));
+    assert_eq!(head["transactions"].as_array().map(Vec::len), Some(120), "{head}");
+    node.stop();
+
+    let (genesis, blocks) = (dir.path().join("genesis.json"), dir.path().join("chain.rlp"));
+    let (genesis, blocks) = (genesis.to_str().unwrap(), blocks.to_str().unwrap());
+    let (ok, log) = crate::hostile::hearth(&[
+        "export",
+        "--datadir",
+        dev.to_str().unwrap(),
+        "--genesis-out",
+        genesis,
+        blocks,
+    ]);
+    assert!(ok, "{log}");
+    let hash = head["hash"].as_str().unwrap();
+    for mode in ["never", "always", "auto"] {
+        let copy = dir.path().join(mode);
+        let (ok, log) = crate::hostile::hearth(&[
+            "import",
+            "--genesis",
+            genesis,
+            "--datadir",
+            copy.to_str().unwrap(),
+            "--exec.parallel",
+            mode,
+            "--exec.threads",
+            "3",
+            blocks,
+        ]);
+        assert!(ok, "{mode}: {log}");
+        assert!(log.contains(&format!("head #3 {hash}")), "{mode}: not the same head: {log}");
+    }
+}

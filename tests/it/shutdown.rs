@@ -146,8 +146,13 @@ fn sigterm_answers_every_queued_call_and_the_chain_reopens_at_the_last_block() {
             assert_eq!(status, 503, "{body}");
             refused += 1;
         } else {
-            // Only the running call could have ended (out of gas) before the signal came.
-            assert_eq!(response["error"]["message"], "out of gas", "{response}");
+            // Only the running call could have ended before the signal came: out of gas, or
+            // stopped by the EVM time cap on a machine slow enough (a loaded CI box).
+            let message = response["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message == "out of gas" || message.starts_with("execution aborted (timeout"),
+                "{response}"
+            );
         }
     }
     // A spin runs for its whole gas cap: the four queued behind it were still waiting.

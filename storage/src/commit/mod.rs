@@ -563,18 +563,30 @@ fn finish_block(
 
 /// The transactions root of a block body (our trie, key rlp(index), value the EIP-2718 bytes).
 pub fn transactions_root(body: &StoredBody) -> B256 {
-    crate::trie::ordered_root(
+    transactions_root_spread(body, 1)
+}
+
+/// The transactions root, hashed on `threads` threads when the block is large enough.
+pub fn transactions_root_spread(body: &StoredBody, threads: usize) -> B256 {
+    crate::trie::ordered_root_spread(
         body.transactions
             .iter()
             .enumerate()
             .map(|(i, tx)| (alloy_rlp::encode(i), tx.encoded_2718())),
+        threads,
     )
 }
 
 /// The receipts root (our trie, key rlp(index), value the EIP-2718 receipt bytes).
 pub fn receipts_root(receipts: &[ReceiptEnvelope]) -> B256 {
-    crate::trie::ordered_root(
+    receipts_root_spread(receipts, 1)
+}
+
+/// The receipts root, hashed on `threads` threads when the block is large enough.
+pub fn receipts_root_spread(receipts: &[ReceiptEnvelope], threads: usize) -> B256 {
+    crate::trie::ordered_root_spread(
         receipts.iter().enumerate().map(|(i, r)| (alloy_rlp::encode(i), r.encoded_2718())),
+        threads,
     )
 }
 

@@ -11,7 +11,7 @@ pub(super) struct NodeRef {
 }
 
 impl NodeRef {
-    const EMPTY: Self = {
+    pub(super) const EMPTY: Self = {
         let mut bytes = [0u8; 33];
         bytes[0] = EMPTY_STRING_CODE;
         Self { len: 1, bytes }
@@ -73,27 +73,36 @@ pub(super) fn encode_into(node: &Node, buf: &mut Vec<u8>, emit: &mut dyn FnMut(B
         Node::Leaf { path, value } => encode_leaf(buf, path, value),
         Node::Extension { path, child } => {
             let child = node_ref(child, buf, emit);
-            buf.clear();
-            let payload_length = hp_length(path.len()) + child.as_slice().len();
-            Header { list: true, payload_length }.encode(buf);
-            write_hp(buf, path, false);
-            buf.extend_from_slice(child.as_slice());
+            write_extension(buf, path, &child);
         }
         Node::Branch { children, value } => {
             let mut refs = [NodeRef::EMPTY; 16];
             for (slot, child) in refs.iter_mut().zip(children.iter()) {
                 *slot = node_ref(child, buf, emit);
             }
-            buf.clear();
-            let payload_length =
-                refs.iter().map(|r| usize::from(r.len)).sum::<usize>() + value.as_slice().length();
-            Header { list: true, payload_length }.encode(buf);
-            for r in &refs {
-                buf.extend_from_slice(r.as_slice());
-            }
-            value.as_slice().encode(buf);
+            write_branch(buf, &refs, value);
         }
     }
+}
+
+/// Replaces the contents of `buf` with the RLP of the extension `[hp(path), child]`.
+pub(super) fn write_extension(buf: &mut Vec<u8>, path: &[u8], child: &NodeRef) {
+    buf.clear();
+    let payload_length = hp_length(path.len()) + child.as_slice().len();
+    Header { list: true, payload_length }.encode(buf);
+    write_hp(buf, path, false);
+    buf.extend_from_slice(child.as_slice());
+}
+
+/// Replaces the contents of `buf` with the RLP of the branch `[refs..., value]`.
+pub(super) fn write_branch(buf: &mut Vec<u8>, refs: &[NodeRef; 16], value: &[u8]) {
+    buf.clear();
+    let payload_length = refs.iter().map(|r| usize::from(r.len)).sum::<usize>() + value.length();
+    Header { list: true, payload_length }.encode(buf);
+    for r in refs {
+        buf.extend_from_slice(r.as_slice());
+    }
+    value.encode(buf);
 }
 
 /// Replaces the contents of `buf` with the RLP of the leaf `[hp(path), value]`.

@@ -32,6 +32,7 @@ mod encode;
 mod nibbles;
 mod node;
 mod read;
+mod spread;
 mod write;
 
 use decode::*;
@@ -39,6 +40,7 @@ use encode::*;
 use nibbles::*;
 use node::*;
 use read::*;
+pub use spread::{MIN_SPREAD_LEAVES, ordered_root_spread};
 use write::*;
 
 /// Keccak of rlp("") — the root of an empty trie.
