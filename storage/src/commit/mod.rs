@@ -173,7 +173,7 @@ impl Tries {
 }
 
 /// The threads a writer splits a large block between unless told otherwise: the machine's
-/// cores, at most one per root child.
+/// cores (`lane_count` makes at most one lane per root child).
 fn default_threads() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
@@ -661,9 +661,8 @@ mod tests {
         let mut writer = BlockWriter::new(db.clone(), 1 << 20);
         let mut model: BTreeMap<Address, (u64, U256, BTreeMap<U256, U256>)> = BTreeMap::new();
         for number in 0..12u64 {
-            // 150 accounts per block: over PARALLEL_MIN_ACCOUNTS, so on two cores the blocks
-            // without deletions are split between threads; every fourth block deletes some
-            // accounts, which takes the one-thread path.
+            // 150 accounts per block: over two lanes' MIN_ACCOUNTS_PER_LANE, so on two cores
+            // the blocks are split between threads; every fourth block deletes some accounts.
             let mut diff = StateDiff::default();
             for i in 0..150u64 {
                 let id = (number * 37 + i * 11) % 400;
