@@ -905,7 +905,7 @@ mod tests {
         fn k_lanes_write_the_same_roots_and_records_as_one(
             seed in 1u64..,
             threads in 2usize..=20,
-            per_lane in 1usize..40,
+            per_lane in 1usize..16,
             changes in 60usize..400,
             keep in 0usize..4,
         ) {
@@ -927,7 +927,8 @@ mod tests {
                 split_blocks += usize::from(split.last_timings().lanes > 1);
             }
             proptest::prop_assert!(records(&one) == records(&lanes), "the stores' records differ");
-            // Blocks 1-4 and 7 change well over a lane's accounts on a non-trivial state.
+            // Blocks 1-4 and 7 change at least ~55 distinct accounts (over three lanes of at most
+            // 15) on a state whose root is a branch.
             proptest::prop_assert!(split_blocks >= 4, "only {} blocks were split", split_blocks);
         }
     }
