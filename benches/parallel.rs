@@ -171,6 +171,21 @@ fn spin_speedup(threads: usize) -> f64 {
     threads as f64 * one.as_secs_f64() / all.as_secs_f64()
 }
 
+/// `threads` copies of the workload's sequential block executed at once, against one alone:
+/// the speed-up this machine gives this kind of work right now (memory, allocator and caches
+/// shared), beside the spin loop's (registers only). Informative; efficiency uses the spin's.
+fn work_speedup(kit: &Kit, txs: &[PooledTx], threads: usize) -> f64 {
+    let sequential = ParallelConfig::default();
+    let one = kit.execute(txs, BuildMode::Pack, sequential).2;
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| black_box(kit.execute(txs, BuildMode::Pack, sequential).2));
+        }
+    });
+    threads as f64 * one.as_secs_f64() / started.elapsed().as_secs_f64()
+}
+
 /// `n` EIP-1559 transfers signed by `n` distinct keys.
 fn signed_transfers(n: usize) -> Vec<alloy_consensus::TxEnvelope> {
     use alloy_consensus::SignableTransaction;
@@ -308,6 +323,12 @@ fn main() {
             best_par = best_par.min(par);
         }
         let spin = spin_speedup(threads);
+        if only.is_empty() {
+            println!(
+                "{name}: {threads} sequential copies at once: {:.2}x (spin loop {spin:.2}x)",
+                work_speedup(&kit, &txs, threads)
+            );
+        }
         let speedup = best_seq.as_secs_f64() / best_par.as_secs_f64();
         println!(
             "{name}: txs={} sequential {:.1} ms, parallel {:.1} ms; last parallel run: {} validated \

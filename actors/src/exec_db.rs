@@ -150,7 +150,15 @@ pub(crate) struct ExecDb<'a> {
     /// A parallel block's committed values, read before `changes` (a helper's database, whose
     /// `changes` stay the block's start).
     published: Option<&'a Published>,
+    /// Snapshot accounts read so far, without a read cache (blocks): the snapshot does not
+    /// change under this database, and a transaction reads an account more than once (its
+    /// fields, then whether it has storage: the EIP-7610 marker), and the coinbase in every
+    /// transaction. Emptied at `BASE_ACCOUNTS_KEPT` entries.
+    base_accounts: HashMap<Address, Option<hearth_storage::StoredAccount>>,
 }
+
+/// Most snapshot accounts one block database keeps (about 150 bytes each).
+const BASE_ACCOUNTS_KEPT: usize = 65_536;
 
 impl<'a> ExecDb<'a> {
     pub(crate) fn new(base: StateView, codes: &'a mut CodeL1) -> Self {
@@ -164,6 +172,7 @@ impl<'a> ExecDb<'a> {
             log: None,
             max_call_depth: 0,
             published: None,
+            base_accounts: HashMap::default(),
         }
     }
 
@@ -247,10 +256,18 @@ impl<'a> ExecDb<'a> {
         &mut self,
         address: &Address,
     ) -> Result<Option<hearth_storage::StoredAccount>, StorageError> {
-        match self.reads.as_deref_mut() {
-            Some(reads) => reads.account(&self.base, address),
-            None => self.base.account(address),
+        if let Some(reads) = self.reads.as_deref_mut() {
+            return reads.account(&self.base, address);
         }
+        if let Some(account) = self.base_accounts.get(address) {
+            return Ok(account.clone());
+        }
+        let account = self.base.account(address)?;
+        if self.base_accounts.len() >= BASE_ACCOUNTS_KEPT {
+            self.base_accounts.clear();
+        }
+        self.base_accounts.insert(*address, account.clone());
+        Ok(account)
     }
 
     /// Pretends `overrides`: they go into the change overlay, which every read consults before

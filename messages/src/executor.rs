@@ -469,7 +469,7 @@ impl Slot {
         self.started = Some(now);
         self.pool.lanes[self.lane].delays.record(now - self.sent);
         if self.sampled {
-            self.pool.stages.record(Stage::Queue, now - self.sent);
+            self.pool.lanes[self.lane].stages.record(Stage::Queue, now - self.sent);
         }
         Ok(())
     }
@@ -506,7 +506,7 @@ impl Drop for Slot {
                 lane.scale.record(now - self.sent, self.pool.limits.max_queue_delay, service);
             }
             lane.service.record(Duration::from_nanos(took).max(now - started));
-            self.pool.stages.record(Stage::Run, now - started);
+            lane.stages.record(Stage::Run, now - started);
         }
     }
 }
@@ -544,6 +544,8 @@ pub struct ExecutorLane {
     last_end: CachePadded<AtomicU64>,
     /// How much this lane's expected waits are scaled so that its calls' p99 keeps the budget.
     scale: WaitScale,
+    /// The stages its executor thread times (queue, run), apart from the front's.
+    stages: CallStages,
 }
 
 impl ExecutorLane {
@@ -568,6 +570,7 @@ impl ExecutorLane {
             delays: DelayHistogram::default(),
             last_end: Default::default(),
             scale: WaitScale::default(),
+            stages: CallStages::default(),
         }
     }
 
@@ -618,7 +621,8 @@ struct Pool {
     closing: AtomicBool,
     /// What the lanes' `last_end` times count from.
     epoch: tokio::time::Instant,
-    /// Where admitted calls' time went ([`ExecutorClient::timed`]).
+    /// Where admitted calls' time went in the RPC front ([`ExecutorClient::timed`]); the
+    /// executors' stages are the lanes'.
     stages: CallStages,
 }
 
@@ -914,7 +918,7 @@ impl ExecutorClient {
 
     /// Runs `request` (one HTTP request, from its body read to its reply) timing the stages
     /// of the call it makes, if it is admitted: how long before admission, in the pool and
-    /// after the answer (see [`Stage`]), counted in [`call_stages`](Self::call_stages). A
+    /// after the answer (see [`Stage`]), counted in [`stage_buckets`](Self::stage_buckets). A
     /// request refused or making no call records nothing; a request making several records
     /// its last.
     pub async fn timed<F: std::future::Future>(&self, request: F) -> F::Output {
@@ -944,9 +948,15 @@ impl ExecutorClient {
             .await
     }
 
-    /// Where admitted calls' time went, by [`Stage`] (see [`timed`](Self::timed)).
-    pub fn call_stages(&self) -> &CallStages {
-        &self.pool.stages
+    /// Admitted calls per bucket of [`admission::STAGE_BUCKETS_MICROS`] for `stage`, over the
+    /// pool (see [`timed`](Self::timed)).
+    pub fn stage_buckets(&self, stage: Stage) -> [u64; admission::STAGE_BUCKETS_MICROS.len() + 1] {
+        let mut buckets = [0; admission::STAGE_BUCKETS_MICROS.len() + 1];
+        self.pool.stages.add_to(stage, &mut buckets);
+        for lane in &self.pool.lanes {
+            lane.stages.add_to(stage, &mut buckets);
+        }
+        buckets
     }
 
     /// What admission allows.

@@ -554,13 +554,13 @@ pub(crate) fn executor_metrics(
     let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", delays.count());
     let _ = writeln!(out, "{name}_sum {}", delays.sum.as_secs_f64());
     let _ = writeln!(out, "{name}_count {}", delays.count());
-    call_stage_metrics(out, executor.call_stages());
+    call_stage_metrics(out, executor);
 }
 
 /// Appends where admitted calls' time went, one histogram series per stage (`Stage`): the
 /// front before admission, the queue, the run, the pool (admission to answer), after the
 /// answer, and the total in the handler. No sum: the buckets are what the tail needs.
-fn call_stage_metrics(out: &mut String, stages: &hearth_messages::admission::CallStages) {
+fn call_stage_metrics(out: &mut String, executor: &hearth_messages::executor::ExecutorClient) {
     use hearth_messages::admission::{STAGE_BUCKETS_MICROS, Stage};
 
     let name = "hearth_executor_call_stage_seconds";
@@ -573,7 +573,7 @@ fn call_stage_metrics(out: &mut String, stages: &hearth_messages::admission::Cal
     let all = [Stage::Front, Stage::Queue, Stage::Run, Stage::Pool, Stage::After, Stage::Total];
     for stage in all {
         let label = Stage::LABELS[stage.index()];
-        let buckets = stages.buckets(stage);
+        let buckets = executor.stage_buckets(stage);
         let mut cumulative = 0;
         for (bound, count) in STAGE_BUCKETS_MICROS.iter().zip(buckets) {
             cumulative += count;

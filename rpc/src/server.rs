@@ -230,7 +230,11 @@ async fn endpoint(req: HttpRequest, ctx: web::Data<RpcContext>, body: web::Bytes
         .timed(async {
             match crate::shed::refuse_early_paced(&ctx, &body, pace).await {
                 Some(refused) => refused,
-                None => crate::run_request(&ctx, &body, None).await,
+                // Boxed: the request's future holds the largest of every method's (6.6 KB in
+                // a release build), and this block is moved into `timed`'s task-local scope
+                // and into the handler's box before it runs; unboxed, each move copied all of
+                // it (memmove was 6% of the front worker's time at 64 connections, 3% boxed).
+                None => Box::pin(crate::run_request(&ctx, &body, None)).await,
             }
         })
         .await;

@@ -10,7 +10,13 @@
 //! when refused) a refusal is then a few hundred nanoseconds of the front's time, not a full
 //! request. Anything the scan is not sure of (a batch, a notification, an escaped method
 //! name, an odd id, a duplicate member) and params of a shape the method does not take go
-//! the ordinary way, which answers bad params -32602 and applies the same rule to the rest.
+//! the ordinary way, which answers bad params -32602 and applies the same rule to the rest;
+//! so does a body that is not valid JSON (checked by serde_json skipping every value, only for
+//! a request about to be refused), which gets -32700 busy or not. The pool's rule is asked
+//! first (a few atomic loads): while it admits, no body is scanned, so a closed loop of any
+//! size below capacity pays nothing here. A batch is not refused early: it is parsed whole
+//! and each executor call in it is refused at admission (-32005 in its own answer, HTTP 200)
+//! after its params are decoded; the body limit bounds that work.
 //!
 //! [`RetryPace`] slows one connection (HTTP, or a WebSocket) that comes straight back after
 //! such a refusal: its request is held for [`RETRY_PAUSE`] and then decided again, so a few
@@ -20,6 +26,7 @@
 use std::cell::Cell;
 use std::time::Duration;
 
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::context::RpcContext;
@@ -67,6 +74,11 @@ pub(crate) struct Head<'a> {
 /// `hearth_rpc_rejections_total{path="executor_busy"}` and in the pool's refusals by
 /// reason). `None`: the request goes the ordinary way.
 pub(crate) fn refuse_early(ctx: &RpcContext, body: &[u8]) -> Option<RpcReply> {
+    // The pool's rule first: a few atomic loads, so that while the pool admits (a closed loop
+    // of any size below capacity) no body is scanned twice.
+    if !would_refuse(ctx) {
+        return None;
+    }
     let head = refusable(ctx, body)?;
     // The id is a literal of a few bytes; decoding it gives the ordinary path's encoding.
     let id: Value = serde_json::from_slice(head.id).ok()?;
@@ -76,10 +88,21 @@ pub(crate) fn refuse_early(ctx: &RpcContext, body: &[u8]) -> Option<RpcReply> {
     Some(RpcReply::busy(crate::transport::encode_error(&id, &error)))
 }
 
-/// The head of `body` when it is a well-shaped call of an executor method that the pool
-/// could refuse now (it holds a request per thread); `None`: it goes the ordinary way.
+/// Whether the pool would refuse a call now: one load while it has an idle thread, a few
+/// more otherwise; nothing counted.
+fn would_refuse(ctx: &RpcContext) -> bool {
+    ctx.executor.may_refuse() && ctx.executor.would_refuse().is_some()
+}
+
+/// The head of `body` when it is a well-shaped call of an executor method, written in valid
+/// JSON; `None`: it goes the ordinary way. The validity check is serde_json's own parser
+/// skipping every value ([`IgnoredAny`]: no tree, no allocation unless a string holds
+/// escapes), so that a malformed body gets the ordinary path's -32700, not -32005: a parse
+/// error says what the client must fix, a refusal only when to come back. It costs about as
+/// much as the scan (both linear in the body, which the front's limit bounds), and runs
+/// only for requests about to be refused.
 fn refusable<'b>(ctx: &RpcContext, body: &'b [u8]) -> Option<Head<'b>> {
-    if !ctx.executor.may_refuse() || body.len() > ctx.limits.max_body_bytes {
+    if body.len() > ctx.limits.max_body_bytes {
         return None;
     }
     let head = scan_head(body)?;
@@ -87,6 +110,7 @@ fn refusable<'b>(ctx: &RpcContext, body: &'b [u8]) -> Option<Head<'b>> {
     if !ctx.api.allows(head.method) || !well_shaped(head.params?, max_args) {
         return None;
     }
+    serde_json::from_slice::<IgnoredAny>(body).ok()?;
     Some(head)
 }
 
@@ -231,8 +255,8 @@ fn skip_string(body: &[u8], at: usize) -> Option<usize> {
 
 /// The index just past the JSON value starting at `at`: a string, or anything up to the `,`
 /// or `}` that ends it at depth zero, brackets and strings inside counted. It only finds the
-/// value's end; whether the value is valid JSON is the ordinary parser's business (an invalid
-/// one is refused as busy here, as it would have been answered -32700 there).
+/// value's end; whether the body is valid JSON is checked apart, before a refusal
+/// ([`refusable`]).
 fn skip_value(body: &[u8], at: usize) -> Option<usize> {
     if body.get(at) == Some(&b'"') {
         return skip_string(body, at);
@@ -278,6 +302,12 @@ impl RetryPace {
     pub(crate) fn answered(&self, refused: bool, now: tokio::time::Instant) {
         self.last_refusal.set(refused.then_some(now));
     }
+
+    /// Whether its last answer was an early refusal: only then does a request on it read the
+    /// clock (two reads per request on the hot path otherwise, for nothing).
+    fn refused_last(&self) -> bool {
+        self.last_refusal.get().is_some()
+    }
 }
 
 /// [`refuse_early`] for an HTTP request arriving on a connection that remembers `pace`: a
@@ -288,15 +318,17 @@ pub(crate) async fn refuse_early_paced(
     body: &[u8],
     pace: Option<&RetryPace>,
 ) -> Option<RpcReply> {
-    let arrived = tokio::time::Instant::now();
-    let quick = pace.is_some_and(|pace| pace.is_quick_retry(arrived));
+    // The clock is read only around early refusals (`RetryPace::refused_last`).
+    let quick = pace.is_some_and(|pace| {
+        pace.refused_last() && pace.is_quick_retry(tokio::time::Instant::now())
+    });
     // Only the answer given counts as a refusal: a held retry is decided (and counted) once,
     // after the hold.
-    if quick && refusable(ctx, body).is_some() && ctx.executor.would_refuse().is_some() {
+    if quick && would_refuse(ctx) && refusable(ctx, body).is_some() {
         tokio::time::sleep(RETRY_PAUSE).await;
     }
     let refused = refuse_early(ctx, body);
-    if let Some(pace) = pace {
+    if let Some(pace) = pace.filter(|pace| refused.is_some() || pace.refused_last()) {
         pace.answered(refused.is_some(), tokio::time::Instant::now());
     }
     refused

@@ -826,6 +826,23 @@ async fn an_executor_call_over_budget_is_refused_from_a_scan_of_its_body() {
         );
     }
     assert_eq!(f.ctx.metrics.rejections(crate::Rejection::ExecutorBusy), 2, "none shed");
+    // A body that is not valid JSON gets the ordinary path's parse error, busy or not: the
+    // scan finds a well-shaped eth_call in each, but a refusal would hide what to fix.
+    for invalid in [
+        r#"{"jsonrpc":"2.0","id":9,"method":"eth_call","params":[{"to":0x01}]}"#,
+        r#"{"jsonrpc":"2.0","id":9,"method":"eth_call","params":[{"to":"0x01",}]}"#,
+        r#"{"jsonrpc":"2.0","id":9,"method":"eth_call","params":[{"to":"\q"}]}"#,
+        r#"{"jsonrpc":"2.0","id":9,"extra":tru,"method":"eth_call","params":[{}]}"#,
+    ] {
+        let reply = handle_body(&f.ctx, invalid.as_bytes()).await;
+        let answer: Value = serde_json::from_slice(&reply.body.expect("an answer")).unwrap();
+        assert_eq!(
+            (reply.status, answer["id"].clone(), answer["error"]["code"].clone()),
+            (200, Value::Null, json!(-32700)),
+            "{invalid}"
+        );
+    }
+    assert_eq!(f.ctx.executor.refusals(), [0, 2], "a parse error is no refusal");
     assert!(running.await.is_ok(), "the admitted call still runs");
     // With the thread free again the same body goes the ordinary way, which decodes params.
     let answer: Value =
