@@ -4,7 +4,8 @@
 
 Usage:
     python3 scripts/mine-e2e.py --hearth target/release/hearth [--rounds 3] [--port-base 9500]
-        [--workloads hashloop,erc20,one-sender] [--modes never,always,auto] [--baseline OLD_BINARY]
+        [--workloads hashloop,erc20,one-sender,transfers] [--modes never,always,auto]
+        [--baseline OLD_BINARY] [--exec-threads N]
 
 For each workload and round, a fresh node per mode (`--no-mining`, a high `--gas-limit`, enough
 `--accounts`) deploys BenchToken, runs the workload's setup blocks, fills its pool through
@@ -12,8 +13,11 @@ For each workload and round, a fresh node per mode (`--no-mining`, a high `--gas
 received). The modes of one round run one after another in alternating order, so a neighbour's
 load spreads over both. The node logs each block's split at debug level (the miner's `block
 timings`: build on the executor pool, commit on the state owner, pool clean-up; the state
-owner's `block write timings`: state root, apply, durable), and the script prints the median
-of each part for the timed block.
+owner's `block write timings`: state root, apply, durable, and the lanes the state root ran
+in), and the script prints the median of each part for the timed block. `--exec-threads` passes
+`--exec.threads` to every node (default: the node's own, the executor threads); a list (`1,2`)
+runs every mode at each count, labelled `MODE/tN`, so one run compares the state root in one
+lane against several.
 
 Workloads (BenchToken from ../shared/peers/build/BenchToken.json):
 - hashloop: 2,000 senders each sending `hashLoop(1000)` (execution-heavy, independent), after
@@ -21,7 +25,9 @@ Workloads (BenchToken from ../shared/peers/build/BenchToken.json):
 - erc20: 1,000 holders each sending two BenchToken transfers to other holders, after a warm-up
   block of one transfer each;
 - one-sender: 3,000 plain transfers from one account to 3,000 fresh addresses, after a warm-up
-  block of 300.
+  block of 300;
+- transfers: 2,000 senders each sending one plain transfer to its own fresh address (about
+  4,000 changed accounts: the widest state root), after a warm-up block of 200 more.
 
 With `--baseline`, every mode also runs on the older binary in the same rounds (labelled
 `old-MODE`), so a before/after comparison shares the machine's load; each binary's parallel
@@ -77,7 +83,7 @@ def spin_speedup(work=6_000_000):
 class Node:
     """One Hearth process with its log file."""
 
-    def __init__(self, binary, port, mode, accounts):
+    def __init__(self, binary, port, mode, accounts, exec_threads=None):
         self.url = f"http://127.0.0.1:{port}"
         self.log = tempfile.NamedTemporaryFile(prefix=f"mine-e2e-{mode}-", suffix=".log", delete=False)
         env = dict(os.environ, RUST_LOG="warn,actors::miner=debug,actors::state=debug")
@@ -85,7 +91,8 @@ class Node:
         self.process = subprocess.Popen(
             [binary, "-p", str(port), "--no-mining", "--gas-limit", str(GAS_LIMIT),
              "--accounts", str(accounts), "--exec.parallel", mode, "--log.format", "json",
-             "--timestamp", str(GENESIS_TIME)],
+             "--timestamp", str(GENESIS_TIME)]
+            + (["--exec.threads", str(exec_threads)] if exec_threads else []),
             stdout=self.log, stderr=subprocess.STDOUT, env=env,
         )
         deadline = time.monotonic() + 60
@@ -176,6 +183,12 @@ def workload_txs(name, node, bench):
                 txs.append({"from": holder, "to": token, "gas": hex(100_000),
                             "data": "0x" + ids["transfer(address,uint256)"] + address_word(to) + word(1 + round_)})
         return txs[:1000], txs[1000:]
+    if name == "transfers":
+        txs = [
+            {"from": a, "to": "0x" + f"{0xfeed0000 + i:040x}", "value": "0x1", "gas": hex(21_000)}
+            for i, a in enumerate(accounts[1:2201])
+        ]
+        return txs[:200], txs[200:]
     if name == "one-sender":
         txs = [
             {"from": accounts[0], "to": "0x" + f"{0xbeef0000 + i:040x}", "value": "0x1", "gas": hex(21_000)}
@@ -185,9 +198,9 @@ def workload_txs(name, node, bench):
     raise SystemExit(f"unknown workload {name}")
 
 
-def run_one(binary, port, mode, name, bench):
+def run_one(binary, port, mode, name, bench, exec_threads=None):
     """(ms of the timed evm_mine, txs, state root, tx root, miner split, state split)."""
-    node = Node(binary, port, mode, 2201)
+    node = Node(binary, port, mode, 2201, exec_threads)
     try:
         warmup, txs = workload_txs(name, node, bench)
         batch(node.url, [("eth_sendTransaction", [tx]) for tx in warmup])
@@ -214,22 +227,25 @@ def main():
     parser.add_argument("--hearth", required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--port-base", type=int, default=9500)
-    parser.add_argument("--workloads", default="hashloop,erc20,one-sender")
+    parser.add_argument("--workloads", default="hashloop,erc20,one-sender,transfers")
     parser.add_argument("--modes", default="never,always,auto")
     parser.add_argument("--baseline", help="an older hearth binary to run beside --hearth")
+    parser.add_argument("--exec-threads", help="--exec.threads for every node, or a list (1,2)")
     args = parser.parse_args()
     with open(TOKEN_JSON) as f:
         bench = json.load(f)
-    # (label, binary, mode): the binary under test, then the baseline's.
-    variants = [(m, args.hearth, m) for m in args.modes.split(",")]
+    # (label, binary, mode, threads): the binary under test, then the baseline's.
+    counts = [int(t) for t in args.exec_threads.split(",")] if args.exec_threads else [None]
+    suffix = (lambda t: f"/t{t}") if len(counts) > 1 else (lambda t: "")
+    variants = [(f"{m}{suffix(t)}", args.hearth, m, t) for t in counts for m in args.modes.split(",")]
     if args.baseline:
-        variants += [(f"old-{m}", args.baseline, m) for m in args.modes.split(",")]
-    modes = [label for label, _, _ in variants]
-    binary_of = {label: (binary, mode) for label, binary, mode in variants}
+        variants += [(f"old-{m}{suffix(t)}", args.baseline, m, t) for t in counts for m in args.modes.split(",")]
+    modes = [label for label, _, _, _ in variants]
+    binary_of = {label: (binary, mode, t) for label, binary, mode, t in variants}
     finals = []
     print(f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
-    print("| workload | mode | txs | evm_mine ms (median) | build ms | commit ms | state root ms | apply ms | durable ms | pool ms |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| workload | mode | txs | evm_mine ms (median) | build ms | commit ms | state root ms | lanes | apply ms | durable ms | pool ms |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in args.workloads.split(","):
         spin = spin_speedup()
         samples = {m: [] for m in modes}
@@ -238,8 +254,8 @@ def main():
         for round_ in range(args.rounds):
             order = modes if round_ % 2 == 0 else list(reversed(modes))
             for mode in order:
-                binary, flag = binary_of[mode]
-                ms, txs, root, txroot, miner, state = run_one(binary, args.port_base, flag, name, bench)
+                binary, flag, threads = binary_of[mode]
+                ms, txs, root, txroot, miner, state = run_one(binary, args.port_base, flag, name, bench, threads)
                 samples[mode].append((ms, miner, state))
                 roots.add((root, txroot))
                 print(f"# {name} round {round_ + 1} {mode}: {ms:.1f} ms state {root[:12]} txs {txroot[:12]}", file=sys.stderr, flush=True)
@@ -250,11 +266,19 @@ def main():
             def part(key, src):
                 return f"{med(key, src):.1f}"
 
+            def lanes(runs):
+                # Older binaries do not log the lanes.
+                seen = sorted({str(r[2]["lanes"]) for r in runs if "lanes" in r[2]})
+                return "/".join(seen) or "-"
+
             print(f"| {name} | {mode} | {txs} | {statistics.median(r[0] for r in runs):.1f} | "
                   f"{part('build_us', 1)} | {part('commit_us', 1)} | {part('state_us', 2)} | "
+                  f"{lanes(runs)} | "
                   f"{part('apply_us', 2)} | {part('durable_us', 2)} | {part('pool_us', 1)} |", flush=True)
+        # Every variant built the same block (also when no mode is compared with another).
+        finals.append(f"mine-e2e: workload={name} variants={len(modes)} identical={'yes' if len(roots) == 1 else 'no'}")
         for mode in modes:
-            base = "old-never" if mode.startswith("old-") else "never"
+            base = ("old-never" if mode.startswith("old-") else "never") + suffix(binary_of[mode][2])
             if mode == base or base not in samples:
                 continue
             never = statistics.median(r[0] for r in samples[base])

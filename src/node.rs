@@ -440,7 +440,9 @@ impl Node {
             }
         });
         let executor = ExecutorClient::with_lanes(lanes, config.admission);
-        let state = StateActor::new(chain.clone()).start_bounded(mailbox);
+        let state = StateActor::new(chain.clone())
+            .with_commit_threads(config.parallel.threads.get())
+            .start_bounded(mailbox);
         // The filter and subscription actors say when they have clients for an event kind, so
         // that nothing wakes them per block or transaction while nobody listens.
         let filter_actor = FilterActor::new(MAX_FILTERS);

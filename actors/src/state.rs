@@ -65,6 +65,9 @@ pub struct StateActor {
     /// What each patch since the oldest live snapshot overwrote, in order, with the head it
     /// patched (a rollback below that head drops the entry with the versions it undoes).
     undo: Vec<(u64, PatchUndo)>,
+    /// Threads a block's state root is spread over (`--exec.threads`; see
+    /// `BlockWriter::set_threads`).
+    commit_threads: Option<usize>,
 }
 
 impl StateActor {
@@ -83,7 +86,17 @@ impl StateActor {
             next_snapshot_id: 1,
             block_keys: Vec::new(),
             undo: Vec::new(),
+            commit_threads: None,
         }
+    }
+
+    /// Spreads each large block's state root over up to `threads` threads (the node passes
+    /// `--exec.threads`); by default the machine's cores.
+    #[must_use]
+    pub fn with_commit_threads(mut self, threads: usize) -> Self {
+        self.writer.set_threads(threads);
+        self.commit_threads = Some(threads);
+        self
     }
 
     /// Applies one dev change to the head state.
@@ -224,7 +237,7 @@ impl StateActor {
         self.block_keys.extend(keys);
         info!(target: "actors::state", number = block.number(), hash = %block.hash, txs = block.body.transactions.len(), "block committed");
         let t = self.writer.last_timings();
-        tracing::debug!(target: "actors::state", state_us = t.state.as_micros() as u64, apply_us = t.apply.as_micros() as u64, durable_us = t.flush.as_micros() as u64, "block write timings");
+        tracing::debug!(target: "actors::state", state_us = t.state.as_micros() as u64, apply_us = t.apply.as_micros() as u64, durable_us = t.flush.as_micros() as u64, lanes = t.lanes, "block write timings");
         let note = BlockCommitted { block: Arc::clone(&block) };
         self.subscribers.retain(|(s, _)| s.connected());
         for (subscriber, _) in self.subscribers.iter().filter(|(_, i)| i.wanted()) {
@@ -372,6 +385,9 @@ impl Handler<ReplaceChain> for StateActor {
             self.db.replace_chain(msg.0)?;
             let mut writer = BlockWriter::new(self.db.clone(), DEFAULT_NODE_CACHE_BYTES);
             writer.set_deferred_apply(true);
+            if let Some(threads) = self.commit_threads {
+                writer.set_threads(threads);
+            }
             self.writer = writer;
             self.snapshots.clear();
             self.next_snapshot_id = 1;

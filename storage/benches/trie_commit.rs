@@ -9,7 +9,8 @@
 //!    per block through `write_block`. Then times `--blocks` blocks that each change
 //!    `--changes` random accounts (balance and nonce) through `write_block` (trie update, root,
 //!    one journaled batch), alternating with as many blocks written on one thread
-//!    (`BlockWriter::set_one_thread`) for a side-by-side figure, and, in the same run, recomputes
+//!    (`BlockWriter::set_threads(1)`; the others use `--threads`, default the cores, and
+//!    `--per-lane`) for a side-by-side figure, and, in the same run, recomputes
 //!    the root from scratch over every account with alloy-trie's `HashBuilder`; the two roots
 //!    must be equal.
 //! 2. Counts heap allocations (a counting wrapper around the system allocator) per trie update,
@@ -58,6 +59,10 @@ struct Settings {
     samples: usize,
     cache_mb: usize,
     sled_cache_mb: usize,
+    /// Threads of the default blocks (`BlockWriter::set_threads`; default: the cores).
+    threads: usize,
+    /// `BlockWriter::set_min_accounts_per_lane` (0, the default: the writer's own).
+    per_lane: usize,
 }
 
 impl Settings {
@@ -87,6 +92,8 @@ impl Settings {
                 "sled-cache-mb",
                 (DEFAULT_PAGE_CACHE_BYTES / (1024 * 1024)).try_into().expect("fits"),
             ),
+            threads: get("threads", std::thread::available_parallelism().map_or(1, usize::from)),
+            per_lane: get("per-lane", 0),
         };
         if settings.accounts == 0 || settings.batch == 0 || settings.blocks == 0 {
             eprintln!("--accounts, --batch and --blocks must be at least 1");
@@ -315,15 +322,20 @@ fn main() {
     let db = ChainWriter::open_with_cache(&dir.0, s.sled_cache_mb as u64 * 1024 * 1024)
         .expect("the store opens");
     let mut writer = BlockWriter::new(db.clone(), s.cache_mb * 1024 * 1024);
+    if s.per_lane > 0 {
+        writer.set_min_accounts_per_lane(s.per_lane);
+    }
     println!(
         "trie_commit: {} accounts in blocks of {}, then {} blocks of {} changes; node cache {} MiB; \
-         sled cache {} MiB; store in {}",
+         sled cache {} MiB; {} threads (per lane: {}); store in {}",
         s.accounts,
         s.batch,
         s.blocks,
         s.changes,
         s.cache_mb,
         s.sled_cache_mb,
+        s.threads,
+        if s.per_lane > 0 { s.per_lane.to_string() } else { "default".into() },
         dir.0.display()
     );
 
@@ -355,9 +367,9 @@ fn main() {
     let build_time = build_start.elapsed();
 
     // ---- incremental blocks vs from scratch ----
-    // Blocks alternate between the writer's default (a large block split between two threads
-    // on a two-core machine) and one thread, so the second thread's share is measured side by
-    // side, under the same load and cache state; the headline figures are the default's.
+    // Blocks alternate between `--threads` (by default the cores: a large block split into that
+    // many lanes) and one thread, so what the other threads save is measured side by side,
+    // under the same load and cache state; the headline figures are the default's.
     let mut default_mode = Measured::new(s.blocks);
     let mut one_thread = Measured::new(s.blocks);
     for i in 0..2 * s.blocks {
@@ -370,7 +382,7 @@ fn main() {
             changed.insert(index, *account);
         }
         let single = i % 2 == 1;
-        writer.set_one_thread(single);
+        writer.set_threads(if single { 1 } else { s.threads });
         let (cpu0, start) = (thread_cpu_time(), Instant::now());
         root = write(&mut writer, number, changed.into_values());
         let (took, took_cpu) = (start.elapsed(), thread_cpu_time() - cpu0);
@@ -493,8 +505,12 @@ fn main() {
     println!("| store size on disk | {:.0} MB | |", disk as f64 / 1e6);
     println!();
     println!("Side by side in this run (blocks alternating), median / p90:");
-    println!("- default (two threads for a large block): {}", default_mode.summary());
-    println!("- one thread (BlockWriter::set_one_thread): {}", one_thread.summary());
+    println!(
+        "- default (--threads {}: lanes for a large block): {}",
+        s.threads,
+        default_mode.summary()
+    );
+    println!("- one thread (BlockWriter::set_threads(1)): {}", one_thread.summary());
     println!();
     println!("roots equal: yes (checked on every from-scratch run)");
     println!();

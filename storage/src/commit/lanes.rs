@@ -1,7 +1,10 @@
-//! The parallel lanes of a block write: a block changing many accounts runs the two halves
-//! of the state trie (root nibbles 0-7 and 8-f) on two threads, each lane staging its own
-//! records, and merges the halves under one root.
+//! The parallel lanes of a block write: a block changing many accounts splits the sixteen
+//! children of the state trie's root branch into `k` contiguous ranges of root nibbles, one
+//! lane per range, each on its own thread with its own tries and staged records (an account's
+//! storage trie is committed in the lane of its account), and merges the lanes' children under
+//! one root.
 
+use std::ops::Range;
 use std::time::Instant;
 
 use alloy_primitives::{Address, B256};
@@ -13,22 +16,39 @@ use crate::layout;
 use crate::node_cache::{CachedNodes, NodeCache};
 use crate::state::{AccountChange, StateDiff};
 use crate::{ChainDb, StorageError};
-/// Blocks changing at least this many accounts are split between two threads (when the
-/// machine has two cores). Smaller blocks stay on one: their state part is a few hundred
-/// microseconds, not worth a thread start and a merge.
-pub(super) const PARALLEL_MIN_ACCOUNTS: usize = 64;
 
-/// Whether this machine can run the two halves of a block at the same time.
-pub(super) fn two_cores() -> bool {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from)) >= 2
+/// Changed accounts each lane must have for the block to take another thread: the two-lane
+/// writer's crossover (64 accounts for two lanes), below which a lane's share of the block is
+/// a few hundred microseconds or less, about the cost of starting a thread and merging its
+/// records. The trie bench's `--threads` and `--per-lane` sweep it (BENCHMARKS.md, "Commit
+/// lanes over the executor threads"); on the loaded 2-vCPU machine of that run a second lane
+/// paid at no size, so the constant was kept, not re-derived.
+pub(super) const MIN_ACCOUNTS_PER_LANE: usize = 32;
+
+/// Most lanes a block is split into: one per child of the root branch.
+pub(super) const MAX_LANES: usize = 16;
+
+/// The lanes a block of `accounts` changed accounts is written in, on a writer allowed
+/// `threads` threads: one per `per_lane` accounts (normally [`MIN_ACCOUNTS_PER_LANE`]), at
+/// most one per thread and per root child, at least one.
+pub(super) fn lane_count(threads: usize, accounts: usize, per_lane: usize) -> usize {
+    threads.min(MAX_LANES).min(accounts / per_lane.max(1)).max(1)
 }
 
-/// [`apply_diff_on`] on two threads: the accounts whose state trie key starts with nibble
-/// 0-7 on this one, 8-f on a second, each in its own lane (tries, records, nodes) under its
-/// half of the root branch. Then the second lane's half of the root moves into the first's
-/// and the root is committed here. `None` when the parent root is not a branch (a tiny
-/// state): the caller then writes the block on one thread.
+/// The root nibbles of lane `lane` of `lanes`: the sixteen split in order, as evenly as can be.
+pub(super) const fn nibbles(lane: usize, lanes: usize) -> Range<usize> {
+    lane * MAX_LANES / lanes..(lane + 1) * MAX_LANES / lanes
+}
+
+/// [`apply_diff_on`](super::apply_diff_on) in `lanes` lanes (2 to 16): each changed account
+/// goes to the lane of its state trie key's first nibble; lane 0 runs here, the others on
+/// scoped threads, each committing its root children. The other lanes' children then move into
+/// lane 0's root, which is committed here.
+///
+/// `None` when the block must be written on one thread instead (nothing staged): the parent
+/// root is not a branch (a tiny state), or deletions left a lane's root or the merged root
+/// without the two children a branch root needs (the trie then collapses its root, which only
+/// one thread seeing every change can do).
 #[expect(clippy::too_many_arguments, reason = "apply_diff_on's arguments, passed through")]
 pub(super) fn apply_parallel(
     db: &ChainDb,
@@ -39,30 +59,65 @@ pub(super) fn apply_parallel(
     number: u64,
     diff: &StateDiff,
     parent_root: B256,
+    lanes: usize,
 ) -> Result<Option<B256>, StorageError> {
-    let [low, high] = &mut tries.lanes;
     let nodes = CachedNodes::new(db, cache);
-    low.state.set_root(parent_root);
-    high.state.set_root(parent_root);
-    if !low.state.load_root_branch(&nodes)? {
+    let lanes_of_block = tries.lanes(lanes);
+    for lane in lanes_of_block.iter_mut() {
+        lane.state.set_root(parent_root);
+    }
+    if !lanes_of_block[0].state.load_root_branch(&nodes)? {
         return Ok(None);
     }
-    let (low_accounts, high_accounts): (Vec<_>, Vec<_>) = diff
-        .accounts
-        .iter()
-        .map(|(address, change)| (account_trie_key(address), address, change))
-        .partition(|(key, _, _)| key[0] < 0x80);
+    let mut lane_of_nibble = [0; MAX_LANES];
+    for lane in 0..lanes {
+        lane_of_nibble[nibbles(lane, lanes)].fill(lane);
+    }
+    let mut accounts: Vec<Vec<_>> = vec![Vec::new(); lanes];
+    for (address, change) in &diff.accounts {
+        let key = account_trie_key(address);
+        accounts[lane_of_nibble[usize::from(key[0] >> 4)]].push((key, address, change));
+    }
     let keep = staged.keep;
-    let (mine, theirs) = std::thread::scope(|scope| {
-        let (high, high_accounts) = (&mut *high, &high_accounts);
-        let worker = scope
-            .spawn(move || run_lane(db, cache, high, high_accounts, 8..16, keep, base, number));
-        let mine = run_lane(db, cache, low, &low_accounts, 0..8, keep, base, number);
-        let theirs = worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (mine, theirs)
+    let outs: Vec<Result<LaneOut, StorageError>> = std::thread::scope(|scope| {
+        let (first, rest) = lanes_of_block.split_first_mut().expect("at least one lane");
+        let workers: Vec<_> = rest
+            .iter_mut()
+            .zip(&accounts[1..])
+            .enumerate()
+            .map(|(i, (lane, accounts))| {
+                let slots = nibbles(i + 1, lanes);
+                scope.spawn(move || run_lane(db, cache, lane, accounts, slots, keep, base, number))
+            })
+            .collect();
+        let mut outs =
+            vec![run_lane(db, cache, first, &accounts[0], nibbles(0, lanes), keep, base, number)];
+        outs.extend(
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))),
+        );
+        outs
     });
+    let outs = outs.into_iter().collect::<Result<Vec<_>, _>>()?;
     let merge_started = Instant::now();
-    for lane in [mine?, theirs?] {
+    // A lane whose updates all turned out to be no-ops put its root back to a reference; one
+    // whose deletions collapsed its root is no longer a branch.
+    for lane in lanes_of_block.iter_mut() {
+        if !lane.state.load_root_branch(&nodes)? {
+            return Ok(None);
+        }
+    }
+    let (first, rest) = lanes_of_block.split_first_mut().expect("at least one lane");
+    for (i, lane) in rest.iter_mut().enumerate() {
+        if !first.state.adopt_children(&mut lane.state, nibbles(i + 1, lanes)) {
+            return Err(StorageError::Corrupt { what: "state trie root" });
+        }
+    }
+    if first.state.root_children().unwrap_or(0) < 2 {
+        return Ok(None);
+    }
+    for lane in outs {
         for (key, value) in lane.writes {
             staged.batch.insert(key, value);
         }
@@ -71,15 +126,8 @@ pub(super) fn apply_parallel(
         staged.timings.tries += lane.timings.tries;
         staged.timings.node_store_reads += lane.timings.node_store_reads;
     }
-    // A lane whose updates all turned out to be no-ops put its root back to a reference.
-    let merged = low.state.load_root_branch(&nodes)?
-        && high.state.load_root_branch(&nodes)?
-        && low.state.adopt_children(&mut high.state, 8..16);
-    if !merged {
-        return Err(StorageError::Corrupt { what: "state trie root" });
-    }
     stage_codes(staged, diff);
-    let root = low.state.commit(&mut |hash, rlp| staged.node(hash, rlp));
+    let root = first.state.commit(&mut |hash, rlp| staged.node(hash, rlp));
     staged.timings.tries += merge_started.elapsed();
     staged.timings.node_store_reads += nodes.store_reads.get();
     Ok(Some(root))
@@ -103,7 +151,7 @@ fn run_lane(
     cache: &NodeCache,
     lane: &mut Lane,
     accounts: &[(B256, &Address, &AccountChange)],
-    slots: std::ops::Range<usize>,
+    slots: Range<usize>,
     keep: bool,
     base: Option<u64>,
     number: u64,

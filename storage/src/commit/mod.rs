@@ -18,7 +18,7 @@ use crate::{ChainDb, ChainWriter, StorageError};
 
 mod lanes;
 
-use lanes::{PARALLEL_MIN_ACCOUNTS, apply_parallel, two_cores};
+use lanes::{MAX_LANES, MIN_ACCOUNTS_PER_LANE, apply_parallel, lane_count};
 
 /// A block ready to be written: everything but the state root, which the commit computes.
 #[derive(Debug, Clone)]
@@ -81,7 +81,7 @@ pub fn import_fork_base(
     let number = header.number;
     let cache = NodeCache::new(0);
     let mut tries = Tries::default();
-    let mut staged = Staged { one_thread: true, ..Staged::default() };
+    let mut staged = Staged::default();
     let root = apply_diff_on(db, &cache, &mut tries, &mut staged, None, number, diff)?;
     let Staged { batch, .. } = staged;
     let (block, _) =
@@ -98,7 +98,8 @@ pub fn state_root_after(db: &ChainDb, number: u64, diff: &StateDiff) -> Result<B
     // The batch is dropped: only the root is wanted; new nodes stay in the in-memory tries.
     let mut tries = Tries::default();
     let cache = NodeCache::new(0);
-    let mut staged = Staged::default();
+    let mut staged =
+        Staged { threads: default_threads(), per_lane: MIN_ACCOUNTS_PER_LANE, ..Staged::default() };
     apply_diff(db, &cache, &mut tries, &mut staged, number, diff)
 }
 
@@ -118,8 +119,11 @@ pub struct BlockWriter {
     /// block's parent root) so their buffers and spare branch arrays are reused too.
     tries: Tries,
     timings: WriteTimings,
-    /// Never split a block between two threads (see [`BlockWriter::set_one_thread`]).
-    one_thread: bool,
+    /// Most threads a block's state is written on (see [`BlockWriter::set_threads`]).
+    threads: usize,
+    /// Changed accounts per lane below which a block takes fewer lanes (see
+    /// [`BlockWriter::set_min_accounts_per_lane`]).
+    per_lane: usize,
     /// Leave applying each block to sled to `ChainWriter::settle` (see
     /// [`BlockWriter::set_deferred_apply`]).
     defer: bool,
@@ -129,7 +133,7 @@ pub struct BlockWriter {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteTimings {
     /// The state part of the block, wall time: account reads, tries and staging, on one or
-    /// two threads.
+    /// more threads (lanes).
     pub state: Duration,
     /// Reading the changed accounts' previous versions (one sled range scan each), summed
     /// over the threads that did it.
@@ -146,13 +150,33 @@ pub struct WriteTimings {
     pub flush: Duration,
     /// Trie nodes the tries read from the store (not found in the node cache).
     pub node_store_reads: u64,
+    /// The lanes (threads) the state part ran in: 1 unless the block was split.
+    pub lanes: usize,
 }
 
 /// The tries a block write works on: one lane per thread that a block's accounts are split
-/// between (the first lane alone when the block is written on one thread).
+/// between (the first lane alone when the block is written on one thread), kept from block to
+/// block for their buffers.
 #[derive(Debug, Default)]
 pub(crate) struct Tries {
-    lanes: [Lane; 2],
+    lanes: Vec<Lane>,
+}
+
+impl Tries {
+    /// The first `count` lanes, made when this is the first block that needs them.
+    fn lanes(&mut self, count: usize) -> &mut [Lane] {
+        if self.lanes.len() < count {
+            self.lanes.resize_with(count, Lane::default);
+        }
+        &mut self.lanes[..count]
+    }
+}
+
+/// The threads a writer splits a large block between unless told otherwise: the machine's
+/// cores (`lane_count` makes at most one lane per root child).
+fn default_threads() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
 /// One thread's tries: the state trie (at the parent root; a lane changes only its share of
@@ -171,7 +195,8 @@ impl BlockWriter {
             cache: NodeCache::new(cache_bytes),
             tries: Tries::default(),
             timings: WriteTimings::default(),
-            one_thread: false,
+            threads: default_threads(),
+            per_lane: MIN_ACCOUNTS_PER_LANE,
             defer: false,
         }
     }
@@ -183,11 +208,18 @@ impl BlockWriter {
         self.defer = defer;
     }
 
-    /// Whether to write every block on the calling thread only (by default a large block is
-    /// split between two threads when the machine has two cores). Both give the same root;
-    /// the trie bench alternates them to measure what the second thread saves.
-    pub const fn set_one_thread(&mut self, one_thread: bool) {
-        self.one_thread = one_thread;
+    /// Most threads a block's state is written on: the node passes `--exec.threads`; by
+    /// default the machine's cores. A block of many changed accounts is split into up to that
+    /// many lanes (at most 16, one per root child; 0 counts as 1). Every count gives the same
+    /// root and records; the trie bench alternates counts to measure what the threads save.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads.clamp(1, MAX_LANES);
+    }
+
+    /// Changed accounts each lane must have (default [`MIN_ACCOUNTS_PER_LANE`], 0 counts as
+    /// 1): the trie bench lowers it to measure where a lane stops paying for its thread.
+    pub fn set_min_accounts_per_lane(&mut self, accounts: usize) {
+        self.per_lane = accounts.max(1);
     }
 
     /// The node cache (for inspection).
@@ -214,7 +246,8 @@ impl BlockWriter {
         let BlockDraft { mut header, body, receipts } = draft;
         let mut staged = Staged {
             keep: self.cache.is_enabled(),
-            one_thread: self.one_thread,
+            threads: self.threads,
+            per_lane: self.per_lane,
             ..Staged::default()
         };
         header.state_root =
@@ -232,7 +265,8 @@ impl BlockWriter {
         let BlockDraft { header, body, receipts } = draft;
         let mut staged = Staged {
             keep: self.cache.is_enabled(),
-            one_thread: self.one_thread,
+            threads: self.threads,
+            per_lane: self.per_lane,
             ..Staged::default()
         };
         let computed =
@@ -277,8 +311,10 @@ pub(crate) struct Staged {
     emitted: Vec<(B256, sled::IVec)>,
     keep: bool,
     timings: WriteTimings,
-    /// The block must be written on the calling thread only.
-    one_thread: bool,
+    /// Most threads the block's state may be written on (0 or 1: the calling thread only).
+    threads: usize,
+    /// Changed accounts each lane must have.
+    per_lane: usize,
     /// When set (dev patches), every state record staged also notes the value it replaces,
     /// so a revert can put it back. Blocks need none: their keys end in their own number.
     undo: Option<PatchUndo>,
@@ -351,22 +387,22 @@ pub(crate) fn apply_diff_on(
         None => EMPTY_ROOT,
     };
     let started = Instant::now();
-    // Two threads when it pays and is simple: no journal to keep in order (patches), and no
-    // deleted account, so the root branch keeps its shape and the halves merge slot by slot.
-    let parallel = !staged.one_thread
-        && staged.undo.is_none()
-        && diff.accounts.len() >= PARALLEL_MIN_ACCOUNTS
-        && diff.accounts.values().all(|change| change.info.is_some())
-        && two_cores();
-    if parallel
+    // Several lanes when it pays and is simple: no journal to keep in order (patches).
+    let lanes = if staged.undo.is_some() {
+        1
+    } else {
+        lane_count(staged.threads, diff.accounts.len(), staged.per_lane)
+    };
+    if lanes > 1
         && let Some(root) =
-            apply_parallel(db, cache, tries, staged, base, number, diff, parent_root)?
+            apply_parallel(db, cache, tries, staged, base, number, diff, parent_root, lanes)?
     {
         staged.timings.state = started.elapsed();
+        staged.timings.lanes = lanes;
         return Ok(root);
     }
     let nodes = CachedNodes::new(db, cache);
-    let lane = &mut tries.lanes[0];
+    let lane = &mut tries.lanes(1)[0];
     lane.state.set_root(parent_root);
     for (address, change) in &diff.accounts {
         let key = account_trie_key(address);
@@ -375,6 +411,7 @@ pub(crate) fn apply_diff_on(
     stage_codes(staged, diff);
     let root = lane.state.commit(&mut |hash, rlp| staged.node(hash, rlp));
     staged.timings.state = started.elapsed();
+    staged.timings.lanes = 1;
     staged.timings.tries = staged.timings.state.saturating_sub(staged.timings.account_reads);
     staged.timings.node_store_reads = nodes.store_reads.get();
     Ok(root)
@@ -624,9 +661,8 @@ mod tests {
         let mut writer = BlockWriter::new(db.clone(), 1 << 20);
         let mut model: BTreeMap<Address, (u64, U256, BTreeMap<U256, U256>)> = BTreeMap::new();
         for number in 0..12u64 {
-            // 150 accounts per block: over PARALLEL_MIN_ACCOUNTS, so on two cores the blocks
-            // without deletions are split between threads; every fourth block deletes some
-            // accounts, which takes the one-thread path.
+            // 150 accounts per block: over two lanes' MIN_ACCOUNTS_PER_LANE, so on two cores
+            // the blocks are split between threads; every fourth block deletes some accounts.
             let mut diff = StateDiff::default();
             for i in 0..150u64 {
                 let id = (number * 37 + i * 11) % 400;
@@ -806,6 +842,95 @@ mod tests {
             }
             done.store(true, std::sync::atomic::Ordering::Release);
         });
+    }
+
+    /// Block `number` of a random history over 600 addresses: about `changes` accounts created,
+    /// updated (slots set and cleared), wiped or deleted. Block 5 deletes all but `keep` of the
+    /// accounts (the root branch collapses), block 6 refills the state from that tiny root.
+    fn random_diff(rng: &mut u64, number: u64, changes: usize, keep: usize) -> StateDiff {
+        let mut next = || {
+            *rng ^= *rng << 13;
+            *rng ^= *rng >> 7;
+            *rng ^= *rng << 17;
+            *rng
+        };
+        let address = |id: u64| Address::left_padding_from(&(id + 1).to_be_bytes());
+        let mut diff = StateDiff::default();
+        if number == 5 {
+            for id in keep as u64..600 {
+                let change =
+                    AccountChange { info: None, storage_wiped: true, storage: BTreeMap::new() };
+                diff.accounts.insert(address(id), change);
+            }
+            return diff;
+        }
+        for _ in 0..changes {
+            let id = next() % 600;
+            let roll = next() % 20;
+            let change = if number > 0 && roll == 0 {
+                AccountChange { info: None, storage_wiped: true, storage: BTreeMap::new() }
+            } else {
+                let storage = (0..next() % 4)
+                    .map(|_| (U256::from(next() % 8), U256::from(next() % 3)))
+                    .collect();
+                let info = AccountFields {
+                    nonce: number,
+                    balance: U256::from(next() % 1_000_000),
+                    code_hash: EMPTY_CODE_HASH,
+                };
+                AccountChange { info: Some(info), storage_wiped: roll == 1, storage }
+            };
+            diff.accounts.insert(address(id), change);
+        }
+        diff
+    }
+
+    /// Every record of `db`'s block records, in key order.
+    fn records(db: &ChainDb) -> Vec<(sled::IVec, sled::IVec)> {
+        db.sled().iter().collect::<Result<_, _>>().expect("read the store")
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 12,
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// A block written in k lanes gives the same state root and the same records (accounts,
+        /// slots, trie nodes) as the block written on one thread, for random histories of many
+        /// accounts with storage, wipes and deletions, including a block that deletes nearly
+        /// everything (the lanes fall back to one thread) and one built on the tiny state left.
+        #[test]
+        fn k_lanes_write_the_same_roots_and_records_as_one(
+            seed in 1u64..,
+            threads in 2usize..=20,
+            per_lane in 1usize..16,
+            changes in 60usize..400,
+            keep in 0usize..4,
+        ) {
+            let one = ChainWriter::in_memory().expect("store");
+            let lanes = ChainWriter::in_memory().expect("store");
+            let mut single = BlockWriter::new(one.clone(), 1 << 20);
+            single.set_threads(1);
+            let mut split = BlockWriter::new(lanes.clone(), 1 << 20);
+            split.set_threads(threads);
+            split.set_min_accounts_per_lane(per_lane);
+            let mut rng = seed;
+            let mut split_blocks = 0;
+            for number in 0..8u64 {
+                let diff = random_diff(&mut rng, number, changes, keep);
+                let a = single.write(draft(number), &diff).expect("one lane");
+                let b = split.write(draft(number), &diff).expect("k lanes");
+                proptest::prop_assert_eq!(a.header.state_root, b.header.state_root, "block {}", number);
+                proptest::prop_assert_eq!(single.last_timings().lanes, 1);
+                split_blocks += usize::from(split.last_timings().lanes > 1);
+            }
+            proptest::prop_assert!(records(&one) == records(&lanes), "the stores' records differ");
+            // Blocks 1-4 and 7 change at least ~55 distinct accounts (over three lanes of at most
+            // 15) on a state whose root is a branch.
+            proptest::prop_assert!(split_blocks >= 4, "only {} blocks were split", split_blocks);
+        }
     }
 
     #[test]

@@ -291,6 +291,14 @@ impl Trie {
         true
     }
 
+    /// How many non-empty children the root has when it is a loaded branch. A branch root
+    /// left with fewer than two (after deletions) is not in canonical form: the parallel block
+    /// writer then writes the block on one thread instead.
+    pub(crate) fn root_children(&self) -> Option<usize> {
+        let Node::Branch { children, .. } = &self.root else { return None };
+        Some(children.iter().filter(|child| !matches!(child, Node::Empty)).count())
+    }
+
     /// Root hash without emitting or collapsing.
     pub fn root_hash(&self) -> B256 {
         match &self.root {
