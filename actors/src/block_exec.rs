@@ -328,8 +328,8 @@ pub(crate) fn execute_block(
         let _stop = StopHelpers(board.as_ref());
         let mut committer = None;
         if let (Some(board), Some(input)) = (board.as_ref(), input.as_ref()) {
-            for _ in 0..board.helpers() {
-                scope.spawn(move || crate::parallel::run_helper(input, board));
+            for helper in 0..board.helpers() {
+                scope.spawn(move || crate::parallel::run_helper(input, board, helper));
             }
             committer = Some(crate::parallel::Committer::new(board, env.coinbase));
         }

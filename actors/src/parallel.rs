@@ -55,7 +55,7 @@ use hearth_storage::{ChainDb, EMPTY_CODE_HASH, StorageError};
 use revm::ExecuteEvm;
 use revm::context::result::{EVMError, ExecutionResult, ResultAndState};
 use revm::database_interface::Database;
-use revm::state::AccountInfo;
+use revm::state::{AccountInfo, EvmState};
 
 pub(crate) mod published;
 
@@ -241,6 +241,8 @@ pub(crate) struct Speculated {
     observes_coinbase: bool,
     /// Transactions below this index were committed in the state it ran against.
     snapshot: usize,
+    /// The helper that ran it (`None`: the committer's own look-ahead), which frees it.
+    helper: Option<usize>,
 }
 
 impl Speculated {
@@ -252,6 +254,7 @@ impl Speculated {
             slots: Vec::new(),
             observes_coinbase: true,
             snapshot,
+            helper: None,
         }
     }
 }
@@ -279,6 +282,7 @@ fn speculate(evm: &mut BlockEvm<'_, ()>, pooled: &PooledTx, snapshot: usize) -> 
         slots: log.slots,
         observes_coinbase,
         snapshot,
+        helper: None,
     }
 }
 
@@ -338,6 +342,11 @@ pub(crate) struct Board<'a> {
     runs: Vec<Mutex<Option<Speculated>>>,
     /// What the committer committed so far, which helpers read.
     published: Published,
+    /// Per helper, what the committer is done with (the helper's runs and their state
+    /// changes), for that helper to free: memory freed on another thread than the one that
+    /// allocated it takes the allocator's arena lock, and the committer and helper then wait
+    /// on each other (a fifth of a parallel ERC-20 block went to that lock's wake-ups).
+    spent: Vec<Mutex<Spent>>,
     stop: AtomicBool,
     /// The committer executes in place (conflicts are frequent): helpers pause rather than
     /// take the CPU time of a machine whose other core may be busy.
@@ -362,6 +371,7 @@ impl<'a> Board<'a> {
             window: HELPER_WINDOW_PER_THREAD * (helpers + 1),
             runs: txs.iter().map(|_| Mutex::new(None)).collect(),
             published: Published::default(),
+            spent: (0..helpers).map(|_| Mutex::default()).collect(),
             stop: AtomicBool::new(false),
             hot: AtomicBool::new(false),
             helpers,
@@ -418,6 +428,13 @@ impl<'a> Board<'a> {
     }
 }
 
+/// What a helper allocated and the committer is done with.
+#[derive(Debug, Default)]
+struct Spent {
+    runs: Vec<Speculated>,
+    states: Vec<EvmState>,
+}
+
 /// How many transactions past the committer's position each thread of a block may have
 /// claimed: a run further ahead would be stale by its commit (a helper faster than the committer
 /// would otherwise run ever further ahead, and every run would conflict).
@@ -446,7 +463,7 @@ impl Drop for Alive<'_> {
 /// A helper thread of a parallel block: claims transactions in block order and runs each
 /// against the block's state as committed when it claimed it, until none is left or the
 /// block's loop ends.
-pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>) {
+pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
     let _alive = Alive(&board.live);
     let mut codes = CodeL1::new(None);
     let (mut evm, _) = crate::block_exec::block_evm(
@@ -464,6 +481,8 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>) {
         evm.ctx.journaled_state.database.read_published(&board.published);
     }
     while !board.stop.load(Ordering::Acquire) {
+        // Free what the committer is done with, here where it was allocated.
+        drop(std::mem::take(&mut *locked(&board.spent[me])));
         if board.hot.load(Ordering::Acquire) {
             std::thread::sleep(HOT_PAUSE);
             continue;
@@ -476,11 +495,12 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>) {
         // The run reads the committed values as they are at each read, so it is checked against
         // every write of the block (snapshot 0), by value: see `published`.
         let run = std::panic::catch_unwind(AssertUnwindSafe(|| speculate(&mut evm, pooled, 0)));
-        let Ok(run) = run else {
+        let Ok(mut run) = run else {
             // The EVM may be left half-way: give the transaction back to the committer, stop.
             board.put(index, Speculated::failed(0));
             break;
         };
+        run.helper = Some(me);
         board.put(index, run);
     }
 }
@@ -553,13 +573,16 @@ impl<'b, 'a> Committer<'b, 'a> {
         // Skipped transactions are no one's to run any more.
         board.next.fetch_max(index, Ordering::AcqRel);
         let executed = self.execute(evm, index, pooled);
-        let result = executed.map(|(ResultAndState { result, state }, bloom)| {
+        let result = executed.map(|(ResultAndState { result, state }, bloom, helper)| {
             let db = &mut evm.ctx.journaled_state.database;
             db.commit_ref(&state);
             // Validation reads the versions too (of the committer's own look-ahead runs), but
             // those only exist while a helper runs.
             if board.helpers > 0 && !self.alone {
                 db.publish(index, &state, &board.published);
+            }
+            if let Some(helper) = helper {
+                locked(&board.spent[helper]).states.push(state);
             }
             (result, bloom)
         });
@@ -574,31 +597,36 @@ impl<'b, 'a> Committer<'b, 'a> {
         evm: &mut BlockEvm<'_, ()>,
         index: usize,
         pooled: &PooledTx,
-    ) -> Result<(ResultAndState, Option<Bloom>), EVMError<StorageError>> {
+    ) -> Result<(ResultAndState, Option<Bloom>, Option<usize>), EVMError<StorageError>> {
         let board = self.board;
         if self.alone {
             self.stats.direct += 1;
-            return evm.transact(tx_env(pooled)).map(|outcome| (outcome, None));
+            return evm.transact(tx_env(pooled)).map(|outcome| (outcome, None, None));
         }
         let mut waiting: Option<Instant> = None;
         let mut spins = 0u32;
         loop {
-            if let Some(run) = board.take(index) {
+            if let Some(mut run) = board.take(index) {
                 self.stats.speculated += 1;
                 let db = &mut evm.ctx.journaled_state.database;
                 let bloom = run.bloom;
-                if let Some(outcome) = self.validate(db, run).map_err(EVMError::Database)? {
+                let helper = run.helper;
+                let validated = self.validate(db, &mut run).map_err(EVMError::Database);
+                if let Some(helper) = helper {
+                    locked(&board.spent[helper]).runs.push(run);
+                }
+                if let Some(outcome) = validated? {
                     self.streak = 0;
                     // One run that validates among frequent conflicts (a hot contract, where a
                     // helper's run now and then lands right after the commit it needed) must
                     // not restart the back-off from its shortest: halve it.
                     self.backoff = (self.backoff / 2).max(HOT_BACKOFF_MIN);
                     self.set_hot(0);
-                    return Ok((outcome, Some(bloom)));
+                    return Ok((outcome, Some(bloom), helper));
                 }
                 self.stats.reexecuted += 1;
                 self.wasted();
-                return evm.transact(tx_env(pooled)).map(|outcome| (outcome, None));
+                return evm.transact(tx_env(pooled)).map(|outcome| (outcome, None, None));
             }
             if board.stale {
                 // The helpers run every transaction; wait for this one unless none is left.
@@ -650,7 +678,7 @@ impl<'b, 'a> Committer<'b, 'a> {
         if self.hot_left > 0 {
             self.set_hot(self.hot_left - 1);
         }
-        evm.transact(tx_env(pooled)).map(|outcome| (outcome, None))
+        evm.transact(tx_env(pooled)).map(|outcome| (outcome, None, None))
     }
 
     /// A helper's run was wasted (it failed validation, or the committer executed its
@@ -693,9 +721,9 @@ impl<'b, 'a> Committer<'b, 'a> {
     fn validate(
         &self,
         db: &mut ExecDb<'_>,
-        run: Speculated,
+        run: &mut Speculated,
     ) -> Result<Option<ResultAndState>, StorageError> {
-        let Some(mut outcome) = run.outcome else { return Ok(None) };
+        let Some(mut outcome) = run.outcome.take() else { return Ok(None) };
         let lazy_coinbase = !run.observes_coinbase;
         let mut coinbase_read = None;
         for (address, seen) in &run.accounts {
