@@ -216,7 +216,7 @@ impl BlockWriter {
         self.threads = threads.clamp(1, MAX_LANES);
     }
 
-    /// Changed accounts each lane must have (default [`MIN_ACCOUNTS_PER_LANE`], 0 counts as
+    /// Changed accounts each lane must have (default `MIN_ACCOUNTS_PER_LANE`, 32; 0 counts as
     /// 1): the trie bench lowers it to measure where a lane stops paying for its thread.
     pub fn set_min_accounts_per_lane(&mut self, accounts: usize) {
         self.per_lane = accounts.max(1);
