@@ -191,25 +191,16 @@ pub(crate) fn instrument(evm: &mut BlockEvm<'_, ()>) {
         note(&mut ctx);
         create::<IS_CREATE2, _, _>(ctx)
     }
-    fn watched_balance(ctx: Ctx<'_, '_>) -> InstructionExecResult {
+    /// BALANCE, EXTCODE* and SELFDESTRUCT: the account is the top of the stack.
+    fn watched<const OP: u8>(ctx: Ctx<'_, '_>) -> InstructionExecResult {
         watch(&ctx, 0);
-        host::balance(ctx)
-    }
-    fn watched_extcodesize(ctx: Ctx<'_, '_>) -> InstructionExecResult {
-        watch(&ctx, 0);
-        host::extcodesize(ctx)
-    }
-    fn watched_extcodecopy(ctx: Ctx<'_, '_>) -> InstructionExecResult {
-        watch(&ctx, 0);
-        host::extcodecopy(ctx)
-    }
-    fn watched_extcodehash(ctx: Ctx<'_, '_>) -> InstructionExecResult {
-        watch(&ctx, 0);
-        host::extcodehash(ctx)
-    }
-    fn watched_selfdestruct(ctx: Ctx<'_, '_>) -> InstructionExecResult {
-        watch(&ctx, 0);
-        host::selfdestruct(ctx)
+        match OP {
+            BALANCE => host::balance(ctx),
+            EXTCODESIZE => host::extcodesize(ctx),
+            EXTCODECOPY => host::extcodecopy(ctx),
+            EXTCODEHASH => host::extcodehash(ctx),
+            _ => host::selfdestruct(ctx),
+        }
     }
     let table = evm.instruction.instruction_table_mut();
     table[usize::from(CALL)] = Instruction::new(noted_call::<CALL>);
@@ -218,11 +209,11 @@ pub(crate) fn instrument(evm: &mut BlockEvm<'_, ()>) {
     table[usize::from(STATICCALL)] = Instruction::new(noted_call::<STATICCALL>);
     table[usize::from(CREATE)] = Instruction::new(noted_create::<false>);
     table[usize::from(CREATE2)] = Instruction::new(noted_create::<true>);
-    table[usize::from(BALANCE)] = Instruction::new(watched_balance);
-    table[usize::from(EXTCODESIZE)] = Instruction::new(watched_extcodesize);
-    table[usize::from(EXTCODECOPY)] = Instruction::new(watched_extcodecopy);
-    table[usize::from(EXTCODEHASH)] = Instruction::new(watched_extcodehash);
-    table[usize::from(SELFDESTRUCT)] = Instruction::new(watched_selfdestruct);
+    table[usize::from(BALANCE)] = Instruction::new(watched::<BALANCE>);
+    table[usize::from(EXTCODESIZE)] = Instruction::new(watched::<EXTCODESIZE>);
+    table[usize::from(EXTCODECOPY)] = Instruction::new(watched::<EXTCODECOPY>);
+    table[usize::from(EXTCODEHASH)] = Instruction::new(watched::<EXTCODEHASH>);
+    table[usize::from(SELFDESTRUCT)] = Instruction::new(watched::<SELFDESTRUCT>);
 }
 
 /// Stops a parallel block's helpers when dropped (the block's loop ended, or failed).

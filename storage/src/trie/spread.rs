@@ -26,7 +26,10 @@ impl Trie {
     /// The root hash, computed on `threads` threads (this one included) when the trie is large
     /// enough; the same hash as [`Trie::root_hash`].
     pub fn root_hash_spread(&self, threads: usize, leaves: usize) -> B256 {
-        if threads < 2 || leaves < MIN_SPREAD_LEAVES {
+        // A thread per `MIN_SPREAD_LEAVES / 2` leaves at most: on a many-core machine a
+        // block of a few hundred receipts must not start dozens of threads.
+        let threads = threads.min(leaves / (MIN_SPREAD_LEAVES / 2));
+        if threads < 2 {
             return self.root_hash();
         }
         let frontier = cut(&self.root, threads * SUBTREES_PER_THREAD);
