@@ -752,7 +752,17 @@ impl ExecutorClient {
     /// method, so that a call refused under a retry storm costs a scan of its body and this
     /// (a few atomics), the same rule as `admit` on the lane a call would go to.
     pub fn refuse_early(&self) -> Option<ExecError> {
-        self.would_refuse().map(|refusal| self.refuse(refusal))
+        self.refuse_early_many(1)
+    }
+
+    /// [`refuse_early`](Self::refuse_early) for `calls` calls arriving together (the executor
+    /// calls of one JSON-RPC batch): the rule is decided once and the refusal counted once per
+    /// call. Admission would meet each of them with the same state, since a refused call
+    /// takes no place and changes nothing the rule reads; `None` (admitted) counts nothing.
+    pub fn refuse_early_many(&self, calls: u64) -> Option<ExecError> {
+        let refusal = self.would_refuse()?;
+        self.pool.refusals[refusal.index()].fetch_add(calls, Relaxed);
+        Some(ExecError::Busy(refusal))
     }
 
     /// The refusal a call would meet now, without counting it: the same rule as `admit` on

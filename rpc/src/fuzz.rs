@@ -362,6 +362,104 @@ fn mutated_requests_never_break_the_envelope() {
     });
 }
 
+/// Whether the early refusal's scans (`shed`) agree with the envelope's parser on `body`:
+/// whenever they find a well-shaped executor call (or a batch of only such calls) in a body
+/// that is valid JSON, the parser finds the same requests, in order, with the same methods and
+/// ids. A scan may give up where the parser would not (the body then goes the ordinary way),
+/// never the reverse.
+fn check_shed_scan(body: &[u8], hits: &RefCell<BTreeMap<i64, u64>>) -> Result<(), TestCaseError> {
+    use crate::shed::{executor_shape, for_each_item, scan_head, valid_json};
+    if !valid_json(body) {
+        return Ok(());
+    }
+    let limits = RpcLimits::default();
+    let mut scanned = Vec::new();
+    let batch = for_each_item(body, limits.max_batch_items, |head| {
+        scanned.push((head.method.to_owned(), head.id.to_vec()));
+        executor_shape(&head).then_some(())
+    });
+    let single = scan_head(body).filter(executor_shape);
+    let items = match (batch, single, parse_body(body, &limits)) {
+        (Some(n), None, Envelope::Batch(items)) if n == items.len() => items,
+        (None, Some(head), Envelope::Single(item)) => {
+            scanned = vec![(head.method.to_owned(), head.id.to_vec())];
+            vec![item]
+        }
+        (None, None, _) => Vec::new(),
+        (batch, single, envelope) => {
+            let why = format!("scanned {batch:?} / {single:?} but parsed {envelope:?}");
+            return Err(TestCaseError::fail(why));
+        }
+    };
+    // 0: the scans gave up; otherwise how many requests they found.
+    *hits.borrow_mut().entry(items.len() as i64).or_default() += 1;
+    for (item, (method, id)) in items.into_iter().zip(scanned) {
+        let Item::Call(request) = item else {
+            return Err(TestCaseError::fail(format!("{method} scanned, but invalid: {item:?}")));
+        };
+        let id: Value = serde_json::from_slice(&id).expect("a scanned id is JSON");
+        prop_assert_eq!((request.method, request.id), (method, Some(id)));
+    }
+    Ok(())
+}
+
+/// Executor calls (and a few others) with odd ids and params, alone or in batches.
+fn shed_body() -> impl Strategy<Value = Vec<u8>> {
+    let one = || {
+        (
+            proptest::sample::select(
+                &[
+                    "eth_call",
+                    "eth_estimateGas",
+                    "eth_createAccessList",
+                    "eth_simulateV1",
+                    "eth_blockNumber",
+                ][..],
+            ),
+            proptest::sample::select(
+                &[
+                    "1",
+                    "-5",
+                    "null",
+                    r#""a""#,
+                    r#""x\"y""#,
+                    r#""\u0041""#,
+                    "1.5",
+                    "[1]",
+                    "",
+                    "-0",
+                    "123456789012345678901234567890",
+                ][..],
+            ),
+            proptest::collection::vec(json_value(), 0..5),
+        )
+            .prop_map(|(method, id, args)| {
+                let params = serde_json::to_string(&args).expect("encodes");
+                let params =
+                    params.replacen('[', r#"[{"to":"0x01"},"#, usize::from(!args.is_empty()));
+                let id = if id.is_empty() { String::new() } else { format!(r#""id":{id},"#) };
+                format!(r#"{{"jsonrpc":"2.0",{id}"method":"{method}","params":{params}}}"#)
+            })
+    };
+    let body = prop_oneof![
+        1 => one(),
+        3 => proptest::collection::vec(one(), 0..6).prop_map(|items| format!("[{}]", items.join(" , "))),
+    ];
+    (body, proptest::collection::vec(mutation(), 0..3)).prop_map(|(body, edits)| {
+        let mut body = body.into_bytes();
+        for m in &edits {
+            mutate(&mut body, m);
+        }
+        body
+    })
+}
+
+#[test]
+fn the_shed_scans_find_what_the_parser_finds() {
+    let strategy = prop_oneof![shed_body(), arbitrary_body()];
+    run_counting("shed scans", 2_000, &strategy, |body, hits| check_shed_scan(&body, hits));
+}
+
 /// Decodes `value` as `T` directly and as argument 0 and 1 of a request: no panic, and a
 /// refusal is always -32602.
 fn decodes<T: FromParam>(

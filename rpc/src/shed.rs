@@ -8,31 +8,42 @@
 //! skipping `params` without decoding it. No `serde_json::Value` tree, no parameter decoding,
 //! no span and no executor work: under a retry storm (closed-loop clients that resend at once
 //! when refused) a refusal is then a few hundred nanoseconds of the front's time, not a full
-//! request. Anything the scan is not sure of (a batch, a notification, an escaped method
-//! name, an odd id, a duplicate member) and params of a shape the method does not take go
-//! the ordinary way, which answers bad params -32602 and applies the same rule to the rest;
-//! so does a body that is not valid JSON (checked by serde_json skipping every value, only for
-//! a request about to be refused), which gets -32700 busy or not. The pool's rule is asked
-//! first (a few atomic loads): while it admits, no body is scanned, so a closed loop of any
-//! size below capacity pays nothing here. A batch is not refused early: it is parsed whole
-//! and each executor call in it is refused at admission (-32005 in its own answer, HTTP 200)
-//! after its params are decoded; the body limit bounds that work.
+//! request. Anything the scan is not sure of (a notification, an escaped method name, an odd
+//! id, a duplicate member) and params of a shape the method does not take go the ordinary way,
+//! which answers bad params -32602 and applies the same rule to the rest; so does a body that
+//! is not valid JSON (checked by serde_json reading every value into nothing, only for a
+//! request about to be refused; a lone surrogate escape, a byte that is not UTF-8 or a number
+//! out of range is invalid too), which gets -32700 busy or not. The pool's rule is asked first
+//! (a few atomic loads): while it admits, no body is scanned, so a closed loop of any size
+//! below capacity pays nothing here.
+//!
+//! A batch whose items are all such calls (each with an id, well-shaped params, a method the
+//! API filter serves; at least one item and at most the batch limit) is refused the same way:
+//! the array's items are found by the same walk, the body is checked valid JSON once, and the
+//! answer is what the ordinary path gives when admission refuses every item: a JSON array of
+//! one -32005 per item, in order, each with its id, HTTP 200, each item counted as a refusal
+//! by method and by reason. The pool's rule is decided once for the batch
+//! (`ExecutorClient::refuse_early_many`): the ordinary path admits a batch's items within
+//! microseconds of each other, and a refused call takes no place, so each meets the state the
+//! first met. A batch with any other item (another method, a notification, params of another
+//! shape, anything the scan is not sure of), an empty one or one over the limit goes the
+//! ordinary way, which answers it as before: each executor call in it is refused at admission
+//! after its params are decoded.
 //!
 //! [`RetryPace`] slows one connection (HTTP, or a WebSocket) that comes straight back after
-//! such a refusal: its request is held for [`RETRY_PAUSE`] and then decided again, so a few
-//! hundred refused connections spinning on a 2-core machine cannot take the CPU the admitted
-//! calls need.
+//! such a refusal, of a single request or of a batch: its request is held for [`RETRY_PAUSE`]
+//! and then decided again, so a few hundred refused connections spinning on a 2-core machine
+//! cannot take the CPU the admitted calls need.
 
 use std::cell::Cell;
 use std::time::Duration;
 
-use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::metrics::RpcMetrics;
-use crate::transport::RpcReply;
+use crate::transport::{ErrorBatch, RpcReply};
 
 /// The methods whose every run goes through the executor pool's admission, each with the
 /// most arguments it takes: refusing them early answers what the ordinary path would. Params
@@ -69,23 +80,52 @@ pub(crate) struct Head<'a> {
     pub(crate) params: Option<&'a [u8]>,
 }
 
-/// Answers a single request for an executor method with -32005 (HTTP 503) when the pool
-/// would refuse it now, counting the refusal as the ordinary path does (by method, in
-/// `hearth_rpc_rejections_total{path="executor_busy"}` and in the pool's refusals by
-/// reason). `None`: the request goes the ordinary way.
+/// Answers a request for an executor method, or a batch of only such requests, with -32005
+/// when the pool would refuse it now, counting each refusal as the ordinary path does (by
+/// method, in `hearth_rpc_rejections_total{path="executor_busy"}` and in the pool's refusals
+/// by reason). A single request gets HTTP 503, a batch HTTP 200 (as the ordinary path
+/// answers them). `None`: the body goes the ordinary way.
 pub(crate) fn refuse_early(ctx: &RpcContext, body: &[u8]) -> Option<RpcReply> {
     // The pool's rule first: a few atomic loads, so that while the pool admits (a closed loop
     // of any size below capacity) no body is scanned twice.
     if !would_refuse(ctx) {
         return None;
     }
-    let head = refusable(ctx, body)?;
-    // The id is a literal of a few bytes; decoding it gives the ordinary path's encoding.
-    let id: Value = serde_json::from_slice(head.id).ok()?;
-    let refused: Result<(), RpcError> = Err(RpcError::Exec(ctx.executor.refuse_early()?));
-    ctx.metrics.observe_slot(RpcMetrics::slot_of(head.method), Duration::ZERO, &refused);
-    let error = refused.err()?;
-    Some(RpcReply::busy(crate::transport::encode_error(&id, &error)))
+    match refusable(ctx, body)? {
+        Refusable::Single(head) => {
+            // The id is a literal of a few bytes; decoding it gives the ordinary path's
+            // encoding.
+            let id: Value = serde_json::from_slice(head.id).ok()?;
+            let refused: Result<(), RpcError> = Err(RpcError::Exec(ctx.executor.refuse_early()?));
+            ctx.metrics.observe_slot(RpcMetrics::slot_of(head.method), Duration::ZERO, &refused);
+            let error = refused.err()?;
+            Some(RpcReply::busy(crate::transport::encode_error(&id, &error)))
+        }
+        Refusable::Batch { items } => refuse_batch(ctx, body, items),
+    }
+}
+
+/// Answers a batch of `items` executor calls (checked by [`refusable`]) with one -32005 per
+/// item, in order, each with its id. The pool's rule is decided once for the batch and its
+/// refusal counted once per item ([`ExecutorClient::refuse_early_many`]): the ordinary path
+/// admits a batch's items one after another within microseconds, and as a refused call
+/// takes no place, each meets the state the first met.
+///
+/// [`ExecutorClient::refuse_early_many`]: hearth_messages::executor::ExecutorClient::refuse_early_many
+fn refuse_batch(ctx: &RpcContext, body: &[u8], items: usize) -> Option<RpcReply> {
+    let refused: Result<(), RpcError> =
+        Err(RpcError::Exec(ctx.executor.refuse_early_many(items as u64)?));
+    let error = refused.as_ref().err()?;
+    let mut reply = ErrorBatch::new(error, items, &ctx.limits);
+    for_each_item(body, items, |head| {
+        ctx.metrics.observe_slot(RpcMetrics::slot_of(head.method), Duration::ZERO, &refused);
+        // The body is valid JSON (checked), so the id literal decodes; as a single request's,
+        // decoding gives the ordinary path's encoding of it.
+        let id: Value = serde_json::from_slice(head.id).unwrap_or(Value::Null);
+        reply.push(&id);
+        Some(())
+    });
+    Some(reply.finish())
 }
 
 /// Whether the pool would refuse a call now: one load while it has an idle thread, a few
@@ -94,24 +134,150 @@ fn would_refuse(ctx: &RpcContext) -> bool {
     ctx.executor.may_refuse() && ctx.executor.would_refuse().is_some()
 }
 
-/// The head of `body` when it is a well-shaped call of an executor method, written in valid
-/// JSON; `None`: it goes the ordinary way. The validity check is serde_json's own parser
-/// skipping every value ([`IgnoredAny`]: no tree, no allocation unless a string holds
-/// escapes), so that a malformed body gets the ordinary path's -32700, not -32005: a parse
-/// error says what the client must fix, a refusal only when to come back. It costs about as
-/// much as the scan (both linear in the body, which the front's limit bounds), and runs
-/// only for requests about to be refused.
-fn refusable<'b>(ctx: &RpcContext, body: &'b [u8]) -> Option<Head<'b>> {
+/// A body that may be refused early.
+enum Refusable<'b> {
+    /// One well-shaped call of an executor method.
+    Single(Head<'b>),
+    /// A batch of `items` (at least one, at most the batch limit), each a well-shaped call of
+    /// an executor method with an id.
+    Batch { items: usize },
+}
+
+/// What `body` is when it is a well-shaped call of an executor method, or a batch of only
+/// such calls, written in valid JSON; `None`: it goes the ordinary way. The validity check is
+/// serde_json's own parser reading every value and dropping it ([`Checked`]: no tree, no
+/// allocation unless a string holds escapes), once for the whole body, so that a malformed body gets
+/// the ordinary path's -32700, not -32005: a parse error says what the client must fix, a
+/// refusal only when to come back. It costs about as much as the scan (both linear in the
+/// body, which the front's limit bounds), and runs only for bodies about to be refused.
+fn refusable<'b>(ctx: &RpcContext, body: &'b [u8]) -> Option<Refusable<'b>> {
     if body.len() > ctx.limits.max_body_bytes {
         return None;
     }
-    let head = scan_head(body)?;
-    let &(_, max_args) = EXECUTOR_METHODS.iter().find(|(method, _)| *method == head.method)?;
-    if !ctx.api.allows(head.method) || !well_shaped(head.params?, max_args) {
+    let refusable = if body.get(skip_ws(body, 0)) == Some(&b'[') {
+        let items =
+            for_each_item(body, ctx.limits.max_batch_items, |head| executor_call(ctx, &head))?;
+        Refusable::Batch { items }
+    } else {
+        let head = scan_head(body)?;
+        executor_call(ctx, &head)?;
+        Refusable::Single(head)
+    };
+    valid_json(body).then_some(refusable)
+}
+
+/// Whether `body` is JSON the ordinary parser would read (see [`Checked`]).
+pub(crate) fn valid_json(body: &[u8]) -> bool {
+    serde_json::from_slice::<Checked>(body).is_ok()
+}
+
+/// Any JSON value, checked as the ordinary parser checks the members it decodes, and dropped
+/// as read: numbers in range, strings UTF-8 with their escapes paired. serde_json's
+/// [`IgnoredAny`](serde::de::IgnoredAny) skips strings and numbers unchecked, so a lone
+/// `\ud800`, a raw byte that is not UTF-8 or `1e999` in params would pass it, where the
+/// ordinary path answers -32700 (found by `fuzz::the_shed_scans_find_what_the_parser_finds`).
+/// Strings are borrowed from the body, or decoded into the parser's one scratch buffer when
+/// they hold escapes; no tree is built. It checks other members too, which the ordinary path
+/// skips: such a body only goes the ordinary way.
+struct Checked;
+
+impl<'de> serde::Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(CheckedVisitor)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CheckedVisitor {
+    type Value = Checked;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+        while map.next_entry::<Checked, Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+}
+
+/// `Some` when `head` calls an executor method the API allows, with params of its shape.
+fn executor_call(ctx: &RpcContext, head: &Head<'_>) -> Option<()> {
+    (executor_shape(head) && ctx.api.allows(head.method)).then_some(())
+}
+
+/// Whether `head` calls an executor method with params of a shape it takes.
+pub(crate) fn executor_shape(head: &Head<'_>) -> bool {
+    EXECUTOR_METHODS.iter().find(|(method, _)| *method == head.method).is_some_and(
+        |&(_, max_args)| head.params.is_some_and(|params| well_shaped(params, max_args)),
+    )
+}
+
+/// Calls `each` with the head of every item of `body`, a JSON array of request objects, in
+/// order, and answers how many there were. `None` when the body is not one array, is empty
+/// (the ordinary path answers -32600), holds more than `max_items` (it answers "batch too
+/// large"), or an item is not a request the scan is sure of, or `each` answers `None`.
+/// Nothing is allocated: items are found as [`skip_item`] finds array items.
+pub(crate) fn for_each_item<'b>(
+    body: &'b [u8],
+    max_items: usize,
+    mut each: impl FnMut(Head<'b>) -> Option<()>,
+) -> Option<usize> {
+    let start = skip_ws(body, 0);
+    let mut end = body.len();
+    while end > start && matches!(body[end - 1], b' ' | b'\t' | b'\n' | b'\r') {
+        end -= 1;
+    }
+    if end < start + 2 || body[start] != b'[' || body[end - 1] != b']' {
         return None;
     }
-    serde_json::from_slice::<IgnoredAny>(body).ok()?;
-    Some(head)
+    let inner = &body[start + 1..end - 1];
+    let mut at = skip_ws(inner, 0);
+    let mut items = 0;
+    loop {
+        let item_end = skip_item(inner, at)?;
+        items += 1;
+        if items > max_items {
+            return None;
+        }
+        each(scan_head(&inner[at..item_end])?)?;
+        at = skip_ws(inner, item_end);
+        match inner.get(at) {
+            None => return Some(items),
+            Some(b',') => at = skip_ws(inner, at + 1),
+            _ => return None,
+        }
+    }
 }
 
 /// Finds the top-level `jsonrpc` (which must be `"2.0"`), `method` and `id` of a body that
@@ -416,6 +582,63 @@ mod tests {
         assert_eq!(head.and_then(|h| h.params), Some(&b"[{}]"[..]));
         let bare = scan_head(br#"{"jsonrpc":"2.0","id":1,"method":"eth_call"}"#);
         assert_eq!(bare.map(|h| h.params), Some(None));
+    }
+
+    /// The (method, id) of every item of a batch body the scan is sure of, or `None`.
+    fn items(body: &str, max: usize) -> Option<Vec<(String, String)>> {
+        let mut seen = Vec::new();
+        for_each_item(body.as_bytes(), max, |h| {
+            seen.push((h.method.to_owned(), String::from_utf8(h.id.to_vec()).expect("utf-8")));
+            Some(())
+        })?;
+        Some(seen)
+    }
+
+    #[test]
+    fn the_batch_scan_finds_every_item_in_order() {
+        let batch = r#" [ {"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"a":"],["}]} ,
+            {"params":[[{}]],"method":"eth_estimateGas","id":"x,y","jsonrpc":"2.0"}] "#;
+        let expected =
+            vec![("eth_call".into(), "1".into()), ("eth_estimateGas".into(), r#""x,y""#.into())];
+        assert_eq!(items(batch, 2), Some(expected));
+        assert_eq!(items(batch, 1), None, "over the item limit");
+        let one = r#"[{"jsonrpc":"2.0","id":null,"method":"eth_call"}]"#;
+        assert_eq!(items(one, 1), Some(vec![("eth_call".into(), "null".into())]));
+        let call = r#"{"jsonrpc":"2.0","id":1,"method":"eth_call"}"#;
+        for body in [
+            "[]".to_owned(),
+            " [ ] ".to_owned(),
+            "".to_owned(),
+            call.to_owned(),      // not a batch
+            format!("[{call},]"), // an empty item
+            format!("[,{call}]"),
+            format!("[{call}"), // cut short
+            format!("[{call}]]"),
+            format!("[{call}] [{call}]"), // two arrays
+            format!("[{call} {call}]"),   // no comma
+            format!("[{call},[{call}]]"), // a nested array
+            format!("[{call},7]"),        // not an object
+            format!(r#"[{call},{{"jsonrpc":"2.0","method":"eth_call"}}]"#), // a notification
+        ] {
+            assert_eq!(items(&body, 10), None, "{body}");
+        }
+    }
+
+    #[test]
+    fn only_json_the_ordinary_parser_reads_is_valid() {
+        assert!(valid_json(br#"{"a":["\ud83d\ude00","\n",1,-2.5e3,null,true,{}]}"#));
+        assert!(valid_json("[\"é\"]".as_bytes()));
+        for invalid in [
+            &br#"["\ud800"]"#[..],  // a lone leading surrogate
+            br#"["\udc00"]"#,       // a lone trailing one
+            br#"["\ud800\u0041"]"#, // a leading one not followed by a trailing one
+            br#"[1e999]"#,          // out of range
+            b"[\"\x80\"]",          // not UTF-8
+            b"{\"\x80\":1}",        // in a key
+            br#"[1,]"#,
+        ] {
+            assert!(!valid_json(invalid), "{}", String::from_utf8_lossy(invalid));
+        }
     }
 
     #[test]

@@ -833,6 +833,9 @@ async fn an_executor_call_over_budget_is_refused_from_a_scan_of_its_body() {
         r#"{"jsonrpc":"2.0","id":9,"method":"eth_call","params":[{"to":"0x01",}]}"#,
         r#"{"jsonrpc":"2.0","id":9,"method":"eth_call","params":[{"to":"\q"}]}"#,
         r#"{"jsonrpc":"2.0","id":9,"extra":tru,"method":"eth_call","params":[{}]}"#,
+        // Skipped unchecked by serde_json's IgnoredAny, refused by the ordinary parser.
+        r#"{"jsonrpc":"2.0","id":9,"method":"eth_call","params":[{"to":"\ud800"}]}"#,
+        r#"{"jsonrpc":"2.0","id":9,"method":"eth_call","params":[{"gas":1e999}]}"#,
     ] {
         let reply = handle_body(&f.ctx, invalid.as_bytes()).await;
         let answer: Value = serde_json::from_slice(&reply.body.expect("an answer")).unwrap();
@@ -876,6 +879,177 @@ async fn a_connection_that_retries_at_once_after_a_refusal_is_held_then_decided_
     // Two answers were refusals; the held retry was admitted, so it counts none (only the
     // answer a request gets is counted, not the check before its hold).
     assert_eq!(f.ctx.executor.refusals(), [0, 2], "refused, refused, then admitted");
+}
+
+/// The answer's items as (id, error code) pairs.
+fn batch_answer(reply: &crate::RpcReply) -> Vec<(Value, Value)> {
+    let answer: Value = serde_json::from_slice(reply.body.as_ref().expect("an answer")).unwrap();
+    let items = answer.as_array().unwrap_or_else(|| panic!("not a batch answer: {answer}"));
+    items.iter().map(|item| (item["id"].clone(), item["error"]["code"].clone())).collect()
+}
+
+#[actix::test]
+async fn a_batch_of_executor_calls_over_budget_is_refused_from_a_scan_of_its_body() {
+    // No queue: a call sent and not yet run takes the one thread, so the next is refused.
+    let f = fixture(0);
+    let mut running = Box::pin(f.ctx.executor.call(Call { request: Default::default(), block: 1 }));
+    assert!(futures_util::poll!(&mut running).is_pending());
+    let to = json!({"to": CONTRACT, "data": "0x01"});
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [to, "latest"]},
+        {"jsonrpc": "2.0", "id": "b", "method": "eth_estimateGas", "params": [to]},
+        {"jsonrpc": "2.0", "id": null, "method": "eth_createAccessList", "params": [to]},
+        {"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [to]},
+    ])
+    .to_string();
+    let early = crate::shed::refuse_early(&f.ctx, batch.as_bytes()).expect("refused early");
+    assert_eq!(early.status, 200, "a batch stays 200, as the ordinary path answers it");
+    let busy = json!(-32005);
+    assert_eq!(
+        batch_answer(&early),
+        vec![
+            (json!(1), busy.clone()),
+            (json!("b"), busy.clone()),
+            (Value::Null, busy.clone()),
+            (json!(1), busy.clone())
+        ]
+    );
+    // One refusal per item, counted where the ordinary path counts it.
+    assert_eq!(f.ctx.executor.refusals(), [0, 4], "queue_delay, queue_full");
+    assert_eq!(f.ctx.metrics.rejections(crate::Rejection::ExecutorBusy), 4);
+    let mut text = String::new();
+    f.ctx.metrics.render(&mut text);
+    assert!(text.contains("hearth_rpc_requests_total{method=\"eth_call\"} 2"), "{text}");
+    assert!(text.contains("hearth_rpc_requests_total{method=\"eth_estimateGas\"} 1"), "{text}");
+    // The ordinary path (past the shed) answers the same batch with the same bytes, each
+    // item refused at admission after its params are decoded.
+    let ordinary = crate::run_request(&f.ctx, batch.as_bytes(), None).await;
+    assert_eq!((early.status, &early.body), (ordinary.status, &ordinary.body));
+    let full = early.body;
+    assert_eq!(f.ctx.executor.refusals(), [0, 8]);
+    assert_eq!(f.ctx.metrics.rejections(crate::Rejection::ExecutorBusy), 8);
+    // Also past the response cap: the items that do not fit are "response too large".
+    let mut capped = f.ctx.clone();
+    capped.limits.max_response_bytes = full.as_ref().map_or(0, Vec::len) / 2;
+    let early = crate::shed::refuse_early(&capped, batch.as_bytes()).expect("refused early");
+    let ordinary = crate::run_request(&capped, batch.as_bytes(), None).await;
+    assert_eq!(early.body, ordinary.body);
+    assert_ne!(early.body, full, "some items over the cap");
+    // Through the entry point, and with an item whose fields the scan does not decode (as
+    // for a single request, only its shape is checked).
+    let odd =
+        br#" [ {"params":[{"to":"not an address"}],"id":7,"jsonrpc":"2.0","method":"eth_call"} ,
+        {"jsonrpc":"2.0","id":"x\"y","method":"eth_simulateV1","params":[{}]} ] "#;
+    let reply = handle_body(&f.ctx, odd).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(batch_answer(&reply), vec![(json!(7), busy.clone()), (json!("x\"y"), busy)]);
+    assert_eq!(f.ctx.executor.refusals(), [0, 18], "4 + 4, 4 + 4 capped, then 2");
+    assert!(running.await.is_ok(), "the admitted call still runs");
+    // With the thread free again the same batch goes the ordinary way.
+    assert!(crate::shed::refuse_early(&f.ctx, batch.as_bytes()).is_none());
+}
+
+#[actix::test]
+async fn a_batch_that_is_not_all_executor_calls_goes_the_ordinary_way_when_busy() {
+    let f = fixture(0);
+    let mut running = Box::pin(f.ctx.executor.call(Call { request: Default::default(), block: 1 }));
+    assert!(futures_util::poll!(&mut running).is_pending());
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"0xcccccccccccccccccccccccccccccccccccccccc"}]}"#;
+    let shed_none = |body: &str| crate::shed::refuse_early(&f.ctx, body.as_bytes()).is_none();
+    // Mixed: eth_blockNumber is answered, the eth_call refused at admission.
+    let mixed = format!(r#"[{call},{{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber"}}]"#);
+    assert!(shed_none(&mixed));
+    let reply = handle_body(&f.ctx, mixed.as_bytes()).await;
+    let answer: Value = serde_json::from_slice(reply.body.as_ref().expect("an answer")).unwrap();
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        (answer[0]["id"].clone(), answer[0]["error"]["code"].clone()),
+        (json!(1), json!(-32005))
+    );
+    assert_eq!((answer[1]["id"].clone(), answer[1]["result"].clone()), (json!(2), json!("0x1")));
+    assert_eq!(f.ctx.executor.refusals(), [0, 1]);
+    // An item of a shape no executor method takes: its -32602, the other refused.
+    let ill =
+        format!(r#"[{call},{{"jsonrpc":"2.0","id":3,"method":"eth_call","params":["latest"]}}]"#);
+    assert!(shed_none(&ill));
+    let reply = handle_body(&f.ctx, ill.as_bytes()).await;
+    assert_eq!(batch_answer(&reply), vec![(json!(1), json!(-32005)), (json!(3), json!(-32602))]);
+    assert_eq!(f.ctx.executor.refusals(), [0, 2]);
+    // Invalid JSON: -32700 with id null, nothing refused.
+    let invalid = format!(
+        r#"[{call},{{"jsonrpc":"2.0","id":4,"method":"eth_call","params":[{{"to":0x1}}]}}]"#
+    );
+    assert!(shed_none(&invalid));
+    let reply = handle_body(&f.ctx, invalid.as_bytes()).await;
+    let answer: Value = serde_json::from_slice(reply.body.as_ref().expect("an answer")).unwrap();
+    assert_eq!(
+        (reply.status, answer["id"].clone(), answer["error"]["code"].clone()),
+        (200, Value::Null, json!(-32700))
+    );
+    // A notification item (no id): it runs (and is refused) but gets no answer.
+    let notification =
+        format!(r#"[{call},{{"jsonrpc":"2.0","method":"eth_call","params":[{{}}]}}]"#);
+    assert!(shed_none(&notification));
+    let reply = handle_body(&f.ctx, notification.as_bytes()).await;
+    assert_eq!(batch_answer(&reply), vec![(json!(1), json!(-32005))]);
+    assert_eq!(f.ctx.executor.refusals(), [0, 4]);
+    // Empty: -32600. Over the item limit: one "batch too large" error, counted as such.
+    for empty in ["[]", " [ ] "] {
+        assert!(shed_none(empty));
+        let reply = handle_body(&f.ctx, empty.as_bytes()).await;
+        let answer: Value =
+            serde_json::from_slice(reply.body.as_ref().expect("an answer")).unwrap();
+        assert_eq!(
+            (reply.status, answer["error"]["code"].clone()),
+            (200, json!(-32600)),
+            "{empty}"
+        );
+    }
+    let mut small = f.ctx.clone();
+    small.limits.max_batch_items = 2;
+    let three = format!("[{call},{call},{call}]");
+    assert!(crate::shed::refuse_early(&small, three.as_bytes()).is_none());
+    let reply = handle_body(&small, three.as_bytes()).await;
+    let answer: Value = serde_json::from_slice(reply.body.as_ref().expect("an answer")).unwrap();
+    assert_eq!((reply.status, answer["error"]["code"].clone()), (200, json!(-32005)));
+    assert!(
+        answer["error"]["message"].as_str().unwrap().starts_with("batch too large"),
+        "{answer}"
+    );
+    assert_eq!(f.ctx.metrics.rejections(crate::Rejection::BatchTooLarge), 1);
+    assert_eq!(f.ctx.executor.refusals(), [0, 4], "none of those refused by the pool");
+    // At the limit, it is refused early.
+    let two = format!("[{call},{call}]");
+    assert!(crate::shed::refuse_early(&small, two.as_bytes()).is_some());
+    assert_eq!(f.ctx.executor.refusals(), [0, 6]);
+    // An executor method the API filter does not serve is no executor call to shed.
+    let mut no_eth = f.ctx.clone();
+    no_eth.api = crate::ApiNamespaces::parse("net,web3").expect("namespaces");
+    assert!(crate::shed::refuse_early(&no_eth, two.as_bytes()).is_none());
+    assert!(running.await.is_ok());
+}
+
+#[actix::test]
+async fn a_connection_that_retries_a_refused_batch_at_once_is_held_too() {
+    use crate::shed::{RETRY_PAUSE, RetryPace, refuse_early_paced};
+    tokio::time::pause();
+    let f = fixture(0);
+    let call = r#"{"jsonrpc":"2.0","id":3,"method":"eth_call","params":[{"to":"0x01"}]}"#;
+    let body = format!("[{call},{call},{call}]");
+    let pace = RetryPace::default();
+    let mut running = Box::pin(f.ctx.executor.call(Call { request: Default::default(), block: 1 }));
+    assert!(futures_util::poll!(&mut running).is_pending());
+    let start = tokio::time::Instant::now();
+    let first = refuse_early_paced(&f.ctx, body.as_bytes(), Some(&pace)).await.expect("refused");
+    assert_eq!((first.status, start.elapsed()), (200, Duration::ZERO));
+    assert_eq!(f.ctx.executor.refusals(), [0, 3]);
+    // The retry at once is held RETRY_PAUSE; the running call ends meanwhile, so the batch is
+    // then admitted (the ordinary way) and counts no refusal.
+    assert!(refuse_early_paced(&f.ctx, body.as_bytes(), Some(&pace)).await.is_none());
+    let held = start.elapsed();
+    assert!((RETRY_PAUSE..=RETRY_PAUSE + Duration::from_millis(1)).contains(&held), "{held:?}");
+    assert!(running.await.is_ok());
+    assert_eq!(f.ctx.executor.refusals(), [0, 3]);
 }
 
 #[actix::test]

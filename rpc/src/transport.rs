@@ -30,7 +30,7 @@ pub struct RpcReply {
 
 impl RpcReply {
     /// HTTP 200 with `body`.
-    const fn ok(body: Vec<u8>) -> Self {
+    pub(crate) const fn ok(body: Vec<u8>) -> Self {
         Self { status: 200, body: Some(body) }
     }
 
@@ -600,6 +600,57 @@ struct ErrorObject {
 pub(crate) fn encode_error(id: &Value, error: &RpcError) -> Vec<u8> {
     let object = ErrorObject { code: error.code(), message: error.to_string(), data: error.data() };
     encode(id, None, Some(object))
+}
+
+/// The answer to a batch whose every item fails with one error, built item by item as the
+/// batch path builds it (same member order, same response cap per item, HTTP 200): the error
+/// object is encoded once, each item adds its id. What `shed` answers a batch of executor
+/// calls the pool refuses with.
+pub(crate) struct ErrorBatch<'a> {
+    body: Vec<u8>,
+    error: Vec<u8>,
+    limits: &'a RpcLimits,
+}
+
+impl<'a> ErrorBatch<'a> {
+    /// An empty batch answer whose items will fail with `error`, for about `items` items.
+    pub(crate) fn new(error: &RpcError, items: usize, limits: &'a RpcLimits) -> Self {
+        let object =
+            ErrorObject { code: error.code(), message: error.to_string(), data: error.data() };
+        let error = serde_json::to_vec(&object).unwrap_or_else(|_| b"null".to_vec());
+        let mut body = Vec::with_capacity(2 + items * (error.len() + 32));
+        body.push(b'[');
+        Self { body, error, limits }
+    }
+
+    /// Appends the answer to the next item, whose id is `id`; past the response cap it is the
+    /// "response too large" error instead, as the batch path answers.
+    pub(crate) fn push(&mut self, id: &Value) {
+        if self.body.len() > 1 {
+            self.body.push(b',');
+        }
+        let start = self.body.len();
+        self.body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        // An id is null, a string or a number: encoding it cannot fail.
+        if serde_json::to_writer(&mut self.body, id).is_err() {
+            self.body.extend_from_slice(b"null");
+        }
+        self.body.extend_from_slice(br#","error":"#);
+        self.body.extend_from_slice(&self.error);
+        self.body.push(b'}');
+        // `within_limit`'s rule, on the answer written in place.
+        if self.body.len() > self.limits.max_response_bytes {
+            self.body.truncate(start);
+            let max = self.limits.max_response_bytes;
+            self.body.extend_from_slice(&encode_error(id, &RpcError::ResponseTooLarge { max }));
+        }
+    }
+
+    /// The reply: HTTP 200, as a batch stays whatever its items answer.
+    pub(crate) fn finish(mut self) -> RpcReply {
+        self.body.push(b']');
+        RpcReply::ok(self.body)
+    }
 }
 
 /// A success response around a result that is JSON already (same member order as [`encode`]).
