@@ -247,7 +247,7 @@ pub(crate) fn executor_shape(head: &Head<'_>) -> bool {
 /// order, and answers how many there were. `None` when the body is not one array, is empty
 /// (the ordinary path answers -32600), holds more than `max_items` (it answers "batch too
 /// large"), or an item is not a request the scan is sure of, or `each` answers `None`.
-/// Nothing is allocated: items are found as [`skip_item`] finds array items.
+/// Nothing is allocated: each item is walked once, as [`scan_head`] walks a request.
 pub(crate) fn for_each_item<'b>(
     body: &'b [u8],
     max_items: usize,
@@ -265,12 +265,12 @@ pub(crate) fn for_each_item<'b>(
     let mut at = skip_ws(inner, 0);
     let mut items = 0;
     loop {
-        let item_end = skip_item(inner, at)?;
+        let (head, item_end) = scan_object(inner, at)?;
         items += 1;
         if items > max_items {
             return None;
         }
-        each(scan_head(&inner[at..item_end])?)?;
+        each(head)?;
         at = skip_ws(inner, item_end);
         match inner.get(at) {
             None => return Some(items),
@@ -284,7 +284,12 @@ pub(crate) fn for_each_item<'b>(
 /// is one JSON object, skipping every other member's value without decoding it. `None` when
 /// the body is anything else or the scan is not sure (see the module doc).
 pub(crate) fn scan_head(body: &[u8]) -> Option<Head<'_>> {
-    let mut at = skip_ws(body, 0);
+    let (head, end) = scan_object(body, skip_ws(body, 0))?;
+    (skip_ws(body, end) == body.len()).then_some(head)
+}
+
+/// [`scan_head`] of the object starting at `at` in `body`, and the index just past its `}`.
+fn scan_object(body: &[u8], mut at: usize) -> Option<(Head<'_>, usize)> {
     if body.get(at) != Some(&b'{') {
         return None;
     }
@@ -341,10 +346,10 @@ pub(crate) fn scan_head(body: &[u8]) -> Option<Head<'_>> {
             _ => return None,
         }
     }
-    if skip_ws(body, at + 1) != body.len() || !version_ok {
+    if !version_ok {
         return None;
     }
-    Some(Head { method: method?, id: id?, params })
+    Some((Head { method: method?, id: id?, params }, at + 1))
 }
 
 /// Whether `params` (raw JSON text) has the shape an executor method takes: an array of one
