@@ -292,6 +292,8 @@ pub(crate) fn execute_block(
     let helpers = crate::parallel::helpers(&defaults.parallel, &txs);
     let start = helpers.map(|_| evm.ctx.journaled_state.database.changes().clone());
     let board = helpers.map(|n| crate::parallel::Board::new(&txs, &defaults.parallel, n));
+    // After the helpers' copy of the changes, which need no room for the block's.
+    evm.ctx.journaled_state.database.reserve_changes(txs.len());
     let input = start.as_ref().map(|start| crate::parallel::SpecInput {
         db,
         defaults,

@@ -35,29 +35,43 @@ pub(crate) struct BlockChanges {
 }
 
 impl BlockChanges {
-    /// The block's changes as a diff for the state owner.
+    /// Room for a block of `txs` transactions, each touching about two accounts (its sender
+    /// and recipient) and a slot or two, so that a big block's maps are sized once instead of
+    /// rehashed (copied) at every doubling on the block's sequential path.
+    pub(crate) fn reserve(&mut self, txs: usize) {
+        self.accounts.reserve(2 * txs);
+        self.storage.reserve(txs);
+    }
+
+    /// The block's changes as a diff for the state owner. The accounts are sorted by address
+    /// first (a sort of small records) and the ordered map is then built from the sorted run,
+    /// which takes it in one pass: inserted key by key into a map of ten thousand accounts,
+    /// each insert searched and split nodes apart from the others, a tenth of the sequential
+    /// part of a big block in `perf`.
     pub(crate) fn into_diff(mut self) -> StateDiff {
-        let mut diff = StateDiff::default();
-        for (address, info) in self.accounts {
-            let storage: BTreeMap<U256, U256> =
-                self.storage.remove(&address).unwrap_or_default().into_iter().collect();
-            diff.accounts.insert(
-                address,
-                AccountChange {
+        let mut accounts: Vec<(Address, Option<AccountInfo>)> = self.accounts.into_iter().collect();
+        accounts.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let wiped = self.wiped;
+        let accounts = accounts
+            .into_iter()
+            .map(|(address, info)| {
+                let storage: BTreeMap<U256, U256> =
+                    self.storage.remove(&address).unwrap_or_default().into_iter().collect();
+                let change = AccountChange {
                     info: info.map(|i| AccountFields {
                         nonce: i.nonce,
                         balance: i.balance,
                         code_hash: i.code_hash,
                     }),
-                    storage_wiped: self.wiped.contains(&address),
+                    storage_wiped: wiped.contains(&address),
                     storage,
-                },
-            );
-        }
-        for (hash, code) in self.codes {
-            diff.codes.insert(hash, code.original_bytes());
-        }
-        diff
+                };
+                (address, change)
+            })
+            .collect();
+        let codes =
+            self.codes.into_iter().map(|(hash, code)| (hash, code.original_bytes())).collect();
+        StateDiff { accounts, codes }
     }
 }
 
@@ -353,6 +367,11 @@ impl<'a> ExecDb<'a> {
         self
     }
 
+    /// Sizes the block's change maps for `txs` transactions ([`BlockChanges::reserve`]).
+    pub(crate) fn reserve_changes(&mut self, txs: usize) {
+        self.changes.reserve(txs);
+    }
+
     pub(crate) fn into_changes(self) -> BlockChanges {
         self.changes
     }
@@ -461,9 +480,14 @@ impl<'a> ExecDb<'a> {
             self.changes.storage.remove(&address);
             return;
         }
-        let slots = self.changes.storage.entry(address).or_default();
-        for (slot, value) in account.changed_storage_slots() {
-            slots.insert(*slot, value.present_value);
+        // Most accounts a block touches (senders, recipients) change no slot: they get no
+        // storage map.
+        let mut changed = account.changed_storage_slots().peekable();
+        if changed.peek().is_some() {
+            let slots = self.changes.storage.entry(address).or_default();
+            for (slot, value) in changed {
+                slots.insert(*slot, value.present_value);
+            }
         }
         self.changes.accounts.insert(address, Some(info));
     }

@@ -8,7 +8,9 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth::config::NodeConfig;
 use hearth_actors::{MinerActor, MinerConfig, MinerPeers};
-use hearth_messages::admission::{AdmissionLimits, QUEUE_DELAY_BUCKETS_MICROS, Refusal};
+use hearth_messages::admission::{
+    AdmissionLimits, QUEUE_DELAY_BUCKETS_MICROS, Refusal, WARM_UP_CALLS,
+};
 use hearth_messages::executor::{
     Admitted, Call, CallOutcome, CallRequest, ExecutorClient, ExecutorLane, PooledTx,
 };
@@ -293,11 +295,14 @@ async fn teach(
     running: &mut mpsc::Receiver<Admitted<Call>>,
     took: Duration,
 ) {
-    assert!(client.call(call(0)).await.is_ok());
-    let mut held = running.recv().await.expect("the probe got the call");
-    held.begin().expect("the pool is open");
-    tokio::time::advance(took).await;
-    drop(held);
+    // A thread's service time counts once it has run its warm-up calls.
+    for _ in 0..WARM_UP_CALLS {
+        assert!(client.call(call(0)).await.is_ok());
+        let mut held = running.recv().await.expect("the probe got the call");
+        held.begin().expect("the pool is open");
+        tokio::time::advance(took).await;
+        drop(held);
+    }
 }
 
 /// A client with no queue (one request in the pool at a time) over an executor probe that
@@ -482,6 +487,7 @@ async fn a_zero_budget_admits_only_onto_an_idle_thread() {
 async fn queue_delay_and_service_time_are_measured_from_when_the_executor_begins() {
     tokio::time::pause();
     let (client, mut running) = holding_pool(AdmissionLimits::default());
+    teach(&client, &mut running, MS).await;
     let mut first = Box::pin(client.call(call(1)));
     let mut second = Box::pin(client.call(call(2)));
     assert!(futures_util::poll!(&mut first).is_pending());
@@ -499,7 +505,7 @@ async fn queue_delay_and_service_time_are_measured_from_when_the_executor_begins
 
     assert_eq!(client.service_times(), vec![Some(MS + (2 * MS) / 8)], "1 ms, then 3 ms at 1/8");
     let delays = client.queue_delays();
-    assert_eq!(delays.count(), 2);
+    assert_eq!(delays.count(), WARM_UP_CALLS + 2);
     assert_eq!(delays.sum, 11 * MS, "5 ms and 6 ms");
     let bucket = |micros| QUEUE_DELAY_BUCKETS_MICROS.iter().position(|&b| b == micros).unwrap();
     assert_eq!(delays.buckets[bucket(5_000)], 1);
