@@ -1275,12 +1275,16 @@ impl InProcessWs {
     async fn frame(&mut self) -> Option<ServerFrame> {
         use actix_web::body::MessageBody;
         loop {
-            if self.read.len() >= 2 {
-                let len = usize::from(self.read[1] & 0x7f);
-                assert!(len < 126, "control frames and short texts only");
-                if self.read.len() >= 2 + len {
-                    let frame: Vec<u8> = self.read.drain(..2 + len).collect();
-                    return Some((frame[0] & 0x0f, frame[2..].to_vec()));
+            if self.read.len() >= 4 || (self.read.len() >= 2 && self.read[1] & 0x7f < 126) {
+                // A 7-bit length, or 126 and a 16-bit one (answers of a few hundred bytes).
+                let (head, len) = match usize::from(self.read[1] & 0x7f) {
+                    126 => (4, usize::from(u16::from_be_bytes([self.read[2], self.read[3]]))),
+                    127 => panic!("frames under 64 KiB only"),
+                    len => (2, len),
+                };
+                if self.read.len() >= head + len {
+                    let frame: Vec<u8> = self.read.drain(..head + len).collect();
+                    return Some((frame[0] & 0x0f, frame[head..].to_vec()));
                 }
             }
             let chunk =
@@ -1318,6 +1322,67 @@ fn ws_context() -> RpcContext {
     let mut ctx = fixture(4).ctx;
     ctx.subscriptions.connect = Connector::default().start().recipient();
     ctx
+}
+
+/// An executor thread that takes each call and keeps it (and so its place in the pool) without
+/// answering: the pool stays busy for as long as the test runs.
+#[derive(Default)]
+struct Holder(Vec<Admitted<Call>>);
+
+impl Actor for Holder {
+    type Context = Context<Self>;
+}
+
+impl Handler<Admitted<Call>> for Holder {
+    type Result = actix::ResponseFuture<Result<CallOutcome, ExecError>>;
+    fn handle(&mut self, msg: Admitted<Call>, _: &mut Context<Self>) -> Self::Result {
+        self.0.push(msg);
+        Box::pin(std::future::pending())
+    }
+}
+
+#[actix::test]
+async fn a_websocket_batch_of_executor_calls_is_refused_early_and_its_quick_retry_held() {
+    tokio::time::pause();
+    let mut ctx = ws_context();
+    let stub = Stub::default().start();
+    ctx.executor = ExecutorClient::new(
+        Holder::default().start().recipient(),
+        stub.clone().recipient(),
+        stub.clone().recipient(),
+        stub.recipient(),
+        hearth_messages::admission::AdmissionLimits {
+            max_queued: 0,
+            ..hearth_messages::admission::AdmissionLimits::default()
+        },
+    );
+    // One call takes the one thread for good; every other is refused (queue full).
+    let executor = ctx.executor.clone();
+    let mut running = Box::pin(executor.call(Call { request: Default::default(), block: 1 }));
+    assert!(futures_util::poll!(&mut running).is_pending());
+    let mut ws = InProcessWs::open(ctx.clone()).await;
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{}]}"#;
+    let batch = format!(r#"[{call},{}]"#, call.replace(r#""id":1"#, r#""id":"b""#));
+    let start = tokio::time::Instant::now();
+    ws.send(0x1, batch.as_bytes()).await;
+    let (opcode, answer) = ws.frame().await.expect("an answer");
+    assert_eq!(opcode, 0x1);
+    assert_at(start, Duration::ZERO);
+    let answer: Value = serde_json::from_slice(&answer).expect("JSON");
+    let codes: Vec<_> = answer
+        .as_array()
+        .expect("a batch answer")
+        .iter()
+        .map(|item| (item["id"].clone(), item["error"]["code"].clone()))
+        .collect();
+    assert_eq!(codes, vec![(json!(1), json!(-32005)), (json!("b"), json!(-32005))]);
+    assert_eq!(ctx.executor.refusals(), [0, 2]);
+    // Sent again at once: held RETRY_PAUSE, then decided again (still busy: refused again).
+    ws.send(0x1, batch.as_bytes()).await;
+    let (_, again) = ws.frame().await.expect("an answer");
+    assert_at(start, crate::RETRY_PAUSE);
+    assert_eq!(serde_json::from_slice::<Value>(&again).expect("JSON")[1]["id"], json!("b"));
+    assert_eq!(ctx.executor.refusals(), [0, 4], "the held retry counted once, when answered");
 }
 
 #[actix::test]
