@@ -443,7 +443,8 @@ fn shed_body() -> impl Strategy<Value = Vec<u8>> {
     };
     let body = prop_oneof![
         1 => one(),
-        3 => proptest::collection::vec(one(), 0..6).prop_map(|items| format!("[{}]", items.join(" , "))),
+        3 => proptest::collection::vec(one(), 0..6)
+            .prop_map(|items| format!("[{}]", items.join(" , "))),
     ];
     (body, proptest::collection::vec(mutation(), 0..3)).prop_map(|(body, edits)| {
         let mut body = body.into_bytes();

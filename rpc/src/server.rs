@@ -220,8 +220,8 @@ async fn preflight(req: HttpRequest, ctx: web::Data<RpcContext>) -> HttpResponse
 }
 
 /// POST `/`: one JSON-RPC body in, one reply out. An executor call the pool would refuse (or a
-/// batch of only such calls) is answered from a scan of the body, and held first when its connection retries at once
-/// (`shed`).
+/// batch of only such calls) is answered from a scan of the body, and held first when its
+/// connection retries at once (`shed`).
 async fn endpoint(req: HttpRequest, ctx: web::Data<RpcContext>, body: web::Bytes) -> HttpResponse {
     let pace = req.conn_data::<crate::shed::RetryPace>();
     // Timed for the admitted calls' stages on /metrics (`ExecutorClient::timed`).

@@ -146,10 +146,10 @@ enum Refusable<'b> {
 /// What `body` is when it is a well-shaped call of an executor method, or a batch of only
 /// such calls, written in valid JSON; `None`: it goes the ordinary way. The validity check is
 /// serde_json's own parser reading every value and dropping it ([`Checked`]: no tree, no
-/// allocation unless a string holds escapes), once for the whole body, so that a malformed body gets
-/// the ordinary path's -32700, not -32005: a parse error says what the client must fix, a
-/// refusal only when to come back. It costs about as much as the scan (both linear in the
-/// body, which the front's limit bounds), and runs only for bodies about to be refused.
+/// allocation unless a string holds escapes), once for the whole body, so that a malformed
+/// body gets the ordinary path's -32700, not -32005: a parse error says what the client must
+/// fix, a refusal only when to come back. It costs about as much as the scan (both linear in
+/// the body, which the front's limit bounds), and runs only for bodies about to be refused.
 fn refusable<'b>(ctx: &RpcContext, body: &'b [u8]) -> Option<Refusable<'b>> {
     if body.len() > ctx.limits.max_body_bytes {
         return None;

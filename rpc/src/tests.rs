@@ -954,7 +954,9 @@ async fn a_batch_that_is_not_all_executor_calls_goes_the_ordinary_way_when_busy(
     let f = fixture(0);
     let mut running = Box::pin(f.ctx.executor.call(Call { request: Default::default(), block: 1 }));
     assert!(futures_util::poll!(&mut running).is_pending());
-    let call = r#"{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"0xcccccccccccccccccccccccccccccccccccccccc"}]}"#;
+    let to = "0xcccccccccccccccccccccccccccccccccccccccc";
+    let call =
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{{"to":"{to}"}}]}}"#);
     let shed_none = |body: &str| crate::shed::refuse_early(&f.ctx, body.as_bytes()).is_none();
     // Mixed: eth_blockNumber is answered, the eth_call refused at admission.
     let mixed = format!(r#"[{call},{{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber"}}]"#);
