@@ -5,17 +5,18 @@
 # executor pool refuses calls; meanwhile one persistent connection times, round trip:
 #   - a single eth_call (refused: HTTP 503, -32005), 25 ms apart (past the retry window, so
 #     never held);
-#   - a batch of 100 eth_calls (every item refused -32005), 25 ms apart;
+#   - a batch of BATCH eth_calls (every item refused -32005), 25 ms apart;
 #   - the same batch resent at once after its refusal (a quick retry: held RETRY_PAUSE when
 #     the build paces refused batches, answered at once when not).
-# Per item = (batch median - single median) / 99. The builds run in turn, ROUNDS times
+# Per item = (batch median - single median) / (BATCH - 1). The builds run in turn, ROUNDS times
 # (old, new, old, new, ...), one node under load at a time; `uptime` is printed with every
 # row, since only the figures of one run compare on a shared machine.
 #
 #   bash scripts/batch-refusal.sh OLD_HEARTH NEW_HEARTH [HEARTH_LOAD]
 #
 # HEARTH_LOAD defaults to this tree's target/release/hearth-load (it must know hashLoop20k).
-# Env: ROUNDS (2), STORM_SECS (bound on each storm, 30), PORT_BASE (9700; uses two ports).
+# Env: ROUNDS (2), BATCH (items per batch, 100; 2..=1000, the node's default item limit),
+# STORM_SECS (bound on each storm, 30), PORT_BASE (9700; uses two ports).
 # Nodes listen on 127.0.0.1 only and are stopped by PID at the end; every run is bounded.
 set -euo pipefail
 
@@ -24,6 +25,8 @@ OLD=${1:?usage: batch-refusal.sh OLD_HEARTH NEW_HEARTH [HEARTH_LOAD]}
 NEW=${2:?usage: batch-refusal.sh OLD_HEARTH NEW_HEARTH [HEARTH_LOAD]}
 LOAD=${3:-$HERE/target/release/hearth-load}
 ROUNDS=${ROUNDS:-2}
+BATCH=${BATCH:-100}
+[ "$BATCH" -ge 2 ] && [ "$BATCH" -le 1000 ] || { echo "BATCH must be 2..=1000" >&2; exit 2; }
 STORM_SECS=${STORM_SECS:-30}
 PORT_BASE=${PORT_BASE:-9700}
 for bin in "$OLD" "$NEW" "$LOAD"; do
@@ -44,14 +47,14 @@ done
 
 # Times the three kinds of request on one connection; prints one table row.
 time_refusals() { # name port
-  timeout 60 python3 - "$1" "$2" <<'PY'
+  timeout 120 python3 - "$1" "$2" "$BATCH" <<'PY'
 import http.client, json, statistics, sys, time
-name, port = sys.argv[1], int(sys.argv[2])
+name, port, items = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 call = {"jsonrpc": "2.0", "method": "eth_call",
         "params": [{"to": "0x5FbDB2315678afecb367f032d93F642f64180aa3", "data": "0x70a08231"
                     + "0" * 24 + "f39fd6e51aad88f6f4ce6ab8827279cfffb92266"}, "latest"]}
 single = json.dumps({**call, "id": 1}).encode()
-batch = json.dumps([{**call, "id": i} for i in range(100)]).encode()
+batch = json.dumps([{**call, "id": i} for i in range(items)]).encode()
 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
 def post(body):
     start = time.perf_counter()
@@ -79,17 +82,18 @@ for _ in range(2):
 s = statistics.median(times["single"]) * 1e3
 b = statistics.median(times["batch"]) * 1e3
 r = statistics.median(times["retry"]) * 1e3
-per_item = (b - s) / 99 * 1e3
+per_item = (b - s) / (items - 1) * 1e3
 print(f"{name:<5} {s:>9.3f} {b:>10.3f} {per_item:>9.1f} {r:>10.1f}"
-      f"   {refused['single']}/{sent['single']} {refused['batch']}/{sent['batch'] * 100}"
-      f" {refused['retry']}/{sent['retry'] * 100}")
+      f"   {refused['single']}/{sent['single']} {refused['batch']}/{sent['batch'] * items}"
+      f" {refused['retry']}/{sent['retry'] * items}")
 PY
 }
 
 echo "old: $OLD"
 echo "new: $NEW"
 echo "load: $LOAD; $(nproc) CPUs"
-echo "build single_ms batch100_ms per_item_us retry_ms   refused: single batch-items retry-items  | uptime"
+echo "batch of $BATCH eth_calls"
+echo "build single_ms  batch_ms per_item_us retry_ms   refused: single batch-items retry-items | uptime"
 for round in $(seq 1 "$ROUNDS"); do
   for which in old new; do
     port=$P_OLD; [ "$which" = new ] && port=$P_NEW
