@@ -281,6 +281,7 @@ fn main() {
     let mut which = "all".to_owned();
     // Profiling aid: run one side only (its instructions, under `perf stat`, against the other's).
     let mut only = String::new();
+    let mut stale_helpers = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = args.next().unwrap_or_default();
@@ -291,19 +292,24 @@ fn main() {
             "--only" if ["sequential", "parallel", "copies"].contains(&value.as_str()) => {
                 only = value;
             }
+            // Profiling aid: helpers run every transaction against the block's start and the
+            // committer only validates and commits, so that a profiler (which may run the
+            // threads one at a time) sees the two sides' work apart.
+            "--stale-helpers" if value == "yes" => stale_helpers = true,
             other => {
                 eprintln!(
                     "unknown argument {other}; use --threads T --runs R --workload NAME \
-                     [--only sequential|parallel|copies]"
+                     [--only sequential|parallel|copies] [--stale-helpers yes]"
                 );
                 std::process::exit(2);
             }
         }
     }
-    let Ok(parallel) = ParallelConfig::new(ParallelMode::Always, threads) else {
+    let Ok(mut parallel) = ParallelConfig::new(ParallelMode::Always, threads) else {
         eprintln!("--threads must be between 1 and 64");
         std::process::exit(2);
     };
+    parallel.stale_helpers = stale_helpers;
     if !(1..=100).contains(&runs) {
         eprintln!("--runs must be between 1 and 100");
         std::process::exit(2);

@@ -25,10 +25,7 @@ use hearth_messages::executor::{
     BlockEnvSpec, BlockRules, BuildBlock, BuildMode, BuiltBlock, InvalidTx,
 };
 use hearth_storage::trie::{EMPTY_ROOT, ordered_root};
-use hearth_storage::{
-    BlockDraft, ChainDb, StoredBody, receipts_root_spread, state_root_after,
-    transactions_root_spread,
-};
+use hearth_storage::{BlockDraft, ChainDb, StoredBody, block_roots_spread, state_root_after};
 use revm::context::evm::Evm;
 use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Output};
 use revm::context::{BlockEnv, CfgEnv, Context, LocalContext};
@@ -463,13 +460,14 @@ pub(crate) fn execute_block(
     } else {
         keccak256(alloy_rlp::encode(&env.ommers))
     };
+    let (transactions_root, receipts_root) = block_roots_spread(&body, &receipts, root_threads);
     let header = Header {
         parent_hash: parent.hash_slow(),
         ommers_hash,
         beneficiary: env.coinbase,
         state_root: B256::ZERO,
-        transactions_root: transactions_root_spread(&body, root_threads),
-        receipts_root: receipts_root_spread(&receipts, root_threads),
+        transactions_root,
+        receipts_root,
         logs_bloom,
         difficulty: env.difficulty,
         number: env.number,

@@ -50,7 +50,7 @@ impl BlockChanges {
     /// part of a big block in `perf`.
     pub(crate) fn into_diff(mut self) -> StateDiff {
         let mut accounts: Vec<(Address, Option<AccountInfo>)> = self.accounts.into_iter().collect();
-        accounts.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        accounts.sort_unstable_by_key(|(address, _)| *address);
         let wiped = self.wiped;
         let accounts = accounts
             .into_iter()

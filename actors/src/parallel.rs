@@ -243,6 +243,10 @@ pub(crate) struct Speculated {
     snapshot: usize,
     /// The helper that ran it (`None`: the committer's own look-ahead), which frees it.
     helper: Option<usize>,
+    /// Not run at all: its sender's previous transaction was not committed when it was
+    /// claimed, so a run would have read a stale nonce ([`Board::follows_uncommitted`]). The
+    /// committer executes it in place without counting a wasted run.
+    skipped: bool,
 }
 
 impl Speculated {
@@ -255,7 +259,14 @@ impl Speculated {
             observes_coinbase: true,
             snapshot,
             helper: None,
+            skipped: false,
         }
+    }
+
+    const fn skipped() -> Self {
+        let mut run = Self::failed(0);
+        run.skipped = true;
+        run
     }
 }
 
@@ -283,6 +294,7 @@ fn speculate(evm: &mut BlockEvm<'_, ()>, pooled: &PooledTx, snapshot: usize) -> 
         observes_coinbase,
         snapshot,
         helper: None,
+        skipped: false,
     }
 }
 
@@ -312,6 +324,19 @@ pub(crate) fn spread_threads(config: &ParallelConfig) -> usize {
     }
 }
 
+/// For each transaction, the index of the previous one from the same sender, `u32::MAX` when
+/// there is none (a block never holds four billion transactions: gas bounds it far below).
+fn same_sender_before(txs: &[PooledTx]) -> Vec<u32> {
+    let mut last: HashMap<Address, u32> = HashMap::default();
+    txs.iter()
+        .enumerate()
+        .map(|(index, tx)| {
+            let index = u32::try_from(index).unwrap_or(u32::MAX);
+            last.insert(tx.sender, index).unwrap_or(u32::MAX)
+        })
+        .collect()
+}
+
 /// Whether one sender carries more than `MAX_SENDER_SHARE_PERCENT` of the block's gas.
 fn one_sender_dominates(txs: &[PooledTx]) -> bool {
     let mut gas: HashMap<Address, u64> = HashMap::default();
@@ -339,6 +364,9 @@ pub(crate) struct Board<'a> {
     position: AtomicUsize,
     /// How far past `position` a helper may claim.
     window: usize,
+    /// Per transaction, the index of the block's previous transaction from the same sender
+    /// (`u32::MAX`: none): the dependency hint that keeps helpers off a nonce chain.
+    same_sender_before: Vec<u32>,
     runs: Vec<Mutex<Option<Speculated>>>,
     /// What the committer committed so far, which helpers read.
     published: Published,
@@ -369,6 +397,7 @@ impl<'a> Board<'a> {
             next: AtomicUsize::new(0),
             position: AtomicUsize::new(0),
             window: HELPER_WINDOW_PER_THREAD * (helpers + 1),
+            same_sender_before: same_sender_before(txs),
             runs: txs.iter().map(|_| Mutex::new(None)).collect(),
             published: Published::default(),
             spent: (0..helpers).map(|_| Mutex::default()).collect(),
@@ -387,6 +416,17 @@ impl<'a> Board<'a> {
     /// Tells the helpers to stop after their current run (the block's loop ended).
     pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::Release);
+    }
+
+    /// Whether `index` follows a transaction of its sender that is not committed yet: its
+    /// run now would read the sender's nonce before that transaction's and fail validation
+    /// for certain. Stale helpers (a test mode that runs every transaction) ignore the hint.
+    fn follows_uncommitted(&self, index: usize) -> bool {
+        let before = self.same_sender_before[index];
+        !self.stale
+            && before != u32::MAX
+            && usize::try_from(before).unwrap_or(usize::MAX)
+                >= self.position.load(Ordering::Acquire)
     }
 
     fn claim(&self) -> Option<usize> {
@@ -491,6 +531,10 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
             break;
         }
         let Some(index) = board.claim() else { break };
+        if board.follows_uncommitted(index) {
+            board.put(index, Speculated::skipped());
+            continue;
+        }
         let pooled = &board.txs[index];
         // The run reads the committed values as they are at each read, so it is checked against
         // every write of the block (snapshot 0), by value: see `published`.
@@ -607,6 +651,12 @@ impl<'b, 'a> Committer<'b, 'a> {
         let mut spins = 0u32;
         loop {
             if let Some(mut run) = board.take(index) {
+                if run.skipped {
+                    // Its sender's previous transaction was pending at the claim: no run to
+                    // check, and none wasted.
+                    self.stats.direct += 1;
+                    return evm.transact(tx_env(pooled)).map(|outcome| (outcome, None, None));
+                }
                 self.stats.speculated += 1;
                 let db = &mut evm.ctx.journaled_state.database;
                 let bloom = run.bloom;
@@ -654,7 +704,11 @@ impl<'b, 'a> Committer<'b, 'a> {
             if board.next.load(Ordering::Acquire) < index + board.window
                 && let Some(ahead) = board.claim()
             {
-                let run = speculate(evm, &board.txs[ahead], index);
+                let run = if board.follows_uncommitted(ahead) {
+                    Speculated::skipped()
+                } else {
+                    speculate(evm, &board.txs[ahead], index)
+                };
                 board.put(ahead, run);
                 continue;
             }

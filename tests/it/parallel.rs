@@ -158,6 +158,31 @@ fn auto_runs_a_one_sender_block_sequentially() {
     assert!(kit.execute(&many, BuildMode::Pack, auto).1.parallel);
 }
 
+/// Forced parallel, a one-sender block wastes no run: the same-sender hint keeps helpers off
+/// every transaction whose sender's previous one is not committed (its run would read a stale
+/// nonce), and the committer executes those in place.
+#[test]
+fn a_forced_parallel_one_sender_block_runs_nothing_stale() {
+    let kit = Kit::new(80, None);
+    let to = TxKind::Call(hearth::parallel_kit::account(79));
+    let one: Vec<PooledTx> =
+        (0..80).map(|n| tx(kit.senders[0], n, to, U256::from(1u8), vec![], 21_000)).collect();
+    let (sequential, _, _) = kit.execute(&one, BuildMode::Pack, config(ParallelMode::Never, 1));
+    for threads in [2, 3] {
+        let (parallel, stats, _) =
+            kit.execute(&one, BuildMode::Pack, config(ParallelMode::Always, threads));
+        assert_eq!(sequential, parallel);
+        assert!(stats.parallel);
+        assert_eq!(stats.reexecuted, 0, "a helper ran a nonce before its turn: {stats:?}");
+        assert_eq!(stats.speculated + stats.direct, one.len(), "{stats:?}");
+    }
+    // Stale helpers (the test mode that runs everything) still do, and every run but the
+    // first fails validation.
+    let (parallel, stats, _) = kit.execute(&one, BuildMode::Pack, stale(2));
+    assert_eq!(sequential, parallel);
+    assert!(stats.reexecuted > 0, "{stats:?}");
+}
+
 /// The coinbase is lazy: independent transfers that all pay it fees do not conflict on it.
 #[test]
 fn independent_transfers_commit_without_reexecution() {

@@ -577,6 +577,24 @@ pub fn transactions_root_spread(body: &StoredBody, threads: usize) -> B256 {
     )
 }
 
+/// The transactions and receipts roots of a block, built at once and hashed on `threads`
+/// threads ([`crate::trie::ordered_roots_spread`]); with one thread, each as
+/// [`transactions_root`] and [`receipts_root`] compute it.
+pub fn block_roots_spread(
+    body: &StoredBody,
+    receipts: &[ReceiptEnvelope],
+    threads: usize,
+) -> (B256, B256) {
+    crate::trie::ordered_roots_spread(
+        body.transactions
+            .iter()
+            .enumerate()
+            .map(|(i, tx)| (alloy_rlp::encode(i), tx.encoded_2718())),
+        receipts.iter().enumerate().map(|(i, r)| (alloy_rlp::encode(i), r.encoded_2718())),
+        threads,
+    )
+}
+
 /// The receipts root (our trie, key rlp(index), value the EIP-2718 receipt bytes).
 pub fn receipts_root(receipts: &[ReceiptEnvelope]) -> B256 {
     receipts_root_spread(receipts, 1)

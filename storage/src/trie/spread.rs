@@ -26,16 +26,11 @@ impl Trie {
     /// The root hash, computed on `threads` threads (this one included) when the trie is large
     /// enough; the same hash as [`Trie::root_hash`].
     pub fn root_hash_spread(&self, threads: usize, leaves: usize) -> B256 {
-        // A thread per `MIN_SPREAD_LEAVES / 2` leaves at most: on a many-core machine a
-        // block of a few hundred receipts must not start dozens of threads.
+        let frontier = spread_frontier(self, threads, leaves);
+        if frontier.is_empty() {
+            return self.root_hash();
+        }
         let threads = threads.min(leaves / (MIN_SPREAD_LEAVES / 2));
-        if threads < 2 {
-            return self.root_hash();
-        }
-        let frontier = cut(&self.root, threads * SUBTREES_PER_THREAD);
-        if frontier.len() < 2 {
-            return self.root_hash();
-        }
         let refs = hash_subtrees(&frontier, threads);
         let done: HashMap<*const Node, NodeRef> =
             frontier.iter().map(|node| std::ptr::from_ref(*node)).zip(refs).collect();
@@ -51,6 +46,56 @@ pub fn ordered_root_spread<I: IntoIterator<Item = (Vec<u8>, Vec<u8>)>>(
     pairs: I,
     threads: usize,
 ) -> B256 {
+    let (trie, leaves) = build(pairs);
+    trie.root_hash_spread(threads, leaves)
+}
+
+/// The roots of two tries over (key, value) pairs held in memory (a block's transactions and
+/// receipts), on `threads` threads: the two tries are built at once (one on a second thread:
+/// encoding the values and inserting them is each trie's one-thread part), then the subtrees
+/// of both are hashed by one pool of `threads`. With one thread, or tries too small to spread,
+/// each is [`ordered_root_spread`]'s root. Building them one after the other, each spread on
+/// its own, left the second core idle through both tries' serial parts.
+pub fn ordered_roots_spread<A, B>(a: A, b: B, threads: usize) -> (B256, B256)
+where
+    A: IntoIterator<Item = (Vec<u8>, Vec<u8>)> + Send,
+    B: IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
+{
+    if threads < 2 {
+        return (ordered_root_spread(a, 1), ordered_root_spread(b, 1));
+    }
+    let ((trie_a, leaves_a), (trie_b, leaves_b)) = std::thread::scope(|scope| {
+        let built_a = scope.spawn(|| build(a));
+        let built_b = build(b);
+        let built_a = built_a.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (built_a, built_b)
+    });
+    let frontier_a = spread_frontier(&trie_a, threads, leaves_a);
+    let frontier_b = spread_frontier(&trie_b, threads, leaves_b);
+    let (len_a, len_b) = (frontier_a.len(), frontier_b.len());
+    if len_a + len_b == 0 {
+        return (trie_a.root_hash(), trie_b.root_hash());
+    }
+    let all: Vec<&Node> = frontier_a.iter().chain(&frontier_b).copied().collect();
+    let refs = hash_subtrees(&all, threads.min((leaves_a + leaves_b) / (MIN_SPREAD_LEAVES / 2)));
+    let root = |trie: &Trie, frontier: &[&Node], refs: &[NodeRef]| {
+        if frontier.is_empty() {
+            return trie.root_hash();
+        }
+        let done: HashMap<*const Node, NodeRef> = frontier
+            .iter()
+            .map(|node| std::ptr::from_ref(*node))
+            .zip(refs.iter().copied())
+            .collect();
+        let mut buf = Vec::with_capacity(576);
+        encode_above(&trie.root, &mut buf, &done);
+        keccak256(&buf)
+    };
+    (root(&trie_a, &frontier_a, &refs[..len_a]), root(&trie_b, &frontier_b, &refs[len_a..]))
+}
+
+/// A trie of `pairs` and how many there were.
+fn build<I: IntoIterator<Item = (Vec<u8>, Vec<u8>)>>(pairs: I) -> (Trie, usize) {
     let mut trie = Trie::new();
     let mut leaves = 0;
     for (key, value) in pairs {
@@ -58,7 +103,20 @@ pub fn ordered_root_spread<I: IntoIterator<Item = (Vec<u8>, Vec<u8>)>>(
             .expect("a trie built in memory never reads its node source");
         leaves += 1;
     }
-    trie.root_hash_spread(threads, leaves)
+    (trie, leaves)
+}
+
+/// The subtrees `trie` is cut into for `threads` threads, by the rules of
+/// [`Trie::root_hash_spread`]; empty when it is hashed on one thread.
+fn spread_frontier(trie: &Trie, threads: usize, leaves: usize) -> Vec<&Node> {
+    // A thread per `MIN_SPREAD_LEAVES / 2` leaves at most: on a many-core machine a block of a
+    // few hundred receipts must not start dozens of threads.
+    let threads = threads.min(leaves / (MIN_SPREAD_LEAVES / 2));
+    if threads < 2 {
+        return Vec::new();
+    }
+    let frontier = cut(&trie.root, threads * SUBTREES_PER_THREAD);
+    if frontier.len() < 2 { Vec::new() } else { frontier }
 }
 
 /// The children of branches and extensions, level by level from `root`, until there are at
@@ -161,6 +219,26 @@ mod tests {
                 (alloy_rlp::encode(i), value)
             })
             .collect()
+    }
+
+    /// Two tries built at once and hashed by one pool: each root is its own one-thread root,
+    /// whichever of them is too small to spread.
+    #[test]
+    fn two_roots_spread_together_are_each_one_thread_root() {
+        for (n_a, n_b) in
+            [(0, 0), (0, 300), (300, 0), (5, 4097), (1000, 300), (257, 256), (4097, 4095)]
+        {
+            for (len_a, len_b) in [(40, 300), (3, 1)] {
+                let expected = (ordered_root(pairs(n_a, len_a)), ordered_root(pairs(n_b, len_b)));
+                for threads in [1, 2, 5] {
+                    assert_eq!(
+                        ordered_roots_spread(pairs(n_a, len_a), pairs(n_b, len_b), threads),
+                        expected,
+                        "n={n_a}/{n_b} value_len={len_a}/{len_b} threads={threads}"
+                    );
+                }
+            }
+        }
     }
 
     /// Every size around the threshold and the rlp(index) key boundaries (128, 256, 4096),
