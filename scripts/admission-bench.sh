@@ -27,11 +27,8 @@ LOAD=${LOAD:-$HERE/target/release/hearth-load}
 SECS=${SECS:-8}
 OVER_SECS=${OVER_SECS:-30}
 PORT_BASE=${PORT_BASE:-8740}
-for bin in "$NEW" "$OLD" "$LOAD"; do
-  [ -x "$bin" ] || { echo "missing $bin: cargo build --release --bin hearth --bin hearth-load" >&2; exit 2; }
-done
-
 . "$(dirname "${BASH_SOURCE[0]}")/node-lib.sh"
+need_bins "$NEW" "$OLD" "$LOAD"
 
 P_NEW=$PORT_BASE; P_OLD64=$((PORT_BASE + 1)); P_OLD=$((PORT_BASE + 2))
 "$NEW" --ephemeral --http.port $P_NEW >/tmp/admission-new.log 2>&1 &

@@ -29,11 +29,8 @@ BATCH=${BATCH:-100}
 [ "$BATCH" -ge 2 ] && [ "$BATCH" -le 1000 ] || { echo "BATCH must be 2..=1000" >&2; exit 2; }
 STORM_SECS=${STORM_SECS:-30}
 PORT_BASE=${PORT_BASE:-9700}
-for bin in "$OLD" "$NEW" "$LOAD"; do
-  [ -x "$bin" ] || { echo "missing $bin" >&2; exit 2; }
-done
-
 . "$(dirname "${BASH_SOURCE[0]}")/node-lib.sh"
+need_bins "$OLD" "$NEW" "$LOAD"
 
 P_OLD=$PORT_BASE; P_NEW=$((PORT_BASE + 1))
 "$OLD" --ephemeral --http.port $P_OLD >/tmp/batch-refusal-old.log 2>&1 & PIDS+=($!)

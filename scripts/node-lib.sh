@@ -5,6 +5,13 @@ PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
+# Exits the script unless every argument is an executable (the binaries it compares).
+need_bins() { # binary...
+  for bin in "$@"; do
+    [ -x "$bin" ] || { echo "missing $bin: cargo build --release --bin hearth --bin hearth-load" >&2; exit 2; }
+  done
+}
+
 # Up to 30 s for eth_chainId to answer on 127.0.0.1:PORT; exits the script otherwise.
 wait_up() { # port
   for _ in $(seq 1 300); do

@@ -37,11 +37,8 @@ OVER_SECS=${OVER_SECS:-30}
 RATIO_SECS=${RATIO_SECS:-20}
 SKIP_STORM=${SKIP_STORM:-0}
 PORT_BASE=${PORT_BASE:-9400}
-for bin in "$OLD" "$NEW" "$LOAD"; do
-  [ -x "$bin" ] || { echo "missing $bin" >&2; exit 2; }
-done
-
 . "$(dirname "${BASH_SOURCE[0]}")/node-lib.sh"
+need_bins "$OLD" "$NEW" "$LOAD"
 
 P_OLD=$PORT_BASE; P_NEW=$((PORT_BASE + 1))
 "$OLD" --ephemeral --http.port $P_OLD >/tmp/retry-storm-old.log 2>&1 &

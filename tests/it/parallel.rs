@@ -143,14 +143,18 @@ fn token_transfers_and_a_hot_counter_are_identical_and_accounted_for() {
     }
 }
 
+/// 80 transfers to `to`, all from the kit's first sender (nonces 0..80).
+fn one_sender_block(kit: &Kit, to: TxKind) -> Vec<PooledTx> {
+    (0..80).map(|n| tx(kit.senders[0], n, to, U256::from(1u8), vec![], 21_000)).collect()
+}
+
 /// `auto` leaves a block one sender dominates sequential: its later nonces could not run
 /// before its earlier ones commit.
 #[test]
 fn auto_runs_a_one_sender_block_sequentially() {
     let kit = Kit::new(80, None);
     let to = TxKind::Call(hearth::parallel_kit::account(79));
-    let one: Vec<PooledTx> =
-        (0..80).map(|n| tx(kit.senders[0], n, to, U256::from(1u8), vec![], 21_000)).collect();
+    let one = one_sender_block(&kit, to);
     let many: Vec<PooledTx> =
         (0..80).map(|i| tx(kit.senders[i], 0, to, U256::from(1u8), vec![], 21_000)).collect();
     let auto = config(ParallelMode::Auto, 2);
@@ -165,8 +169,7 @@ fn auto_runs_a_one_sender_block_sequentially() {
 fn a_forced_parallel_one_sender_block_runs_nothing_stale() {
     let kit = Kit::new(80, None);
     let to = TxKind::Call(hearth::parallel_kit::account(79));
-    let one: Vec<PooledTx> =
-        (0..80).map(|n| tx(kit.senders[0], n, to, U256::from(1u8), vec![], 21_000)).collect();
+    let one = one_sender_block(&kit, to);
     let (sequential, _, _) = kit.execute(&one, BuildMode::Pack, config(ParallelMode::Never, 1));
     for threads in [2, 3] {
         let (parallel, stats, _) =
