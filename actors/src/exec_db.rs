@@ -195,33 +195,50 @@ impl<'a> ExecDb<'a> {
         self.published = Some(published);
     }
 
-    /// Publishes what transaction `writer` committed (`state`, already committed here) as
-    /// this database now holds it, for a parallel block's helpers.
-    pub(crate) fn publish(&self, writer: usize, state: &EvmState, published: &Published) {
+    /// Commits `state` (transaction `writer`'s) and publishes each account as this database
+    /// then holds it, for a parallel block's helpers: one pass over the state, which a helper
+    /// made on the other core (each pass over it is cache misses on the committer's path).
+    pub(crate) fn commit_publishing(
+        &mut self,
+        writer: usize,
+        state: &EvmState,
+        published: &Published,
+    ) {
         for (address, account) in state {
-            if !account.is_touched() {
-                continue;
+            self.commit_account(*address, account);
+            if account.is_touched() {
+                self.publish_account(writer, address, account, published);
             }
-            let committed = self.changes.accounts.get(address).cloned().flatten();
-            // Conservatively, an account left empty may have lost its storage (EIP-161).
-            let reset =
-                account.is_created() || account.is_selfdestructed() || account.info.is_empty();
-            let mut slots_written = false;
-            if let Some(info) = &committed {
-                // Code the block deployed (or delegated to) is in `codes`; the rest is stored.
-                if let Some(code) = self.changes.codes.get(&info.code_hash) {
-                    published.put_code(info.code_hash, code.clone());
-                }
-                for (slot, value) in account.changed_storage_slots() {
-                    published.put_slot(writer, *address, *slot, value.present_value);
-                    slots_written = true;
-                }
-            }
-            published.put_account(writer, *address, committed, reset, slots_written);
         }
     }
 
-    /// Commits `state` without taking it (a parallel block's committer still publishes it).
+    /// Publishes `account` as this database holds it after its commit.
+    fn publish_account(
+        &self,
+        writer: usize,
+        address: &Address,
+        account: &Account,
+        published: &Published,
+    ) {
+        let committed = self.changes.accounts.get(address).cloned().flatten();
+        // Conservatively, an account left empty may have lost its storage (EIP-161).
+        let reset = account.is_created() || account.is_selfdestructed() || account.info.is_empty();
+        let mut slots_written = false;
+        if let Some(info) = &committed {
+            // Code the block deployed (or delegated to) is in `codes`; the rest is stored.
+            if let Some(code) = self.changes.codes.get(&info.code_hash) {
+                published.put_code(info.code_hash, code.clone());
+            }
+            for (slot, value) in account.changed_storage_slots() {
+                published.put_slot(writer, *address, *slot, value.present_value);
+                slots_written = true;
+            }
+        }
+        published.put_account(writer, *address, committed, reset, slots_written);
+    }
+
+    /// Commits `state` without taking it (a parallel block's committer hands it back to the
+    /// helper that made it, which frees it).
     pub(crate) fn commit_ref(&mut self, state: &EvmState) {
         for (address, account) in state {
             self.commit_account(*address, account);

@@ -619,11 +619,12 @@ impl<'b, 'a> Committer<'b, 'a> {
         let executed = self.execute(evm, index, pooled);
         let result = executed.map(|(ResultAndState { result, state }, bloom, helper)| {
             let db = &mut evm.ctx.journaled_state.database;
-            db.commit_ref(&state);
-            // Validation reads the versions too (of the committer's own look-ahead runs), but
-            // those only exist while a helper runs.
+            // Validation reads the published versions too (of the committer's own look-ahead
+            // runs), but those only exist while a helper runs.
             if board.helpers > 0 && !self.alone {
-                db.publish(index, &state, &board.published);
+                db.commit_publishing(index, &state, &board.published);
+            } else {
+                db.commit_ref(&state);
             }
             if let Some(helper) = helper {
                 locked(&board.spent[helper]).states.push(state);
