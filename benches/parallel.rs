@@ -10,6 +10,12 @@
 //! transfers, erc20, hotspot, dependent, hashloop, mix; and `senders` (not in `all`): sender
 //! recovery of 10,000 signatures one after another and spread over the threads, with the
 //! crossover at small counts.
+//!
+//! Profiling aids: `--only sequential|parallel` runs one side; `--only copies` times one
+//! sequential run alone and then `T` copies at once (how much of a second core this machine
+//! gives the workload); `--stale-helpers yes` has the helpers run every transaction against
+//! the block's start, so that the committer only validates and commits (a profiler that runs
+//! threads one at a time then sees each side's own work).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
