@@ -58,10 +58,15 @@ pub fn ordered_root_spread<I: IntoIterator<Item = (Vec<u8>, Vec<u8>)>>(
 /// its own, left the second core idle through both tries' serial parts.
 pub fn ordered_roots_spread<A, B>(a: A, b: B, threads: usize) -> (B256, B256)
 where
-    A: IntoIterator<Item = (Vec<u8>, Vec<u8>)> + Send,
+    A: IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
+    A::IntoIter: ExactSizeIterator + Send,
     B: IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
+    B::IntoIter: ExactSizeIterator,
 {
-    if threads < 2 {
+    let (a, b) = (a.into_iter(), b.into_iter());
+    // A small block (an automined transaction, a few hundred receipts) is hashed on this
+    // thread: starting one costs tens of microseconds, more than its tries take.
+    if threads < 2 || a.len() + b.len() < MIN_SPREAD_LEAVES {
         return (ordered_root_spread(a, 1), ordered_root_spread(b, 1));
     }
     let ((trie_a, leaves_a), (trie_b, leaves_b)) = std::thread::scope(|scope| {
