@@ -39,7 +39,7 @@ impl BlockChanges {
     /// and recipient) and a slot or two, so that a big block's maps are sized once instead of
     /// rehashed (copied) at every doubling on the block's sequential path.
     pub(crate) fn reserve(&mut self, txs: usize) {
-        self.accounts.reserve(2 * txs);
+        self.accounts.reserve(txs.saturating_mul(2));
         self.storage.reserve(txs);
     }
 

@@ -34,8 +34,8 @@ pub use buffers::ENCODE_BUFFER_RETAINED_BYTES;
 pub use chain::{ChainDb, ChainWriter, DEFAULT_PAGE_CACHE_BYTES, temporary_store_dir};
 pub use commit::{
     BlockDraft, BlockWriter, DEFAULT_NODE_CACHE_BYTES, WriteTimings, block_roots_spread,
-    import_block, import_block_with, import_fork_base, receipts_root, receipts_root_spread,
-    state_root_after, transactions_root, transactions_root_spread, write_block,
+    import_block, import_block_with, import_fork_base, receipts_root, state_root_after,
+    transactions_root, write_block,
 };
 pub use dump::{WholeAccount, head_accounts, load_accounts};
 pub use error::StorageError;

@@ -563,49 +563,37 @@ fn finish_block(
 
 /// The transactions root of a block body (our trie, key rlp(index), value the EIP-2718 bytes).
 pub fn transactions_root(body: &StoredBody) -> B256 {
-    transactions_root_spread(body, 1)
+    crate::trie::ordered_root(transaction_pairs(body))
 }
 
-/// The transactions root, hashed on `threads` threads when the block is large enough.
-pub fn transactions_root_spread(body: &StoredBody, threads: usize) -> B256 {
-    crate::trie::ordered_root_spread(
-        body.transactions
-            .iter()
-            .enumerate()
-            .map(|(i, tx)| (alloy_rlp::encode(i), tx.encoded_2718())),
-        threads,
-    )
+/// The receipts root (our trie, key rlp(index), value the EIP-2718 receipt bytes).
+pub fn receipts_root(receipts: &[ReceiptEnvelope]) -> B256 {
+    crate::trie::ordered_root(receipt_pairs(receipts))
 }
 
 /// The transactions and receipts roots of a block, built at once and hashed on `threads`
-/// threads ([`crate::trie::ordered_roots_spread`]); with one thread, each as
-/// [`transactions_root`] and [`receipts_root`] compute it.
+/// threads ([`crate::trie::ordered_roots_spread`]); the same roots as [`transactions_root`]
+/// and [`receipts_root`].
 pub fn block_roots_spread(
     body: &StoredBody,
     receipts: &[ReceiptEnvelope],
     threads: usize,
 ) -> (B256, B256) {
-    crate::trie::ordered_roots_spread(
-        body.transactions
-            .iter()
-            .enumerate()
-            .map(|(i, tx)| (alloy_rlp::encode(i), tx.encoded_2718())),
-        receipts.iter().enumerate().map(|(i, r)| (alloy_rlp::encode(i), r.encoded_2718())),
-        threads,
-    )
+    crate::trie::ordered_roots_spread(transaction_pairs(body), receipt_pairs(receipts), threads)
 }
 
-/// The receipts root (our trie, key rlp(index), value the EIP-2718 receipt bytes).
-pub fn receipts_root(receipts: &[ReceiptEnvelope]) -> B256 {
-    receipts_root_spread(receipts, 1)
+/// The transactions trie's (key, value) pairs.
+fn transaction_pairs(
+    body: &StoredBody,
+) -> impl ExactSizeIterator<Item = (Vec<u8>, Vec<u8>)> + Send + '_ {
+    body.transactions.iter().enumerate().map(|(i, tx)| (alloy_rlp::encode(i), tx.encoded_2718()))
 }
 
-/// The receipts root, hashed on `threads` threads when the block is large enough.
-pub fn receipts_root_spread(receipts: &[ReceiptEnvelope], threads: usize) -> B256 {
-    crate::trie::ordered_root_spread(
-        receipts.iter().enumerate().map(|(i, r)| (alloy_rlp::encode(i), r.encoded_2718())),
-        threads,
-    )
+/// The receipts trie's (key, value) pairs.
+fn receipt_pairs(
+    receipts: &[ReceiptEnvelope],
+) -> impl ExactSizeIterator<Item = (Vec<u8>, Vec<u8>)> + '_ {
+    receipts.iter().enumerate().map(|(i, r)| (alloy_rlp::encode(i), r.encoded_2718()))
 }
 
 #[cfg(test)]

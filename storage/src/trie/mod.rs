@@ -40,7 +40,7 @@ use encode::*;
 use nibbles::*;
 use node::*;
 use read::*;
-pub use spread::{MIN_SPREAD_LEAVES, ordered_root_spread, ordered_roots_spread};
+pub use spread::{MIN_SPREAD_LEAVES, ordered_roots_spread};
 use write::*;
 
 /// Keccak of rlp("") — the root of an empty trie.
@@ -332,12 +332,19 @@ impl Trie {
 /// Convenience: the root of a trie over (key, value) pairs held in memory (e.g. transactions
 /// root with key rlp(index)).
 pub fn ordered_root<I: IntoIterator<Item = (Vec<u8>, Vec<u8>)>>(pairs: I) -> B256 {
+    build_ordered(pairs).0.root_hash()
+}
+
+/// The in-memory trie of `pairs`, and how many there were.
+fn build_ordered<I: IntoIterator<Item = (Vec<u8>, Vec<u8>)>>(pairs: I) -> (Trie, usize) {
     let mut trie = Trie::new();
+    let mut leaves = 0;
     for (key, value) in pairs {
         trie.insert(&NoNodes, &key, value)
             .expect("a trie built in memory never reads its node source");
+        leaves += 1;
     }
-    trie.root_hash()
+    (trie, leaves)
 }
 
 #[cfg(test)]

@@ -22,40 +22,12 @@ pub const MIN_SPREAD_LEAVES: usize = 256;
 /// Subtrees per thread the cut aims for, so that uneven subtrees even out between threads.
 const SUBTREES_PER_THREAD: usize = 16;
 
-impl Trie {
-    /// The root hash, computed on `threads` threads (this one included) when the trie is large
-    /// enough; the same hash as [`Trie::root_hash`].
-    pub fn root_hash_spread(&self, threads: usize, leaves: usize) -> B256 {
-        let frontier = spread_frontier(self, threads, leaves);
-        if frontier.is_empty() {
-            return self.root_hash();
-        }
-        let threads = threads.min(leaves / (MIN_SPREAD_LEAVES / 2));
-        let refs = hash_subtrees(&frontier, threads);
-        let done: HashMap<*const Node, NodeRef> =
-            frontier.iter().map(|node| std::ptr::from_ref(*node)).zip(refs).collect();
-        let mut buf = Vec::with_capacity(576);
-        encode_above(&self.root, &mut buf, &done);
-        keccak256(&buf)
-    }
-}
-
-/// The root of a trie over (key, value) pairs held in memory, hashed on `threads` threads
-/// when there are enough pairs (transactions and receipts roots, key rlp(index)).
-pub fn ordered_root_spread<I: IntoIterator<Item = (Vec<u8>, Vec<u8>)>>(
-    pairs: I,
-    threads: usize,
-) -> B256 {
-    let (trie, leaves) = build(pairs);
-    trie.root_hash_spread(threads, leaves)
-}
-
 /// The roots of two tries over (key, value) pairs held in memory (a block's transactions and
-/// receipts), on `threads` threads: the two tries are built at once (one on a second thread:
-/// encoding the values and inserting them is each trie's one-thread part), then the subtrees
-/// of both are hashed by one pool of `threads`. With one thread, or tries too small to spread,
-/// each is [`ordered_root_spread`]'s root. Building them one after the other, each spread on
-/// its own, left the second core idle through both tries' serial parts.
+/// receipts, key rlp(index)), on `threads` threads: the two tries are built at once (one on a
+/// second thread: encoding the values and inserting them is each trie's one-thread part), then
+/// the subtrees of both are hashed by one pool of `threads`. With one thread, or tries too
+/// small to spread, each is [`ordered_root`]'s root. Building them one after the other, each
+/// spread on its own, left the second core idle through both tries' serial parts.
 pub fn ordered_roots_spread<A, B>(a: A, b: B, threads: usize) -> (B256, B256)
 where
     A: IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
@@ -67,61 +39,57 @@ where
     // A small block (an automined transaction, a few hundred receipts) is hashed on this
     // thread: starting one costs tens of microseconds, more than its tries take.
     if threads < 2 || a.len() + b.len() < MIN_SPREAD_LEAVES {
-        return (ordered_root_spread(a, 1), ordered_root_spread(b, 1));
+        return (ordered_root(a), ordered_root(b));
     }
     let ((trie_a, leaves_a), (trie_b, leaves_b)) = std::thread::scope(|scope| {
-        let built_a = scope.spawn(|| build(a));
-        let built_b = build(b);
+        let built_a = scope.spawn(|| build_ordered(a));
+        let built_b = build_ordered(b);
         let built_a = built_a.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (built_a, built_b)
     });
     let frontier_a = spread_frontier(&trie_a, threads, leaves_a);
     let frontier_b = spread_frontier(&trie_b, threads, leaves_b);
-    let (len_a, len_b) = (frontier_a.len(), frontier_b.len());
-    if len_a + len_b == 0 {
-        return (trie_a.root_hash(), trie_b.root_hash());
-    }
     let all: Vec<&Node> = frontier_a.iter().chain(&frontier_b).copied().collect();
-    let refs = hash_subtrees(&all, threads.min((leaves_a + leaves_b) / (MIN_SPREAD_LEAVES / 2)));
-    let root = |trie: &Trie, frontier: &[&Node], refs: &[NodeRef]| {
-        if frontier.is_empty() {
-            return trie.root_hash();
-        }
-        let done: HashMap<*const Node, NodeRef> = frontier
-            .iter()
-            .map(|node| std::ptr::from_ref(*node))
-            .zip(refs.iter().copied())
-            .collect();
-        let mut buf = Vec::with_capacity(576);
-        encode_above(&trie.root, &mut buf, &done);
-        keccak256(&buf)
+    let refs = if all.is_empty() {
+        Vec::new()
+    } else {
+        hash_subtrees(&all, spread_threads(threads, leaves_a + leaves_b))
     };
-    (root(&trie_a, &frontier_a, &refs[..len_a]), root(&trie_b, &frontier_b, &refs[len_a..]))
+    let (refs_a, refs_b) = refs.split_at(frontier_a.len());
+    (root_above(&trie_a, &frontier_a, refs_a), root_above(&trie_b, &frontier_b, refs_b))
 }
 
-/// A trie of `pairs` and how many there were.
-fn build<I: IntoIterator<Item = (Vec<u8>, Vec<u8>)>>(pairs: I) -> (Trie, usize) {
-    let mut trie = Trie::new();
-    let mut leaves = 0;
-    for (key, value) in pairs {
-        trie.insert(&NoNodes, &key, value)
-            .expect("a trie built in memory never reads its node source");
-        leaves += 1;
-    }
-    (trie, leaves)
+/// The threads worth starting for `leaves` leaves when `threads` may run: one per
+/// `MIN_SPREAD_LEAVES / 2` leaves at most, so that on a many-core machine a block of a few
+/// hundred receipts does not start dozens of threads.
+const fn spread_threads(threads: usize, leaves: usize) -> usize {
+    let worth = leaves / (MIN_SPREAD_LEAVES / 2);
+    if threads < worth { threads } else { worth }
 }
 
-/// The subtrees `trie` is cut into for `threads` threads, by the rules of
-/// [`Trie::root_hash_spread`]; empty when it is hashed on one thread.
+/// The subtrees `trie` (of `leaves` leaves) is cut into for `threads` threads; empty when it
+/// is hashed on one thread.
 fn spread_frontier(trie: &Trie, threads: usize, leaves: usize) -> Vec<&Node> {
-    // A thread per `MIN_SPREAD_LEAVES / 2` leaves at most: on a many-core machine a block of a
-    // few hundred receipts must not start dozens of threads.
-    let threads = threads.min(leaves / (MIN_SPREAD_LEAVES / 2));
+    let threads = spread_threads(threads, leaves);
     if threads < 2 {
         return Vec::new();
     }
     let frontier = cut(&trie.root, threads * SUBTREES_PER_THREAD);
     if frontier.len() < 2 { Vec::new() } else { frontier }
+}
+
+/// The root hash of `trie` whose `frontier` subtrees were hashed to `refs` (in order): the
+/// nodes above the cut are encoded once, each subtree's reference looked up. An empty frontier
+/// is the one-thread [`Trie::root_hash`].
+fn root_above(trie: &Trie, frontier: &[&Node], refs: &[NodeRef]) -> B256 {
+    if frontier.is_empty() {
+        return trie.root_hash();
+    }
+    let done: HashMap<*const Node, NodeRef> =
+        frontier.iter().map(|node| std::ptr::from_ref(*node)).zip(refs.iter().copied()).collect();
+    let mut buf = Vec::with_capacity(576);
+    encode_above(&trie.root, &mut buf, &done);
+    keccak256(&buf)
 }
 
 /// The children of branches and extensions, level by level from `root`, until there are at
@@ -247,37 +215,20 @@ mod tests {
     }
 
     /// Every size around the threshold and the rlp(index) key boundaries (128, 256, 4096),
-    /// short values (inline nodes) and long ones, on 2 and 5 threads: the same root as one
-    /// thread computes.
+    /// short values (inline nodes) and long ones, cut for 2 and 5 threads whatever the size:
+    /// the same root as one thread computes.
     #[test]
     fn a_spread_root_is_the_one_thread_root() {
         for n in [0, 1, 2, 17, 127, 128, 129, 255, 256, 257, 300, 1000, 4095, 4097] {
             for value_len in [1, 3, 40, 300] {
                 let expected = ordered_root(pairs(n, value_len));
                 for threads in [2, 5] {
-                    let mut trie = Trie::new();
-                    for (key, value) in pairs(n, value_len) {
-                        trie.insert(&NoNodes, &key, value).unwrap();
-                    }
+                    let (trie, _) = build_ordered(pairs(n, value_len));
                     // Force the spread path whatever the size.
                     let frontier = cut(&trie.root, threads * SUBTREES_PER_THREAD);
                     let refs = hash_subtrees(&frontier, threads);
-                    let done: HashMap<*const Node, NodeRef> =
-                        frontier.iter().map(|node| std::ptr::from_ref(*node)).zip(refs).collect();
-                    let root = match &trie.root {
-                        Node::Empty => EMPTY_ROOT,
-                        root => {
-                            let mut buf = Vec::new();
-                            encode_above(root, &mut buf, &done);
-                            keccak256(&buf)
-                        }
-                    };
+                    let root = root_above(&trie, &frontier, &refs);
                     assert_eq!(root, expected, "n={n} value_len={value_len} threads={threads}");
-                    assert_eq!(
-                        ordered_root_spread(pairs(n, value_len), threads),
-                        expected,
-                        "n={n} value_len={value_len} threads={threads}"
-                    );
                 }
             }
         }
