@@ -12,7 +12,10 @@ use alloy_consensus::{Header, ReceiptEnvelope, Signed, TxEip1559, TxEnvelope};
 use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256, keccak256};
 use hearth_actors::parallel::{ParallelStats, last_block_stats};
 use hearth_actors::{ExecConfig, ExecutorActor, ParallelConfig};
-use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, PooledTx};
+use hearth_messages::ExecError;
+use hearth_messages::executor::{
+    BlockEnvSpec, BlockRules, BuildBlock, BuildMode, BuiltBlock, PooledTx,
+};
 use hearth_storage::{
     AccountChange, AccountFields, BlockDraft, ChainWriter, EMPTY_CODE_HASH, StateDiff, StoredBody,
     state_root_after, write_block,
@@ -198,6 +201,40 @@ impl Kit {
         mode: BuildMode,
         parallel: ParallelConfig,
     ) -> (Digest, ParallelStats, Duration) {
+        let (built, stats, elapsed) = self.build(txs, mode, parallel);
+        let digest = match built {
+            Ok(block) => Digest::Built {
+                state_root: state_root_after(&self.db, 1, &block.diff).expect("root"),
+                header: Box::new(block.draft.header),
+                receipts: block.draft.receipts,
+                diff: block.diff,
+                outputs: block.outputs,
+                invalid: format!("{:?}", block.invalid),
+                included: block.draft.body.transactions.len(),
+            },
+            Err(e) => Digest::Failed(e.to_string()),
+        };
+        (digest, stats, elapsed)
+    }
+
+    /// Executes `txs` as block 1 under `parallel` and times it, without reducing the result
+    /// to a digest (a profiler then sees the block's work only).
+    pub fn time(
+        &self,
+        txs: &[PooledTx],
+        mode: BuildMode,
+        parallel: ParallelConfig,
+    ) -> (ParallelStats, Duration) {
+        let (_, stats, elapsed) = self.build(txs, mode, parallel);
+        (stats, elapsed)
+    }
+
+    fn build(
+        &self,
+        txs: &[PooledTx],
+        mode: BuildMode,
+        parallel: ParallelConfig,
+    ) -> (Result<BuiltBlock, ExecError>, ParallelStats, Duration) {
         let config = ExecConfig {
             chain_id: hearth_messages::ChainId::new(CHAIN_ID),
             spec: SpecId::PRAGUE,
@@ -217,20 +254,7 @@ impl Kit {
         let started = Instant::now();
         let built = executor.build_block(msg);
         let elapsed = started.elapsed();
-        let stats = last_block_stats();
-        let digest = match built {
-            Ok(block) => Digest::Built {
-                state_root: state_root_after(&self.db, 1, &block.diff).expect("root"),
-                header: Box::new(block.draft.header),
-                receipts: block.draft.receipts,
-                diff: block.diff,
-                outputs: block.outputs,
-                invalid: format!("{:?}", block.invalid),
-                included: block.draft.body.transactions.len(),
-            },
-            Err(e) => Digest::Failed(e.to_string()),
-        };
-        (digest, stats, elapsed)
+        (built, last_block_stats(), elapsed)
     }
 }
 

@@ -25,7 +25,7 @@ use hearth_messages::executor::{
     BlockEnvSpec, BlockRules, BuildBlock, BuildMode, BuiltBlock, InvalidTx,
 };
 use hearth_storage::trie::{EMPTY_ROOT, ordered_root};
-use hearth_storage::{BlockDraft, ChainDb, StoredBody, block_roots_spread, state_root_after};
+use hearth_storage::{BlockDraft, ChainDb, StoredBody, block_roots_beside, state_root_after};
 use revm::context::evm::Evm;
 use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Output};
 use revm::context::{BlockEnv, CfgEnv, Context, LocalContext};
@@ -302,10 +302,15 @@ pub(crate) fn execute_block(
 
     let byzantium = spec.is_enabled_in(SpecId::BYZANTIUM);
     let max_blob_gas = blob_params.max_blob_gas_per_block();
-    let mut body = StoredBody { transactions: Vec::new(), senders: Vec::new() };
-    let mut receipts = Vec::new();
+    // Sized for the whole block at once: grown one push at a time, a big block's vectors were
+    // copied at every doubling, on the loop a parallel block's other threads wait for. At most
+    // as many as the gas limit fits (a packed pool may offer many more).
+    let room = txs.len().min(usize::try_from(env.gas_limit / 21_000).unwrap_or(usize::MAX));
+    let mut body =
+        StoredBody { transactions: Vec::with_capacity(room), senders: Vec::with_capacity(room) };
+    let mut receipts = Vec::with_capacity(room);
     let mut invalid = Vec::new();
-    let mut outputs = Vec::new();
+    let mut outputs = Vec::with_capacity(room);
     let mut gas_used = 0u64;
     let mut blob_gas_used = 0u64;
     let mut logs_bloom = Bloom::ZERO;
@@ -453,14 +458,15 @@ pub(crate) fn execute_block(
 
     // For a block of cheap transactions these two roots cost more than the execution (a
     // receipt's bloom alone is three keccak blocks): a parallel configuration hashes them on
-    // its threads too.
+    // its threads too, one of which first turns the block's changes into its diff.
     let root_threads = crate::parallel::spread_threads(&defaults.parallel);
     let ommers_hash = if env.ommers.is_empty() {
         alloy_consensus::constants::EMPTY_OMMER_ROOT_HASH
     } else {
         keccak256(alloy_rlp::encode(&env.ommers))
     };
-    let (transactions_root, receipts_root) = block_roots_spread(&body, &receipts, root_threads);
+    let (transactions_root, receipts_root, diff) =
+        block_roots_beside(&body, &receipts, root_threads, || changes.into_diff());
     let header = Header {
         parent_hash: parent.hash_slow(),
         ommers_hash,
@@ -488,7 +494,7 @@ pub(crate) fn execute_block(
     };
     Ok(BuiltBlock {
         draft: BlockDraft { header, body, receipts },
-        diff: changes.into_diff(),
+        diff,
         invalid,
         requests: requests.take().into_iter().filter(|r| r.len() > 1).collect(),
         outputs,

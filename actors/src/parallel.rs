@@ -367,7 +367,10 @@ pub(crate) struct Board<'a> {
     /// Per transaction, the index of the block's previous transaction from the same sender
     /// (`u32::MAX`: none): the dependency hint that keeps helpers off a nonce chain.
     same_sender_before: Vec<u32>,
-    runs: Vec<Mutex<Option<Speculated>>>,
+    /// Per transaction, its finished run, boxed: a run (its result, state, reads and bloom)
+    /// is some five hundred bytes, and the slots of a big block would otherwise be megabytes
+    /// for the committer to fault in before the helpers start, and each handover a copy.
+    runs: Vec<Mutex<Option<Box<Speculated>>>>,
     /// What the committer committed so far, which helpers read.
     published: Published,
     /// Per helper, what the committer is done with (the helper's runs and their state
@@ -435,10 +438,10 @@ impl<'a> Board<'a> {
     }
 
     fn put(&self, index: usize, run: Speculated) {
-        *locked(&self.runs[index]) = Some(run);
+        *locked(&self.runs[index]) = Some(Box::new(run));
     }
 
-    fn take(&self, index: usize) -> Option<Speculated> {
+    fn take(&self, index: usize) -> Option<Box<Speculated>> {
         locked(&self.runs[index]).take()
     }
 
@@ -471,7 +474,11 @@ impl<'a> Board<'a> {
 /// What a helper allocated and the committer is done with.
 #[derive(Debug, Default)]
 struct Spent {
-    runs: Vec<Speculated>,
+    #[expect(
+        clippy::vec_box,
+        reason = "the boxes are what moves: the committer took them out of the board"
+    )]
+    runs: Vec<Box<Speculated>>,
     states: Vec<EvmState>,
 }
 
@@ -520,9 +527,14 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
     if board.followed() {
         evm.ctx.journaled_state.database.read_published(&board.published);
     }
+    // What the committer handed back, taken in exchange for these emptied vectors: both
+    // keep their capacity, so neither side allocates to hand runs over.
+    let mut freed = Spent::default();
     while !board.stop.load(Ordering::Acquire) {
         // Free what the committer is done with, here where it was allocated.
-        drop(std::mem::take(&mut *locked(&board.spent[me])));
+        std::mem::swap(&mut *locked(&board.spent[me]), &mut freed);
+        freed.runs.clear();
+        freed.states.clear();
         if board.hot.load(Ordering::Acquire) {
             std::thread::sleep(HOT_PAUSE);
             continue;
@@ -781,6 +793,8 @@ impl<'b, 'a> Committer<'b, 'a> {
         let Some(mut outcome) = run.outcome.take() else { return Ok(None) };
         let lazy_coinbase = !run.observes_coinbase;
         let mut coinbase_read = None;
+        // The coinbase's balance now, when the loop below read it (the rebase needs it too).
+        let mut coinbase_now = None;
         for (address, seen) in &run.accounts {
             let lazy = lazy_coinbase && *address == self.coinbase;
             if lazy {
@@ -790,6 +804,9 @@ impl<'b, 'a> Committer<'b, 'a> {
                 continue;
             }
             let now = db.basic(*address)?;
+            if lazy {
+                coinbase_now = Some(now.as_ref().map_or(U256::ZERO, |i| i.balance));
+            }
             let same = if lazy { same_but_balance(&now, seen) } else { same_account(&now, seen) };
             if !same {
                 return Ok(None);
@@ -814,7 +831,10 @@ impl<'b, 'a> Committer<'b, 'a> {
         if written < read || written == U256::MAX {
             return Ok(None);
         }
-        let now = db.basic(self.coinbase)?.map_or(U256::ZERO, |i| i.balance);
+        let now = match coinbase_now {
+            Some(balance) => balance,
+            None => db.basic(self.coinbase)?.map_or(U256::ZERO, |i| i.balance),
+        };
         let Some(balance) = now.checked_add(written - read) else { return Ok(None) };
         account.info.balance = balance;
         Ok(Some(outcome))

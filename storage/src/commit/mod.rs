@@ -572,14 +572,20 @@ pub fn receipts_root(receipts: &[ReceiptEnvelope]) -> B256 {
 }
 
 /// The transactions and receipts roots of a block, built at once and hashed on `threads`
-/// threads ([`crate::trie::ordered_roots_spread`]); the same roots as [`transactions_root`]
-/// and [`receipts_root`].
-pub fn block_roots_spread(
+/// threads, one of which first runs `beside` ([`crate::trie::ordered_roots_beside`]); the same
+/// roots as [`transactions_root`] and [`receipts_root`], with `beside`'s result.
+pub fn block_roots_beside<R: Send>(
     body: &StoredBody,
     receipts: &[ReceiptEnvelope],
     threads: usize,
-) -> (B256, B256) {
-    crate::trie::ordered_roots_spread(transaction_pairs(body), receipt_pairs(receipts), threads)
+    beside: impl FnOnce() -> R + Send,
+) -> (B256, B256, R) {
+    crate::trie::ordered_roots_beside(
+        transaction_pairs(body),
+        receipt_pairs(receipts),
+        threads,
+        beside,
+    )
 }
 
 /// The transactions trie's (key, value) pairs.

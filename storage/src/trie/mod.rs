@@ -40,7 +40,7 @@ use encode::*;
 use nibbles::*;
 use node::*;
 use read::*;
-pub use spread::{MIN_SPREAD_LEAVES, ordered_roots_spread};
+pub use spread::{MIN_SPREAD_LEAVES, ordered_roots_beside};
 use write::*;
 
 /// Keccak of rlp("") — the root of an empty trie.

@@ -23,23 +23,30 @@ pub const MIN_SPREAD_LEAVES: usize = 256;
 const SUBTREES_PER_THREAD: usize = 16;
 
 /// The roots of two tries over (key, value) pairs held in memory (a block's transactions and
-/// receipts, key rlp(index)), on `threads` threads: the two tries are built at once (one on a
-/// second thread: encoding the values and inserting them is each trie's one-thread part), then
-/// the subtrees of both are hashed by one pool of `threads`. With one thread, or tries too
-/// small to spread, each is [`ordered_root`]'s root. Building them one after the other, each
-/// spread on its own, left the second core idle through both tries' serial parts.
-pub fn ordered_roots_spread<A, B>(a: A, b: B, threads: usize) -> (B256, B256)
+/// receipts, key rlp(index)), on `threads` threads, with `beside` (the rest of the block's
+/// post-loop work, such as its state diff) run on one of them: the two tries are built at once
+/// (one on a second thread: encoding the values and inserting them is each trie's one-thread
+/// part), then the subtrees of both are hashed by one pool of `threads`, one of which first
+/// runs `beside`; the pool's counter gives that thread fewer subtrees, so neither waits for the
+/// other. With one thread, or tries too small to spread, everything runs here: starting a
+/// thread costs tens of microseconds, more than a few hundred leaves take.
+pub fn ordered_roots_beside<A, B, R>(
+    a: A,
+    b: B,
+    threads: usize,
+    beside: impl FnOnce() -> R + Send,
+) -> (B256, B256, R)
 where
     A: IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
     A::IntoIter: ExactSizeIterator + Send,
     B: IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
     B::IntoIter: ExactSizeIterator,
+    R: Send,
 {
     let (a, b) = (a.into_iter(), b.into_iter());
-    // A small block (an automined transaction, a few hundred receipts) is hashed on this
-    // thread: starting one costs tens of microseconds, more than its tries take.
     if threads < 2 || a.len() + b.len() < MIN_SPREAD_LEAVES {
-        return (ordered_root(a), ordered_root(b));
+        let other = beside();
+        return (ordered_root(a), ordered_root(b), other);
     }
     let ((trie_a, leaves_a), (trie_b, leaves_b)) = std::thread::scope(|scope| {
         let built_a = scope.spawn(|| build_ordered(a));
@@ -50,13 +57,13 @@ where
     let frontier_a = spread_frontier(&trie_a, threads, leaves_a);
     let frontier_b = spread_frontier(&trie_b, threads, leaves_b);
     let all: Vec<&Node> = frontier_a.iter().chain(&frontier_b).copied().collect();
-    let refs = if all.is_empty() {
-        Vec::new()
+    let (refs, other) = if all.is_empty() {
+        (Vec::new(), beside())
     } else {
-        hash_subtrees(&all, spread_threads(threads, leaves_a + leaves_b))
+        hash_subtrees_beside(&all, spread_threads(threads, leaves_a + leaves_b), beside)
     };
     let (refs_a, refs_b) = refs.split_at(frontier_a.len());
-    (root_above(&trie_a, &frontier_a, refs_a), root_above(&trie_b, &frontier_b, refs_b))
+    (root_above(&trie_a, &frontier_a, refs_a), root_above(&trie_b, &frontier_b, refs_b), other)
 }
 
 /// The threads worth starting for `leaves` leaves when `threads` may run: one per
@@ -122,8 +129,13 @@ fn cut(root: &Node, want: usize) -> Vec<&Node> {
     }
 }
 
-/// The references of `subtrees`, in order, hashed by `threads` threads taking them in turn.
-fn hash_subtrees(subtrees: &[&Node], threads: usize) -> Vec<NodeRef> {
+/// The references of `subtrees`, in order, hashed by `threads` threads taking them in turn;
+/// one of the threads runs `beside` first.
+fn hash_subtrees_beside<R: Send>(
+    subtrees: &[&Node],
+    threads: usize,
+    beside: impl FnOnce() -> R + Send,
+) -> (Vec<NodeRef>, R) {
     let next = AtomicUsize::new(0);
     let refs: Vec<Mutex<Option<NodeRef>>> = subtrees.iter().map(|_| Mutex::new(None)).collect();
     let work = || {
@@ -135,19 +147,27 @@ fn hash_subtrees(subtrees: &[&Node], threads: usize) -> Vec<NodeRef> {
             *refs[i].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(r);
         }
     };
-    std::thread::scope(|scope| {
-        for _ in 1..threads.min(subtrees.len()) {
+    let other = std::thread::scope(|scope| {
+        let other = scope.spawn(|| {
+            let other = beside();
+            work();
+            other
+        });
+        for _ in 2..threads.min(subtrees.len()) {
             scope.spawn(work);
         }
         work();
+        other.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     });
-    refs.into_iter()
+    let refs = refs
+        .into_iter()
         .map(|r| {
             r.into_inner()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .expect("every subtree was hashed before the scope ended")
         })
-        .collect()
+        .collect();
+    (refs, other)
 }
 
 /// The RLP of `node` into `buf`, taking the references of subtrees already hashed from `done`.
@@ -194,8 +214,9 @@ mod tests {
             .collect()
     }
 
-    /// Two tries built at once and hashed by one pool: each root is its own one-thread root,
-    /// whichever of them is too small to spread.
+    /// Two tries built at once and hashed by one pool, one thread running `beside` first: each
+    /// root is its own one-thread root, whichever of them is too small to spread, and
+    /// `beside`'s result comes back.
     #[test]
     fn two_roots_spread_together_are_each_one_thread_root() {
         for (n_a, n_b) in
@@ -204,11 +225,16 @@ mod tests {
             for (len_a, len_b) in [(40, 300), (3, 1)] {
                 let expected = (ordered_root(pairs(n_a, len_a)), ordered_root(pairs(n_b, len_b)));
                 for threads in [1, 2, 5] {
+                    let (root_a, root_b, beside) =
+                        ordered_roots_beside(pairs(n_a, len_a), pairs(n_b, len_b), threads, || {
+                            n_a + n_b
+                        });
                     assert_eq!(
-                        ordered_roots_spread(pairs(n_a, len_a), pairs(n_b, len_b), threads),
+                        (root_a, root_b),
                         expected,
                         "n={n_a}/{n_b} value_len={len_a}/{len_b} threads={threads}"
                     );
+                    assert_eq!(beside, n_a + n_b);
                 }
             }
         }
@@ -226,7 +252,7 @@ mod tests {
                     let (trie, _) = build_ordered(pairs(n, value_len));
                     // Force the spread path whatever the size.
                     let frontier = cut(&trie.root, threads * SUBTREES_PER_THREAD);
-                    let refs = hash_subtrees(&frontier, threads);
+                    let (refs, ()) = hash_subtrees_beside(&frontier, threads, || ());
                     let root = root_above(&trie, &frontier, &refs);
                     assert_eq!(root, expected, "n={n} value_len={value_len} threads={threads}");
                 }
