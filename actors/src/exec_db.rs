@@ -198,15 +198,26 @@ impl<'a> ExecDb<'a> {
     /// Commits `state` (transaction `writer`'s) and publishes each account as this database
     /// then holds it, for a parallel block's helpers: one pass over the state, which a helper
     /// made on the other core (each pass over it is cache misses on the committer's path).
+    ///
+    /// The `coinbase`'s balance, which every transaction changes, is not published: helpers
+    /// read the value it had at its last other change, and the committer compares every read
+    /// of the coinbase by value (`Committer::validate`). Publishing it cost every commit an
+    /// insert into the one shard every helper's run also reads.
     pub(crate) fn commit_publishing(
         &mut self,
         writer: usize,
         state: &EvmState,
         published: &Published,
+        coinbase: &Address,
     ) {
         for (address, account) in state {
             self.commit_account(*address, account);
-            if account.is_touched() {
+            let balance_only = address == coinbase
+                && !account.is_created()
+                && !account.is_selfdestructed()
+                && !account.info.is_empty()
+                && account.changed_storage_slots().next().is_none();
+            if account.is_touched() && !balance_only {
                 self.publish_account(writer, address, account, published);
             }
         }

@@ -634,7 +634,7 @@ impl<'b, 'a> Committer<'b, 'a> {
             // Validation reads the published versions too (of the committer's own look-ahead
             // runs), but those only exist while a helper runs.
             if board.helpers > 0 && !self.alone {
-                db.commit_publishing(index, &state, &board.published);
+                db.commit_publishing(index, &state, &board.published, &self.coinbase);
             } else {
                 db.commit_ref(&state);
             }
@@ -800,7 +800,11 @@ impl<'b, 'a> Committer<'b, 'a> {
             if lazy {
                 coinbase_read.get_or_insert(seen.as_ref().map_or(U256::ZERO, |i| i.balance));
             }
-            if !account_dirty(&self.board.published, address, seen, run.snapshot) {
+            // The coinbase's balance is not published (`ExecDb::commit_publishing`): its
+            // versions cannot say whether it changed, so it is always compared.
+            if *address != self.coinbase
+                && !account_dirty(&self.board.published, address, seen, run.snapshot)
+            {
                 continue;
             }
             let now = db.basic(*address)?;
