@@ -10,7 +10,8 @@
 //! EIP-7685 hash) and the pre-merge block and ommer rewards.
 
 use alloy_consensus::{
-    Eip658Value, Header, Receipt, ReceiptEnvelope, ReceiptWithBloom, Transaction, TxReceipt,
+    Eip658Value, Header, Receipt, ReceiptEnvelope, ReceiptWithBloom, Transaction, TxEnvelope,
+    TxReceipt,
 };
 use alloy_eips::eip2935::HISTORY_STORAGE_ADDRESS;
 use alloy_eips::eip4788::BEACON_ROOTS_ADDRESS;
@@ -306,8 +307,10 @@ pub(crate) fn execute_block(
     // copied at every doubling, on the loop a parallel block's other threads wait for. At most
     // as many as the gas limit fits (a packed pool may offer many more).
     let room = txs.len().min(usize::try_from(env.gas_limit / 21_000).unwrap_or(usize::MAX));
-    let mut body =
-        StoredBody { transactions: Vec::with_capacity(room), senders: Vec::with_capacity(room) };
+    let mut senders = Vec::with_capacity(room);
+    // The indexes of the transactions the block includes: their copies for the body are made
+    // after the loop, beside the roots' hashing, not on the loop a parallel block waits for.
+    let mut included: Vec<usize> = Vec::with_capacity(room);
     let mut receipts = Vec::with_capacity(room);
     let mut invalid = Vec::new();
     let mut outputs = Vec::with_capacity(room);
@@ -397,8 +400,8 @@ pub(crate) fn execute_block(
             let receipt = ReceiptEnvelope::from_typed(candidate.tx.tx_type(), receipt);
             logs_bloom.accrue_bloom(&receipt.bloom());
             receipts.push(receipt);
-            body.senders.push(candidate.sender);
-            body.transactions.push(candidate.tx.as_ref().clone());
+            senders.push(candidate.sender);
+            included.push(index);
         }
         Ok(committer.map(|c| c.stats()))
     })?;
@@ -465,8 +468,17 @@ pub(crate) fn execute_block(
     } else {
         keccak256(alloy_rlp::encode(&env.ommers))
     };
-    let (transactions_root, receipts_root, diff) =
-        block_roots_beside(&body, &receipts, root_threads, || changes.into_diff());
+    let (transactions_root, receipts_root, (diff, transactions)) = block_roots_beside(
+        included.iter().map(|&index| txs[index].tx.as_ref()),
+        &receipts,
+        root_threads,
+        || {
+            let transactions: Vec<TxEnvelope> =
+                included.iter().map(|&index| txs[index].tx.as_ref().clone()).collect();
+            (changes.into_diff(), transactions)
+        },
+    );
+    let body = StoredBody { transactions, senders };
     let header = Header {
         parent_hash: parent.hash_slow(),
         ommers_hash,

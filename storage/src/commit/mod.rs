@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use alloy_consensus::{Header, ReceiptEnvelope};
+use alloy_consensus::{Header, ReceiptEnvelope, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{Address, B256};
 
@@ -563,7 +563,7 @@ fn finish_block(
 
 /// The transactions root of a block body (our trie, key rlp(index), value the EIP-2718 bytes).
 pub fn transactions_root(body: &StoredBody) -> B256 {
-    crate::trie::ordered_root(transaction_pairs(body))
+    crate::trie::ordered_root(transaction_pairs(body.transactions.iter()))
 }
 
 /// The receipts root (our trie, key rlp(index), value the EIP-2718 receipt bytes).
@@ -571,28 +571,32 @@ pub fn receipts_root(receipts: &[ReceiptEnvelope]) -> B256 {
     crate::trie::ordered_root(receipt_pairs(receipts))
 }
 
-/// The transactions and receipts roots of a block, built at once and hashed on `threads`
-/// threads, one of which first runs `beside` ([`crate::trie::ordered_roots_beside`]); the same
-/// roots as [`transactions_root`] and [`receipts_root`], with `beside`'s result.
-pub fn block_roots_beside<R: Send>(
-    body: &StoredBody,
+/// The transactions and receipts roots of a block (its `transactions` in order, and its
+/// receipts), built at once and hashed on `threads` threads, one of which first runs `beside`
+/// ([`crate::trie::ordered_roots_beside`]); the same roots as [`transactions_root`] and
+/// [`receipts_root`], with `beside`'s result.
+pub fn block_roots_beside<'a, R: Send>(
+    transactions: impl ExactSizeIterator<Item = &'a TxEnvelope> + Send,
     receipts: &[ReceiptEnvelope],
     threads: usize,
     beside: impl FnOnce() -> R + Send,
 ) -> (B256, B256, R) {
     crate::trie::ordered_roots_beside(
-        transaction_pairs(body),
+        transaction_pairs(transactions),
         receipt_pairs(receipts),
         threads,
         beside,
     )
 }
 
-/// The transactions trie's (key, value) pairs.
-fn transaction_pairs(
-    body: &StoredBody,
-) -> impl ExactSizeIterator<Item = (Vec<u8>, Vec<u8>)> + Send + '_ {
-    body.transactions.iter().enumerate().map(|(i, tx)| (alloy_rlp::encode(i), tx.encoded_2718()))
+/// The transactions trie's (key, value) pairs (as exact-sized and sendable as `transactions`).
+fn transaction_pairs<'a, I: Iterator<Item = &'a TxEnvelope>>(
+    transactions: I,
+) -> std::iter::Map<std::iter::Enumerate<I>, fn((usize, &TxEnvelope)) -> (Vec<u8>, Vec<u8>)> {
+    fn pair((index, tx): (usize, &TxEnvelope)) -> (Vec<u8>, Vec<u8>) {
+        (alloy_rlp::encode(index), tx.encoded_2718())
+    }
+    transactions.enumerate().map(pair)
 }
 
 /// The receipts trie's (key, value) pairs.
