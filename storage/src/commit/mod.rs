@@ -592,14 +592,11 @@ pub fn block_roots_beside<'a, R: Send>(
 /// A trie's (key, value) pair.
 type Pair = (Vec<u8>, Vec<u8>);
 
-/// The transactions trie's (key, value) pairs (as exact-sized and sendable as `transactions`).
-fn transaction_pairs<'a, I: Iterator<Item = &'a TxEnvelope>>(
-    transactions: I,
-) -> std::iter::Map<std::iter::Enumerate<I>, fn((usize, &TxEnvelope)) -> Pair> {
-    fn pair((index, tx): (usize, &TxEnvelope)) -> Pair {
-        (alloy_rlp::encode(index), tx.encoded_2718())
-    }
-    transactions.enumerate().map(pair)
+/// The transactions trie's (key, value) pairs.
+fn transaction_pairs<'a>(
+    transactions: impl ExactSizeIterator<Item = &'a TxEnvelope> + Send,
+) -> impl ExactSizeIterator<Item = Pair> + Send {
+    transactions.enumerate().map(|(index, tx)| (alloy_rlp::encode(index), tx.encoded_2718()))
 }
 
 /// The receipts trie's (key, value) pairs.
