@@ -130,7 +130,7 @@ fn cut(root: &Node, want: usize) -> Vec<&Node> {
 }
 
 /// The references of `subtrees`, in order, hashed by `threads` threads taking them in turn;
-/// one of the threads runs `beside` first.
+/// the calling thread runs `beside` first.
 fn hash_subtrees_beside<R: Send>(
     subtrees: &[&Node],
     threads: usize,
@@ -147,17 +147,16 @@ fn hash_subtrees_beside<R: Send>(
             *refs[i].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(r);
         }
     };
+    // `beside` runs on the calling thread: what it allocates (a block's state diff and body)
+    // then comes from that thread's long-lived allocator arena, not from a scoped thread's
+    // that ends with the scope while the state owner frees the block later.
     let other = std::thread::scope(|scope| {
-        let other = scope.spawn(|| {
-            let other = beside();
-            work();
-            other
-        });
-        for _ in 2..threads.min(subtrees.len()) {
+        for _ in 1..threads.min(subtrees.len()) {
             scope.spawn(work);
         }
+        let other = beside();
         work();
-        other.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        other
     });
     let refs = refs
         .into_iter()
