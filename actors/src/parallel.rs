@@ -243,10 +243,20 @@ pub(crate) struct Speculated {
     snapshot: usize,
     /// The helper that ran it (`None`: the committer's own look-ahead), which frees it.
     helper: Option<usize>,
+}
+
+/// What a claim left on the board for the committer.
+#[derive(Debug)]
+enum Left {
     /// Not run at all: its sender's previous transaction was not committed when it was
     /// claimed, so a run would have read a stale nonce ([`Board::follows_uncommitted`]). The
-    /// committer executes it in place without counting a wasted run.
-    skipped: bool,
+    /// committer executes it in place without counting a wasted run. Nothing is allocated
+    /// for it, so nothing is freed on another thread than the one that made it.
+    Skipped,
+    /// A run, boxed: some five hundred bytes, which the slots of a big block would otherwise
+    /// hold inline (megabytes for the committer to fault in before the helpers start), and
+    /// each handover would copy.
+    Ran(Box<Speculated>),
 }
 
 impl Speculated {
@@ -259,14 +269,7 @@ impl Speculated {
             observes_coinbase: true,
             snapshot,
             helper: None,
-            skipped: false,
         }
-    }
-
-    const fn skipped() -> Self {
-        let mut run = Self::failed(0);
-        run.skipped = true;
-        run
     }
 }
 
@@ -294,7 +297,6 @@ fn speculate(evm: &mut BlockEvm<'_, ()>, pooled: &PooledTx, snapshot: usize) -> 
         observes_coinbase,
         snapshot,
         helper: None,
-        skipped: false,
     }
 }
 
@@ -367,10 +369,8 @@ pub(crate) struct Board<'a> {
     /// Per transaction, the index of the block's previous transaction from the same sender
     /// (`u32::MAX`: none): the dependency hint that keeps helpers off a nonce chain.
     same_sender_before: Vec<u32>,
-    /// Per transaction, its finished run, boxed: a run (its result, state, reads and bloom)
-    /// is some five hundred bytes, and the slots of a big block would otherwise be megabytes
-    /// for the committer to fault in before the helpers start, and each handover a copy.
-    runs: Vec<Mutex<Option<Box<Speculated>>>>,
+    /// Per transaction, what its claim left: a finished run, or that it was skipped.
+    runs: Vec<Mutex<Option<Left>>>,
     /// What the committer committed so far, which helpers read.
     published: Published,
     /// Per helper, what the committer is done with (the helper's runs and their state
@@ -438,10 +438,14 @@ impl<'a> Board<'a> {
     }
 
     fn put(&self, index: usize, run: Speculated) {
-        *locked(&self.runs[index]) = Some(Box::new(run));
+        *locked(&self.runs[index]) = Some(Left::Ran(Box::new(run)));
     }
 
-    fn take(&self, index: usize) -> Option<Box<Speculated>> {
+    fn skip(&self, index: usize) {
+        *locked(&self.runs[index]) = Some(Left::Skipped);
+    }
+
+    fn take(&self, index: usize) -> Option<Left> {
         locked(&self.runs[index]).take()
     }
 
@@ -544,7 +548,7 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
         }
         let Some(index) = board.claim() else { break };
         if board.follows_uncommitted(index) {
-            board.put(index, Speculated::skipped());
+            board.skip(index);
             continue;
         }
         let pooled = &board.txs[index];
@@ -663,13 +667,13 @@ impl<'b, 'a> Committer<'b, 'a> {
         let mut waiting: Option<Instant> = None;
         let mut spins = 0u32;
         loop {
-            if let Some(mut run) = board.take(index) {
-                if run.skipped {
+            if let Some(left) = board.take(index) {
+                let Left::Ran(mut run) = left else {
                     // Its sender's previous transaction was pending at the claim: no run to
                     // check, and none wasted.
                     self.stats.direct += 1;
                     return evm.transact(tx_env(pooled)).map(|outcome| (outcome, None, None));
-                }
+                };
                 self.stats.speculated += 1;
                 let db = &mut evm.ctx.journaled_state.database;
                 let bloom = run.bloom;
@@ -717,12 +721,11 @@ impl<'b, 'a> Committer<'b, 'a> {
             if board.next.load(Ordering::Acquire) < index + board.window
                 && let Some(ahead) = board.claim()
             {
-                let run = if board.follows_uncommitted(ahead) {
-                    Speculated::skipped()
+                if board.follows_uncommitted(ahead) {
+                    board.skip(ahead);
                 } else {
-                    speculate(evm, &board.txs[ahead], index)
-                };
-                board.put(ahead, run);
+                    board.put(ahead, speculate(evm, &board.txs[ahead], index));
+                }
                 continue;
             }
             // Nothing else to do: wait a little for the helper's run, which is cheaper than
