@@ -461,7 +461,8 @@ pub(crate) fn execute_block(
 
     // For a block of cheap transactions these two roots cost more than the execution (a
     // receipt's bloom alone is three keccak blocks): a parallel configuration hashes them on
-    // its threads too, one of which first turns the block's changes into its diff.
+    // its threads too, while this thread turns the block's changes into its diff and copies
+    // the included transactions into its body.
     let root_threads = crate::parallel::spread_threads(&defaults.parallel);
     let ommers_hash = if env.ommers.is_empty() {
         alloy_consensus::constants::EMPTY_OMMER_ROOT_HASH

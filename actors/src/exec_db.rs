@@ -199,10 +199,12 @@ impl<'a> ExecDb<'a> {
     /// then holds it, for a parallel block's helpers: one pass over the state, which a helper
     /// made on the other core (each pass over it is cache misses on the committer's path).
     ///
-    /// The `coinbase`'s balance, which every transaction changes, is not published: helpers
-    /// read the value it had at its last other change, and the committer compares every read
-    /// of the coinbase by value (`Committer::validate`). Publishing it cost every commit an
-    /// insert into the one shard every helper's run also reads.
+    /// The `coinbase`'s account fields, whose balance every transaction changes, are not
+    /// published unless its storage changed or it was created, destroyed or emptied: helpers
+    /// read it as of its last such change (a stale nonce or code too, when it sends or is
+    /// delegated, which only costs those runs a re-execution), and the committer compares
+    /// every read of the coinbase by value (`Committer::validate`). Publishing it cost every
+    /// commit an insert into the one shard every helper's run also reads.
     pub(crate) fn commit_publishing(
         &mut self,
         writer: usize,
@@ -212,12 +214,12 @@ impl<'a> ExecDb<'a> {
     ) {
         for (address, account) in state {
             self.commit_account(*address, account);
-            let balance_only = address == coinbase
+            let unpublished_coinbase = address == coinbase
                 && !account.is_created()
                 && !account.is_selfdestructed()
                 && !account.info.is_empty()
                 && account.changed_storage_slots().next().is_none();
-            if account.is_touched() && !balance_only {
+            if account.is_touched() && !unpublished_coinbase {
                 self.publish_account(writer, address, account, published);
             }
         }

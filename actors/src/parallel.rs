@@ -803,7 +803,7 @@ impl<'b, 'a> Committer<'b, 'a> {
             if lazy {
                 coinbase_read.get_or_insert(seen.as_ref().map_or(U256::ZERO, |i| i.balance));
             }
-            // The coinbase's balance is not published (`ExecDb::commit_publishing`): its
+            // The coinbase's fields are not published (`ExecDb::commit_publishing`): its
             // versions cannot say whether it changed, so it is always compared.
             if *address != self.coinbase
                 && !account_dirty(&self.board.published, address, seen, run.snapshot)

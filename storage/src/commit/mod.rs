@@ -572,8 +572,8 @@ pub fn receipts_root(receipts: &[ReceiptEnvelope]) -> B256 {
 }
 
 /// The transactions and receipts roots of a block (its `transactions` in order, and its
-/// receipts), built at once and hashed on `threads` threads, one of which first runs `beside`
-/// ([`crate::trie::ordered_roots_beside`]); the same roots as [`transactions_root`] and
+/// receipts), built at once and hashed on `threads` threads, the calling one running `beside`
+/// first ([`crate::trie::ordered_roots_beside`]); the same roots as [`transactions_root`] and
 /// [`receipts_root`], with `beside`'s result.
 pub fn block_roots_beside<'a, R: Send>(
     transactions: impl ExactSizeIterator<Item = &'a TxEnvelope> + Send,
@@ -600,9 +600,7 @@ fn transaction_pairs<'a>(
 }
 
 /// The receipts trie's (key, value) pairs.
-fn receipt_pairs(
-    receipts: &[ReceiptEnvelope],
-) -> impl ExactSizeIterator<Item = (Vec<u8>, Vec<u8>)> + '_ {
+fn receipt_pairs(receipts: &[ReceiptEnvelope]) -> impl ExactSizeIterator<Item = Pair> + '_ {
     receipts.iter().enumerate().map(|(i, r)| (alloy_rlp::encode(i), r.encoded_2718()))
 }
 

@@ -24,11 +24,11 @@ const SUBTREES_PER_THREAD: usize = 16;
 
 /// The roots of two tries over (key, value) pairs held in memory (a block's transactions and
 /// receipts, key rlp(index)), on `threads` threads, with `beside` (the rest of the block's
-/// post-loop work, such as its state diff) run on one of them: the two tries are built at once
-/// (one on a second thread: encoding the values and inserting them is each trie's one-thread
-/// part), then the subtrees of both are hashed by one pool of `threads`, one of which first
-/// runs `beside`; the pool's counter gives that thread fewer subtrees, so neither waits for the
-/// other. With one thread, or tries too small to spread, everything runs here: starting a
+/// post-loop work, such as its state diff) run on the calling thread: the two tries are built
+/// at once (one on a second thread: encoding the values and inserting them is each trie's
+/// one-thread part), then the subtrees of both are hashed by one pool of `threads`, the calling
+/// thread running `beside` first; the pool's counter gives it fewer subtrees, so neither waits
+/// for the other. With one thread, or tries too small to spread, everything runs here: starting a
 /// thread costs tens of microseconds, more than a few hundred leaves take.
 pub fn ordered_roots_beside<A, B, R>(
     a: A,
