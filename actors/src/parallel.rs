@@ -49,6 +49,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use alloy_consensus::Transaction;
+use crossbeam_utils::CachePadded;
 use alloy_primitives::{Address, B256, Bloom, U256, logs_bloom};
 use hearth_messages::executor::{BlockEnvSpec, BuildMode, PooledTx};
 use hearth_storage::{ChainDb, EMPTY_CODE_HASH, StorageError};
@@ -361,15 +362,17 @@ fn one_sender_dominates(txs: &[PooledTx]) -> bool {
 pub(crate) struct Board<'a> {
     txs: &'a [PooledTx],
     /// The lowest transaction no one has claimed.
-    next: AtomicUsize,
+    next: CachePadded<AtomicUsize>,
     /// Every transaction below it is committed (and published).
-    position: AtomicUsize,
+    position: CachePadded<AtomicUsize>,
     /// How far past `position` a helper may claim.
     window: usize,
     /// Per transaction, the index of the block's previous transaction from the same sender
     /// (`u32::MAX`: none): the dependency hint that keeps helpers off a nonce chain.
     same_sender_before: Vec<u32>,
-    /// Per transaction, what its claim left: a finished run, or that it was skipped.
+    /// Per transaction, what its claim left: a finished run, or that it was skipped; at
+    /// `slot(index)`, so that neighbouring transactions (one taken by the committer while a
+    /// helper puts the next) do not share a cache line.
     runs: Vec<Mutex<Option<Left>>>,
     /// What the committer committed so far, which helpers read.
     published: Published,
@@ -377,14 +380,16 @@ pub(crate) struct Board<'a> {
     /// changes), for that helper to free: memory freed on another thread than the one that
     /// allocated it takes the allocator's arena lock, and the committer and helper then wait
     /// on each other (a fifth of a parallel ERC-20 block went to that lock's wake-ups).
-    spent: Vec<Mutex<Spent>>,
-    stop: AtomicBool,
+    spent: Vec<CachePadded<Mutex<Spent>>>,
+    /// The flags below are read by every helper's loop and rarely written: each on its own
+    /// cache line, away from the counters the committer writes at every transaction.
+    stop: CachePadded<AtomicBool>,
     /// The committer executes in place (conflicts are frequent): helpers pause rather than
     /// take the CPU time of a machine whose other core may be busy.
-    hot: AtomicBool,
+    hot: CachePadded<AtomicBool>,
     helpers: usize,
     /// Helpers still running.
-    live: AtomicUsize,
+    live: CachePadded<AtomicUsize>,
     stale: bool,
 }
 
@@ -397,17 +402,20 @@ impl<'a> Board<'a> {
     pub(crate) fn new(txs: &'a [PooledTx], config: &ParallelConfig, helpers: usize) -> Self {
         Self {
             txs,
-            next: AtomicUsize::new(0),
-            position: AtomicUsize::new(0),
+            next: CachePadded::new(AtomicUsize::new(0)),
+            position: CachePadded::new(AtomicUsize::new(0)),
             window: HELPER_WINDOW_PER_THREAD * (helpers + 1),
             same_sender_before: same_sender_before(txs),
-            runs: txs.iter().map(|_| Mutex::new(None)).collect(),
+            // Whole rows of `RUN_STRIDE`, which `slot` spreads the transactions over.
+            runs: (0..txs.len().div_ceil(RUN_STRIDE) * RUN_STRIDE)
+                .map(|_| Mutex::new(None))
+                .collect(),
             published: Published::default(),
-            spent: (0..helpers).map(|_| Mutex::default()).collect(),
-            stop: AtomicBool::new(false),
-            hot: AtomicBool::new(false),
+            spent: (0..helpers).map(|_| CachePadded::default()).collect(),
+            stop: CachePadded::new(AtomicBool::new(false)),
+            hot: CachePadded::new(AtomicBool::new(false)),
             helpers,
-            live: AtomicUsize::new(helpers),
+            live: CachePadded::new(AtomicUsize::new(helpers)),
             stale: config.stale_helpers,
         }
     }
@@ -437,16 +445,24 @@ impl<'a> Board<'a> {
         (index < self.txs.len()).then_some(index)
     }
 
+    /// Where transaction `index`'s claim is kept in `runs`: consecutive transactions
+    /// `RUN_STRIDE` slots apart (a slot is 16 bytes: four to a cache line), so that the lines
+    /// the committer and a helper meet on belong to transactions many apart in time.
+    fn slot(&self, index: usize) -> usize {
+        let rows = self.runs.len() / RUN_STRIDE;
+        (index % RUN_STRIDE) * rows + index / RUN_STRIDE
+    }
+
     fn put(&self, index: usize, run: Speculated) {
-        *locked(&self.runs[index]) = Some(Left::Ran(Box::new(run)));
+        *locked(&self.runs[self.slot(index)]) = Some(Left::Ran(Box::new(run)));
     }
 
     fn skip(&self, index: usize) {
-        *locked(&self.runs[index]) = Some(Left::Skipped);
+        *locked(&self.runs[self.slot(index)]) = Some(Left::Skipped);
     }
 
     fn take(&self, index: usize) -> Option<Left> {
-        locked(&self.runs[index]).take()
+        locked(&self.runs[self.slot(index)]).take()
     }
 
     /// Waits until the next claim is within the window of the committer's position; false
@@ -485,6 +501,9 @@ struct Spent {
     runs: Vec<Box<Speculated>>,
     states: Vec<EvmState>,
 }
+
+/// How far apart consecutive transactions' slots are on the board (`Board::slot`).
+const RUN_STRIDE: usize = 16;
 
 /// How many transactions past the committer's position each thread of a block may have
 /// claimed: a run further ahead would be stale by its commit (a helper faster than the committer

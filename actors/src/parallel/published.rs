@@ -19,6 +19,8 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use crossbeam_utils::CachePadded;
+
 use alloy_primitives::map::{AddressMap, B256Map, HashMap};
 use alloy_primitives::{Address, B256, U256};
 use revm::bytecode::Bytecode;
@@ -47,8 +49,10 @@ struct AccountShard {
 /// The newest committed version of each key the block wrote.
 #[derive(Debug)]
 pub(crate) struct Published {
-    accounts: Vec<Mutex<AccountShard>>,
-    slots: Vec<Mutex<SlotShard>>,
+    // Each shard on its own cache line: the committer writes one while a helper reads its
+    // neighbour, and on a shared line each would take the line from the other's core.
+    accounts: Vec<CachePadded<Mutex<AccountShard>>>,
+    slots: Vec<CachePadded<Mutex<SlotShard>>>,
     codes: Mutex<B256Map<Bytecode>>,
 }
 
@@ -78,8 +82,8 @@ fn slot_shard(address: &Address, slot: &U256) -> usize {
 impl Default for Published {
     fn default() -> Self {
         Self {
-            accounts: (0..SHARDS).map(|_| Mutex::default()).collect(),
-            slots: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            accounts: (0..SHARDS).map(|_| CachePadded::default()).collect(),
+            slots: (0..SHARDS).map(|_| CachePadded::default()).collect(),
             codes: Mutex::default(),
         }
     }
