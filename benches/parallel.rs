@@ -7,7 +7,8 @@
 //! `parallel: workload=W txs=N threads=T sequential_ms=S parallel_ms=P speedup=X spin_speedup=Y efficiency=E identical=yes|no`
 //!
 //! Usage: `hearth-parallel-bench [--threads T] [--runs R] [--workload NAME|all]`, workloads:
-//! transfers, erc20, hotspot, dependent, hashloop, mix; and `senders` (not in `all`): sender
+//! transfers, erc20, hotspot, dependent, hashloop, mix, one-sender (3,000 transfers from one
+//! account); and `senders` (not in `all`): sender
 //! recovery of 10,000 signatures one after another and spread over the threads, with the
 //! crossover at small counts.
 //!
@@ -109,6 +110,18 @@ fn dependent(n: usize, nonces: &mut Nonces) -> Vec<PooledTx> {
         .collect()
 }
 
+/// One sender's nonce chain: n transfers from one account to fresh addresses (no helper can
+/// run ahead of it; the parallel path must not be slower than sequential).
+fn one_sender(n: usize, nonces: &mut Nonces) -> Vec<PooledTx> {
+    let from = account(0);
+    (0..n)
+        .map(|i| {
+            let to = TxKind::Call(Address::repeat_byte(0x66).create(i as u64));
+            tx(from, nonces.next(from), to, U256::from(1_000u64), vec![], 21_000)
+        })
+        .collect()
+}
+
 fn hashloop(n: usize, first_sender: usize, nonces: &mut Nonces) -> Vec<PooledTx> {
     let hash_loop = selector("hashLoop(uint256)");
     (0..n)
@@ -131,6 +144,7 @@ fn workload(name: &str) -> Option<(Kit, Vec<PooledTx>)> {
         "hotspot" => (Kit::new(5_000, None), hotspot(5_000, 0, &mut nonces)),
         "dependent" => (Kit::new(5_001, None), dependent(5_000, &mut nonces)),
         "hashloop" => (Kit::new(2_000, token()), hashloop(2_000, 0, &mut nonces)),
+        "one-sender" => (Kit::new(1, None), one_sender(3_000, &mut nonces)),
         "mix" => {
             let kit = Kit::new(5_000, token());
             let mut parts = [
@@ -350,7 +364,7 @@ fn main() {
         return;
     }
     let sequential = ParallelConfig::default();
-    let names = ["transfers", "erc20", "hotspot", "dependent", "hashloop", "mix"];
+    let names = ["transfers", "erc20", "hotspot", "dependent", "hashloop", "mix", "one-sender"];
     let selected: Vec<&str> = if which == "all" { names.to_vec() } else { vec![which.as_str()] };
     for name in selected {
         let Some((kit, txs)) = workload(name) else {

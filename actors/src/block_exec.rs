@@ -289,9 +289,13 @@ pub(crate) fn execute_block(
     // commits them in order (`parallel.rs`); they are scoped threads that end with the loop.
     let helpers = crate::parallel::helpers(&defaults.parallel, &txs);
     let start = helpers.map(|_| evm.ctx.journaled_state.database.changes().clone());
-    let board = helpers.map(|n| crate::parallel::Board::new(&txs, &defaults.parallel, n));
+    // Sized for the whole block at once: grown one push at a time, a big block's vectors were
+    // copied at every doubling, on the loop a parallel block's other threads wait for. At most
+    // as many as the gas limit fits (a packed pool may offer many more).
+    let room = txs.len().min(usize::try_from(env.gas_limit / 21_000).unwrap_or(usize::MAX));
+    let board = helpers.map(|n| crate::parallel::Board::new(&txs, &defaults.parallel, n, room));
     // After the helpers' copy of the changes, which need no room for the block's.
-    evm.ctx.journaled_state.database.reserve_changes(txs.len());
+    evm.ctx.journaled_state.database.reserve_changes(room);
     let input = start.as_ref().map(|start| crate::parallel::SpecInput {
         db,
         defaults,
@@ -303,10 +307,6 @@ pub(crate) fn execute_block(
 
     let byzantium = spec.is_enabled_in(SpecId::BYZANTIUM);
     let max_blob_gas = blob_params.max_blob_gas_per_block();
-    // Sized for the whole block at once: grown one push at a time, a big block's vectors were
-    // copied at every doubling, on the loop a parallel block's other threads wait for. At most
-    // as many as the gas limit fits (a packed pool may offer many more).
-    let room = txs.len().min(usize::try_from(env.gas_limit / 21_000).unwrap_or(usize::MAX));
     let mut senders = Vec::with_capacity(room);
     // The indexes of the transactions the block includes: their copies for the body are made
     // after the loop, beside the roots' hashing, not on the loop a parallel block waits for.

@@ -49,8 +49,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use alloy_consensus::Transaction;
-use crossbeam_utils::CachePadded;
 use alloy_primitives::{Address, B256, Bloom, U256, logs_bloom};
+use crossbeam_utils::CachePadded;
 use hearth_messages::executor::{BlockEnvSpec, BuildMode, PooledTx};
 use hearth_storage::{ChainDb, EMPTY_CODE_HASH, StorageError};
 use revm::ExecuteEvm;
@@ -399,7 +399,13 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<'a> Board<'a> {
-    pub(crate) fn new(txs: &'a [PooledTx], config: &ParallelConfig, helpers: usize) -> Self {
+    /// The board of a block of `txs`, of which at most `room` fit its gas limit.
+    pub(crate) fn new(
+        txs: &'a [PooledTx],
+        config: &ParallelConfig,
+        helpers: usize,
+        room: usize,
+    ) -> Self {
         Self {
             txs,
             next: CachePadded::new(AtomicUsize::new(0)),
@@ -410,7 +416,7 @@ impl<'a> Board<'a> {
             runs: (0..txs.len().div_ceil(RUN_STRIDE) * RUN_STRIDE)
                 .map(|_| Mutex::new(None))
                 .collect(),
-            published: Published::default(),
+            published: Published::with_room(room),
             spent: (0..helpers).map(|_| CachePadded::default()).collect(),
             stop: CachePadded::new(AtomicBool::new(false)),
             hot: CachePadded::new(AtomicBool::new(false)),
@@ -553,12 +559,17 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
     // What the committer handed back, taken in exchange for these emptied vectors: both
     // keep their capacity, so neither side allocates to hand runs over.
     let mut freed = Spent::default();
+    // Claims skipped in a row: a run of one sender's transactions (a nonce chain), which the
+    // committer executes in place one by one. Claiming on meanwhile takes the counters' cache
+    // lines from the committer at every transaction for nothing: pause instead.
+    let mut skipped = 0usize;
     while !board.stop.load(Ordering::Acquire) {
         // Free what the committer is done with, here where it was allocated.
         std::mem::swap(&mut *locked(&board.spent[me]), &mut freed);
         freed.runs.clear();
         freed.states.clear();
-        if board.hot.load(Ordering::Acquire) {
+        if board.hot.load(Ordering::Acquire) || skipped >= SKIP_STREAK {
+            skipped = 0;
             std::thread::sleep(HOT_PAUSE);
             continue;
         }
@@ -568,8 +579,10 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
         let Some(index) = board.claim() else { break };
         if board.follows_uncommitted(index) {
             board.skip(index);
+            skipped += 1;
             continue;
         }
+        skipped = 0;
         let pooled = &board.txs[index];
         // The run reads the committed values as they are at each read, so it is checked against
         // every write of the block (snapshot 0), by value: see `published`.
@@ -597,8 +610,15 @@ const HELPER_WAIT: Duration = Duration::from_micros(20);
 /// Wasted runs after which a block where they outnumber the validated ones continues
 /// without helpers.
 const GIVE_UP_WASTED: usize = 24;
+/// Transactions in a row helpers skipped (one sender's nonce chain) after which the block
+/// continues without helpers: enough that a few senders' interleaved chains keep them.
+const GIVE_UP_SKIPPED: usize = 64;
 /// How long a helper sleeps between looks while the committer is in hot mode.
 const HOT_PAUSE: Duration = Duration::from_micros(50);
+/// Claims a helper skips in a row (each follows its sender's uncommitted transaction) before
+/// it pauses for `HOT_PAUSE`: a window's worth, so that a block of one sender's transactions
+/// costs the committer no more than a sequential block does.
+const SKIP_STREAK: usize = 2 * HELPER_WINDOW_PER_THREAD;
 
 /// The commit side of a parallel block, on the block's executor: validates each transaction's
 /// speculative run in block order, or executes it in place.
@@ -615,6 +635,8 @@ pub(crate) struct Committer<'b, 'a> {
     backoff: usize,
     /// Wasted runs in this block (failed or abandoned).
     wasted: usize,
+    /// Transactions in a row a helper skipped (each followed its sender's uncommitted one).
+    skipped: usize,
     /// The helpers were stopped for the rest of the block: it runs sequentially.
     alone: bool,
 }
@@ -631,6 +653,7 @@ impl<'b, 'a> Committer<'b, 'a> {
             hot_left: 0,
             backoff: HOT_BACKOFF_MIN,
             wasted: 0,
+            skipped: 0,
             alone: false,
         }
     }
@@ -689,10 +712,17 @@ impl<'b, 'a> Committer<'b, 'a> {
             if let Some(left) = board.take(index) {
                 let Left::Ran(mut run) = left else {
                     // Its sender's previous transaction was pending at the claim: no run to
-                    // check, and none wasted.
+                    // check, and none wasted. A long run of those is one sender's nonce chain,
+                    // which no helper can run ahead of: the rest of the block is better run
+                    // alone, without publishing every commit for helpers that only skip.
                     self.stats.direct += 1;
+                    self.skipped += 1;
+                    if self.skipped >= GIVE_UP_SKIPPED {
+                        self.go_alone();
+                    }
                     return evm.transact(tx_env(pooled)).map(|outcome| (outcome, None, None));
                 };
+                self.skipped = 0;
                 self.stats.speculated += 1;
                 let db = &mut evm.ctx.journaled_state.database;
                 let bloom = run.bloom;
@@ -785,9 +815,7 @@ impl<'b, 'a> Committer<'b, 'a> {
         // machine, the core), so after enough waste the rest of the block is sequential.
         let validated = self.stats.speculated - self.stats.reexecuted;
         if self.wasted >= GIVE_UP_WASTED && self.wasted > validated {
-            self.alone = true;
-            self.set_hot(0);
-            self.board.stop();
+            self.go_alone();
             return;
         }
         if self.streak >= HOT_STREAK {
@@ -795,6 +823,13 @@ impl<'b, 'a> Committer<'b, 'a> {
             self.set_hot(self.backoff);
             self.backoff = (self.backoff * 2).min(HOT_BACKOFF_MAX);
         }
+    }
+
+    /// Stops the helpers: the rest of the block runs sequentially here.
+    fn go_alone(&mut self) {
+        self.alone = true;
+        self.set_hot(0);
+        self.board.stop();
     }
 
     /// Enters (or leaves, with 0) hot mode for `left` transactions executed in place.

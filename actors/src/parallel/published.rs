@@ -90,6 +90,20 @@ impl Default for Published {
 }
 
 impl Published {
+    /// Room for a block of `txs` transactions (about two accounts and a slot each), so that
+    /// the shards are sized once instead of rehashed as the committer publishes.
+    pub(crate) fn with_room(txs: usize) -> Self {
+        let published = Self::default();
+        let per_shard = txs.div_ceil(SHARDS);
+        for shard in &published.accounts {
+            locked(shard).accounts.reserve(2 * per_shard);
+        }
+        for shard in &published.slots {
+            locked(shard).reserve(per_shard);
+        }
+        published
+    }
+
     /// The account as the block committed it: `Some(None)` deleted, `None` not written.
     pub(crate) fn account(&self, address: &Address) -> Option<Committed> {
         locked(&self.accounts[shard_of(address)]).accounts.get(address).map(|(_, a)| a.clone())
