@@ -293,7 +293,7 @@ pub(crate) fn execute_block(
     // copied at every doubling, on the loop a parallel block's other threads wait for. At most
     // as many as the gas limit fits (a packed pool may offer many more).
     let room = txs.len().min(usize::try_from(env.gas_limit / 21_000).unwrap_or(usize::MAX));
-    let board = helpers.map(|n| crate::parallel::Board::new(&txs, &defaults.parallel, n, room));
+    let board = helpers.map(|n| crate::parallel::Board::new(&txs, &defaults.parallel, n));
     // After the helpers' copy of the changes, which need no room for the block's.
     evm.ctx.journaled_state.database.reserve_changes(room);
     let input = start.as_ref().map(|start| crate::parallel::SpecInput {

@@ -236,7 +236,6 @@ impl<'a> ExecDb<'a> {
         let committed = self.changes.accounts.get(address).cloned().flatten();
         // Conservatively, an account left empty may have lost its storage (EIP-161).
         let reset = account.is_created() || account.is_selfdestructed() || account.info.is_empty();
-        let mut slots_written = false;
         if let Some(info) = &committed {
             // Code the block deployed (or delegated to) is in `codes`; the rest is stored.
             if let Some(code) = self.changes.codes.get(&info.code_hash) {
@@ -244,10 +243,9 @@ impl<'a> ExecDb<'a> {
             }
             for (slot, value) in account.changed_storage_slots() {
                 published.put_slot(writer, *address, *slot, value.present_value);
-                slots_written = true;
             }
         }
-        published.put_account(writer, *address, committed, reset, slots_written);
+        published.put_account(writer, *address, committed, reset);
     }
 
     /// Commits `state` without taking it (a parallel block's committer hands it back to the
@@ -395,6 +393,24 @@ impl<'a> ExecDb<'a> {
     pub(crate) const fn with_clear_empty(mut self, clear_empty: bool) -> Self {
         self.clear_empty = clear_empty;
         self
+    }
+
+    /// Whether this database reads `address`'s account from its snapshot: the block changed
+    /// neither the account nor its storage (on which `basic`'s EIP-7610 marker depends). A
+    /// parallel block's helpers read such an account from the same snapshot, so the committer
+    /// compares by value only a run's reads of the other accounts.
+    pub(crate) fn account_from_snapshot(&self, address: &Address) -> bool {
+        !self.changes.accounts.contains_key(address)
+            && !self.changes.storage.contains_key(address)
+            && !self.changes.wiped.contains(address)
+    }
+
+    /// Whether this database reads the slot from its snapshot: the block neither wrote it nor
+    /// wiped or deleted its account (`storage_now`'s order).
+    pub(crate) fn slot_from_snapshot(&self, address: &Address, slot: &U256) -> bool {
+        !self.changes.storage.get(address).is_some_and(|slots| slots.contains_key(slot))
+            && !self.changes.wiped.contains(address)
+            && !matches!(self.changes.accounts.get(address), Some(None))
     }
 
     /// Sizes the block's change maps for `txs` transactions ([`BlockChanges::reserve`]).
@@ -636,5 +652,59 @@ impl DatabaseRef for ExecDb<'_> {
 
     fn block_hash_ref(&self, number: u64) -> Result<B256, Self::Error> {
         self.base.block_hash_ref(number)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hearth_storage::{BlockDraft, ChainWriter, StoredBody, write_block};
+    use revm::state::{EvmStorageSlot, TransactionId};
+
+    use super::*;
+
+    fn touched(info: AccountInfo, slots: &[(u8, u8)]) -> Account {
+        let mut account = Account::default();
+        account.info = info;
+        for &(slot, value) in slots {
+            let slot_value =
+                EvmStorageSlot::new_changed(U256::ZERO, U256::from(value), TransactionId::ZERO);
+            account.storage.insert(U256::from(slot), slot_value);
+        }
+        account.mark_touch();
+        account
+    }
+
+    /// What a parallel block's committer compares by value: a read of a key the block wrote
+    /// (or whose account's storage it wiped or deleted); every other key reads from the
+    /// snapshot on every thread.
+    #[test]
+    fn a_key_reads_from_the_snapshot_until_the_block_writes_it() {
+        let store = ChainWriter::in_memory().expect("store");
+        let body = StoredBody { transactions: vec![], senders: vec![] };
+        let draft = BlockDraft { header: Default::default(), body, receipts: vec![] };
+        write_block(&store, draft, &StateDiff::default()).expect("genesis");
+        let mut codes = CodeL1::new(None);
+        let mut db = ExecDb::new(store.state_at(0), &mut codes);
+        let [paid, token, emptied] = [1u8, 2, 3].map(Address::with_last_byte);
+        let slot = |n: u8| U256::from(n);
+        assert!(db.account_from_snapshot(&paid) && db.slot_from_snapshot(&paid, &slot(1)));
+
+        let funded = AccountInfo { balance: U256::from(5u8), ..Default::default() };
+        let contract = AccountInfo { nonce: 1, ..Default::default() };
+        let mut state = EvmState::default();
+        state.insert(paid, touched(funded, &[]));
+        state.insert(token, touched(contract, &[(1, 7)]));
+        // Touched and left empty: deleted (EIP-161), its storage with it.
+        state.insert(emptied, touched(AccountInfo::default(), &[]));
+        db.commit(state);
+
+        assert!(!db.account_from_snapshot(&paid));
+        assert!(db.slot_from_snapshot(&paid, &slot(1)), "its storage was not written");
+        assert!(!db.account_from_snapshot(&token));
+        assert!(!db.slot_from_snapshot(&token, &slot(1)));
+        assert!(db.slot_from_snapshot(&token, &slot(2)), "another slot of the same account");
+        assert!(!db.account_from_snapshot(&emptied));
+        assert!(!db.slot_from_snapshot(&emptied, &slot(9)), "a deleted account's slots read 0");
+        assert!(db.account_from_snapshot(&Address::with_last_byte(4)));
     }
 }

@@ -14,15 +14,13 @@
 //!    it read and keeps its result and state changes. Nothing else is shared.
 //! 3. **Validate and commit in block order** (on the block's executor, in the one sequential
 //!    loop of `block_exec.rs`). At transaction `i` the committer commits its speculative run if
-//!    every key it read that a transaction at or after the run's `snapshot` wrote (the
-//!    published versions say which) still holds the value read; otherwise it executes `i`
-//!    again, there. A helper's view may mix versions, so its snapshot is 0: every read of a
-//!    key the block wrote is compared. With no run ready, the committer executes `i` itself
-//!    when no one claimed it; when a helper is running it, the committer meanwhile speculates
-//!    the next unclaimed transaction on its own EVM (without committing; that run's snapshot
-//!    is exact), or waits a little for the helper's run. EVM execution is a function of the
-//!    values read, so a run whose reads all match produces exactly what sequential execution
-//!    produces at `i`.
+//!    every key it read that the block wrote (the committer's own changes say which: a key
+//!    the block never wrote reads from the start state on every thread) still holds the value
+//!    read; otherwise it executes `i` again, there. With no run ready, the committer executes
+//!    `i` itself when no one claimed it; when a helper is running it, the committer meanwhile
+//!    speculates the next unclaimed transaction on its own EVM (without committing), or waits
+//!    a little for the helper's run. EVM execution is a function of the values read, so a run
+//!    whose reads all match produces exactly what sequential execution produces at `i`.
 //!
 //! A run reads what is committed while it runs, so a transaction conflicts only with the few
 //! neighbours still in flight: ERC-20 transfers among 1,000 holders rarely do. When neighbours
@@ -49,7 +47,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use alloy_consensus::Transaction;
-use alloy_primitives::{Address, B256, Bloom, U256, logs_bloom};
+use alloy_primitives::{Address, Bloom, U256, logs_bloom};
 use crossbeam_utils::CachePadded;
 use hearth_messages::executor::{BlockEnvSpec, BuildMode, PooledTx};
 use hearth_storage::{ChainDb, EMPTY_CODE_HASH, StorageError};
@@ -206,25 +204,6 @@ pub(crate) struct ReadLog {
     pub(crate) slots: Vec<(Address, U256, U256)>,
 }
 
-/// Whether a read of `address` that returned `seen`, in a run whose snapshot was `snapshot`,
-/// may read differently now: a transaction at or after the snapshot touched the account, or,
-/// for an account with no nonce and no code, wrote its storage (which changes the EIP-7610
-/// marker of `ExecDb::basic`).
-fn account_dirty(
-    published: &Published,
-    address: &Address,
-    seen: &Option<AccountInfo>,
-    snapshot: usize,
-) -> bool {
-    if published.account_written_since(address, snapshot) {
-        return true;
-    }
-    let marker_possible = seen.as_ref().is_some_and(|info| {
-        info.nonce == 0 && (info.code_hash == EMPTY_CODE_HASH || info.code_hash == B256::ZERO)
-    });
-    marker_possible && published.storage_touched_since(address, snapshot)
-}
-
 /// One transaction's speculative run.
 #[derive(Debug)]
 pub(crate) struct Speculated {
@@ -240,8 +219,6 @@ pub(crate) struct Speculated {
     slots: Vec<(Address, U256, U256)>,
     /// Whether it observed the coinbase in a way its balance could matter.
     observes_coinbase: bool,
-    /// Transactions below this index were committed in the state it ran against.
-    snapshot: usize,
     /// The helper that ran it (`None`: the committer's own look-ahead), which frees it.
     helper: Option<usize>,
 }
@@ -261,21 +238,20 @@ enum Left {
 }
 
 impl Speculated {
-    const fn failed(snapshot: usize) -> Self {
+    const fn failed() -> Self {
         Self {
             outcome: None,
             bloom: Bloom::ZERO,
             accounts: Vec::new(),
             slots: Vec::new(),
             observes_coinbase: true,
-            snapshot,
             helper: None,
         }
     }
 }
 
 /// Runs `pooled` on `evm` without committing, recording what it read.
-fn speculate(evm: &mut BlockEvm<'_, ()>, pooled: &PooledTx, snapshot: usize) -> Speculated {
+fn speculate(evm: &mut BlockEvm<'_, ()>, pooled: &PooledTx) -> Speculated {
     let coinbase = evm.ctx.block.beneficiary;
     let named = pooled.sender == coinbase
         || pooled.tx.kind().to().is_none_or(|to| *to == coinbase)
@@ -296,7 +272,6 @@ fn speculate(evm: &mut BlockEvm<'_, ()>, pooled: &PooledTx, snapshot: usize) -> 
         accounts: log.accounts,
         slots: log.slots,
         observes_coinbase,
-        snapshot,
         helper: None,
     }
 }
@@ -399,13 +374,7 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<'a> Board<'a> {
-    /// The board of a block of `txs`, of which at most `room` fit its gas limit.
-    pub(crate) fn new(
-        txs: &'a [PooledTx],
-        config: &ParallelConfig,
-        helpers: usize,
-        room: usize,
-    ) -> Self {
+    pub(crate) fn new(txs: &'a [PooledTx], config: &ParallelConfig, helpers: usize) -> Self {
         Self {
             txs,
             next: CachePadded::new(AtomicUsize::new(0)),
@@ -416,7 +385,7 @@ impl<'a> Board<'a> {
             runs: (0..txs.len().div_ceil(RUN_STRIDE) * RUN_STRIDE)
                 .map(|_| Mutex::new(None))
                 .collect(),
-            published: Published::with_room(room),
+            published: Published::default(),
             spent: (0..helpers).map(|_| CachePadded::default()).collect(),
             stop: CachePadded::new(AtomicBool::new(false)),
             hot: CachePadded::new(AtomicBool::new(false)),
@@ -584,12 +553,12 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
         }
         skipped = 0;
         let pooled = &board.txs[index];
-        // The run reads the committed values as they are at each read, so it is checked against
-        // every write of the block (snapshot 0), by value: see `published`.
-        let run = std::panic::catch_unwind(AssertUnwindSafe(|| speculate(&mut evm, pooled, 0)));
+        // The run reads the committed values as they are at each read; the committer compares
+        // each value it read of a key the block wrote (`Committer::validate`).
+        let run = std::panic::catch_unwind(AssertUnwindSafe(|| speculate(&mut evm, pooled)));
         let Ok(mut run) = run else {
             // The EVM may be left half-way: give the transaction back to the committer, stop.
-            board.put(index, Speculated::failed(0));
+            board.put(index, Speculated::failed());
             break;
         };
         run.helper = Some(me);
@@ -773,7 +742,7 @@ impl<'b, 'a> Committer<'b, 'a> {
                 if board.follows_uncommitted(ahead) {
                     board.skip(ahead);
                 } else {
-                    board.put(ahead, speculate(evm, &board.txs[ahead], index));
+                    board.put(ahead, speculate(evm, &board.txs[ahead]));
                 }
                 continue;
             }
@@ -857,11 +826,8 @@ impl<'b, 'a> Committer<'b, 'a> {
             if lazy {
                 coinbase_read.get_or_insert(seen.as_ref().map_or(U256::ZERO, |i| i.balance));
             }
-            // The coinbase's fields are not published (`ExecDb::commit_publishing`): its
-            // versions cannot say whether it changed, so it is always compared.
-            if *address != self.coinbase
-                && !account_dirty(&self.board.published, address, seen, run.snapshot)
-            {
+            // What the block never wrote reads as the snapshot does on every thread.
+            if db.account_from_snapshot(address) {
                 continue;
             }
             let now = db.basic(*address)?;
@@ -874,9 +840,7 @@ impl<'b, 'a> Committer<'b, 'a> {
             }
         }
         for (address, slot, seen) in &run.slots {
-            if self.board.published.slot_written_since(address, slot, run.snapshot)
-                && db.storage(*address, *slot)? != *seen
-            {
+            if !db.slot_from_snapshot(address, slot) && db.storage(*address, *slot)? != *seen {
                 return Ok(None);
             }
         }
@@ -918,35 +882,4 @@ fn same_but_balance(a: &Option<AccountInfo>, b: &Option<AccountInfo>) -> bool {
         x.as_ref().map_or((0, EMPTY_CODE_HASH), |i| (i.nonce, i.code_hash))
     };
     fields(a) == fields(b)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A run is checked only against what transactions at or above its snapshot wrote: a write
-    /// it already saw does not make it run again.
-    #[test]
-    fn a_write_below_the_snapshot_was_seen_and_one_above_is_checked() {
-        let token = Address::with_last_byte(1);
-        let published = Published::default();
-        let info = AccountInfo { nonce: 1, ..Default::default() };
-        published.put_account(3, token, Some(info.clone()), false, true);
-        published.put_slot(3, token, U256::from(7), U256::from(1));
-        let seen = Some(info);
-        let slot = |slot: u8, since| published.slot_written_since(&token, &U256::from(slot), since);
-        assert!(slot(7, 3), "written at 3, run saw 0..3");
-        assert!(!slot(7, 4), "run saw 0..4, the write too");
-        assert!(!slot(8, 0), "another slot");
-        assert!(account_dirty(&published, &token, &seen, 3));
-        assert!(!account_dirty(&published, &token, &seen, 4));
-        assert!(!account_dirty(&published, &Address::with_last_byte(2), &None, 0));
-        // An account with no nonce and no code reads differently when its storage changes.
-        let empty = Some(AccountInfo::default());
-        let other = Address::with_last_byte(3);
-        published.put_slot(5, other, U256::from(1), U256::from(1));
-        published.put_account(4, other, empty.clone(), false, false);
-        published.put_account(5, Address::with_last_byte(9), None, false, false);
-        assert!(!account_dirty(&published, &other, &empty, 5));
-    }
 }

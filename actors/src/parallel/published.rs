@@ -3,15 +3,16 @@
 //!
 //! The committer is its only writer: after committing transaction `i` it publishes the
 //! accounts, slots and code `i` wrote, as its own database now holds them, with `i` (the
-//! version). Helpers read it before the block's start state, so a run sees what the block
-//! committed up to the moment of each read, without keeping a copy of the block's state or
-//! replaying the commits. The committer reads the versions to know which of a run's reads a
-//! transaction at or after the run's snapshot wrote: only those are compared.
+//! version, which orders a slot's write against a wipe of its account's storage). Helpers read
+//! it before the block's start state, so a run sees what the block committed up to the moment
+//! of each read, without keeping a copy of the block's state or replaying the commits.
 //!
 //! A helper's view may mix versions (one key read before a commit, another after). That is
 //! safe because the committer validates every value a run read of a key the block wrote by
 //! comparing it with its own state (`Committer::validate`): a run is committed only when every
-//! such value is what sequential execution would have read there.
+//! such value is what sequential execution would have read there. Which keys the block wrote
+//! the committer knows from its own changes, so validation does not read this memory: the
+//! helpers' reads and the committer's writes are the only traffic on it.
 //!
 //! The maps are split in shards, each behind its own mutex, held for one lookup or insert: the
 //! committer and a helper meet on a shard only when they touch keys that hash alike. The
@@ -42,8 +43,6 @@ struct AccountShard {
     /// The last transaction that wiped the account's storage (created, self-destructed or
     /// deleted it, or left it empty): slots published before it read as zero.
     storage_reset: AddressMap<usize>,
-    /// The last transaction that wrote any of its slots or wiped its storage.
-    storage_touched: AddressMap<usize>,
 }
 
 /// The newest committed version of each key the block wrote.
@@ -90,50 +89,9 @@ impl Default for Published {
 }
 
 impl Published {
-    /// Room for a block of `txs` transactions (about two accounts and a slot each), so that
-    /// the shards are sized once instead of rehashed as the committer publishes.
-    pub(crate) fn with_room(txs: usize) -> Self {
-        let published = Self::default();
-        let per_shard = txs.div_ceil(SHARDS);
-        for shard in &published.accounts {
-            locked(shard).accounts.reserve(2 * per_shard);
-        }
-        for shard in &published.slots {
-            locked(shard).reserve(per_shard);
-        }
-        published
-    }
-
     /// The account as the block committed it: `Some(None)` deleted, `None` not written.
     pub(crate) fn account(&self, address: &Address) -> Option<Committed> {
         locked(&self.accounts[shard_of(address)]).accounts.get(address).map(|(_, a)| a.clone())
-    }
-
-    /// Whether a transaction at or after `since` touched the account (written, or touched
-    /// and left as it was: conservatively a write).
-    pub(crate) fn account_written_since(&self, address: &Address, since: usize) -> bool {
-        locked(&self.accounts[shard_of(address)])
-            .accounts
-            .get(address)
-            .is_some_and(|&(writer, _)| writer >= since)
-    }
-
-    /// Whether a transaction at or after `since` wrote a slot of the account or wiped its
-    /// storage.
-    pub(crate) fn storage_touched_since(&self, address: &Address, since: usize) -> bool {
-        locked(&self.accounts[shard_of(address)])
-            .storage_touched
-            .get(address)
-            .is_some_and(|&writer| writer >= since)
-    }
-
-    /// Whether a transaction at or after `since` wrote the slot or wiped its account's storage.
-    pub(crate) fn slot_written_since(&self, address: &Address, slot: &U256, since: usize) -> bool {
-        let reset = locked(&self.accounts[shard_of(address)]).storage_reset.get(address).copied();
-        reset.is_some_and(|writer| writer >= since)
-            || locked(&self.slots[slot_shard(address, slot)])
-                .get(&(*address, *slot))
-                .is_some_and(|&(writer, _)| writer >= since)
     }
 
     /// A slot as the block committed it.
@@ -156,22 +114,17 @@ impl Published {
     }
 
     /// Publishes that transaction `writer` left `address` as `account`, having reset its
-    /// storage when `storage_reset`, and written some of its slots when `slots_written`.
+    /// storage when `storage_reset`.
     pub(crate) fn put_account(
         &self,
         writer: usize,
         address: Address,
         account: Committed,
         storage_reset: bool,
-        slots_written: bool,
     ) {
         let mut shard = locked(&self.accounts[shard_of(&address)]);
-        let reset = storage_reset || account.is_none();
-        if reset {
+        if storage_reset || account.is_none() {
             shard.storage_reset.insert(address, writer);
-        }
-        if reset || slots_written {
-            shard.storage_touched.insert(address, writer);
         }
         shard.accounts.insert(address, (writer, account));
     }
@@ -198,16 +151,12 @@ mod tests {
         assert_eq!(published.slot(&a, &U256::from(1)), SlotRead::NotWritten);
         published.put_slot(2, a, U256::from(1), U256::from(10));
         assert_eq!(published.slot(&a, &U256::from(1)), SlotRead::Value(U256::from(10)));
-        published.put_account(5, a, Some(AccountInfo::default()), true, false);
-        assert!(published.slot_written_since(&a, &U256::from(9), 5));
-        assert!(!published.slot_written_since(&a, &U256::from(9), 6));
+        published.put_account(5, a, Some(AccountInfo::default()), true);
         assert_eq!(published.slot(&a, &U256::from(1)), SlotRead::Value(U256::ZERO));
         assert_eq!(published.slot(&a, &U256::from(2)), SlotRead::Value(U256::ZERO));
         published.put_slot(6, a, U256::from(1), U256::from(11));
         assert_eq!(published.slot(&a, &U256::from(1)), SlotRead::Value(U256::from(11)));
-        published.put_account(8, a, None, false, false);
-        assert!(published.account_written_since(&a, 8) && !published.account_written_since(&a, 9));
-        assert!(published.storage_touched_since(&a, 8));
+        published.put_account(8, a, None, false);
         assert_eq!(published.account(&a), Some(None));
         assert_eq!(published.slot(&a, &U256::from(1)), SlotRead::Value(U256::ZERO));
         assert_eq!(published.account(&Address::with_last_byte(8)), None);
