@@ -261,6 +261,16 @@ pub(crate) fn pre_block_calls<I>(
 /// Executes one block with the executor thread's EVM scratch (its call frames and memory
 /// buffer, kept for the next block or call when within the scratch's retention). See the
 /// module docs for what runs, in which order.
+/// A result's output and logs, moved out: a speculative run's output buffer was made on a
+/// helper's thread, and a copy would share it (a reference count on the helper's cache line).
+fn output_and_logs(result: ExecutionResult) -> (Option<Bytes>, Vec<Log>) {
+    match result {
+        ExecutionResult::Success { output, logs, .. } => (Some(output.into_data()), logs),
+        ExecutionResult::Revert { output, logs, .. } => (Some(output), logs),
+        ExecutionResult::Halt { logs, .. } => (None, logs),
+    }
+}
+
 pub(crate) fn execute_block(
     db: &ChainDb,
     codes: &mut CodeL1,
@@ -385,8 +395,8 @@ pub(crate) fn execute_block(
                 Eip658Value::PostState(state_root_after(db, env.number, &diff)?)
             };
             // A halt returns nothing; a revert its revert data.
-            outputs.push(result.output().cloned());
-            let logs = result.into_logs();
+            let (output, logs) = output_and_logs(result);
+            outputs.push(output);
             deposit_logs.extend(
                 logs.iter().filter(|log| log.address == MAINNET_DEPOSIT_CONTRACT_ADDRESS).cloned(),
             );

@@ -191,6 +191,27 @@ impl CodeL1 {
         self.entries.clear();
     }
 
+    /// The analysed code for `hash` if this L1 holds it.
+    pub(crate) fn peek(&self, hash: &B256) -> Option<Bytecode> {
+        self.entries.get(hash).cloned()
+    }
+
+    /// Keeps `code` (found elsewhere: a parallel block's published code) in this L1, without
+    /// offering it to the L2. Code is keyed by its hash, so an entry is never stale.
+    pub(crate) fn keep(&mut self, hash: B256, code: Bytecode) {
+        self.make_room();
+        self.entries.insert(hash, code);
+    }
+
+    fn make_room(&mut self) {
+        if self.entries.len() >= CODE_L1_ENTRIES {
+            // Small and per-thread: dropping an arbitrary entry is enough, the L2 keeps LRU.
+            if let Some(victim) = self.entries.keys().next().copied() {
+                self.entries.remove(&victim);
+            }
+        }
+    }
+
     /// The analysed code for `hash`: from L1, else L2, else `load` (then offered to both).
     pub(crate) fn get_or_load<E>(
         &mut self,
@@ -214,12 +235,7 @@ impl CodeL1 {
                 code
             }
         };
-        if self.entries.len() >= CODE_L1_ENTRIES {
-            // Small and per-thread: dropping an arbitrary entry is enough, the L2 keeps LRU.
-            if let Some(victim) = self.entries.keys().next().copied() {
-                self.entries.remove(&victim);
-            }
-        }
+        self.make_room();
         self.entries.insert(hash, code.clone());
         Ok(code)
     }

@@ -213,32 +213,34 @@ impl<'a> ExecDb<'a> {
         coinbase: &Address,
     ) {
         for (address, account) in state {
-            self.commit_account(*address, account);
+            let new_code = self.commit_account(*address, account);
             let unpublished_coinbase = address == coinbase
                 && !account.is_created()
                 && !account.is_selfdestructed()
                 && !account.info.is_empty()
                 && account.changed_storage_slots().next().is_none();
             if account.is_touched() && !unpublished_coinbase {
-                self.publish_account(writer, address, account, published);
+                self.publish_account(writer, address, account, new_code, published);
             }
         }
     }
 
-    /// Publishes `account` as this database holds it after its commit.
+    /// Publishes `account` as this database holds it after its commit, with its code when
+    /// that commit brought it (`new_code`): code the block had before is published already,
+    /// or in the helpers' start state.
     fn publish_account(
         &self,
         writer: usize,
         address: &Address,
         account: &Account,
+        new_code: bool,
         published: &Published,
     ) {
         let committed = self.changes.accounts.get(address).cloned().flatten();
         // Conservatively, an account left empty may have lost its storage (EIP-161).
         let reset = account.is_created() || account.is_selfdestructed() || account.info.is_empty();
         if let Some(info) = &committed {
-            // Code the block deployed (or delegated to) is in `codes`; the rest is stored.
-            if let Some(code) = self.changes.codes.get(&info.code_hash) {
+            if new_code && let Some(code) = self.changes.codes.get(&info.code_hash) {
                 published.put_code(info.code_hash, code.clone());
             }
             for (slot, value) in account.changed_storage_slots() {
@@ -492,29 +494,37 @@ impl<'a> ExecDb<'a> {
         }
     }
 
-    fn commit_account(&mut self, address: Address, account: &Account) {
+    /// Records `account`'s changes; true when its code is new to the block's changes (a
+    /// deployment, or a contract's first transaction in the block), which a parallel block's
+    /// committer then publishes: the code of a contract used all block long is cloned once,
+    /// not at every commit (its reference count is shared with the helper that ran it).
+    fn commit_account(&mut self, address: Address, account: &Account) -> bool {
         if !account.is_touched() {
-            return;
+            return false;
         }
         if account.is_selfdestructed() {
             self.changes.accounts.insert(address, None);
             self.changes.wiped.insert(address);
             self.changes.storage.remove(&address);
-            return;
+            return false;
         }
         if account.is_created() {
             self.changes.wiped.insert(address);
             self.changes.storage.remove(&address);
         }
-        let mut info = account.info.clone();
+        // The fields without the code, which is kept once per hash in `codes`.
+        let mut info = account.info.copy_without_code();
         if info.code_hash == B256::ZERO {
             // The EIP-7610 marker set in `basic`: the account has no code.
             info.code_hash = EMPTY_CODE_HASH;
         }
-        if let Some(code) = info.code.take()
-            && info.code_hash != EMPTY_CODE_HASH
+        let mut new_code = false;
+        if info.code_hash != EMPTY_CODE_HASH
+            && !self.changes.codes.contains_key(&info.code_hash)
+            && let Some(code) = &account.info.code
         {
-            self.changes.codes.entry(info.code_hash).or_insert(code);
+            self.changes.codes.insert(info.code_hash, code.clone());
+            new_code = true;
         }
         // EIP-161: a touched account left empty is removed from the state.
         if self.clear_empty
@@ -524,7 +534,7 @@ impl<'a> ExecDb<'a> {
         {
             self.changes.accounts.insert(address, None);
             self.changes.storage.remove(&address);
-            return;
+            return new_code;
         }
         // Most accounts a block touches (senders, recipients) change no slot: they get no
         // storage map.
@@ -536,6 +546,7 @@ impl<'a> ExecDb<'a> {
             }
         }
         self.changes.accounts.insert(address, Some(info));
+        new_code
     }
 }
 
@@ -579,7 +590,16 @@ impl Database for ExecDb<'_> {
         if let Some(code) = self.changes.codes.get(&code_hash) {
             return Ok(code.clone());
         }
+        // A helper's own cache first: a contract used all block long is published (its first
+        // commit brings its code), and taking it from there at every transaction would lock
+        // the shared map and count references on the committer's copy.
+        if self.published.is_some()
+            && let Some(code) = self.codes.peek(&code_hash)
+        {
+            return Ok(code);
+        }
         if let Some(code) = self.published.and_then(|p| p.code(&code_hash)) {
+            self.codes.keep(code_hash, code.clone());
             return Ok(code);
         }
         let base = &self.base;
