@@ -213,30 +213,29 @@ impl<'a> ExecDb<'a> {
         coinbase: &Address,
     ) {
         for (address, account) in state {
-            let new_code = self.commit_account(*address, account);
+            let Some(committed) = self.commit_account(*address, account) else { continue };
             let unpublished_coinbase = address == coinbase
                 && !account.is_created()
                 && !account.is_selfdestructed()
                 && !account.info.is_empty()
                 && account.changed_storage_slots().next().is_none();
-            if account.is_touched() && !unpublished_coinbase {
-                self.publish_account(writer, address, account, new_code, published);
+            if !unpublished_coinbase {
+                self.publish_account(writer, address, account, committed, published);
             }
         }
     }
 
-    /// Publishes `account` as this database holds it after its commit, with its code when
-    /// that commit brought it (`new_code`): code the block had before is published already,
-    /// or in the helpers' start state.
+    /// Publishes `account` as its commit left it in this database (`committed`), with its
+    /// code when that commit brought it: code the block had before is published already, or
+    /// in the helpers' start state.
     fn publish_account(
         &self,
         writer: usize,
         address: &Address,
         account: &Account,
-        new_code: bool,
+        Committed { info: committed, new_code }: Committed,
         published: &Published,
     ) {
-        let committed = self.changes.accounts.get(address).cloned().flatten();
         // Conservatively, an account left empty may have lost its storage (EIP-161).
         let reset = account.is_created() || account.is_selfdestructed() || account.info.is_empty();
         if let Some(info) = &committed {
@@ -494,19 +493,18 @@ impl<'a> ExecDb<'a> {
         }
     }
 
-    /// Records `account`'s changes; true when its code is new to the block's changes (a
-    /// deployment, or a contract's first transaction in the block), which a parallel block's
-    /// committer then publishes: the code of a contract used all block long is cloned once,
-    /// not at every commit (its reference count is shared with the helper that ran it).
-    fn commit_account(&mut self, address: Address, account: &Account) -> bool {
+    /// Records `account`'s changes and says what they left (`None`: the account was not
+    /// touched, nothing changed), for a parallel block's committer to publish without
+    /// looking it up again.
+    fn commit_account(&mut self, address: Address, account: &Account) -> Option<Committed> {
         if !account.is_touched() {
-            return false;
+            return None;
         }
         if account.is_selfdestructed() {
             self.changes.accounts.insert(address, None);
             self.changes.wiped.insert(address);
             self.changes.storage.remove(&address);
-            return false;
+            return Some(Committed { info: None, new_code: false });
         }
         if account.is_created() {
             self.changes.wiped.insert(address);
@@ -518,6 +516,9 @@ impl<'a> ExecDb<'a> {
             // The EIP-7610 marker set in `basic`: the account has no code.
             info.code_hash = EMPTY_CODE_HASH;
         }
+        // Only the first commit of a code hash copies the code: a contract used all block long
+        // is not cloned at every commit (its reference count is shared with the helper that
+        // ran it).
         let mut new_code = false;
         if info.code_hash != EMPTY_CODE_HASH
             && !self.changes.codes.contains_key(&info.code_hash)
@@ -534,7 +535,7 @@ impl<'a> ExecDb<'a> {
         {
             self.changes.accounts.insert(address, None);
             self.changes.storage.remove(&address);
-            return new_code;
+            return Some(Committed { info: None, new_code });
         }
         // Most accounts a block touches (senders, recipients) change no slot: they get no
         // storage map.
@@ -545,9 +546,19 @@ impl<'a> ExecDb<'a> {
                 slots.insert(*slot, value.present_value);
             }
         }
-        self.changes.accounts.insert(address, Some(info));
-        new_code
+        self.changes.accounts.insert(address, Some(info.clone()));
+        Some(Committed { info: Some(info), new_code })
     }
+}
+
+/// What committing one account left in the block's changes.
+#[derive(Debug)]
+struct Committed {
+    /// The account now (`None`: deleted).
+    info: Option<AccountInfo>,
+    /// Its code entered the block's changes with this commit (a deployment, or a contract's
+    /// first transaction in the block).
+    new_code: bool,
 }
 
 impl Database for ExecDb<'_> {
