@@ -233,7 +233,7 @@ impl<'a> ExecDb<'a> {
         writer: usize,
         address: &Address,
         account: &Account,
-        Committed { info: committed, new_code }: Committed,
+        Committed { info: committed, new_code, changed }: Committed,
         published: &Published,
     ) {
         // Conservatively, an account left empty may have lost its storage (EIP-161).
@@ -246,7 +246,13 @@ impl<'a> ExecDb<'a> {
                 published.put_slot(writer, *address, *slot, value.present_value);
             }
         }
-        published.put_account(writer, *address, committed, reset);
+        // A contract whose slots changed but not its fields (a token at every transfer) is
+        // published as it was: its fields already read the same through the published map
+        // or the start state, and each insert takes the shard's line from the helpers reading
+        // the contract at every run. (Validation does not read published versions.)
+        if changed || reset {
+            published.put_account(writer, *address, committed, reset);
+        }
     }
 
     /// Commits `state` without taking it (a parallel block's committer hands it back to the
@@ -504,7 +510,7 @@ impl<'a> ExecDb<'a> {
             self.changes.accounts.insert(address, None);
             self.changes.wiped.insert(address);
             self.changes.storage.remove(&address);
-            return Some(Committed { info: None, new_code: false });
+            return Some(Committed { info: None, new_code: false, changed: true });
         }
         if account.is_created() {
             self.changes.wiped.insert(address);
@@ -535,7 +541,7 @@ impl<'a> ExecDb<'a> {
         {
             self.changes.accounts.insert(address, None);
             self.changes.storage.remove(&address);
-            return Some(Committed { info: None, new_code });
+            return Some(Committed { info: None, new_code, changed: true });
         }
         // Most accounts a block touches (senders, recipients) change no slot: they get no
         // storage map.
@@ -546,8 +552,9 @@ impl<'a> ExecDb<'a> {
                 slots.insert(*slot, value.present_value);
             }
         }
-        self.changes.accounts.insert(address, Some(info.clone()));
-        Some(Committed { info: Some(info), new_code })
+        let before = self.changes.accounts.insert(address, Some(info.clone()));
+        let changed = before.as_ref() != Some(&Some(info.clone()));
+        Some(Committed { info: Some(info), new_code, changed })
     }
 }
 
@@ -559,6 +566,9 @@ struct Committed {
     /// Its code entered the block's changes with this commit (a deployment, or a contract's
     /// first transaction in the block).
     new_code: bool,
+    /// Its fields differ from what the block's changes held before (or it is the account's
+    /// first commit in the block, or it was deleted).
+    changed: bool,
 }
 
 impl Database for ExecDb<'_> {
