@@ -69,8 +69,14 @@ fn op() -> impl Strategy<Value = Op> {
     (0..SENDERS, 0u8..8, 0u8..8, any::<bool>(), prop::bool::weighted(0.05))
 }
 
+/// Random blocks per run: 96 in CI; `HEARTH_PARALLEL_CASES` raises it for a longer search
+/// (`HEARTH_PARALLEL_CASES=5000 cargo test --release --test it parallel_blocks_equal`).
+fn cases() -> u32 {
+    std::env::var("HEARTH_PARALLEL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn parallel_blocks_equal_sequential_blocks(
