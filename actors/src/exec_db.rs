@@ -221,6 +221,13 @@ impl<'a> ExecDb<'a> {
                 && account.changed_storage_slots().next().is_none();
             if !unpublished_coinbase {
                 self.publish_account(writer, address, account, committed, published);
+            } else if committed.new_code
+                && let Some(info) = &committed.info
+                && let Some(code) = self.changes.codes.get(&info.code_hash)
+            {
+                // Code first committed with the coinbase (an EIP-7702 delegation of the coinbase
+                // and of another account to the same new target) is published all the same.
+                published.put_code(info.code_hash, code.clone());
             }
         }
     }
@@ -539,7 +546,11 @@ impl<'a> ExecDb<'a> {
             && info.balance.is_zero()
             && info.code_hash == EMPTY_CODE_HASH
         {
+            // Its storage goes with it: an account with slots but no nonce, balance or code
+            // (only from before EIP-161) reads as empty from here, on every path, and the diff
+            // wipes its storage.
             self.changes.accounts.insert(address, None);
+            self.changes.wiped.insert(address);
             self.changes.storage.remove(&address);
             return Some(Committed { info: None, new_code, changed: true });
         }

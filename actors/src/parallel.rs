@@ -646,8 +646,8 @@ impl<'b, 'a> Committer<'b, 'a> {
         let executed = self.execute(evm, index, pooled);
         let result = executed.map(|(ResultAndState { result, state }, bloom, helper)| {
             let db = &mut evm.ctx.journaled_state.database;
-            // Validation reads the published versions too (of the committer's own look-ahead
-            // runs), but those only exist while a helper runs.
+            // Publishing is for the helpers' reads only (validation reads this database's own
+            // changes): once they are stopped, or when there are none, commits just commit.
             if board.helpers > 0 && !self.alone {
                 db.commit_publishing(index, &state, &board.published, &self.coinbase);
             } else {
