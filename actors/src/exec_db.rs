@@ -758,5 +758,14 @@ mod tests {
         assert!(!db.account_from_snapshot(&emptied));
         assert!(!db.slot_from_snapshot(&emptied, &slot(9)), "a deleted account's slots read 0");
         assert!(db.account_from_snapshot(&Address::with_last_byte(4)));
+
+        // Funded again after its deletion: its old storage stays gone (EIP-161 wiped it).
+        let mut state = EvmState::default();
+        let funded = AccountInfo { balance: U256::from(1u8), ..Default::default() };
+        state.insert(emptied, touched(funded, &[]));
+        db.commit(state);
+        assert!(!db.slot_from_snapshot(&emptied, &slot(9)));
+        assert_eq!(db.storage(emptied, slot(9)).expect("read"), U256::ZERO);
+        assert!(db.into_changes().into_diff().accounts[&emptied].storage_wiped);
     }
 }
