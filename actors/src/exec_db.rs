@@ -564,7 +564,7 @@ impl<'a> ExecDb<'a> {
             }
         }
         let before = self.changes.accounts.insert(address, Some(info.clone()));
-        let changed = before.as_ref() != Some(&Some(info.clone()));
+        let changed = !matches!(&before, Some(Some(was)) if *was == info);
         Some(Committed { info: Some(info), new_code, changed })
     }
 }
