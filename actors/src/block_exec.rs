@@ -258,9 +258,6 @@ pub(crate) fn pre_block_calls<I>(
     Ok(())
 }
 
-/// Executes one block with the executor thread's EVM scratch (its call frames and memory
-/// buffer, kept for the next block or call when within the scratch's retention). See the
-/// module docs for what runs, in which order.
 /// A result's output and logs, moved out: a speculative run's output buffer was made on a
 /// helper's thread, and a copy would share it (a reference count on the helper's cache line).
 fn output_and_logs(result: ExecutionResult) -> (Option<Bytes>, Vec<Log>) {
@@ -271,6 +268,9 @@ fn output_and_logs(result: ExecutionResult) -> (Option<Bytes>, Vec<Log>) {
     }
 }
 
+/// Executes one block with the executor thread's EVM scratch (its call frames and memory
+/// buffer, kept for the next block or call when within the scratch's retention). See the
+/// module docs for what runs, in which order.
 pub(crate) fn execute_block(
     db: &ChainDb,
     codes: &mut CodeL1,
