@@ -214,6 +214,15 @@ impl<'a> ExecDb<'a> {
     ) {
         for (address, account) in state {
             let Some(committed) = self.commit_account(*address, account) else { continue };
+            // Code new to the block is published whoever brought it (the unpublished coinbase
+            // too: an EIP-7702 delegation of it and of another account to one new target);
+            // code the block had before is published already, or in the helpers' start state.
+            if committed.new_code
+                && let Some(info) = &committed.info
+                && let Some(code) = self.changes.codes.get(&info.code_hash)
+            {
+                published.put_code(info.code_hash, code.clone());
+            }
             let unpublished_coinbase = address == coinbase
                 && !account.is_created()
                 && !account.is_selfdestructed()
@@ -221,34 +230,22 @@ impl<'a> ExecDb<'a> {
                 && account.changed_storage_slots().next().is_none();
             if !unpublished_coinbase {
                 self.publish_account(writer, address, account, committed, published);
-            } else if committed.new_code
-                && let Some(info) = &committed.info
-                && let Some(code) = self.changes.codes.get(&info.code_hash)
-            {
-                // Code first committed with the coinbase (an EIP-7702 delegation of the coinbase
-                // and of another account to the same new target) is published all the same.
-                published.put_code(info.code_hash, code.clone());
             }
         }
     }
 
-    /// Publishes `account` as its commit left it in this database (`committed`), with its
-    /// code when that commit brought it: code the block had before is published already, or
-    /// in the helpers' start state.
+    /// Publishes `account` as its commit left it in this database (`committed`).
     fn publish_account(
         &self,
         writer: usize,
         address: &Address,
         account: &Account,
-        Committed { info: committed, new_code, changed }: Committed,
+        Committed { info: committed, changed, .. }: Committed,
         published: &Published,
     ) {
         // Conservatively, an account left empty may have lost its storage (EIP-161).
         let reset = account.is_created() || account.is_selfdestructed() || account.info.is_empty();
-        if let Some(info) = &committed {
-            if new_code && let Some(code) = self.changes.codes.get(&info.code_hash) {
-                published.put_code(info.code_hash, code.clone());
-            }
+        if committed.is_some() {
             for (slot, value) in account.changed_storage_slots() {
                 published.put_slot(writer, *address, *slot, value.present_value);
             }
