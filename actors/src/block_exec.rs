@@ -283,6 +283,10 @@ pub(crate) fn execute_block(
         let params = resolved_blob_params(&env, defaults);
         env.excess_blob_gas = Some(excess_blob_gas(&parent, &params));
     }
+    // A parallel block's board outlives the block's EVM, whose database may read from it
+    // (the accounts its helpers read ahead).
+    let helpers = crate::parallel::helpers(&defaults.parallel, &txs);
+    let board = helpers.map(|n| crate::parallel::Board::new(&txs, &defaults.parallel, n));
     let parts = (scratch.take_frames(), scratch.take_local());
     let (mut evm, BlockSetup { spec, blob_params }) =
         block_evm_in(db, codes, defaults, parent.number, &env, (), parts);
@@ -297,13 +301,11 @@ pub(crate) fn execute_block(
     pre_block_calls(&mut evm, &env, &parent, spec)?;
     // A parallel block's helpers claim, run and hand back transactions while the loop below
     // commits them in order (`parallel.rs`); they are scoped threads that end with the loop.
-    let helpers = crate::parallel::helpers(&defaults.parallel, &txs);
     let start = helpers.map(|_| evm.ctx.journaled_state.database.changes().clone());
     // Sized for the whole block at once: grown one push at a time, a big block's vectors were
     // copied at every doubling, on the loop a parallel block's other threads wait for. At most
     // as many as the gas limit fits (a packed pool may offer many more).
     let room = txs.len().min(usize::try_from(env.gas_limit / 21_000).unwrap_or(usize::MAX));
-    let board = helpers.map(|n| crate::parallel::Board::new(&txs, &defaults.parallel, n));
     // After the helpers' copy of the changes, which need no room for the block's.
     evm.ctx.journaled_state.database.reserve_changes(room);
     let input = start.as_ref().map(|start| crate::parallel::SpecInput {
@@ -368,6 +370,9 @@ pub(crate) fn execute_block(
             }
             // In a parallel block the committer validates the transaction's speculative run (or
             // runs it again); either way the outcome is what sequential execution gives here.
+            if let Some(ahead) = board.as_ref().and_then(|board| board.read_ahead()) {
+                evm.ctx.journaled_state.database.read_ahead(ahead, index);
+            }
             let executed = match committer.as_mut() {
                 Some(committer) => committer.run(&mut evm, index, candidate),
                 None => evm.transact_commit(tx_env(candidate)).map(|result| (result, None)),

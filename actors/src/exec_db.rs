@@ -20,6 +20,7 @@ use revm::database_interface::{Database, DatabaseCommit, DatabaseRef};
 use revm::primitives::AddressMap;
 use revm::state::{Account, AccountInfo, EvmState};
 
+use crate::parallel::ReadAhead;
 use crate::parallel::published::{Published, SlotRead};
 
 use crate::code_cache::CodeL1;
@@ -169,6 +170,9 @@ pub(crate) struct ExecDb<'a> {
     /// fields, then whether it has storage: the EIP-7610 marker), and the coinbase in every
     /// transaction. Emptied at `BASE_ACCOUNTS_KEPT` entries.
     base_accounts: HashMap<Address, Option<hearth_storage::StoredAccount>>,
+    /// A parallel block's accounts read ahead by its helpers, and the index of the
+    /// transaction executing: read before the store.
+    read_ahead: Option<(&'a ReadAhead, usize)>,
 }
 
 /// Most snapshot accounts one block database keeps (about 150 bytes each).
@@ -187,7 +191,14 @@ impl<'a> ExecDb<'a> {
             max_call_depth: 0,
             published: None,
             base_accounts: HashMap::default(),
+            read_ahead: None,
         }
+    }
+
+    /// Reads the snapshot accounts that `ahead` holds for transaction `index` (about to
+    /// execute) before the store.
+    pub(crate) const fn read_ahead(&mut self, ahead: &'a ReadAhead, index: usize) {
+        self.read_ahead = Some((ahead, index));
     }
 
     /// Reads what a parallel block's committer published before this database's own changes.
@@ -315,7 +326,11 @@ impl<'a> ExecDb<'a> {
         if let Some(account) = self.base_accounts.get(address) {
             return Ok(account.clone());
         }
-        let account = self.base.account(address)?;
+        let ahead = self.read_ahead.and_then(|(ahead, index)| ahead.get(index, address));
+        let account = match ahead {
+            Some(account) => account,
+            None => self.base.account(address)?,
+        };
         if self.base_accounts.len() >= BASE_ACCOUNTS_KEPT {
             self.base_accounts.clear();
         }

@@ -43,14 +43,14 @@ use std::num::NonZeroUsize;
 use std::panic::AssertUnwindSafe;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use alloy_consensus::Transaction;
 use alloy_primitives::{Address, Bloom, U256, logs_bloom};
 use crossbeam_utils::CachePadded;
 use hearth_messages::executor::{BlockEnvSpec, BuildMode, PooledTx};
-use hearth_storage::{ChainDb, EMPTY_CODE_HASH, StorageError};
+use hearth_storage::{ChainDb, EMPTY_CODE_HASH, StateView, StorageError, StoredAccount};
 use revm::ExecuteEvm;
 use revm::context::result::{EVMError, ExecutionResult, ResultAndState};
 use revm::database_interface::Database;
@@ -75,6 +75,10 @@ pub const MAX_EXEC_THREADS: usize = 64;
 /// In `auto`, a block whose busiest sender carries more than this share (in percent) of its
 /// gas runs sequentially: a sender's later nonces cannot run before its earlier ones commit.
 const MAX_SENDER_SHARE_PERCENT: u64 = 80;
+
+/// A block where at least this share (in percent) of the transactions carry no input (plain
+/// value transfers) reads ahead instead of speculating ([`ReadAhead`]).
+const READ_AHEAD_PLAIN_PERCENT: usize = 80;
 
 /// When blocks run in parallel (`--exec.parallel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -162,6 +166,9 @@ pub struct ParallelStats {
     pub abandoned: usize,
     /// Threads that ran the block (its executor and the helpers).
     pub threads: usize,
+    /// The helpers read the block's accounts ahead instead of speculating (a block of plain
+    /// transfers, [`ReadAhead`]).
+    pub read_ahead: bool,
 }
 
 thread_local! {
@@ -173,6 +180,7 @@ thread_local! {
             direct: 0,
             abandoned: 0,
             threads: 0,
+            read_ahead: false,
         })
     };
 }
@@ -282,8 +290,12 @@ pub(crate) fn helpers(config: &ParallelConfig, txs: &[PooledTx]) -> Option<usize
     match config.mode {
         ParallelMode::Never => None,
         _ if txs.is_empty() => None,
+        // One sender's chain of calls cannot be speculated; its plain transfers can still
+        // have their recipients read ahead.
         ParallelMode::Auto
-            if txs.len() < MIN_PARALLEL_TXS || threads < 2 || one_sender_dominates(txs) =>
+            if txs.len() < MIN_PARALLEL_TXS
+                || threads < 2
+                || (one_sender_dominates(txs) && !mostly_plain(txs)) =>
         {
             None
         }
@@ -351,6 +363,9 @@ pub(crate) struct Board<'a> {
     runs: Vec<Mutex<Option<Left>>>,
     /// What the committer committed so far, which helpers read.
     published: Published,
+    /// A block of plain transfers: the helpers read its accounts ahead of the committer,
+    /// which executes every transaction itself.
+    read_ahead: Option<ReadAhead>,
     /// Per helper, what the committer is done with (the helper's runs and their state
     /// changes), for that helper to free: memory freed on another thread than the one that
     /// allocated it takes the allocator's arena lock, and the committer and helper then wait
@@ -386,6 +401,7 @@ impl<'a> Board<'a> {
                 .map(|_| Mutex::new(None))
                 .collect(),
             published: Published::default(),
+            read_ahead: (!config.stale_helpers && mostly_plain(txs)).then(|| ReadAhead::new(txs)),
             spent: (0..helpers).map(|_| CachePadded::default()).collect(),
             stop: CachePadded::new(AtomicBool::new(false)),
             hot: CachePadded::new(AtomicBool::new(false)),
@@ -397,6 +413,11 @@ impl<'a> Board<'a> {
 
     pub(crate) const fn helpers(&self) -> usize {
         self.helpers
+    }
+
+    /// The block's read-ahead, when it reads ahead instead of speculating.
+    pub(crate) const fn read_ahead(&self) -> Option<&ReadAhead> {
+        self.read_ahead.as_ref()
     }
 
     /// Tells the helpers to stop after their current run (the block's loop ended).
@@ -466,6 +487,80 @@ impl<'a> Board<'a> {
     }
 }
 
+/// Whether at least `READ_AHEAD_PLAIN_PERCENT` of `txs` carry no input.
+fn mostly_plain(txs: &[PooledTx]) -> bool {
+    let plain = txs.iter().filter(|tx| tx.tx.input().is_empty()).count();
+    plain * 100 >= txs.len() * READ_AHEAD_PLAIN_PERCENT
+}
+
+/// The snapshot accounts a block of plain transfers reads (each transaction's sender and
+/// recipient), read ahead of its committer by the helpers.
+///
+/// A plain transfer executes in a couple of microseconds once its two accounts are read, and
+/// reading them from the store costs about as much again. A speculative run of it saves the
+/// committer nothing: taking the run over (its state made on the other core, validated, then
+/// committed) costs the committer what executing it does. So in such a block the committer
+/// executes every transaction in order, as a sequential block does, and the helpers read the
+/// accounts of the transactions ahead of it, each published once read, which the committer
+/// takes without a lock; a transaction whose accounts are not read yet reads them from the
+/// store itself. The results are those of sequential execution by construction: the values
+/// are the snapshot's own, read through the same view.
+#[derive(Debug)]
+pub(crate) struct ReadAhead {
+    /// Per transaction, its sender's and recipient's snapshot accounts, once read.
+    read: Vec<OnceLock<[Option<ReadAccount>; 2]>>,
+    /// The next transaction no helper has taken.
+    next: AtomicUsize,
+}
+
+/// An account as the snapshot holds it (`None`: absent), with its address.
+type ReadAccount = (Address, Option<StoredAccount>);
+
+/// How far ahead of the committer a helper that fell behind starts again: a read it starts
+/// closer would not be done before the committer needs it.
+const READ_AHEAD_LEAD: usize = 4;
+
+impl ReadAhead {
+    fn new(txs: &[PooledTx]) -> Self {
+        Self {
+            read: (0..txs.len()).map(|_| OnceLock::new()).collect(),
+            next: AtomicUsize::new(READ_AHEAD_LEAD),
+        }
+    }
+
+    /// The snapshot's account at `address` when transaction `index` names it and its
+    /// accounts are read.
+    pub(crate) fn get(&self, index: usize, address: &Address) -> Option<Option<StoredAccount>> {
+        let read = self.read.get(index)?.get()?;
+        read.iter().flatten().find(|(a, _)| a == address).map(|(_, account)| account.clone())
+    }
+
+    /// Reads transaction `index`'s accounts from `view`. A read that fails is left out: the
+    /// committer's own read of it reports the error.
+    fn fill(&self, index: usize, tx: &PooledTx, view: &StateView) {
+        let read = |address: Address| view.account(&address).ok().map(|account| (address, account));
+        let recipient = tx.tx.kind().to().copied().filter(|to| *to != tx.sender);
+        // Each transaction is taken by one helper.
+        let _ = self.read[index].set([read(tx.sender), recipient.and_then(read)]);
+    }
+}
+
+/// A helper of a block that reads ahead: takes the next transaction and reads its accounts,
+/// starting again a little ahead of the committer when it caught up with it, until none is
+/// left or the loop ends.
+fn read_ahead(board: &Board<'_>, ahead: &ReadAhead, view: &StateView) {
+    while !board.stop.load(Ordering::Acquire) {
+        let index = ahead.next.fetch_add(1, Ordering::AcqRel);
+        let Some(tx) = board.txs.get(index) else { break };
+        let lead = board.position.load(Ordering::Acquire) + READ_AHEAD_LEAD;
+        if index < lead {
+            ahead.next.fetch_max(lead, Ordering::AcqRel);
+            continue;
+        }
+        ahead.fill(index, tx, view);
+    }
+}
+
 /// What a helper allocated and the committer is done with.
 #[derive(Debug, Default)]
 struct Spent {
@@ -510,6 +605,10 @@ impl Drop for Alive<'_> {
 /// block's loop ends.
 pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
     let _alive = Alive(&board.live);
+    if let Some(ahead) = &board.read_ahead {
+        read_ahead(board, ahead, &input.db.state_at(input.parent_number));
+        return;
+    }
     let mut codes = CodeL1::new(None);
     let (mut evm, _) = crate::block_exec::block_evm(
         input.db,
@@ -612,8 +711,12 @@ pub(crate) struct Committer<'b, 'a> {
 
 impl<'b, 'a> Committer<'b, 'a> {
     pub(crate) fn new(board: &'b Board<'a>, coinbase: Address) -> Self {
-        let stats =
-            ParallelStats { parallel: true, threads: board.helpers + 1, ..Default::default() };
+        let stats = ParallelStats {
+            parallel: true,
+            threads: board.helpers + 1,
+            read_ahead: board.read_ahead.is_some(),
+            ..Default::default()
+        };
         Self {
             board,
             coinbase,
@@ -623,7 +726,9 @@ impl<'b, 'a> Committer<'b, 'a> {
             backoff: HOT_BACKOFF_MIN,
             wasted: 0,
             skipped: 0,
-            alone: false,
+            // A block that reads ahead speculates nothing: the committer executes every
+            // transaction, as when the helpers are stopped.
+            alone: board.read_ahead.is_some(),
         }
     }
 

@@ -4,6 +4,7 @@
 //! gaps, the coinbase as a sender) executed with `--exec.parallel never` and `always` give the
 //! same state root, state diff, receipts, logs, gas used, bloom and outputs.
 
+use alloy_consensus::Transaction;
 use alloy_primitives::{Address, Bytes, TxKind, U256};
 use hearth::parallel_kit::{
     COINBASE, COUNTER, Digest, FACTORY, Kit, OBSERVER, PROXY, TOKEN, tx, words,
@@ -100,6 +101,35 @@ proptest! {
     }
 }
 
+/// Mostly plain transfers (to senders, to fresh accounts, to the coinbase), with a few calls:
+/// blocks that read their accounts ahead instead of speculating.
+fn plain_op() -> impl Strategy<Value = Op> {
+    let kind = prop_oneof![9 => 0u8..3, 1 => 3u8..8];
+    (0..SENDERS, kind, 0u8..8, any::<bool>(), prop::bool::weighted(0.05))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn plain_blocks_read_ahead_and_equal_sequential_blocks(
+        ops in prop::collection::vec(plain_op(), 1..96),
+        coinbase_sends in prop::bool::weighted(0.2),
+        threads in 2usize..5,
+    ) {
+        let kit = Kit::new(SENDERS, None);
+        let txs = block(&ops, coinbase_sends);
+        let plain = txs.iter().filter(|tx| tx.tx.input().is_empty()).count();
+        for mode in [BuildMode::Pack, BuildMode::Import] {
+            let (sequential, _, _) = kit.execute(&txs, mode, config(ParallelMode::Never, 1));
+            let (parallel, stats, _) =
+                kit.execute(&txs, mode, config(ParallelMode::Always, threads));
+            prop_assert_eq!(stats.read_ahead, plain * 100 >= txs.len() * 80);
+            prop_assert_eq!(sequential, parallel);
+        }
+    }
+}
+
 fn stale(threads: usize) -> ParallelConfig {
     ParallelConfig { stale_helpers: true, ..config(ParallelMode::Always, threads) }
 }
@@ -149,23 +179,32 @@ fn token_transfers_and_a_hot_counter_are_identical_and_accounted_for() {
     }
 }
 
-/// 80 transfers to `to`, all from the kit's first sender (nonces 0..80).
-fn one_sender_block(kit: &Kit, to: TxKind) -> Vec<PooledTx> {
-    (0..80).map(|n| tx(kit.senders[0], n, to, U256::from(1u8), vec![], 21_000)).collect()
+/// 80 transfers to `to`, all from the kit's first sender (nonces 0..80), carrying `input`
+/// (a payload makes them calls, which a block speculates; without, plain transfers, which
+/// a block reads ahead).
+fn one_sender_block(kit: &Kit, to: TxKind, input: &[u8]) -> Vec<PooledTx> {
+    (0..80).map(|n| tx(kit.senders[0], n, to, U256::from(1u8), input.to_vec(), 21_100)).collect()
 }
 
-/// `auto` leaves a block one sender dominates sequential: its later nonces could not run
-/// before its earlier ones commit.
+/// `auto` leaves a block of calls one sender dominates sequential: its later nonces could not
+/// run before its earlier ones commit. One sender's plain transfers still read ahead.
 #[test]
-fn auto_runs_a_one_sender_block_sequentially() {
+fn auto_runs_a_one_sender_block_of_calls_sequentially() {
     let kit = Kit::new(80, None);
     let to = TxKind::Call(hearth::parallel_kit::account(79));
-    let one = one_sender_block(&kit, to);
+    let one = one_sender_block(&kit, to, &[1]);
     let many: Vec<PooledTx> =
-        (0..80).map(|i| tx(kit.senders[i], 0, to, U256::from(1u8), vec![], 21_000)).collect();
+        (0..80).map(|i| tx(kit.senders[i], 0, to, U256::from(1u8), vec![1], 21_100)).collect();
     let auto = config(ParallelMode::Auto, 2);
     assert!(!kit.execute(&one, BuildMode::Pack, auto).1.parallel);
-    assert!(kit.execute(&many, BuildMode::Pack, auto).1.parallel);
+    let stats = kit.execute(&many, BuildMode::Pack, auto).1;
+    assert!(stats.parallel && !stats.read_ahead, "{stats:?}");
+    let plain = one_sender_block(&kit, to, &[]);
+    let (sequential, _, _) = kit.execute(&plain, BuildMode::Pack, config(ParallelMode::Never, 1));
+    let (parallel, stats, _) = kit.execute(&plain, BuildMode::Pack, auto);
+    assert!(stats.parallel && stats.read_ahead, "{stats:?}");
+    assert_eq!((stats.speculated, stats.direct), (0, plain.len()), "{stats:?}");
+    assert_eq!(sequential, parallel);
 }
 
 /// Forced parallel, a one-sender block wastes no run: the same-sender hint keeps helpers off
@@ -175,7 +214,7 @@ fn auto_runs_a_one_sender_block_sequentially() {
 fn a_forced_parallel_one_sender_block_runs_nothing_stale() {
     let kit = Kit::new(80, None);
     let to = TxKind::Call(hearth::parallel_kit::account(79));
-    let one = one_sender_block(&kit, to);
+    let one = one_sender_block(&kit, to, &[1]);
     let (sequential, _, _) = kit.execute(&one, BuildMode::Pack, config(ParallelMode::Never, 1));
     for threads in [2, 3] {
         let (parallel, stats, _) =
@@ -199,7 +238,8 @@ fn independent_transfers_commit_without_reexecution() {
     let txs: Vec<PooledTx> = (0..100)
         .map(|i| {
             let to = TxKind::Call(hearth::parallel_kit::account(100 + i));
-            tx(kit.senders[i], 0, to, U256::from(5u8), vec![], 21_000)
+            // A payload: calls, which the block speculates (plain transfers read ahead).
+            tx(kit.senders[i], 0, to, U256::from(5u8), vec![1], 21_100)
         })
         .collect();
     let (sequential, _, _) = kit.execute(&txs, BuildMode::Pack, config(ParallelMode::Never, 1));
