@@ -484,16 +484,29 @@ pub(crate) fn execute_block(
     } else {
         keccak256(alloy_rlp::encode(&env.ommers))
     };
-    let (transactions_root, receipts_root, (diff, transactions)) = block_roots_beside(
-        included.iter().map(|&index| txs[index].tx.as_ref()),
-        &receipts,
-        root_threads,
-        || {
-            let transactions: Vec<TxEnvelope> =
-                included.iter().map(|&index| txs[index].tx.as_ref().clone()).collect();
-            (changes.into_diff(), transactions)
-        },
-    );
+    let beside = || {
+        let transactions: Vec<TxEnvelope> =
+            included.iter().map(|&index| txs[index].tx.as_ref().clone()).collect();
+        (changes.into_diff(), transactions)
+    };
+    // A block that read ahead may have its transactions root already (a helper computed it
+    // during the loop), which holds when the block includes every transaction.
+    let known = board.as_ref().and_then(|board| board.read_ahead()?.transactions_root());
+    let (transactions_root, receipts_root, (diff, transactions)) =
+        match known.filter(|_| included.len() == txs.len()) {
+            Some(root) => {
+                let none = std::iter::empty::<&TxEnvelope>();
+                let (_, receipts_root, other) =
+                    block_roots_beside(none, &receipts, root_threads, beside);
+                (root, receipts_root, other)
+            }
+            None => block_roots_beside(
+                included.iter().map(|&index| txs[index].tx.as_ref()),
+                &receipts,
+                root_threads,
+                beside,
+            ),
+        };
     let body = StoredBody { transactions, senders };
     let header = Header {
         parent_hash: parent.hash_slow(),

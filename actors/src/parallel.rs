@@ -511,6 +511,11 @@ pub(crate) struct ReadAhead {
     read: Vec<OnceLock<[Option<ReadAccount>; 2]>>,
     /// The next transaction no helper has taken.
     next: AtomicUsize,
+    /// The transactions root of the whole block, which a helper that has read everything
+    /// computes while the committer is still executing (`root_taken`: one helper does);
+    /// the block uses it when it includes every transaction.
+    transactions_root: OnceLock<alloy_primitives::B256>,
+    root_taken: AtomicBool,
 }
 
 /// An account as the snapshot holds it (`None`: absent), with its address.
@@ -525,7 +530,14 @@ impl ReadAhead {
         Self {
             read: (0..txs.len()).map(|_| OnceLock::new()).collect(),
             next: AtomicUsize::new(READ_AHEAD_LEAD),
+            transactions_root: OnceLock::new(),
+            root_taken: AtomicBool::new(false),
         }
+    }
+
+    /// The transactions root of all the block's transactions, when a helper computed it.
+    pub(crate) fn transactions_root(&self) -> Option<alloy_primitives::B256> {
+        self.transactions_root.get().copied()
     }
 
     /// The snapshot's account at `address` when transaction `index` names it and its
@@ -547,7 +559,7 @@ impl ReadAhead {
 
 /// A helper of a block that reads ahead: takes the next transaction and reads its accounts,
 /// starting again a little ahead of the committer when it caught up with it, until none is
-/// left or the loop ends.
+/// left or the loop ends; then, if the loop goes on, computes the block's transactions root.
 fn read_ahead(board: &Board<'_>, ahead: &ReadAhead, view: &StateView) {
     while !board.stop.load(Ordering::Acquire) {
         let index = ahead.next.fetch_add(1, Ordering::AcqRel);
@@ -558,6 +570,12 @@ fn read_ahead(board: &Board<'_>, ahead: &ReadAhead, view: &StateView) {
             continue;
         }
         ahead.fill(index, tx, view);
+    }
+    // Everything is read and the committer is still executing: hash the block's transactions
+    // meanwhile, which would otherwise come after its loop.
+    if !board.stop.load(Ordering::Acquire) && !ahead.root_taken.swap(true, Ordering::AcqRel) {
+        let root = hearth_storage::transactions_root_of(board.txs.iter().map(|tx| tx.tx.as_ref()));
+        let _ = ahead.transactions_root.set(root);
     }
 }
 

@@ -35,7 +35,7 @@ pub use chain::{ChainDb, ChainWriter, DEFAULT_PAGE_CACHE_BYTES, temporary_store_
 pub use commit::{
     BlockDraft, BlockWriter, DEFAULT_NODE_CACHE_BYTES, WriteTimings, block_roots_beside,
     import_block, import_block_with, import_fork_base, receipts_root, state_root_after,
-    transactions_root, write_block,
+    transactions_root, transactions_root_of, write_block,
 };
 pub use dump::{WholeAccount, head_accounts, load_accounts};
 pub use error::StorageError;

@@ -566,6 +566,13 @@ pub fn transactions_root(body: &StoredBody) -> B256 {
     crate::trie::ordered_root(transaction_pairs(body.transactions.iter()))
 }
 
+/// The transactions root of `transactions`, in order: [`transactions_root`] without a body.
+pub fn transactions_root_of<'a>(
+    transactions: impl ExactSizeIterator<Item = &'a TxEnvelope> + Send,
+) -> B256 {
+    crate::trie::ordered_root(transaction_pairs(transactions))
+}
+
 /// The receipts root (our trie, key rlp(index), value the EIP-2718 receipt bytes).
 pub fn receipts_root(receipts: &[ReceiptEnvelope]) -> B256 {
     crate::trie::ordered_root(receipt_pairs(receipts))
