@@ -99,8 +99,12 @@ fn root_above(trie: &Trie, frontier: &[&Node], refs: &[NodeRef]) -> B256 {
     keccak256(&buf)
 }
 
-/// The children of branches and extensions, level by level from `root`, until there are at
-/// least `want` nodes or nothing left to open; leaves and empty slots are not kept.
+/// The children of branches and extensions, level by level from `root`, until at least `want`
+/// of them are branches or extensions (subtrees worth a thread's turn) or nothing is left to
+/// open; empty slots are not kept. Leaves do not count: the keys rlp(0..n) of a big block put
+/// a hundred and thirty leaves (indexes below 128 and under 0x81) beside the one branch that
+/// holds all the rest (under 0x82), and a cut that counted them stopped there, leaving one
+/// thread nearly the whole trie to hash.
 fn cut(root: &Node, want: usize) -> Vec<&Node> {
     let mut frontier = vec![root];
     loop {
@@ -123,7 +127,11 @@ fn cut(root: &Node, want: usize) -> Vec<&Node> {
             return frontier;
         }
         frontier = next;
-        if frontier.len() >= want {
+        let inner = frontier
+            .iter()
+            .filter(|node| matches!(node, Node::Branch { .. } | Node::Extension { .. }))
+            .count();
+        if inner >= want {
             return frontier;
         }
     }
