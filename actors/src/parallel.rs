@@ -390,18 +390,21 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl<'a> Board<'a> {
     pub(crate) fn new(txs: &'a [PooledTx], config: &ParallelConfig, helpers: usize) -> Self {
+        let read_ahead = (!config.stale_helpers && mostly_plain(txs)).then(|| ReadAhead::new(txs));
+        // A block that reads ahead claims no run: it needs no run slots or sender hints.
+        let speculates = read_ahead.is_none();
         Self {
             txs,
             next: CachePadded::new(AtomicUsize::new(0)),
             position: CachePadded::new(AtomicUsize::new(0)),
             window: HELPER_WINDOW_PER_THREAD * (helpers + 1),
-            same_sender_before: same_sender_before(txs),
+            same_sender_before: if speculates { same_sender_before(txs) } else { Vec::new() },
             // Whole rows of `RUN_STRIDE`, which `slot` spreads the transactions over.
-            runs: (0..txs.len().div_ceil(RUN_STRIDE) * RUN_STRIDE)
+            runs: (0..if speculates { txs.len().div_ceil(RUN_STRIDE) * RUN_STRIDE } else { 0 })
                 .map(|_| Mutex::new(None))
                 .collect(),
             published: Published::default(),
-            read_ahead: (!config.stale_helpers && mostly_plain(txs)).then(|| ReadAhead::new(txs)),
+            read_ahead,
             spent: (0..helpers).map(|_| CachePadded::default()).collect(),
             stop: CachePadded::new(AtomicBool::new(false)),
             hot: CachePadded::new(AtomicBool::new(false)),

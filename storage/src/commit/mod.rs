@@ -563,7 +563,7 @@ fn finish_block(
 
 /// The transactions root of a block body (our trie, key rlp(index), value the EIP-2718 bytes).
 pub fn transactions_root(body: &StoredBody) -> B256 {
-    crate::trie::ordered_root(transaction_pairs(body.transactions.iter()))
+    transactions_root_of(body.transactions.iter())
 }
 
 /// The transactions root of `transactions`, in order: [`transactions_root`] without a body.
