@@ -167,7 +167,7 @@ pub struct ParallelStats {
     /// Threads that ran the block (its executor and the helpers).
     pub threads: usize,
     /// The helpers read the block's accounts ahead instead of speculating (a block of plain
-    /// transfers, [`ReadAhead`]).
+    /// transfers: `ReadAhead`).
     pub read_ahead: bool,
 }
 
