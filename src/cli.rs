@@ -225,8 +225,8 @@ pub struct Cli {
     /// Executor threads (default: number of cores).
     #[arg(long = "executor.threads")]
     pub executor_threads: Option<usize>,
-    /// Run blocks in parallel: auto (blocks of 64+ transactions no one sender dominates),
-    /// always, or never. Results equal sequential execution either way.
+    /// Run blocks in parallel: auto (blocks of 64+ transactions, unless one sender's calls
+    /// dominate), always, or never. Results equal sequential execution either way.
     #[arg(long = "exec.parallel", default_value = "auto")]
     pub exec_parallel: hearth_actors::ParallelMode,
     /// Threads one parallel block runs on, its executor included (1..=64; default: the
@@ -468,8 +468,8 @@ pub struct ConformanceArgs {
     /// revm alone does not detect; Hearth's executor does, so they run by default).
     #[arg(long = "skip-known")]
     pub skip_known: bool,
-    /// Run blocks in parallel: auto (blocks of 64+ transactions no one sender dominates),
-    /// always, or never. Results equal sequential execution either way.
+    /// Run blocks in parallel: auto (blocks of 64+ transactions, unless one sender's calls
+    /// dominate), always, or never. Results equal sequential execution either way.
     #[arg(long = "exec.parallel", default_value = "auto")]
     pub exec_parallel: hearth_actors::ParallelMode,
     /// Threads one parallel block runs on, its executor included (1..=64; default: the
