@@ -247,6 +247,35 @@ mod tests {
         }
     }
 
+    fn leaves_under(node: &Node) -> usize {
+        match node {
+            Node::Leaf { .. } => 1,
+            Node::Branch { children, value } => {
+                children.iter().map(leaves_under).sum::<usize>() + usize::from(!value.is_empty())
+            }
+            Node::Extension { child, .. } => leaves_under(child),
+            Node::Hash(_) | Node::Empty => 0,
+        }
+    }
+
+    /// A big block's trie is cut into subtrees of a few hundred leaves at most: the cut once
+    /// stopped at the level where about 130 small leaves sat beside the one branch holding
+    /// every index from 256 on, and that branch was one thread's whole work.
+    #[test]
+    fn a_big_block_is_cut_into_even_subtrees() {
+        for n in [1_000, 2_000, 10_000, 30_000] {
+            let (trie, leaves) = build_ordered(pairs(n, 3));
+            for threads in [2, 4] {
+                let frontier = cut(&trie.root, threads * SUBTREES_PER_THREAD);
+                let biggest = frontier.iter().map(|node| leaves_under(node)).max().unwrap_or(0);
+                assert!(
+                    biggest * threads * 4 <= leaves,
+                    "n={n} threads={threads}: a subtree of {biggest} of {leaves} leaves"
+                );
+            }
+        }
+    }
+
     /// Every size around the threshold and the rlp(index) key boundaries (128, 256, 4096),
     /// short values (inline nodes) and long ones, cut for 2 and 5 threads whatever the size:
     /// the same root as one thread computes.
