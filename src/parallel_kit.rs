@@ -56,6 +56,8 @@ pub struct Kit {
     pub genesis: Header,
     /// Funded senders.
     pub senders: Vec<Address>,
+    /// The gas limit of the block it executes (a trillion unless set: every block fits).
+    pub gas_limit: u64,
 }
 
 /// The `i`-th kit account.
@@ -191,7 +193,7 @@ impl Kit {
             receipts: vec![],
         };
         let genesis = write_block(&db, draft, &diff).expect("genesis writes").header;
-        Self { db, genesis, senders: accounts }
+        Self { db, genesis, senders: accounts, gas_limit: 1_000_000_000_000 }
     }
 
     /// Executes `txs` as block 1 under `parallel`, timing the execution.
@@ -246,7 +248,7 @@ impl Kit {
         };
         let mut executor = ExecutorActor::new(self.db.reader(), config, None);
         let mut env =
-            BlockEnvSpec::dev(1, 12, COINBASE, 1_000_000_000_000, BASE_FEE, B256::repeat_byte(7));
+            BlockEnvSpec::dev(1, 12, COINBASE, self.gas_limit, BASE_FEE, B256::repeat_byte(7));
         // The kit's chain has no system contracts: run the transactions only, so that an
         // imported block needs none either.
         env.rules = BlockRules::TransactionsOnly;

@@ -286,7 +286,9 @@ pub(crate) fn execute_block(
     // A parallel block's board outlives the block's EVM, whose database may read from it
     // (the accounts its helpers read ahead).
     let helpers = crate::parallel::helpers(&defaults.parallel, &txs);
-    let board = helpers.map(|n| crate::parallel::Board::new(&txs, &defaults.parallel, n));
+    // At most as many transactions as the gas limit fits (a packed pool may offer many more).
+    let room = txs.len().min(usize::try_from(env.gas_limit / 21_000).unwrap_or(usize::MAX));
+    let board = helpers.map(|n| crate::parallel::Board::new(&txs, &defaults.parallel, n, room));
     let parts = (scratch.take_frames(), scratch.take_local());
     let (mut evm, BlockSetup { spec, blob_params }) =
         block_evm_in(db, codes, defaults, parent.number, &env, (), parts);
@@ -302,10 +304,9 @@ pub(crate) fn execute_block(
     // A parallel block's helpers claim, run and hand back transactions while the loop below
     // commits them in order (`parallel.rs`); they are scoped threads that end with the loop.
     let start = helpers.map(|_| evm.ctx.journaled_state.database.changes().clone());
-    // Sized for the whole block at once: grown one push at a time, a big block's vectors were
-    // copied at every doubling, on the loop a parallel block's other threads wait for. At most
-    // as many as the gas limit fits (a packed pool may offer many more).
-    let room = txs.len().min(usize::try_from(env.gas_limit / 21_000).unwrap_or(usize::MAX));
+    // Sized for the whole block at once (`room`): grown one push at a time, a big block's
+    // vectors were copied at every doubling, on the loop a parallel block's other threads wait
+    // for.
     // After the helpers' copy of the changes, which need no room for the block's.
     evm.ctx.journaled_state.database.reserve_changes(room);
     let input = start.as_ref().map(|start| crate::parallel::SpecInput {

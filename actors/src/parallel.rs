@@ -389,8 +389,15 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<'a> Board<'a> {
-    pub(crate) fn new(txs: &'a [PooledTx], config: &ParallelConfig, helpers: usize) -> Self {
-        let read_ahead = (!config.stale_helpers && mostly_plain(txs)).then(|| ReadAhead::new(txs));
+    /// The board of a block of `txs`, of which at most `room` fit its gas limit.
+    pub(crate) fn new(
+        txs: &'a [PooledTx],
+        config: &ParallelConfig,
+        helpers: usize,
+        room: usize,
+    ) -> Self {
+        let plain = !config.stale_helpers && mostly_plain(txs);
+        let read_ahead = plain.then(|| ReadAhead::new(room.min(txs.len())));
         // A block that reads ahead claims no run: it needs no run slots or sender hints.
         let speculates = read_ahead.is_none();
         Self {
@@ -510,7 +517,8 @@ fn mostly_plain(txs: &[PooledTx]) -> bool {
 /// are the snapshot's own, read through the same view.
 #[derive(Debug)]
 pub(crate) struct ReadAhead {
-    /// Per transaction, its sender's and recipient's snapshot accounts, once read.
+    /// Per transaction (the first that fit the block's gas limit: a packed pool may offer
+    /// many more), its sender's and recipient's snapshot accounts, once read.
     read: Vec<OnceLock<[Option<ReadAccount>; 2]>>,
     /// The next transaction no helper has taken.
     next: AtomicUsize,
@@ -529,9 +537,9 @@ type ReadAccount = (Address, Option<StoredAccount>);
 const READ_AHEAD_LEAD: usize = 4;
 
 impl ReadAhead {
-    fn new(txs: &[PooledTx]) -> Self {
+    fn new(txs: usize) -> Self {
         Self {
-            read: (0..txs.len()).map(|_| OnceLock::new()).collect(),
+            read: (0..txs).map(|_| OnceLock::new()).collect(),
             next: AtomicUsize::new(READ_AHEAD_LEAD),
             transactions_root: OnceLock::new(),
             root_taken: AtomicBool::new(false),
@@ -566,6 +574,9 @@ impl ReadAhead {
 fn read_ahead(board: &Board<'_>, ahead: &ReadAhead, view: &StateView) {
     while !board.stop.load(Ordering::Acquire) {
         let index = ahead.next.fetch_add(1, Ordering::AcqRel);
+        if index >= ahead.read.len() {
+            break;
+        }
         let Some(tx) = board.txs.get(index) else { break };
         let lead = board.position.load(Ordering::Acquire) + READ_AHEAD_LEAD;
         if index < lead {
@@ -576,7 +587,11 @@ fn read_ahead(board: &Board<'_>, ahead: &ReadAhead, view: &StateView) {
     }
     // Everything is read and the committer is still executing: hash the block's transactions
     // meanwhile, which would otherwise come after its loop.
-    if !board.stop.load(Ordering::Acquire) && !ahead.root_taken.swap(true, Ordering::AcqRel) {
+    // Only a block whose every transaction can fit may include them all.
+    if ahead.read.len() == board.txs.len()
+        && !board.stop.load(Ordering::Acquire)
+        && !ahead.root_taken.swap(true, Ordering::AcqRel)
+    {
         let root = hearth_storage::transactions_root_of(board.txs.iter().map(|tx| tx.tx.as_ref()));
         let _ = ahead.transactions_root.set(root);
     }

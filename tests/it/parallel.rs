@@ -356,3 +356,22 @@ fn an_imported_chain_of_big_blocks_reaches_the_same_head_every_way() {
         assert!(log.contains(&format!("head #3 {hash}")), "{mode}: not the same head: {log}");
     }
 }
+
+/// A pool that offers more plain transfers than the block's gas limit fits (30 million gas:
+/// 1,428 transfers) reads ahead only what can fit, and packs exactly what sequential packing
+/// does.
+#[test]
+fn a_pool_bigger_than_the_block_reads_ahead_what_fits() {
+    let kit = Kit { gas_limit: 30_000_000, ..Kit::new(2_000, None) };
+    let txs: Vec<PooledTx> = (0..2_000)
+        .map(|i| {
+            let to = TxKind::Call(Address::repeat_byte(0x11).create(i as u64));
+            tx(kit.senders[i], 0, to, U256::from(7u8), vec![], 21_000)
+        })
+        .collect();
+    let (sequential, _, _) = kit.execute(&txs, BuildMode::Pack, config(ParallelMode::Never, 1));
+    let (parallel, stats, _) = kit.execute(&txs, BuildMode::Pack, config(ParallelMode::Auto, 2));
+    assert!(stats.parallel && stats.read_ahead, "{stats:?}");
+    assert!(matches!(parallel, Digest::Built { included: 1_428, .. }));
+    assert_eq!(sequential, parallel);
+}
