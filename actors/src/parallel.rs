@@ -29,6 +29,13 @@
 //! would (`Committer`'s hot mode, left after a back-off or when a run validates) and the
 //! helpers pause: such a block costs a few wasted runs per back-off, not the committer's time.
 //!
+//! **A block of plain transfers reads ahead instead** (`ReadAhead`): when at least 80% of its
+//! transactions carry no input, the helpers run none of them; they read each upcoming
+//! transaction's sender and recipient from the snapshot, and the committer executes every
+//! transaction itself, taking those accounts before the store. Such a transaction costs about
+//! as much to read as to execute, and taking a helper's run of it over cost the committer what
+//! executing it does.
+//!
 //! **The coinbase is lazy** (the trick pevm uses): every transaction credits its fee to the
 //! coinbase, which would make every transaction conflict with every other. A run that did not
 //! observe the coinbase (no BALANCE/EXTCODE*/CALL*/SELFDESTRUCT naming it, noted by the block
