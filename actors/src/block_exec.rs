@@ -279,6 +279,8 @@ pub(crate) fn execute_block(
     msg: BuildBlock,
 ) -> Result<BuiltBlock, ExecError> {
     let BuildBlock { parent, mut env, txs, mode } = msg;
+    // A block that fails reports no parallel statistics rather than the previous block's.
+    crate::parallel::set_last_stats(crate::parallel::ParallelStats::default());
     if env.excess_blob_gas.is_none() && parent.excess_blob_gas.is_some() {
         let params = resolved_blob_params(&env, defaults);
         env.excess_blob_gas = Some(excess_blob_gas(&parent, &params));

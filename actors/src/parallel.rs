@@ -29,8 +29,8 @@
 //! would (`Committer`'s hot mode, left after a back-off or when a run validates) and the
 //! helpers pause: such a block costs a few wasted runs per back-off, not the committer's time.
 //!
-//! **A block of plain transfers reads ahead instead** (`ReadAhead`): when at least 80% of its
-//! transactions carry no input, the helpers run none of them; they read each upcoming
+//! **A block of plain transfers reads ahead instead** (`ReadAhead`): when the transactions that
+//! carry no input declare at least 80% of its gas, the helpers run none of them; they read each upcoming
 //! transaction's sender and recipient from the snapshot, and the committer executes every
 //! transaction itself, taking those accounts before the store. Such a transaction costs about
 //! as much to read as to execute, and taking a helper's run of it over cost the committer what
@@ -83,8 +83,10 @@ pub const MAX_EXEC_THREADS: usize = 64;
 /// gas runs sequentially: a sender's later nonces cannot run before its earlier ones commit.
 const MAX_SENDER_SHARE_PERCENT: u64 = 80;
 
-/// A block where at least this share (in percent) of the transactions carry no input (plain
-/// value transfers) reads ahead instead of speculating ([`ReadAhead`]).
+/// A block where the transactions that carry no input (plain value transfers) declare at
+/// least this share (in percent) of its gas reads ahead instead of speculating
+/// ([`ReadAhead`]). By gas, not by count: a block of transfers with a few heavy calls among
+/// them keeps speculating, which runs the heavy calls beside each other.
 const READ_AHEAD_PLAIN_PERCENT: usize = 80;
 
 /// When blocks run in parallel (`--exec.parallel`).
@@ -504,10 +506,18 @@ impl<'a> Board<'a> {
     }
 }
 
-/// Whether at least `READ_AHEAD_PLAIN_PERCENT` of `txs` carry no input.
+/// Whether the transactions of `txs` that carry no input declare at least
+/// `READ_AHEAD_PLAIN_PERCENT` of their gas limits.
 fn mostly_plain(txs: &[PooledTx]) -> bool {
-    let plain = txs.iter().filter(|tx| tx.tx.input().is_empty()).count();
-    plain * 100 >= txs.len() * READ_AHEAD_PLAIN_PERCENT
+    let (mut plain, mut total) = (0u128, 0u128);
+    for tx in txs {
+        let gas = u128::from(tx.tx.gas_limit());
+        total += gas;
+        if tx.tx.input().is_empty() {
+            plain += gas;
+        }
+    }
+    plain * 100 >= total * READ_AHEAD_PLAIN_PERCENT as u128
 }
 
 /// The snapshot accounts a block of plain transfers reads (each transaction's sender and
