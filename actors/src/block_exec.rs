@@ -334,6 +334,7 @@ pub(crate) fn execute_block(
     let mut logs_bloom = Bloom::ZERO;
     // The deposit contract's logs (EIP-6110 requests), the only ones read after the loop.
     let mut deposit_logs: Vec<Log> = Vec::new();
+    let loop_started = std::time::Instant::now();
     let stats = std::thread::scope(|scope| -> Result<_, ExecError> {
         // However this scope ends (a spawn that fails included), the helpers stop claiming:
         // made before the first spawn, so that a helper never waits for a committer that
@@ -471,7 +472,11 @@ pub(crate) fn execute_block(
             db_mut.credit(ommer.beneficiary, share)?;
         }
     }
-    crate::parallel::set_last_stats(stats.unwrap_or_default());
+    let loop_time = loop_started.elapsed();
+    crate::parallel::set_last_stats(crate::parallel::ParallelStats {
+        loop_time,
+        ..stats.unwrap_or_default()
+    });
     let Evm { ctx, frame_stack, .. } = evm;
     let deepest = ctx.journaled_state.database.max_call_depth();
     scratch.keep(frame_stack, ctx.local, deepest);

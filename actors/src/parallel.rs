@@ -178,6 +178,9 @@ pub struct ParallelStats {
     /// The helpers read the block's accounts ahead instead of speculating (a block of plain
     /// transfers: `ReadAhead`).
     pub read_ahead: bool,
+    /// How long the block's transaction loop took (its helpers joined), sequential blocks
+    /// too: the rest of the block's time is its roots and diff.
+    pub loop_time: Duration,
 }
 
 thread_local! {
@@ -190,6 +193,7 @@ thread_local! {
             abandoned: 0,
             threads: 0,
             read_ahead: false,
+            loop_time: Duration::ZERO,
         })
     };
 }

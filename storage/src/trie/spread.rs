@@ -48,12 +48,18 @@ where
         let other = beside();
         return (ordered_root(a), ordered_root(b), other);
     }
-    let ((trie_a, leaves_a), (trie_b, leaves_b)) = std::thread::scope(|scope| {
-        let built_a = scope.spawn(|| build_ordered(a));
-        let built_b = build_ordered(b);
-        let built_a = built_a.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (built_a, built_b)
-    });
+    let ((trie_a, leaves_a), (trie_b, leaves_b)) = if a.len() == 0 || b.len() == 0 {
+        // One trie is empty (a block whose transactions root is known already): no thread to
+        // start for it.
+        (build_ordered(a), build_ordered(b))
+    } else {
+        std::thread::scope(|scope| {
+            let built_a = scope.spawn(|| build_ordered(a));
+            let built_b = build_ordered(b);
+            let built_a = built_a.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (built_a, built_b)
+        })
+    };
     let frontier_a = spread_frontier(&trie_a, threads, leaves_a);
     let frontier_b = spread_frontier(&trie_b, threads, leaves_b);
     let all: Vec<&Node> = frontier_a.iter().chain(&frontier_b).copied().collect();
