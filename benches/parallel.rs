@@ -435,14 +435,15 @@ fn main() {
         println!(
             "{name}: txs={} sequential {:.1} ms, parallel {:.1} ms; last parallel run: {} validated \
              speculative runs, {} re-executed, {} executed in place by the committer ({} of them \
-             abandoned by a helper)",
+             abandoned by a helper); the committer waited {:.2} ms for helpers' runs",
             txs.len(),
             ms(best_seq),
             ms(best_par),
             last.speculated - last.reexecuted,
             last.reexecuted,
             last.direct,
-            last.abandoned
+            last.abandoned,
+            ms(last.waited)
         );
         println!(
             "parallel: workload={name} txs={} threads={threads} sequential_ms={:.1} parallel_ms={:.1} speedup={speedup:.2} spin_speedup={spin:.2} efficiency={:.2} identical={}",

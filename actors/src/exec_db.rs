@@ -421,22 +421,36 @@ impl<'a> ExecDb<'a> {
         self
     }
 
-    /// Whether this database reads `address`'s account from its snapshot: the block changed
-    /// neither the account nor its storage (on which `basic`'s EIP-7610 marker depends). A
-    /// parallel block's helpers read such an account from the same snapshot, so the committer
-    /// compares by value only a run's reads of the other accounts.
-    pub(crate) fn account_from_snapshot(&self, address: &Address) -> bool {
-        !self.changes.accounts.contains_key(address)
-            && !self.changes.storage.contains_key(address)
-            && !self.changes.wiped.contains(address)
+    /// `address`'s account as a read of it here gives it, for a parallel block's committer to
+    /// compare a run's read with: `Snapshot` when the block changed neither the account nor
+    /// its storage (on which `basic`'s EIP-7610 marker depends), so that a helper read it from
+    /// the same snapshot; `Read` when only `basic` can say (the marker may apply).
+    pub(crate) fn account_now(&self, address: &Address) -> AccountNow {
+        match self.changes.accounts.get(address) {
+            Some(None) => AccountNow::Known(None),
+            Some(Some(info)) if info.nonce != 0 || info.code_hash != EMPTY_CODE_HASH => {
+                AccountNow::Known(Some(info.clone()))
+            }
+            Some(Some(_)) => AccountNow::Read,
+            None if self.changes.storage.contains_key(address)
+                || self.changes.wiped.contains(address) =>
+            {
+                AccountNow::Read
+            }
+            None => AccountNow::Snapshot,
+        }
     }
 
-    /// Whether this database reads the slot from its snapshot: the block neither wrote it nor
-    /// wiped or deleted its account (`storage_now`'s order).
-    pub(crate) fn slot_from_snapshot(&self, address: &Address, slot: &U256) -> bool {
-        !self.changes.storage.get(address).is_some_and(|slots| slots.contains_key(slot))
-            && !self.changes.wiped.contains(address)
-            && !matches!(self.changes.accounts.get(address), Some(None))
+    /// A slot's value as a read of it here gives it, `None` when the block neither wrote it
+    /// nor wiped or deleted its account (a helper read it from the same snapshot):
+    /// `storage_now`'s order.
+    pub(crate) fn slot_now(&self, address: &Address, slot: &U256) -> Option<U256> {
+        if let Some(value) = self.changes.storage.get(address).and_then(|slots| slots.get(slot)) {
+            return Some(*value);
+        }
+        (self.changes.wiped.contains(address)
+            || matches!(self.changes.accounts.get(address), Some(None)))
+        .then_some(U256::ZERO)
     }
 
     /// Sizes the block's change maps for `txs` transactions ([`BlockChanges::reserve`]).
@@ -579,6 +593,17 @@ impl<'a> ExecDb<'a> {
         let changed = !matches!(&before, Some(Some(was)) if *was == info);
         Some(Committed { info: Some(info), new_code, changed })
     }
+}
+
+/// An account as a parallel block's committer holds it now ([`ExecDb::account_now`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum AccountNow {
+    /// The block never changed it: every thread reads it from the snapshot.
+    Snapshot,
+    /// What `basic` returns for it (`None`: deleted).
+    Known(Option<AccountInfo>),
+    /// Only `basic` can say.
+    Read,
 }
 
 /// What committing one account left in the block's changes.
@@ -751,7 +776,10 @@ mod tests {
         let mut db = ExecDb::new(store.state_at(0), &mut codes);
         let [paid, token, emptied] = [1u8, 2, 3].map(Address::with_last_byte);
         let slot = |n: u8| U256::from(n);
-        assert!(db.account_from_snapshot(&paid) && db.slot_from_snapshot(&paid, &slot(1)));
+        let from_snapshot = |db: &ExecDb<'_>, address: &Address| {
+            db.account_now(address) == AccountNow::Snapshot
+        };
+        assert!(from_snapshot(&db, &paid) && db.slot_now(&paid, &slot(1)).is_none());
 
         let funded = AccountInfo { balance: U256::from(5u8), ..Default::default() };
         let contract = AccountInfo { nonce: 1, ..Default::default() };
@@ -762,21 +790,22 @@ mod tests {
         state.insert(emptied, touched(AccountInfo::default(), &[]));
         db.commit(state);
 
-        assert!(!db.account_from_snapshot(&paid));
-        assert!(db.slot_from_snapshot(&paid, &slot(1)), "its storage was not written");
-        assert!(!db.account_from_snapshot(&token));
-        assert!(!db.slot_from_snapshot(&token, &slot(1)));
-        assert!(db.slot_from_snapshot(&token, &slot(2)), "another slot of the same account");
-        assert!(!db.account_from_snapshot(&emptied));
-        assert!(!db.slot_from_snapshot(&emptied, &slot(9)), "a deleted account's slots read 0");
-        assert!(db.account_from_snapshot(&Address::with_last_byte(4)));
+        // Nonce 0 and no code: only `basic` knows whether the EIP-7610 marker applies.
+        assert_eq!(db.account_now(&paid), AccountNow::Read);
+        assert!(db.slot_now(&paid, &slot(1)).is_none(), "its storage was not written");
+        assert!(matches!(db.account_now(&token), AccountNow::Known(Some(info)) if info.nonce == 1));
+        assert_eq!(db.slot_now(&token, &slot(1)), Some(U256::from(7u8)));
+        assert!(db.slot_now(&token, &slot(2)).is_none(), "another slot of the same account");
+        assert_eq!(db.account_now(&emptied), AccountNow::Known(None));
+        assert_eq!(db.slot_now(&emptied, &slot(9)), Some(U256::ZERO), "a deleted account's slots");
+        assert!(from_snapshot(&db, &Address::with_last_byte(4)));
 
         // Funded again after its deletion: its old storage stays gone (EIP-161 wiped it).
         let mut state = EvmState::default();
         let funded = AccountInfo { balance: U256::from(1u8), ..Default::default() };
         state.insert(emptied, touched(funded, &[]));
         db.commit(state);
-        assert!(!db.slot_from_snapshot(&emptied, &slot(9)));
+        assert_eq!(db.slot_now(&emptied, &slot(9)), Some(U256::ZERO));
         assert_eq!(db.storage(emptied, slot(9)).expect("read"), U256::ZERO);
         assert!(db.into_changes().into_diff().accounts[&emptied].storage_wiped);
     }

@@ -49,7 +49,7 @@ use std::cell::Cell;
 use std::num::NonZeroUsize;
 use std::panic::AssertUnwindSafe;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -67,7 +67,7 @@ pub(crate) mod published;
 
 use crate::block_exec::BlockEvm;
 use crate::code_cache::CodeL1;
-use crate::exec_db::{BlockChanges, ExecDb};
+use crate::exec_db::{AccountNow, BlockChanges, ExecDb};
 use crate::executor::{ExecConfig, tx_env};
 use published::Published;
 
@@ -178,6 +178,8 @@ pub struct ParallelStats {
     /// The helpers read the block's accounts ahead instead of speculating (a block of plain
     /// transfers: `ReadAhead`).
     pub read_ahead: bool,
+    /// How long the committer waited for helpers' runs still running when it reached them.
+    pub waited: Duration,
     /// How long the block's transaction loop took (its helpers joined), sequential blocks
     /// too: the rest of the block's time is its roots and diff.
     pub loop_time: Duration,
@@ -193,6 +195,7 @@ thread_local! {
             abandoned: 0,
             threads: 0,
             read_ahead: false,
+            waited: Duration::ZERO,
             loop_time: Duration::ZERO,
         })
     };
@@ -244,18 +247,42 @@ pub(crate) struct Speculated {
     helper: Option<usize>,
 }
 
-/// What a claim left on the board for the committer.
-#[derive(Debug)]
-enum Left {
-    /// Not run at all: its sender's previous transaction was not committed when it was
-    /// claimed, so a run would have read a stale nonce ([`Board::follows_uncommitted`]). The
-    /// committer executes it in place without counting a wasted run. Nothing is allocated
-    /// for it, so nothing is freed on another thread than the one that made it.
-    Skipped,
-    /// A run, boxed: some five hundred bytes, which the slots of a big block would otherwise
-    /// hold inline (megabytes for the committer to fault in before the helpers start), and
-    /// each handover would copy.
+/// Where one transaction stands on the board.
+#[derive(Debug, Default)]
+enum Slot {
+    /// No one has taken it: the committer executes it in place when it gets there.
+    #[default]
+    Free,
+    /// A helper is running it.
+    Claimed,
+    /// A helper's run, boxed: some five hundred bytes, which the slots of a big block would
+    /// otherwise hold inline (megabytes for the committer to fault in before the helpers
+    /// start), and each handover would copy.
     Ran(Box<Speculated>),
+    /// The committer got there: it took the run or executes the transaction itself; a run
+    /// handed in now is not wanted (its helper frees it).
+    Done,
+}
+
+/// What the committer found at the transaction it must commit next.
+enum Arrival {
+    /// A helper's run, to validate.
+    Run(Box<Speculated>),
+    /// No helper took it: the committer executes it.
+    Mine,
+    /// A helper is still running it.
+    Busy,
+}
+
+/// What a helper found to claim.
+enum Claim {
+    /// This transaction, now the helper's to run.
+    Run(usize),
+    /// Nothing within reach now; `blocked`: some transaction there follows its sender's
+    /// uncommitted one (a nonce chain).
+    Nothing { blocked: bool },
+    /// Nothing is left to claim in this block.
+    End,
 }
 
 impl Speculated {
@@ -355,14 +382,12 @@ fn one_sender_dominates(txs: &[PooledTx]) -> bool {
 }
 
 /// What one parallel block's threads share, for the block's lifetime only (it lives on the
-/// block executor's stack; the helpers are scoped threads): the claim counter, the finished
-/// speculative runs and the committed values. Its mutexes are the block's own, each held for
+/// block executor's stack; the helpers are scoped threads): each transaction's claim and
+/// finished speculative run, the committer's position and the committed values. Its mutexes are the block's own, each held for
 /// a push, a take, an insert or a lookup; nothing on the request path ever sees them.
 #[derive(Debug)]
 pub(crate) struct Board<'a> {
     txs: &'a [PooledTx],
-    /// The lowest transaction no one has claimed.
-    next: CachePadded<AtomicUsize>,
     /// Every transaction below it is committed (and published).
     position: CachePadded<AtomicUsize>,
     /// How far past `position` a helper may claim.
@@ -370,10 +395,10 @@ pub(crate) struct Board<'a> {
     /// Per transaction, the index of the block's previous transaction from the same sender
     /// (`u32::MAX`: none): the dependency hint that keeps helpers off a nonce chain.
     same_sender_before: Vec<u32>,
-    /// Per transaction, what its claim left: a finished run, or that it was skipped; at
-    /// `slot(index)`, so that neighbouring transactions (one taken by the committer while a
-    /// helper puts the next) do not share a cache line.
-    runs: Vec<Mutex<Option<Left>>>,
+    /// Per transaction, where it stands ([`Slot`]); at `slot(index)`, so that neighbouring
+    /// transactions (one taken by the committer while a helper claims another) do not share
+    /// a cache line.
+    runs: Vec<Mutex<Slot>>,
     /// What the committer committed so far, which helpers read.
     published: Published,
     /// A block of plain transfers: the helpers read its accounts ahead of the committer,
@@ -393,6 +418,9 @@ pub(crate) struct Board<'a> {
     helpers: usize,
     /// Helpers still running.
     live: CachePadded<AtomicUsize>,
+    /// A helper run's usual duration in nanoseconds (0: none measured yet), which bounds how
+    /// long the committer waits for one.
+    run_ns: CachePadded<AtomicU64>,
     stale: bool,
 }
 
@@ -415,13 +443,12 @@ impl<'a> Board<'a> {
         let speculates = read_ahead.is_none();
         Self {
             txs,
-            next: CachePadded::new(AtomicUsize::new(0)),
             position: CachePadded::new(AtomicUsize::new(0)),
             window: HELPER_WINDOW_PER_THREAD * (helpers + 1),
             same_sender_before: if speculates { same_sender_before(txs) } else { Vec::new() },
             // Whole rows of `RUN_STRIDE`, which `slot` spreads the transactions over.
             runs: (0..if speculates { txs.len().div_ceil(RUN_STRIDE) * RUN_STRIDE } else { 0 })
-                .map(|_| Mutex::new(None))
+                .map(|_| Mutex::new(Slot::Free))
                 .collect(),
             published: Published::default(),
             read_ahead,
@@ -430,6 +457,7 @@ impl<'a> Board<'a> {
             hot: CachePadded::new(AtomicBool::new(false)),
             helpers,
             live: CachePadded::new(AtomicUsize::new(helpers)),
+            run_ns: CachePadded::new(AtomicU64::new(0)),
             stale: config.stale_helpers,
         }
     }
@@ -459,9 +487,14 @@ impl<'a> Board<'a> {
                 >= self.position.load(Ordering::Acquire)
     }
 
-    fn claim(&self) -> Option<usize> {
-        let index = self.next.fetch_add(1, Ordering::AcqRel);
-        (index < self.txs.len()).then_some(index)
+    /// Claims `index` for a helper if no one has taken it.
+    fn try_claim(&self, index: usize) -> bool {
+        let mut slot = locked(&self.runs[self.slot(index)]);
+        let free = matches!(*slot, Slot::Free);
+        if free {
+            *slot = Slot::Claimed;
+        }
+        free
     }
 
     /// Where transaction `index`'s claim is kept in `runs`: consecutive transactions
@@ -472,28 +505,51 @@ impl<'a> Board<'a> {
         (index % RUN_STRIDE) * rows + index / RUN_STRIDE
     }
 
-    fn put(&self, index: usize, run: Speculated) {
-        *locked(&self.runs[self.slot(index)]) = Some(Left::Ran(Box::new(run)));
+    /// Hands a helper's run of `index` to the committer; the run comes back when the committer
+    /// no longer wants it (it executed the transaction itself), for the helper to free.
+    fn put(&self, index: usize, run: Box<Speculated>) -> Option<Box<Speculated>> {
+        let mut slot = locked(&self.runs[self.slot(index)]);
+        if matches!(*slot, Slot::Done) {
+            return Some(run);
+        }
+        *slot = Slot::Ran(run);
+        None
     }
 
-    fn skip(&self, index: usize) {
-        *locked(&self.runs[self.slot(index)]) = Some(Left::Skipped);
-    }
-
-    fn take(&self, index: usize) -> Option<Left> {
-        locked(&self.runs[self.slot(index)]).take()
-    }
-
-    /// Waits until the next claim is within the window of the committer's position; false
-    /// when the block's loop ended meanwhile.
-    fn wait_for_window(&self) -> bool {
-        let mut spins = 0u32;
-        while self.next.load(Ordering::Acquire)
-            >= self.position.load(Ordering::Acquire) + self.window
-        {
-            if self.stop.load(Ordering::Acquire) {
-                return false;
+    /// The committer reaches `index`: takes a helper's run of it, or takes the transaction
+    /// when no helper has.
+    fn arrive(&self, index: usize) -> Arrival {
+        let mut slot = locked(&self.runs[self.slot(index)]);
+        match std::mem::replace(&mut *slot, Slot::Done) {
+            Slot::Ran(run) => Arrival::Run(run),
+            // Stale helpers run every transaction: one not claimed yet is theirs to run.
+            Slot::Free if self.stale && self.live.load(Ordering::Acquire) > 0 => {
+                *slot = Slot::Free;
+                Arrival::Busy
             }
+            Slot::Claimed => {
+                *slot = Slot::Claimed;
+                Arrival::Busy
+            }
+            Slot::Free | Slot::Done => Arrival::Mine,
+        }
+    }
+
+    /// The committer stops waiting for a helper's run of `index`: the run if it came in the
+    /// meantime; otherwise the helper will free it.
+    fn give_up(&self, index: usize) -> Option<Box<Speculated>> {
+        match std::mem::replace(&mut *locked(&self.runs[self.slot(index)]), Slot::Done) {
+            Slot::Ran(run) => Some(run),
+            _ => None,
+        }
+    }
+
+    /// Waits until the committer moves past `position` or the block's loop ends.
+    fn wait_past(&self, position: usize) {
+        let mut spins = 0u32;
+        while self.position.load(Ordering::Acquire) == position
+            && !self.stop.load(Ordering::Acquire)
+        {
             spins += 1;
             if spins < 64 {
                 std::hint::spin_loop();
@@ -501,7 +557,6 @@ impl<'a> Board<'a> {
                 std::thread::yield_now();
             }
         }
-        true
     }
 
     /// Whether helpers read the committed values.
@@ -632,10 +687,96 @@ struct Spent {
 /// How far apart consecutive transactions' slots are on the board (`Board::slot`).
 const RUN_STRIDE: usize = 16;
 
-/// How many transactions past the committer's position each thread of a block may have
-/// claimed: a run further ahead would be stale by its commit (a helper faster than the committer
-/// would otherwise run ever further ahead, and every run would conflict).
-const HELPER_WINDOW_PER_THREAD: usize = 2;
+/// How far past the committer's position a helper may claim, per thread of the block: a run
+/// further ahead would read values older by more commits, and conflict more often.
+const HELPER_WINDOW_PER_THREAD: usize = 8;
+
+/// A helper's lead before it has measured one ([`Lead`]).
+const LEAD_START: usize = 2;
+
+/// How far ahead of the committer a helper claims: far enough that its run is done when the
+/// committer gets there, and no further (a run further ahead reads values older by more
+/// commits). Measured by the helper as it goes: its runs' duration over the committer's time
+/// per transaction, plus one.
+#[derive(Debug, Default)]
+struct Lead {
+    /// Moving averages, in nanoseconds (0: not measured yet).
+    run_ns: u64,
+    tx_ns: u64,
+    /// When the committer was last seen to move, and where it was.
+    seen: Option<(Instant, usize)>,
+}
+
+impl Lead {
+    fn average(old: u64, new: u64) -> u64 {
+        if old == 0 { new } else { old - old / 4 + new / 4 }
+    }
+
+    /// Notes the committer at `position` at `now`.
+    fn committer_at(&mut self, now: Instant, position: usize) {
+        match self.seen {
+            Some((then, at)) if position > at => {
+                let per_tx = now.saturating_duration_since(then).as_nanos() / (position - at) as u128;
+                self.tx_ns = Self::average(self.tx_ns, u64::try_from(per_tx).unwrap_or(u64::MAX));
+                self.seen = Some((now, position));
+            }
+            Some(_) => {}
+            None => self.seen = Some((now, position)),
+        }
+    }
+
+    /// Notes that a run took `took`.
+    fn ran(&mut self, took: Duration) {
+        let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.run_ns = Self::average(self.run_ns, took);
+    }
+
+    /// Transactions past the committer's position to claim at, under `window`.
+    fn get(&self, window: usize) -> usize {
+        let lead = if self.run_ns == 0 || self.tx_ns == 0 {
+            LEAD_START
+        } else {
+            usize::try_from(self.run_ns / self.tx_ns).unwrap_or(usize::MAX).saturating_add(2)
+        };
+        lead.clamp(1, window.saturating_sub(1).max(1))
+    }
+}
+
+/// A helper's claims: where it may claim next, and how far ahead.
+#[derive(Debug, Default)]
+struct Claims {
+    /// Past the helper's last claim.
+    cursor: usize,
+    lead: Lead,
+}
+
+impl Claims {
+    /// The first transaction from the helper's lead ahead of `position` that no one took and
+    /// that does not follow its sender's uncommitted one, within the board's window. Stale
+    /// helpers take every transaction in order.
+    fn next(&mut self, board: &Board<'_>, position: usize) -> Claim {
+        let len = board.txs.len();
+        if self.cursor.max(position + 1) >= len {
+            return Claim::End;
+        }
+        let (from, to) = if board.stale {
+            (self.cursor, len)
+        } else {
+            let from = self.cursor.max(position + self.lead.get(board.window));
+            (from, (position + board.window).min(len))
+        };
+        let mut blocked = false;
+        for index in from..to {
+            if board.follows_uncommitted(index) {
+                blocked = true;
+            } else if board.try_claim(index) {
+                self.cursor = index + 1;
+                return Claim::Run(index);
+            }
+        }
+        Claim::Nothing { blocked }
+    }
+}
 
 /// Everything a helper needs to build its block EVM.
 pub(crate) struct SpecInput<'a> {
@@ -684,41 +825,48 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
     // What the committer handed back, taken in exchange for these emptied vectors: both
     // keep their capacity, so neither side allocates to hand runs over.
     let mut freed = Spent::default();
-    // Claims skipped in a row: a run of one sender's transactions (a nonce chain), which the
-    // committer executes in place one by one. Claiming on meanwhile takes the counters' cache
-    // lines from the committer at every transaction for nothing: pause instead.
-    let mut skipped = 0usize;
+    let mut claims = Claims::default();
+    // Looks in a row that found nothing to claim but one sender's next transactions (a nonce
+    // chain, which the committer executes in place one by one). Looking again at every
+    // commit takes the position's cache line from the committer for nothing: pause instead.
+    let mut blocked = 0usize;
     while !board.stop.load(Ordering::Acquire) {
         // Free what the committer is done with, here where it was allocated.
         std::mem::swap(&mut *locked(&board.spent[me]), &mut freed);
         freed.runs.clear();
         freed.states.clear();
-        if board.hot.load(Ordering::Acquire) || skipped >= SKIP_STREAK {
-            skipped = 0;
+        if board.hot.load(Ordering::Acquire) || blocked >= SKIP_STREAK {
+            blocked = 0;
             std::thread::sleep(HOT_PAUSE);
             continue;
         }
-        if !board.stale && !board.wait_for_window() {
-            break;
-        }
-        let Some(index) = board.claim() else { break };
-        if board.follows_uncommitted(index) {
-            board.skip(index);
-            skipped += 1;
-            continue;
-        }
-        skipped = 0;
+        let position = board.position.load(Ordering::Acquire);
+        let started = Instant::now();
+        claims.lead.committer_at(started, position);
+        let index = match claims.next(board, position) {
+            Claim::Run(index) => index,
+            Claim::End => break,
+            Claim::Nothing { blocked: chain } => {
+                blocked = if chain { blocked + 1 } else { 0 };
+                board.wait_past(position);
+                continue;
+            }
+        };
+        blocked = 0;
         let pooled = &board.txs[index];
         // The run reads the committed values as they are at each read; the committer compares
         // each value it read of a key the block wrote (`Committer::validate`).
         let run = std::panic::catch_unwind(AssertUnwindSafe(|| speculate(&mut evm, pooled)));
         let Ok(mut run) = run else {
             // The EVM may be left half-way: give the transaction back to the committer, stop.
-            board.put(index, Speculated::failed());
+            board.put(index, Box::new(Speculated::failed()));
             break;
         };
+        claims.lead.ran(started.elapsed());
+        board.run_ns.store(claims.lead.run_ns, Ordering::Relaxed);
         run.helper = Some(me);
-        board.put(index, run);
+        // A run the committer no longer wants is freed here.
+        drop(board.put(index, Box::new(run)));
     }
 }
 
@@ -728,22 +876,24 @@ const HOT_STREAK: usize = 3;
 /// each time it is entered again, halved by each run that validates.
 const HOT_BACKOFF_MIN: usize = 32;
 const HOT_BACKOFF_MAX: usize = 1024;
-/// How long the committer waits for a helper's run of the transaction it must commit next,
-/// when it has nothing else to do, before it executes the transaction itself: a few cheap
-/// transactions' worth, so a helper that lost its core costs little.
+/// The least the committer waits for a helper's run of the transaction it must commit next
+/// (the helper's lead fell short) before it executes the transaction itself: a few cheap
+/// transactions' worth; twice a run's usual time when that is longer.
 const HELPER_WAIT: Duration = Duration::from_micros(20);
 /// Wasted runs after which a block where they outnumber the validated ones continues
 /// without helpers.
 const GIVE_UP_WASTED: usize = 24;
-/// Transactions in a row helpers skipped (one sender's nonce chain) after which the block
-/// continues without helpers: enough that a few senders' interleaved chains keep them.
-const GIVE_UP_SKIPPED: usize = 64;
+/// Transactions in a row the committer executed in place because each follows its sender's
+/// transaction within the helpers' window (one sender's nonce chain, which no helper can run
+/// ahead of) after which the block continues without helpers: enough that a few senders'
+/// interleaved chains keep them.
+const GIVE_UP_CHAINED: usize = 64;
 /// How long a helper sleeps between looks while the committer is in hot mode.
 const HOT_PAUSE: Duration = Duration::from_micros(50);
-/// Claims a helper skips in a row (each follows its sender's uncommitted transaction) before
-/// it pauses for `HOT_PAUSE`: a window's worth, so that a block of one sender's transactions
-/// costs the committer no more than a sequential block does.
-const SKIP_STREAK: usize = 2 * HELPER_WINDOW_PER_THREAD;
+/// Looks in a row in which a helper found nothing to claim but transactions that follow their
+/// sender's uncommitted one, before it pauses for `HOT_PAUSE`: so that a block of one
+/// sender's transactions costs the committer no more than a sequential block does.
+const SKIP_STREAK: usize = 8;
 
 /// The commit side of a parallel block, on the block's executor: validates each transaction's
 /// speculative run in block order, or executes it in place.
@@ -760,8 +910,9 @@ pub(crate) struct Committer<'b, 'a> {
     backoff: usize,
     /// Wasted runs in this block (failed or abandoned).
     wasted: usize,
-    /// Transactions in a row a helper skipped (each followed its sender's uncommitted one).
-    skipped: usize,
+    /// Transactions in a row executed in place that no helper could run ahead (each follows
+    /// its sender's transaction within the window).
+    chained: usize,
     /// The helpers were stopped for the rest of the block: it runs sequentially.
     alone: bool,
 }
@@ -782,7 +933,7 @@ impl<'b, 'a> Committer<'b, 'a> {
             hot_left: 0,
             backoff: HOT_BACKOFF_MIN,
             wasted: 0,
-            skipped: 0,
+            chained: 0,
             // A block that reads ahead speculates nothing: the committer executes every
             // transaction, as when the helpers are stopped.
             alone: board.read_ahead.is_some(),
@@ -803,8 +954,6 @@ impl<'b, 'a> Committer<'b, 'a> {
         pooled: &PooledTx,
     ) -> Result<(ExecutionResult, Option<Bloom>), EVMError<StorageError>> {
         let board = self.board;
-        // Skipped transactions are no one's to run any more.
-        board.next.fetch_max(index, Ordering::AcqRel);
         let executed = self.execute(evm, index, pooled);
         let result = executed.map(|(ResultAndState { result, state }, bloom, helper)| {
             let db = &mut evm.ctx.journaled_state.database;
@@ -833,102 +982,108 @@ impl<'b, 'a> Committer<'b, 'a> {
         pooled: &PooledTx,
     ) -> Result<(ResultAndState, Option<Bloom>, Option<usize>), EVMError<StorageError>> {
         let board = self.board;
-        if self.alone {
-            self.stats.direct += 1;
+        if let Some(mut run) = self.helper_run(index) {
+            self.chained = 0;
+            self.stats.speculated += 1;
+            let db = &mut evm.ctx.journaled_state.database;
+            let bloom = run.bloom;
+            let helper = run.helper;
+            let validated = self.validate(db, &mut run).map_err(EVMError::Database);
+            if let Some(helper) = helper {
+                locked(&board.spent[helper]).runs.push(run);
+            }
+            if let Some(outcome) = validated? {
+                self.streak = 0;
+                // One run that validates among frequent conflicts (a hot contract, where a
+                // helper's run now and then lands right after the commit it needed) must not
+                // restart the back-off from its shortest: halve it.
+                self.backoff = (self.backoff / 2).max(HOT_BACKOFF_MIN);
+                self.set_hot(0);
+                return Ok((outcome, Some(bloom), helper));
+            }
+            self.stats.reexecuted += 1;
+            self.wasted();
             return evm.transact(tx_env(pooled)).map(|outcome| (outcome, None, None));
-        }
-        let mut waiting: Option<Instant> = None;
-        let mut spins = 0u32;
-        loop {
-            if let Some(left) = board.take(index) {
-                let Left::Ran(mut run) = left else {
-                    // Its sender's previous transaction was pending at the claim: no run to
-                    // check, and none wasted. A long run of those is one sender's nonce chain,
-                    // which no helper can run ahead of: the rest of the block is better run
-                    // alone, without publishing every commit for helpers that only skip.
-                    self.stats.direct += 1;
-                    self.skipped += 1;
-                    if self.skipped >= GIVE_UP_SKIPPED {
-                        self.go_alone();
-                    }
-                    return evm.transact(tx_env(pooled)).map(|outcome| (outcome, None, None));
-                };
-                self.skipped = 0;
-                self.stats.speculated += 1;
-                let db = &mut evm.ctx.journaled_state.database;
-                let bloom = run.bloom;
-                let helper = run.helper;
-                let validated = self.validate(db, &mut run).map_err(EVMError::Database);
-                if let Some(helper) = helper {
-                    locked(&board.spent[helper]).runs.push(run);
-                }
-                if let Some(outcome) = validated? {
-                    self.streak = 0;
-                    // One run that validates among frequent conflicts (a hot contract, where a
-                    // helper's run now and then lands right after the commit it needed) must
-                    // not restart the back-off from its shortest: halve it.
-                    self.backoff = (self.backoff / 2).max(HOT_BACKOFF_MIN);
-                    self.set_hot(0);
-                    return Ok((outcome, Some(bloom), helper));
-                }
-                self.stats.reexecuted += 1;
-                self.wasted();
-                return evm.transact(tx_env(pooled)).map(|outcome| (outcome, None, None));
-            }
-            if board.stale {
-                // The helpers run every transaction; wait for this one unless none is left.
-                if board.live.load(Ordering::Acquire) == 0 {
-                    break;
-                }
-                std::thread::yield_now();
-                continue;
-            }
-            if board
-                .next
-                .compare_exchange(index, index + 1, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                break;
-            }
-            // A helper is running `index`. When conflicts are frequent its run is likely stale:
-            // execute here.
-            if self.hot_left > 0 {
-                self.stats.abandoned += 1;
-                break;
-            }
-            // Meanwhile, speculate the next unclaimed transaction within the window (further
-            // ahead, a run would be stale by its commit).
-            if board.next.load(Ordering::Acquire) < index + board.window
-                && let Some(ahead) = board.claim()
-            {
-                if board.follows_uncommitted(ahead) {
-                    board.skip(ahead);
-                } else {
-                    board.put(ahead, speculate(evm, &board.txs[ahead]));
-                }
-                continue;
-            }
-            // Nothing else to do: wait a little for the helper's run, which is cheaper than
-            // running it again. A helper that does not deliver in time has likely lost its core
-            // (a busy machine): execute here and count its run as wasted, so that repeated
-            // misses pause the helpers as conflicts do.
-            let started = *waiting.get_or_insert_with(Instant::now);
-            spins += 1;
-            if !spins.is_multiple_of(64) {
-                std::hint::spin_loop();
-            } else if started.elapsed() > HELPER_WAIT {
-                self.stats.abandoned += 1;
-                self.wasted();
-                break;
-            } else {
-                std::thread::yield_now();
-            }
         }
         self.stats.direct += 1;
         if self.hot_left > 0 {
             self.set_hot(self.hot_left - 1);
+        } else if !self.alone {
+            self.note_chain(index);
         }
         evm.transact(tx_env(pooled)).map(|outcome| (outcome, None, None))
+    }
+
+    /// A helper's run of `index`, waiting a little for one still running; `None` when no
+    /// helper took `index` (the committer executes it).
+    fn helper_run(&mut self, index: usize) -> Option<Box<Speculated>> {
+        let board = self.board;
+        if self.alone {
+            return None;
+        }
+        let mut waiting: Option<Instant> = None;
+        let mut spins = 0u32;
+        loop {
+            match board.arrive(index) {
+                Arrival::Run(run) => {
+                    self.stats.waited += waiting.map_or(Duration::ZERO, |w| w.elapsed());
+                    return Some(run);
+                }
+                Arrival::Mine => return None,
+                Arrival::Busy => {}
+            }
+            if board.stale {
+                // The helpers run every transaction: wait for this one unless none is left.
+                if board.live.load(Ordering::Acquire) == 0 {
+                    return board.give_up(index);
+                }
+                std::thread::yield_now();
+                continue;
+            }
+            // When conflicts are frequent the helper's run is likely stale: execute here.
+            if self.hot_left > 0 {
+                let run = board.give_up(index);
+                self.stats.abandoned += usize::from(run.is_none());
+                return run;
+            }
+            // Wait for the helper's run, which is cheaper than running it again: it started
+            // before the committer got here, so it is usually nearly done. A helper that does
+            // not deliver within twice a run's usual time has likely lost its core (a busy
+            // machine): execute here and count its run as wasted, so that repeated misses
+            // pause the helpers as conflicts do.
+            let started = *waiting.get_or_insert_with(Instant::now);
+            spins += 1;
+            if !spins.is_multiple_of(64) {
+                std::hint::spin_loop();
+                continue;
+            }
+            let patience =
+                HELPER_WAIT.max(Duration::from_nanos(board.run_ns.load(Ordering::Relaxed)) * 2);
+            let waited = started.elapsed();
+            if waited > patience {
+                self.stats.waited += waited;
+                let run = board.give_up(index);
+                if run.is_none() {
+                    self.stats.abandoned += 1;
+                    self.wasted();
+                }
+                return run;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Counts `index`, executed in place, toward a nonce chain when it follows its sender's
+    /// transaction within the helpers' window (no helper could run it ahead); a long chain
+    /// is better run alone, without publishing every commit for helpers that cannot use it.
+    fn note_chain(&mut self, index: usize) {
+        let before = self.board.same_sender_before.get(index).copied().unwrap_or(u32::MAX);
+        let near = before != u32::MAX
+            && index.saturating_sub(usize::try_from(before).unwrap_or(0)) <= self.board.window;
+        self.chained = if near { self.chained + 1 } else { 0 };
+        if self.chained >= GIVE_UP_CHAINED {
+            self.go_alone();
+        }
     }
 
     /// A helper's run was wasted (it failed validation, or the committer executed its
@@ -989,10 +1144,11 @@ impl<'b, 'a> Committer<'b, 'a> {
                 coinbase_read.get_or_insert(seen.as_ref().map_or(U256::ZERO, |i| i.balance));
             }
             // What the block never wrote reads as the snapshot does on every thread.
-            if db.account_from_snapshot(address) {
-                continue;
-            }
-            let now = db.basic(*address)?;
+            let now = match db.account_now(address) {
+                AccountNow::Snapshot => continue,
+                AccountNow::Known(now) => now,
+                AccountNow::Read => db.basic(*address)?,
+            };
             if lazy {
                 coinbase_now = Some(now.as_ref().map_or(U256::ZERO, |i| i.balance));
             }
@@ -1002,7 +1158,7 @@ impl<'b, 'a> Committer<'b, 'a> {
             }
         }
         for (address, slot, seen) in &run.slots {
-            if !db.slot_from_snapshot(address, slot) && db.storage(*address, *slot)? != *seen {
+            if db.slot_now(address, slot).is_some_and(|now| now != *seen) {
                 return Ok(None);
             }
         }
