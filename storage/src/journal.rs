@@ -590,14 +590,31 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> StorageError + '_ {
 mod tests {
     use super::*;
 
-    fn temp_dir(name: &str) -> PathBuf {
+    /// A scratch directory, removed when dropped (however the test ends).
+    struct TempDir(PathBuf);
+
+    impl std::ops::Deref for TempDir {
+        type Target = Path;
+
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            std::fs::remove_dir_all(&self.0).ok();
+        }
+    }
+
+    fn temp_dir(name: &str) -> TempDir {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         let dir = std::env::temp_dir()
             .join(format!("hearth-journal-{name}-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
-        dir
+        TempDir(dir)
     }
 
     fn store() -> sled::Db {
@@ -658,7 +675,6 @@ mod tests {
         assert_eq!(get(&fresh, b"d").as_deref(), Some(&b"4"[..]), "the deferred commit too");
         assert_eq!(committed_seq(&fresh).unwrap(), 3);
         assert_eq!(journal_len(&dir), 0, "emptied once replayed");
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
@@ -684,7 +700,6 @@ mod tests {
         let db = store();
         assert_eq!(open(&dir, &db).expect("journal").1, 0);
         assert_eq!(get(&db, b"k"), None, "a record failing its checksum is not applied");
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
@@ -716,7 +731,6 @@ mod tests {
         let db = store();
         assert_eq!(open(&dir, &db).expect("journal").1, 0);
         assert_eq!(get(&db, b"k"), None);
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
@@ -760,7 +774,6 @@ mod tests {
         db.insert(layout::COMMIT_SEQ_KEY, &1u64.to_be_bytes()).unwrap();
         open(&dir, &db).expect("journal");
         assert!(get(&db, &account).is_some());
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
@@ -792,7 +805,6 @@ mod tests {
         assert!(journal.commit(batch(&[(b"z", Some(b"w"))]), Recovery::Block, false).is_err());
         drop(journal);
         assert!(journal_len(&dir) > 0, "not emptied at drop either");
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     /// The state `ops` leaves when applied in order to a store holding `before`.
@@ -857,7 +869,6 @@ mod tests {
                 got.retain(|(key, _)| key != b"z");
                 assert_eq!(got, whole, "cut at {cut}, {recovery:?}");
                 assert_eq!(committed_seq(&db).unwrap(), 3);
-                std::fs::remove_dir_all(&dir).ok();
             }
         }
     }
@@ -877,7 +888,6 @@ mod tests {
             assert!(journal.commit(batch(&[(b"k", None)]), recovery, false).is_err());
             assert_eq!(get(&db, layout::PENDING_KEY).is_some(), marked, "{recovery:?}");
             std::mem::forget(journal);
-            std::fs::remove_dir_all(&dir).ok();
         }
     }
 }
