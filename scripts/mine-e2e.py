@@ -44,6 +44,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -86,8 +87,10 @@ class Node:
     def __init__(self, binary, port, mode, accounts, exec_threads=None):
         self.url = f"http://127.0.0.1:{port}"
         self.log = tempfile.NamedTemporaryFile(prefix=f"mine-e2e-{mode}-", suffix=".log", delete=False)
-        env = dict(os.environ, RUST_LOG="warn,actors::miner=debug,actors::state=debug")
-        env["HOME"] = tempfile.mkdtemp(prefix="mine-e2e-home-")
+        env = dict(os.environ,
+                   RUST_LOG="warn,actors::miner=debug,actors::state=debug,actors::block_exec=debug")
+        self.home = tempfile.mkdtemp(prefix="mine-e2e-home-")
+        env["HOME"] = self.home
         self.process = subprocess.Popen(
             [binary, "-p", str(port), "--no-mining", "--gas-limit", str(GAS_LIMIT),
              "--accounts", str(accounts), "--exec.parallel", mode, "--log.format", "json",
@@ -106,6 +109,7 @@ class Node:
                 time.sleep(0.05)
         self.accounts = rpc(self.url, "eth_accounts", [])
         self.mined = 0
+        self.parallel = {}
 
     def mine(self):
         """Mines one block at a fixed timestamp, so every mode builds the same chain."""
@@ -119,6 +123,10 @@ class Node:
         except subprocess.TimeoutExpired:
             self.process.kill()
         self.log.close()
+        # The log is kept only when asked (MINE_E2E_KEEP_LOGS=1) or when the node failed.
+        if not os.environ.get("MINE_E2E_KEEP_LOGS") and self.process.returncode in (0, -15):
+            os.unlink(self.log.name)
+        shutil.rmtree(self.home, ignore_errors=True)
 
     def timings(self):
         """The last block's split from the node's debug log (µs)."""
@@ -134,6 +142,9 @@ class Node:
                 fields = entry.get("fields", {})
                 if fields.get("message") == "block timings":
                     miner = fields
+                elif fields.get("message") == "parallel block":
+                    # The timed block's executor split (logged before the miner's timings).
+                    self.parallel = fields
                 elif fields.get("message") == "block write timings":
                     state = fields
         return miner, state
@@ -217,6 +228,7 @@ def run_one(binary, port, mode, name, bench, exec_threads=None):
         if len(block["transactions"]) != len(txs):
             raise RuntimeError(f"{name}/{mode}: block has {len(block['transactions'])} of {len(txs)} txs")
         miner, state = node.timings()
+        miner = dict(miner, parallel=node.parallel)
         return ms, len(txs), block["stateRoot"], block["transactionsRoot"], miner, state
     finally:
         node.stop()
@@ -258,7 +270,11 @@ def main():
                 ms, txs, root, txroot, miner, state = run_one(binary, args.port_base, flag, name, bench, threads)
                 samples[mode].append((ms, miner, state))
                 roots.add((root, txroot))
-                print(f"# {name} round {round_ + 1} {mode}: {ms:.1f} ms state {root[:12]} txs {txroot[:12]}", file=sys.stderr, flush=True)
+                par = miner.get("parallel") or {}
+                split = " ".join(f"{k}={par[k]}" for k in ("read_ahead", "validated", "reexecuted", "direct",
+                                                           "abandoned", "waited_us", "loop_us") if k in par)
+                print(f"# {name} round {round_ + 1} {mode}: {ms:.1f} ms state {root[:12]} txs {txroot[:12]}"
+                      f"{' parallel: ' + split if split else ''}", file=sys.stderr, flush=True)
         for mode in modes:
             runs = samples[mode]
             med = lambda key, src: statistics.median(float(r[src].get(key, 0)) for r in runs) / 1000

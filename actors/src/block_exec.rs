@@ -473,6 +473,21 @@ pub(crate) fn execute_block(
         }
     }
     let loop_time = loop_started.elapsed();
+    if let Some(stats) = &stats {
+        tracing::debug!(
+            target: "actors::block_exec",
+            txs = txs.len(),
+            threads = stats.threads,
+            read_ahead = stats.read_ahead,
+            validated = stats.speculated - stats.reexecuted,
+            reexecuted = stats.reexecuted,
+            direct = stats.direct,
+            abandoned = stats.abandoned,
+            waited_us = stats.waited.as_micros() as u64,
+            loop_us = loop_time.as_micros() as u64,
+            "parallel block"
+        );
+    }
     crate::parallel::set_last_stats(crate::parallel::ParallelStats {
         loop_time,
         ..stats.unwrap_or_default()

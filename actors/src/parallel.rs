@@ -1,31 +1,37 @@
-//! Parallel block execution: transactions claimed in block order by several threads, each run
-//! speculatively against the block's state as committed so far, then validated and committed in
-//! block order, with exactly the results of sequential execution.
+//! Parallel block execution: helper threads run a block's transactions speculatively a little
+//! ahead of its executor, against the block's state as committed so far; the executor validates
+//! and commits them in block order and executes the rest itself, with exactly the results of
+//! sequential execution.
 //!
 //! How a block runs when it is executed in parallel (`execute_block` decides when):
 //!
-//! 1. **Claim in block order.** The block's executor (the committer) and `threads - 1` helper
-//!    threads (scoped, living for the block) take transaction indexes from one counter
-//!    (`Board`), so at any moment the threads run neighbouring transactions.
+//! 1. **Claim ahead.** `threads - 1` helper threads (scoped, living for the block) each claim
+//!    the first transaction no one took at a lead ahead of the committer's position (`Claims`,
+//!    `Lead`: the helper's measured run time over the committer's measured time per
+//!    transaction, plus one), so that the run is done when the committer gets there, and no
+//!    further (a run further ahead reads values older by more commits).
 //! 2. **Speculate on what is committed.** A helper reads the block's state through `Published`
 //!    (the block's multi-version memory: the newest committed version of each key, which the
 //!    committer publishes after each commit) before the block's start state, so a run sees the
 //!    transactions committed up to each of its reads. The run records every account and slot
 //!    it read and keeps its result and state changes. Nothing else is shared.
-//! 3. **Validate and commit in block order** (on the block's executor, in the one sequential
-//!    loop of `block_exec.rs`). At transaction `i` the committer commits its speculative run if
-//!    every key it read that the block wrote (the committer's own changes say which: a key
-//!    the block never wrote reads from the start state on every thread) still holds the value
-//!    read; otherwise it executes `i` again, there. With no run ready, the committer executes
-//!    `i` itself when no one claimed it; when a helper is running it, the committer meanwhile
-//!    speculates the next unclaimed transaction on its own EVM (without committing), or waits
-//!    a little for the helper's run. EVM execution is a function of the values read, so a run
-//!    whose reads all match produces exactly what sequential execution produces at `i`.
+//! 3. **Validate and commit in block order** (on the block's executor, the committer, in the
+//!    one sequential loop of `block_exec.rs`). At transaction `i` the committer commits a
+//!    helper's run if every key it read that the block wrote (the committer's own changes say
+//!    which: a key the block never wrote reads from the start state on every thread) still
+//!    holds the value read; otherwise it executes `i` again, there. A transaction no helper
+//!    took it executes itself; one a helper is still running it waits for. EVM execution is a
+//!    function of the values read, so a run whose reads all match produces exactly what
+//!    sequential execution produces at `i`.
+//!
+//! The committer never speculates: a run it made would cost it the run and then its commit,
+//! where executing in place costs the execution only. The two sides split the block by speed:
+//! the helper takes what it can finish in time, the committer the rest.
 //!
 //! A run reads what is committed while it runs, so a transaction conflicts only with the few
 //! neighbours still in flight: ERC-20 transfers among 1,000 holders rarely do. When neighbours
 //! conflict often (a hot contract, a chain of dependent transfers, one sender's nonces), the
-//! committer stops speculating and executes each transaction in place as sequential execution
+//! committer stops taking runs and executes each transaction in place as sequential execution
 //! would (`Committer`'s hot mode, left after a back-off or when a run validates) and the
 //! helpers pause: such a block costs a few wasted runs per back-off, not the committer's time.
 //!
@@ -243,8 +249,8 @@ pub(crate) struct Speculated {
     slots: Vec<(Address, U256, U256)>,
     /// Whether it observed the coinbase in a way its balance could matter.
     observes_coinbase: bool,
-    /// The helper that ran it (`None`: the committer's own look-ahead), which frees it.
-    helper: Option<usize>,
+    /// The helper that ran it, which frees it.
+    helper: usize,
 }
 
 /// Where one transaction stands on the board.
@@ -286,20 +292,20 @@ enum Claim {
 }
 
 impl Speculated {
-    const fn failed() -> Self {
+    const fn failed(helper: usize) -> Self {
         Self {
             outcome: None,
             bloom: Bloom::ZERO,
             accounts: Vec::new(),
             slots: Vec::new(),
             observes_coinbase: true,
-            helper: None,
+            helper,
         }
     }
 }
 
-/// Runs `pooled` on `evm` without committing, recording what it read.
-fn speculate(evm: &mut BlockEvm<'_, ()>, pooled: &PooledTx) -> Speculated {
+/// Runs `pooled` on `evm` (helper `helper`'s) without committing, recording what it read.
+fn speculate(evm: &mut BlockEvm<'_, ()>, pooled: &PooledTx, helper: usize) -> Speculated {
     let coinbase = evm.ctx.block.beneficiary;
     let named = pooled.sender == coinbase
         || pooled.tx.kind().to().is_none_or(|to| *to == coinbase)
@@ -320,7 +326,7 @@ fn speculate(evm: &mut BlockEvm<'_, ()>, pooled: &PooledTx) -> Speculated {
         accounts: log.accounts,
         slots: log.slots,
         observes_coinbase,
-        helper: None,
+        helper,
     }
 }
 
@@ -856,15 +862,14 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
         let pooled = &board.txs[index];
         // The run reads the committed values as they are at each read; the committer compares
         // each value it read of a key the block wrote (`Committer::validate`).
-        let run = std::panic::catch_unwind(AssertUnwindSafe(|| speculate(&mut evm, pooled)));
-        let Ok(mut run) = run else {
+        let run = std::panic::catch_unwind(AssertUnwindSafe(|| speculate(&mut evm, pooled, me)));
+        let Ok(run) = run else {
             // The EVM may be left half-way: give the transaction back to the committer, stop.
-            board.put(index, Box::new(Speculated::failed()));
+            board.put(index, Box::new(Speculated::failed(me)));
             break;
         };
         claims.lead.ran(started.elapsed());
         board.run_ns.store(claims.lead.run_ns, Ordering::Relaxed);
-        run.helper = Some(me);
         // A run the committer no longer wants is freed here.
         drop(board.put(index, Box::new(run)));
     }
@@ -989,9 +994,7 @@ impl<'b, 'a> Committer<'b, 'a> {
             let bloom = run.bloom;
             let helper = run.helper;
             let validated = self.validate(db, &mut run).map_err(EVMError::Database);
-            if let Some(helper) = helper {
-                locked(&board.spent[helper]).runs.push(run);
-            }
+            locked(&board.spent[helper]).runs.push(run);
             if let Some(outcome) = validated? {
                 self.streak = 0;
                 // One run that validates among frequent conflicts (a hot contract, where a
@@ -999,7 +1002,7 @@ impl<'b, 'a> Committer<'b, 'a> {
                 // restart the back-off from its shortest: halve it.
                 self.backoff = (self.backoff / 2).max(HOT_BACKOFF_MIN);
                 self.set_hot(0);
-                return Ok((outcome, Some(bloom), helper));
+                return Ok((outcome, Some(bloom), Some(helper)));
             }
             self.stats.reexecuted += 1;
             self.wasted();
