@@ -776,9 +776,8 @@ mod tests {
         let mut db = ExecDb::new(store.state_at(0), &mut codes);
         let [paid, token, emptied] = [1u8, 2, 3].map(Address::with_last_byte);
         let slot = |n: u8| U256::from(n);
-        let from_snapshot = |db: &ExecDb<'_>, address: &Address| {
-            db.account_now(address) == AccountNow::Snapshot
-        };
+        let from_snapshot =
+            |db: &ExecDb<'_>, address: &Address| db.account_now(address) == AccountNow::Snapshot;
         assert!(from_snapshot(&db, &paid) && db.slot_now(&paid, &slot(1)).is_none());
 
         let funded = AccountInfo { balance: U256::from(5u8), ..Default::default() };

@@ -427,6 +427,10 @@ pub(crate) struct Board<'a> {
     /// A helper run's usual duration in nanoseconds (0: none measured yet), which bounds how
     /// long the committer waits for one.
     run_ns: CachePadded<AtomicU64>,
+    /// Times the committer waited at least `HELPER_WAIT` for a helper's run still going: the
+    /// helpers space their claims out when it grows (`Claims::gap`). Shorter waits, on cheap
+    /// transactions, cost less than the conflicts that claims further ahead would bring.
+    waits: CachePadded<AtomicUsize>,
     stale: bool,
 }
 
@@ -464,6 +468,7 @@ impl<'a> Board<'a> {
             helpers,
             live: CachePadded::new(AtomicUsize::new(helpers)),
             run_ns: CachePadded::new(AtomicU64::new(0)),
+            waits: CachePadded::new(AtomicUsize::new(0)),
             stale: config.stale_helpers,
         }
     }
@@ -722,7 +727,8 @@ impl Lead {
     fn committer_at(&mut self, now: Instant, position: usize) {
         match self.seen {
             Some((then, at)) if position > at => {
-                let per_tx = now.saturating_duration_since(then).as_nanos() / (position - at) as u128;
+                let per_tx =
+                    now.saturating_duration_since(then).as_nanos() / (position - at) as u128;
                 self.tx_ns = Self::average(self.tx_ns, u64::try_from(per_tx).unwrap_or(u64::MAX));
                 self.seen = Some((now, position));
             }
@@ -754,7 +760,19 @@ struct Claims {
     /// Past the helper's last claim.
     cursor: usize,
     lead: Lead,
+    /// Transactions left to the committer between two of this helper's claims. A helper that
+    /// claims on right after its last claim hands the committer runs faster than it makes
+    /// them when its runs cost what the committer's executions do (heavy calls): the committer
+    /// then catches up and waits. Each wait it reports (`Board::waits`) widens the gap by one;
+    /// `GAP_EASE` looks without one narrow it again.
+    gap: usize,
+    /// `Board::waits` when last looked at, and looks since the gap last changed.
+    waits_seen: usize,
+    calm: usize,
 }
+
+/// Looks for a claim without a wait of the committer after which a helper narrows its gap.
+const GAP_EASE: usize = 32;
 
 impl Claims {
     /// The first transaction from the helper's lead ahead of `position` that no one took and
@@ -768,7 +786,8 @@ impl Claims {
         let (from, to) = if board.stale {
             (self.cursor, len)
         } else {
-            let from = self.cursor.max(position + self.lead.get(board.window));
+            self.adjust_gap(board.waits.load(Ordering::Acquire));
+            let from = (self.cursor + self.gap).max(position + self.lead.get(board.window));
             (from, (position + board.window).min(len))
         };
         let mut blocked = false;
@@ -781,6 +800,22 @@ impl Claims {
             }
         }
         Claim::Nothing { blocked }
+    }
+
+    /// Widens the gap when the committer waited since the last look (`waits`), narrows it
+    /// after `GAP_EASE` looks without.
+    fn adjust_gap(&mut self, waits: usize) {
+        if waits != self.waits_seen {
+            self.waits_seen = waits;
+            self.gap = (self.gap + 1).min(HELPER_WINDOW_PER_THREAD);
+            self.calm = 0;
+        } else {
+            self.calm += 1;
+            if self.calm >= GAP_EASE {
+                self.gap = self.gap.saturating_sub(1);
+                self.calm = 0;
+            }
+        }
     }
 }
 
@@ -1029,7 +1064,12 @@ impl<'b, 'a> Committer<'b, 'a> {
         loop {
             match board.arrive(index) {
                 Arrival::Run(run) => {
-                    self.stats.waited += waiting.map_or(Duration::ZERO, |w| w.elapsed());
+                    let waited = waiting.map_or(Duration::ZERO, |w| w.elapsed());
+                    self.stats.waited += waited;
+                    // A long wait says the helpers claim too close together (heavy calls).
+                    if waited >= HELPER_WAIT {
+                        board.waits.fetch_add(1, Ordering::AcqRel);
+                    }
                     return Some(run);
                 }
                 Arrival::Mine => return None,
@@ -1065,6 +1105,7 @@ impl<'b, 'a> Committer<'b, 'a> {
             let waited = started.elapsed();
             if waited > patience {
                 self.stats.waited += waited;
+                board.waits.fetch_add(1, Ordering::AcqRel);
                 let run = board.give_up(index);
                 if run.is_none() {
                     self.stats.abandoned += 1;
@@ -1203,4 +1244,112 @@ fn same_but_balance(a: &Option<AccountInfo>, b: &Option<AccountInfo>) -> bool {
         x.as_ref().map_or((0, EMPTY_CODE_HASH), |i| (i.nonce, i.code_hash))
     };
     fields(a) == fields(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_consensus::{SignableTransaction, TxEip1559};
+    use alloy_primitives::{Signature, TxKind};
+    use std::sync::Arc;
+
+    /// `n` calls from distinct senders (input, so the block speculates rather than reads ahead).
+    fn calls(n: u8) -> Vec<PooledTx> {
+        (0..n)
+            .map(|i| {
+                let tx = TxEip1559 {
+                    chain_id: 1,
+                    gas_limit: 50_000,
+                    to: TxKind::Call(Address::with_last_byte(0xcc)),
+                    input: vec![i].into(),
+                    ..Default::default()
+                };
+                let signed = tx.into_signed(Signature::test_signature());
+                let hash = *signed.hash();
+                PooledTx { tx: Arc::new(signed.into()), sender: Address::with_last_byte(i), hash }
+            })
+            .collect()
+    }
+
+    fn board(txs: &[PooledTx]) -> Board<'_> {
+        let config = ParallelConfig::new(ParallelMode::Always, 2).expect("config");
+        Board::new(txs, &config, 1, txs.len())
+    }
+
+    fn ran() -> Box<Speculated> {
+        Box::new(Speculated::failed(0))
+    }
+
+    #[test]
+    fn a_transaction_goes_to_whoever_takes_it_first_and_a_late_run_returns_to_its_helper() {
+        let txs = calls(4);
+        let board = board(&txs);
+        // No helper took 0: the committer executes it, and no helper can take it after.
+        assert!(matches!(board.arrive(0), Arrival::Mine));
+        assert!(!board.try_claim(0));
+        // A helper's run handed in before the committer gets there is the committer's.
+        assert!(board.try_claim(1));
+        assert!(!board.try_claim(1), "a claim is taken once");
+        assert!(board.put(1, ran()).is_none());
+        assert!(matches!(board.arrive(1), Arrival::Run(_)));
+        // Still running when the committer gets there: it waits, then gives up; the run
+        // handed in after that goes back to the helper, which frees it.
+        assert!(board.try_claim(2));
+        assert!(matches!(board.arrive(2), Arrival::Busy));
+        assert!(board.give_up(2).is_none());
+        assert!(board.put(2, ran()).is_some());
+        // Handed in between the committer's look and its giving up: the committer takes it.
+        assert!(board.try_claim(3));
+        assert!(matches!(board.arrive(3), Arrival::Busy));
+        assert!(board.put(3, ran()).is_none());
+        assert!(board.give_up(3).is_some());
+    }
+
+    #[test]
+    fn a_helper_claims_ahead_of_the_committer_within_its_window() {
+        let txs = calls(40);
+        let board = board(&txs);
+        let mut claims = Claims::default();
+        // Before anything is measured, the starting lead.
+        assert!(matches!(claims.next(&board, 0), Claim::Run(i) if i == LEAD_START));
+        assert!(matches!(claims.next(&board, 0), Claim::Run(i) if i == LEAD_START + 1));
+        // Runs twice a transaction's time: two ahead, plus two.
+        let now = Instant::now();
+        claims.lead.committer_at(now, 10);
+        claims.lead.committer_at(now + Duration::from_micros(50), 20);
+        claims.lead.ran(Duration::from_micros(10));
+        assert_eq!(claims.lead.get(board.window), 4);
+        assert!(matches!(claims.next(&board, 20), Claim::Run(24)));
+        // Never past the window, however long the runs.
+        claims.lead.ran(Duration::from_secs(1));
+        assert_eq!(claims.lead.get(board.window), board.window - 1);
+        // Everything within the window taken: nothing now; past the end: nothing ever.
+        for index in 25..36 {
+            board.try_claim(index);
+        }
+        assert!(matches!(claims.next(&board, 20), Claim::Nothing { blocked: false }));
+        assert!(matches!(claims.next(&board, 39), Claim::End));
+    }
+
+    #[test]
+    fn a_long_wait_of_the_committer_spaces_the_claims_and_calm_closes_them_again() {
+        let mut claims = Claims::default();
+        claims.adjust_gap(0);
+        assert_eq!(claims.gap, 0);
+        claims.adjust_gap(1);
+        claims.adjust_gap(2);
+        assert_eq!(claims.gap, 2, "one step per wait reported");
+        for _ in 0..GAP_EASE {
+            claims.adjust_gap(2);
+        }
+        assert_eq!(claims.gap, 1);
+        for _ in 0..10 * GAP_EASE {
+            claims.adjust_gap(2);
+        }
+        assert_eq!(claims.gap, 0);
+        for waits in 3..100 {
+            claims.adjust_gap(waits);
+        }
+        assert_eq!(claims.gap, HELPER_WINDOW_PER_THREAD, "bounded");
+    }
 }
