@@ -18,19 +18,24 @@ pub fn dev_signers(mnemonic: &str, count: u32) -> Result<Vec<PrivateKeySigner>, 
 
 /// The first `count` accounts of `mnemonic` under `path`: account `i` at `path` with `i`
 /// written right after it, as anvil does (so a path should end with `/`).
+///
+/// The mnemonic's seed (2,048 rounds of HMAC-SHA512) is made once and each account derived from
+/// the common parent key, when `path` ends with `/` (account `i` is then the parent's child `i`):
+/// made again for every account, it cost 2.5 ms each, two and a half seconds of start for
+/// `--accounts 1000`. Another path (the index then extends its last component) takes the long way.
 pub fn dev_signers_at(
     mnemonic: &str,
     path: &str,
     count: u32,
 ) -> Result<Vec<PrivateKeySigner>, LocalSignerError> {
-    (0..count)
-        .map(|i| {
-            MnemonicBuilder::<English>::default()
-                .phrase(mnemonic)
-                .derivation_path(format!("{path}{i}"))?
-                .build()
-        })
-        .collect()
+    let builder = |i: u32| {
+        MnemonicBuilder::<English>::default().phrase(mnemonic).derivation_path(format!("{path}{i}"))
+    };
+    if count == 0 || !path.ends_with('/') {
+        return (0..count).map(|i| builder(i)?.build()).collect();
+    }
+    let parent = builder(0)?.build_parent_key()?;
+    (0..count).map(|i| Ok(parent.child(i)?.signer())).collect()
 }
 
 /// Checks that `path` followed by every index below `count` is a usable derivation path,
@@ -53,6 +58,26 @@ mod tests {
         let signers = dev_signers(DEFAULT_MNEMONIC, 2).expect("valid mnemonic");
         assert_eq!(signers[0].address().to_string(), "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266");
         assert_eq!(signers[1].address().to_string(), "0x70997970C51812dc3A010C7d01b50e0d17dc79C8");
+    }
+
+    /// Deriving from the parent key made once gives what deriving each account's full path
+    /// from the mnemonic gives.
+    #[test]
+    fn accounts_from_the_parent_key_are_each_full_paths_account() {
+        for path in [DEFAULT_DERIVATION_PATH, "m/44'/60'/1'/", "m/44'/60'/0'/0/1"] {
+            let fast = dev_signers_at(DEFAULT_MNEMONIC, path, 12).expect("valid");
+            for (i, signer) in fast.iter().enumerate() {
+                let slow = MnemonicBuilder::<English>::default()
+                    .phrase(DEFAULT_MNEMONIC)
+                    .derivation_path(format!("{path}{i}"))
+                    .and_then(|b| b.build())
+                    .expect("valid");
+                assert_eq!(signer.address(), slow.address(), "{path}{i}");
+            }
+        }
+        assert!(
+            dev_signers_at(DEFAULT_MNEMONIC, DEFAULT_DERIVATION_PATH, 0).expect("ok").is_empty()
+        );
     }
 
     #[test]
