@@ -36,11 +36,11 @@
 //! helpers pause: such a block costs a few wasted runs per back-off, not the committer's time.
 //!
 //! **A block of plain transfers reads ahead instead** (`ReadAhead`): when the transactions that
-//! carry no input declare at least 80% of its gas, the helpers run none of them; they read each upcoming
-//! transaction's sender and recipient from the snapshot, and the committer executes every
-//! transaction itself, taking those accounts before the store. Such a transaction costs about
-//! as much to read as to execute, and taking a helper's run of it over cost the committer what
-//! executing it does.
+//! carry no input declare at least 80% of its gas, the helpers run none of them; they read each
+//! upcoming transaction's sender and recipient from the snapshot, and the committer executes
+//! every transaction itself, taking those accounts before the store. Such a transaction costs
+//! about as much to read as to execute, and taking a helper's run of it over cost the committer
+//! what executing it does.
 //!
 //! **The coinbase is lazy** (the trick pevm uses): every transaction credits its fee to the
 //! coinbase, which would make every transaction conflict with every other. A run that did not
@@ -389,8 +389,9 @@ fn one_sender_dominates(txs: &[PooledTx]) -> bool {
 
 /// What one parallel block's threads share, for the block's lifetime only (it lives on the
 /// block executor's stack; the helpers are scoped threads): each transaction's claim and
-/// finished speculative run, the committer's position and the committed values. Its mutexes are the block's own, each held for
-/// a push, a take, an insert or a lookup; nothing on the request path ever sees them.
+/// finished speculative run, the committer's position and the committed values. Its mutexes
+/// are the block's own, each held for a claim, a handover, an insert or a lookup; nothing on
+/// the request path ever sees them.
 #[derive(Debug)]
 pub(crate) struct Board<'a> {
     txs: &'a [PooledTx],
