@@ -299,9 +299,13 @@ impl<'a> ExecDb<'a> {
         &self.changes
     }
 
-    /// Records every account and slot revm reads from now on, until `take_log`.
-    pub(crate) fn start_log(&mut self) {
-        self.log = Some(crate::parallel::ReadLog::default());
+    /// Records every account and slot revm reads from now on, until `take_log`, into `log`
+    /// (emptied, its vectors' capacity kept: a parallel block's helper reuses the logs of its
+    /// runs the committer is done with).
+    pub(crate) fn start_log(&mut self, mut log: crate::parallel::ReadLog) {
+        log.accounts.clear();
+        log.slots.clear();
+        self.log = Some(log);
     }
 
     /// What was read since `start_log`, and stops recording.

@@ -304,14 +304,20 @@ impl Speculated {
     }
 }
 
-/// Runs `pooled` on `evm` (helper `helper`'s) without committing, recording what it read.
-fn speculate(evm: &mut BlockEvm<'_, ()>, pooled: &PooledTx, helper: usize) -> Speculated {
+/// Runs `pooled` on `evm` (helper `helper`'s) without committing, recording what it read in
+/// `log`.
+fn speculate(
+    evm: &mut BlockEvm<'_, ()>,
+    pooled: &PooledTx,
+    helper: usize,
+    log: ReadLog,
+) -> Speculated {
     let coinbase = evm.ctx.block.beneficiary;
     let named = pooled.sender == coinbase
         || pooled.tx.kind().to().is_none_or(|to| *to == coinbase)
         || pooled.tx.authorization_list().is_some_and(|list| !list.is_empty());
     COINBASE_SEEN.with(|seen| seen.set(false));
-    evm.ctx.journaled_state.database.start_log();
+    evm.ctx.journaled_state.database.start_log(log);
     let outcome = evm.transact(tx_env(pooled)).ok();
     let log = evm.ctx.journaled_state.database.take_log();
     let remade = outcome
@@ -696,6 +702,13 @@ struct Spent {
     states: Vec<EvmState>,
 }
 
+/// Most read logs a helper keeps for reuse: a window's worth of runs in flight, and a bound on
+/// what one transaction's many reads can leave retained.
+const SPARE_LOGS: usize = 2 * HELPER_WINDOW_PER_THREAD;
+/// Most slot reads a kept log has room for (84 bytes each): the log of a run that read more is
+/// freed, not kept.
+const SPARE_LOG_READS: usize = 1024;
+
 /// How far apart consecutive transactions' slots are on the board (`Board::slot`).
 const RUN_STRIDE: usize = 16;
 
@@ -867,6 +880,9 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
     // What the committer handed back, taken in exchange for these emptied vectors: both
     // keep their capacity, so neither side allocates to hand runs over.
     let mut freed = Spent::default();
+    // The read logs of runs the committer is done with, for the next runs to record into
+    // (`SPARE_LOGS` at most): two vectors each, grown as a run reads.
+    let mut spare: Vec<ReadLog> = Vec::with_capacity(SPARE_LOGS);
     let mut claims = Claims::default();
     // Looks in a row that found nothing to claim but one sender's next transactions (a nonce
     // chain, which the committer executes in place one by one). Looking again at every
@@ -875,7 +891,12 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
     while !board.stop.load(Ordering::Acquire) {
         // Free what the committer is done with, here where it was allocated.
         std::mem::swap(&mut *locked(&board.spent[me]), &mut freed);
-        freed.runs.clear();
+        for run in freed.runs.drain(..) {
+            let Speculated { accounts, slots, .. } = *run;
+            if spare.len() < SPARE_LOGS && slots.capacity() <= SPARE_LOG_READS {
+                spare.push(ReadLog { accounts, slots });
+            }
+        }
         freed.states.clear();
         if board.hot.load(Ordering::Acquire) || blocked >= SKIP_STREAK {
             blocked = 0;
@@ -898,7 +919,9 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
         let pooled = &board.txs[index];
         // The run reads the committed values as they are at each read; the committer compares
         // each value it read of a key the block wrote (`Committer::validate`).
-        let run = std::panic::catch_unwind(AssertUnwindSafe(|| speculate(&mut evm, pooled, me)));
+        let log = spare.pop().unwrap_or_default();
+        let run =
+            std::panic::catch_unwind(AssertUnwindSafe(|| speculate(&mut evm, pooled, me, log)));
         let Ok(run) = run else {
             // The EVM may be left half-way: give the transaction back to the committer, stop.
             board.put(index, Box::new(Speculated::failed(me)));
