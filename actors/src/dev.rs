@@ -31,7 +31,8 @@ pub fn dev_signers_at(
     let builder = |i: u32| {
         MnemonicBuilder::<English>::default().phrase(mnemonic).derivation_path(format!("{path}{i}"))
     };
-    if count == 0 || !path.ends_with('/') {
+    // From 2^31 on an index would be a hardened child: the full path refuses it.
+    if count == 0 || count > 1 << 31 || !path.ends_with('/') {
         return (0..count).map(|i| builder(i)?.build()).collect();
     }
     let parent = builder(0)?.build_parent_key()?;
