@@ -110,6 +110,7 @@ class Node:
         self.accounts = rpc(self.url, "eth_accounts", [])
         self.mined = 0
         self.parallel = {}
+        self.executed = {}
 
     def mine(self):
         """Mines one block at a fixed timestamp, so every mode builds the same chain."""
@@ -145,6 +146,9 @@ class Node:
                 elif fields.get("message") == "parallel block":
                     # The timed block's executor split (logged before the miner's timings).
                     self.parallel = fields
+                elif fields.get("message") == "block executed":
+                    # Every block's set-up, loop and after-the-loop split (newer binaries).
+                    self.executed = fields
                 elif fields.get("message") == "block write timings":
                     state = fields
         return miner, state
@@ -228,7 +232,7 @@ def run_one(binary, port, mode, name, bench, exec_threads=None):
         if len(block["transactions"]) != len(txs):
             raise RuntimeError(f"{name}/{mode}: block has {len(block['transactions'])} of {len(txs)} txs")
         miner, state = node.timings()
-        miner = dict(miner, parallel=node.parallel)
+        miner = dict(miner, parallel=node.parallel, executed=node.executed)
         return ms, len(txs), block["stateRoot"], block["transactionsRoot"], miner, state
     finally:
         node.stop()
@@ -272,8 +276,11 @@ def main():
                 roots.add((root, txroot))
                 par = miner.get("parallel") or {}
                 split = " ".join(f"{k}={par[k]}" for k in ("read_ahead", "validated", "reexecuted", "direct",
-                                                           "abandoned", "waited_us", "loop_us") if k in par)
+                                                           "abandoned", "waited_us") if k in par)
+                done = miner.get("executed") or {}
+                phases = " ".join(f"{k}={done[k]}" for k in ("setup_us", "loop_us", "after_us") if k in done)
                 print(f"# {name} round {round_ + 1} {mode}: {ms:.1f} ms state {root[:12]} txs {txroot[:12]}"
+                      f"{' executed: ' + phases if phases else ''}"
                       f"{' parallel: ' + split if split else ''}", file=sys.stderr, flush=True)
         for mode in modes:
             runs = samples[mode]

@@ -278,6 +278,7 @@ pub(crate) fn execute_block(
     defaults: &ExecConfig,
     msg: BuildBlock,
 ) -> Result<BuiltBlock, ExecError> {
+    let started = std::time::Instant::now();
     let BuildBlock { parent, mut env, txs, mode } = msg;
     // A block that fails reports no parallel statistics rather than the previous block's.
     crate::parallel::set_last_stats(crate::parallel::ParallelStats::default());
@@ -530,6 +531,17 @@ pub(crate) fn execute_block(
                 beside,
             ),
         };
+    // Every block's split, parallel or not, for `scripts/mine-e2e.py`: the set-up before the
+    // loop (a parallel block's board and helpers), the loop, and the roots, diff and body.
+    tracing::debug!(
+        target: "actors::block_exec",
+        txs = txs.len(),
+        included = included.len(),
+        setup_us = (loop_started - started).as_micros() as u64,
+        loop_us = loop_time.as_micros() as u64,
+        after_us = (loop_started + loop_time).elapsed().as_micros() as u64,
+        "block executed"
+    );
     let body = StoredBody { transactions, senders };
     let header = Header {
         parent_hash: parent.hash_slow(),

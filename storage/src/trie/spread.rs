@@ -10,7 +10,7 @@
 //! with the subtrees' references looked up instead of recomputed.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
@@ -24,12 +24,16 @@ const SUBTREES_PER_THREAD: usize = 16;
 
 /// The roots of two tries over (key, value) pairs held in memory (a block's transactions and
 /// receipts, key rlp(index)), on `threads` threads, with `beside` (the rest of the block's
-/// post-loop work, such as its state diff) run on the calling thread: the two tries are built
-/// at once (one on a second thread: encoding the values and inserting them is each trie's
-/// one-thread part), then the subtrees of both are hashed by one pool of `threads`, the calling
-/// thread running `beside` first; the pool's counter gives it fewer subtrees, so neither waits
-/// for the other. With one thread, or tries too small to spread, everything runs here: starting a
-/// thread costs tens of microseconds, more than a few hundred leaves take.
+/// post-loop work, such as its state diff) run on the calling thread.
+///
+/// A second thread builds trie `a` while the calling thread builds trie `b` (encoding the
+/// values and inserting them is each trie's one-thread part). Each trie is cut into subtrees
+/// as soon as it is built, and its subtrees are hashed from then on by every thread that is
+/// free: the thread that built `a` starts on `a`'s at once instead of waiting for the slower
+/// build, then takes `b`'s; the calling thread runs `beside`, then takes `b`'s and what is left
+/// of `a`'s. Each trie's counter gives every thread its next subtree, so neither thread waits
+/// for the other. With one thread, or tries too small to spread, everything runs here:
+/// starting a thread costs tens of microseconds, more than a few hundred leaves take.
 pub fn ordered_roots_beside<A, B, R>(
     a: A,
     b: B,
@@ -48,28 +52,103 @@ where
         let other = beside();
         return (ordered_root(a), ordered_root(b), other);
     }
-    let ((trie_a, leaves_a), (trie_b, leaves_b)) = if a.len() == 0 || b.len() == 0 {
-        // One trie is empty (a block whose transactions root is known already): no thread to
-        // start for it.
-        (build_ordered(a), build_ordered(b))
-    } else {
-        std::thread::scope(|scope| {
-            let built_a = scope.spawn(|| build_ordered(a));
-            let built_b = build_ordered(b);
-            let built_a = built_a.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (built_a, built_b)
-        })
+    let pool = spread_threads(threads, a.len() + b.len());
+    // Declared before the scope, which borrows them: each trie, and its subtrees once cut.
+    let (trie_a, trie_b) = (OnceLock::new(), OnceLock::new());
+    let (cut_a, cut_b): (OnceLock<Subtrees<'_>>, OnceLock<Subtrees<'_>>) =
+        (OnceLock::new(), OnceLock::new());
+    let other = std::thread::scope(|scope| {
+        let (trie_a, trie_b, cut_a, cut_b) = (&trie_a, &trie_b, &cut_a, &cut_b);
+        scope.spawn(move || {
+            let cut = Publish(cut_a);
+            let (trie, leaves) = trie_a.get_or_init(|| build_ordered(a));
+            cut.done(Subtrees::new(spread_frontier(trie, threads, *leaves)));
+            let mut buf = Vec::with_capacity(576);
+            cut_a.wait().hash(&mut buf);
+            cut_b.wait().hash(&mut buf);
+        });
+        for _ in 2..pool {
+            scope.spawn(move || {
+                let mut buf = Vec::with_capacity(576);
+                cut_a.wait().hash(&mut buf);
+                cut_b.wait().hash(&mut buf);
+            });
+        }
+        let cut = Publish(cut_b);
+        let (trie, leaves) = trie_b.get_or_init(|| build_ordered(b));
+        cut.done(Subtrees::new(spread_frontier(trie, threads, *leaves)));
+        // `beside` runs on the calling thread: what it allocates (a block's state diff and
+        // body) then comes from that thread's long-lived allocator arena, not from a scoped
+        // thread's that ends with the scope while the state owner frees the block later.
+        let other = beside();
+        let mut buf = Vec::with_capacity(576);
+        cut_b.wait().hash(&mut buf);
+        cut_a.wait().hash(&mut buf);
+        other
+    });
+    // The scope joined every thread: both tries are built and every subtree is hashed (a
+    // thread that panicked re-raised its panic when the scope ended).
+    let root = |trie: &OnceLock<(Trie, usize)>, cut: OnceLock<Subtrees<'_>>| {
+        let subtrees = cut.into_inner().unwrap_or_default();
+        let (trie, _) = trie.get().expect("the trie was built before the scope ended");
+        root_above(trie, &subtrees.nodes, &subtrees.refs())
     };
-    let frontier_a = spread_frontier(&trie_a, threads, leaves_a);
-    let frontier_b = spread_frontier(&trie_b, threads, leaves_b);
-    let all: Vec<&Node> = frontier_a.iter().chain(&frontier_b).copied().collect();
-    let (refs, other) = if all.is_empty() {
-        (Vec::new(), beside())
-    } else {
-        hash_subtrees_beside(&all, spread_threads(threads, leaves_a + leaves_b), beside)
-    };
-    let (refs_a, refs_b) = refs.split_at(frontier_a.len());
-    (root_above(&trie_a, &frontier_a, refs_a), root_above(&trie_b, &frontier_b, refs_b), other)
+    let root_a = root(&trie_a, cut_a);
+    let root_b = root(&trie_b, cut_b);
+    // Freeing a big block's two tries takes half a millisecond: each on its own thread.
+    std::thread::scope(|scope| {
+        scope.spawn(move || drop(trie_a));
+        drop(trie_b);
+    });
+    (root_a, root_b, other)
+}
+
+/// One trie's subtrees below its cut, each hashed by whichever thread takes it next.
+#[derive(Default)]
+struct Subtrees<'t> {
+    nodes: Vec<&'t Node>,
+    next: AtomicUsize,
+    refs: Vec<OnceLock<NodeRef>>,
+}
+
+impl<'t> Subtrees<'t> {
+    fn new(nodes: Vec<&'t Node>) -> Self {
+        let refs = nodes.iter().map(|_| OnceLock::new()).collect();
+        Self { nodes, next: AtomicUsize::new(0), refs }
+    }
+
+    /// Hashes subtrees until none is left to take.
+    fn hash(&self, buf: &mut Vec<u8>) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(node) = self.nodes.get(i) else { break };
+            let _ = self.refs[i].set(node_ref(node, buf, &mut |_, _| {}));
+        }
+    }
+
+    /// Every subtree's reference, in order, once all were hashed.
+    fn refs(&self) -> Vec<NodeRef> {
+        self.refs
+            .iter()
+            .map(|r| *r.get().expect("every subtree was hashed before the scope ended"))
+            .collect()
+    }
+}
+
+/// Publishes a trie's subtrees for the other threads; if its builder panics first, publishes
+/// none, so that no thread waits for them forever (the scope then re-raises the panic).
+struct Publish<'c, 't>(&'c OnceLock<Subtrees<'t>>);
+
+impl<'t> Publish<'_, 't> {
+    fn done(self, subtrees: Subtrees<'t>) {
+        let _ = self.0.set(subtrees);
+    }
+}
+
+impl Drop for Publish<'_, '_> {
+    fn drop(&mut self) {
+        let _ = self.0.set(Subtrees::default());
+    }
 }
 
 /// The threads worth starting for `leaves` leaves when `threads` may run: one per
@@ -143,46 +222,6 @@ fn cut(root: &Node, want: usize) -> Vec<&Node> {
     }
 }
 
-/// The references of `subtrees`, in order, hashed by `threads` threads taking them in turn;
-/// the calling thread runs `beside` first.
-fn hash_subtrees_beside<R: Send>(
-    subtrees: &[&Node],
-    threads: usize,
-    beside: impl FnOnce() -> R + Send,
-) -> (Vec<NodeRef>, R) {
-    let next = AtomicUsize::new(0);
-    let refs: Vec<Mutex<Option<NodeRef>>> = subtrees.iter().map(|_| Mutex::new(None)).collect();
-    let work = || {
-        let mut buf = Vec::with_capacity(576);
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(node) = subtrees.get(i) else { break };
-            let r = node_ref(node, &mut buf, &mut |_, _| {});
-            *refs[i].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(r);
-        }
-    };
-    // `beside` runs on the calling thread: what it allocates (a block's state diff and body)
-    // then comes from that thread's long-lived allocator arena, not from a scoped thread's
-    // that ends with the scope while the state owner frees the block later.
-    let other = std::thread::scope(|scope| {
-        for _ in 1..threads.min(subtrees.len()) {
-            scope.spawn(work);
-        }
-        let other = beside();
-        work();
-        other
-    });
-    let refs = refs
-        .into_iter()
-        .map(|r| {
-            r.into_inner()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .expect("every subtree was hashed before the scope ended")
-        })
-        .collect();
-    (refs, other)
-}
-
 /// The RLP of `node` into `buf`, taking the references of subtrees already hashed from `done`.
 fn encode_above(node: &Node, buf: &mut Vec<u8>, done: &HashMap<*const Node, NodeRef>) {
     match node {
@@ -253,6 +292,28 @@ mod tests {
         }
     }
 
+    /// A panic while building either trie, or in `beside`, comes back to the caller instead of
+    /// leaving a thread waiting for subtrees that will never be cut.
+    #[test]
+    fn a_panic_in_either_build_or_beside_reaches_the_caller() {
+        let failing = |fails: bool| {
+            (0..1_000usize).map(move |i| {
+                assert!(!(fails && i == 500), "the pairs failed");
+                (alloy_rlp::encode(i), vec![7u8; 40])
+            })
+        };
+        for (a_fails, b_fails, beside_fails) in
+            [(true, false, false), (false, true, false), (false, false, true), (true, true, false)]
+        {
+            let outcome = std::panic::catch_unwind(|| {
+                ordered_roots_beside(failing(a_fails), failing(b_fails), 2, || {
+                    assert!(!beside_fails, "beside failed");
+                })
+            });
+            assert!(outcome.is_err(), "a={a_fails} b={b_fails} beside={beside_fails}");
+        }
+    }
+
     fn leaves_under(node: &Node) -> usize {
         match node {
             Node::Leaf { .. } => 1,
@@ -293,9 +354,14 @@ mod tests {
                 for threads in [2, 5] {
                     let (trie, _) = build_ordered(pairs(n, value_len));
                     // Force the spread path whatever the size.
-                    let frontier = cut(&trie.root, threads * SUBTREES_PER_THREAD);
-                    let (refs, ()) = hash_subtrees_beside(&frontier, threads, || ());
-                    let root = root_above(&trie, &frontier, &refs);
+                    let subtrees = Subtrees::new(cut(&trie.root, threads * SUBTREES_PER_THREAD));
+                    std::thread::scope(|scope| {
+                        for _ in 1..threads {
+                            scope.spawn(|| subtrees.hash(&mut Vec::new()));
+                        }
+                        subtrees.hash(&mut Vec::new());
+                    });
+                    let root = root_above(&trie, &subtrees.nodes, &subtrees.refs());
                     assert_eq!(root, expected, "n={n} value_len={value_len} threads={threads}");
                 }
             }
