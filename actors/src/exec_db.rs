@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 // transaction, where SipHash showed in profiles.
 use alloy_primitives::map::{HashMap, HashSet};
 
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth_storage::{
     AccountChange, AccountFields, EMPTY_CODE_HASH, StateDiff, StateView, StorageError,
 };
-use revm::bytecode::Bytecode;
+use revm::bytecode::{Bytecode, JumpTable};
 use revm::database_interface::{Database, DatabaseCommit, DatabaseRef};
 use revm::primitives::AddressMap;
 use revm::state::{Account, AccountInfo, EvmState};
@@ -230,8 +230,11 @@ impl<'a> ExecDb<'a> {
             // code the block had before is published already, or in the helpers' start state.
             if committed.new_code
                 && let Some(info) = &committed.info
-                && let Some(code) = self.changes.codes.get(&info.code_hash)
+                && let Some(code) = self.changes.codes.get_mut(&info.code_hash)
             {
+                // The code may be a helper's (its run brought it): keep a copy of our own, so
+                // that the executions of each thread do not count references on one line.
+                *code = own_copy(code);
                 published.put_code(info.code_hash, code.clone());
             }
             let unpublished_coinbase = address == coinbase
@@ -599,6 +602,34 @@ impl<'a> ExecDb<'a> {
     }
 }
 
+thread_local! {
+    static EMPTY_CODE: Bytecode = new_empty_code();
+}
+
+/// This thread's empty code. revm's (`Bytecode::default`) is one reference-counted value for
+/// the whole process, and every execution counts references on it (each account without
+/// code that a transaction loads, its sender's at least): threads executing at once would take
+/// its counter's cache line from each other at every transaction.
+fn empty_code() -> Bytecode {
+    EMPTY_CODE.with(Clone::clone)
+}
+
+#[allow(unsafe_code)]
+fn new_empty_code() -> Bytecode {
+    // SAFETY: the parts of revm's own empty code (`Bytecode::new`): one STOP byte of padding,
+    // an original length of zero and an empty jump table, which `new_analyzed` checks too.
+    unsafe { Bytecode::new_analyzed(Bytes::from_static(&[0x00]), 0, JumpTable::default()) }
+}
+
+/// A copy of `code` that shares nothing with it. Code is reference-counted, and every
+/// execution counts a reference on it (the journal's account holds one): two threads of a
+/// parallel block executing one contract's code each take the counter's cache line from the
+/// other at every transaction. Each thread keeps its own copy instead, made once per block.
+fn own_copy(code: &Bytecode) -> Bytecode {
+    Bytecode::new_raw_checked(Bytes::copy_from_slice(code.original_byte_slice()))
+        .unwrap_or_else(|_| code.clone())
+}
+
 /// An account as a parallel block's committer holds it now ([`ExecDb::account_now`]).
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum AccountNow {
@@ -634,10 +665,18 @@ impl Database for ExecDb<'_> {
                 balance: a.balance,
                 nonce: a.nonce,
                 code_hash: a.code_hash,
+                account_id: None,
                 code: None,
-                ..Default::default()
             }),
         };
+        // An account without code carries this thread's empty code, which revm would otherwise
+        // take from its one process-wide copy ([`empty_code`]).
+        if let Some(account) = info.as_mut()
+            && account.code.is_none()
+            && account.code_hash == EMPTY_CODE_HASH
+        {
+            account.code = Some(empty_code());
+        }
         // EIP-7610: creating a contract where an account already has storage must fail as a
         // collision, but revm only looks at nonce and code hash. Such accounts (no code, zero
         // nonce, non-empty storage) exist only from before EIP-161; revm reads a zero code hash
@@ -658,7 +697,7 @@ impl Database for ExecDb<'_> {
 
     fn code_by_hash(&mut self, code_hash: B256) -> Result<Bytecode, Self::Error> {
         if code_hash == EMPTY_CODE_HASH || code_hash == B256::ZERO {
-            return Ok(Bytecode::default());
+            return Ok(empty_code());
         }
         if let Some(code) = self.changes.codes.get(&code_hash) {
             return Ok(code.clone());
@@ -672,6 +711,8 @@ impl Database for ExecDb<'_> {
             return Ok(code);
         }
         if let Some(code) = self.published.and_then(|p| p.code(&code_hash)) {
+            // The committer's: a copy of this helper's own, kept for the rest of the block.
+            let code = own_copy(&code);
             self.codes.keep(code_hash, code.clone());
             return Ok(code);
         }
@@ -723,7 +764,7 @@ impl DatabaseRef for ExecDb<'_> {
 
     fn code_by_hash_ref(&self, code_hash: B256) -> Result<Bytecode, Self::Error> {
         if code_hash == EMPTY_CODE_HASH || code_hash == B256::ZERO {
-            return Ok(Bytecode::default());
+            return Ok(empty_code());
         }
         match self.changes.codes.get(&code_hash) {
             Some(code) => Ok(code.clone()),
@@ -754,6 +795,38 @@ mod tests {
     use revm::state::{EvmStorageSlot, TransactionId};
 
     use super::*;
+
+    /// This thread's empty code is revm's empty code in every part the EVM reads: the bytes
+    /// executed (one STOP), the original length, the jump table and the hash.
+    #[test]
+    fn a_threads_empty_code_is_revms_empty_code() {
+        let ours = empty_code();
+        let revms = Bytecode::default();
+        assert_eq!(ours.kind(), revms.kind());
+        assert_eq!(ours.bytes_slice(), revms.bytes_slice());
+        assert_eq!(ours.original_byte_slice(), revms.original_byte_slice());
+        assert_eq!(ours.legacy_jump_table(), revms.legacy_jump_table());
+        assert_eq!(ours.hash_slow(), EMPTY_CODE_HASH);
+        // Another thread's is equal too (and its own value).
+        let other = std::thread::spawn(|| empty_code().bytes_slice().to_vec()).join();
+        assert_eq!(other.ok().as_deref(), Some(revms.bytes_slice()));
+    }
+
+    /// A copy is the same code: legacy code with its jump table, and an EIP-7702 delegation.
+    #[test]
+    fn an_own_copy_of_code_is_the_same_code() {
+        // PUSH1 4 JUMP INVALID JUMPDEST STOP: one valid jump destination.
+        let legacy = Bytecode::new_raw(Bytes::from_static(&[0x60, 0x04, 0x56, 0xfe, 0x5b, 0x00]));
+        let delegation = Bytecode::new_eip7702(Address::repeat_byte(7));
+        for code in [legacy, delegation] {
+            let copy = own_copy(&code);
+            assert_eq!(copy.kind(), code.kind());
+            assert_eq!(copy.bytes_slice(), code.bytes_slice());
+            assert_eq!(copy.original_byte_slice(), code.original_byte_slice());
+            assert_eq!(copy.legacy_jump_table(), code.legacy_jump_table());
+            assert_eq!(copy.hash_slow(), code.hash_slow());
+        }
+    }
 
     fn touched(info: AccountInfo, slots: &[(u8, u8)]) -> Account {
         let mut account = Account::default();

@@ -18,6 +18,7 @@
 //! committer and a helper meet on a shard only when they touch keys that hash alike. The
 //! block owns this memory for its lifetime; nothing on the request path sees it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crossbeam_utils::CachePadded;
@@ -53,6 +54,12 @@ pub(crate) struct Published {
     accounts: Vec<CachePadded<Mutex<AccountShard>>>,
     slots: Vec<CachePadded<Mutex<SlotShard>>>,
     codes: Mutex<B256Map<Bytecode>>,
+    /// Whether some account's storage was reset yet: until then a slot read skips the
+    /// accounts' shard (most blocks reset none, and the lookup takes that shard's line from
+    /// the committer's core). A read that misses
+    /// a reset published at that moment sees a mix of versions like any other, which
+    /// validation catches.
+    any_reset: CachePadded<AtomicBool>,
 }
 
 /// What a published read found.
@@ -84,6 +91,7 @@ impl Default for Published {
             accounts: (0..SHARDS).map(|_| CachePadded::default()).collect(),
             slots: (0..SHARDS).map(|_| CachePadded::default()).collect(),
             codes: Mutex::default(),
+            any_reset: CachePadded::default(),
         }
     }
 }
@@ -99,7 +107,11 @@ impl Published {
         let written =
             locked(&self.slots[slot_shard(address, slot)]).get(&(*address, *slot)).copied();
         // A deleted account's storage was reset too (`put_account`).
-        let reset = locked(&self.accounts[shard_of(address)]).storage_reset.get(address).copied();
+        let reset = if self.any_reset.load(Ordering::Acquire) {
+            locked(&self.accounts[shard_of(address)]).storage_reset.get(address).copied()
+        } else {
+            None
+        };
         match (written, reset) {
             (Some((writer, value)), Some(reset)) if writer >= reset => SlotRead::Value(value),
             (Some((_, value)), None) => SlotRead::Value(value),
@@ -124,6 +136,7 @@ impl Published {
     ) {
         let mut shard = locked(&self.accounts[shard_of(&address)]);
         if storage_reset || account.is_none() {
+            self.any_reset.store(true, Ordering::Release);
             shard.storage_reset.insert(address, writer);
         }
         shard.accounts.insert(address, (writer, account));
