@@ -276,7 +276,7 @@ def main():
                 roots.add((root, txroot))
                 par = miner.get("parallel") or {}
                 split = " ".join(f"{k}={par[k]}" for k in ("read_ahead", "validated", "reexecuted", "direct",
-                                                           "abandoned", "waited_us") if k in par)
+                                                           "abandoned", "waited_us", "helper_start_us") if k in par)
                 done = miner.get("executed") or {}
                 phases = " ".join(f"{k}={done[k]}" for k in ("setup_us", "loop_us", "after_us") if k in done)
                 print(f"# {name} round {round_ + 1} {mode}: {ms:.1f} ms state {root[:12]} txs {txroot[:12]}"

@@ -485,6 +485,7 @@ pub(crate) fn execute_block(
             direct = stats.direct,
             abandoned = stats.abandoned,
             waited_us = stats.waited.as_micros() as u64,
+            helper_start_us = stats.helper_start.map(|d| d.as_micros() as u64),
             loop_us = loop_time.as_micros() as u64,
             "parallel block"
         );

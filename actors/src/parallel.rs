@@ -189,6 +189,9 @@ pub struct ParallelStats {
     /// How long the block's transaction loop took (its helpers joined), sequential blocks
     /// too: the rest of the block's time is its roots and diff.
     pub loop_time: Duration,
+    /// How long after the block's board was made its first helper was ready to claim (its
+    /// thread started and its EVM made); `None`: no helper got that far.
+    pub helper_start: Option<Duration>,
 }
 
 thread_local! {
@@ -203,6 +206,7 @@ thread_local! {
             read_ahead: false,
             waited: Duration::ZERO,
             loop_time: Duration::ZERO,
+            helper_start: None,
         })
     };
 }
@@ -439,6 +443,10 @@ pub(crate) struct Board<'a> {
     /// transactions, cost less than the conflicts that claims further ahead would bring.
     waits: CachePadded<AtomicUsize>,
     stale: bool,
+    /// When the board was made, and nanoseconds after it the first helper was ready
+    /// (`u64::MAX`: none yet), for the block's statistics.
+    made: Instant,
+    helper_ready_ns: AtomicU64,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -477,7 +485,20 @@ impl<'a> Board<'a> {
             run_ns: CachePadded::new(AtomicU64::new(0)),
             waits: CachePadded::new(AtomicUsize::new(0)),
             stale: config.stale_helpers,
+            made: Instant::now(),
+            helper_ready_ns: AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// Notes that a helper is ready to claim (the first one's time is kept).
+    fn helper_ready(&self) {
+        let ns = u64::try_from(self.made.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
+        let _ = self.helper_ready_ns.compare_exchange(
+            u64::MAX,
+            ns,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
     }
 
     pub(crate) const fn helpers(&self) -> usize {
@@ -859,6 +880,7 @@ impl Drop for Alive<'_> {
 pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
     let _alive = Alive(&board.live);
     if let Some(ahead) = &board.read_ahead {
+        board.helper_ready();
         read_ahead(board, ahead, &input.db.state_at(input.parent_number));
         return;
     }
@@ -877,6 +899,7 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
     if board.followed() {
         evm.ctx.journaled_state.database.read_published(&board.published);
     }
+    board.helper_ready();
     // What the committer handed back, taken in exchange for these emptied vectors: both
     // keep their capacity, so neither side allocates to hand runs over.
     let mut freed = Spent::default();
@@ -1004,8 +1027,12 @@ impl<'b, 'a> Committer<'b, 'a> {
         }
     }
 
-    pub(crate) const fn stats(&self) -> ParallelStats {
-        self.stats
+    pub(crate) fn stats(&self) -> ParallelStats {
+        let ready = self.board.helper_ready_ns.load(Ordering::Acquire);
+        ParallelStats {
+            helper_start: (ready != u64::MAX).then(|| Duration::from_nanos(ready)),
+            ..self.stats
+        }
     }
 
     /// Runs transaction `index` as sequential execution would at this point of the block and
