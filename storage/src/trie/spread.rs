@@ -32,7 +32,9 @@ const SUBTREES_PER_THREAD: usize = 16;
 /// free: the thread that built `a` starts on `a`'s at once instead of waiting for the slower
 /// build, then takes `b`'s; the calling thread runs `beside`, then takes `b`'s and what is left
 /// of `a`'s. Each trie's counter gives every thread its next subtree, so neither thread waits
-/// for the other. With one thread, or tries too small to spread, everything runs here:
+/// for the other. When one trie is empty (the transactions root is known already), the other
+/// is built here first and the threads start on its subtrees. With one thread, or tries too
+/// small to spread, everything runs here:
 /// starting a thread costs tens of microseconds, more than a few hundred leaves take.
 pub fn ordered_roots_beside<A, B, R>(
     a: A,
@@ -57,33 +59,50 @@ where
     let (trie_a, trie_b) = (OnceLock::new(), OnceLock::new());
     let (cut_a, cut_b): (OnceLock<Subtrees<'_>>, OnceLock<Subtrees<'_>>) =
         (OnceLock::new(), OnceLock::new());
+    let (mut a, mut b) = (Some(a), Some(b));
+    if a.as_ref().is_some_and(|a| a.len() == 0) || b.as_ref().is_some_and(|b| b.len() == 0) {
+        // One trie is empty (a block whose transactions root is known already): a thread
+        // started now would only wait for the other's build. Build both here, then hash.
+        if let Some(a) = a.take() {
+            let (trie, leaves) = trie_a.get_or_init(|| build_ordered(a));
+            let _ = cut_a.set(Subtrees::new(spread_frontier(trie, threads, *leaves)));
+        }
+        if let Some(b) = b.take() {
+            let (trie, leaves) = trie_b.get_or_init(|| build_ordered(b));
+            let _ = cut_b.set(Subtrees::new(spread_frontier(trie, threads, *leaves)));
+        }
+    }
     let other = std::thread::scope(|scope| {
         let (trie_a, trie_b, cut_a, cut_b) = (&trie_a, &trie_b, &cut_a, &cut_b);
         scope.spawn(move || {
-            let cut = Publish(cut_a);
-            let (trie, leaves) = trie_a.get_or_init(|| build_ordered(a));
-            cut.done(Subtrees::new(spread_frontier(trie, threads, *leaves)));
+            if let Some(a) = a {
+                let cut = Publish(cut_a);
+                let (trie, leaves) = trie_a.get_or_init(|| build_ordered(a));
+                cut.done(Subtrees::new(spread_frontier(trie, threads, *leaves)));
+            }
             let mut buf = Vec::with_capacity(576);
-            cut_a.wait().hash(&mut buf);
-            cut_b.wait().hash(&mut buf);
+            cut_of(cut_a).hash(&mut buf);
+            cut_of(cut_b).hash(&mut buf);
         });
         for _ in 2..pool {
             scope.spawn(move || {
                 let mut buf = Vec::with_capacity(576);
-                cut_a.wait().hash(&mut buf);
-                cut_b.wait().hash(&mut buf);
+                cut_of(cut_a).hash(&mut buf);
+                cut_of(cut_b).hash(&mut buf);
             });
         }
-        let cut = Publish(cut_b);
-        let (trie, leaves) = trie_b.get_or_init(|| build_ordered(b));
-        cut.done(Subtrees::new(spread_frontier(trie, threads, *leaves)));
+        if let Some(b) = b {
+            let cut = Publish(cut_b);
+            let (trie, leaves) = trie_b.get_or_init(|| build_ordered(b));
+            cut.done(Subtrees::new(spread_frontier(trie, threads, *leaves)));
+        }
         // `beside` runs on the calling thread: what it allocates (a block's state diff and
         // body) then comes from that thread's long-lived allocator arena, not from a scoped
         // thread's that ends with the scope while the state owner frees the block later.
         let other = beside();
         let mut buf = Vec::with_capacity(576);
-        cut_b.wait().hash(&mut buf);
-        cut_a.wait().hash(&mut buf);
+        cut_of(cut_b).hash(&mut buf);
+        cut_of(cut_a).hash(&mut buf);
         other
     });
     // The scope joined every thread: both tries are built and every subtree is hashed (a
@@ -101,6 +120,24 @@ where
         drop(trie_b);
     });
     (root_a, root_b, other)
+}
+
+/// A trie's subtrees once cut, waited for without sleeping: a thread that sleeps here can take
+/// milliseconds to be woken when its core halted meanwhile (a virtual machine's), where the
+/// wait itself is usually a fraction of that.
+fn cut_of<'c, 't>(cut: &'c OnceLock<Subtrees<'t>>) -> &'c Subtrees<'t> {
+    let mut spins = 0u32;
+    loop {
+        if let Some(subtrees) = cut.get() {
+            return subtrees;
+        }
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
 }
 
 /// One trie's subtrees below its cut, each hashed by whichever thread takes it next.
