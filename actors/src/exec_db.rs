@@ -711,7 +711,7 @@ impl Database for ExecDb<'_> {
             return Ok(code);
         }
         if let Some(code) = self.published.and_then(|p| p.code(&code_hash)) {
-            // The committer's: a copy of this helper's own, kept for the rest of the block.
+            // The committer's copy: this helper makes its own, kept for the rest of the block.
             let code = own_copy(&code);
             self.codes.keep(code_hash, code.clone());
             return Ok(code);

@@ -32,10 +32,10 @@ const SUBTREES_PER_THREAD: usize = 16;
 /// free: the thread that built `a` starts on `a`'s at once instead of waiting for the slower
 /// build, then takes `b`'s; the calling thread runs `beside`, then takes `b`'s and what is left
 /// of `a`'s. Each trie's counter gives every thread its next subtree, so neither thread waits
-/// for the other. When one trie is empty (the transactions root is known already), the other
-/// is built here first and the threads start on its subtrees. With one thread, or tries too
-/// small to spread, everything runs here:
-/// starting a thread costs tens of microseconds, more than a few hundred leaves take.
+/// for the other. When one trie is empty (the transactions root is known already), both are
+/// built here first and the threads start on the other's subtrees. With one thread, or tries
+/// too small to spread, everything runs here: starting a thread costs tens of microseconds,
+/// more than a few hundred leaves take.
 pub fn ordered_roots_beside<A, B, R>(
     a: A,
     b: B,
