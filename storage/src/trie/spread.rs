@@ -84,17 +84,19 @@ where
             cut_of(cut_a).hash(&mut buf);
             cut_of(cut_b).hash(&mut buf);
         });
-        for _ in 2..pool {
-            scope.spawn(move || {
-                let mut buf = Vec::with_capacity(576);
-                cut_of(cut_a).hash(&mut buf);
-                cut_of(cut_b).hash(&mut buf);
-            });
-        }
         if let Some(b) = b {
             let cut = Publish(cut_b);
             let (trie, leaves) = trie_b.get_or_init(|| build_ordered(b));
             cut.done(Subtrees::new(spread_frontier(trie, threads, *leaves)));
+        }
+        // The other threads start once there is something to hash, rather than spin beside
+        // the two builds (on a machine with fewer cores than threads, in their way).
+        for _ in 2..pool {
+            scope.spawn(move || {
+                let mut buf = Vec::with_capacity(576);
+                cut_of(cut_b).hash(&mut buf);
+                cut_of(cut_a).hash(&mut buf);
+            });
         }
         // `beside` runs on the calling thread: what it allocates (a block's state diff and
         // body) then comes from that thread's long-lived allocator arena, not from a scoped
