@@ -277,7 +277,8 @@ def main():
                 par = miner.get("parallel") or {}
                 split = " ".join(f"{k}={par[k]}" for k in ("read_ahead", "validated", "reexecuted", "direct",
                                                            "abandoned", "waited_us", "helper_start_us") if k in par)
-                done = miner.get("executed") or {}
+                # Older binaries log no "block executed": their loop time is in the parallel split.
+                done = miner.get("executed") or ({"loop_us": par["loop_us"]} if "loop_us" in par else {})
                 phases = " ".join(f"{k}={done[k]}" for k in ("setup_us", "loop_us", "after_us") if k in done)
                 print(f"# {name} round {round_ + 1} {mode}: {ms:.1f} ms state {root[:12]} txs {txroot[:12]}"
                       f"{' executed: ' + phases if phases else ''}"
