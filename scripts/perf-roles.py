@@ -7,7 +7,11 @@ validation, commit and publish, waiting (yield, spin) and the rest, and its hott
 
     perf record -F 1499 --call-graph dwarf,32768 -o /tmp/p.data \\
         target/release/hearth-parallel-bench --threads 2 --runs 30 --workload transfers --only parallel
-    python3 scripts/perf-roles.py /tmp/p.data [TOP]
+    python3 scripts/perf-roles.py /tmp/p.data [TOP] [--frames PATTERN]
+
+With `--frames PATTERN`, each role also lists the inclusive share of every function on its
+stacks whose name contains PATTERN (the share of the role's samples that pass through it, so
+inlined callers count too): `--frames commit_publishing`, `--frames 'Arc<revm_bytecode'`.
 """
 import collections
 import subprocess
@@ -32,11 +36,20 @@ def role(frames):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    top = int(sys.argv[2]) if len(sys.argv) > 2 else 20
-    out = subprocess.run(["perf", "script", "-i", sys.argv[1], "-F", "tid,ip,sym"],
+    args = sys.argv[1:]
+    pattern = None
+    if "--frames" in args:
+        at = args.index("--frames")
+        if at + 1 >= len(args):
+            sys.exit("--frames needs a pattern")
+        pattern = args[at + 1]
+        del args[at:at + 2]
+    top = int(args[1]) if len(args) > 1 else 20
+    out = subprocess.run(["perf", "script", "-i", args[0], "-F", "tid,ip,sym"],
                          capture_output=True, text=True, check=True).stdout
     leaves = collections.defaultdict(collections.Counter)
     parts = collections.defaultdict(collections.Counter)
+    through = collections.defaultdict(collections.Counter)
     frames = []
 
     def flush():
@@ -46,6 +59,9 @@ def main():
         s = " ".join(frames)
         leaves[r][frames[0]] += 1
         parts[r][next((p for p in PARTS if p in s), "rest")] += 1
+        if pattern:
+            for f in {f[:100] for f in frames if pattern in f}:
+                through[r][f] += 1
 
     # `perf script`: a header line per sample (not indented), then one indented line per frame,
     # the leaf first.
@@ -68,6 +84,10 @@ def main():
             print(f"   [{100 * v / n:5.1f}%] {k}")
         for sym, v in leaves[r].most_common(top):
             print(f"  {100 * v / n:5.1f}% {sym[:100]}")
+        if pattern:
+            print(f"   through frames containing {pattern!r}:")
+            for sym, v in through[r].most_common(top):
+                print(f"   {100 * v / n:5.1f}% {sym}")
 
 
 if __name__ == "__main__":

@@ -56,9 +56,8 @@ pub(crate) struct Published {
     codes: Mutex<B256Map<Bytecode>>,
     /// Whether some account's storage was reset yet: until then a slot read skips the
     /// accounts' shard (most blocks reset none, and the lookup takes that shard's line from
-    /// the committer's core). A read that misses
-    /// a reset published at that moment sees a mix of versions like any other, which
-    /// validation catches.
+    /// the committer's core). A read that misses a reset published at that moment sees a mix
+    /// of versions like any other, which validation catches.
     any_reset: CachePadded<AtomicBool>,
 }
 

@@ -64,30 +64,24 @@ where
         // One trie is empty (a block whose transactions root is known already): a thread
         // started now would only wait for the other's build. Build both here, then hash.
         if let Some(a) = a.take() {
-            let (trie, leaves) = trie_a.get_or_init(|| build_ordered(a));
-            let _ = cut_a.set(Subtrees::new(spread_frontier(trie, threads, *leaves)));
+            build_and_cut(a, &trie_a, &cut_a, threads);
         }
         if let Some(b) = b.take() {
-            let (trie, leaves) = trie_b.get_or_init(|| build_ordered(b));
-            let _ = cut_b.set(Subtrees::new(spread_frontier(trie, threads, *leaves)));
+            build_and_cut(b, &trie_b, &cut_b, threads);
         }
     }
     let other = std::thread::scope(|scope| {
         let (trie_a, trie_b, cut_a, cut_b) = (&trie_a, &trie_b, &cut_a, &cut_b);
         scope.spawn(move || {
             if let Some(a) = a {
-                let cut = Publish(cut_a);
-                let (trie, leaves) = trie_a.get_or_init(|| build_ordered(a));
-                cut.done(Subtrees::new(spread_frontier(trie, threads, *leaves)));
+                build_and_cut(a, trie_a, cut_a, threads);
             }
             let mut buf = Vec::with_capacity(576);
             cut_of(cut_a).hash(&mut buf);
             cut_of(cut_b).hash(&mut buf);
         });
         if let Some(b) = b {
-            let cut = Publish(cut_b);
-            let (trie, leaves) = trie_b.get_or_init(|| build_ordered(b));
-            cut.done(Subtrees::new(spread_frontier(trie, threads, *leaves)));
+            build_and_cut(b, trie_b, cut_b, threads);
         }
         // The other threads start once there is something to hash, rather than spin beside
         // the two builds (on a machine with fewer cores than threads, in their way).
@@ -122,6 +116,20 @@ where
         drop(trie_b);
     });
     (root_a, root_b, other)
+}
+
+/// Builds the trie of `pairs` into `trie` and publishes its subtrees for `threads` threads in
+/// `cut`; if the build panics, publishes none, so that no thread waits for them forever (the
+/// scope then re-raises the panic).
+fn build_and_cut<'t>(
+    pairs: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
+    trie: &'t OnceLock<(Trie, usize)>,
+    cut: &OnceLock<Subtrees<'t>>,
+    threads: usize,
+) {
+    let publish = Publish(cut);
+    let (trie, leaves) = trie.get_or_init(|| build_ordered(pairs));
+    publish.done(Subtrees::new(spread_frontier(trie, threads, *leaves)));
 }
 
 /// A trie's subtrees once cut, waited for without sleeping: a thread that sleeps here can take
@@ -174,8 +182,8 @@ impl<'t> Subtrees<'t> {
     }
 }
 
-/// Publishes a trie's subtrees for the other threads; if its builder panics first, publishes
-/// none, so that no thread waits for them forever (the scope then re-raises the panic).
+/// Publishes a trie's subtrees for the other threads, or none when dropped first (its build
+/// panicked).
 struct Publish<'c, 't>(&'c OnceLock<Subtrees<'t>>);
 
 impl<'t> Publish<'_, 't> {
