@@ -70,6 +70,7 @@ use revm::database_interface::Database;
 use revm::state::{AccountInfo, EvmState};
 
 pub(crate) mod published;
+mod seqmap;
 
 use crate::block_exec::BlockEvm;
 use crate::code_cache::CodeL1;
@@ -1052,6 +1053,11 @@ impl<'b, 'a> Committer<'b, 'a> {
             // changes): once they are stopped, or when there are none, commits just commit.
             if board.helpers > 0 && !self.alone {
                 db.commit_publishing(index, &state, &board.published, &self.coinbase);
+                // No room to publish (not reached before memory runs out): helpers would read
+                // ever staler values, so the block goes on alone.
+                if board.published.is_full() {
+                    self.go_alone();
+                }
             } else {
                 db.commit_ref(&state);
             }

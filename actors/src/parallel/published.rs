@@ -14,51 +14,46 @@
 //! the committer knows from its own changes, so validation does not read this memory: the
 //! helpers' reads and the committer's writes are the only traffic on it.
 //!
-//! The maps are split in shards, each behind its own mutex, held for one lookup or insert: the
-//! committer and a helper meet on a shard only when they touch keys that hash alike. The
-//! block owns this memory for its lifetime; nothing on the request path sees it.
+//! Accounts and slots are `SeqMap`s: the committer writes them and helpers read them without
+//! taking a lock, so a read moves a cache line only when the committer changed it. Code and
+//! storage wipes, rare, sit behind mutexes. The block owns this memory for its lifetime;
+//! nothing on the request path sees it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crossbeam_utils::CachePadded;
 
-use alloy_primitives::map::{AddressMap, B256Map, HashMap};
+use alloy_primitives::map::{AddressMap, B256Map};
 use alloy_primitives::{Address, B256, U256};
 use revm::bytecode::Bytecode;
 use revm::state::AccountInfo;
 
-/// Shards of each map. A power of two; 16 keeps two or three threads from meeting often.
-const SHARDS: usize = 16;
+use super::seqmap::SeqMap;
 
 /// An account as committed: `None` when the block deleted it.
 type Committed = Option<AccountInfo>;
 
-/// (address, slot) -> (the transaction that wrote it last, its value).
-type SlotShard = HashMap<(Address, U256), (usize, U256)>;
-
-#[derive(Debug, Default)]
-struct AccountShard {
-    /// The account as the last transaction that touched it left it, and that transaction.
-    accounts: AddressMap<(usize, Committed)>,
-    /// The last transaction that wiped the account's storage (created, self-destructed or
-    /// deleted it, or left it empty): slots published before it read as zero.
-    storage_reset: AddressMap<usize>,
-}
+/// Address -> [present (0 or 1), nonce, balance (4 words), code hash (4 words)].
+type Accounts = SeqMap<3, 10>;
+/// (address, slot) -> [the transaction that wrote it last, value (4 words)].
+type Slots = SeqMap<7, 5>;
 
 /// The newest committed version of each key the block wrote.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Published {
-    // Each shard on its own cache line: the committer writes one while a helper reads its
-    // neighbour, and on a shared line each would take the line from the other's core.
-    accounts: Vec<CachePadded<Mutex<AccountShard>>>,
-    slots: Vec<CachePadded<Mutex<SlotShard>>>,
+    accounts: Accounts,
+    slots: Slots,
+    /// Per account, the last transaction that wiped its storage (created, self-destructed or
+    /// deleted it, or left it empty): slots published before it read as zero.
+    storage_reset: Mutex<AddressMap<usize>>,
     codes: Mutex<B256Map<Bytecode>>,
     /// Whether some account's storage was reset yet: until then a slot read skips the
-    /// accounts' shard (most blocks reset none, and the lookup takes that shard's line from
-    /// the committer's core). A read that misses a reset published at that moment sees a mix
-    /// of versions like any other, which validation catches.
+    /// resets' map (most blocks reset none). A read that misses a reset published at that
+    /// moment sees a mix of versions like any other, which validation catches.
     any_reset: CachePadded<AtomicBool>,
+    /// A write found no room (`SeqMap::put`): helpers may read stale values from here on.
+    full: AtomicBool,
 }
 
 /// What a published read found.
@@ -75,39 +70,61 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn shard_of(address: &Address) -> usize {
-    // Addresses are hashes (or nearly): their last byte spreads well enough.
-    usize::from(address[19]) % SHARDS
+fn address_key(address: &Address) -> [u64; 3] {
+    let b = address.as_slice();
+    let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+    let tail = u32::from_le_bytes(b[16..20].try_into().unwrap_or_default());
+    [word(0), word(8), u64::from(tail)]
 }
 
-fn slot_shard(address: &Address, slot: &U256) -> usize {
-    (usize::from(address[19]) ^ slot.as_limbs()[0] as usize) % SHARDS
+fn slot_key(address: &Address, slot: &U256) -> [u64; 7] {
+    let [a, b, c] = address_key(address);
+    let [d, e, f, g] = *slot.as_limbs();
+    [a, b, c, d, e, f, g]
 }
 
-impl Default for Published {
-    fn default() -> Self {
-        Self {
-            accounts: (0..SHARDS).map(|_| CachePadded::default()).collect(),
-            slots: (0..SHARDS).map(|_| CachePadded::default()).collect(),
-            codes: Mutex::default(),
-            any_reset: CachePadded::default(),
-        }
+fn b256_words(hash: &B256) -> [u64; 4] {
+    let b = hash.as_slice();
+    std::array::from_fn(|i| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap_or_default()))
+}
+
+fn words_b256(words: &[u64]) -> B256 {
+    let mut hash = B256::ZERO;
+    for (chunk, word) in hash.0.chunks_exact_mut(8).zip(words) {
+        chunk.copy_from_slice(&word.to_le_bytes());
     }
+    hash
+}
+
+fn writer_word(writer: usize) -> u64 {
+    u64::try_from(writer).unwrap_or(u64::MAX)
 }
 
 impl Published {
     /// The account as the block committed it: `Some(None)` deleted, `None` not written.
     pub(crate) fn account(&self, address: &Address) -> Option<Committed> {
-        locked(&self.accounts[shard_of(address)]).accounts.get(address).map(|(_, a)| a.clone())
+        let words = self.accounts.get(&address_key(address))?;
+        if words[0] == 0 {
+            return Some(None);
+        }
+        Some(Some(AccountInfo {
+            nonce: words[1],
+            balance: U256::from_limbs([words[2], words[3], words[4], words[5]]),
+            code_hash: words_b256(&words[6..10]),
+            account_id: None,
+            code: None,
+        }))
     }
 
     /// A slot as the block committed it.
     pub(crate) fn slot(&self, address: &Address, slot: &U256) -> SlotRead {
-        let written =
-            locked(&self.slots[slot_shard(address, slot)]).get(&(*address, *slot)).copied();
+        let written = self
+            .slots
+            .get(&slot_key(address, slot))
+            .map(|[writer, a, b, c, d]| (writer, U256::from_limbs([a, b, c, d])));
         // A deleted account's storage was reset too (`put_account`).
         let reset = if self.any_reset.load(Ordering::Acquire) {
-            locked(&self.accounts[shard_of(address)]).storage_reset.get(address).copied()
+            locked(&self.storage_reset).get(address).map(|r| writer_word(*r))
         } else {
             None
         };
@@ -124,8 +141,14 @@ impl Published {
         locked(&self.codes).get(hash).cloned()
     }
 
+    /// Whether a write found no room: from then on helpers may read values older than the
+    /// block's, and the committer should run the rest of the block alone.
+    pub(crate) fn is_full(&self) -> bool {
+        self.full.load(Ordering::Relaxed)
+    }
+
     /// Publishes that transaction `writer` left `address` as `account`, having reset its
-    /// storage when `storage_reset`.
+    /// storage when `storage_reset`. The committer's alone: one writer.
     pub(crate) fn put_account(
         &self,
         writer: usize,
@@ -133,17 +156,29 @@ impl Published {
         account: Committed,
         storage_reset: bool,
     ) {
-        let mut shard = locked(&self.accounts[shard_of(&address)]);
         if storage_reset || account.is_none() {
+            locked(&self.storage_reset).insert(address, writer);
             self.any_reset.store(true, Ordering::Release);
-            shard.storage_reset.insert(address, writer);
         }
-        shard.accounts.insert(address, (writer, account));
+        let mut value = [0u64; 10];
+        if let Some(info) = &account {
+            value[0] = 1;
+            value[1] = info.nonce;
+            value[2..6].copy_from_slice(info.balance.as_limbs());
+            value[6..10].copy_from_slice(&b256_words(&info.code_hash));
+        }
+        if !self.accounts.put(&address_key(&address), &value) {
+            self.full.store(true, Ordering::Relaxed);
+        }
     }
 
-    /// Publishes that transaction `writer` left `slot` of `address` holding `value`.
+    /// Publishes that transaction `writer` left `slot` of `address` holding `value`. The
+    /// committer's alone: one writer.
     pub(crate) fn put_slot(&self, writer: usize, address: Address, slot: U256, value: U256) {
-        locked(&self.slots[slot_shard(&address, &slot)]).insert((address, slot), (writer, value));
+        let [a, b, c, d] = *value.as_limbs();
+        if !self.slots.put(&slot_key(&address, &slot), &[writer_word(writer), a, b, c, d]) {
+            self.full.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Publishes code the block deployed.
