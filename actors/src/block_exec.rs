@@ -288,10 +288,11 @@ pub(crate) fn execute_block(
     }
     // A parallel block's board outlives the block's EVM, whose database may read from it
     // (the accounts its helpers read ahead).
-    let helpers = crate::parallel::helpers(&defaults.parallel, &txs);
+    let plan = crate::parallel::plan(&defaults.parallel, &txs);
+    let helpers = plan.as_ref().map(|(helpers, _)| *helpers);
     // At most as many transactions as the gas limit fits (a packed pool may offer many more).
     let room = txs.len().min(usize::try_from(env.gas_limit / 21_000).unwrap_or(usize::MAX));
-    let board = helpers.map(|n| crate::parallel::Board::new(&txs, &defaults.parallel, n, room));
+    let board = plan.map(|plan| crate::parallel::Board::new(&txs, &defaults.parallel, plan, room));
     let parts = (scratch.take_frames(), scratch.take_local());
     let (mut evm, BlockSetup { spec, blob_params }) =
         block_evm_in(db, codes, defaults, parent.number, &env, (), parts);

@@ -341,25 +341,25 @@ fn speculate(
     }
 }
 
-/// How many helper threads a block of `txs` gets under `config`; `None`: it runs sequentially.
-pub(crate) fn helpers(config: &ParallelConfig, txs: &[PooledTx]) -> Option<usize> {
+/// How many helper threads a block of `txs` gets under `config`, with the block's shape for
+/// its board; `None`: it runs sequentially (and nothing was looked at).
+pub(crate) fn plan(config: &ParallelConfig, txs: &[PooledTx]) -> Option<(usize, Shape)> {
     let threads = config.threads.get();
     match config.mode {
-        ParallelMode::Never => None,
-        _ if txs.is_empty() => None,
-        // One sender's chain of calls cannot be speculated; its plain transfers can still
-        // have their recipients read ahead.
-        ParallelMode::Auto
-            if txs.len() < MIN_PARALLEL_TXS
-                || threads < 2
-                || (one_sender_dominates(txs) && !mostly_plain(txs)) =>
-        {
-            None
-        }
-        // Stale helpers do every run: at least one.
-        _ if config.stale_helpers => Some((threads - 1).max(1)),
-        _ => Some(threads - 1),
+        ParallelMode::Never => return None,
+        _ if txs.is_empty() => return None,
+        ParallelMode::Auto if txs.len() < MIN_PARALLEL_TXS || threads < 2 => return None,
+        _ => {}
     }
+    let shape = Shape::of(txs);
+    // One sender's chain of calls cannot be speculated; its plain transfers can still have
+    // their recipients read ahead.
+    if config.mode == ParallelMode::Auto && shape.one_sender_dominates && !shape.mostly_plain {
+        return None;
+    }
+    // Stale helpers do every run: at least one.
+    let helpers = if config.stale_helpers { (threads - 1).max(1) } else { threads - 1 };
+    Some((helpers, shape))
 }
 
 /// How many threads the parts of a block after its transactions (the transactions and
@@ -369,6 +369,68 @@ pub(crate) fn spread_threads(config: &ParallelConfig) -> usize {
         ParallelMode::Never => 1,
         ParallelMode::Auto | ParallelMode::Always => config.threads.get(),
     }
+}
+
+/// What a block's transactions look like to the scheduler, from a sample of at most
+/// `SHAPE_SAMPLE` of them: each transaction's envelope is a cache miss of its own, and
+/// reading all of a 10,000-call block's took half a millisecond on the block's executor
+/// before any helper started. The shares only choose how the block runs; its results are
+/// the same either way.
+///
+/// The sample follows the golden ratio's multiples (a Weyl sequence), not a fixed stride: a
+/// block that interleaves kinds of transactions (a transfer, a call, a transfer...) has a
+/// period a stride can fall in step with, and then sees one kind only.
+#[derive(Debug)]
+pub(crate) struct Shape {
+    /// One sender carries more than `MAX_SENDER_SHARE_PERCENT` of the block's gas.
+    one_sender_dominates: bool,
+    /// The transactions that carry no input declare at least `READ_AHEAD_PLAIN_PERCENT` of
+    /// the block's gas limits.
+    mostly_plain: bool,
+}
+
+/// Most transactions whose gas the block's shape reads.
+const SHAPE_SAMPLE: usize = 512;
+
+impl Shape {
+    pub(crate) fn of(txs: &[PooledTx]) -> Self {
+        let mut sent: HashMap<Address, u64> = HashMap::default();
+        let (mut plain, mut total, mut weighed) = (0u128, 0u128, 0u64);
+        for index in sample(txs.len(), SHAPE_SAMPLE) {
+            let tx = &txs[index];
+            let gas = tx.tx.gas_limit();
+            total += u128::from(gas);
+            if tx.tx.input().is_empty() {
+                plain += u128::from(gas);
+            }
+            let weight = gas.max(21_000);
+            weighed = weighed.saturating_add(weight);
+            let sender = sent.entry(tx.sender).or_default();
+            *sender = sender.saturating_add(weight);
+        }
+        let busiest = sent.values().copied().max().unwrap_or(0);
+        Self {
+            one_sender_dominates: u128::from(busiest) * 100
+                > u128::from(weighed) * u128::from(MAX_SENDER_SHARE_PERCENT),
+            mostly_plain: plain * 100 >= total * READ_AHEAD_PLAIN_PERCENT as u128,
+        }
+    }
+}
+
+/// Indexes below `len` to look at: all of them when there are at most `most`, else `most`
+/// spread over `0..len` by the fractional parts of multiples of the golden ratio.
+fn sample(len: usize, most: usize) -> impl Iterator<Item = usize> {
+    // 2^64 / golden ratio: each step adds it, and the sum's top bits are the fraction.
+    const STEP: u64 = 0x9E37_79B9_7F4A_7C15;
+    let all = len <= most;
+    let len_wide = u128::from(u64::try_from(len).unwrap_or(u64::MAX));
+    (0..len.min(most)).map(move |k| {
+        if all {
+            return k;
+        }
+        let fraction = u64::try_from(k).unwrap_or(u64::MAX).wrapping_mul(STEP);
+        usize::try_from((u128::from(fraction) * len_wide) >> 64).unwrap_or(0)
+    })
 }
 
 /// For each transaction, the index of the previous one from the same sender, `u32::MAX` when
@@ -382,20 +444,6 @@ fn same_sender_before(txs: &[PooledTx]) -> Vec<u32> {
             last.insert(tx.sender, index).unwrap_or(u32::MAX)
         })
         .collect()
-}
-
-/// Whether one sender carries more than `MAX_SENDER_SHARE_PERCENT` of the block's gas.
-fn one_sender_dominates(txs: &[PooledTx]) -> bool {
-    let mut gas: HashMap<Address, u64> = HashMap::default();
-    let mut total = 0u64;
-    for tx in txs {
-        let limit = tx.tx.gas_limit().max(21_000);
-        total = total.saturating_add(limit);
-        let sender = gas.entry(tx.sender).or_default();
-        *sender = sender.saturating_add(limit);
-    }
-    let busiest = gas.values().copied().max().unwrap_or(0);
-    u128::from(busiest) * 100 > u128::from(total) * u128::from(MAX_SENDER_SHARE_PERCENT)
 }
 
 /// What one parallel block's threads share, for the block's lifetime only (it lives on the
@@ -412,7 +460,11 @@ pub(crate) struct Board<'a> {
     window: usize,
     /// Per transaction, the index of the block's previous transaction from the same sender
     /// (`u32::MAX`: none): the dependency hint that keeps helpers off a nonce chain.
-    same_sender_before: Vec<u32>,
+    ///
+    /// Made by the first helper as it starts (a few hundred microseconds for 10,000
+    /// transactions), while the committer already executes: until then the committer counts
+    /// no nonce chain.
+    same_sender_before: OnceLock<Vec<u32>>,
     /// Per transaction, where it stands ([`Slot`]); at `slot(index)`, so that neighbouring
     /// transactions (one taken by the committer while a helper claims another) do not share
     /// a cache line.
@@ -460,10 +512,10 @@ impl<'a> Board<'a> {
     pub(crate) fn new(
         txs: &'a [PooledTx],
         config: &ParallelConfig,
-        helpers: usize,
+        (helpers, shape): (usize, Shape),
         room: usize,
     ) -> Self {
-        let plain = !config.stale_helpers && mostly_plain(txs);
+        let plain = !config.stale_helpers && shape.mostly_plain;
         let read_ahead = plain.then(|| ReadAhead::new(room.min(txs.len())));
         // A block that reads ahead claims no run: it needs no run slots or sender hints.
         let speculates = read_ahead.is_none();
@@ -471,7 +523,7 @@ impl<'a> Board<'a> {
             txs,
             position: CachePadded::new(AtomicUsize::new(0)),
             window: HELPER_WINDOW_PER_THREAD * (helpers + 1),
-            same_sender_before: if speculates { same_sender_before(txs) } else { Vec::new() },
+            same_sender_before: OnceLock::new(),
             // Whole rows of `RUN_STRIDE`, which `slot` spreads the transactions over.
             runs: (0..if speculates { txs.len().div_ceil(RUN_STRIDE) * RUN_STRIDE } else { 0 })
                 .map(|_| Mutex::new(Slot::Free))
@@ -520,11 +572,16 @@ impl<'a> Board<'a> {
     /// run now would read the sender's nonce before that transaction's and fail validation
     /// for certain. Stale helpers (a test mode that runs every transaction) ignore the hint.
     fn follows_uncommitted(&self, index: usize) -> bool {
-        let before = self.same_sender_before[index];
+        let before = self.hints()[index];
         !self.stale
             && before != u32::MAX
             && usize::try_from(before).unwrap_or(usize::MAX)
                 >= self.position.load(Ordering::Acquire)
+    }
+
+    /// The dependency hints (`same_sender_before`), made by the first helper to ask.
+    fn hints(&self) -> &[u32] {
+        self.same_sender_before.get_or_init(|| same_sender_before(self.txs))
     }
 
     /// Claims `index` for a helper if no one has taken it.
@@ -603,20 +660,6 @@ impl<'a> Board<'a> {
     fn followed(&self) -> bool {
         self.helpers > 0 && !self.stale
     }
-}
-
-/// Whether the transactions of `txs` that carry no input declare at least
-/// `READ_AHEAD_PLAIN_PERCENT` of their gas limits.
-fn mostly_plain(txs: &[PooledTx]) -> bool {
-    let (mut plain, mut total) = (0u128, 0u128);
-    for tx in txs {
-        let gas = u128::from(tx.tx.gas_limit());
-        total += gas;
-        if tx.tx.input().is_empty() {
-            plain += gas;
-        }
-    }
-    plain * 100 >= total * READ_AHEAD_PLAIN_PERCENT as u128
 }
 
 /// The snapshot accounts a block of plain transfers reads (each transaction's sender and
@@ -900,6 +943,7 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
     if board.followed() {
         evm.ctx.journaled_state.database.read_published(&board.published);
     }
+    board.hints();
     board.helper_ready();
     // What the committer handed back, taken in exchange for these emptied vectors: both
     // keep their capacity, so neither side allocates to hand runs over.
@@ -1178,7 +1222,12 @@ impl<'b, 'a> Committer<'b, 'a> {
     /// transaction within the helpers' window (no helper could run it ahead); a long chain
     /// is better run alone, without publishing every commit for helpers that cannot use it.
     fn note_chain(&mut self, index: usize) {
-        let before = self.board.same_sender_before.get(index).copied().unwrap_or(u32::MAX);
+        let before = self
+            .board
+            .same_sender_before
+            .get()
+            .and_then(|hints| hints.get(index).copied())
+            .unwrap_or(u32::MAX);
         let near = before != u32::MAX
             && index.saturating_sub(usize::try_from(before).unwrap_or(0)) <= self.board.window;
         self.chained = if near { self.chained + 1 } else { 0 };
@@ -1328,9 +1377,58 @@ mod tests {
             .collect()
     }
 
+    /// A transaction from sender `from`: a plain transfer (21,000 gas, no input) or a call.
+    fn tx(from: u16, plain: bool) -> PooledTx {
+        let tx = TxEip1559 {
+            chain_id: 1,
+            gas_limit: if plain { 21_000 } else { 60_000 },
+            to: TxKind::Call(Address::with_last_byte(0xcc)),
+            input: if plain { Vec::new() } else { vec![1] }.into(),
+            ..Default::default()
+        };
+        let signed = tx.into_signed(Signature::test_signature());
+        let hash = *signed.hash();
+        let sender = Address::left_padding_from(&from.to_be_bytes());
+        PooledTx { tx: Arc::new(signed.into()), sender, hash }
+    }
+
+    #[test]
+    fn a_sample_is_everything_up_to_its_size_and_even_across_periods_past_it() {
+        assert_eq!(sample(10, 512).collect::<Vec<_>>(), (0..10).collect::<Vec<_>>());
+        let picked: Vec<usize> = sample(12_000, 512).collect();
+        assert_eq!(picked.len(), 512);
+        assert!(picked.iter().all(|&i| i < 12_000));
+        // A stride would land on one residue of a period that divides it; these spread.
+        for period in [2usize, 3, 4, 12, 24] {
+            let mut hits = vec![0usize; period];
+            for &i in &picked {
+                hits[i % period] += 1;
+            }
+            let even = 512 / period;
+            assert!(
+                hits.iter().all(|&h| h.abs_diff(even) <= even / 4 + 2),
+                "period {period}: {hits:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_blocks_shape_sees_interleaved_kinds_and_a_dominating_sender() {
+        // Calls between every pair of transfers: under a fifth of the gas is plain.
+        let interleaved: Vec<PooledTx> = (0..6_000u16).map(|i| tx(i, i % 3 == 0)).collect();
+        let shape = Shape::of(&interleaved);
+        assert!(!shape.mostly_plain && !shape.one_sender_dominates);
+        let transfers: Vec<PooledTx> = (0..6_000u16).map(|i| tx(i, true)).collect();
+        assert!(Shape::of(&transfers).mostly_plain);
+        // Nine in ten transactions from one sender.
+        let one: Vec<PooledTx> =
+            (0..6_000u16).map(|i| tx(if i % 10 == 0 { i } else { 0 }, false)).collect();
+        assert!(Shape::of(&one).one_sender_dominates);
+    }
+
     fn board(txs: &[PooledTx]) -> Board<'_> {
         let config = ParallelConfig::new(ParallelMode::Always, 2).expect("config");
-        Board::new(txs, &config, 1, txs.len())
+        Board::new(txs, &config, (1, Shape::of(txs)), txs.len())
     }
 
     fn ran() -> Box<Speculated> {

@@ -19,7 +19,7 @@
 //! That is the mix of versions a helper's view already allows: the committer validates every
 //! value a run read against its own state. So is a read that misses a key being inserted.
 
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
 
@@ -110,7 +110,13 @@ impl<const K: usize, const V: usize> SeqMap<K, V> {
     }
 
     fn hash(&self, key: &[u64; K]) -> u64 {
-        self.hasher.hash_one(key)
+        // Word by word: hashing the key as one slice of bytes took the slow path for long
+        // inputs at every lookup.
+        let mut hasher = self.hasher.build_hasher();
+        for word in key {
+            hasher.write_u64(*word);
+        }
+        hasher.finish()
     }
 
     /// The value of `key` as last written, `None` when it was not (as far as this read saw).
