@@ -63,6 +63,7 @@ use alloy_consensus::Transaction;
 use alloy_primitives::{Address, Bloom, U256, logs_bloom};
 use crossbeam_utils::CachePadded;
 use hearth_messages::executor::{BlockEnvSpec, BuildMode, PooledTx};
+use hearth_storage::cpu::CallerCpu;
 use hearth_storage::{ChainDb, EMPTY_CODE_HASH, StateView, StorageError, StoredAccount};
 use revm::ExecuteEvm;
 use revm::context::result::{EVMError, ExecutionResult, ResultAndState};
@@ -500,6 +501,9 @@ pub(crate) struct Board<'a> {
     /// (`u64::MAX`: none yet), for the block's statistics.
     made: Instant,
     helper_ready_ns: AtomicU64,
+    /// The committer's core when the board was made, which helpers keep off
+    /// (`hearth_storage::cpu`).
+    committer_cpu: CallerCpu,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -540,6 +544,7 @@ impl<'a> Board<'a> {
             stale: config.stale_helpers,
             made: Instant::now(),
             helper_ready_ns: AtomicU64::new(u64::MAX),
+            committer_cpu: CallerCpu::now(),
         }
     }
 
@@ -923,6 +928,8 @@ impl Drop for Alive<'_> {
 /// block's loop ends.
 pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
     let _alive = Alive(&board.live);
+    // On the committer's core a helper only takes the committer's time.
+    board.committer_cpu.avoid();
     if let Some(ahead) = &board.read_ahead {
         board.helper_ready();
         read_ahead(board, ahead, &input.db.state_at(input.parent_number));

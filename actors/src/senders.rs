@@ -35,9 +35,16 @@ where
     let chunk = items.len().div_ceil(threads.max(1)).max(1);
     let mut chunks = items.chunks(chunk);
     let Some(first) = chunks.next() else { return Vec::new() };
+    // The threads started here keep off this one's core (`hearth_storage::cpu`).
+    let caller = hearth_storage::cpu::CallerCpu::now();
     std::thread::scope(|s| {
         let rest: Vec<_> = chunks
-            .map(|part| s.spawn(move || part.iter().map(recover).collect::<Vec<_>>()))
+            .map(|part| {
+                s.spawn(move || {
+                    caller.avoid();
+                    part.iter().map(recover).collect::<Vec<_>>()
+                })
+            })
             .collect();
         let mut out: Vec<R> = first.iter().map(recover).collect();
         out.reserve(items.len() - out.len());

@@ -15,6 +15,7 @@ mod account_versions;
 mod buffers;
 mod chain;
 mod commit;
+pub mod cpu;
 mod dump;
 mod error;
 mod fork;

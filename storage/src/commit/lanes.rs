@@ -79,6 +79,8 @@ pub(super) fn apply_parallel(
         accounts[lane_of_nibble[usize::from(key[0] >> 4)]].push((key, address, change));
     }
     let keep = staged.keep;
+    // The lanes started here keep off this thread's core (`crate::cpu`).
+    let caller = crate::cpu::CallerCpu::now();
     let outs: Vec<Result<LaneOut, StorageError>> = std::thread::scope(|scope| {
         let (first, rest) = lanes_of_block.split_first_mut().expect("at least one lane");
         let workers: Vec<_> = rest
@@ -87,7 +89,10 @@ pub(super) fn apply_parallel(
             .enumerate()
             .map(|(i, (lane, accounts))| {
                 let slots = nibbles(i + 1, lanes);
-                scope.spawn(move || run_lane(db, cache, lane, accounts, slots, keep, base, number))
+                scope.spawn(move || {
+                    caller.avoid();
+                    run_lane(db, cache, lane, accounts, slots, keep, base, number)
+                })
             })
             .collect();
         let mut outs =

@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
+use crate::cpu::CallerCpu;
 
 /// Fewest leaves worth spreading: below it the threads' start costs more than the hashing
 /// (a scoped thread starts in tens of microseconds; 256 receipts hash in about as long).
@@ -70,9 +71,12 @@ where
             build_and_cut(b, &trie_b, &cut_b, threads);
         }
     }
+    // Each thread started here keeps off this one's core (`crate::cpu`).
+    let caller = CallerCpu::now();
     let other = std::thread::scope(|scope| {
         let (trie_a, trie_b, cut_a, cut_b) = (&trie_a, &trie_b, &cut_a, &cut_b);
         scope.spawn(move || {
+            caller.avoid();
             if let Some(a) = a {
                 build_and_cut(a, trie_a, cut_a, threads);
             }
@@ -87,6 +91,7 @@ where
         // the two builds (on a machine with fewer cores than threads, in their way).
         for _ in 2..pool {
             scope.spawn(move || {
+                caller.avoid();
                 let mut buf = Vec::with_capacity(576);
                 cut_of(cut_b).hash(&mut buf);
                 cut_of(cut_a).hash(&mut buf);
@@ -112,7 +117,10 @@ where
     let root_b = root(&trie_b, cut_b);
     // Freeing a big block's two tries takes half a millisecond: each on its own thread.
     std::thread::scope(|scope| {
-        scope.spawn(move || drop(trie_a));
+        scope.spawn(move || {
+            caller.avoid();
+            drop(trie_a);
+        });
         drop(trie_b);
     });
     (root_a, root_b, other)
