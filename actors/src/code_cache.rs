@@ -15,7 +15,7 @@
 //! Analysing code (the jump table) costs ~29 µs for 24 KiB; a clone of analysed code is a
 //! reference-count bump, so sharing analysed code between threads saves that work per call.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::num::NonZeroUsize;
 use std::pin::pin;
@@ -23,7 +23,9 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, Wake, Waker};
 
 use actix::{Actor, Addr, Context, Handler, Recipient};
+// Keyed by code hash: alloy's seeded map for 32-byte keys (SipHash was std's default).
 use alloy_primitives::B256;
+use alloy_primitives::map::B256Map;
 use hearth_messages::code_cache::{CodeCacheStats, GetCode, GetCodeCacheStats, InsertCode};
 use revm::bytecode::Bytecode;
 
@@ -32,7 +34,7 @@ use crate::supervise::{Restart, RestartCounter, contain};
 /// The L2 core: an LRU map with hit/miss/eviction counts. No actix types, tested directly.
 #[derive(Debug)]
 pub struct CodeCache {
-    entries: HashMap<B256, (Bytecode, u64)>,
+    entries: B256Map<(Bytecode, u64)>,
     /// last-use tick -> hash, oldest first.
     recency: BTreeMap<u64, B256>,
     capacity: usize,
@@ -44,7 +46,7 @@ impl CodeCache {
     /// An empty cache holding at most `capacity` entries.
     pub fn new(capacity: NonZeroUsize) -> Self {
         Self {
-            entries: HashMap::new(),
+            entries: B256Map::default(),
             recency: BTreeMap::new(),
             capacity: capacity.get(),
             tick: 0,
@@ -176,14 +178,14 @@ pub const CODE_L1_ENTRIES: usize = 64;
 /// An executor thread's private L1 in front of the shared L2.
 #[derive(Debug)]
 pub struct CodeL1 {
-    entries: HashMap<B256, Bytecode>,
+    entries: B256Map<Bytecode>,
     l2: Option<CodeL2>,
 }
 
 impl CodeL1 {
     /// An empty L1, backed by `l2` when given.
     pub fn new(l2: Option<CodeL2>) -> Self {
-        Self { entries: HashMap::with_capacity(CODE_L1_ENTRIES), l2 }
+        Self { entries: B256Map::with_capacity_and_hasher(CODE_L1_ENTRIES, Default::default()), l2 }
     }
 
     /// Forgets every entry (the L2 stays).

@@ -50,7 +50,7 @@
 //! coinbase read validated on nonce and code hash only, and its coinbase balance committed as
 //! the balance now plus what its run added (the fee).
 
-use alloy_primitives::map::HashMap;
+use alloy_primitives::map::AddressMap;
 use std::cell::Cell;
 use std::num::NonZeroUsize;
 use std::panic::AssertUnwindSafe;
@@ -395,7 +395,7 @@ const SHAPE_SAMPLE: usize = 512;
 
 impl Shape {
     pub(crate) fn of(txs: &[PooledTx]) -> Self {
-        let mut sent: HashMap<Address, u64> = HashMap::default();
+        let mut sent: AddressMap<u64> = AddressMap::default();
         let (mut plain, mut total, mut weighed) = (0u128, 0u128, 0u64);
         for index in sample(txs.len(), SHAPE_SAMPLE) {
             let tx = &txs[index];
@@ -437,7 +437,7 @@ fn sample(len: usize, most: usize) -> impl Iterator<Item = usize> {
 /// For each transaction, the index of the previous one from the same sender, `u32::MAX` when
 /// there is none (a block never holds four billion transactions: gas bounds it far below).
 fn same_sender_before(txs: &[PooledTx]) -> Vec<u32> {
-    let mut last: HashMap<Address, u32> = HashMap::default();
+    let mut last: AddressMap<u32> = AddressMap::default();
     txs.iter()
         .enumerate()
         .map(|(index, tx)| {
