@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, Wake, Waker};
 
 use actix::{Actor, Addr, Context, Handler, Recipient};
-// Keyed by code hash: alloy's seeded map for 32-byte keys (SipHash was std's default).
 use alloy_primitives::B256;
+// Keyed by code hash: alloy's seeded map for 32-byte keys (std's default was SipHash).
 use alloy_primitives::map::B256Map;
 use hearth_messages::code_cache::{CodeCacheStats, GetCode, GetCodeCacheStats, InsertCode};
 use revm::bytecode::Bytecode;
