@@ -492,6 +492,7 @@ pub(crate) fn execute_block(
         );
     }
     crate::parallel::set_last_stats(crate::parallel::ParallelStats {
+        setup_time: loop_started - started,
         loop_time,
         ..stats.unwrap_or_default()
     });

@@ -188,8 +188,11 @@ pub struct ParallelStats {
     pub read_ahead: bool,
     /// How long the committer waited for helpers' runs still running when it reached them.
     pub waited: Duration,
+    /// How long the block took before its transaction loop (its EVM, the pre-block calls, a
+    /// parallel block's plan and board), sequential blocks too.
+    pub setup_time: Duration,
     /// How long the block's transaction loop took (its helpers joined), sequential blocks
-    /// too: the rest of the block's time is its roots and diff.
+    /// too: the rest of the block's time is its set-up, roots and diff.
     pub loop_time: Duration,
     /// How long after the block's board was made its first helper was ready to claim (its
     /// thread started and its EVM made); `None`: no helper got that far.
@@ -207,6 +210,7 @@ thread_local! {
             threads: 0,
             read_ahead: false,
             waited: Duration::ZERO,
+            setup_time: Duration::ZERO,
             loop_time: Duration::ZERO,
             helper_start: None,
         })

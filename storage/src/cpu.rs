@@ -7,10 +7,10 @@
 //! is often placed on its parent's core, and waits there (4 ms slices) until the load balancer
 //! moves it: on this project's 2-vCPU virtual machines (whose kernel is booted with
 //! `sched_vcpu_pack`) a third of a big block's helpers ran a handful of transactions before
-//! the block was done (BENCHMARKS.md, sessions 8 and 9). So each such thread starts by leaving the caller's core out of
-//! the cores it may run on. Nothing else changes: the caller is not pinned, the thread may
-//! use every other core the process may, and a process that may use one core only is left
-//! alone. The restriction ends with the thread.
+//! the block was done (BENCHMARKS.md, sessions 8 and 9). So each such thread starts by
+//! leaving the caller's core out of the cores it may run on. Nothing else changes: the caller
+//! is not pinned, the thread may use every other core the process may, and a process that may
+//! use one core only is left alone. The restriction ends with the thread.
 //!
 //! Two C calls (`sched_getcpu`, `sched_setaffinity`), on 64-bit Linux; elsewhere nothing
 //! happens.

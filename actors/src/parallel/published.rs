@@ -84,16 +84,11 @@ fn slot_key(address: &Address, slot: &U256) -> [u64; 7] {
 }
 
 fn b256_words(hash: &B256) -> [u64; 4] {
-    let b = hash.as_slice();
-    std::array::from_fn(|i| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap_or_default()))
+    U256::from_le_bytes(hash.0).into_limbs()
 }
 
-fn words_b256(words: &[u64]) -> B256 {
-    let mut hash = B256::ZERO;
-    for (chunk, word) in hash.0.chunks_exact_mut(8).zip(words) {
-        chunk.copy_from_slice(&word.to_le_bytes());
-    }
-    hash
+fn words_b256(words: [u64; 4]) -> B256 {
+    B256::new(U256::from_limbs(words).to_le_bytes())
 }
 
 fn writer_word(writer: usize) -> u64 {
@@ -110,7 +105,7 @@ impl Published {
         Some(Some(AccountInfo {
             nonce: words[1],
             balance: U256::from_limbs([words[2], words[3], words[4], words[5]]),
-            code_hash: words_b256(&words[6..10]),
+            code_hash: words_b256([words[6], words[7], words[8], words[9]]),
             account_id: None,
             code: None,
         }))
