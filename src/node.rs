@@ -15,7 +15,7 @@ use std::sync::Arc;
 use actix::Addr;
 use alloy_primitives::Address;
 use alloy_signer_local::PrivateKeySigner;
-use hearth_actors::miner::{Clock, system_clock};
+use hearth_actors::miner::{Clock, HeadWrites, system_clock};
 use hearth_actors::{
     CodeCacheActor, CodeL2, ExecConfig, ExecutorActor, FilterActor, MempoolActor, MempoolConfig,
     MinerActor, MinerConfig, MinerPeers, StateActor, SubscriptionActor,
@@ -490,6 +490,7 @@ impl Node {
                 commit: state.clone().recipient(),
                 rollback: state.clone().recipient(),
                 replace: state.clone().recipient(),
+                head_writes: HeadWrites::of(&state),
             },
             MinerConfig {
                 automine: config.automine,

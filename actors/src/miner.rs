@@ -7,14 +7,15 @@
 //! - **Takes:** `AutoMine` (as `Ask`), `MineBlocks`, `MineDetailed`, `MineSpaced`, `Rewind`
 //!   (anvil_rollback / anvil_reorg: the state owner's `Rollback`, then the new blocks, as one
 //!   run), `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `SetTime`,
-//!   `SetTimestampInterval`, `GetMiningStatus`, `SaveClock` and `RestoreClock` (the clock side
-//!   of evm_snapshot / evm_revert), all from `MinerClient`; `ResetTo` (anvil_reset: the state
-//!   owner's `ReplaceChain` between two blocks); and `StopMining` (shutdown: once
-//!   the executor pool is closed no block starts, and the answer comes after the block in
-//!   progress).
+//!   `SetTimestampInterval`, `GetMiningStatus`, and `BetweenBlocks` of `PatchState`,
+//!   `TakeSnapshot`, `RevertTo` and `LoadState` (the head-state writes outside a block, passed
+//!   on between two blocks; a snapshot saves the miner's clock, a revert turns it back), all
+//!   from `MinerClient`; `ResetTo` (anvil_reset: the state owner's `ReplaceChain` between two
+//!   blocks); and `StopMining` (shutdown: once the executor pool is closed no block starts, and
+//!   the answer comes after the block in progress).
 //! - **Sends:** `TakePending` and `TxsMined` to the mempool, `BuildBlock` to the executor pool
-//!   (through `ExecutorClient`, never refused), `CommitBlock`, `Rollback` and `ReplaceChain` to
-//!   the state owner.
+//!   (through `ExecutorClient`, never refused), `CommitBlock`, `Rollback`, `ReplaceChain` and
+//!   the `BetweenBlocks` writes to the state owner.
 //! - **Mailbox:** `--actors.mailbox` (default 1024). One block at a time: handlers are atomic
 //!   futures, so a second request waits in the mailbox until the first block is committed.
 //! - **Restart:** `Restart` (`supervise`): a panic in a handler or a mining run fails that
@@ -40,12 +41,15 @@ use hearth_messages::MineError;
 use hearth_messages::executor::{BlockEnvSpec, BuildBlock, BuildMode, ExecutorClient, PooledTx};
 use hearth_messages::mempool::{TakePending, TxsMined};
 use hearth_messages::miner::{
-    AutoMine, GetMiningStatus, IntervalMining, MAX_TIMESTAMP, MineBlocks, MineDetailed, MineSpaced,
-    MinedBlock, MiningStatus, RestoreClock, Rewind, SaveClock, SetAutomine, SetBlockParam,
+    AutoMine, BetweenBlocks, GetMiningStatus, IntervalMining, MAX_TIMESTAMP, MineBlocks,
+    MineDetailed, MineSpaced, MinedBlock, MiningStatus, Rewind, SetAutomine, SetBlockParam,
     SetIntervalMining, SetTime, SetTimestampInterval, StopMining,
 };
 use hearth_messages::reset::ResetTo;
-use hearth_messages::state::{CommitBlock, ReplaceChain, Rollback};
+use hearth_messages::state::{
+    CommitBlock, LoadState, PatchState, ReplaceChain, RevertTo, Rollback, TakeSnapshot,
+};
+use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{ChainDb, SealedBlock};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -116,6 +120,45 @@ pub struct MinerPeers {
     /// The state owner's `ReplaceChain` (anvil_reset goes through the miner for the same
     /// reason).
     pub replace: Recipient<ReplaceChain>,
+    /// The state owner's writes of the head state outside a block, passed on between blocks
+    /// (`BetweenBlocks`): a block being built would undo them when it commits.
+    pub head_writes: HeadWrites,
+}
+
+/// The state owner's recipients for the head-state writes the miner passes on between blocks.
+#[derive(Debug, Clone)]
+pub struct HeadWrites {
+    /// Dev patches (anvil_setBalance and friends).
+    pub patch: Recipient<PatchState>,
+    /// evm_snapshot.
+    pub snapshot: Recipient<TakeSnapshot>,
+    /// evm_revert.
+    pub revert: Recipient<RevertTo>,
+    /// anvil_loadState.
+    pub load: Recipient<LoadState>,
+}
+
+impl HeadWrites {
+    /// All four from one state owner.
+    pub fn of<A>(state: &Addr<A>) -> Self
+    where
+        A: Actor
+            + Handler<PatchState>
+            + Handler<TakeSnapshot>
+            + Handler<RevertTo>
+            + Handler<LoadState>,
+        A::Context: actix::dev::ToEnvelope<A, PatchState>
+            + actix::dev::ToEnvelope<A, TakeSnapshot>
+            + actix::dev::ToEnvelope<A, RevertTo>
+            + actix::dev::ToEnvelope<A, LoadState>,
+    {
+        Self {
+            patch: state.clone().recipient(),
+            snapshot: state.clone().recipient(),
+            revert: state.clone().recipient(),
+            load: state.clone().recipient(),
+        }
+    }
 }
 
 /// SplitMix64: a tiny seeded generator, enough to spread random block times (no crate needed,
@@ -448,6 +491,12 @@ impl MineJob {
             self.db.header(head).map_err(|e| MineError::State(e.into()))?.ok_or(
                 MineError::State(hearth_messages::StateError::NotNext { head, got: head }),
             )?;
+        // What the state owner checks the block against: the head state it is built on.
+        let parent_root = self
+            .db
+            .state_root_at(head)
+            .map_err(|e| MineError::State(e.into()))?
+            .unwrap_or(EMPTY_ROOT);
         let next = if first { self.next } else { Overrides::default() };
         let base_fee = next
             .base_fee
@@ -507,8 +556,11 @@ impl MineJob {
             return Ok(Mined { block: None, pool_left: false, outputs: Vec::new() });
         }
         let txs = included.len();
-        let block =
-            self.peers.commit.send(CommitBlock { draft: built.draft, diff: built.diff }).await??;
+        let block = self
+            .peers
+            .commit
+            .send(CommitBlock { draft: built.draft, diff: built.diff, parent_root })
+            .await??;
         let committed_at = Instant::now();
         let pool_left = self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
         // Where a block's time goes, for `scripts/mine-e2e.py`: building (execution, receipts,
@@ -966,24 +1018,81 @@ impl Handler<SetAutomine> for MinerActor {
     }
 }
 
-impl Handler<SaveClock> for MinerActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: SaveClock, _ctx: &mut Self::Context) -> Self::Result {
-        self.saved_clocks.push((msg.0, self.time_offset, self.next));
+impl MinerActor {
+    /// Passes one head-state write to the state owner as an atomic future: no block is being
+    /// built meanwhile, and none starts before `then` has run on the actor with the answer.
+    fn between_blocks<T: 'static>(
+        &mut self,
+        write: impl Future<Output = Result<Result<T, hearth_messages::StateError>, MailboxError>>
+        + 'static,
+        then: impl FnOnce(&mut Self, &T) + 'static,
+    ) -> AtomicResponse<Self, Result<T, MineError>> {
+        let write = contain_future(async move { Ok::<T, MineError>(write.await??) });
+        AtomicResponse::new(Box::pin(write.into_actor(self).map(|outcome, act, ctx| {
+            let answer = match outcome {
+                Ok(result) => result?,
+                Err(panic) => return Err(act.restarted_after(&*panic, ctx)),
+            };
+            then(act, &answer);
+            Ok(answer)
+        })))
     }
 }
 
-impl Handler<RestoreClock> for MinerActor {
-    type Result = ();
+impl Handler<BetweenBlocks<PatchState>> for MinerActor {
+    type Result = AtomicResponse<Self, Result<B256, MineError>>;
 
-    fn handle(&mut self, msg: RestoreClock, _ctx: &mut Self::Context) -> Self::Result {
-        if let Some(index) = self.saved_clocks.iter().position(|(id, _, _)| *id == msg.0) {
-            let (_, offset, next) = self.saved_clocks[index];
-            self.time_offset = offset;
-            self.next = next;
-            self.saved_clocks.truncate(index);
-        }
+    fn handle(&mut self, msg: BetweenBlocks<PatchState>, _ctx: &mut Self::Context) -> Self::Result {
+        let write = self.peers.head_writes.patch.send(msg.0);
+        self.between_blocks(write, |_, _| {})
+    }
+}
+
+impl Handler<BetweenBlocks<LoadState>> for MinerActor {
+    type Result = AtomicResponse<Self, Result<B256, MineError>>;
+
+    fn handle(&mut self, msg: BetweenBlocks<LoadState>, _ctx: &mut Self::Context) -> Self::Result {
+        let write = self.peers.head_writes.load.send(msg.0);
+        self.between_blocks(write, |_, _| {})
+    }
+}
+
+impl Handler<BetweenBlocks<TakeSnapshot>> for MinerActor {
+    type Result = AtomicResponse<Self, Result<u64, MineError>>;
+
+    /// Takes the state owner's snapshot and saves the clock (time offset and next-block
+    /// settings) under its id, so that evm_revert also turns the clock back, as Hardhat does.
+    fn handle(
+        &mut self,
+        msg: BetweenBlocks<TakeSnapshot>,
+        _ctx: &mut Self::Context,
+    ) -> Self::Result {
+        let write = self.peers.head_writes.snapshot.send(msg.0);
+        self.between_blocks(write, |act, id| {
+            act.saved_clocks.push((*id, act.time_offset, act.next));
+        })
+    }
+}
+
+impl Handler<BetweenBlocks<RevertTo>> for MinerActor {
+    type Result = AtomicResponse<Self, Result<bool, MineError>>;
+
+    /// Reverts the state owner to the snapshot; when it knew the id, turns the clock back to
+    /// what was saved with it and forgets that and every later save.
+    fn handle(&mut self, msg: BetweenBlocks<RevertTo>, _ctx: &mut Self::Context) -> Self::Result {
+        let id = msg.0.0;
+        let write = self.peers.head_writes.revert.send(msg.0);
+        self.between_blocks(write, move |act, reverted| {
+            if !*reverted {
+                return;
+            }
+            if let Some(index) = act.saved_clocks.iter().position(|(saved, _, _)| *saved == id) {
+                let (_, offset, next) = act.saved_clocks[index];
+                act.time_offset = offset;
+                act.next = next;
+                act.saved_clocks.truncate(index);
+            }
+        })
     }
 }
 

@@ -232,6 +232,20 @@ impl StateActor {
                 got: msg.draft.header.number,
             });
         }
+        // The block's diff carries whole accounts: written over a head state that changed
+        // after its build began (a patch, a revert to the same head, a load), it would undo
+        // that change. The miner passes those writes on between blocks; this is the owner's
+        // check that nothing else did.
+        if let Some(head) = head {
+            let head_root = self.db.state_root_at(head)?.unwrap_or(EMPTY_ROOT);
+            if head_root != msg.parent_root {
+                return Err(StateError::HeadChanged {
+                    number: expected,
+                    built_on: msg.parent_root,
+                    head_root,
+                });
+            }
+        }
         let keys = (!self.snapshots.is_empty()).then(|| BlockKeys::of(expected, &msg.diff));
         let block = Arc::new(self.writer.write(msg.draft, &msg.diff)?);
         self.block_keys.extend(keys);

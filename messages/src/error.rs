@@ -328,6 +328,21 @@ pub enum StateError {
         /// The block's number.
         got: u64,
     },
+    /// The block was built on a head state that has changed since (a write outside a block
+    /// that did not wait for the block in progress): writing it would undo that change.
+    #[error(
+        "block {number} was built on state root {built_on}, but the head state is now \
+         {head_root}: it changed while the block was built, so the block is not written; \
+         build it again"
+    )]
+    HeadChanged {
+        /// The block's number.
+        number: u64,
+        /// The root it was built on.
+        built_on: B256,
+        /// The head state's root now.
+        head_root: B256,
+    },
     /// A rollback asked to drop more blocks than there are after genesis.
     #[error(
         "Rollback depth must not exceed current chain height: current height {head}, depth {depth}"

@@ -6,6 +6,7 @@ use actix::Message;
 use alloy_primitives::{Address, B256};
 
 use crate::MineError;
+use crate::state::{LoadState, PatchState, RevertTo, TakeSnapshot};
 
 /// In automine mode, mines blocks until no executable transaction is left, then replies with
 /// the last block mined (or `None` when there was nothing to mine or automine is off).
@@ -158,22 +159,24 @@ impl Message for SetAutomine {
     type Result = ();
 }
 
-/// Remembers the miner's clock (time offset and next-block settings) under snapshot `0`.
-/// Sent with `evm_snapshot`, so that `evm_revert` also turns the clock back, as Hardhat does.
-#[derive(Debug, Clone, Copy)]
-pub struct SaveClock(pub u64);
+/// A write of the head state outside a block, which the miner hands to the state owner between
+/// two blocks: a dev patch ([`PatchState`]), `evm_snapshot` ([`TakeSnapshot`]), `evm_revert`
+/// ([`RevertTo`]) or `anvil_loadState` ([`LoadState`]).
+///
+/// Why through the miner: a block is built on the head state as it was when its build began,
+/// and its diff carries whole accounts. A patch written while a block is being built would be
+/// overwritten when that block commits (the lost `anvil_setBalance` the crash soak caught), so
+/// these writes wait for the block in progress, as anvil's wait for its block's lock. The
+/// miner also keeps its clock with them: a snapshot saves the clock (time offset and
+/// next-block settings) and a successful revert turns it back, as Hardhat does.
+#[derive(Debug, Clone)]
+pub struct BetweenBlocks<M>(pub M);
 
-impl Message for SaveClock {
-    type Result = ();
-}
-
-/// Turns the clock back to what [`SaveClock`] saved under snapshot `0`, and forgets that and
-/// every later save. Sent with a successful `evm_revert`.
-#[derive(Debug, Clone, Copy)]
-pub struct RestoreClock(pub u64);
-
-impl Message for RestoreClock {
-    type Result = ();
+impl<T: 'static, M> Message for BetweenBlocks<M>
+where
+    M: Message<Result = Result<T, crate::StateError>>,
+{
+    type Result = Result<T, MineError>;
 }
 
 /// The miner's current settings and counters. Serves `anvil_getAutomine` and tests.
@@ -309,10 +312,14 @@ crate::actor_client! {
         send set_block_param: SetBlockParam,
         /// Mining mode and counters.
         send mining_status: GetMiningStatus,
-        /// Saves the miner's clock with a snapshot.
-        send save_clock: SaveClock,
-        /// Turns the miner's clock back on revert.
-        send restore_clock: RestoreClock,
+        /// A dev patch of the head state (anvil_setBalance, anvil_setCode, ...).
+        send patch_state: BetweenBlocks<PatchState>,
+        /// evm_snapshot, with the miner's clock.
+        send take_snapshot: BetweenBlocks<TakeSnapshot>,
+        /// evm_revert, with the miner's clock.
+        send revert_to: BetweenBlocks<RevertTo>,
+        /// anvil_loadState.
+        send load_state: BetweenBlocks<LoadState>,
         /// anvil_rollback and anvil_reorg.
         send rewind: Rewind,
         /// anvil_setTime, and the clock reset of anvil_rollback.

@@ -15,6 +15,10 @@ pub struct CommitBlock {
     pub draft: BlockDraft,
     /// What the block changed.
     pub diff: StateDiff,
+    /// The root of the head state the block was built on (the head header's, or the one dev
+    /// patches left). The state owner refuses the block when the head state has changed
+    /// since: its diff carries whole accounts and would undo that change.
+    pub parent_root: alloy_primitives::B256,
 }
 
 impl Message for CommitBlock {
@@ -170,19 +174,13 @@ impl Message for LoadState {
 }
 
 crate::actor_client! {
-    /// The `StateActor`'s client for the dev methods that write state outside a block.
+    /// The `StateActor`'s client for the dev methods that read the head state whole. Writes of
+    /// the head state outside a block go through the miner
+    /// ([`BetweenBlocks`](crate::miner::BetweenBlocks)).
     pub struct StateClient for "state" {
-        /// Writes a dev-method state change (anvil_setBalance, anvil_setCode, ...).
-        send patch_state: PatchState,
-        /// evm_snapshot.
-        send take_snapshot: TakeSnapshot,
-        /// evm_revert.
-        send revert_to: RevertTo,
         /// The live snapshots (anvil_metadata).
         send list_snapshots: ListSnapshots,
         /// Reads the whole head state (anvil_dumpState).
         send dump_state: DumpState,
-        /// Sets a state dump's accounts (anvil_loadState).
-        send load_state: LoadState,
     }
 }

@@ -6,39 +6,89 @@
 //! code 3 with the revert bytes in `data`; a halt is -32000 with geth's message (e.g. "out of
 //! gas"). Gas defaults to, and is capped at, `RpcLimits::gas_cap`.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag};
+use hearth_messages::ExecError;
 use hearth_messages::executor::{
     BlockOverrides, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome, HaltReason,
     StateOverrides,
 };
 use serde_json::Value;
 
-use crate::blocks::{quantity, state_block};
+use crate::blocks::{head, quantity, state_block};
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::{Params, TxObject};
 use crate::transport::{Hot, Reply};
 
+/// How many times a call at the head runs again after the head went back under it.
+const HEAD_RETRIES: usize = 3;
+
+/// The block a call runs at: its number, and whether the request named the head by a tag
+/// (`latest`, `pending`, `safe`, `finalized`), so that it follows the head if that moves.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct At {
+    number: u64,
+    follows_head: bool,
+}
+
+impl At {
+    /// The head, as the node fills a transaction at it.
+    pub(crate) fn head(ctx: &RpcContext) -> Result<Self, RpcError> {
+        Ok(Self { number: head(ctx)?, follows_head: true })
+    }
+}
+
+/// Runs `run` at `at`. A block the head went back past while the call was on its way
+/// (evm_revert, anvil_rollback) is gone and the executor answers "unknown block"; a call made
+/// at the head by a tag then runs again at the new head (at most [`HEAD_RETRIES`] times), as
+/// anvil answers it at whatever its head is. A call at a number keeps its error.
+async fn at_head<T, F: Future<Output = Result<T, RpcError>>>(
+    head: impl Fn() -> Result<u64, RpcError>,
+    at: At,
+    run: impl Fn(u64) -> F,
+) -> Result<T, RpcError> {
+    let mut number = at.number;
+    for _ in 0..HEAD_RETRIES {
+        match run(number).await {
+            Err(RpcError::Exec(ExecError::UnknownBlock)) if at.follows_head => {
+                let now = head()?;
+                if now >= number {
+                    return Err(RpcError::Exec(ExecError::UnknownBlock));
+                }
+                number = now;
+            }
+            other => return other,
+        }
+    }
+    run(number).await
+}
+
 /// Reads `[txObject, block?, stateOverrides?, blockOverrides?]`.
-fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, u64), RpcError> {
+fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, At), RpcError> {
     params.at_most(4)?;
     let tx: TxObject = params.required(0)?;
     let block: BlockId = params.optional(1)?.unwrap_or(BlockId::Number(BlockNumberOrTag::Latest));
     let state_overrides: Option<StateOverrides> = params.optional(2)?;
     let block_overrides: Option<BlockOverrides> = params.optional(3)?;
-    let number = state_block(ctx, block)?;
+    let follows_head = matches!(block, BlockId::Number(tag) if tag.is_latest() || tag.is_pending() || tag.is_safe() || tag.is_finalized());
+    let at = At { number: state_block(ctx, block)?, follows_head };
     let mut request = tx.into_call_request(ctx.limits.gas_cap);
     request.state_overrides = state_overrides.filter(|o| !o.is_empty()).map(Arc::new);
     request.block_overrides = block_overrides;
-    Ok((request, number))
+    Ok((request, at))
 }
 
 /// eth_call: the call's output as hex, encoded straight into the response.
 pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
-    let (request, block) = call_args(ctx, params)?;
-    match ctx.executor.call(Call { request, block }).await? {
+    let (request, at) = call_args(ctx, params)?;
+    let run = |block| {
+        let call = Call { request: request.clone(), block };
+        async move { Ok(ctx.executor.call(call).await?) }
+    };
+    match at_head(|| head(ctx), at, run).await? {
         CallOutcome::Success { output, .. } => Ok(Reply::Hot(Hot::Data(output))),
         CallOutcome::Revert { output, .. } => Err(RpcError::Reverted { output }),
         CallOutcome::Halt { reason, .. } => Err(RpcError::Halted { reason }),
@@ -47,8 +97,8 @@ pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Reply, Rpc
 
 /// eth_estimateGas: the smallest gas limit with which the transaction succeeds.
 pub(crate) async fn estimate_gas(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
-    let (request, block) = call_args(ctx, params)?;
-    Ok(quantity(estimate(ctx, request, block).await?))
+    let (request, at) = call_args(ctx, params)?;
+    Ok(quantity(estimate(ctx, request, at).await?))
 }
 
 /// Runs an estimate and maps a failing outcome to geth's errors. Shared with
@@ -56,11 +106,15 @@ pub(crate) async fn estimate_gas(ctx: &RpcContext, params: &Params) -> Result<Va
 pub(crate) async fn estimate(
     ctx: &RpcContext,
     request: CallRequest,
-    block: u64,
+    at: At,
 ) -> Result<u64, RpcError> {
     // The highest limit the executor may try: what the caller gave, capped (see TxObject).
     let allowance = request.gas.unwrap_or(ctx.limits.gas_cap);
-    match ctx.executor.estimate_gas(EstimateGas { request, block }).await? {
+    let run = |block| {
+        let estimate = EstimateGas { request: request.clone(), block };
+        async move { Ok(ctx.executor.estimate_gas(estimate).await?) }
+    };
+    match at_head(|| head(ctx), at, run).await? {
         EstimateOutcome::Gas(gas) => Ok(gas),
         EstimateOutcome::Failed(outcome) => Err(estimate_failure(outcome, allowance)),
     }
@@ -81,6 +135,8 @@ fn estimate_failure(outcome: CallOutcome, allowance: u64) -> RpcError {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::Cell;
+
     use alloy_primitives::Bytes;
 
     use super::*;
@@ -106,5 +162,45 @@ mod tests {
 
         let success = CallOutcome::Success { output: Bytes::new(), gas_used: 1 };
         assert_eq!(estimate_failure(success, 100).code(), -32603);
+    }
+
+    /// A call at the head whose block went away (the head went back under it) runs again at
+    /// the new head; one at a number, or one whose block is missing with the head not moved
+    /// back, keeps "unknown block"; the retries are bounded.
+    #[actix::test]
+    async fn a_call_at_the_head_follows_it_back() {
+        let gone_below = |first_ok: u64| {
+            move |block: u64| async move {
+                if block > first_ok {
+                    Err(RpcError::Exec(ExecError::UnknownBlock))
+                } else {
+                    Ok(block)
+                }
+            }
+        };
+        let latest = At { number: 9, follows_head: true };
+        assert_eq!(at_head(|| Ok(5), latest, gone_below(5)).await.unwrap(), 5);
+        let numbered = At { number: 9, follows_head: false };
+        let kept = at_head(|| Ok(5), numbered, gone_below(5)).await;
+        assert!(matches!(kept, Err(RpcError::Exec(ExecError::UnknownBlock))), "{kept:?}");
+        let not_moved = at_head(|| Ok(9), latest, gone_below(5)).await;
+        assert!(matches!(not_moved, Err(RpcError::Exec(ExecError::UnknownBlock))), "{not_moved:?}");
+        // A head that keeps going back: one first run and HEAD_RETRIES more, then the error.
+        let runs = Cell::new(0);
+        let heads = Cell::new(9);
+        let falling = at_head(
+            || {
+                heads.set(heads.get() - 1);
+                Ok(heads.get())
+            },
+            latest,
+            |_| {
+                runs.set(runs.get() + 1);
+                async { Err::<u64, _>(RpcError::Exec(ExecError::UnknownBlock)) }
+            },
+        )
+        .await;
+        assert!(matches!(falling, Err(RpcError::Exec(ExecError::UnknownBlock))), "{falling:?}");
+        assert_eq!(runs.get(), HEAD_RETRIES + 1);
     }
 }

@@ -19,8 +19,8 @@ use hearth_messages::mempool::{
     DropAll, DropTx, RemoveSender, Revalidate, SetAutoImpersonate, SetChainId, SetImpersonated,
 };
 use hearth_messages::miner::{
-    GetMiningStatus, IntervalMining, MAX_TIMESTAMP, MineBlocks, MineSpaced, RestoreClock,
-    SaveClock, SetAutomine, SetBlockParam, SetIntervalMining, SetTime, SetTimestampInterval,
+    BetweenBlocks, GetMiningStatus, IntervalMining, MAX_TIMESTAMP, MineBlocks, MineSpaced,
+    SetAutomine, SetBlockParam, SetIntervalMining, SetTime, SetTimestampInterval,
 };
 use hearth_messages::state::{AccountPatch, PatchState, RevertTo, TakeSnapshot};
 use serde_json::Value;
@@ -305,7 +305,7 @@ pub(crate) async fn patch(
             AccountPatch::Storage { slot: slot.0, value: value.0 }
         }
     };
-    ctx.state.patch_state(PatchState { address, change }).await?.map_err(MineError::from)?;
+    ctx.miner.patch_state(BetweenBlocks(PatchState { address, change })).await??;
     // A new nonce or balance may make pooled transactions stale.
     revalidate(ctx).await?;
     Ok(done(method))
@@ -355,8 +355,7 @@ pub(crate) async fn drop_transaction(
 /// evm_snapshot / anvil_snapshot: `[]`; the id of a snapshot of the current head state.
 pub(crate) async fn snapshot(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
-    let id = ctx.state.take_snapshot(TakeSnapshot).await?.map_err(MineError::from)?;
-    ctx.miner.save_clock(SaveClock(id)).await?;
+    let id = ctx.miner.take_snapshot(BetweenBlocks(TakeSnapshot)).await??;
     Ok(Value::String(format!("{id:#x}")))
 }
 
@@ -373,9 +372,8 @@ pub(crate) async fn revert(
     } else {
         params.required(0)?
     };
-    let reverted = ctx.state.revert_to(RevertTo(id)).await?.map_err(MineError::from)?;
+    let reverted = ctx.miner.revert_to(BetweenBlocks(RevertTo(id))).await??;
     if reverted {
-        ctx.miner.restore_clock(RestoreClock(id)).await?;
         revalidate(ctx).await?;
     }
     Ok(Value::Bool(reverted))

@@ -80,7 +80,7 @@ async fn set_slot(
     };
     let change = AccountPatch::Storage { slot, value: amount };
     let patch = PatchState { address: token, change };
-    ctx.state.patch_state(patch).await?.map_err(hearth_messages::MineError::from)?;
+    ctx.miner.patch_state(hearth_messages::miner::BetweenBlocks(patch)).await??;
     revalidate(ctx).await?;
     tracing::debug!(target: "rpc::erc20", %token, %slot, what, "token slot set");
     Ok(Value::Null)

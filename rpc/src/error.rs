@@ -343,7 +343,10 @@ impl RpcError {
             | Self::Encode(_)
             | Self::Mine(
                 MineError::State(
-                    StateError::Storage(_) | StateError::NotNext { .. } | StateError::Panicked(_),
+                    StateError::Storage(_)
+                    | StateError::NotNext { .. }
+                    | StateError::HeadChanged { .. }
+                    | StateError::Panicked(_),
                 )
                 | MineError::Mailbox(_)
                 | MineError::Panicked(_),

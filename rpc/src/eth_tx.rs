@@ -16,8 +16,8 @@ use hearth_messages::mempool::{
 use hearth_messages::miner::AutoMine;
 use serde_json::Value;
 
-use crate::blocks::{head, pending_transaction, read_block, rpc_receipt, rpc_transaction, to_json};
-use crate::call::estimate;
+use crate::blocks::{pending_transaction, read_block, rpc_receipt, rpc_transaction, to_json};
+use crate::call::{At, estimate};
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::fees::{SUGGESTED_TIP, latest_base_fee};
@@ -276,7 +276,7 @@ pub(crate) async fn fill(
             // Estimated at the head; the nonce is left unchecked because pooled transactions
             // may already have moved it past the head's.
             let call = TxObject { from: Some(from), nonce: None, ..request.clone() };
-            estimate(ctx, call.into_call_request(ctx.limits.gas_cap), head(ctx)?).await?
+            estimate(ctx, call.into_call_request(ctx.limits.gas_cap), At::head(ctx)?).await?
         }
     };
     let to = request.to.map_or(TxKind::Create, TxKind::Call);

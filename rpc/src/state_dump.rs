@@ -23,6 +23,7 @@ use std::io::Read;
 use alloy_consensus::Header;
 use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth_messages::MineError;
+use hearth_messages::miner::BetweenBlocks;
 use hearth_messages::state::{DumpState, HeadState, LoadState};
 use hearth_messages::storage::WholeAccount;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -403,10 +404,7 @@ pub(crate) async fn load_state(ctx: &RpcContext, params: &Params) -> Result<Valu
         .await
         .map_err(|e| RpcError::Panicked(e.to_string()))?
         .map_err(|e| RpcError::InvalidParams(format!("invalid argument 0: {e}")))?;
-    ctx.state
-        .load_state(LoadState { accounts: loaded.accounts })
-        .await?
-        .map_err(MineError::from)?;
+    ctx.miner.load_state(BetweenBlocks(LoadState { accounts: loaded.accounts })).await??;
     // New nonces and balances may make pooled transactions stale.
     crate::dev::revalidate(ctx).await?;
     Ok(Value::Bool(true))

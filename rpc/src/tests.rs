@@ -213,8 +213,6 @@ idle_replies! {
     miner::MineSpaced => Ok(0),
     miner::SetIntervalMining => (),
     miner::SetAutomine => (),
-    miner::SaveClock => (),
-    miner::RestoreClock => (),
     miner::SetBlockParam => Ok(0),
     miner::GetMiningStatus => miner::MiningStatus { automine: true, interval: None, ticks_skipped: 0, coinbase: alloy_primitives::Address::ZERO, gas_limit: 30_000_000, next_timestamp: 2 },
     miner::SetTime => Ok(0),
@@ -238,11 +236,11 @@ idle_replies! {
     subs::Subscribe => Err(subs::SubscriptionError::UnknownConnection),
     subs::Unsubscribe => false,
     subs::GetSubscriptionStats => subs::SubscriptionStats::default(),
-    state::PatchState => Ok(B256::ZERO),
-    state::LoadState => Ok(B256::ZERO),
+    miner::BetweenBlocks<state::PatchState> => Ok(B256::ZERO),
+    miner::BetweenBlocks<state::LoadState> => Ok(B256::ZERO),
     state::DumpState => Err(hearth_messages::StateError::DumpTooLarge { max_json_bytes: 0 }),
-    state::TakeSnapshot => Ok(1),
-    state::RevertTo => Ok(false),
+    miner::BetweenBlocks<state::TakeSnapshot> => Ok(1),
+    miner::BetweenBlocks<state::RevertTo> => Ok(false),
 }
 
 /// The clients for the tests that reach the pool, the miner and the state owner: `stub`

@@ -7,17 +7,21 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth::config::NodeConfig;
+use hearth_actors::miner::HeadWrites;
 use hearth_actors::{MinerActor, MinerConfig, MinerPeers};
 use hearth_messages::admission::{
     AdmissionLimits, QUEUE_DELAY_BUCKETS_MICROS, Refusal, WARM_UP_CALLS,
 };
 use hearth_messages::executor::{
-    Admitted, Call, CallOutcome, CallRequest, ExecutorClient, ExecutorLane, PooledTx,
+    Admitted, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, ExecutorClient, ExecutorLane,
+    PooledTx,
 };
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::{PendingNonce, PoolSize, SubmitTx, TakePending, TxsMined};
-use hearth_messages::miner::{AutoMine, MineBlocks};
-use hearth_messages::state::{BlockCommitted, CommitBlock, SubscribeBlocks};
+use hearth_messages::miner::{AutoMine, BetweenBlocks, MineBlocks};
+use hearth_messages::state::{
+    AccountPatch, BlockCommitted, CommitBlock, ListSnapshots, PatchState, SubscribeBlocks,
+};
 use hearth_messages::{ExecError, StateError, TxError};
 use hearth_storage::{BlockDraft, StateDiff, StoredBody};
 use tokio::sync::mpsc;
@@ -41,10 +45,135 @@ async fn state_actor_refuses_a_block_that_does_not_extend_the_head() {
         body: StoredBody { transactions: vec![], senders: vec![] },
         receipts: vec![],
     };
-    let reply =
-        node.node.state.send(CommitBlock { draft, diff: StateDiff::default() }).await.unwrap();
+    let parent_root = node.node.chain.state_root_at(0).unwrap().unwrap();
+    let commit = CommitBlock { draft, diff: StateDiff::default(), parent_root };
+    let reply = node.node.state.send(commit).await.unwrap();
     assert!(matches!(reply, Err(StateError::NotNext { head: 0, got: 5 })), "{reply:?}");
     assert_eq!(node.node.chain.head_number(), Some(0), "nothing was written");
+}
+
+/// A block's diff carries whole accounts: the state owner refuses one built on a head state
+/// that a patch changed after its build began, and the patch stays.
+#[actix::test]
+async fn state_actor_refuses_a_block_built_before_the_head_state_changed() {
+    let node = TestNode::start_with(manual_mining());
+    let bob = node.signer(1).address();
+    let built_on = node.node.chain.state_root_at(0).unwrap().unwrap();
+    let patch = PatchState { address: bob, change: AccountPatch::Balance(U256::from(1_000)) };
+    let head_root = node.node.state.send(patch).await.unwrap().unwrap();
+    assert_ne!(head_root, built_on);
+    let draft = BlockDraft {
+        header: alloy_consensus::Header { number: 1, ..Default::default() },
+        body: StoredBody { transactions: vec![], senders: vec![] },
+        receipts: vec![],
+    };
+    let commit = CommitBlock { draft, diff: StateDiff::default(), parent_root: built_on };
+    let reply = node.node.state.send(commit).await.unwrap();
+    assert!(
+        matches!(reply, Err(StateError::HeadChanged { number: 1, built_on: b, head_root: h }) if b == built_on && h == head_root),
+        "{reply:?}"
+    );
+    assert_eq!(node.node.chain.head_number(), Some(0), "nothing was written");
+    let balance = node.node.chain.account(&bob, 0).unwrap().unwrap().balance;
+    assert_eq!(balance, U256::from(1_000), "the patch stays");
+}
+
+/// Builds on the real executor, but first tells the test that a build began and holds it
+/// until the test lets it go.
+struct GatedBuilder {
+    real: ExecutorClient,
+    began: mpsc::Sender<()>,
+    gate: Arc<tokio::sync::Notify>,
+}
+
+impl actix::Actor for GatedBuilder {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<Admitted<BuildBlock>> for GatedBuilder {
+    type Result = actix::ResponseFuture<Result<BuiltBlock, ExecError>>;
+
+    fn handle(&mut self, msg: Admitted<BuildBlock>, _: &mut Self::Context) -> Self::Result {
+        let (real, began, gate) = (self.real.clone(), self.began.clone(), Arc::clone(&self.gate));
+        // `msg` (and its slot in the pool) lives until the build is done.
+        Box::pin(async move {
+            began.send(()).await.expect("the test waits for the build");
+            gate.notified().await;
+            real.build_block(msg.request.clone()).await
+        })
+    }
+}
+
+/// A dev patch sent while a block is being built waits for that block, then applies on top
+/// of it: the block commits (it is not refused for a changed head state) and the patch is
+/// not undone by the block's diff. Before, the patch went to the state owner at once and the
+/// block, built on the old balance, wrote it back (the crash soak's lost `anvil_setBalance`).
+#[actix::test]
+async fn a_patch_waits_for_the_block_being_built_and_survives_it() {
+    let node = TestNode::start_with(manual_mining());
+    let alice = node.signer(0);
+    let bob = node.signer(1).address();
+    let tx = fixtures::transfer(&alice, 0, bob, 7);
+    let pooled = PooledTx { hash: *tx.tx_hash(), sender: alice.address(), tx: Arc::new(tx) };
+    let (take_pending, _asked) = Probe::<TakePending>::start(move |_| vec![pooled.clone()]);
+    let (txs_mined, _mined) = Probe::<TxsMined>::start(|_| false);
+    let (began, mut building) = mpsc::channel(1);
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let builder = actix::Actor::start(GatedBuilder {
+        real: node.node.executor.clone(),
+        began,
+        gate: Arc::clone(&gate),
+    });
+    let (calls, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let (touched, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let executor = ExecutorClient::new(
+        calls,
+        estimates,
+        builder.recipient(),
+        touched,
+        AdmissionLimits::default(),
+    );
+    let miner = MinerActor::new(
+        node.node.chain.clone(),
+        MinerPeers {
+            take_pending,
+            txs_mined,
+            executor,
+            commit: node.node.state.clone().recipient(),
+            rollback: node.node.state.clone().recipient(),
+            replace: node.node.state.clone().recipient(),
+            head_writes: HeadWrites::of(&node.node.state),
+        },
+        MinerConfig {
+            automine: false,
+            interval: None,
+            gas_limit: 30_000_000,
+            coinbase: Address::ZERO,
+            clock: Arc::new(|| GENESIS_TIME),
+            seed: 1,
+        },
+    )
+    .start_bounded(fixtures::one());
+
+    let mining = tokio::spawn(miner.send(MineBlocks { count: 1, timestamp: None }));
+    building.recv().await.unwrap();
+    let set = U256::from(1_000_000);
+    let patch = PatchState { address: bob, change: AccountPatch::Balance(set) };
+    let mut patched = Box::pin(miner.send(BetweenBlocks(patch)));
+    // A round trip through the state owner: a patch passed on at once would be written by now.
+    node.node.state.send(ListSnapshots).await.unwrap();
+    assert!(futures_util::poll!(&mut patched).is_pending(), "the patch waits for the block");
+    let before = node.node.chain.account(&bob, 0).unwrap().unwrap().balance;
+    assert_ne!(before, set, "not written while the block is built");
+
+    gate.notify_one();
+    assert_eq!(mining.await.unwrap().unwrap().unwrap(), 1, "the block commits");
+    let root = patched.await.unwrap().unwrap();
+    assert_eq!(node.node.chain.head_number(), Some(1));
+    assert_eq!(node.node.chain.state_root_at(1).unwrap(), Some(root), "patched on block 1");
+    let balance = node.node.chain.account(&bob, 1).unwrap().unwrap().balance;
+    assert_eq!(balance, set, "the block did not undo the patch");
 }
 
 #[actix::test]
@@ -211,6 +340,7 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
             commit: node.node.state.clone().recipient(),
             rollback: node.node.state.clone().recipient(),
             replace: node.node.state.clone().recipient(),
+            head_writes: HeadWrites::of(&node.node.state),
         },
         MinerConfig {
             automine: true,

@@ -9,6 +9,7 @@ use actix::{Actor, Addr, Context, Handler, ResponseFuture};
 use alloy_consensus::Header;
 use alloy_primitives::Address;
 use hearth::config::NodeConfig;
+use hearth_actors::miner::HeadWrites;
 use hearth_actors::{MinerActor, MinerConfig, MinerPeers};
 use hearth_messages::ExecError;
 use hearth_messages::executor::{Admitted, BuildBlock, BuiltBlock, ExecutorClient};
@@ -120,6 +121,7 @@ fn probed_miner(
             // Never asked here: the probed miner only mines.
             rollback: node.node.state.clone().recipient(),
             replace: node.node.state.clone().recipient(),
+            head_writes: HeadWrites::of(&node.node.state),
         },
         MinerConfig {
             automine,
