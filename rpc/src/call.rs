@@ -41,29 +41,34 @@ impl At {
     }
 }
 
-/// Runs `run` at `at`. A block the head went back past while the call was on its way
-/// (evm_revert, anvil_rollback) is gone and the executor answers "unknown block"; a call made
-/// at the head by a tag then runs again at the new head (at most [`HEAD_RETRIES`] times), as
-/// anvil answers it at whatever its head is. A call at a number keeps its error.
-async fn at_head<T, F: Future<Output = Result<T, RpcError>>>(
-    head: impl Fn() -> Result<u64, RpcError>,
-    at: At,
-    run: impl Fn(u64) -> F,
+/// Runs `run` with the request and block `make` gives. A block the head went back past while
+/// the call was on its way (evm_revert, anvil_rollback) is gone and the executor answers
+/// "unknown block"; a call made at the head by a tag is then made again (`make` resolves the
+/// tag at the new head; at most [`HEAD_RETRIES`] times), as anvil answers it at whatever its
+/// head is. A call at a number keeps its error. The request is made again rather than kept
+/// for a retry: copying it on every call would cost the hot path for a rare case.
+async fn at_head<R, T, F: Future<Output = Result<T, RpcError>>>(
+    make: impl Fn() -> Result<(R, At), RpcError>,
+    run: impl Fn(R, u64) -> F,
 ) -> Result<T, RpcError> {
+    let (mut request, at) = make()?;
     let mut number = at.number;
-    for _ in 0..HEAD_RETRIES {
-        match run(number).await {
-            Err(RpcError::Exec(ExecError::UnknownBlock)) if at.follows_head => {
-                let now = head()?;
-                if now >= number {
+    let mut retries = 0;
+    loop {
+        match run(request, number).await {
+            Err(RpcError::Exec(ExecError::UnknownBlock))
+                if at.follows_head && retries < HEAD_RETRIES =>
+            {
+                let (again, now) = make()?;
+                if now.number >= number {
                     return Err(RpcError::Exec(ExecError::UnknownBlock));
                 }
-                number = now;
+                (request, number) = (again, now.number);
+                retries += 1;
             }
             other => return other,
         }
     }
-    run(number).await
 }
 
 /// Reads `[txObject, block?, stateOverrides?, blockOverrides?]`.
@@ -83,12 +88,8 @@ fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, At), Rpc
 
 /// eth_call: the call's output as hex, encoded straight into the response.
 pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
-    let (request, at) = call_args(ctx, params)?;
-    let run = |block| {
-        let call = Call { request: request.clone(), block };
-        async move { Ok(ctx.executor.call(call).await?) }
-    };
-    match at_head(|| head(ctx), at, run).await? {
+    let run = |request, block| async move { Ok(ctx.executor.call(Call { request, block }).await?) };
+    match at_head(|| call_args(ctx, params), run).await? {
         CallOutcome::Success { output, .. } => Ok(Reply::Hot(Hot::Data(output))),
         CallOutcome::Revert { output, .. } => Err(RpcError::Reverted { output }),
         CallOutcome::Halt { reason, .. } => Err(RpcError::Halted { reason }),
@@ -97,27 +98,25 @@ pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Reply, Rpc
 
 /// eth_estimateGas: the smallest gas limit with which the transaction succeeds.
 pub(crate) async fn estimate_gas(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
-    let (request, at) = call_args(ctx, params)?;
-    Ok(quantity(estimate(ctx, request, at).await?))
+    Ok(quantity(estimate(ctx, || call_args(ctx, params)).await?))
 }
 
 /// Runs an estimate and maps a failing outcome to geth's errors. Shared with
 /// eth_sendTransaction, which estimates when no gas is given.
+/// `make` gives the request and its block (see [`at_head`]).
 pub(crate) async fn estimate(
     ctx: &RpcContext,
-    request: CallRequest,
-    at: At,
+    make: impl Fn() -> Result<(CallRequest, At), RpcError>,
 ) -> Result<u64, RpcError> {
-    // The highest limit the executor may try: what the caller gave, capped (see TxObject).
-    let allowance = request.gas.unwrap_or(ctx.limits.gas_cap);
-    let run = |block| {
-        let estimate = EstimateGas { request: request.clone(), block };
-        async move { Ok(ctx.executor.estimate_gas(estimate).await?) }
+    let run = |request: CallRequest, block| async move {
+        // The highest limit the executor may try: what the caller gave, capped (see TxObject).
+        let allowance = request.gas.unwrap_or(ctx.limits.gas_cap);
+        match ctx.executor.estimate_gas(EstimateGas { request, block }).await? {
+            EstimateOutcome::Gas(gas) => Ok(gas),
+            EstimateOutcome::Failed(outcome) => Err(estimate_failure(outcome, allowance)),
+        }
     };
-    match at_head(|| head(ctx), at, run).await? {
-        EstimateOutcome::Gas(gas) => Ok(gas),
-        EstimateOutcome::Failed(outcome) => Err(estimate_failure(outcome, allowance)),
-    }
+    at_head(make, run).await
 }
 
 /// The error for an estimate that fails even at `allowance` gas.
@@ -164,43 +163,45 @@ mod tests {
         assert_eq!(estimate_failure(success, 100).code(), -32603);
     }
 
-    /// A call at the head whose block went away (the head went back under it) runs again at
-    /// the new head; one at a number, or one whose block is missing with the head not moved
+    /// A call at the head whose block went away (the head went back under it) is made again
+    /// at the new head; one at a number, or one whose block is missing with the head not moved
     /// back, keeps "unknown block"; the retries are bounded.
     #[actix::test]
     async fn a_call_at_the_head_follows_it_back() {
-        let gone_below = |first_ok: u64| {
-            move |block: u64| async move {
-                if block > first_ok {
-                    Err(RpcError::Exec(ExecError::UnknownBlock))
-                } else {
-                    Ok(block)
-                }
+        let gone_above = |last: u64| {
+            move |(), block: u64| async move {
+                if block > last { Err(RpcError::Exec(ExecError::UnknownBlock)) } else { Ok(block) }
             }
         };
-        let latest = At { number: 9, follows_head: true };
-        assert_eq!(at_head(|| Ok(5), latest, gone_below(5)).await.unwrap(), 5);
-        let numbered = At { number: 9, follows_head: false };
-        let kept = at_head(|| Ok(5), numbered, gone_below(5)).await;
+        // The head was 9 when the call was made, 5 when it is made again.
+        let heads = |follows_head| {
+            let made = Cell::new(0);
+            move || {
+                made.set(made.get() + 1);
+                let number = if made.get() == 1 { 9 } else { 5 };
+                Ok(((), At { number, follows_head }))
+            }
+        };
+        assert_eq!(at_head(heads(true), gone_above(5)).await.unwrap(), 5);
+        let kept = at_head(heads(false), gone_above(5)).await;
         assert!(matches!(kept, Err(RpcError::Exec(ExecError::UnknownBlock))), "{kept:?}");
-        let not_moved = at_head(|| Ok(9), latest, gone_below(5)).await;
+        let not_moved = at_head(|| Ok(((), At { number: 9, follows_head: true })), gone_above(5));
+        let not_moved = not_moved.await;
         assert!(matches!(not_moved, Err(RpcError::Exec(ExecError::UnknownBlock))), "{not_moved:?}");
         // A head that keeps going back: one first run and HEAD_RETRIES more, then the error.
-        let runs = Cell::new(0);
-        let heads = Cell::new(9);
-        let falling = at_head(
+        let (runs, falling) = (Cell::new(0), Cell::new(10));
+        let fell = at_head(
             || {
-                heads.set(heads.get() - 1);
-                Ok(heads.get())
+                falling.set(falling.get() - 1);
+                Ok(((), At { number: falling.get(), follows_head: true }))
             },
-            latest,
-            |_| {
+            |(), _| {
                 runs.set(runs.get() + 1);
                 async { Err::<u64, _>(RpcError::Exec(ExecError::UnknownBlock)) }
             },
         )
         .await;
-        assert!(matches!(falling, Err(RpcError::Exec(ExecError::UnknownBlock))), "{falling:?}");
+        assert!(matches!(fell, Err(RpcError::Exec(ExecError::UnknownBlock))), "{fell:?}");
         assert_eq!(runs.get(), HEAD_RETRIES + 1);
     }
 }

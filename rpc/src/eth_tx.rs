@@ -275,8 +275,11 @@ pub(crate) async fn fill(
         None => {
             // Estimated at the head; the nonce is left unchecked because pooled transactions
             // may already have moved it past the head's.
-            let call = TxObject { from: Some(from), nonce: None, ..request.clone() };
-            estimate(ctx, call.into_call_request(ctx.limits.gas_cap), At::head(ctx)?).await?
+            let call = || {
+                let call = TxObject { from: Some(from), nonce: None, ..request.clone() };
+                Ok((call.into_call_request(ctx.limits.gas_cap), At::head(ctx)?))
+            };
+            estimate(ctx, call).await?
         }
     };
     let to = request.to.map_or(TxKind::Create, TxKind::Call);

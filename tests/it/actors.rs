@@ -78,6 +78,37 @@ async fn state_actor_refuses_a_block_built_before_the_head_state_changed() {
     assert_eq!(balance, U256::from(1_000), "the patch stays");
 }
 
+/// A miner on `node`'s chain and state owner, with the given pool probes and executor.
+fn miner_on(
+    node: &TestNode,
+    take_pending: actix::Recipient<TakePending>,
+    txs_mined: actix::Recipient<TxsMined>,
+    executor: ExecutorClient,
+    automine: bool,
+) -> actix::Addr<MinerActor> {
+    MinerActor::new(
+        node.node.chain.clone(),
+        MinerPeers {
+            take_pending,
+            txs_mined,
+            executor,
+            commit: node.node.state.clone().recipient(),
+            rollback: node.node.state.clone().recipient(),
+            replace: node.node.state.clone().recipient(),
+            head_writes: HeadWrites::of(&node.node.state),
+        },
+        MinerConfig {
+            automine,
+            interval: None,
+            gas_limit: 30_000_000,
+            coinbase: Address::ZERO,
+            clock: Arc::new(|| GENESIS_TIME),
+            seed: 1,
+        },
+    )
+    .start_bounded(fixtures::one())
+}
+
 /// Builds on the real executor, but first tells the test that a build began and holds it
 /// until the test lets it go.
 struct GatedBuilder {
@@ -134,27 +165,7 @@ async fn a_patch_waits_for_the_block_being_built_and_survives_it() {
         touched,
         AdmissionLimits::default(),
     );
-    let miner = MinerActor::new(
-        node.node.chain.clone(),
-        MinerPeers {
-            take_pending,
-            txs_mined,
-            executor,
-            commit: node.node.state.clone().recipient(),
-            rollback: node.node.state.clone().recipient(),
-            replace: node.node.state.clone().recipient(),
-            head_writes: HeadWrites::of(&node.node.state),
-        },
-        MinerConfig {
-            automine: false,
-            interval: None,
-            gas_limit: 30_000_000,
-            coinbase: Address::ZERO,
-            clock: Arc::new(|| GENESIS_TIME),
-            seed: 1,
-        },
-    )
-    .start_bounded(fixtures::one());
+    let miner = miner_on(&node, take_pending, txs_mined, executor, false);
 
     let mining = tokio::spawn(miner.send(MineBlocks { count: 1, timestamp: None }));
     building.recv().await.unwrap();
@@ -331,27 +342,7 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
     let left = Arc::clone(&queue);
     let (txs_mined, mut mined) =
         Probe::<TxsMined>::start(move |_| !left.lock().unwrap().is_empty());
-    let miner = MinerActor::new(
-        node.node.chain.clone(),
-        MinerPeers {
-            take_pending,
-            txs_mined,
-            executor: node.node.executor.clone(),
-            commit: node.node.state.clone().recipient(),
-            rollback: node.node.state.clone().recipient(),
-            replace: node.node.state.clone().recipient(),
-            head_writes: HeadWrites::of(&node.node.state),
-        },
-        MinerConfig {
-            automine: true,
-            interval: None,
-            gas_limit: 30_000_000,
-            coinbase: Address::ZERO,
-            clock: Arc::new(|| GENESIS_TIME),
-            seed: 1,
-        },
-    )
-    .start_bounded(fixtures::one());
+    let miner = miner_on(&node, take_pending, txs_mined, node.node.executor.clone(), true);
 
     // One transaction: one block, and no second ask, as the pool said nothing was left.
     let first = pooled(0);
