@@ -347,6 +347,7 @@ pub(crate) fn execute_block(
             for helper in 0..board.helpers() {
                 scope.spawn(move || crate::parallel::run_helper(input, board, helper));
             }
+            board.helpers_started();
             committer = Some(crate::parallel::Committer::new(board, env.coinbase));
         }
         for (index, candidate) in txs.iter().enumerate() {

@@ -552,6 +552,12 @@ impl<'a> Board<'a> {
         }
     }
 
+    /// Called by the committer once it started the helpers: lets one placed on its core run
+    /// and move off it now (`CallerCpu::let_started_move`).
+    pub(crate) fn helpers_started(&self) {
+        self.committer_cpu.let_started_move();
+    }
+
     /// Notes that a helper is ready to claim (the first one's time is kept).
     fn helper_ready(&self) {
         let ns = u64::try_from(self.made.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);

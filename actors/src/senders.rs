@@ -46,6 +46,7 @@ where
                 })
             })
             .collect();
+        caller.let_started_move();
         let mut out: Vec<R> = first.iter().map(recover).collect();
         out.reserve(items.len() - out.len());
         for handle in rest {

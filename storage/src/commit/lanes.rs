@@ -95,6 +95,7 @@ pub(super) fn apply_parallel(
                 })
             })
             .collect();
+        caller.let_started_move();
         let mut outs =
             vec![run_lane(db, cache, first, &accounts[0], nibbles(0, lanes), keep, base, number)];
         outs.extend(

@@ -84,6 +84,7 @@ where
             cut_of(cut_a).hash(&mut buf);
             cut_of(cut_b).hash(&mut buf);
         });
+        caller.let_started_move();
         if let Some(b) = b {
             build_and_cut(b, trie_b, cut_b, threads);
         }
@@ -96,6 +97,9 @@ where
                 cut_of(cut_b).hash(&mut buf);
                 cut_of(cut_a).hash(&mut buf);
             });
+        }
+        if pool > 2 {
+            caller.let_started_move();
         }
         // `beside` runs on the calling thread: what it allocates (a block's state diff and
         // body) then comes from that thread's long-lived allocator arena, not from a scoped
@@ -121,6 +125,7 @@ where
             caller.avoid();
             drop(trie_a);
         });
+        caller.let_started_move();
         drop(trie_b);
     });
     (root_a, root_b, other)
