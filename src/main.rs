@@ -23,7 +23,7 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
 fn main() -> ExitCode {
-    hearth::os::bound_malloc_retention();
+    hearth::os::tune_malloc();
     let mut cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
