@@ -31,7 +31,9 @@ pub const MIN_MALLOC_ARENAS: usize = 64;
 ///   turns on its lock. The state root of a 2,000-transfer block took 25.5 ms against 10.9 ms
 ///   with an arena each, and which thread drew the shared arena depended on how many had
 ///   started before, so `--exec.parallel auto` mined that block 0.75x as fast as `never`
-///   (BENCHMARKS.md, session 10).
+///   (BENCHMARKS.md, session 10). A cap set in the environment (`MALLOC_ARENA_MAX`, or
+///   `glibc.malloc.arena_max` in `GLIBC_TUNABLES`, as a container bounding memory sets it) is
+///   kept.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
 pub fn tune_malloc() {
@@ -43,11 +45,15 @@ pub fn tune_malloc() {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let arenas = std::ffi::c_int::try_from((8 * cores).max(MIN_MALLOC_ARENAS))
         .unwrap_or(std::ffi::c_int::MAX);
+    let capped_by_env = std::env::var_os("MALLOC_ARENA_MAX").is_some()
+        || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("malloc.arena_max"));
     // SAFETY: mallopt only sets tuning parameters of the C allocator; it is called before any
     // thread is started, with valid parameters and values.
     unsafe {
         mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-        mallopt(M_ARENA_MAX, arenas);
+        if !capped_by_env {
+            mallopt(M_ARENA_MAX, arenas);
+        }
     }
 }
 

@@ -5,9 +5,10 @@
 //!   commit, settle, patch and revert), the cache of recently written trie nodes (`BlockWriter`), the
 //!   list of block subscribers, and the evm_snapshot journal (per block the state keys it
 //!   wrote, per patch what it overwrote, kept only while a snapshot is live).
-//! - **Takes:** `CommitBlock` and `Rollback` (from the miner), `PatchState`, `TakeSnapshot`,
-//!   `RevertTo`, `ListSnapshots`, `DumpState`, `LoadState` (from `StateClient`), `ReplaceChain`
-//!   (anvil_reset, from the miner), `SubscribeBlocks` (at startup), and
+//! - **Takes:** `CommitBlock` and `Rollback` (from the miner); `PatchState`, `TakeSnapshot`,
+//!   `RevertTo` and `LoadState` (passed on by the miner between blocks, `HeadWrites`);
+//!   `ListSnapshots` and `DumpState` (from `StateClient`); `ReplaceChain` (anvil_reset, from
+//!   the miner); `SubscribeBlocks` (at startup); and
 //!   `Settle`, which it sends itself to apply a committed block to sled once the commit is
 //!   answered (`BlockWriter::set_deferred_apply`).
 //! - **Sends:** `BlockCommitted` to subscribers with `try_send` (a full subscriber misses one

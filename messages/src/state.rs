@@ -161,8 +161,9 @@ impl Message for DumpState {
 }
 
 /// Sets accounts in the head state, all in one dev patch (atomic: all or none): each one's
-/// nonce, balance and code, and the slots it lists. Serves anvil_loadState and
-/// `--load-state`. Replies with the new state root.
+/// nonce, balance and code, and the slots it lists. Serves anvil_loadState (`--load-state`
+/// loads before the actors start, with the same storage call). Replies with the new state
+/// root.
 #[derive(Debug, Clone)]
 pub struct LoadState {
     /// The accounts, already checked (the decoder range-checks every value).

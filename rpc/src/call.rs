@@ -45,7 +45,7 @@ impl At {
 /// the call was on its way (evm_revert, anvil_rollback) is gone and the executor answers
 /// "unknown block"; a call made at the head by a tag is then made again (`make` resolves the
 /// tag at the new head; at most [`HEAD_RETRIES`] times), as anvil answers it at whatever its
-/// head is. A call at a number keeps its error. The request is made again rather than kept
+/// head is. A call at a number or hash keeps its error. The request is made again rather than kept
 /// for a retry: copying it on every call would cost the hot path for a rare case.
 async fn at_head<R, T, F: Future<Output = Result<T, RpcError>>>(
     make: impl Fn() -> Result<(R, At), RpcError>,
@@ -60,7 +60,9 @@ async fn at_head<R, T, F: Future<Output = Result<T, RpcError>>>(
                 if at.follows_head && retries < HEAD_RETRIES =>
             {
                 let (again, now) = make()?;
-                if now.number >= number {
+                // The same head and still no block: not a head that moved. (One that moved
+                // back and then past `number` again is followed too, within the bound.)
+                if now.number == number {
                     return Err(RpcError::Exec(ExecError::UnknownBlock));
                 }
                 (request, number) = (again, now.number);

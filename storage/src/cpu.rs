@@ -36,7 +36,7 @@ impl CallerCpu {
     /// Called by the caller once it started its threads: a new thread placed on the caller's
     /// core can only move off it ([`avoid`](Self::avoid)) when it first runs, and without this
     /// it waits for the caller's time slice to end. One yield lets it run now: a block's
-    /// helper was ready 0.4-4.9 ms after the block's board without it, 0.25-0.54 ms with it
+    /// helper was ready 0.4-5.2 ms after the block's board without it, 0.25-0.64 ms with it
     /// (BENCHMARKS.md, session 10).
     pub fn let_started_move(self) {
         if self.0.is_some() {
