@@ -113,7 +113,8 @@ def run(name, url, rounds, kinds):
     blocks = int(rpc(url, "eth_blockNumber", []), 16) - first
     total = sum(lost.values())
     detail = ", ".join(f"{k} {v}" for k, v in lost.items())
-    print(f"patch-race: {name}: {rounds} rounds, {blocks} blocks mined meanwhile, {total} lost ({detail})")
+    print(f"patch-race: {name}: {rounds} rounds, {blocks} blocks mined meanwhile, "
+          f"{total} lost ({detail})")
     return total
 
 

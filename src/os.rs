@@ -42,18 +42,22 @@ pub fn tune_malloc() {
     unsafe extern "C" {
         fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
     }
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let arenas = std::ffi::c_int::try_from((8 * cores).max(MIN_MALLOC_ARENAS))
-        .unwrap_or(std::ffi::c_int::MAX);
-    let capped_by_env = std::env::var_os("MALLOC_ARENA_MAX").is_some()
-        || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("malloc.arena_max"));
-    // SAFETY: mallopt only sets tuning parameters of the C allocator; it is called before any
-    // thread is started, with valid parameters and values.
+    // SAFETY: mallopt only sets a tuning parameter of the C allocator; it is called before any
+    // thread is started, with a valid parameter and value.
     unsafe {
         mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-        if !capped_by_env {
-            mallopt(M_ARENA_MAX, arenas);
-        }
+    }
+    let capped_by_env = std::env::var_os("MALLOC_ARENA_MAX").is_some()
+        || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("malloc.arena_max"));
+    if capped_by_env {
+        return;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let arenas = std::ffi::c_int::try_from(cores.saturating_mul(8).max(MIN_MALLOC_ARENAS))
+        .unwrap_or(std::ffi::c_int::MAX);
+    // SAFETY: as above.
+    unsafe {
+        mallopt(M_ARENA_MAX, arenas);
     }
 }
 

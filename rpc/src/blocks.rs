@@ -32,6 +32,20 @@ pub(crate) fn head(ctx: &RpcContext) -> Result<u64, RpcError> {
     ctx.chain.head_number().ok_or(RpcError::HeaderNotFound)
 }
 
+/// Whether `block` names the head by a tag (`latest`, `pending`, `safe`, `finalized`: a dev
+/// chain has no other), and so follows the head when it moves.
+pub(crate) const fn names_head(block: &BlockId) -> bool {
+    matches!(
+        block,
+        BlockId::Number(
+            BlockNumberOrTag::Latest
+                | BlockNumberOrTag::Pending
+                | BlockNumberOrTag::Safe
+                | BlockNumberOrTag::Finalized
+        )
+    )
+}
+
 /// The number a tag stands for, given the head (it may be above the head).
 pub(crate) const fn tag_number(tag: BlockNumberOrTag, head: u64) -> u64 {
     match tag {

@@ -17,7 +17,7 @@ use hearth_messages::executor::{
 };
 use serde_json::Value;
 
-use crate::blocks::{head, quantity, state_block};
+use crate::blocks::{head, names_head, quantity, state_block};
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::params::{Params, TxObject};
@@ -45,8 +45,8 @@ impl At {
 /// the call was on its way (evm_revert, anvil_rollback) is gone and the executor answers
 /// "unknown block"; a call made at the head by a tag is then made again (`make` resolves the
 /// tag at the new head; at most [`HEAD_RETRIES`] times), as anvil answers it at whatever its
-/// head is. A call at a number or hash keeps its error. The request is made again rather than kept
-/// for a retry: copying it on every call would cost the hot path for a rare case.
+/// head is. A call at a number or hash keeps its error. The request is made again rather than
+/// kept for a retry: copying it on every call would cost the hot path for a rare case.
 async fn at_head<R, T, F: Future<Output = Result<T, RpcError>>>(
     make: impl Fn() -> Result<(R, At), RpcError>,
     run: impl Fn(R, u64) -> F,
@@ -80,8 +80,7 @@ fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, At), Rpc
     let block: BlockId = params.optional(1)?.unwrap_or(BlockId::Number(BlockNumberOrTag::Latest));
     let state_overrides: Option<StateOverrides> = params.optional(2)?;
     let block_overrides: Option<BlockOverrides> = params.optional(3)?;
-    let follows_head = matches!(block, BlockId::Number(tag) if tag.is_latest() || tag.is_pending() || tag.is_safe() || tag.is_finalized());
-    let at = At { number: state_block(ctx, block)?, follows_head };
+    let at = At { number: state_block(ctx, block)?, follows_head: names_head(&block) };
     let mut request = tx.into_call_request(ctx.limits.gas_cap);
     request.state_overrides = state_overrides.filter(|o| !o.is_empty()).map(Arc::new);
     request.block_overrides = block_overrides;
@@ -103,9 +102,9 @@ pub(crate) async fn estimate_gas(ctx: &RpcContext, params: &Params) -> Result<Va
     Ok(quantity(estimate(ctx, || call_args(ctx, params)).await?))
 }
 
-/// Runs an estimate and maps a failing outcome to geth's errors. Shared with
-/// eth_sendTransaction, which estimates when no gas is given.
-/// `make` gives the request and its block (see [`at_head`]).
+/// Runs an estimate and maps a failing outcome to geth's errors; `make` gives the request and
+/// its block ([`at_head`]). Shared with eth_sendTransaction, which estimates when no gas is
+/// given.
 pub(crate) async fn estimate(
     ctx: &RpcContext,
     make: impl Fn() -> Result<(CallRequest, At), RpcError>,
@@ -163,6 +162,27 @@ mod tests {
 
         let success = CallOutcome::Success { output: Bytes::new(), gas_used: 1 };
         assert_eq!(estimate_failure(success, 100).code(), -32603);
+    }
+
+    /// The tags that name the head follow it; a number, `earliest` or a hash does not.
+    #[test]
+    fn only_tags_of_the_head_follow_it() {
+        use alloy_rpc_types_eth::RpcBlockHash;
+        for tag in [
+            BlockNumberOrTag::Latest,
+            BlockNumberOrTag::Pending,
+            BlockNumberOrTag::Safe,
+            BlockNumberOrTag::Finalized,
+        ] {
+            assert!(names_head(&BlockId::Number(tag)), "{tag:?}");
+        }
+        for fixed in [
+            BlockId::Number(BlockNumberOrTag::Earliest),
+            BlockId::Number(BlockNumberOrTag::Number(7)),
+            BlockId::Hash(RpcBlockHash::from_hash(alloy_primitives::B256::ZERO, None)),
+        ] {
+            assert!(!names_head(&fixed), "{fixed:?}");
+        }
     }
 
     /// A call at the head whose block went away (the head went back under it) is made again

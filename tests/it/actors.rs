@@ -69,10 +69,12 @@ async fn state_actor_refuses_a_block_built_before_the_head_state_changed() {
     };
     let commit = CommitBlock { draft, diff: StateDiff::default(), parent_root: built_on };
     let reply = node.node.state.send(commit).await.unwrap();
-    assert!(
-        matches!(reply, Err(StateError::HeadChanged { number: 1, built_on: b, head_root: h }) if b == built_on && h == head_root),
-        "{reply:?}"
+    let refused = matches!(
+        reply,
+        Err(StateError::HeadChanged { number: 1, built_on: b, head_root: h })
+            if b == built_on && h == head_root
     );
+    assert!(refused, "{reply:?}");
     assert_eq!(node.node.chain.head_number(), Some(0), "nothing was written");
     let balance = node.node.chain.account(&bob, 0).unwrap().unwrap().balance;
     assert_eq!(balance, U256::from(1_000), "the patch stays");
