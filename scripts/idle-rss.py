@@ -18,49 +18,23 @@ Stdlib only; loopback only; every wait is bounded.
 """
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from jsonrpc_client import rpc  # noqa: E402
+from local_node import free_port, start, status_kib as kib  # noqa: E402
 
 SENDERS = 8
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field} for pid {pid}")
 
 
 def one_start(binary, transfers):
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    proc = subprocess.Popen([binary, "--ephemeral", "--host", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start([binary, "--ephemeral", "--host", "127.0.0.1", "-p", str(port)], url)
     try:
-        for _ in range(300):
-            try:
-                rpc(url, "eth_chainId", [])
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    sys.exit(f"{binary} exited on start")
-                time.sleep(0.05)
-        else:
-            sys.exit(f"{binary} did not answer")
         time.sleep(2)
         idle = (kib(proc.pid, "RssAnon"), kib(proc.pid, "VmRSS"))
         senders = rpc(url, "eth_accounts", [])[:SENDERS]

@@ -22,41 +22,17 @@ Exits 1 when any round against Hearth was lost. Stdlib only; every wait is bound
 """
 import argparse
 import os
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from jsonrpc_client import rpc  # noqa: E402
+from local_node import free_port, start  # noqa: E402
 
 X = "0x00000000000000000000000000000000000c0ffe"
 BIG = 10**30
 SENDERS = 8
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start(argv, url):
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(300):
-        try:
-            rpc(url, "eth_chainId", [])
-            return proc
-        except OSError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.05)
-    proc.kill()
-    log.seek(0)
-    sys.exit(f"{argv[0]} did not start:\n{log.read().decode(errors='replace')[-2000:]}")
 
 
 def balance(url):

@@ -17,10 +17,14 @@ on top of what the node held. Prints one line per run and a table of medians.
 """
 
 import json
+import os
 import statistics
 import sys
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from local_node import status_kib as kib  # noqa: E402
 
 ALICE = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
 BOB = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
@@ -48,14 +52,6 @@ def receipt(url, tx):
             return found
         time.sleep(0.02)
     raise RuntimeError(f"{tx} was not mined by {url}")
-
-
-def kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field} for {pid}")
 
 
 def measure(node, method, params):
