@@ -575,7 +575,7 @@ impl Node {
             forks: Arc::clone(&self.fork_table),
             limits: self.config.rpc,
             extensions,
-            client_version: format!("hearth/v{}", env!("CARGO_PKG_VERSION")),
+            client_version: hearth_rpc::client_version(),
             metrics: Arc::clone(&self.rpc_metrics),
             filters: FilterClient::new(&self.filters),
             subscriptions: SubscriptionClient::new(&self.subscriptions),

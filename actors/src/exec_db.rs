@@ -105,6 +105,12 @@ impl ReadCache {
         }
     }
 
+    /// Forgets every read (a run read stand-ins for fork state it missed: `fork::misses`).
+    pub(crate) fn clear(&mut self) {
+        self.accounts.clear();
+        self.slots.clear();
+    }
+
     fn make_room(&mut self) {
         if self.accounts.len() + self.slots.len() >= READ_CACHE_ENTRIES {
             self.accounts.clear();

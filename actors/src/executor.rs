@@ -32,6 +32,7 @@ use hearth_messages::executor::{
     Admitted, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome,
     GetTouchedSlots, TouchedSlots,
 };
+use hearth_messages::fork::misses;
 use hearth_messages::payload::{BuildPayload, BuiltPayload};
 use hearth_messages::simulate::{Simulate, SimulateError, SimulatedBlock};
 use hearth_messages::trace::{BlockForkRules, ForkSchedule, Trace, TraceOutput};
@@ -508,12 +509,20 @@ where
 impl ExecutorActor {
     /// Runs `work` so that a panic in it (in revm or here) fails this one request instead of
     /// ending the executor's thread, which nothing would restart. The caches are dropped
-    /// afterwards: the panic may have left them half-written.
+    /// afterwards: the panic may have left them half-written. With `collect`, fork reads that
+    /// miss the cache do not wait (`fork::misses`): when the run had any, its answer is
+    /// [`ExecError::ForkMisses`], for the pool's client to fetch them and send it again.
     fn contained<T>(
         &mut self,
+        collect: bool,
         work: impl FnOnce(&mut Self) -> Result<T, ExecError>,
     ) -> Result<T, ExecError> {
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(self))) {
+        let run = |executor: &mut Self| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(executor)))
+        };
+        let (caught, missed) =
+            if collect { misses::collect(|| run(self)) } else { (run(self), None) };
+        let result = match caught {
             Ok(result) => result,
             Err(panic) => {
                 let what = panic
@@ -528,6 +537,14 @@ impl ExecutorActor {
                 self.scratch = EvmScratch::new(self.scratch.retain_bytes);
                 Err(ExecError::Panicked(what))
             }
+        };
+        match missed {
+            Some(misses) => {
+                // The run read stand-ins for what it missed, and the read cache keeps reads.
+                self.reads.clear();
+                Err(ExecError::ForkMisses(misses))
+            }
+            None => result,
         }
     }
 }
@@ -541,7 +558,8 @@ impl actix::Handler<Admitted<Call>> for ExecutorActor {
 
     fn handle(&mut self, mut msg: Admitted<Call>, _ctx: &mut Self::Context) -> Self::Result {
         msg.begin()?;
-        self.contained(|executor| executor.call(msg.request))
+        let collect = msg.collects_misses();
+        self.contained(collect, |executor| executor.call(msg.request))
     }
 }
 
@@ -550,7 +568,8 @@ impl actix::Handler<Admitted<EstimateGas>> for ExecutorActor {
 
     fn handle(&mut self, mut msg: Admitted<EstimateGas>, _ctx: &mut Self::Context) -> Self::Result {
         msg.begin()?;
-        self.contained(|executor| executor.estimate(msg.request))
+        let collect = msg.collects_misses();
+        self.contained(collect, |executor| executor.estimate(msg.request))
     }
 }
 
@@ -563,7 +582,8 @@ impl actix::Handler<Admitted<GetTouchedSlots>> for ExecutorActor {
         _ctx: &mut Self::Context,
     ) -> Self::Result {
         msg.begin()?;
-        self.contained(|executor| executor.touched_slots(msg.request))
+        let collect = msg.collects_misses();
+        self.contained(collect, |executor| executor.touched_slots(msg.request))
     }
 }
 
@@ -572,7 +592,8 @@ impl actix::Handler<Admitted<Trace>> for ExecutorActor {
 
     fn handle(&mut self, mut msg: Admitted<Trace>, _ctx: &mut Self::Context) -> Self::Result {
         msg.begin()?;
-        self.contained(|executor| executor.trace(msg.request))
+        let collect = msg.collects_misses();
+        self.contained(collect, |executor| executor.trace(msg.request))
     }
 }
 
@@ -581,7 +602,8 @@ impl actix::Handler<Admitted<Simulate>> for ExecutorActor {
 
     fn handle(&mut self, mut msg: Admitted<Simulate>, _ctx: &mut Self::Context) -> Self::Result {
         msg.begin()?;
-        self.contained(|executor| Ok(executor.simulate(msg.request)))?
+        let collect = msg.collects_misses();
+        self.contained(collect, |executor| Ok(executor.simulate(msg.request)))?
     }
 }
 
@@ -594,7 +616,8 @@ impl actix::Handler<Admitted<CreateAccessList>> for ExecutorActor {
         _ctx: &mut Self::Context,
     ) -> Self::Result {
         msg.begin()?;
-        self.contained(|executor| executor.create_access_list(msg.request))
+        let collect = msg.collects_misses();
+        self.contained(collect, |executor| executor.create_access_list(msg.request))
     }
 }
 
@@ -607,7 +630,8 @@ impl actix::Handler<Admitted<BuildPayload>> for ExecutorActor {
         _ctx: &mut Self::Context,
     ) -> Self::Result {
         msg.begin()?;
-        self.contained(|executor| executor.build_payload(msg.request))
+        let collect = msg.collects_misses();
+        self.contained(collect, |executor| executor.build_payload(msg.request))
     }
 }
 
@@ -616,7 +640,8 @@ impl actix::Handler<Admitted<BuildBlock>> for ExecutorActor {
 
     fn handle(&mut self, mut msg: Admitted<BuildBlock>, _ctx: &mut Self::Context) -> Self::Result {
         msg.begin()?;
-        self.contained(|executor| executor.build_block(msg.request))
+        let collect = msg.collects_misses();
+        self.contained(collect, |executor| executor.build_block(msg.request))
     }
 }
 
@@ -698,7 +723,7 @@ mod tests {
     fn a_panicking_request_fails_alone_and_the_executor_carries_on() {
         let (mut executor, [dirty, fresh, _]) = executor();
         call(&mut executor, dirty);
-        let failed = executor.contained(|_| -> Result<(), ExecError> { panic!("boom") });
+        let failed = executor.contained(false, |_| -> Result<(), ExecError> { panic!("boom") });
         assert!(matches!(&failed, Err(ExecError::Panicked(what)) if what == "boom"), "{failed:?}");
         assert!(executor.scratch.local.is_none(), "caches reset after the panic");
         assert_eq!(executor.restarts.get(), 1, "the restart is counted");

@@ -6,8 +6,8 @@
 //! - **Takes:** [`Fetch`] (one value: from the cache, by joining a fetch under way, or in the
 //!   next JSON-RPC batch) and [`PinFork`], through [`ForkClient`].
 //! - **Sends:** nothing; replies go down each `Fetch`'s channel.
-//! - **Mailbox:** [`DEFAULT_MAILBOX`] (callers block on their reply, so at most one `Fetch` per
-//!   executor thread and RPC worker is queued).
+//! - **Mailbox:** [`DEFAULT_MAILBOX`] (a blocked caller queues one `Fetch` at a time; a caller
+//!   fetching a collecting run's misses hands over all its keys and waits for room when full).
 //! - **Restart:** not restarted: a panic fails the waiting reads (their channels close) and
 //!   later reads fail at once with a clear error.
 //!
@@ -80,6 +80,9 @@ pub struct ForkBackendActor {
     storage_range: Option<(B256, u64)>,
     /// Accounts whose storage page was asked for in this run.
     range_asked: HashSet<Address>,
+    /// Slot keys of accounts whose page is on its way, held back (their waiters are in
+    /// `waiting`) until the page answers them or shows it does not hold them.
+    parked: HashMap<Address, Vec<ForkKey>>,
     /// Pages refused so far, and whether any was served.
     range_refused: u32,
     range_served: bool,
@@ -145,6 +148,7 @@ impl ForkBackendActor {
                 block: None,
                 storage_range: None,
                 range_asked: HashSet::new(),
+                parked: HashMap::new(),
                 range_refused: 0,
                 range_served: false,
                 waiting: HashMap::new(),
@@ -266,21 +270,55 @@ impl ForkBackendActor {
     }
 
     /// Queues a page of `address`'s storage beside its first slot fetch, when the upstream
-    /// may serve one and none was asked for or cached yet.
-    fn ask_storage_page(&mut self, address: Address) {
+    /// may serve one and none was asked for or cached yet; the account's other slot keys are
+    /// then parked until it answers (`true`: asked now).
+    fn ask_storage_page(&mut self, address: Address) -> bool {
         if self.storage_range.is_none()
             || self.range_asked.contains(&address)
             || SYSTEM_CONTRACTS.contains(&address)
         {
-            return;
+            return false;
         }
         self.range_asked.insert(address);
         if self.cache.has_page(&address).unwrap_or(true) {
-            return;
+            return false;
         }
         let key = ForkKey::StorageRange(address);
         self.waiting.insert(key.clone(), Vec::new());
         self.queue.push_back(key);
+        self.parked.insert(address, Vec::new());
+        true
+    }
+
+    /// Queues a new key, or parks a slot key of an account whose storage page is on its way:
+    /// a run that collects its misses (`fork::misses`) hands over all of a contract's slots
+    /// at once, and a page holding the whole storage answers them all, so only the first goes
+    /// upstream beside the page. A page that lacks some costs those one more round trip.
+    fn enqueue(&mut self, key: ForkKey) {
+        if let ForkKey::Storage(address, _) = key {
+            if !self.ask_storage_page(address)
+                && let Some(parked) = self.parked.get_mut(&address)
+            {
+                parked.push(key);
+                return;
+            }
+        }
+        self.queue.push_back(key);
+    }
+
+    /// Answers the keys parked behind `address`'s page from the cache, and queues the ones it
+    /// does not answer.
+    fn release_parked(&mut self, address: &Address) {
+        for key in self.parked.remove(address).unwrap_or_default() {
+            match self.cached(&key) {
+                Ok(Some(value)) => {
+                    self.counters.add_hit();
+                    self.reply(&key, &Ok(value));
+                }
+                Ok(None) => self.queue.push_back(key),
+                Err(error) => self.reply(&key, &Err(error)),
+            }
+        }
     }
 
     /// Caches a storage page (or notes that the upstream refused it).
@@ -357,9 +395,13 @@ impl ForkBackendActor {
                 warn!(target: "actors::fork", %reason, keys = keys.len(), "fork fetch failed");
                 self.counters.add_errors(keys.len() as u64);
                 for key in keys {
-                    // A page nobody waits for is asked again with the account's next miss.
+                    // A page nobody waits for is asked again with the account's next miss;
+                    // the slots parked behind it go upstream on their own.
                     if let ForkKey::StorageRange(address) = key {
                         self.range_asked.remove(&address);
+                        self.waiting.remove(&key);
+                        self.release_parked(&address);
+                        continue;
                     }
                     self.reply(&key, &Err(ForkError::Upstream(reason.clone())));
                 }
@@ -371,6 +413,7 @@ impl ForkBackendActor {
             if let ForkKey::StorageRange(address) = key {
                 self.waiting.remove(&key);
                 self.take_storage_page(&address, parts.into_iter().next());
+                self.release_parked(&address);
                 continue;
             }
             let value = self.decode(&key, parts);
@@ -384,8 +427,7 @@ impl ForkBackendActor {
 
     fn reply(&mut self, key: &ForkKey, value: &Result<ForkValue, ForkError>) {
         for waiter in self.waiting.remove(key).unwrap_or_default() {
-            // A waiter that gave up (timed out) has dropped its end: nothing to do.
-            let _ = waiter.try_send(value.clone());
+            waiter.send(value.clone());
         }
     }
 
@@ -635,19 +677,18 @@ impl Handler<Fetch> for ForkBackendActor {
     fn handle(&mut self, msg: Fetch, ctx: &mut Self::Context) {
         let Fetch { key, reply } = msg;
         if Self::is_state_key(&key) && self.block.is_none() {
-            let _ =
-                reply.try_send(Err(ForkError::Backend("state read before the fork block is set")));
+            reply.send(Err(ForkError::Backend("state read before the fork block is set")));
             return;
         }
         match self.cached(&key) {
             Ok(Some(value)) => {
                 self.counters.add_hit();
-                let _ = reply.try_send(Ok(value));
+                reply.send(Ok(value));
                 return;
             }
             Ok(None) => {}
             Err(error) => {
-                let _ = reply.try_send(Err(error));
+                reply.send(Err(error));
                 return;
             }
         }
@@ -657,10 +698,7 @@ impl Handler<Fetch> for ForkBackendActor {
             return;
         }
         self.waiting.insert(key.clone(), vec![reply]);
-        if let ForkKey::Storage(address, _) = key {
-            self.ask_storage_page(address);
-        }
-        self.queue.push_back(key);
+        self.enqueue(key);
         if !self.flush_scheduled {
             self.flush_scheduled = true;
             // After the keys already in the mailbox have queued too: they go in one batch.
@@ -683,6 +721,9 @@ impl Handler<PinFork> for ForkBackendActor {
                 self.block = Some(msg.block);
                 self.storage_range = msg.storage_range;
                 self.range_asked.clear();
+                // Keys parked behind a page of the previous block go upstream at this one.
+                let parked: Vec<ForkKey> = self.parked.drain().flat_map(|(_, keys)| keys).collect();
+                self.queue.extend(parked);
             })
             .map_err(|e| ForkError::Upstream(e.to_string()));
         let _ = msg.reply.try_send(pinned);

@@ -66,6 +66,10 @@ pub enum ExecError {
         "limit exceeded: the node is shutting down; the request was not run, retry against a running node"
     )]
     ShuttingDown,
+    /// A collecting run read fork state its cache lacks (`fork::misses`): the pool's client
+    /// fetches the keys and runs the request again, so this never reaches the RPC front.
+    #[error("the request waits for the fork upstream")]
+    ForkMisses(crate::fork::misses::ForkMisses),
 }
 
 /// State overrides that contradict themselves or the fork's precompiles (geth's messages).

@@ -22,6 +22,7 @@ use crate::admission::{
     self, AdmissionLimits, CallStages, DelayHistogram, DelaySummary, PoolCount, Refusal,
     ServiceTime, Stage, WaitScale,
 };
+use crate::fork::misses::{self, ForkMisses};
 use crate::payload::{BuildPayload, BuiltPayload};
 use crate::simulate::{Simulate, SimulateError, SimulatedBlock};
 
@@ -412,9 +413,18 @@ pub struct Admitted<M> {
     pub request: M,
     /// Dropped with the message.
     slot: Slot,
+    /// Whether the run collects its fork misses instead of waiting for them
+    /// (`fork::misses`): the client holds a copy of the request to run again.
+    collect: bool,
 }
 
 impl<M> Admitted<M> {
+    /// Whether the executor runs it collecting fork misses (answering
+    /// [`ExecError::ForkMisses`] when it had any) rather than waiting for the upstream.
+    pub const fn collects_misses(&self) -> bool {
+        self.collect
+    }
+
     /// Marks the request as started: how long it waited joins the queue-delay histogram, and
     /// the time from now until the message is dropped joins the thread's service time (for
     /// calls). The executor's handler calls this first and returns its error, if any: once the
@@ -797,6 +807,7 @@ impl ExecutorClient {
         slot: Slot,
         recipient: impl Fn(&ExecutorLane) -> Option<&Recipient<Admitted<M>>>,
         request: M,
+        collect: bool,
     ) -> Result<M::Result, ExecError>
     where
         M: Message + Send + 'static,
@@ -809,7 +820,7 @@ impl ExecutorClient {
         // the EVM timeout), so a drain answers every caller without waking them by a lock.
         let sampled = slot.sampled;
         // An executor that stopped during the drain, its mailbox unread, answers nothing.
-        let answer = to.send(Admitted { request, slot }).await.map_err(|e| {
+        let answer = to.send(Admitted { request, slot, collect }).await.map_err(|e| {
             if self.is_closed() { ExecError::ShuttingDown } else { ExecError::from(e) }
         })?;
         if sampled {
@@ -817,6 +828,39 @@ impl ExecutorClient {
             let _ = REQUEST_CLOCK.try_with(|clock| clock.answered.set(Some(now)));
         }
         Ok(answer)
+    }
+
+    /// Admits and runs a read-only request, collecting its fork misses: when its run missed
+    /// fork state the cache lacks, the keys are fetched without holding a thread (all at
+    /// once, `ForkMisses::fetch`) and the request is admitted and run again, up to
+    /// [`misses::MAX_ROUNDS`] times, then once more with reads that wait. The wait for the
+    /// upstream is spent outside the pool: it is neither queueing nor service time.
+    async fn run<M>(
+        &self,
+        sampled: bool,
+        recipient: impl Fn(&ExecutorLane) -> Option<&Recipient<Admitted<M>>> + Copy,
+        request: M,
+    ) -> Result<M::Result, ExecError>
+    where
+        M: Message + Clone + Send + 'static,
+        M::Result: Send + ForkRetry,
+    {
+        let mut round = 0;
+        loop {
+            let slot = self.admit(sampled)?;
+            if round == misses::MAX_ROUNDS {
+                return self.dispatch(slot, recipient, request, false).await;
+            }
+            match self.dispatch(slot, recipient, request.clone(), true).await?.missed() {
+                Ok(answer) => return Ok(answer),
+                Err(misses) => {
+                    misses.fetch().await.map_err(|error| {
+                        ExecError::Storage(hearth_storage::StorageError::Fork(error.to_string()))
+                    })?;
+                    round += 1;
+                }
+            }
+        }
     }
 
     /// Sends a block build to its lane and waits for it whatever happens: the miner's block in
@@ -834,7 +878,7 @@ impl ExecutorClient {
         let to = self.lane(&slot, recipient)?;
         let mut slot = slot;
         slot.ends_at_close = false;
-        Ok(to.send(Admitted { request, slot }).await?)
+        Ok(to.send(Admitted { request, slot, collect: false }).await?)
     }
 
     /// The recipient of `slot`'s lane for one message type; a lane without one is closed.
@@ -866,14 +910,12 @@ impl ExecutorClient {
 
     /// Runs `call` on the pool, or fails at once with [`ExecError::Busy`].
     pub async fn call(&self, call: Call) -> Result<CallOutcome, ExecError> {
-        let slot = self.admit(true)?;
-        self.dispatch(slot, |lane| Some(&lane.calls), call).await?
+        self.run(true, |lane| Some(&lane.calls), call).await?
     }
 
     /// Runs an estimate on the pool, admitted as [`call`](Self::call) is.
     pub async fn estimate_gas(&self, estimate: EstimateGas) -> Result<EstimateOutcome, ExecError> {
-        let slot = self.admit(true)?;
-        self.dispatch(slot, |lane| Some(&lane.estimates), estimate).await?
+        self.run(true, |lane| Some(&lane.estimates), estimate).await?
     }
 
     /// Runs a trace on the pool, admitted as [`call`](Self::call) is. Fails with
@@ -884,21 +926,18 @@ impl ExecutorClient {
     ) -> Result<crate::trace::TraceOutput, ExecError> {
         // Not sampled, as block builds: a trace (a replay, often a long one) would inflate the
         // service time that cheap calls are admitted by.
-        let slot = self.admit(false)?;
-        self.dispatch(slot, |lane| lane.traces.as_ref(), trace).await?
+        self.run(false, |lane| lane.traces.as_ref(), trace).await?
     }
 
     /// Runs a call that reports the slots it touched, admitted as [`call`](Self::call) is.
     pub async fn touched_slots(&self, request: GetTouchedSlots) -> Result<TouchedSlots, ExecError> {
-        let slot = self.admit(true)?;
-        self.dispatch(slot, |lane| Some(&lane.touched), request).await?
+        self.run(true, |lane| Some(&lane.touched), request).await?
     }
 
     /// Runs an eth_simulateV1 request on the pool, admitted as [`call`](Self::call) is, on a
     /// lane that can simulate (every lane of a real pool can).
     pub async fn simulate(&self, simulate: Simulate) -> Result<Vec<SimulatedBlock>, SimulateError> {
-        let slot = self.admit(true)?;
-        self.dispatch(slot, |lane| lane.simulations.as_ref(), simulate).await?
+        self.run(true, |lane| lane.simulations.as_ref(), simulate).await?
     }
 
     /// Runs an eth_createAccessList request on the pool, admitted as [`call`](Self::call) is.
@@ -906,15 +945,14 @@ impl ExecutorClient {
         &self,
         request: CreateAccessList,
     ) -> Result<AccessListOutcome, ExecError> {
-        let slot = self.admit(true)?;
-        self.dispatch(slot, |lane| lane.access_lists.as_ref(), request).await?
+        self.run(true, |lane| lane.access_lists.as_ref(), request).await?
     }
 
     /// Builds and seals a block without committing it (testing_buildBlockV1), admitted as
     /// [`call`](Self::call) is: unlike the miner's blocks, a request may be refused.
     pub async fn build_payload(&self, request: BuildPayload) -> Result<BuiltPayload, ExecError> {
         let slot = self.admit(false)?;
-        self.dispatch(slot, |lane| lane.payloads.as_ref(), request).await?
+        self.dispatch(slot, |lane| lane.payloads.as_ref(), request, false).await?
     }
 
     /// Builds a block. Block building is never refused: the miner must not drop a block
@@ -1003,5 +1041,30 @@ impl ExecutorClient {
     /// Each lane's service time per call (`None` before its first call).
     pub fn service_times(&self) -> Vec<Option<Duration>> {
         self.pool.lanes.iter().map(|lane| lane.service.get()).collect()
+    }
+}
+
+/// An executor answer that may say its run missed fork state (`ExecError::ForkMisses`), for
+/// the pool's client to fetch and run the request again.
+pub trait ForkRetry: Sized {
+    /// The misses, or the answer as it stands.
+    fn missed(self) -> Result<Self, ForkMisses>;
+}
+
+impl<T> ForkRetry for Result<T, ExecError> {
+    fn missed(self) -> Result<Self, ForkMisses> {
+        match self {
+            Err(ExecError::ForkMisses(misses)) => Err(misses),
+            answer => Ok(answer),
+        }
+    }
+}
+
+impl<T> ForkRetry for Result<T, SimulateError> {
+    fn missed(self) -> Result<Self, ForkMisses> {
+        match self {
+            Err(SimulateError::Exec(ExecError::ForkMisses(misses))) => Err(misses),
+            answer => Ok(answer),
+        }
     }
 }

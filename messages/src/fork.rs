@@ -1,9 +1,12 @@
 //! Messages of the fork backend (`ForkBackendActor`), which owns the upstream JSON-RPC
 //! connection of a node started with `--fork-url`, and the counters it shares with `/metrics`.
 //!
-//! A [`Fetch`] carries a reply channel of its own instead of an actix response: the callers
-//! are executor threads (and the state owner) that block until their one key arrives, outside
-//! any async runtime, and a synchronous channel with a timeout is what they can wait on.
+//! A [`Fetch`] carries a reply channel of its own instead of an actix response: some callers
+//! are threads that block until their one key arrives, outside any async runtime (block
+//! building, the state owner), and a synchronous channel with a timeout is what they can wait
+//! on; the others are async callers that fetch what a collecting run missed ([`misses`]).
+
+pub mod misses;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -97,10 +100,45 @@ pub enum ForkError {
     /// The fork backend is gone or its mailbox is full.
     #[error("fork backend unavailable: {0}")]
     Backend(&'static str),
+    /// A collecting run read a key the cache lacks where no stand-in fits (see [`misses`]):
+    /// the run stops, and its caller fetches the key and runs the request again.
+    #[error("the read waits for the fork upstream")]
+    Deferred,
 }
 
-/// Where a [`Fetch`]'s answer goes.
-pub type ForkReply = SyncSender<Result<ForkValue, ForkError>>;
+impl ForkError {
+    /// The backend stopped (its mailbox closed).
+    pub const STOPPED: Self = Self::Backend("it has stopped");
+
+    /// No answer came within `--fork-timeout`.
+    pub fn timed_out(wait: std::time::Duration) -> Self {
+        Self::Upstream(format!("no answer within --fork-timeout ({wait:?})"))
+    }
+}
+
+/// Where a [`Fetch`]'s answer goes: a thread blocked on it, or a task awaiting it.
+#[derive(Debug)]
+pub enum ForkReply {
+    /// A thread waiting with a timeout (`ForkClient::fetch`).
+    Blocking(SyncSender<Result<ForkValue, ForkError>>),
+    /// A task awaiting it (`misses::ForkMisses::fetch`).
+    Async(tokio::sync::oneshot::Sender<Result<ForkValue, ForkError>>),
+}
+
+impl ForkReply {
+    /// Hands over the answer; a waiter that gave up (timed out) has dropped its end, and then
+    /// nothing happens.
+    pub fn send(self, value: Result<ForkValue, ForkError>) {
+        match self {
+            Self::Blocking(reply) => {
+                let _ = reply.try_send(value);
+            }
+            Self::Async(reply) => {
+                let _ = reply.send(value);
+            }
+        }
+    }
+}
 
 /// Asks the backend for one value: from its cache, from a fetch already under way for the same
 /// key, or from the next upstream batch.

@@ -385,7 +385,9 @@ impl RpcError {
                 -32005
             }
             // The fork's upstream did not answer in time.
-            ExecError::Storage(StorageError::Fork(_)) => -32000,
+            // Misses are fetched by the pool's client and the request run again; one that got
+            // here anyway is a fork read that did not complete, as an upstream failure is.
+            ExecError::Storage(StorageError::Fork(_)) | ExecError::ForkMisses(_) => -32000,
             // The node failed, not the request.
             ExecError::Storage(_)
             | ExecError::Mailbox(_)

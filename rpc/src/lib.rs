@@ -76,7 +76,7 @@ pub use methods::{
     ApiNamespaces, DEV_METHODS_ELSEWHERE, DEV_NAMESPACES, KNOWN_NAMESPACES, NamespaceError,
 };
 pub use metrics::{Refusal, Rejection, RpcMetrics};
-pub use node_info::NodeFacts;
+pub use node_info::{ANVIL_DIALECT, NodeFacts, client_version};
 pub use out_buffer::RESPONSE_BUFFER_RETAINED_BYTES;
 pub use server::serve;
 pub use shed::{RETRY_PAUSE, RETRY_WINDOW};

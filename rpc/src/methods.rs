@@ -3,6 +3,7 @@
 //! of the table sits the namespace gate of `--http.api` ([`ApiNamespaces`]): a method whose
 //! namespace (the name up to its first `_`) is not enabled is unknown, -32601, whatever it is.
 
+use hearth_messages::fork::misses;
 use hearth_messages::subscriptions::ConnectionId;
 use serde_json::Value;
 
@@ -29,9 +30,30 @@ pub(crate) async fn dispatch(
     }
     let params = Params::new(params);
     let mut retries = 0;
+    let mut fork_rounds = 0;
     loop {
         let generation = ctx.chain.generation();
-        let result = dispatch_once(ctx, &method, &params, connection).await;
+        // A read on a fork collects the fork state it misses instead of holding this worker
+        // thread while the upstream answers (`fork::misses`): the misses are fetched, awaited,
+        // and the read runs again; the last round's reads wait, as every read did before.
+        let result =
+            if fork_rounds < misses::MAX_ROUNDS && is_read(&method) && ctx.chain.is_forked() {
+                match misses::collect_async(dispatch_once(ctx, &method, &params, connection)).await
+                {
+                    (_, Some(missed)) => {
+                        fork_rounds += 1;
+                        missed.fetch().await.map_err(|error| {
+                            RpcError::Storage(hearth_messages::storage::StorageError::Fork(
+                                error.to_string(),
+                            ))
+                        })?;
+                        continue;
+                    }
+                    (result, None) => result,
+                }
+            } else {
+                dispatch_once(ctx, &method, &params, connection).await
+            };
         match &result {
             // The request found its block number on one chain and looked for it on the next
             // (anvil_reset switched between its reads): it runs again, on the new chain, so it

@@ -28,6 +28,18 @@ pub struct NodeFacts {
     pub semver: String,
 }
 
+/// The anvil release whose answers Hearth's dialect is compared with (`scripts/anvil-compare.py`).
+pub const ANVIL_DIALECT: &str = "1.7.1";
+
+/// What web3_clientVersion answers: `anvil/v1.7.1/hearth/v0.1.0`. Hardhat's network helpers
+/// (`loadFixture`, `time`, `mine`), hardhat-predeploy and OpenZeppelin's upgrades plugin take a
+/// node for a dev chain only when this answer starts with `HardhatNetwork`, `zksync` or `anvil`;
+/// Hearth speaks anvil's dialect (and Hardhat's method names), so it names anvil first and
+/// itself after, as Hardhat names EDR after `HardhatNetwork/<version>`.
+pub fn client_version() -> String {
+    format!("anvil/v{ANVIL_DIALECT}/hearth/v{}", env!("CARGO_PKG_VERSION"))
+}
+
 impl NodeFacts {
     /// The facts of a node running `hardfork` (revm's name, which is anvil's: `Prague`),
     /// ordering by fees, with a fresh instance id drawn from the wall clock and the process id

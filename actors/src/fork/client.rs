@@ -1,10 +1,12 @@
 //! `ForkClient`: how the store reads forked state, from any thread but the backend's.
 //!
-//! A read looks in the fork cache first (a sled lookup, no message); a miss sends one
-//! [`Fetch`] to the backend and blocks the calling thread for that key only, at most the
-//! configured wait. Executor threads run on a `SyncArbiter` outside any async runtime, so a
-//! blocking wait is theirs to make; the backend runs on its own arbiter, so it never waits on
-//! a thread that waits on it.
+//! A read looks in the fork cache first (a sled lookup, no message). In a collecting run
+//! (`hearth_messages::fork::misses`: calls, estimates, traces and the RPC front's state reads)
+//! a miss is noted and read as a stand-in, and the caller fetches it without holding the
+//! thread. Elsewhere a miss sends one [`Fetch`] to the backend and blocks the calling thread
+//! for that key only, at most the configured wait: block building and the state owner run
+//! outside any async runtime, so a blocking wait is theirs to make; the backend runs on its
+//! own arbiter, so it never waits on a thread that waits on it.
 
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
@@ -13,7 +15,10 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256};
-use hearth_messages::fork::{Fetch, ForkCounters, ForkError, ForkKey, ForkValue, PinFork};
+use hearth_messages::fork::misses::{self, MissSource};
+use hearth_messages::fork::{
+    Fetch, ForkCounters, ForkError, ForkKey, ForkReply, ForkValue, PinFork,
+};
 use hearth_storage::{BlockExtras, ForkSource, ForkedAccount, LogQuery, StorageError, StoredBody};
 
 use super::cache::{ForkCache, ForkCacheError, LocationKind};
@@ -53,25 +58,38 @@ impl ForkClient {
     }
 
     /// Fetches one value (the backend answers from its cache when it can), blocking the
-    /// calling thread. Never call it on the backend's own arbiter.
+    /// calling thread; in a collecting run, notes it and answers a stand-in instead. Never call
+    /// it on the backend's own arbiter.
     pub fn fetch(&self, key: ForkKey) -> Result<ForkValue, ForkError> {
+        if let Some(stand_in) = misses::note(&key, || self.miss_source()) {
+            return stand_in;
+        }
         let deadline = Instant::now() + self.wait;
         self.wait_for(self.send(key)?, deadline)
     }
 
     /// Fetches several values at once (they go upstream in one batch), blocking the calling
-    /// thread until all are in or the wait is over.
+    /// thread until all are in or the wait is over; in a collecting run, notes them all.
     pub fn fetch_many(&self, keys: &[ForkKey]) -> Vec<Result<ForkValue, ForkError>> {
+        if misses::collecting() {
+            return keys.iter().map(|key| self.fetch(key.clone())).collect();
+        }
         let deadline = Instant::now() + self.wait;
         let sent: Vec<_> = keys.iter().map(|key| self.send(key.clone())).collect();
         sent.into_iter().map(|answer| self.wait_for(answer?, deadline)).collect()
     }
 
+    /// Where a collecting run's misses are fetched: this backend.
+    fn miss_source(&self) -> MissSource {
+        MissSource { backend: self.fetch.clone(), wait: self.wait }
+    }
+
     fn send(&self, key: ForkKey) -> Result<Receiver<Result<ForkValue, ForkError>>, ForkError> {
         let (reply, answer) = sync_channel(1);
-        self.fetch.try_send(Fetch { key, reply }).map_err(|e| match e {
+        let fetch = Fetch { key, reply: ForkReply::Blocking(reply) };
+        self.fetch.try_send(fetch).map_err(|e| match e {
             SendError::Full(_) => ForkError::Backend("its mailbox is full"),
-            SendError::Closed(_) => ForkError::Backend("it has stopped"),
+            SendError::Closed(_) => ForkError::STOPPED,
         })?;
         Ok(answer)
     }
@@ -83,9 +101,7 @@ impl ForkClient {
     ) -> Result<ForkValue, ForkError> {
         let left = deadline.saturating_duration_since(Instant::now());
         answer.recv_timeout(left).map_err(|e| match e {
-            RecvTimeoutError::Timeout => {
-                ForkError::Upstream(format!("no answer within --fork-timeout ({:?})", self.wait))
-            }
+            RecvTimeoutError::Timeout => ForkError::timed_out(self.wait),
             RecvTimeoutError::Disconnected => ForkError::Backend("it stopped without answering"),
         })?
     }
