@@ -100,13 +100,48 @@ pub fn expected_wait(ahead: usize, service: Duration) -> Duration {
     service.saturating_mul(u32::try_from(ahead).unwrap_or(u32::MAX))
 }
 
-/// Decides for a call that would queue behind `ahead` requests (queued or running) on the
-/// executor thread it would go to, whose calls take `service` each (`None` until one has
-/// run) and whose expected waits are scaled by `scale` ([`WaitScale`], in units of
-/// [`SCALE_ONE`]). A call that finds its thread idle always goes in; with a zero budget nothing
-/// else does; otherwise it goes in while its scaled expected wait is within the budget. Until a
-/// service time is known nothing but the queue cap limits the queue: a node that has just
-/// started has not measured anything to refuse by.
+/// How a request stands to its connection when it arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Its connection's only request in flight (an HTTP request that is not a batch): its
+    /// client waits for this answer before it sends again, so such clients never queue more
+    /// than one request each, however slow the answer.
+    Sole,
+    /// One of several its connection has in flight (a batch's items, a WebSocket's
+    /// concurrent requests), or one the front could not place: nothing bounds how many more
+    /// follow, so the plain budget holds.
+    Among,
+}
+
+/// Connections' only requests ([`Arrival::Sole`]) admitted whatever their expected wait, per
+/// executor thread: a closed loop's clients each hold one request, so its queue is bounded by
+/// their number, and refusing them only sends them straight back. 64 connections of
+/// hashLoop(2000) while a spin loop holds one of the two cores wait 100-150 ms, over the
+/// budget, and are all served; an open-loop overload on 512 connections fills these places
+/// (64 calls of ~1.2 ms a thread, ~77 ms) and is refused by the budget past them.
+pub const SOLE_PER_THREAD: usize = 64;
+
+/// Whether a request that would make the pool hold `in_pool` requests (itself included) over
+/// `threads` executor threads is admitted without a latency check: its connection's only
+/// request, while the pool holds at most [`SOLE_PER_THREAD`] a thread and its lane has no
+/// standing queue ([`StandingQueue`]). The queue cap (`--executor.max-queued`) still holds.
+pub fn closed_loop_admits(
+    arrival: Arrival,
+    standing: bool,
+    in_pool: usize,
+    threads: usize,
+) -> bool {
+    arrival == Arrival::Sole && !standing && in_pool <= threads.saturating_mul(SOLE_PER_THREAD)
+}
+
+/// Decides by the latency budget for a call that would queue behind `ahead` requests (queued
+/// or running) on the executor thread it would go to, whose calls take `service` each (`None`
+/// until one has run) and whose expected waits are scaled by `scale` ([`WaitScale`], in units
+/// of [`SCALE_ONE`]). A call that finds its thread idle always goes in; with a zero budget
+/// nothing else does; otherwise it goes in while its scaled expected wait is within the
+/// budget. Until a service time is known nothing but the queue cap limits the queue: a node
+/// that has just started has not measured anything to refuse by. (A connection's only
+/// request may go in before this is asked: [`closed_loop_admits`].)
 pub fn decide(
     limits: AdmissionLimits,
     ahead: usize,
@@ -123,6 +158,97 @@ pub fn decide(
         return Err(Refusal::QueueDelay { expected, budget });
     }
     Ok(())
+}
+
+/// The interval a [`StandingQueue`] judges, in units of the budget: one budget's worth.
+const STANDING_INTERVAL_BUDGETS: u32 = 1;
+
+/// The smallest wait of an interval over which a queue starts standing, in budgets: two. A
+/// closed loop on a busy machine waits up to ~1.5 budgets ([`SOLE_PER_THREAD`]); an overload of
+/// heavier calls whose connections fit the closed-loop places waits longer.
+const STANDING_ENTER_BUDGETS: u64 = 2;
+
+/// Whole intervals in a row whose smallest wait was under a quarter budget before a standing
+/// queue is over: under an overload the refused clients' retries come in waves (the front
+/// holds quick retries for `RETRY_PAUSE`), and a lane drained between two waves for one
+/// interval has not caught up; ten intervals (one second at the default budget) of short
+/// waits have.
+const STANDING_EXIT_INTERVALS: u32 = 10;
+
+/// One lane's test for a standing queue, CoDel's idea: the smallest wait (admission to
+/// start) of the requests that started during an interval of one budget. A burst, or a closed
+/// loop of clients the lane serves in about the budget, has requests that waited less; an
+/// overload that outruns the lane (open-loop arrivals, a retry storm of heavy calls) has none.
+/// The queue starts standing when a whole interval's smallest wait was over two budgets
+/// ([`STANDING_ENTER_BUDGETS`]), or at once when a connection's only request is refused
+/// ([`enter`](Self::enter)), and stops after [`STANDING_EXIT_INTERVALS`] intervals in a
+/// row whose smallest waits were under a quarter budget: a queue that refusals hold at the
+/// budget still stands (its waits stay near the budget), and only a lane that has caught up
+/// clears it. While it stands, connections' only requests are judged by the budget too.
+/// Written by the lane's executor thread as each request starts, read by admission anywhere.
+#[derive(Debug, Default)]
+pub struct StandingQueue(CachePadded<StandingState>);
+
+#[derive(Debug, Default)]
+struct StandingState {
+    /// When the interval under way began, in nanoseconds since the pool's epoch (at least 1);
+    /// 0 before the first request.
+    since: AtomicU64,
+    /// The smallest wait in it so far, in nanoseconds.
+    smallest: AtomicU64,
+    /// The verdict so far.
+    standing: std::sync::atomic::AtomicBool,
+    /// Intervals in a row with short waits while standing.
+    calm: std::sync::atomic::AtomicU32,
+}
+
+impl StandingQueue {
+    /// Counts one request that started at `now` (nanoseconds since the pool's epoch) after
+    /// waiting `waited`, against the `budget`. Called from one thread only (the executor's).
+    pub fn record(&self, now: u64, waited: Duration, budget: Duration) {
+        let state = &self.0;
+        let waited = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
+        let budget_ns = u64::try_from(budget.as_nanos()).unwrap_or(u64::MAX);
+        let interval = budget_ns.saturating_mul(u64::from(STANDING_INTERVAL_BUDGETS)).max(1);
+        let since = state.since.load(Relaxed);
+        let smallest = state.smallest.load(Relaxed);
+        if since != 0 && now.saturating_sub(since) < interval {
+            if waited < smallest {
+                state.smallest.store(waited, Relaxed);
+            }
+            return;
+        }
+        if since != 0 {
+            if state.standing.load(Relaxed) {
+                let calm = if smallest < budget_ns / 4 { state.calm.load(Relaxed) + 1 } else { 0 };
+                state.calm.store(calm, Relaxed);
+                if calm >= STANDING_EXIT_INTERVALS {
+                    state.standing.store(false, Relaxed);
+                }
+            } else if smallest > budget_ns.saturating_mul(STANDING_ENTER_BUDGETS) {
+                state.calm.store(0, Relaxed);
+                state.standing.store(true, Relaxed);
+            }
+        }
+        state.since.store(now.max(1), Relaxed);
+        state.smallest.store(waited, Relaxed);
+    }
+
+    /// Whether the lane has a standing queue.
+    pub fn get(&self) -> bool {
+        self.0.standing.load(Relaxed)
+    }
+
+    /// Marks the queue standing now: a connection's only request found the closed-loop places
+    /// taken ([`SOLE_PER_THREAD`]) and was refused by the budget, so more requests arrive than
+    /// any closed loop the places hold and the lane serves in the budget. The waits it would
+    /// take for the measured test to see this are the ones an overload's p99 cannot afford.
+    /// Called from any thread; it races only with [`record`](Self::record), which leaves a
+    /// standing queue only after calm intervals.
+    pub fn enter(&self) {
+        self.0.calm.store(0, Relaxed);
+        self.0.standing.store(true, Relaxed);
+    }
 }
 
 /// `wait` times `scale` / [`SCALE_ONE`], saturating.

@@ -19,8 +19,8 @@ use revm::primitives::hardfork::SpecId;
 use crate::ExecError;
 use crate::access_list::{AccessListOutcome, CreateAccessList};
 use crate::admission::{
-    self, AdmissionLimits, CallStages, DelayHistogram, DelaySummary, PoolCount, Refusal,
-    ServiceTime, Stage, WaitScale,
+    self, AdmissionLimits, Arrival, CallStages, DelayHistogram, DelaySummary, PoolCount, Refusal,
+    ServiceTime, Stage, StandingQueue, WaitScale,
 };
 use crate::fork::misses::{self, ForkMisses};
 use crate::payload::{BuildPayload, BuiltPayload};
@@ -450,6 +450,9 @@ tokio::task_local! {
 /// The instants of one request's stages (see [`Stage`]); cells, as the request's task is
 /// polled on one thread at a time.
 struct RequestClock {
+    /// How its calls arrive: an HTTP request is its connection's only one ([`Arrival::Sole`])
+    /// unless it is a batch ([`among_others`]).
+    arrival: std::cell::Cell<Arrival>,
     entry: tokio::time::Instant,
     admitted: std::cell::Cell<Option<tokio::time::Instant>>,
     answered: std::cell::Cell<Option<tokio::time::Instant>>,
@@ -477,7 +480,11 @@ impl Slot {
         }
         let now = tokio::time::Instant::now();
         self.started = Some(now);
-        self.pool.lanes[self.lane].delays.record(now - self.sent);
+        let lane = &self.pool.lanes[self.lane];
+        lane.delays.record(now - self.sent);
+        let since_epoch =
+            u64::try_from(now.duration_since(self.pool.epoch).as_nanos()).unwrap_or(u64::MAX);
+        lane.standing.record(since_epoch, now - self.sent, self.pool.limits.max_queue_delay);
         if self.sampled {
             self.pool.lanes[self.lane].stages.record(Stage::Queue, now - self.sent);
         }
@@ -554,6 +561,8 @@ pub struct ExecutorLane {
     last_end: CachePadded<AtomicU64>,
     /// How much this lane's expected waits are scaled so that its calls' p99 keeps the budget.
     scale: WaitScale,
+    /// Whether its requests' waits show a standing queue (written by its executor thread).
+    standing: StandingQueue,
     /// The stages its executor thread times (queue, run), apart from the front's.
     stages: CallStages,
 }
@@ -580,6 +589,7 @@ impl ExecutorLane {
             delays: DelayHistogram::default(),
             last_end: Default::default(),
             scale: WaitScale::default(),
+            standing: StandingQueue::default(),
             stages: CallStages::default(),
         }
     }
@@ -611,6 +621,19 @@ impl ExecutorLane {
         self.simulations = Some(simulations);
         self
     }
+}
+
+/// Marks the request being served (inside [`ExecutorClient::timed`]) as one of several its
+/// connection has in flight (a JSON-RPC batch, whose items run concurrently): its calls are
+/// then admitted by the plain budget ([`Arrival::Among`]).
+pub fn among_others() {
+    let _ = REQUEST_CLOCK.try_with(|clock| clock.arrival.set(Arrival::Among));
+}
+
+/// How the request being served arrives: [`Arrival::Sole`] inside [`ExecutorClient::timed`]
+/// (an HTTP request) unless [`among_others`] marked it, [`Arrival::Among`] elsewhere.
+pub fn current_arrival() -> Arrival {
+    REQUEST_CLOCK.try_with(|clock| clock.arrival.get()).unwrap_or(Arrival::Among)
 }
 
 /// What every clone of a client shares: the lanes, the pool-wide count and the refusals.
@@ -736,8 +759,7 @@ impl ExecutorClient {
         }
         let slot = self.place(sampled);
         let lane = &pool.lanes[slot.lane];
-        let service = lane.service.get();
-        match admission::decide(pool.limits, slot.depth - 1, service, lane.scale.get()) {
+        match self.judge(lane, slot.depth - 1, pool.count.get(), current_arrival()) {
             Ok(()) => {
                 if sampled {
                     let _ = REQUEST_CLOCK.try_with(|clock| clock.admitted.set(Some(slot.sent)));
@@ -761,8 +783,10 @@ impl ExecutorClient {
     /// It takes no place: the RPC front asks this before it parses a request for an executor
     /// method, so that a call refused under a retry storm costs a scan of its body and this
     /// (a few atomics), the same rule as `admit` on the lane a call would go to.
-    pub fn refuse_early(&self) -> Option<ExecError> {
-        self.refuse_early_many(1)
+    pub fn refuse_early(&self, arrival: Arrival) -> Option<ExecError> {
+        let refusal = self.would_refuse(arrival)?;
+        self.pool.refusals[refusal.index()].fetch_add(1, Relaxed);
+        Some(ExecError::Busy(refusal))
     }
 
     /// [`refuse_early`](Self::refuse_early) for `calls` calls arriving together (the executor
@@ -770,7 +794,7 @@ impl ExecutorClient {
     /// call. Admission would meet each of them with the same state, since a refused call
     /// takes no place and changes nothing the rule reads; `None` (admitted) counts nothing.
     pub fn refuse_early_many(&self, calls: u64) -> Option<ExecError> {
-        let refusal = self.would_refuse()?;
+        let refusal = self.would_refuse(Arrival::Among)?;
         self.pool.refusals[refusal.index()].fetch_add(calls, Relaxed);
         Some(ExecError::Busy(refusal))
     }
@@ -778,7 +802,7 @@ impl ExecutorClient {
     /// The refusal a call would meet now, without counting it: the same rule as `admit` on
     /// the lane `place` would pick next (the RPC front asks before it holds a quick retry,
     /// and counts only the answer it gives after the hold).
-    pub fn would_refuse(&self) -> Option<Refusal> {
+    pub fn would_refuse(&self, arrival: Arrival) -> Option<Refusal> {
         let pool = &self.pool;
         if pool.closing.load(Ordering::Acquire) {
             return None;
@@ -792,7 +816,33 @@ impl ExecutorClient {
             return None;
         }
         let ahead = lane.in_flight.load(Relaxed);
-        admission::decide(pool.limits, ahead, lane.service.get(), lane.scale.get()).err()
+        // This arrival would be one more in the pool.
+        self.judge(lane, ahead, pool.count.get() + 1, arrival).err()
+    }
+
+    /// The pool's rule for an arrival behind `ahead` requests on `lane`, the pool holding
+    /// `in_pool` with it: a connection's only request goes in while the closed-loop places
+    /// last ([`admission::closed_loop_admits`]), any other by the latency budget
+    /// ([`admission::decide`]). A connection's only request refused marks the lane standing
+    /// ([`StandingQueue::enter`]): arrivals outrun what a closed loop sends.
+    fn judge(
+        &self,
+        lane: &ExecutorLane,
+        ahead: usize,
+        in_pool: usize,
+        arrival: Arrival,
+    ) -> Result<(), Refusal> {
+        let threads = self.pool.lanes.len();
+        let standing = lane.standing.get();
+        if admission::closed_loop_admits(arrival, standing, in_pool, threads) {
+            return Ok(());
+        }
+        let decided =
+            admission::decide(self.pool.limits, ahead, lane.service.get(), lane.scale.get());
+        if decided.is_err() && arrival == Arrival::Sole && !standing {
+            lane.standing.enter();
+        }
+        decided
     }
 
     fn refuse(&self, refusal: Refusal) -> ExecError {
@@ -971,6 +1021,7 @@ impl ExecutorClient {
     /// its last.
     pub async fn timed<F: std::future::Future>(&self, request: F) -> F::Output {
         let clock = RequestClock {
+            arrival: std::cell::Cell::new(Arrival::Sole),
             entry: tokio::time::Instant::now(),
             admitted: Default::default(),
             answered: Default::default(),
@@ -994,6 +1045,12 @@ impl ExecutorClient {
                 output
             })
             .await
+    }
+
+    /// Each lane's verdict on its queue ([`StandingQueue`]): `true` where a standing queue
+    /// holds its connections' only requests to the plain budget too.
+    pub fn standing_queues(&self) -> Vec<bool> {
+        self.pool.lanes.iter().map(|lane| lane.standing.get()).collect()
     }
 
     /// Admitted calls per bucket of [`admission::STAGE_BUCKETS_MICROS`] for `stage`, over the

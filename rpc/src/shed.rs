@@ -38,6 +38,8 @@
 use std::cell::Cell;
 use std::time::Duration;
 
+use hearth_messages::admission::Arrival;
+use hearth_messages::executor::current_arrival;
 use serde_json::Value;
 
 use crate::context::RpcContext;
@@ -87,8 +89,9 @@ pub(crate) struct Head<'a> {
 /// answers them). `None`: the body goes the ordinary way.
 pub(crate) fn refuse_early(ctx: &RpcContext, body: &[u8]) -> Option<RpcReply> {
     // The pool's rule first: a few atomic loads, so that while the pool admits (a closed loop
-    // of any size below capacity) no body is scanned twice.
-    if !would_refuse(ctx) {
+    // of any size below capacity) no body is scanned twice. The plain budget is the strictest
+    // rule: when it admits, every arrival is admitted.
+    if !would_refuse(ctx, Arrival::Among) {
         return None;
     }
     match refusable(ctx, body)? {
@@ -96,7 +99,10 @@ pub(crate) fn refuse_early(ctx: &RpcContext, body: &[u8]) -> Option<RpcReply> {
             // The id is a literal of a few bytes; decoding it gives the ordinary path's
             // encoding.
             let id: Value = serde_json::from_slice(head.id).ok()?;
-            let refused: Result<(), RpcError> = Err(RpcError::Exec(ctx.executor.refuse_early()?));
+            // An HTTP request is its connection's only one (`current_arrival`), as admission
+            // would see it.
+            let refused: Result<(), RpcError> =
+                Err(RpcError::Exec(ctx.executor.refuse_early(current_arrival())?));
             ctx.metrics.observe_slot(RpcMetrics::slot_of(head.method), Duration::ZERO, &refused);
             let error = refused.err()?;
             Some(RpcReply::busy(crate::transport::encode_error(&id, &error)))
@@ -130,8 +136,8 @@ fn refuse_batch(ctx: &RpcContext, body: &[u8], items: usize) -> Option<RpcReply>
 
 /// Whether the pool would refuse a call now: one load while it has an idle thread, a few
 /// more otherwise; nothing counted.
-fn would_refuse(ctx: &RpcContext) -> bool {
-    ctx.executor.may_refuse() && ctx.executor.would_refuse().is_some()
+fn would_refuse(ctx: &RpcContext, arrival: Arrival) -> bool {
+    ctx.executor.may_refuse() && ctx.executor.would_refuse(arrival).is_some()
 }
 
 /// A body that may be refused early.
@@ -495,7 +501,11 @@ pub(crate) async fn refuse_early_paced(
     });
     // Only the answer given counts as a refusal: a held retry is decided (and counted) once,
     // after the hold.
-    if quick && would_refuse(ctx) && refusable(ctx, body).is_some() {
+    let held = |refusable: Refusable<'_>| match refusable {
+        Refusable::Single(_) => would_refuse(ctx, current_arrival()),
+        Refusable::Batch { .. } => true,
+    };
+    if quick && would_refuse(ctx, Arrival::Among) && refusable(ctx, body).is_some_and(held) {
         tokio::time::sleep(RETRY_PAUSE).await;
     }
     let refused = refuse_early(ctx, body);

@@ -461,6 +461,8 @@ where
             }
         },
         Envelope::Batch(items) => {
+            // Its items run at once: not the connection's only request in flight.
+            hearth_messages::executor::among_others();
             let is_grouped = |item: &Item| matches!(item, Item::Call(r) if !grouped.is_empty() && r.method == grouped);
             let mut early: Vec<Option<Result<Reply, RpcError>>> = Vec::new();
             if items.iter().filter(|item| is_grouped(item)).count() >= 2 {
