@@ -240,19 +240,22 @@ pub(crate) fn pre_block_calls<I>(
     if spec.is_enabled_in(SpecId::CANCUN)
         && evm.ctx.journaled_state.database.has_code(BEACON_ROOTS_ADDRESS)?
     {
-        let root = env.parent_beacon_block_root.unwrap_or_default();
-        // A failing beacon-root call does not invalidate the block (EIP-4788).
-        evm.system_call_commit(BEACON_ROOTS_ADDRESS, Bytes::copy_from_slice(root.as_slice()))
-            .map_err(exec_error)?;
+        let root =
+            Bytes::copy_from_slice(env.parent_beacon_block_root.unwrap_or_default().as_slice());
+        // A failing beacon-root call does not invalidate the block (EIP-4788). The call
+        // stores into its ring without reading it: a fork need not fetch the old slots.
+        hearth_storage::overwriting(BEACON_ROOTS_ADDRESS, || {
+            evm.system_call_commit(BEACON_ROOTS_ADDRESS, root)
+        })
+        .map_err(exec_error)?;
     }
     if spec.is_enabled_in(SpecId::PRAGUE)
         && evm.ctx.journaled_state.database.has_code(HISTORY_STORAGE_ADDRESS)?
     {
-        let parent_hash = parent.hash_slow();
-        evm.system_call_commit(
-            HISTORY_STORAGE_ADDRESS,
-            Bytes::copy_from_slice(parent_hash.as_slice()),
-        )
+        let parent_hash = Bytes::copy_from_slice(parent.hash_slow().as_slice());
+        hearth_storage::overwriting(HISTORY_STORAGE_ADDRESS, || {
+            evm.system_call_commit(HISTORY_STORAGE_ADDRESS, parent_hash)
+        })
         .map_err(exec_error)?;
     }
     Ok(())

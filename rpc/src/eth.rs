@@ -76,6 +76,8 @@ pub(crate) async fn get_transaction_count(
 
 /// The sender's next nonce counting its pooled transactions.
 pub(crate) async fn pending_nonce(ctx: &RpcContext, address: Address) -> Result<u64, RpcError> {
+    // The pool reads the account on its own thread: on a fork, fetched here first.
+    crate::fork_warm::accounts(ctx, &[address]).await?;
     Ok(ctx.mempool.pending_nonce(PendingNonce(address)).await??)
 }
 

@@ -254,6 +254,8 @@ pub(crate) async fn fill(
     from: Address,
     request: TxObject,
 ) -> Result<Filled, RpcError> {
+    // The pool reads the sender when it admits the transaction, on its own thread.
+    crate::fork_warm::accounts(ctx, &[from]).await?;
     let chain_id = ctx.chain_id.get();
     if let Some(got) = request.chain_id
         && got != chain_id
@@ -368,6 +370,7 @@ fn dynamic_fees(
 
 /// Admits `tx` to the mempool, then lets the miner mine what is pending.
 async fn submit_and_mine(ctx: &RpcContext, tx: TxEnvelope) -> Result<B256, RpcError> {
+    crate::fork_warm::sender(ctx, &tx).await?;
     let hash = ctx.mempool.submit_tx(SubmitTx { tx }).await??;
     automine_after_submit(ctx).await;
     Ok(hash)

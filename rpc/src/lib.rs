@@ -32,6 +32,7 @@ mod eth;
 mod eth_tx;
 mod fees;
 mod filters;
+mod fork_warm;
 mod headers;
 mod log_switch;
 mod logs;

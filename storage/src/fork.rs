@@ -26,6 +26,35 @@ pub struct LogQuery {
     pub topics: Vec<Vec<B256>>,
 }
 
+thread_local! {
+    /// The contract whose ring-buffer slots the running system call overwrites, if any.
+    static OVERWRITING: std::cell::Cell<Option<Address>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `write`, a system call that overwrites slots of `contract` without reading them (the
+/// EIP-4788 beacon-roots and EIP-2935 block-hash ring buffers), with that contract's slots of
+/// the fork block that the store has no record of read as zero instead of fetched. The EVM
+/// loads a slot's old value before it stores a new one, but a system call's gas is charged to
+/// no one and what it stores does not depend on it, so nothing a block shows does either;
+/// fetched, the slot (a new one each block, by timestamp or number) would cost a round trip
+/// to the upstream in every block a fork mines.
+pub fn overwriting<T>(contract: Address, write: impl FnOnce() -> T) -> T {
+    struct Restore(Option<Address>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            OVERWRITING.with(|cell| cell.set(self.0));
+        }
+    }
+    let _restore = Restore(OVERWRITING.with(|cell| cell.replace(Some(contract))));
+    write()
+}
+
+/// Whether a fork slot of `contract` is being overwritten unread ([`overwriting`]): a
+/// [`ForkSource`] answers zero for it without asking its upstream.
+pub fn is_overwriting(contract: &Address) -> bool {
+    OVERWRITING.with(|cell| cell.get().as_ref() == Some(contract))
+}
+
 /// An account as the upstream has it at the fork block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ForkedAccount {

@@ -242,6 +242,9 @@ impl ForkSource for ForkClient {
             self.counters.add_hit();
             return Ok(value);
         }
+        if hearth_storage::is_overwriting(address) {
+            return Ok(U256::ZERO);
+        }
         match self.fetch(ForkKey::Storage(*address, *slot)).map_err(storage_error)? {
             ForkValue::Storage(value) => Ok(value),
             other => Err(storage_error(unexpected(&other))),
