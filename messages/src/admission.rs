@@ -1,11 +1,21 @@
 //! Admission to the executor pool by latency budget.
 //!
-//! Owns the policy that `ExecutorClient` applies before it sends a call to an executor thread:
-//! a call is admitted while the wait it is expected to spend queued on its thread (the requests
-//! ahead of it times the thread's measured service time) is within `--executor.max-queue-delay`,
-//! and while the pool holds fewer than `--executor.max-queued` waiting requests; otherwise it is
-//! refused at once (-32005), before any executor work. Concurrency alone never refuses: eight
-//! closed-loop clients of a 1 ms call queue for a few ms and are all served, while an open-loop
+//! Owns the policy that `ExecutorClient` applies before it sends a call to an executor thread.
+//! Nothing is admitted past `--executor.max-queued` waiting requests. Below that:
+//! - a connection's only request in flight (an HTTP request that is not a batch: its client
+//!   waits for this answer before it sends again) is admitted whatever its wait while the pool
+//!   holds at most [`SOLE_PER_THREAD`] requests a thread and its thread's queue is not
+//!   standing ([`closed_loop_admits`]): a closed loop's queue is bounded by its clients, so
+//!   64 test-suite workers on a busy laptop are served, slowly, never refused;
+//! - every other request (a batch's items, a WebSocket's concurrent requests, arrivals past
+//!   those places or at a standing queue) is admitted while the wait it is expected to spend
+//!   queued on its thread (the requests ahead of it times the thread's measured service time)
+//!   is within `--executor.max-queue-delay` ([`decide`]).
+//!
+//! A thread's queue stands (CoDel's idea, [`StandingQueue`]) when a whole interval's requests
+//! all waited past two budgets, or at once when a connection's only request is refused past
+//! the closed-loop places: an open-loop overload or a retry storm outruns the thread, which a
+//! closed loop never does. Refusals are at once (-32005), before any executor work: an
 //! overload fills the queues up to the budget and the rest is shed in microseconds.
 //!
 //! Everything here is plain data and arithmetic on durations the caller measured, so the policy
@@ -610,6 +620,72 @@ mod tests {
         };
         assert!(steady(200).abs() <= (ONE / 16) as i64, "{}", steady(200));
         assert!(steady(100) > (ONE / 4) as i64, "{}", steady(100));
+    }
+
+    #[test]
+    fn a_connection_s_only_request_takes_a_closed_loop_place_whatever_its_wait() {
+        // Two threads: 128 places. 64 closed-loop connections fit, 129 requests do not.
+        assert!(closed_loop_admits(Arrival::Sole, false, 64, 2));
+        assert!(closed_loop_admits(Arrival::Sole, false, 128, 2));
+        assert!(!closed_loop_admits(Arrival::Sole, false, 129, 2), "past the places");
+        assert!(!closed_loop_admits(Arrival::Sole, true, 1, 2), "a standing queue");
+        assert!(!closed_loop_admits(Arrival::Among, false, 1, 2), "a batch's item");
+        // The latency rule alone would refuse the 64th of a 10 ms call (630 ms ahead).
+        assert!(decide(limits(100 * MS), 63, Some(10 * MS), ONE).is_err());
+    }
+
+    /// Feeds `queue` one request starting every `every` for `span`, each having waited `waited`
+    /// (nanoseconds since the epoch start at `from`); the time after.
+    fn feed(
+        queue: &StandingQueue,
+        from: u64,
+        span: Duration,
+        every: Duration,
+        waited: Duration,
+    ) -> u64 {
+        let mut now = from;
+        let end = from + span.as_nanos() as u64;
+        while now < end {
+            queue.record(now, waited, 100 * MS);
+            now += every.as_nanos() as u64;
+        }
+        now
+    }
+
+    #[test]
+    fn a_queue_stands_once_a_whole_interval_waited_past_two_budgets_and_not_before() {
+        let queue = StandingQueue::default();
+        // A closed loop on a busy machine: every request waits 150 ms, over the budget.
+        let now = feed(&queue, 1, Duration::from_secs(2), MS, 150 * MS);
+        assert!(!queue.get(), "150 ms waits are no standing queue");
+        // One request in an interval that waited less keeps it from standing.
+        let mut now = now;
+        for _ in 0..5 {
+            now = feed(&queue, now, 90 * MS, MS, 250 * MS);
+            now = feed(&queue, now, 10 * MS, MS, 20 * MS);
+        }
+        assert!(!queue.get(), "an interval with a short wait in it");
+        // Every request of a whole interval waited past two budgets.
+        let now = feed(&queue, now, 300 * MS, MS, 250 * MS);
+        assert!(queue.get());
+        // Held at the budget by refusals, it still stands; one calm interval does not end it.
+        let now = feed(&queue, now, Duration::from_secs(2), MS, 90 * MS);
+        let now = feed(&queue, now, 100 * MS, MS, MS);
+        let now = feed(&queue, now, 100 * MS, MS, 90 * MS);
+        assert!(queue.get(), "a lane drained between two waves has not caught up");
+        // Ten calm intervals in a row do.
+        feed(&queue, now, Duration::from_millis(1_500), MS, MS);
+        assert!(!queue.get());
+    }
+
+    #[test]
+    fn a_refused_only_request_marks_the_queue_standing_at_once() {
+        let queue = StandingQueue::default();
+        queue.enter();
+        assert!(queue.get());
+        // Calm intervals end it as they end a measured one.
+        feed(&queue, 1, Duration::from_millis(1_500), MS, MS);
+        assert!(!queue.get());
     }
 
     #[test]

@@ -760,3 +760,92 @@ async fn a_full_mailbox_is_an_immediate_rejection_and_admitted_asks_are_answered
         assert_eq!(request.await, Ok(7), "every admitted request gets its reply");
     }
 }
+
+#[actix::test]
+async fn a_connection_s_only_request_is_admitted_past_the_budget_and_a_batch_s_item_is_not() {
+    tokio::time::pause();
+    let (client, mut running) = holding_pool(AdmissionLimits::default());
+    teach(&client, &mut running, 10 * MS).await;
+    // 20 requests held on the only thread (the probe keeps their places): a 21st call expects
+    // 200 ms, twice the budget.
+    for _ in 0..20 {
+        assert!(client.timed(client.call(call(1))).await.is_ok());
+    }
+    // An HTTP request, its connection's only one (inside `timed`): admitted.
+    assert!(client.timed(client.call(call(2))).await.is_ok(), "a closed loop's request");
+    assert_eq!(client.in_flight(), 21);
+    // A batch's item, and a request outside any HTTP request (WebSocket): refused at once.
+    let mut item = Box::pin(client.timed(async {
+        hearth_messages::executor::among_others();
+        client.call(call(3)).await
+    }));
+    assert_refused_at_once(&mut item, "queue_delay").await;
+    let mut outside = Box::pin(client.call(call(4)));
+    assert_refused_at_once(&mut outside, "queue_delay").await;
+    assert_eq!(client.standing_queues(), vec![false], "refusing another arrival stands nothing");
+    drop(running);
+}
+
+/// A fork backend stand-in that keeps each fetch until the test answers it.
+struct HeldFetches(mpsc::UnboundedSender<hearth_messages::fork::Fetch>);
+
+impl actix::Actor for HeldFetches {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<hearth_messages::fork::Fetch> for HeldFetches {
+    type Result = ();
+
+    fn handle(&mut self, msg: hearth_messages::fork::Fetch, _ctx: &mut Self::Context) {
+        let _ = self.0.send(msg);
+    }
+}
+
+#[actix::test]
+async fn a_call_that_missed_fork_state_holds_no_place_while_it_is_fetched_and_runs_again() {
+    use hearth_messages::fork::misses::{self, MissSource};
+    use hearth_messages::fork::{ForkKey, ForkValue};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    let (fetches, mut asked) = mpsc::unbounded_channel();
+    let backend = actix::Actor::start(HeldFetches(fetches));
+    let source = MissSource { backend: backend.recipient(), wait: Duration::from_secs(5) };
+    let key = ForkKey::Storage(Address::repeat_byte(7), U256::from(1));
+    let (_, missed) = misses::collect(|| misses::note(&key, || source.clone()));
+    let missed = missed.expect("one key missed");
+    // The executor: the first run (collecting) misses the key; the run after the fetch reads it.
+    let runs = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&runs);
+    let (calls, mut seen) = Probe::<Admitted<Call>>::start(move |msg| {
+        assert!(msg.collects_misses(), "the client keeps a copy to run again");
+        match counted.fetch_add(1, Ordering::Relaxed) {
+            0 => Err(ExecError::ForkMisses(missed.clone())),
+            _ => success(),
+        }
+    });
+    let (estimates, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let (touched, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
+    let client = ExecutorClient::new(calls, estimates, builds, touched, AdmissionLimits::default());
+
+    let mut answer = Box::pin(client.call(call(5)));
+    assert!(futures_util::poll!(&mut answer).is_pending());
+    let first = seen.recv().await.expect("the first run");
+    drop(first);
+    // The call goes on only when polled: it reads the misses, hands the key to the backend.
+    let fetch = loop {
+        if let Ok(fetch) = asked.try_recv() {
+            break fetch;
+        }
+        assert!(futures_util::poll!(&mut answer).is_pending());
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(fetch.key, key);
+    assert!(futures_util::poll!(&mut answer).is_pending(), "waiting for the upstream");
+    assert_eq!(client.in_flight(), 0, "the wait holds no place in the pool");
+    fetch.reply.send(Ok(ForkValue::Storage(U256::from(9))));
+    assert!(answer.await.is_ok(), "run again once fetched");
+    assert_eq!(seen.recv().await.expect("the second run").request.block, 5);
+    assert_eq!(runs.load(Ordering::Relaxed), 2);
+    assert!(asked.try_recv().is_err(), "nothing else fetched");
+}

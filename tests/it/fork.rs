@@ -904,3 +904,131 @@ fn fails_fast_with_the_upstream_down(fork: &NodeProcess, method: &str, params: V
     assert!(message.starts_with("fork upstream: "), "{message}");
     assert!(started.elapsed() < Duration::from_millis(1_800), "{method}");
 }
+
+/// Sends `requests` from `callers` concurrent clients (each sends its next request when its
+/// last is answered) and returns every answer in the requests' order, each with how long it
+/// took; a request the node did not answer (it was killed) answers `Value::Null`.
+fn concurrently(
+    addr: SocketAddr,
+    requests: &[(&str, Value)],
+    callers: usize,
+) -> Vec<(Value, Duration)> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let answers = Mutex::new(vec![(Value::Null, Duration::ZERO); requests.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..callers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((method, params)) = requests.get(i) else { break };
+                    let body =
+                        json!({"jsonrpc": "2.0", "id": i, "method": method, "params": params});
+                    let started = Instant::now();
+                    let answer = crate::process::post(addr, &body.to_string())
+                        .ok()
+                        .and_then(|(_, body)| serde_json::from_str(&body).ok())
+                        .unwrap_or(Value::Null);
+                    answers.lock().expect("answers")[i] = (answer, started.elapsed());
+                }
+            });
+        }
+    });
+    answers.into_inner().expect("answers")
+}
+
+/// Reads of accounts nobody has read before (each a fetch), of the token's and the summer's
+/// storage: what a test suite's workers ask a fresh fork.
+fn cold_reads(upstream: &Upstream, first: u64, count: u64) -> Vec<(&'static str, Value)> {
+    let mut requests = Vec::new();
+    for i in first..first + count {
+        let stranger = format!("{:#042x}", 0xdead_0000_u64 + i);
+        requests.push(("eth_getBalance", json!([stranger, "latest"])));
+        requests.push(("eth_call", json!([{"to": stranger, "data": "0x"}, "latest"])));
+        requests.push((
+            "eth_call",
+            json!([{"to": upstream.token, "data": balance_of(HOLDER)}, "latest"]),
+        ));
+        requests.push(("eth_call", json!([{"to": upstream.summer}, "latest"])));
+    }
+    requests
+}
+
+#[test]
+fn sixteen_and_thirty_two_callers_on_a_cold_fork_are_all_served_and_a_dead_upstream_fails_them_together()
+ {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(upstream.node.addr);
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    // Default admission: the callers' waits on the upstream are not the executors' queue.
+    let fork = fork_node(&proxy, head, &["--no-fork-cache", "--fork-timeout", "1s"]);
+    let expected = |requests: &[(&str, Value)]| -> Vec<Value> {
+        requests.iter().map(|(m, p)| upstream.node.ok(m, p.clone())).collect()
+    };
+    let started = proxy.requests();
+    for (callers, first) in [(16, 0), (32, 100)] {
+        let requests = cold_reads(&upstream, first, 32);
+        let answers = concurrently(fork.addr, &requests, callers);
+        let results: Vec<Value> = answers.iter().map(|(a, _)| a["result"].clone()).collect();
+        for (answer, _) in &answers {
+            assert!(answer.get("error").is_none(), "{callers} callers: {answer}");
+        }
+        assert_eq!(results, expected(&requests), "{callers} callers");
+    }
+    // 128 cold accounts and two contracts' storage: the concurrent callers' misses went up
+    // together, a few batches, not a request each.
+    let requests = proxy.requests() - started;
+    assert!(requests <= 40, "{requests} upstream requests for 256 reads");
+
+    // Dead: every caller fails with -32000 within the timeout, all at once rather than one
+    // after another.
+    proxy.down.store(true, Ordering::Relaxed);
+    let requests = cold_reads(&upstream, 200, 8);
+    let started = Instant::now();
+    let answers = concurrently(fork.addr, &requests, 32);
+    for (answer, took) in answers.iter().filter(|(a, _)| a.get("error").is_some()) {
+        assert_eq!(answer["error"]["code"], -32000, "{answer}");
+        assert!(*took < Duration::from_millis(2_500), "{took:?}");
+    }
+    let failed = answers.iter().filter(|(a, _)| a.get("error").is_some()).count();
+    assert_eq!(failed, 16, "every read of a cold account failed: {answers:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    // Back: the same reads are served.
+    proxy.down.store(false, Ordering::Relaxed);
+    let answers = concurrently(fork.addr, &requests, 32);
+    let results: Vec<Value> = answers.iter().map(|(a, _)| a["result"].clone()).collect();
+    assert_eq!(results, expected(&requests));
+}
+
+#[test]
+fn a_fork_killed_during_concurrent_cold_reads_serves_the_same_answers_on_its_cache() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(upstream.node.addr);
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    let cache = TempDir::new("fork-crash-cache");
+    let dir = cache.path().to_str().expect("utf-8").to_owned();
+    let requests = cold_reads(&upstream, 0, 64);
+    let expected: Vec<Value> =
+        requests.iter().map(|(m, p)| upstream.node.ok(m, p.clone())).collect();
+    let first = fork_node(&proxy, head, &["--fork.cache-dir", &dir]);
+    let addr = first.addr;
+    let startup = proxy.requests();
+    // Killed while 32 callers read: some reads answered, some not yet.
+    std::thread::scope(|scope| {
+        let readers = scope.spawn(|| concurrently(addr, &requests, 32));
+        while proxy.requests() < startup + 2 && !readers.is_finished() {
+            std::thread::yield_now();
+        }
+        first.kill_9();
+        for ((answer, _), want) in readers.join().expect("readers").iter().zip(&expected) {
+            // Answered before the kill: right. Cut off: nothing.
+            if answer.get("result").is_some() {
+                assert_eq!(&answer["result"], want);
+            }
+        }
+    });
+    // The cache the kill left is read again: every answer the upstream's.
+    let second = fork_node(&proxy, head, &["--fork.cache-dir", &dir]);
+    let answers = concurrently(second.addr, &requests, 32);
+    let results: Vec<Value> = answers.iter().map(|(a, _)| a["result"].clone()).collect();
+    assert_eq!(results, expected);
+}

@@ -210,7 +210,7 @@ fn reads_racing_resets_answer_from_the_old_or_the_new_chain_and_never_hang() {
     let answers = AtomicU64::new(0);
     let mut resets = 0;
     std::thread::scope(|scope| {
-        for reader in 0..4 {
+        for reader in 0..16 {
             let (stop, answers) = (&stop, &answers);
             scope.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
