@@ -83,6 +83,12 @@ pub struct ForkBackendActor {
     /// Slot keys of accounts whose page is on its way, held back (their waiters are in
     /// `waiting`) until the page answers them or shows it does not hold them.
     parked: HashMap<Address, Vec<ForkKey>>,
+    /// Whether accounts are asked with `eth_getAccountInfo` (until the upstream refuses it
+    /// before serving one), whether it has served one, and the keys asked the plain way
+    /// after it failed for them.
+    account_info: bool,
+    account_info_served: bool,
+    account_fallback: HashSet<ForkKey>,
     /// Pages refused so far, and whether any was served.
     range_refused: u32,
     range_served: bool,
@@ -149,6 +155,9 @@ impl ForkBackendActor {
                 storage_range: None,
                 range_asked: HashSet::new(),
                 parked: HashMap::new(),
+                account_info: true,
+                account_info_served: false,
+                account_fallback: HashSet::new(),
                 range_refused: 0,
                 range_served: false,
                 waiting: HashMap::new(),
@@ -238,22 +247,11 @@ impl ForkBackendActor {
             ForkKey::Header(n) | ForkKey::BlockHash(n) => {
                 vec![("eth_getBlockByNumber", json!([format!("{n:#x}"), false]))]
             }
-            ForkKey::Account(a) => vec![
-                ("eth_getBalance", json!([a, block])),
-                ("eth_getTransactionCount", json!([a, block])),
-                ("eth_getCode", json!([a, block])),
-            ],
+            ForkKey::Account(a) => self.account_calls(key, a, block),
             ForkKey::Storage(a, slot) => {
                 vec![("eth_getStorageAt", json!([a, format!("{slot:#x}"), block]))]
             }
-            ForkKey::AccountAt(n, a) => {
-                let at = format!("{n:#x}");
-                vec![
-                    ("eth_getBalance", json!([a, at])),
-                    ("eth_getTransactionCount", json!([a, at])),
-                    ("eth_getCode", json!([a, at])),
-                ]
-            }
+            ForkKey::AccountAt(n, a) => self.account_calls(key, a, &format!("{n:#x}")),
             ForkKey::StorageAt(n, a, slot) => {
                 vec![("eth_getStorageAt", json!([a, format!("{slot:#x}"), format!("{n:#x}")]))]
             }
@@ -267,6 +265,43 @@ impl ForkBackendActor {
             ForkKey::TxLocation(hash) => vec![("eth_getTransactionByHash", json!([hash]))],
             ForkKey::Logs(query) => vec![("eth_getLogs", json!([log_filter(query)]))],
         }
+    }
+
+    /// The calls that fetch an account at `block`: anvil's `eth_getAccountInfo` (balance,
+    /// nonce and code in one call) while the upstream may serve it, else the three plain ones.
+    fn account_calls(
+        &self,
+        key: &ForkKey,
+        address: &Address,
+        block: &str,
+    ) -> Vec<(&'static str, Value)> {
+        if self.account_info && !self.account_fallback.contains(key) {
+            return vec![("eth_getAccountInfo", json!([address, block]))];
+        }
+        vec![
+            ("eth_getBalance", json!([address, block])),
+            ("eth_getTransactionCount", json!([address, block])),
+            ("eth_getCode", json!([address, block])),
+        ]
+    }
+
+    /// Takes an account's `eth_getAccountInfo` that failed: the key is asked again with the
+    /// three plain calls, and an upstream that has never served one is not asked for it again
+    /// (geth and older nodes have no such method). `true`: the key was queued again.
+    fn account_info_refused(&mut self, key: &ForkKey, parts: &[Result<Value, String>]) -> bool {
+        // Asked with the one call (the three plain ones answer three parts): the flags may
+        // have changed since, with an earlier key of the same batch.
+        let is_account = matches!(key, ForkKey::Account(_) | ForkKey::AccountAt(..));
+        let Some(Err(reason)) = parts.first().filter(|_| is_account && parts.len() == 1) else {
+            return false;
+        };
+        if !self.account_info_served {
+            debug!(target: "actors::fork", %reason, "the upstream serves no eth_getAccountInfo: three calls an account");
+            self.account_info = false;
+        }
+        self.account_fallback.insert(key.clone());
+        self.queue.push_back(key.clone());
+        true
     }
 
     /// Queues a page of `address`'s storage beside its first slot fetch, when the upstream
@@ -295,13 +330,12 @@ impl ForkBackendActor {
     /// at once, and a page holding the whole storage answers them all, so only the first goes
     /// upstream beside the page. A page that lacks some costs those one more round trip.
     fn enqueue(&mut self, key: ForkKey) {
-        if let ForkKey::Storage(address, _) = key {
-            if !self.ask_storage_page(address)
-                && let Some(parked) = self.parked.get_mut(&address)
-            {
-                parked.push(key);
-                return;
-            }
+        if let ForkKey::Storage(address, _) = key
+            && !self.ask_storage_page(address)
+            && let Some(parked) = self.parked.get_mut(&address)
+        {
+            parked.push(key);
+            return;
         }
         self.queue.push_back(key);
     }
@@ -416,7 +450,18 @@ impl ForkBackendActor {
                 self.release_parked(&address);
                 continue;
             }
+            if self.account_info_refused(&key, &parts) {
+                continue;
+            }
+            self.account_fallback.remove(&key);
+            let one_call = parts.len() == 1;
             let value = self.decode(&key, parts);
+            if one_call
+                && value.is_ok()
+                && matches!(key, ForkKey::Account(_) | ForkKey::AccountAt(..))
+            {
+                self.account_info_served = true;
+            }
             match &value {
                 Ok(_) => self.counters.add_fetched(1),
                 Err(_) => self.counters.add_errors(1),
@@ -479,10 +524,16 @@ impl ForkBackendActor {
                 Ok(ForkValue::BlockHash(hash))
             }
             ForkKey::Account(address) | ForkKey::AccountAt(_, address) => {
-                let balance = quantity_u256(&values[0]).ok_or_else(|| bad("bad balance"))?;
-                let nonce = quantity_u64(&values[1]).ok_or_else(|| bad("bad nonce"))?;
+                // One `eth_getAccountInfo` object, or the three plain answers.
+                let (balance, nonce, code) = match values.as_slice() {
+                    [info] => (&info["balance"], &info["nonce"], &info["code"]),
+                    [balance, nonce, code] => (balance, nonce, code),
+                    _ => return Err(bad("an account answer of another shape")),
+                };
+                let balance = quantity_u256(balance).ok_or_else(|| bad("bad balance"))?;
+                let nonce = quantity_u64(nonce).ok_or_else(|| bad("bad nonce"))?;
                 let code: Bytes =
-                    serde_json::from_value(values[2].clone()).map_err(|_| bad("bad code"))?;
+                    serde_json::from_value(code.clone()).map_err(|_| bad("bad code"))?;
                 let code_hash = if code.is_empty() { EMPTY_CODE_HASH } else { keccak256(&code) };
                 let account = (nonce != 0 || !balance.is_zero() || !code.is_empty())
                     .then_some(ForkedAccount { nonce, balance, code_hash });

@@ -106,6 +106,7 @@ async fn dispatch_once(
         "eth_getBalance" => return eth::get_balance(ctx, p),
         "eth_getTransactionCount" => eth::get_transaction_count(ctx, p).await,
         "eth_getCode" => eth::get_code(ctx, p),
+        "eth_getAccountInfo" => eth::get_account_info(ctx, p),
         "eth_getStorageAt" => eth::get_storage_at(ctx, p),
         "eth_getStorageValues" => eth::get_storage_values(ctx, p),
         "eth_coinbase" => eth::coinbase(ctx, p).await,

@@ -80,6 +80,7 @@ pub(crate) const METHODS: &[&str] = &[
     "eth_estimateGas",
     "eth_feeHistory",
     "eth_gasPrice",
+    "eth_getAccountInfo",
     "eth_getBalance",
     "eth_getBlockByHash",
     "eth_getBlockByNumber",

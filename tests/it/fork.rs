@@ -27,6 +27,9 @@ pub(crate) struct Proxy {
     down: Arc<AtomicBool>,
     /// How many of the next requests get HTTP 503 instead of an answer.
     refuse: Arc<AtomicU32>,
+    /// Plays an upstream without anvil's `eth_getAccountInfo` (geth's): the method is renamed
+    /// on the way, so the upstream answers it -32601.
+    no_account_info: Arc<AtomicBool>,
 }
 
 impl Proxy {
@@ -36,14 +39,16 @@ impl Proxy {
         let counts = Arc::new(Mutex::new(HashMap::new()));
         let down = Arc::new(AtomicBool::new(false));
         let refuse = Arc::new(AtomicU32::new(0));
+        let no_account_info = Arc::new(AtomicBool::new(false));
         let (c, d, r) = (Arc::clone(&counts), Arc::clone(&down), Arc::clone(&refuse));
+        let h = Arc::clone(&no_account_info);
         std::thread::spawn(move || {
             for client in listener.incoming().map_while(Result::ok) {
-                let (c, d, r) = (Arc::clone(&c), Arc::clone(&d), Arc::clone(&r));
-                std::thread::spawn(move || serve(client, upstream, &c, &d, &r));
+                let (c, d, r, h) = (Arc::clone(&c), Arc::clone(&d), Arc::clone(&r), Arc::clone(&h));
+                std::thread::spawn(move || serve(client, upstream, &c, &d, &r, &h));
             }
         });
-        Self { addr, counts, down, refuse }
+        Self { addr, counts, down, refuse, no_account_info }
     }
 
     pub(crate) fn url(&self) -> String {
@@ -98,8 +103,9 @@ fn serve(
     counts: &Mutex<HashMap<String, u64>>,
     down: &AtomicBool,
     refuse: &AtomicU32,
+    no_account_info: &AtomicBool,
 ) {
-    let Some((_, body)) = read_request(&mut client) else { return };
+    let Some((_, mut body)) = read_request(&mut client) else { return };
     if down.load(Ordering::Relaxed) {
         return;
     }
@@ -122,6 +128,11 @@ fn serve(
             let method = call["method"].as_str().unwrap_or("?").to_owned();
             *counts.entry(method).or_default() += 1;
         }
+    }
+    if no_account_info.load(Ordering::Relaxed) {
+        let text =
+            String::from_utf8_lossy(&body).replace("eth_getAccountInfo", "eth_noAccountInfo");
+        body = text.into_bytes();
     }
     let Ok(mut up) = TcpStream::connect(upstream) else { return };
     let head = format!(
@@ -216,7 +227,8 @@ fn a_fork_reads_the_upstream_s_state_and_runs_local_blocks_over_it() {
     // Starting took the chain id, the fork block's header and the ten dev accounts (balance,
     // nonce and code each), the accounts as one JSON-RPC batch.
     eprintln!("startup: {} requests, {} calls", proxy.requests(), proxy.total());
-    assert_eq!((proxy.count("eth_getBalance"), proxy.count("eth_getCode")), (10, 10));
+    assert_eq!(proxy.count("eth_getAccountInfo"), 10, "one call an account (anvil's method)");
+    assert_eq!((proxy.count("eth_getBalance"), proxy.count("eth_getCode")), (0, 0));
     assert_eq!(proxy.requests(), 3, "chain id, header, one batch of accounts");
     let both = |method: &str, params: Value| {
         (upstream.node.ok(method, params.clone()), fork.ok(method, params))
@@ -308,12 +320,12 @@ fn concurrent_calls_over_the_same_cold_slots_fetch_each_slot_once() {
             .unwrap_or_else(|| panic!("{name} in {metrics}"))
     };
     // Each value fetched once: the chain id, the fork block and its receipts, the accounts
-    // (one eth_getBalance each) and the slots; every other read was coalesced or a hit.
+    // (one eth_getAccountInfo each) and the slots; every other read was coalesced or a hit.
     let values = [
         "eth_chainId",
         "eth_getBlockByNumber",
         "eth_getBlockReceipts",
-        "eth_getBalance",
+        "eth_getAccountInfo",
         "eth_getStorageAt",
         "debug_storageRangeAt",
     ];
@@ -404,7 +416,7 @@ fn a_restart_on_the_same_cache_fetches_nothing() {
     first.stop();
     let fetched = proxy.total();
     assert_eq!(proxy.count("debug_storageRangeAt"), 2, "a page each of the summer and token");
-    assert!(fetched > 30, "the cold run fetched ({fetched})");
+    assert!(fetched > 15, "the cold run fetched ({fetched})");
     let second = fork_node(&proxy, head, &["--fork.cache-dir", &dir]);
     assert_eq!(reads(&second), cold);
     assert_eq!(proxy.total(), fetched, "the warm run asked the upstream nothing");
@@ -822,7 +834,7 @@ fn traces_and_state_below_the_fork_block_are_the_upstream_s_by_re_execution() {
     assert_eq!(fork.ok("eth_getBalance", json!([HOLDER, "0x3"])), "0x0");
     assert_eq!(fork.ok("eth_getBalance", json!([HOLDER, "latest"])), "0xde0b6b3a7640000");
     // Historical state goes upstream at the block asked for, by value, batched and cached.
-    assert!(proxy.count("eth_getStorageAt") > 0 && proxy.count("eth_getBalance") > 10);
+    assert!(proxy.count("eth_getStorageAt") > 0 && proxy.count("eth_getAccountInfo") > 10);
     assert_eq!(proxy.count("debug_traceTransaction"), 0, "traces are re-executed, not forwarded");
     assert_eq!(proxy.count("eth_call"), 0, "calls are run here");
     let requests_before = proxy.requests();
@@ -1031,4 +1043,26 @@ fn a_fork_killed_during_concurrent_cold_reads_serves_the_same_answers_on_its_cac
     let answers = concurrently(second.addr, &requests, 32);
     let results: Vec<Value> = answers.iter().map(|(a, _)| a["result"].clone()).collect();
     assert_eq!(results, expected);
+}
+
+#[test]
+fn an_upstream_without_eth_get_account_info_is_asked_three_calls_an_account() {
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(upstream.node.addr);
+    proxy.no_account_info.store(true, Ordering::Relaxed);
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    let fork = fork_node(&proxy, head, &["--no-fork-cache"]);
+    // The start's ten dev accounts were asked once with the method, refused, asked again the
+    // plain way; later accounts are asked the plain way only.
+    assert_eq!(proxy.count("eth_getAccountInfo"), 10);
+    assert_eq!(proxy.count("eth_getBalance"), 10);
+    for (method, params) in [
+        ("eth_getBalance", json!([HOLDER, "latest"])),
+        ("eth_getCode", json!([upstream.token, "latest"])),
+        ("eth_call", json!([{"to": upstream.token, "data": balance_of(HOLDER)}, "latest"])),
+    ] {
+        assert_eq!(fork.ok(method, params.clone()), upstream.node.ok(method, params), "{method}");
+    }
+    assert_eq!(proxy.count("eth_getAccountInfo"), 10, "not asked again");
+    assert!(proxy.count("eth_getBalance") >= 12, "{}", proxy.count("eth_getBalance"));
 }

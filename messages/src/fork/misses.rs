@@ -208,7 +208,7 @@ impl ForkMisses {
     /// moment), then awaited, within `--fork-timeout` in all. An upstream error or a timeout
     /// is the error a waiting read gets.
     pub async fn fetch(self) -> Result<(), ForkError> {
-        let ForkMisses { mut keys, source } = self;
+        let Self { mut keys, source } = self;
         keys.sort_unstable();
         keys.dedup();
         let deadline = tokio::time::Instant::now() + source.wait;
