@@ -209,6 +209,13 @@ impl Upstream {
     }
 }
 
+/// A fresh fork cache directory (removed when the first is dropped) and its path.
+fn cache_dir(name: &str) -> (TempDir, String) {
+    let cache = TempDir::new(name);
+    let dir = cache.path().to_str().expect("utf-8").to_owned();
+    (cache, dir)
+}
+
 /// A forked node through `proxy` at the upstream's block `block`.
 fn fork_node(proxy: &Proxy, block: u64, extra: &[&str]) -> NodeProcess {
     let block = block.to_string();
@@ -398,8 +405,7 @@ fn a_restart_on_the_same_cache_fetches_nothing() {
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
-    let cache = TempDir::new("fork-cache");
-    let dir = cache.path().to_str().expect("utf-8").to_owned();
+    let (_cache, dir) = cache_dir("fork-cache");
     let reads = |node: &NodeProcess| {
         vec![
             node.ok("eth_call", json!([{"to": upstream.summer}, "latest"])),
@@ -572,8 +578,7 @@ fn history_below_and_at_the_fork_block_is_the_upstream_s_and_is_cached() {
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
     // Fork at the token transfer's block (it logs), one block below the upstream's head.
     let fork_block = head - 1;
-    let cache = TempDir::new("fork-history");
-    let dir = cache.path().to_str().expect("utf-8").to_owned();
+    let (_cache, dir) = cache_dir("fork-history");
     let fork = fork_node(&proxy, fork_block, &["--fork.cache-dir", &dir]);
     let requests = history_requests(&upstream.node, fork_block, &upstream.token);
     let answers: Vec<Value> = requests.iter().map(|(m, p)| fork.ok(m, p.clone())).collect();
@@ -807,8 +812,7 @@ fn traces_and_state_below_the_fork_block_are_the_upstream_s_by_re_execution() {
     let fork_block = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
     // A block after the fork block upstream: the fork's history must not see it.
     upstream.node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": HOLDER, "value": "0x5"}]));
-    let cache = TempDir::new("fork-traces");
-    let dir = cache.path().to_str().expect("utf-8").to_owned();
+    let (_cache, dir) = cache_dir("fork-traces");
     let fork = fork_node(&proxy, fork_block, &["--fork.cache-dir", &dir]);
     let mut requests = trace_requests(&upstream.node, fork_block);
     requests.extend(state_requests(&upstream.node, &upstream, fork_block));
@@ -1016,8 +1020,7 @@ fn a_fork_killed_during_concurrent_cold_reads_serves_the_same_answers_on_its_cac
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
-    let cache = TempDir::new("fork-crash-cache");
-    let dir = cache.path().to_str().expect("utf-8").to_owned();
+    let (_cache, dir) = cache_dir("fork-crash-cache");
     let requests = cold_reads(&upstream, 0, 64);
     let expected: Vec<Value> =
         requests.iter().map(|(m, p)| upstream.node.ok(m, p.clone())).collect();
