@@ -147,8 +147,21 @@ pub fn open_fork(
     let storage_range = Some((block_hash, fork_block.body.transactions.len() as u64));
     client.pin(chain_id, block, storage_range).map_err(upstream_err)?;
     let mut diff = StateDiff::default();
-    let keys: Vec<ForkKey> = dev_accounts.iter().map(|a| ForkKey::Account(*a)).collect();
-    for (address, fetched) in dev_accounts.iter().zip(client.fetch_many(&keys)) {
+    let mut keys: Vec<ForkKey> = dev_accounts.iter().map(|a| ForkKey::Account(*a)).collect();
+    // Fetched beside them, into the cache: what every local block's end reads (EIP-7002's and
+    // EIP-7251's queue counters and pointers, slots 0 to 3), which block building would
+    // otherwise fetch one by one on its thread before the first block's answer.
+    let queues = [
+        alloy_eips::eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS,
+        alloy_eips::eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS,
+    ];
+    let system_slots =
+        queues.iter().flat_map(|a| (0..4u8).map(|s| ForkKey::Storage(*a, U256::from(s))));
+    keys.extend(queues.iter().map(|a| ForkKey::Account(*a)).chain(system_slots));
+    let fetched = client.fetch_many(&keys);
+    // Only the dev accounts' answers are used here; the rest are in the cache (or fail later,
+    // where they are read, as any read would).
+    for (address, fetched) in dev_accounts.iter().zip(fetched) {
         let upstream = match fetched.map_err(&upstream_err)? {
             ForkValue::Account(account) => account,
             other => {

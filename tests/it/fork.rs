@@ -231,12 +231,14 @@ fn a_fork_reads_the_upstream_s_state_and_runs_local_blocks_over_it() {
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
     let fork = fork_node(&proxy, head, &["--no-fork-cache"]);
-    // Starting took the chain id, the fork block's header and the ten dev accounts (balance,
-    // nonce and code each), the accounts as one JSON-RPC batch.
+    // Starting took the chain id, the fork block's header and the ten dev accounts, with the
+    // two request queues' contracts and their four counters each (what every local block's
+    // end reads), the accounts and slots as one JSON-RPC batch.
     eprintln!("startup: {} requests, {} calls", proxy.requests(), proxy.total());
-    assert_eq!(proxy.count("eth_getAccountInfo"), 10, "one call an account (anvil's method)");
+    assert_eq!(proxy.count("eth_getAccountInfo"), 12, "one call an account (anvil's method)");
     assert_eq!((proxy.count("eth_getBalance"), proxy.count("eth_getCode")), (0, 0));
-    assert_eq!(proxy.requests(), 3, "chain id, header, one batch of accounts");
+    assert_eq!(proxy.count("eth_getStorageAt"), 8);
+    assert_eq!(proxy.requests(), 3, "chain id, header, one batch of accounts and slots");
     let both = |method: &str, params: Value| {
         (upstream.node.ok(method, params.clone()), fork.ok(method, params))
     };
@@ -351,10 +353,12 @@ fn a_contract_s_storage_comes_in_one_page_and_a_refused_page_falls_back_to_slots
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
     let fork = fork_node(&proxy, head, &["--no-fork-cache"]);
+    // The start's slots (the request queues' counters).
+    let at_start = proxy.count("eth_getStorageAt");
     let sum = format!("0x{:064x}", 1275);
     assert_eq!(fork.ok("eth_call", json!([{"to": upstream.summer}, "latest"])), sum);
     // 50 SLOADs: the first fetched its slot beside a page holding the whole storage.
-    assert_eq!(proxy.count("eth_getStorageAt"), 1);
+    assert_eq!(proxy.count("eth_getStorageAt"), at_start + 1);
     assert_eq!(proxy.count("debug_storageRangeAt"), 1);
     let requests = proxy.requests();
     // A slot the page lacks is zero, known without asking.
@@ -376,7 +380,7 @@ fn a_contract_s_storage_comes_in_one_page_and_a_refused_page_falls_back_to_slots
         upstream.node.ok("eth_getStorageAt", json!([history, slot, format!("{head:#x}")]))
     );
     assert_eq!(proxy.count("debug_storageRangeAt"), 1, "no page of a system contract");
-    assert_eq!(proxy.count("eth_getStorageAt"), 2);
+    assert_eq!(proxy.count("eth_getStorageAt"), at_start + 2);
     // The page is the fork block's: a later upstream write does not show.
     let page = upstream.node.ok(
         "debug_storageRangeAt",
@@ -395,9 +399,10 @@ fn a_contract_s_storage_comes_in_one_page_and_a_refused_page_falls_back_to_slots
     // by one, and the answers are the same.
     let middle = Proxy::start(fork.addr);
     let second = fork_node(&middle, head, &["--no-fork-cache"]);
+    let at_start = middle.count("eth_getStorageAt");
     assert_eq!(second.ok("eth_call", json!([{"to": upstream.summer}, "latest"])), sum);
     assert_eq!(middle.count("debug_storageRangeAt"), 1, "asked once, refused");
-    assert_eq!(middle.count("eth_getStorageAt"), 50);
+    assert_eq!(middle.count("eth_getStorageAt"), at_start + 50);
 }
 
 #[test]
@@ -1055,10 +1060,10 @@ fn an_upstream_without_eth_get_account_info_is_asked_three_calls_an_account() {
     proxy.no_account_info.store(true, Ordering::Relaxed);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
     let fork = fork_node(&proxy, head, &["--no-fork-cache"]);
-    // The start's ten dev accounts were asked once with the method, refused, asked again the
-    // plain way; later accounts are asked the plain way only.
-    assert_eq!(proxy.count("eth_getAccountInfo"), 10);
-    assert_eq!(proxy.count("eth_getBalance"), 10);
+    // The start's twelve accounts (ten dev accounts, two request queues) were asked once with
+    // the method, refused, asked again the plain way; later accounts the plain way only.
+    assert_eq!(proxy.count("eth_getAccountInfo"), 12);
+    assert_eq!(proxy.count("eth_getBalance"), 12);
     for (method, params) in [
         ("eth_getBalance", json!([HOLDER, "latest"])),
         ("eth_getCode", json!([upstream.token, "latest"])),
@@ -1066,6 +1071,6 @@ fn an_upstream_without_eth_get_account_info_is_asked_three_calls_an_account() {
     ] {
         assert_eq!(fork.ok(method, params.clone()), upstream.node.ok(method, params), "{method}");
     }
-    assert_eq!(proxy.count("eth_getAccountInfo"), 10, "not asked again");
-    assert!(proxy.count("eth_getBalance") >= 12, "{}", proxy.count("eth_getBalance"));
+    assert_eq!(proxy.count("eth_getAccountInfo"), 12, "not asked again");
+    assert!(proxy.count("eth_getBalance") >= 14, "{}", proxy.count("eth_getBalance"));
 }
