@@ -22,7 +22,9 @@ TOP=${TOP:-25}
 echo "load: $(uptime)"
 for bin in "$@"; do
   out=$(mktemp -d /tmp/call-instr.XXXX)
-  valgrind --tool=callgrind --callgrind-out-file="$out/cg.%p" \
+  # --fair-sched: sled spins on a lazy static while another thread starts it; valgrind runs one
+  # thread at a time, and without a fair lock the spinner can keep the CPU for minutes.
+  valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$out/cg.%p" \
     "$bin" --dev --ephemeral --http.port "$PORT" >"$out/node.log" 2>&1 &
   pid=$!; PIDS+=("$pid")
   for _ in $(seq 1 600); do

@@ -255,6 +255,7 @@ impl Node {
                 )?;
             }
             let mut node = Self::start_on(chain, config, Arc::clone(&clock))?;
+            node.executor.set_fork_reads(true);
             node.fork_counters = Arc::clone(&handle.counters);
             node.reset = Some(node.start_resetter(given, clock, Some((settings, &handle))));
             node.fork = Some(Arc::new(handle));
@@ -288,6 +289,7 @@ impl Node {
             filters: self.filters.clone(),
             chain_id: self.chain_id.clone(),
             fork_counters: Arc::clone(&self.fork_counters),
+            executor: self.executor.clone(),
         };
         crate::reset::Resetter::new(given, accounts, clock, fork, peers).start_own()
     }

@@ -26,6 +26,7 @@ use alloy_primitives::Address;
 use hearth_actors::fork::ForkCache;
 use hearth_actors::miner::Clock;
 use hearth_actors::{FilterActor, MempoolActor, MinerActor};
+use hearth_messages::executor::ExecutorClient;
 use hearth_messages::filters::ClearFilters;
 use hearth_messages::fork::ForkCounters;
 use hearth_messages::mempool::{DropAll, SetChainId, SetPoolGasLimit};
@@ -62,6 +63,8 @@ pub struct Resetter {
     mempool: Addr<MempoolActor>,
     filters: Addr<FilterActor>,
     chain_id: ChainId,
+    /// Told whether the chain it runs is a fork (its calls then collect their fork misses).
+    executor: ExecutorClient,
 }
 
 impl std::fmt::Debug for Resetter {
@@ -83,6 +86,8 @@ pub struct ResetPeers {
     pub chain_id: ChainId,
     /// The fork counters `/metrics` reads.
     pub fork_counters: Arc<ForkCounters>,
+    /// The executor pool's client, told whether the new chain is a fork.
+    pub executor: ExecutorClient,
 }
 
 impl Resetter {
@@ -107,6 +112,7 @@ impl Resetter {
             mempool: peers.mempool,
             filters: peers.filters,
             chain_id: peers.chain_id,
+            executor: peers.executor,
         }
     }
 
@@ -214,6 +220,7 @@ impl Handler<ResetChain> for Resetter {
         AtomicResponse::new(Box::pin(switch.into_actor(self).map(move |result, act, _| {
             if result.is_ok() {
                 act.fork = fork.map(|(current, _)| current);
+                act.executor.set_fork_reads(act.fork.is_some());
             }
             result
         })))

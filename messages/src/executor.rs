@@ -654,6 +654,9 @@ struct Pool {
     closing: AtomicBool,
     /// What the lanes' `last_end` times count from.
     epoch: tokio::time::Instant,
+    /// Whether the chain is a fork, whose read-only requests then run collecting their fork
+    /// misses ([`ExecutorClient::set_fork_reads`]); elsewhere no copy of a request is kept.
+    fork_reads: AtomicBool,
     /// Where admitted calls' time went in the RPC front ([`ExecutorClient::timed`]); the
     /// executors' stages are the lanes'.
     stages: CallStages,
@@ -699,6 +702,7 @@ impl ExecutorClient {
                 refusals: Default::default(),
                 closing: AtomicBool::new(false),
                 epoch: tokio::time::Instant::now(),
+                fork_reads: AtomicBool::new(false),
                 stages: CallStages::default(),
             }),
         }
@@ -898,7 +902,8 @@ impl ExecutorClient {
         let mut round = 0;
         loop {
             let slot = self.admit(sampled)?;
-            if round == misses::MAX_ROUNDS {
+            // Off a fork nothing misses: the request goes as it is, with no copy kept.
+            if round == misses::MAX_ROUNDS || !self.pool.fork_reads.load(Relaxed) {
                 return self.dispatch(slot, recipient, request, false).await;
             }
             match self.dispatch(slot, recipient, request.clone(), true).await?.missed() {
@@ -943,6 +948,20 @@ impl ExecutorClient {
     {
         recipient(&self.pool.lanes[slot.lane])
             .ok_or(ExecError::Mailbox(actix::MailboxError::Closed))
+    }
+
+    /// Tells the pool whether its chain is a fork (the node at start, `anvil_reset` after a
+    /// switch): its read-only requests then run collecting their fork misses, which costs a
+    /// copy of each request (kept to run it again). A request on a fork sent without it waits
+    /// for the upstream on its executor thread, as every read did before.
+    pub fn set_fork_reads(&self, fork: bool) {
+        self.pool.fork_reads.store(fork, Relaxed);
+    }
+
+    /// Whether the chain is a fork ([`set_fork_reads`](Self::set_fork_reads)): one relaxed load,
+    /// for the front's reads to ask before they collect their own misses.
+    pub fn fork_reads(&self) -> bool {
+        self.pool.fork_reads.load(Relaxed)
     }
 
     /// Starts the shutdown drain: new requests are refused [`ExecError::ShuttingDown`], and

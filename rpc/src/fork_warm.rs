@@ -21,7 +21,7 @@ use crate::error::RpcError;
 /// Brings `addresses`' accounts at the head into the fork cache; nothing on a chain that is
 /// not a fork. An upstream failure is the error a read would have met.
 pub(crate) async fn accounts(ctx: &RpcContext, addresses: &[Address]) -> Result<(), RpcError> {
-    if !ctx.chain.is_forked() {
+    if !ctx.executor.fork_reads() {
         return Ok(());
     }
     let number = head(ctx)?;
@@ -41,7 +41,7 @@ pub(crate) async fn accounts(ctx: &RpcContext, addresses: &[Address]) -> Result<
 /// [`accounts`] for the sender of a signed transaction (recovered only on a fork; a
 /// transaction whose signature does not recover is left for the pool to refuse).
 pub(crate) async fn sender(ctx: &RpcContext, tx: &TxEnvelope) -> Result<(), RpcError> {
-    if !ctx.chain.is_forked() {
+    if !ctx.executor.fork_reads() {
         return Ok(());
     }
     match tx.recover_signer() {

@@ -37,7 +37,7 @@ pub(crate) async fn dispatch(
         // thread while the upstream answers (`fork::misses`): the misses are fetched, awaited,
         // and the read runs again; the last round's reads wait, as every read did before.
         let result =
-            if fork_rounds < misses::MAX_ROUNDS && is_read(&method) && ctx.chain.is_forked() {
+            if fork_rounds < misses::MAX_ROUNDS && ctx.executor.fork_reads() && is_read(&method) {
                 match misses::collect_async(dispatch_once(ctx, &method, &params, connection)).await
                 {
                     (_, Some(missed)) => {

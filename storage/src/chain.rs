@@ -565,11 +565,6 @@ impl ChainDb {
         self.snapshot().chain.id
     }
 
-    /// Whether this store is a fork's (what [`fork`](Self::fork) says, without a clone).
-    pub fn is_forked(&self) -> bool {
-        self.snapshot().chain.fork.is_some()
-    }
-
     /// The forked base, when this store is a fork's.
     pub fn fork(&self) -> Option<Arc<dyn crate::ForkSource>> {
         self.snapshot().chain.fork.clone()

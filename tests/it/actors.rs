@@ -827,6 +827,7 @@ async fn a_call_that_missed_fork_state_holds_no_place_while_it_is_fetched_and_ru
     let (builds, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let (touched, _) = Probe::start(|_| Err(ExecError::UnknownBlock));
     let client = ExecutorClient::new(calls, estimates, builds, touched, AdmissionLimits::default());
+    client.set_fork_reads(true);
 
     let mut answer = Box::pin(client.call(call(5)));
     assert!(futures_util::poll!(&mut answer).is_pending());
