@@ -15,6 +15,7 @@ use hearth_messages::executor::{
     BlockOverrides, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome, HaltReason,
     StateOverrides,
 };
+use hearth_messages::miner::{GetMiningStatus, MiningStatus};
 use serde_json::Value;
 
 use crate::blocks::{head, names_head, quantity, state_block};
@@ -38,6 +39,11 @@ impl At {
     /// The head, as the node fills a transaction at it.
     pub(crate) fn head(ctx: &RpcContext) -> Result<Self, RpcError> {
         Ok(Self { number: head(ctx)?, follows_head: true })
+    }
+
+    /// The block's number.
+    pub(crate) const fn number(self) -> u64 {
+        self.number
     }
 }
 
@@ -73,24 +79,82 @@ async fn at_head<R, T, F: Future<Output = Result<T, RpcError>>>(
     }
 }
 
-/// Reads `[txObject, block?, stateOverrides?, blockOverrides?]`.
-fn call_args(ctx: &RpcContext, params: &Params) -> Result<(CallRequest, At), RpcError> {
+/// The block argument of a call (`params[index]`): the one given, or `None` when absent.
+fn block_param(params: &Params, index: usize) -> Result<Option<BlockId>, RpcError> {
+    params.optional(index)
+}
+
+/// Whether a call at `block` runs in the next block's environment: at `pending`, and with no
+/// block given, as anvil runs both (hardhat-ethers estimates every transaction at `pending`,
+/// and a contract that checks `block.timestamp` must see the block the transaction will be
+/// mined in, not the head's).
+fn runs_pending(block: Option<BlockId>) -> bool {
+    matches!(block, None | Some(BlockId::Number(BlockNumberOrTag::Pending)))
+}
+
+/// The next block's environment as the miner stands now (its number, timestamp after
+/// `evm_setNextBlockTimestamp` / `evm_increaseTime`, gas limit and coinbase); the state is the
+/// head's. The number is the head's at the time `make` runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NextBlock(MiningStatus);
+
+impl NextBlock {
+    /// Asks the miner.
+    pub(crate) async fn of(ctx: &RpcContext) -> Result<Self, RpcError> {
+        Ok(Self(ctx.miner.mining_status(GetMiningStatus).await?))
+    }
+
+    /// `given` (the request's own block overrides win) over the next block's environment
+    /// after the head `head`.
+    pub(crate) fn overrides(self, head: u64, given: Option<BlockOverrides>) -> BlockOverrides {
+        let given = given.unwrap_or_default();
+        BlockOverrides {
+            number: given.number.or(Some(head.saturating_add(1))),
+            timestamp: given.timestamp.or(Some(self.0.next_timestamp)),
+            gas_limit: given.gas_limit.or(Some(self.0.gas_limit)),
+            coinbase: given.coinbase.or(Some(self.0.coinbase)),
+            ..given
+        }
+    }
+}
+
+/// Reads `[txObject, block?, stateOverrides?, blockOverrides?]`; `next` is the next block's
+/// environment when the call runs at `pending` ([`runs_pending`]).
+fn call_args(
+    ctx: &RpcContext,
+    params: &Params,
+    next: Option<NextBlock>,
+) -> Result<(CallRequest, At), RpcError> {
     params.at_most(4)?;
     let tx: TxObject = params.required(0)?;
-    let block: BlockId = params.optional(1)?.unwrap_or(BlockId::Number(BlockNumberOrTag::Latest));
+    let block = block_param(params, 1)?.unwrap_or(BlockId::Number(BlockNumberOrTag::Latest));
     let state_overrides: Option<StateOverrides> = params.optional(2)?;
     let block_overrides: Option<BlockOverrides> = params.optional(3)?;
     let at = At { number: state_block(ctx, block)?, follows_head: names_head(&block) };
     let mut request = tx.into_call_request(ctx.limits.gas_cap);
     request.state_overrides = state_overrides.filter(|o| !o.is_empty()).map(Arc::new);
-    request.block_overrides = block_overrides;
+    request.block_overrides = match next {
+        Some(next) => Some(next.overrides(at.number, block_overrides)),
+        None => block_overrides,
+    };
     Ok((request, at))
+}
+
+/// The next block's environment, when the call's block argument asks for it. Bad params are
+/// answered first (-32602, from `call_args`), without asking the miner.
+async fn next_block_for(ctx: &RpcContext, params: &Params) -> Result<Option<NextBlock>, RpcError> {
+    if !runs_pending(block_param(params, 1)?) {
+        return Ok(None);
+    }
+    call_args(ctx, params, None)?;
+    Ok(Some(NextBlock::of(ctx).await?))
 }
 
 /// eth_call: the call's output as hex, encoded straight into the response.
 pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
     let run = |request, block| async move { Ok(ctx.executor.call(Call { request, block }).await?) };
-    match at_head(|| call_args(ctx, params), run).await? {
+    let next = next_block_for(ctx, params).await?;
+    match at_head(|| call_args(ctx, params, next), run).await? {
         CallOutcome::Success { output, .. } => Ok(Reply::Hot(Hot::Data(output))),
         CallOutcome::Revert { output, .. } => Err(RpcError::Reverted { output }),
         CallOutcome::Halt { reason, .. } => Err(RpcError::Halted { reason }),
@@ -99,7 +163,8 @@ pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Reply, Rpc
 
 /// eth_estimateGas: the smallest gas limit with which the transaction succeeds.
 pub(crate) async fn estimate_gas(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
-    Ok(quantity(estimate(ctx, || call_args(ctx, params)).await?))
+    let next = next_block_for(ctx, params).await?;
+    Ok(quantity(estimate(ctx, || call_args(ctx, params, next)).await?))
 }
 
 /// Runs an estimate and maps a failing outcome to geth's errors; `make` gives the request and

@@ -275,11 +275,16 @@ pub(crate) async fn fill(
     let gas_limit = match request.gas {
         Some(gas) => gas,
         None => {
-            // Estimated at the head; the nonce is left unchecked because pooled transactions
-            // may already have moved it past the head's.
+            // Estimated on the head's state in the next block's environment (the block it will
+            // be mined in, as anvil estimates); the nonce is left unchecked because pooled
+            // transactions may already have moved it past the head's.
+            let next = crate::call::NextBlock::of(ctx).await?;
             let call = || {
                 let call = TxObject { from: Some(from), nonce: None, ..request.clone() };
-                Ok((call.into_call_request(ctx.limits.gas_cap), At::head(ctx)?))
+                let at = At::head(ctx)?;
+                let mut request = call.into_call_request(ctx.limits.gas_cap);
+                request.block_overrides = Some(next.overrides(at.number(), None));
+                Ok((request, at))
             };
             estimate(ctx, call).await?
         }

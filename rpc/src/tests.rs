@@ -893,11 +893,13 @@ async fn a_batch_of_executor_calls_over_budget_is_refused_from_a_scan_of_its_bod
     let mut running = Box::pin(f.ctx.executor.call(Call { request: Default::default(), block: 1 }));
     assert!(futures_util::poll!(&mut running).is_pending());
     let to = json!({"to": CONTRACT, "data": "0x01"});
+    // At `latest`: a call at `pending` (or with no block) asks the miner for the next block
+    // before its admission, so the ordinary path would meet the pool later than the scan.
     let batch = json!([
         {"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [to, "latest"]},
-        {"jsonrpc": "2.0", "id": "b", "method": "eth_estimateGas", "params": [to]},
+        {"jsonrpc": "2.0", "id": "b", "method": "eth_estimateGas", "params": [to, "latest"]},
         {"jsonrpc": "2.0", "id": null, "method": "eth_createAccessList", "params": [to]},
-        {"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [to]},
+        {"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [to, "latest"]},
     ])
     .to_string();
     let early = crate::shed::refuse_early(&f.ctx, batch.as_bytes()).expect("refused early");
@@ -953,8 +955,9 @@ async fn a_batch_that_is_not_all_executor_calls_goes_the_ordinary_way_when_busy(
     let mut running = Box::pin(f.ctx.executor.call(Call { request: Default::default(), block: 1 }));
     assert!(futures_util::poll!(&mut running).is_pending());
     let to = "0xcccccccccccccccccccccccccccccccccccccccc";
-    let call =
-        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{{"to":"{to}"}}]}}"#);
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{{"to":"{to}"}},"latest"]}}"#
+    );
     let shed_none = |body: &str| crate::shed::refuse_early(&f.ctx, body.as_bytes()).is_none();
     // Mixed: eth_blockNumber is answered, the eth_call refused at admission.
     let mixed = format!(r#"[{call},{{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber"}}]"#);
@@ -988,7 +991,7 @@ async fn a_batch_that_is_not_all_executor_calls_goes_the_ordinary_way_when_busy(
     );
     // A notification item (no id): it runs (and is refused) but gets no answer.
     let notification =
-        format!(r#"[{call},{{"jsonrpc":"2.0","method":"eth_call","params":[{{}}]}}]"#);
+        format!(r#"[{call},{{"jsonrpc":"2.0","method":"eth_call","params":[{{}},"latest"]}}]"#);
     assert!(shed_none(&notification));
     let reply = handle_body(&f.ctx, notification.as_bytes()).await;
     assert_eq!(batch_answer(&reply), vec![(json!(1), json!(-32005))]);

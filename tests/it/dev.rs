@@ -263,3 +263,52 @@ async fn revert_goes_back_to_the_snapshot_and_the_chain_goes_on() {
     assert_eq!(node.err("evm_revert", json!([])).await.0, -32602);
     assert_eq!(node.err("evm_snapshot", json!([1])).await.0, -32602);
 }
+
+/// Returns (block.number, block.timestamp) as two words.
+const NUMBER_AND_TIME: &str = "0x435f524260205260405ff3";
+
+#[actix::test]
+async fn calls_and_estimates_at_pending_run_in_the_next_block_as_anvil_runs_them() {
+    let node = TestNode::start();
+    let clock = Address::repeat_byte(0xc1).to_string();
+    node.ok("anvil_setCode", json!([clock, NUMBER_AND_TIME])).await;
+    node.ok("evm_mine", json!([])).await;
+    let head = quantity(&latest(&node).await["number"]);
+    let head_time = quantity(&latest(&node).await["timestamp"]);
+    let next = head_time + 1_000;
+    node.ok("evm_setNextBlockTimestamp", json!([next])).await;
+    let words = |number: u64, time: u64| format!("0x{number:064x}{time:064x}");
+    let call = |block: Option<&str>| {
+        let tx = json!({"to": clock});
+        let params = match block {
+            Some(block) => json!([tx, block]),
+            None => json!([tx]),
+        };
+        node.ok("eth_call", params)
+    };
+    // `pending` and no block: the next block's number and timestamp (anvil's answer);
+    // `latest`: the head's.
+    assert_eq!(call(Some("pending")).await, words(head + 1, next));
+    assert_eq!(call(None).await, words(head + 1, next));
+    assert_eq!(call(Some("latest")).await, words(head, head_time));
+    // The request's own block overrides win.
+    let overridden =
+        node.ok("eth_call", json!([{"to": clock}, "pending", null, {"time": "0x7"}])).await;
+    assert_eq!(overridden, words(head + 1, 7));
+
+    // A contract that reverts until `block.timestamp >= next`: hardhat-ethers' estimate at
+    // `pending` succeeds, and the transaction mined with that gas succeeds too.
+    let gate = Address::repeat_byte(0xc2).to_string();
+    let code = format!("0x4267{next:016x}11600f57005b5f5ffd");
+    node.ok("anvil_setCode", json!([gate, code])).await;
+    let from = node.signer(0).address().to_string();
+    let tx = json!({"from": from, "to": gate});
+    let (code, _, _) = node.err("eth_estimateGas", json!([tx, "latest"])).await;
+    assert_eq!(code, 3, "reverts in the head's environment");
+    let gas = node.ok("eth_estimateGas", json!([tx, "pending"])).await;
+    let hash =
+        node.ok("eth_sendTransaction", json!([{"from": from, "to": gate, "gas": gas}])).await;
+    let receipt = node.ok("eth_getTransactionReceipt", json!([hash])).await;
+    assert_eq!(receipt["status"], "0x1", "{receipt}");
+    assert_eq!(quantity(&latest(&node).await["timestamp"]), next);
+}
