@@ -277,8 +277,15 @@ impl<T: FromParam> FromParam for Vec<T> {
 // ---- blocks --------------------------------------------------------------------------------
 
 /// A block number or tag: "latest" | "earliest" | "pending" | "safe" | "finalized" | quantity.
+/// A block number or tag; a plain JSON integer is taken as a number too, as anvil takes it
+/// (clients that pass a JS number, `eth_getBlockByNumber(5, false)`, work against it).
 impl FromParam for BlockNumberOrTag {
     fn from_param(value: &Value) -> Result<Self, String> {
+        if let Value::Number(n) = value {
+            return n.as_u64().map(Self::Number).ok_or_else(|| {
+                format!("expected a block number or tag, got the number {n} (not a u64)")
+            });
+        }
         let s = expect_str(value, "a block number or tag")?;
         Ok(match s {
             "latest" => Self::Latest,
@@ -298,7 +305,9 @@ impl FromParam for BlockId {
         match value {
             // 0x + 64 digits is a hash; no block number is that long.
             Value::String(s) if s.len() == 66 => B256::from_param(value).map(Self::hash),
-            Value::String(_) => BlockNumberOrTag::from_param(value).map(Self::Number),
+            Value::String(_) | Value::Number(_) => {
+                BlockNumberOrTag::from_param(value).map(Self::Number)
+            }
             Value::Object(map) => {
                 let fields = Fields(map);
                 let number: Option<BlockNumberOrTag> = fields.get("blockNumber")?;
@@ -890,7 +899,12 @@ mod tests {
         assert_eq!(decode::<BlockNumberOrTag>(json!("0x10")), Ok(BlockNumberOrTag::Number(16)));
         assert!(decode::<BlockNumberOrTag>(json!("Latest")).is_err());
         assert!(decode::<BlockNumberOrTag>(json!("0x010")).is_err());
-        assert!(decode::<BlockNumberOrTag>(json!(16)).is_err());
+        // A plain JSON integer, as anvil takes it (geth does not); never a negative or a
+        // fraction.
+        assert_eq!(decode::<BlockNumberOrTag>(json!(16)), Ok(BlockNumberOrTag::Number(16)));
+        assert_eq!(decode::<BlockId>(json!(16)), Ok(BlockId::number(16)));
+        assert!(decode::<BlockNumberOrTag>(json!(-1)).is_err());
+        assert!(decode::<BlockNumberOrTag>(json!(1.5)).is_err());
 
         let hash = B256::repeat_byte(0xab);
         assert_eq!(decode::<BlockId>(json!(hash.to_string())), Ok(BlockId::hash(hash)));
