@@ -79,7 +79,7 @@ pub use methods::{
 pub use metrics::{Refusal, Rejection, RpcMetrics};
 pub use node_info::{ANVIL_DIALECT, NodeFacts, client_version};
 pub use out_buffer::RESPONSE_BUFFER_RETAINED_BYTES;
-pub use server::serve;
+pub use server::{KEEP_ALIVE, serve};
 pub use shed::{RETRY_PAUSE, RETRY_WINDOW};
 pub use state_dump::{
     EIP170_CODE_BYTES, LoadedState, MAX_STATE_JSON_BYTES, StateFileError, StateLimits,

@@ -11,10 +11,11 @@
 use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{Server, ServiceFactory, ServiceRequest, ServiceResponse};
-use actix_web::http::header::{self, ContentType, HeaderMap, HeaderValue};
+use actix_web::http::header::{self, ContentType, HeaderMap, HeaderName, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
@@ -48,6 +49,7 @@ pub fn serve(
             data.insert(AllowedHost::default());
         })
         .workers(workers.max(1))
+        .keep_alive(KEEP_ALIVE)
         .disable_signals()
         .bind(addr)?;
     let bound = server
@@ -58,6 +60,14 @@ pub fn serve(
     tracing::info!(target: "rpc", %bound, workers, "json-rpc server bound");
     Ok((server.run(), bound))
 }
+
+/// How long an idle HTTP connection is kept open, told to clients in a `Keep-Alive: timeout=`
+/// header. actix-web's default closed them after 5 s without saying so, and a client that
+/// reused one later (Hardhat's, through undici) got "other side closed"; anvil keeps idle
+/// connections open, and Hardhat's node says `timeout=5` so that its clients stop reusing
+/// them first.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(60);
+const KEEP_ALIVE_HEADER: &str = "timeout=60";
 
 /// The routes, behind the access guard: what each worker serves (and tests call in-process).
 pub(crate) fn app(
@@ -107,6 +117,12 @@ async fn guard(
         HeaderValue::from_str(policy.allow_origin_value(o)).unwrap_or(HeaderValue::from_static("*"))
     });
     let mut response = next.call(req).await?.map_into_boxed_body();
+    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        response.headers_mut().insert(
+            HeaderName::from_static("keep-alive"),
+            HeaderValue::from_static(KEEP_ALIVE_HEADER),
+        );
+    }
     if let Some(allow) = allow {
         let headers = response.headers_mut();
         headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, allow);

@@ -576,3 +576,33 @@ async fn concurrent_sends_from_one_account_get_consecutive_nonces() {
         assert_eq!(node.ok("eth_getTransactionCount", json!([from, "latest"])).await, "0x8");
     }
 }
+
+/// A client that keeps its HTTP connection (Hardhat's, through undici) and reuses it after a
+/// pause finds it open, and is told how long it stays so (`Keep-Alive: timeout=`).
+#[test]
+fn an_idle_keep_alive_connection_stays_open_and_says_for_how_long() {
+    use std::io::{Read, Write};
+    let node = crate::process::NodeProcess::spawn(&["--http.port", "0"]);
+    let mut stream = std::net::TcpStream::connect(node.addr).expect("connects");
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}"#;
+    let mut ask = |stream: &mut std::net::TcpStream| -> String {
+        write!(
+            stream,
+            "POST / HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            node.addr,
+            body.len()
+        )
+        .expect("sends");
+        let mut answer = vec![0; 4096];
+        let n = stream.read(&mut answer).expect("an answer on the same connection");
+        String::from_utf8_lossy(&answer[..n]).into_owned()
+    };
+    let first = ask(&mut stream);
+    assert!(first.to_lowercase().contains("keep-alive: timeout=60"), "{first}");
+    assert!(first.contains("0x7a69"), "{first}");
+    // Idle past actix-web's default keep-alive (5 s), which closed it unannounced. This test
+    // waits on purpose: the idle time is what it checks.
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    assert!(ask(&mut stream).contains("0x7a69"), "the connection was kept");
+    assert_eq!(hearth_rpc::KEEP_ALIVE, std::time::Duration::from_secs(60));
+}
