@@ -585,7 +585,7 @@ fn an_idle_keep_alive_connection_stays_open_and_says_for_how_long() {
     let node = crate::process::NodeProcess::spawn(&["--http.port", "0"]);
     let mut stream = std::net::TcpStream::connect(node.addr).expect("connects");
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}"#;
-    let mut ask = |stream: &mut std::net::TcpStream| -> String {
+    let ask = |stream: &mut std::net::TcpStream| -> String {
         write!(
             stream,
             "POST / HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
