@@ -396,7 +396,8 @@ pub(crate) struct TxObject {
 
 /// The members a transaction object may have: execution-apis' `GenericTransaction` (with
 /// `data`, the older name of `input`), which is also what viem's and ethers' request
-/// formatters send. `type` must be a quantity, and is otherwise a hint, as in geth: the type
+/// formatters send. `type` must be a quantity (or a plain JSON integer, which web3.py sends and
+/// anvil takes), and is otherwise a hint, as in geth: the type
 /// follows from the fee, blob and authorization fields (hive's Prague snapshot estimates a blob
 /// call sent with `"type": "0x5"`, which geth answers).
 pub(crate) const TX_OBJECT_FIELDS: [&str; 17] = [
@@ -450,7 +451,14 @@ impl FromParam for TxObject {
                 .map(|member| T::from_param(member).map_err(|e| format!("field {name}: {e}")))
                 .transpose()
         }
-        let _hint: Option<u64> = decode("type", get("type"))?;
+        // A JSON integer too: web3.py's `build_transaction` sends `"type": 1` to estimate an
+        // EIP-2930 transaction, which anvil takes (and geth ignores).
+        let _hint: Option<u64> = match get("type") {
+            Some(Value::Number(n)) => Some(n.as_u64().ok_or_else(|| {
+                format!("field type: expected a transaction type, got the number {n}")
+            })?),
+            other => decode("type", other)?,
+        };
         let input: Option<Bytes> = decode("input", get("input"))?;
         let data: Option<Bytes> = decode("data", get("data"))?;
         let input = match (input, data) {
@@ -926,6 +934,16 @@ mod tests {
             decode::<BlockId>(json!({"blockNumber": "0x01"})),
             Err("field blockNumber: hex number with leading zero digits".into())
         );
+    }
+
+    #[test]
+    fn a_transaction_type_may_be_a_json_integer_as_web3_py_sends_it() {
+        let to = Address::ZERO;
+        assert!(decode::<TxObject>(json!({"to": to, "type": 1})).is_ok());
+        assert!(decode::<TxObject>(json!({"to": to, "type": "0x1"})).is_ok());
+        // Other quantities stay strict (geth's), and a type that is no u64 is refused.
+        assert!(decode::<TxObject>(json!({"to": to, "type": -1})).is_err());
+        assert!(decode::<TxObject>(json!({"to": to, "gas": 21000})).is_err());
     }
 
     #[test]
