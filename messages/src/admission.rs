@@ -171,19 +171,19 @@ pub fn decide(
 }
 
 /// The interval a [`StandingQueue`] judges, in units of the budget: one budget's worth.
-const STANDING_INTERVAL_BUDGETS: u32 = 1;
+pub const STANDING_INTERVAL_BUDGETS: u32 = 1;
 
 /// The smallest wait of an interval over which a queue starts standing, in budgets: two. A
 /// closed loop on a busy machine waits up to ~1.5 budgets ([`SOLE_PER_THREAD`]); an overload of
 /// heavier calls whose connections fit the closed-loop places waits longer.
-const STANDING_ENTER_BUDGETS: u64 = 2;
+pub const STANDING_ENTER_BUDGETS: u64 = 2;
 
 /// Whole intervals in a row whose smallest wait was under a quarter budget before a standing
 /// queue is over: under an overload the refused clients' retries come in waves (the front
 /// holds quick retries for `RETRY_PAUSE`), and a lane drained between two waves for one
 /// interval has not caught up; ten intervals (one second at the default budget) of short
 /// waits have.
-const STANDING_EXIT_INTERVALS: u32 = 10;
+pub const STANDING_EXIT_INTERVALS: u32 = 10;
 
 /// One lane's test for a standing queue, CoDel's idea: the smallest wait (admission to
 /// start) of the requests that started during an interval of one budget. A burst, or a closed
