@@ -84,12 +84,16 @@ fn block_param(params: &Params, index: usize) -> Result<Option<BlockId>, RpcErro
     params.optional(index)
 }
 
-/// Whether a call at `block` runs in the next block's environment: at `pending`, and with no
-/// block given, as anvil runs both (hardhat-ethers estimates every transaction at `pending`,
-/// and a contract that checks `block.timestamp` must see the block the transaction will be
-/// mined in, not the head's).
-fn runs_pending(block: Option<BlockId>) -> bool {
-    matches!(block, None | Some(BlockId::Number(BlockNumberOrTag::Pending)))
+/// Whether a request at `block` runs in the next block's environment: at `pending`, and with
+/// no block when `absent_is_pending`. Checked against anvil 1.7.1 itself: eth_call with no
+/// block runs at the head, eth_estimateGas with no block at `pending` (hardhat-ethers
+/// estimates every transaction at `pending`, and a contract that checks `block.timestamp` must
+/// see the block the transaction will be mined in, not the head's).
+fn runs_pending(block: Option<BlockId>, absent_is_pending: bool) -> bool {
+    match block {
+        None => absent_is_pending,
+        Some(block) => block == BlockId::Number(BlockNumberOrTag::Pending),
+    }
 }
 
 /// The next block's environment as the miner stands now (its number, timestamp after
@@ -142,8 +146,12 @@ fn call_args(
 
 /// The next block's environment, when the call's block argument asks for it. Bad params are
 /// answered first (-32602, from `call_args`), without asking the miner.
-async fn next_block_for(ctx: &RpcContext, params: &Params) -> Result<Option<NextBlock>, RpcError> {
-    if !runs_pending(block_param(params, 1)?) {
+async fn next_block_for(
+    ctx: &RpcContext,
+    params: &Params,
+    absent_is_pending: bool,
+) -> Result<Option<NextBlock>, RpcError> {
+    if !runs_pending(block_param(params, 1)?, absent_is_pending) {
         return Ok(None);
     }
     call_args(ctx, params, None)?;
@@ -153,7 +161,7 @@ async fn next_block_for(ctx: &RpcContext, params: &Params) -> Result<Option<Next
 /// eth_call: the call's output as hex, encoded straight into the response.
 pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
     let run = |request, block| async move { Ok(ctx.executor.call(Call { request, block }).await?) };
-    let next = next_block_for(ctx, params).await?;
+    let next = next_block_for(ctx, params, false).await?;
     match at_head(|| call_args(ctx, params, next), run).await? {
         CallOutcome::Success { output, .. } => Ok(Reply::Hot(Hot::Data(output))),
         CallOutcome::Revert { output, .. } => Err(RpcError::Reverted { output }),
@@ -163,7 +171,7 @@ pub(crate) async fn call(ctx: &RpcContext, params: &Params) -> Result<Reply, Rpc
 
 /// eth_estimateGas: the smallest gas limit with which the transaction succeeds.
 pub(crate) async fn estimate_gas(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
-    let next = next_block_for(ctx, params).await?;
+    let next = next_block_for(ctx, params, true).await?;
     Ok(quantity(estimate(ctx, || call_args(ctx, params, next)).await?))
 }
 
