@@ -16,12 +16,12 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Map, Value, json};
 
-use crate::context::RpcLimits;
-use crate::error::RpcError;
-use crate::params::{
+use crate::core::RpcError;
+use crate::core::RpcLimits;
+use crate::core::{
     FromParam, HexOrDecimal, MineOptions, Params, Percentiles, StorageSlot, TxObject,
 };
-use crate::transport::{Envelope, Item, handle_with, parse_body};
+use crate::transport::envelope::{Envelope, Item, handle_with, parse_body};
 
 /// Cases per property: `HEARTH_FUZZ_CASES`, else `default`.
 fn cases(default: u32) -> u32 {
@@ -368,7 +368,7 @@ fn mutated_requests_never_break_the_envelope() {
 /// ids. A scan may give up where the parser would not (the body then goes the ordinary way),
 /// never the reverse.
 fn check_shed_scan(body: &[u8], hits: &RefCell<BTreeMap<i64, u64>>) -> Result<(), TestCaseError> {
-    use crate::shed::{executor_shape, for_each_item, scan_head, valid_json};
+    use crate::transport::shed::{executor_shape, for_each_item, scan_head, valid_json};
     if !valid_json(body) {
         return Ok(());
     }

@@ -1,21 +1,340 @@
-//! The method table: one `match` from method name to handler. Extension methods are consulted
-//! only when the table has no entry, so a core method always wins over an extension. In front
-//! of the table sits the namespace gate of `--http.api` ([`ApiNamespaces`]): a method whose
-//! namespace (the name up to its first `_`) is not enabled is unknown, -32601, whatever it is.
+//! The method table: one row per core method, and everything that needs to know about methods
+//! read from it. A row names the method, how it runs ([`Kind`]), the namespace `--http.api`
+//! gates it under when that is not the name's prefix, and its handler. From the rows come:
+//! dispatch (one `match` on the name), the sorted name list the metrics count by, the early
+//! refusal of executor calls (`transport::shed`), the namespace gate, and the [`Dialect`] a
+//! handler serving several dialects is given (it never looks at the method's name).
+//!
+//! Adding a method: write its handler in its namespace's folder, add one row here. Extension
+//! methods are consulted only when the table has no row, so a core method always wins.
+
+use std::sync::LazyLock;
 
 use hearth_messages::fork::misses;
 use hearth_messages::subscriptions::ConnectionId;
 use serde_json::Value;
 
-use crate::context::RpcContext;
-use crate::error::RpcError;
-use crate::params::Params;
-use crate::transport::Reply;
-use crate::{
-    access_list, blocks, call, capabilities, chain_config, debug_trace, dev, erc20, eth, eth_tx,
-    fees, filters, headers, logs, mined, net, node_info, parity_trace, proof, raw, receipts, reset,
-    rewind, sign, simulate, state_dump, storage_range, subscriptions, testing, txpool,
+use crate::anvil::dev::{BlockSetting, PatchKind};
+use crate::anvil::{dev, erc20, mined, node_info, reset, rewind, state_dump};
+use crate::core::{Dialect, Params, Reply, RpcContext, RpcError, RpcMetrics};
+use crate::debug::{raw, storage_range, trace as debug_trace};
+use crate::eth::{
+    access_list, blocks, call, capabilities, config, fees, filters, headers, logs, proof, receipts,
+    sign, simulate, state, subscriptions, tx,
 };
+use crate::{net, testing, trace, txpool};
+
+/// How a method runs, for the layers that decide before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Only reads: running it again changes nothing (a read that raced `anvil_reset` runs
+    /// again; on a fork it collects its misses instead of waiting on the upstream).
+    Read,
+    /// A read that runs on the executor pool, with at most `max_args` params: the front may
+    /// refuse it before parsing its body when the pool is over its budget (`transport::shed`).
+    Call {
+        /// Most params a well-formed request has.
+        max_args: usize,
+    },
+    /// Changes something (the chain, the pool, the node, a filter or a subscription).
+    Write,
+}
+
+impl Kind {
+    /// Whether running the method again changes nothing.
+    pub(crate) const fn is_read(self) -> bool {
+        matches!(self, Self::Read | Self::Call { .. })
+    }
+}
+
+/// One row of the table, as the layers around dispatch see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Method {
+    /// The JSON-RPC name.
+    pub(crate) name: &'static str,
+    /// The `--http.api` namespace it is served under: its prefix, except for dev methods
+    /// named in another namespace (eth_sendUnsignedTransaction is gated as `anvil`'s).
+    pub(crate) namespace: &'static str,
+    /// How it runs.
+    pub(crate) kind: Kind,
+}
+
+/// What a handler returns, made a [`Reply`]: a JSON value, or a reply already shaped (hot,
+/// typed or encoded results).
+trait IntoReply {
+    fn into_reply(self) -> Result<Reply, RpcError>;
+}
+
+impl IntoReply for Result<Value, RpcError> {
+    #[inline]
+    fn into_reply(self) -> Result<Reply, RpcError> {
+        self.map(Reply::Value)
+    }
+}
+
+impl IntoReply for Result<Reply, RpcError> {
+    #[inline]
+    fn into_reply(self) -> Result<Reply, RpcError> {
+        self
+    }
+}
+
+/// The namespace of `name`: the part before its first `_`.
+const fn prefix(name: &'static str) -> &'static str {
+    let bytes = name.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() && bytes[i] != b'_' {
+        i += 1;
+    }
+    let (head, _) = bytes.split_at(i);
+    match std::str::from_utf8(head) {
+        Ok(head) => head,
+        Err(_) => name,
+    }
+}
+
+/// Declares the table. Each row: `"name" kind [in "namespace"] => handler expression;` where
+/// the expression may use the names bound in `|ctx, params, connection, dialect|` and may
+/// `.await`. Kinds: `read`, `write`, `call(max_args)`.
+macro_rules! methods {
+    (
+        |$ctx:ident, $p:ident, $conn:ident, $d:ident|
+        $( $name:literal $kind:ident $(($max:literal))? $(in $ns:literal)? => $body:expr; )*
+    ) => {
+        /// Every core method, in the table's order.
+        pub(crate) const TABLE: &[Method] = &[$(
+            Method {
+                name: $name,
+                namespace: methods!(@namespace $name $(, $ns)?),
+                kind: methods!(@kind $kind $(, $max)?),
+            },
+        )*];
+
+        /// Runs the core method `name`; `None` when the table has no row for it.
+        async fn run_row(
+            $ctx: &RpcContext,
+            name: &str,
+            $p: &Params,
+            $conn: Option<ConnectionId>,
+        ) -> Option<Result<Reply, RpcError>> {
+            Some(match name {
+                $( $name => {
+                    #[allow(unused_variables)]
+                    let $d = const { Dialect::of(prefix($name)) };
+                    IntoReply::into_reply($body)
+                } )*
+                _ => return None,
+            })
+        }
+    };
+    (@namespace $name:literal) => { prefix($name) };
+    (@namespace $name:literal, $ns:literal) => { $ns };
+    (@kind read) => { Kind::Read };
+    (@kind write) => { Kind::Write };
+    (@kind call, $max:literal) => { Kind::Call { max_args: $max } };
+}
+
+methods! {
+    |ctx, p, connection, dialect|
+
+    "web3_clientVersion" read => net::client_version(ctx, p);
+    "web3_sha3" read => net::sha3(p);
+    "net_version" read => net::version(ctx, p);
+    "net_listening" read => net::listening(p);
+    "net_peerCount" read => net::peer_count(p);
+
+    "eth_chainId" read => state::chain_id(ctx, p);
+    "eth_blockNumber" read => state::block_number(ctx, p);
+    "eth_accounts" read => state::accounts(ctx, p);
+    "eth_syncing" read => state::syncing(p);
+    "eth_capabilities" read => capabilities::capabilities(ctx, p);
+    "eth_config" read => config::config(ctx, p);
+    // The hot results are typed: encoded straight into the response buffer.
+    "eth_getBalance" read => state::get_balance(ctx, p);
+    "eth_getTransactionCount" read => state::get_transaction_count(ctx, p).await;
+    "eth_getCode" read => state::get_code(ctx, p);
+    "eth_getAccountInfo" read => state::get_account_info(ctx, p);
+    "eth_getStorageAt" read => state::get_storage_at(ctx, p);
+    "eth_getStorageValues" read => state::get_storage_values(ctx, p);
+    "eth_coinbase" read => state::coinbase(ctx, p).await;
+    "eth_mining" read => state::mining(ctx, p).await;
+    "eth_getProof" read => proof::get_proof(ctx, p);
+
+    "eth_call" call(4) => call::call(ctx, p).await;
+    "eth_estimateGas" call(4) => call::estimate_gas(ctx, p).await;
+    "eth_createAccessList" call(3) => access_list::create_access_list(ctx, p).await;
+    // Simulated blocks are encoded one by one, within the response cap.
+    "eth_simulateV1" call(2) => simulate::simulate(ctx, p).await;
+
+    "eth_gasPrice" read => fees::gas_price(ctx, p);
+    "eth_maxPriorityFeePerGas" read => fees::max_priority_fee(p);
+    "eth_feeHistory" read => fees::fee_history(ctx, p);
+    "eth_baseFee" read => fees::base_fee(ctx, p);
+    "eth_blobBaseFee" read => fees::blob_base_fee(ctx, p);
+
+    "eth_sendRawTransaction" write => tx::send_raw_transaction(ctx, p).await;
+    "eth_sendTransaction" write => tx::send_transaction(ctx, p).await;
+    "eth_sendUnsignedTransaction" write in "anvil" => tx::send_unsigned_transaction(ctx, p).await;
+    "eth_sign" read => sign::eth_sign(ctx, p);
+    "personal_sign" read => sign::personal_sign(ctx, p);
+    "eth_signTypedData_v4" read => sign::sign_typed_data_v4(ctx, p);
+    "eth_signTypedData" read => sign::sign_typed_data_v4(ctx, p);
+    "eth_signTransaction" read => sign::sign_transaction(ctx, p).await;
+    "eth_getTransactionByHash" read => tx::get_transaction_by_hash(ctx, p).await;
+    "eth_getTransactionReceipt" read => tx::get_transaction_receipt(ctx, p);
+
+    "eth_getBlockByNumber" read => blocks::get_block_by_number(ctx, p);
+    "eth_getBlockByHash" read => blocks::get_block_by_hash(ctx, p);
+    "eth_getBlockTransactionCountByNumber" read => blocks::tx_count_by_number(ctx, p);
+    "eth_getBlockTransactionCountByHash" read => blocks::tx_count_by_hash(ctx, p);
+    "eth_getTransactionByBlockNumberAndIndex" read => blocks::tx_by_number_and_index(ctx, p);
+    "eth_getTransactionByBlockHashAndIndex" read => blocks::tx_by_hash_and_index(ctx, p);
+    // A block's receipts are encoded as they are read, within the response cap.
+    "eth_getBlockReceipts" read => receipts::get_block_receipts(ctx, p);
+    "eth_getHeaderByNumber" read => headers::get_header_by_number(ctx, p);
+    "eth_getHeaderByHash" read => headers::get_header_by_hash(ctx, p);
+    "eth_getUncleCountByBlockNumber" read => headers::uncle_count_by_number(ctx, p);
+    "eth_getUncleCountByBlockHash" read => headers::uncle_count_by_hash(ctx, p);
+    "eth_getUncleByBlockNumberAndIndex" read => headers::uncle_by_number_and_index(ctx, p);
+    "eth_getUncleByBlockHashAndIndex" read => headers::uncle_by_hash_and_index(ctx, p);
+
+    "debug_getRawHeader" read => raw::get_raw_header(ctx, p);
+    "debug_getRawBlock" read => raw::get_raw_block(ctx, p);
+    "debug_getRawReceipts" read => raw::get_raw_receipts(ctx, p);
+    "debug_getRawTransaction" read => raw::get_raw_transaction(ctx, p).await;
+    "debug_storageRangeAt" read => storage_range::storage_range_at(ctx, p);
+
+    // Logs are encoded as they are read, within the response and log-count caps.
+    "eth_getLogs" read => logs::get_logs(ctx, p);
+    "eth_getFilterChanges" write => filters::get_filter_changes(ctx, p).await;
+    "eth_getFilterLogs" write => filters::get_filter_logs(ctx, p).await;
+    "eth_newFilter" write => filters::new_filter(ctx, p).await;
+    "eth_newBlockFilter" write => filters::new_block_filter(ctx, p).await;
+    "eth_newPendingTransactionFilter" write => filters::new_pending_transaction_filter(ctx, p).await;
+    "eth_uninstallFilter" write => filters::uninstall_filter(ctx, p).await;
+    "eth_subscribe" write => subscriptions::subscribe(ctx, connection, p).await;
+    "eth_unsubscribe" write => subscriptions::unsubscribe(ctx, connection, p).await;
+
+    "evm_mine" write => dev::mine(ctx, p).await;
+    "evm_mine_detailed" write => mined::mine_detailed(ctx, p).await;
+    "anvil_mine_detailed" write => mined::mine_detailed(ctx, p).await;
+    "anvil_mine" write => dev::mine_many(ctx, dialect, p).await;
+    "hardhat_mine" write => dev::mine_many(ctx, dialect, p).await;
+    "evm_setAutomine" write => dev::set_automine(ctx, dialect, p).await;
+    "anvil_setAutomine" write => dev::set_automine(ctx, dialect, p).await;
+    "anvil_getAutomine" read => dev::get_automine(ctx, p).await;
+    "hardhat_getAutomine" read => dev::get_automine(ctx, p).await;
+    "evm_setIntervalMining" write => dev::set_interval_mining(ctx, p).await;
+    "anvil_setIntervalMining" write => dev::set_interval_mining_seconds(ctx, p).await;
+    "evm_setNextBlockTimestamp" write =>
+        dev::set_block(ctx, dialect, BlockSetting::NextTimestamp, p).await;
+    "anvil_setNextBlockTimestamp" write =>
+        dev::set_block(ctx, dialect, BlockSetting::NextTimestamp, p).await;
+    "evm_increaseTime" write => dev::set_block(ctx, dialect, BlockSetting::IncreaseTime, p).await;
+    "anvil_increaseTime" write =>
+        dev::set_block(ctx, dialect, BlockSetting::IncreaseTime, p).await;
+    "evm_setBlockGasLimit" write => dev::set_block(ctx, dialect, BlockSetting::GasLimit, p).await;
+    "anvil_setBlockGasLimit" write =>
+        dev::set_block(ctx, dialect, BlockSetting::GasLimit, p).await;
+    "anvil_setNextBlockBaseFeePerGas" write =>
+        dev::set_block(ctx, dialect, BlockSetting::NextBaseFee, p).await;
+    "hardhat_setNextBlockBaseFeePerGas" write =>
+        dev::set_block(ctx, dialect, BlockSetting::NextBaseFee, p).await;
+    "anvil_setCoinbase" write => dev::set_block(ctx, dialect, BlockSetting::Coinbase, p).await;
+    "hardhat_setCoinbase" write => dev::set_block(ctx, dialect, BlockSetting::Coinbase, p).await;
+    "anvil_setPrevRandao" write =>
+        dev::set_block(ctx, dialect, BlockSetting::PrevRandao, p).await;
+    "hardhat_setPrevRandao" write =>
+        dev::set_block(ctx, dialect, BlockSetting::PrevRandao, p).await;
+    "anvil_setTime" write => dev::set_time(ctx, p).await;
+    "evm_setTime" write => dev::set_time(ctx, p).await;
+    "anvil_setBlockTimestampInterval" write => dev::set_timestamp_interval(ctx, p).await;
+    "anvil_removeBlockTimestampInterval" write => dev::remove_timestamp_interval(ctx, p).await;
+    "anvil_setBalance" write => dev::patch(ctx, dialect, PatchKind::Balance, p).await;
+    "hardhat_setBalance" write => dev::patch(ctx, dialect, PatchKind::Balance, p).await;
+    "anvil_addBalance" write => dev::patch(ctx, dialect, PatchKind::AddBalance, p).await;
+    "anvil_setNonce" write => dev::patch(ctx, dialect, PatchKind::Nonce, p).await;
+    "hardhat_setNonce" write => dev::patch(ctx, dialect, PatchKind::Nonce, p).await;
+    "anvil_setCode" write => dev::patch(ctx, dialect, PatchKind::Code, p).await;
+    "hardhat_setCode" write => dev::patch(ctx, dialect, PatchKind::Code, p).await;
+    "anvil_setStorageAt" write => dev::patch(ctx, dialect, PatchKind::Storage, p).await;
+    "hardhat_setStorageAt" write => dev::patch(ctx, dialect, PatchKind::Storage, p).await;
+    "anvil_impersonateAccount" write => dev::impersonate(ctx, dialect, true, p).await;
+    "hardhat_impersonateAccount" write => dev::impersonate(ctx, dialect, true, p).await;
+    "anvil_stopImpersonatingAccount" write => dev::impersonate(ctx, dialect, false, p).await;
+    "hardhat_stopImpersonatingAccount" write => dev::impersonate(ctx, dialect, false, p).await;
+    "anvil_dealERC20" write => erc20::deal(ctx, p).await;
+    "anvil_setERC20Balance" write => erc20::deal(ctx, p).await;
+    "anvil_setERC20Allowance" write => erc20::set_allowance(ctx, p).await;
+    "anvil_autoImpersonateAccount" write => dev::auto_impersonate(ctx, p).await;
+    "anvil_dropTransaction" write => dev::drop_transaction(ctx, dialect, p).await;
+    "hardhat_dropTransaction" write => dev::drop_transaction(ctx, dialect, p).await;
+    "anvil_dropAllTransactions" write => dev::drop_all(ctx, p).await;
+    "anvil_removePoolTransactions" write => dev::remove_pool_transactions(ctx, p).await;
+    "evm_snapshot" write => dev::snapshot(ctx, p).await;
+    "anvil_snapshot" write => dev::snapshot(ctx, p).await;
+    "evm_revert" write => dev::revert(ctx, dialect, p).await;
+    "anvil_revert" write => dev::revert(ctx, dialect, p).await;
+    "anvil_rollback" write => rewind::rollback(ctx, p).await;
+    "anvil_reset" write => reset::reset(ctx, dialect, p).await;
+    "hardhat_reset" write => reset::reset(ctx, dialect, p).await;
+    "anvil_reorg" write => rewind::reorg(ctx, p).await;
+    "anvil_setChainId" write => dev::set_chain_id(ctx, p).await;
+    "anvil_dumpState" read => state_dump::dump_state(ctx, p).await;
+    "anvil_loadState" write => state_dump::load_state(ctx, p).await;
+    "anvil_setLoggingEnabled" write => dev::set_logging(ctx, dialect, p);
+    "hardhat_setLoggingEnabled" write => dev::set_logging(ctx, dialect, p);
+    "anvil_setMinGasPrice" write => dev::set_min_gas_price(dialect, p);
+    "hardhat_setMinGasPrice" write => dev::set_min_gas_price(dialect, p);
+    "anvil_nodeInfo" read => node_info::node_info(ctx, p).await;
+    "anvil_metadata" read => node_info::metadata(ctx, p).await;
+    "hardhat_metadata" read => node_info::metadata(ctx, p).await;
+
+    // Traces are encoded on the executor thread, within the response cap.
+    "debug_traceTransaction" read => debug_trace::trace_transaction(ctx, p).await;
+    "debug_traceCall" read => debug_trace::trace_call(ctx, p).await;
+    "debug_traceBlockByNumber" read => debug_trace::trace_block_by_number(ctx, p).await;
+    "debug_traceBlockByHash" read => debug_trace::trace_block_by_hash(ctx, p).await;
+    "debug_traceBlock" read => debug_trace::trace_raw_block(ctx, p).await;
+    "trace_transaction" read => trace::trace_transaction(ctx, p).await;
+    "trace_get" read => trace::trace_get(ctx, p).await;
+    "trace_block" read => trace::trace_block(ctx, p).await;
+    "trace_replayTransaction" read => trace::replay_transaction(ctx, p).await;
+    "trace_replayBlockTransactions" read => trace::replay_block(ctx, p).await;
+    "trace_call" read => trace::trace_call(ctx, p).await;
+    "trace_callMany" read => trace::trace_call_many(ctx, p).await;
+    "trace_filter" read => trace::trace_filter(ctx, p).await;
+    "testing_buildBlockV1" read => testing::build_block(ctx, p).await;
+
+    "txpool_status" read => txpool::status(ctx, p).await;
+    "txpool_content" read => txpool::content_method(ctx, p).await;
+    "txpool_contentFrom" read => txpool::content_from(ctx, p).await;
+    "txpool_inspect" read => txpool::inspect(ctx, p).await;
+}
+
+/// The table's rows sorted by name: the order the metrics count methods in (a binary search
+/// finds a method's counters and its row at once).
+static SORTED: LazyLock<Vec<&'static Method>> = LazyLock::new(|| {
+    let mut rows: Vec<&'static Method> = TABLE.iter().collect();
+    rows.sort_unstable_by_key(|row| row.name);
+    rows
+});
+
+/// Every core method's name, sorted.
+pub(crate) static NAMES: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| SORTED.iter().map(|row| row.name).collect());
+
+/// The row of `name`, if it is a core method.
+pub(crate) fn row(name: &str) -> Option<&'static Method> {
+    SORTED.binary_search_by_key(&name, |row| row.name).ok().map(|at| SORTED[at])
+}
+
+/// Counters for every core method of the table, then `other`.
+impl Default for RpcMetrics {
+    fn default() -> Self {
+        Self::for_methods(&NAMES)
+    }
+}
 
 /// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
 /// connection the request came on (`None` over HTTP).
@@ -25,10 +344,14 @@ pub(crate) async fn dispatch(
     params: Option<Value>,
     connection: Option<ConnectionId>,
 ) -> Result<Reply, RpcError> {
-    if !ctx.api.allows(&method) {
+    let Some(row) = row(&method) else {
+        return run_extension(ctx, method, params).await;
+    };
+    if !ctx.api.serves(row.namespace) {
         return Err(RpcError::MethodNotFound(method));
     }
     let params = Params::new(params);
+    let read = row.kind.is_read();
     let mut retries = 0;
     let mut fork_rounds = 0;
     loop {
@@ -36,24 +359,22 @@ pub(crate) async fn dispatch(
         // A read on a fork collects the fork state it misses instead of holding this worker
         // thread while the upstream answers (`fork::misses`): the misses are fetched, awaited,
         // and the read runs again; the last round's reads wait, as every read did before.
-        let result =
-            if fork_rounds < misses::MAX_ROUNDS && ctx.executor.fork_reads() && is_read(&method) {
-                match misses::collect_async(dispatch_once(ctx, &method, &params, connection)).await
-                {
-                    (_, Some(missed)) => {
-                        fork_rounds += 1;
-                        missed.fetch().await.map_err(|error| {
-                            RpcError::Storage(hearth_messages::storage::StorageError::Fork(
-                                error.to_string(),
-                            ))
-                        })?;
-                        continue;
-                    }
-                    (result, None) => result,
+        let result = if read && fork_rounds < misses::MAX_ROUNDS && ctx.executor.fork_reads() {
+            match misses::collect_async(run(ctx, row, &params, connection)).await {
+                (_, Some(missed)) => {
+                    fork_rounds += 1;
+                    missed.fetch().await.map_err(|error| {
+                        RpcError::Storage(hearth_messages::storage::StorageError::Fork(
+                            error.to_string(),
+                        ))
+                    })?;
+                    continue;
                 }
-            } else {
-                dispatch_once(ctx, &method, &params, connection).await
-            };
+                (result, None) => result,
+            }
+        } else {
+            run(ctx, row, &params, connection).await
+        };
         match &result {
             // The request found its block number on one chain and looked for it on the next
             // (anvil_reset switched between its reads): it runs again, on the new chain, so it
@@ -61,7 +382,7 @@ pub(crate) async fn dispatch(
             Err(error)
                 if error.is_missing_block()
                     && retries < MAX_RESET_RETRIES
-                    && is_read(&method)
+                    && read
                     && ctx.chain.generation() != generation =>
             {
                 retries += 1;
@@ -75,276 +396,35 @@ pub(crate) async fn dispatch(
 /// happened while it ran).
 const MAX_RESET_RETRIES: u32 = 3;
 
-/// Whether `method` only reads, so that running it again changes nothing.
-fn is_read(method: &str) -> bool {
-    let read_namespace =
-        ["eth_", "debug_", "trace_", "ots_"].iter().any(|ns| method.starts_with(ns));
-    read_namespace && !method.starts_with("eth_send") && !method.contains("Filter")
-}
-
-async fn dispatch_once(
+/// Runs the handler of `row`.
+async fn run(
     ctx: &RpcContext,
-    method: &str,
+    row: &Method,
     params: &Params,
     connection: Option<ConnectionId>,
 ) -> Result<Reply, RpcError> {
-    let p = params;
-    let value = match method {
-        "web3_clientVersion" => net::client_version(ctx, p),
-        "web3_sha3" => net::sha3(p),
-        "net_version" => net::version(ctx, p),
-        "net_listening" => net::listening(p),
-        "net_peerCount" => net::peer_count(p),
-
-        "eth_chainId" => eth::chain_id(ctx, p),
-        "eth_blockNumber" => eth::block_number(ctx, p),
-        "eth_accounts" => eth::accounts(ctx, p),
-        "eth_syncing" => eth::syncing(p),
-        "eth_capabilities" => capabilities::capabilities(ctx, p),
-        "eth_config" => chain_config::config(ctx, p),
-        // The hot results are typed: encoded straight into the response buffer.
-        "eth_getBalance" => return eth::get_balance(ctx, p),
-        "eth_getTransactionCount" => eth::get_transaction_count(ctx, p).await,
-        "eth_getCode" => eth::get_code(ctx, p),
-        "eth_getAccountInfo" => eth::get_account_info(ctx, p),
-        "eth_getStorageAt" => eth::get_storage_at(ctx, p),
-        "eth_getStorageValues" => eth::get_storage_values(ctx, p),
-        "eth_coinbase" => eth::coinbase(ctx, p).await,
-        "eth_mining" => eth::mining(ctx, p).await,
-        "eth_getProof" => proof::get_proof(ctx, p),
-
-        "eth_call" => return call::call(ctx, p).await,
-        "eth_estimateGas" => call::estimate_gas(ctx, p).await,
-        "eth_createAccessList" => access_list::create_access_list(ctx, p).await,
-        // Simulated blocks are encoded one by one, within the response cap.
-        "eth_simulateV1" => return simulate::simulate(ctx, p).await,
-
-        "eth_gasPrice" => fees::gas_price(ctx, p),
-        "eth_maxPriorityFeePerGas" => fees::max_priority_fee(p),
-        "eth_feeHistory" => fees::fee_history(ctx, p),
-        "eth_baseFee" => fees::base_fee(ctx, p),
-        "eth_blobBaseFee" => fees::blob_base_fee(ctx, p),
-
-        "eth_sendRawTransaction" => return eth_tx::send_raw_transaction(ctx, p).await,
-        "eth_sendTransaction" => eth_tx::send_transaction(ctx, p).await,
-        "eth_sendUnsignedTransaction" => eth_tx::send_unsigned_transaction(ctx, p).await,
-        "eth_sign" => sign::eth_sign(ctx, p),
-        "personal_sign" => sign::personal_sign(ctx, p),
-        "eth_signTypedData_v4" | "eth_signTypedData" => sign::sign_typed_data_v4(ctx, p),
-        "eth_signTransaction" => sign::sign_transaction(ctx, p).await,
-        "eth_getTransactionByHash" => eth_tx::get_transaction_by_hash(ctx, p).await,
-        "eth_getTransactionReceipt" => return eth_tx::get_transaction_receipt(ctx, p),
-
-        "eth_getBlockByNumber" => return blocks::get_block_by_number(ctx, p),
-        "eth_getBlockByHash" => return blocks::get_block_by_hash(ctx, p),
-        "eth_getBlockTransactionCountByNumber" => blocks::tx_count_by_number(ctx, p),
-        "eth_getBlockTransactionCountByHash" => blocks::tx_count_by_hash(ctx, p),
-        "eth_getTransactionByBlockNumberAndIndex" => blocks::tx_by_number_and_index(ctx, p),
-        "eth_getTransactionByBlockHashAndIndex" => blocks::tx_by_hash_and_index(ctx, p),
-        // A block's receipts are encoded as they are read, within the response cap.
-        "eth_getBlockReceipts" => return receipts::get_block_receipts(ctx, p),
-        "eth_getHeaderByNumber" => headers::get_header_by_number(ctx, p),
-        "eth_getHeaderByHash" => headers::get_header_by_hash(ctx, p),
-        "eth_getUncleCountByBlockNumber" => headers::uncle_count_by_number(ctx, p),
-        "eth_getUncleCountByBlockHash" => headers::uncle_count_by_hash(ctx, p),
-        "eth_getUncleByBlockNumberAndIndex" => headers::uncle_by_number_and_index(ctx, p),
-        "eth_getUncleByBlockHashAndIndex" => headers::uncle_by_hash_and_index(ctx, p),
-
-        "debug_getRawHeader" => raw::get_raw_header(ctx, p),
-        "debug_getRawBlock" => return raw::get_raw_block(ctx, p),
-        "debug_getRawReceipts" => return raw::get_raw_receipts(ctx, p),
-        "debug_getRawTransaction" => raw::get_raw_transaction(ctx, p).await,
-        "debug_storageRangeAt" => storage_range::storage_range_at(ctx, p),
-
-        // Logs are encoded as they are read, within the response and log-count caps.
-        "eth_getLogs" => return logs::get_logs(ctx, p),
-        "eth_getFilterChanges" => return filters::get_filter_changes(ctx, p).await,
-        "eth_getFilterLogs" => return filters::get_filter_logs(ctx, p).await,
-        "eth_newFilter" => filters::new_filter(ctx, p).await,
-        "eth_newBlockFilter" => filters::new_block_filter(ctx, p).await,
-        "eth_newPendingTransactionFilter" => filters::new_pending_transaction_filter(ctx, p).await,
-        "eth_uninstallFilter" => filters::uninstall_filter(ctx, p).await,
-        "eth_subscribe" => subscriptions::subscribe(ctx, connection, p).await,
-        "eth_unsubscribe" => subscriptions::unsubscribe(ctx, connection, p).await,
-
-        "evm_mine" => dev::mine(ctx, p).await,
-        "evm_mine_detailed" | "anvil_mine_detailed" => mined::mine_detailed(ctx, p).await,
-        "anvil_mine" | "hardhat_mine" => dev::mine_many(ctx, method, p).await,
-        "evm_setAutomine" | "anvil_setAutomine" => dev::set_automine(ctx, method, p).await,
-        "anvil_getAutomine" | "hardhat_getAutomine" => dev::get_automine(ctx, p).await,
-        "evm_setIntervalMining" => dev::set_interval_mining(ctx, p).await,
-        "anvil_setIntervalMining" => dev::set_interval_mining_seconds(ctx, p).await,
-        "evm_setNextBlockTimestamp"
-        | "anvil_setNextBlockTimestamp"
-        | "evm_increaseTime"
-        | "anvil_increaseTime"
-        | "evm_setBlockGasLimit"
-        | "anvil_setBlockGasLimit"
-        | "anvil_setNextBlockBaseFeePerGas"
-        | "hardhat_setNextBlockBaseFeePerGas"
-        | "anvil_setCoinbase"
-        | "hardhat_setCoinbase"
-        | "anvil_setPrevRandao"
-        | "hardhat_setPrevRandao" => dev::set_block(ctx, method, p).await,
-        "anvil_setTime" | "evm_setTime" => dev::set_time(ctx, p).await,
-        "anvil_setBlockTimestampInterval" => dev::set_timestamp_interval(ctx, p).await,
-        "anvil_removeBlockTimestampInterval" => dev::remove_timestamp_interval(ctx, p).await,
-        "anvil_setBalance"
-        | "hardhat_setBalance"
-        | "anvil_addBalance"
-        | "anvil_setNonce"
-        | "hardhat_setNonce"
-        | "anvil_setCode"
-        | "hardhat_setCode"
-        | "anvil_setStorageAt"
-        | "hardhat_setStorageAt" => dev::patch(ctx, method, p).await,
-        "anvil_impersonateAccount"
-        | "hardhat_impersonateAccount"
-        | "anvil_stopImpersonatingAccount"
-        | "hardhat_stopImpersonatingAccount" => dev::impersonate(ctx, method, p).await,
-        "anvil_dealERC20" | "anvil_setERC20Balance" => erc20::deal(ctx, p).await,
-        "anvil_setERC20Allowance" => erc20::set_allowance(ctx, p).await,
-        "anvil_autoImpersonateAccount" => dev::auto_impersonate(ctx, p).await,
-        "anvil_dropTransaction" | "hardhat_dropTransaction" => {
-            dev::drop_transaction(ctx, method, p).await
-        }
-        "anvil_dropAllTransactions" => dev::drop_all(ctx, p).await,
-        "anvil_removePoolTransactions" => dev::remove_pool_transactions(ctx, p).await,
-        "evm_snapshot" | "anvil_snapshot" => dev::snapshot(ctx, p).await,
-        "evm_revert" | "anvil_revert" => dev::revert(ctx, method, p).await,
-        "anvil_rollback" => rewind::rollback(ctx, p).await,
-        "anvil_reset" | "hardhat_reset" => reset::reset(ctx, method, p).await,
-        "anvil_reorg" => rewind::reorg(ctx, p).await,
-        "anvil_setChainId" => dev::set_chain_id(ctx, p).await,
-        "anvil_dumpState" => state_dump::dump_state(ctx, p).await,
-        "anvil_loadState" => state_dump::load_state(ctx, p).await,
-        "anvil_setLoggingEnabled" | "hardhat_setLoggingEnabled" => dev::set_logging(ctx, method, p),
-        "anvil_setMinGasPrice" | "hardhat_setMinGasPrice" => dev::set_min_gas_price(method, p),
-        "anvil_nodeInfo" => node_info::node_info(ctx, p).await,
-        "anvil_metadata" | "hardhat_metadata" => node_info::metadata(ctx, p).await,
-
-        // Traces are encoded on the executor thread, within the response cap.
-        "debug_traceTransaction" => return debug_trace::trace_transaction(ctx, p).await,
-        "debug_traceCall" => return debug_trace::trace_call(ctx, p).await,
-        "debug_traceBlockByNumber" => return debug_trace::trace_block_by_number(ctx, p).await,
-        "debug_traceBlockByHash" => return debug_trace::trace_block_by_hash(ctx, p).await,
-        "debug_traceBlock" => return debug_trace::trace_raw_block(ctx, p).await,
-        "trace_transaction" => return parity_trace::trace_transaction(ctx, p).await,
-        "trace_get" => return parity_trace::trace_get(ctx, p).await,
-        "trace_block" => return parity_trace::trace_block(ctx, p).await,
-        "trace_replayTransaction" => return parity_trace::replay_transaction(ctx, p).await,
-        "trace_replayBlockTransactions" => return parity_trace::replay_block(ctx, p).await,
-        "trace_call" => return parity_trace::trace_call(ctx, p).await,
-        "trace_callMany" => return parity_trace::trace_call_many(ctx, p).await,
-        "trace_filter" => return parity_trace::trace_filter(ctx, p).await,
-        "testing_buildBlockV1" => testing::build_block(ctx, p).await,
-
-        "txpool_status" => txpool::status(ctx, p).await,
-        "txpool_content" => return txpool::content_method(ctx, p).await,
-        "txpool_contentFrom" => return txpool::content_from(ctx, p).await,
-        "txpool_inspect" => return txpool::inspect(ctx, p).await,
-
-        _ => match ctx.extensions.get(method) {
-            Some(extension) => extension(params.clone().into_value())
-                .await
-                .map_err(|(code, message)| RpcError::Extension { code, message }),
-            None => Err(RpcError::MethodNotFound(method.to_owned())),
-        },
-    };
-    value.map(Reply::Value)
-}
-
-/// The namespaces `--http.api` may name: the core's, the dev chain's, execution-apis'
-/// `testing`, and those peers serve that extensions may add (`trace`, `personal`, `admin`,
-/// `ots`, `hearth`).
-pub const KNOWN_NAMESPACES: [&str; 14] = [
-    "eth", "net", "web3", "txpool", "debug", "trace", "evm", "anvil", "hardhat", "personal",
-    "admin", "ots", "hearth", "testing",
-];
-
-/// The namespaces whose methods change the chain outside its rules (balances, code, time,
-/// mining): a shared deployment should not serve them.
-pub const DEV_NAMESPACES: [&str; 3] = ["evm", "anvil", "hardhat"];
-
-/// Dev methods named in another namespace: anvil's eth_sendUnsignedTransaction sends from any
-/// account without a signature, so a list that leaves `anvil` out must not serve it either.
-pub const DEV_METHODS_ELSEWHERE: [&str; 1] = ["eth_sendUnsignedTransaction"];
-
-/// A namespace `--http.api` cannot serve.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NamespaceError {
-    /// The list is empty.
-    #[error("empty: name namespaces such as eth,net,web3, or all")]
-    Empty,
-    /// A name that is not a namespace.
-    #[error("unknown namespace {name:?}; known: all, {}", KNOWN_NAMESPACES.join(", "))]
-    Unknown {
-        /// What was given.
-        name: String,
-    },
-}
-
-/// The JSON-RPC namespaces served (`--http.api`): all of them (a dev node's default), or a set
-/// of [`KNOWN_NAMESPACES`]. Applies to HTTP and WebSocket alike.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ApiNamespaces(Option<u16>);
-
-impl ApiNamespaces {
-    /// Every namespace, extensions' included.
-    pub const fn all() -> Self {
-        Self(None)
-    }
-
-    /// Parses a comma-separated list of namespaces, or `all`.
-    pub fn parse(list: &str) -> Result<Self, NamespaceError> {
-        let mut bits = 0u16;
-        let mut empty = true;
-        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            empty = false;
-            if name.eq_ignore_ascii_case("all") {
-                return Ok(Self::all());
-            }
-            let index = KNOWN_NAMESPACES
-                .iter()
-                .position(|known| known.eq_ignore_ascii_case(name))
-                .ok_or_else(|| NamespaceError::Unknown { name: name.to_owned() })?;
-            bits |= 1 << index;
-        }
-        if empty { Err(NamespaceError::Empty) } else { Ok(Self(Some(bits))) }
-    }
-
-    /// Whether `namespace` (e.g. `anvil`) is served.
-    pub fn serves(&self, namespace: &str) -> bool {
-        match self.0 {
-            None => true,
-            Some(bits) => KNOWN_NAMESPACES
-                .iter()
-                .position(|known| *known == namespace)
-                .is_some_and(|index| bits & (1 << index) != 0),
-        }
-    }
-
-    /// Whether `method` may run: its namespace is the part before the first `_`, except for
-    /// [`DEV_METHODS_ELSEWHERE`], which are gated as `anvil`'s.
-    pub fn allows(&self, method: &str) -> bool {
-        if self.0.is_none() {
-            return true;
-        }
-        if DEV_METHODS_ELSEWHERE.contains(&method) {
-            return self.serves("anvil");
-        }
-        method.split_once('_').is_some_and(|(ns, _)| self.serves(ns))
-    }
-
-    /// Whether any dev namespace (evm, anvil, hardhat) is served.
-    pub fn serves_dev_methods(&self) -> bool {
-        DEV_NAMESPACES.iter().any(|ns| self.serves(ns))
+    match run_row(ctx, row.name, params, connection).await {
+        Some(result) => result,
+        None => Err(RpcError::MethodNotFound(row.name.to_owned())),
     }
 }
 
-impl Default for ApiNamespaces {
-    fn default() -> Self {
-        Self::all()
+/// A method the table has no row for: an extension's, if one registered it and its namespace
+/// is served; else -32601.
+async fn run_extension(
+    ctx: &RpcContext,
+    method: String,
+    params: Option<Value>,
+) -> Result<Reply, RpcError> {
+    if !ctx.api.allows(&method) {
+        return Err(RpcError::MethodNotFound(method));
+    }
+    match ctx.extensions.get(&method) {
+        Some(extension) => extension(Params::new(params).into_value())
+            .await
+            .map(Reply::Value)
+            .map_err(|(code, message)| RpcError::Extension { code, message }),
+        None => Err(RpcError::MethodNotFound(method)),
     }
 }
 
@@ -353,34 +433,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn namespaces_gate_by_prefix() {
-        let shared = ApiNamespaces::parse("eth, net,WEB3").expect("valid");
-        assert!(shared.allows("eth_chainId") && shared.allows("net_version"));
-        assert!(shared.allows("web3_clientVersion"));
-        for refused in ["anvil_setBalance", "evm_mine", "hardhat_mine", "txpool_status"] {
-            assert!(!shared.allows(refused), "{refused}");
+    fn every_name_has_one_row() {
+        let mut names: Vec<_> = TABLE.iter().map(|row| row.name).collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(names.len(), before, "a method declared twice");
+        assert_eq!(NAMES.as_slice(), names.as_slice());
+        for name in &names {
+            assert_eq!(row(name).map(|row| row.name), Some(*name));
         }
-        assert!(!shared.allows("eth"), "no namespace");
-        assert!(shared.allows("eth_sendTransaction"));
-        assert!(!shared.allows("eth_sendUnsignedTransaction"), "a dev method in eth_");
-        let with_anvil = ApiNamespaces::parse("anvil").expect("valid");
-        assert!(with_anvil.allows("eth_sendUnsignedTransaction"));
-        assert!(!with_anvil.allows("eth_chainId"));
-        assert!(!shared.allows("ext_echo"), "an unknown namespace is not served by a list");
-        assert!(!shared.serves_dev_methods());
-        let all = ApiNamespaces::default();
-        assert!(all.allows("anvil_setBalance") && all.allows("ext_echo") && all.allows("x"));
-        assert!(all.serves_dev_methods());
-        assert_eq!(ApiNamespaces::parse("eth,all"), Ok(ApiNamespaces::all()));
-        assert!(ApiNamespaces::parse("eth,anvil").expect("valid").serves_dev_methods());
+        assert!(row("eth_nope").is_none());
     }
 
     #[test]
-    fn bad_namespace_lists_say_why() {
-        assert_eq!(ApiNamespaces::parse(""), Err(NamespaceError::Empty));
-        assert_eq!(ApiNamespaces::parse(" , "), Err(NamespaceError::Empty));
-        let err = ApiNamespaces::parse("eth,eht").expect_err("typo");
-        assert_eq!(err, NamespaceError::Unknown { name: "eht".into() });
-        assert!(err.to_string().contains("known: all, eth, net"), "{err}");
+    fn rows_say_namespace_and_kind() {
+        let call = row("eth_call").expect("a core method");
+        assert_eq!((call.namespace, call.kind), ("eth", Kind::Call { max_args: 4 }));
+        let unsigned = row("eth_sendUnsignedTransaction").expect("a core method");
+        assert_eq!(unsigned.namespace, "anvil", "a dev method named in eth_ is gated as anvil's");
+        assert!(row("hardhat_mine").is_some_and(|row| row.namespace == "hardhat"));
+        assert!(row("eth_getBalance").is_some_and(|row| row.kind.is_read()));
+        assert!(!row("eth_sendRawTransaction").is_some_and(|row| row.kind.is_read()));
+        assert!(!row("eth_newFilter").is_some_and(|row| row.kind.is_read()));
     }
 }

@@ -4,10 +4,10 @@
 use alloy_primitives::{Bytes, keccak256};
 use serde_json::Value;
 
-use crate::blocks::to_json;
-use crate::context::RpcContext;
-use crate::error::RpcError;
-use crate::params::Params;
+use crate::core::Params;
+use crate::core::RpcContext;
+use crate::core::RpcError;
+use crate::core::to_json;
 
 /// web3_clientVersion: the version string the node was started with.
 pub(crate) fn client_version(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {

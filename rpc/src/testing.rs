@@ -18,10 +18,10 @@ use hearth_messages::miner::GetMiningStatus;
 use hearth_messages::payload::BuildPayload;
 use serde_json::{Map, Value, json};
 
-use crate::blocks::{head, quantity};
-use crate::context::RpcContext;
-use crate::error::RpcError;
-use crate::params::{FromParam, Params, json_kind};
+use crate::core::RpcContext;
+use crate::core::RpcError;
+use crate::core::{FromParam, Params, json_kind};
+use crate::core::{head, quantity};
 
 /// The engine API's payload attributes (V3): what the consensus layer decides about a block.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,7 +31,8 @@ use hearth_messages::subscriptions::SubscriptionClient;
 use hearth_messages::{ExecError, MineError, StoredBody, TxError};
 use serde_json::{Value, json};
 
-use crate::{Extensions, RpcContext, RpcLimits, handle_body};
+use crate::transport::handle_body;
+use crate::{Extensions, RpcContext, RpcLimits};
 
 /// Hardhat/anvil dev account 0 (0xf39f..2266).
 const ALICE_KEY: &str = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
@@ -785,7 +786,7 @@ async fn an_executor_call_over_budget_is_refused_from_a_scan_of_its_body() {
     assert_eq!(f.ctx.executor.refusals(), [0, 2], "queue_delay, queue_full");
     let mut text = String::new();
     f.ctx.metrics.render(&mut text);
-    crate::metrics::executor_metrics(&mut text, &f.ctx.executor);
+    crate::core::executor_metrics(&mut text, &f.ctx.executor);
     assert!(text.contains("hearth_rpc_rejections_total{path=\"executor_busy\"} 2"), "{text}");
     assert!(text.contains("hearth_executor_refusals_total{reason=\"queue_full\"} 2"), "{text}");
     assert!(text.contains("hearth_rpc_requests_total{method=\"eth_call\"} 1"), "{text}");
@@ -853,7 +854,7 @@ async fn an_executor_call_over_budget_is_refused_from_a_scan_of_its_body() {
 
 #[actix::test]
 async fn a_connection_that_retries_at_once_after_a_refusal_is_held_then_decided_again() {
-    use crate::shed::{RETRY_PAUSE, RetryPace, refuse_early_paced};
+    use crate::transport::shed::{RETRY_PAUSE, RetryPace, refuse_early_paced};
     tokio::time::pause();
     let f = fixture(0);
     let body = br#"{"jsonrpc":"2.0","id":3,"method":"eth_call","params":[{"to":"0x01"}]}"#;
@@ -902,7 +903,8 @@ async fn a_batch_of_executor_calls_over_budget_is_refused_from_a_scan_of_its_bod
         {"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [to, "latest"]},
     ])
     .to_string();
-    let early = crate::shed::refuse_early(&f.ctx, batch.as_bytes()).expect("refused early");
+    let early =
+        crate::transport::shed::refuse_early(&f.ctx, batch.as_bytes()).expect("refused early");
     assert_eq!(early.status, 200, "a batch stays 200, as the ordinary path answers it");
     let busy = json!(-32005);
     assert_eq!(
@@ -923,7 +925,7 @@ async fn a_batch_of_executor_calls_over_budget_is_refused_from_a_scan_of_its_bod
     assert!(text.contains("hearth_rpc_requests_total{method=\"eth_estimateGas\"} 1"), "{text}");
     // The ordinary path (past the shed) answers the same batch with the same bytes, each
     // item refused at admission after its params are decoded.
-    let ordinary = crate::run_request(&f.ctx, batch.as_bytes(), None).await;
+    let ordinary = crate::transport::run_request(&f.ctx, batch.as_bytes(), None).await;
     assert_eq!((early.status, &early.body), (ordinary.status, &ordinary.body));
     let full = early.body;
     assert_eq!(f.ctx.executor.refusals(), [0, 8]);
@@ -931,8 +933,9 @@ async fn a_batch_of_executor_calls_over_budget_is_refused_from_a_scan_of_its_bod
     // Also past the response cap: the items that do not fit are "response too large".
     let mut capped = f.ctx.clone();
     capped.limits.max_response_bytes = full.as_ref().map_or(0, Vec::len) / 2;
-    let early = crate::shed::refuse_early(&capped, batch.as_bytes()).expect("refused early");
-    let ordinary = crate::run_request(&capped, batch.as_bytes(), None).await;
+    let early =
+        crate::transport::shed::refuse_early(&capped, batch.as_bytes()).expect("refused early");
+    let ordinary = crate::transport::run_request(&capped, batch.as_bytes(), None).await;
     assert_eq!(early.body, ordinary.body);
     assert_ne!(early.body, full, "some items over the cap");
     // Through the entry point, and with an item whose fields the scan does not decode (as
@@ -946,7 +949,7 @@ async fn a_batch_of_executor_calls_over_budget_is_refused_from_a_scan_of_its_bod
     assert_eq!(f.ctx.executor.refusals(), [0, 18], "4 + 4, 4 + 4 capped, then 2");
     assert!(running.await.is_ok(), "the admitted call still runs");
     // With the thread free again the same batch goes the ordinary way.
-    assert!(crate::shed::refuse_early(&f.ctx, batch.as_bytes()).is_none());
+    assert!(crate::transport::shed::refuse_early(&f.ctx, batch.as_bytes()).is_none());
 }
 
 #[actix::test]
@@ -958,7 +961,8 @@ async fn a_batch_that_is_not_all_executor_calls_goes_the_ordinary_way_when_busy(
     let call = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{{"to":"{to}"}},"latest"]}}"#
     );
-    let shed_none = |body: &str| crate::shed::refuse_early(&f.ctx, body.as_bytes()).is_none();
+    let shed_none =
+        |body: &str| crate::transport::shed::refuse_early(&f.ctx, body.as_bytes()).is_none();
     // Mixed: eth_blockNumber is answered, the eth_call refused at admission.
     let mixed = format!(r#"[{call},{{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber"}}]"#);
     assert!(shed_none(&mixed));
@@ -1011,7 +1015,7 @@ async fn a_batch_that_is_not_all_executor_calls_goes_the_ordinary_way_when_busy(
     let mut small = f.ctx.clone();
     small.limits.max_batch_items = 2;
     let three = format!("[{call},{call},{call}]");
-    assert!(crate::shed::refuse_early(&small, three.as_bytes()).is_none());
+    assert!(crate::transport::shed::refuse_early(&small, three.as_bytes()).is_none());
     let reply = handle_body(&small, three.as_bytes()).await;
     let answer: Value = serde_json::from_slice(reply.body.as_ref().expect("an answer")).unwrap();
     assert_eq!((reply.status, answer["error"]["code"].clone()), (200, json!(-32005)));
@@ -1023,18 +1027,18 @@ async fn a_batch_that_is_not_all_executor_calls_goes_the_ordinary_way_when_busy(
     assert_eq!(f.ctx.executor.refusals(), [0, 4], "none of those refused by the pool");
     // At the limit, it is refused early.
     let two = format!("[{call},{call}]");
-    assert!(crate::shed::refuse_early(&small, two.as_bytes()).is_some());
+    assert!(crate::transport::shed::refuse_early(&small, two.as_bytes()).is_some());
     assert_eq!(f.ctx.executor.refusals(), [0, 6]);
     // An executor method the API filter does not serve is no executor call to shed.
     let mut no_eth = f.ctx.clone();
     no_eth.api = crate::ApiNamespaces::parse("net,web3").expect("namespaces");
-    assert!(crate::shed::refuse_early(&no_eth, two.as_bytes()).is_none());
+    assert!(crate::transport::shed::refuse_early(&no_eth, two.as_bytes()).is_none());
     assert!(running.await.is_ok());
 }
 
 #[actix::test]
 async fn a_connection_that_retries_a_refused_batch_at_once_is_held_too() {
-    use crate::shed::{RETRY_PAUSE, RetryPace, refuse_early_paced};
+    use crate::transport::shed::{RETRY_PAUSE, RetryPace, refuse_early_paced};
     tokio::time::pause();
     let f = fixture(0);
     let call = r#"{"jsonrpc":"2.0","id":3,"method":"eth_call","params":[{"to":"0x01"}]}"#;
@@ -1249,7 +1253,7 @@ impl InProcessWs {
     /// Upgrades a request to the app built from `ctx`, served on this thread.
     async fn open(ctx: RpcContext) -> Self {
         use actix_web::http::header;
-        let app = actix_web::test::init_service(crate::server::app(ctx)).await;
+        let app = actix_web::test::init_service(crate::transport::server::app(ctx)).await;
         let (send, receive) = tokio::sync::mpsc::channel(16);
         let stream = futures_util::stream::unfold(receive, |mut receive| async move {
             receive.recv().await.map(|item| (item, receive))

@@ -13,11 +13,11 @@ use hearth_messages::executor::PooledTx;
 use hearth_messages::mempool::{GetPoolContent, PoolContent};
 use serde_json::{Value, json};
 
-use crate::blocks::pending_transaction;
-use crate::context::RpcContext;
-use crate::error::RpcError;
-use crate::params::Params;
-use crate::transport::{CappedJson, Reply};
+use crate::core::Params;
+use crate::core::RpcContext;
+use crate::core::RpcError;
+use crate::core::pending_transaction;
+use crate::core::{CappedJson, Reply};
 
 async fn content(ctx: &RpcContext, params: &Params) -> Result<PoolContent, RpcError> {
     params.at_most(0)?;

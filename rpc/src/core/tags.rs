@@ -1,0 +1,112 @@
+//! Block-tag resolution: what `latest`, `pending`, `safe`, a number or a hash names against the
+//! head, and reading whole blocks from the store.
+//!
+//! On a dev chain there are no reorgs and every block is final, so "pending", "safe" and
+//! "finalized" all mean the head. A state query for a block after the head is "header not
+//! found"; a block lookup for one answers `null`.
+
+use alloy_primitives::B256;
+use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag};
+use hearth_messages::SealedBlock;
+
+use super::context::RpcContext;
+use super::error::RpcError;
+
+/// The head block number; it exists once genesis is committed.
+pub(crate) fn head(ctx: &RpcContext) -> Result<u64, RpcError> {
+    ctx.chain.head_number().ok_or(RpcError::HeaderNotFound)
+}
+
+/// Whether `block` names the head by a tag (`latest`, `pending`, `safe`, `finalized`: a dev
+/// chain has no other), and so follows the head when it moves.
+pub(crate) const fn names_head(block: &BlockId) -> bool {
+    matches!(
+        block,
+        BlockId::Number(
+            BlockNumberOrTag::Latest
+                | BlockNumberOrTag::Pending
+                | BlockNumberOrTag::Safe
+                | BlockNumberOrTag::Finalized
+        )
+    )
+}
+
+/// The number a tag stands for, given the head (it may be above the head).
+pub(crate) const fn tag_number(tag: BlockNumberOrTag, head: u64) -> u64 {
+    match tag {
+        BlockNumberOrTag::Number(number) => number,
+        BlockNumberOrTag::Earliest => 0,
+        BlockNumberOrTag::Latest
+        | BlockNumberOrTag::Pending
+        | BlockNumberOrTag::Safe
+        | BlockNumberOrTag::Finalized => head,
+    }
+}
+
+/// The block a state query reads at: a number after the head or an unknown hash is
+/// "header not found" (-32000), as in geth.
+pub(crate) fn state_block(ctx: &RpcContext, block: BlockId) -> Result<u64, RpcError> {
+    let head = head(ctx)?;
+    let number = match block {
+        BlockId::Number(tag) => tag_number(tag, head),
+        // Every stored block is canonical on a dev chain, so requireCanonical holds.
+        BlockId::Hash(hash) => {
+            ctx.chain.block_number(&hash.block_hash)?.ok_or(RpcError::HeaderNotFound)?
+        }
+    };
+    if number > head {
+        return Err(RpcError::HeaderNotFound);
+    }
+    Ok(number)
+}
+
+/// Refuses state at block `number` when it is before a fork's fork block, for the methods that
+/// need more than its values (a proof needs the upstream's trie nodes, which the fork does not
+/// fetch). Below the fork block the store reads the upstream's state as of that block.
+pub(crate) fn state_after_fork(ctx: &RpcContext, number: u64) -> Result<(), RpcError> {
+    match ctx.chain.fork() {
+        Some(fork) if number < fork.block() => {
+            Err(RpcError::BeforeFork { number, fork: fork.block() })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The block a lookup names, or `None` when it is after the head (the answer is `null`).
+pub(crate) fn lookup_block(
+    ctx: &RpcContext,
+    tag: BlockNumberOrTag,
+) -> Result<Option<u64>, RpcError> {
+    let head = head(ctx)?;
+    let number = tag_number(tag, head);
+    Ok((number <= head).then_some(number))
+}
+
+/// Block `number` with its hash, body and receipts, or `None` if it is not stored.
+pub(crate) fn read_block(ctx: &RpcContext, number: u64) -> Result<Option<SealedBlock>, RpcError> {
+    let Some(header) = ctx.chain.header(number)? else {
+        return Ok(None);
+    };
+    // The hash, body and receipts are written before the header (storage's `finish_block`),
+    // so a block with a header and without the rest means the store is damaged.
+    let missing = |what| RpcError::MissingRecord { number, what };
+    let hash = ctx.chain.block_hash(number)?.ok_or_else(|| missing("hash"))?;
+    let body = ctx.chain.body(number)?.ok_or_else(|| missing("body"))?;
+    let receipts = ctx.chain.receipts(number)?.ok_or_else(|| missing("receipts"))?;
+    if body.transactions.len() != body.senders.len() || body.transactions.len() != receipts.len() {
+        return Err(missing("matching transactions, senders and receipts"));
+    }
+    let extras = ctx.chain.extras(number)?;
+    Ok(Some(SealedBlock { header, hash, body, receipts, extras }))
+}
+
+/// The block with hash `hash`, or `None` if we do not know it.
+pub(crate) fn read_block_by_hash(
+    ctx: &RpcContext,
+    hash: &B256,
+) -> Result<Option<SealedBlock>, RpcError> {
+    match ctx.chain.block_number(hash)? {
+        Some(number) => read_block(ctx, number),
+        None => Ok(None),
+    }
+}

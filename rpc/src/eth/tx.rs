@@ -1,0 +1,453 @@
+//! Transactions: eth_sendRawTransaction, eth_sendTransaction, eth_sendUnsignedTransaction
+//! (anvil's: sent as `from` whether or not it is impersonated), eth_getTransactionByHash,
+//! eth_getTransactionReceipt.
+//!
+//! Sending admits the transaction to the mempool (`SubmitTx`), then asks the miner to mine
+//! what is pending (`AutoMine`) before answering, so with automine on the receipt exists when
+//! the hash comes back. A transaction that reverts is still mined: its hash is returned and its
+//! receipt has status 0.
+
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEip2930, TxEip7702, TxEnvelope, TxLegacy};
+use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
+use hearth_messages::TxError;
+use hearth_messages::mempool::{
+    GetPooledTx, IsImpersonated, Seal, SignedBy, SubmitFilled, SubmitTx, SubmitTxs, decode_tx,
+};
+use hearth_messages::miner::AutoMine;
+use serde_json::Value;
+
+use crate::core::RpcContext;
+use crate::core::RpcError;
+use crate::core::{Hot, Reply};
+use crate::core::{Params, TxObject};
+use crate::core::{pending_transaction, read_block, rpc_receipt, rpc_transaction, to_json};
+use crate::eth::call::{At, estimate};
+use crate::eth::fees::{SUGGESTED_TIP, latest_base_fee};
+
+/// Decodes the argument of one eth_sendRawTransaction. A blob transaction comes in its network
+/// form, with its sidecar; the pool refuses one without.
+fn decode_raw(params: &Params) -> Result<TxEnvelope, RpcError> {
+    params.at_most(1)?;
+    let raw: Bytes = params.required(0)?;
+    decode_tx(&raw).map_err(|e| RpcError::TxDecode(e.to_string()))
+}
+
+/// eth_sendRawTransaction: `[signedTxBytes]`; the transaction hash.
+pub(crate) async fn send_raw_transaction(
+    ctx: &RpcContext,
+    params: &Params,
+) -> Result<Reply, RpcError> {
+    let tx = decode_raw(params)?;
+    Ok(Reply::Hot(Hot::Hash(submit_and_mine(ctx, tx).await?)))
+}
+
+/// The eth_sendRawTransaction items of one JSON-RPC batch (their raw `params`), admitted as
+/// one pool batch: each item answers its hash or its own error, and when the pool cannot take
+/// them all, every decoded item answers the shared "txpool is full". Automine runs once after.
+pub(crate) async fn send_raw_batch(
+    ctx: &RpcContext,
+    items: Vec<Option<Value>>,
+) -> Vec<Result<Value, RpcError>> {
+    let decoded: Vec<Result<TxEnvelope, RpcError>> =
+        items.into_iter().map(|p| decode_raw(&Params::new(p))).collect();
+    let txs: Vec<TxEnvelope> = decoded.iter().flatten().cloned().collect();
+    let admitted = if txs.is_empty() {
+        Ok(Vec::new())
+    } else {
+        match ctx.mempool.submit_txs(SubmitTxs { txs }).await {
+            Ok(result) => result.map_err(RpcError::Tx),
+            Err(e) => Err(e.into()),
+        }
+    };
+    let any_admitted = admitted.as_ref().is_ok_and(|r| r.iter().any(Result::is_ok));
+    let mut answers = admitted.as_ref().ok().map(|r| r.iter());
+    let results = decoded
+        .into_iter()
+        .map(|item| {
+            item?;
+            match (&admitted, answers.as_mut().and_then(Iterator::next)) {
+                (Err(shared), _) => Err(shared_error(shared)),
+                (Ok(_), Some(Ok(hash))) => to_json(hash),
+                (Ok(_), Some(Err(e))) => Err(RpcError::Tx(e.clone())),
+                (Ok(_), None) => Err(RpcError::Tx(TxError::Mailbox("missing answer".into()))),
+            }
+        })
+        .collect();
+    if any_admitted {
+        automine_after_submit(ctx).await;
+    }
+    results
+}
+
+/// The error shared by every item of a refused batch.
+fn shared_error(error: &RpcError) -> RpcError {
+    match error {
+        RpcError::Tx(e) => RpcError::Tx(e.clone()),
+        other => RpcError::Tx(TxError::Mailbox(other.to_string())),
+    }
+}
+
+/// eth_sendTransaction: `[txObject]`; fills what is missing and sends it like
+/// eth_sendRawTransaction, signed with the dev key of `from`. From an impersonated address it
+/// sends the transaction unsigned (the pool executes it as `from`). The nonce, unless given,
+/// is chosen by the pool as it admits the transaction (`SubmitFilled`): concurrent sends from
+/// one account then get consecutive nonces.
+pub(crate) async fn send_transaction(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let request: TxObject = params.required(0)?;
+    let from = request.from.ok_or(RpcError::UnknownAccount)?;
+    request.refuse_blobs("eth_sendTransaction")?;
+    // Checked before filling: an unknown account must not surface as a failed estimate.
+    let sealer = sealer_for(ctx, from).await?;
+    let nonce = request.nonce;
+    let filled = fill(ctx, from, request).await?;
+    submit_filled(ctx, from, nonce, filled, sealer).await
+}
+
+/// eth_sendUnsignedTransaction: `[txObject]` with a `from`; like eth_sendTransaction, but sent
+/// unsigned as `from` whatever its key or impersonation (anvil's method for scripts that act
+/// as any account).
+pub(crate) async fn send_unsigned_transaction(
+    ctx: &RpcContext,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let request: TxObject = params.required(0)?;
+    let from = request.from.ok_or_else(|| {
+        RpcError::InvalidParams(
+            "No Signer available: eth_sendUnsignedTransaction needs `from`".into(),
+        )
+    })?;
+    request.refuse_blobs("eth_sendUnsignedTransaction")?;
+    let nonce = request.nonce;
+    let filled = fill(ctx, from, request).await?;
+    submit_filled(ctx, from, nonce, filled, Sealer::Unsigned).await
+}
+
+/// How a transaction the node fills gets its signature.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Sealer {
+    /// Signed with this dev key.
+    Key(B256),
+    /// Unsigned (a placeholder signature), from an impersonated account: the pool refuses it
+    /// if impersonation ends before it is admitted.
+    Impersonated,
+    /// Unsigned, admitted as its sender regardless (eth_sendUnsignedTransaction).
+    Unsigned,
+}
+
+impl Sealer {
+    /// `filled` with `nonce`, signed or sealed with a placeholder for `from`.
+    pub(crate) fn seal(
+        self,
+        from: Address,
+        filled: Filled,
+        nonce: u64,
+    ) -> Result<TxEnvelope, TxError> {
+        let filled = filled.with_nonce(nonce);
+        match self {
+            Self::Key(key) => {
+                let signature = sign(key, filled.signature_hash())
+                    .map_err(|e| TxError::Signing(e.to_string()))?;
+                Ok(filled.seal(signature))
+            }
+            Self::Impersonated | Self::Unsigned => Ok(filled.seal(placeholder_signature(from))),
+        }
+    }
+
+    const fn signed_by(self) -> SignedBy {
+        match self {
+            Self::Key(_) => SignedBy::DevKey,
+            Self::Impersonated => SignedBy::Impersonated,
+            Self::Unsigned => SignedBy::Unsigned,
+        }
+    }
+}
+
+/// How `from` can send: with its dev key, or impersonated; otherwise "unknown account".
+pub(crate) async fn sealer_for(ctx: &RpcContext, from: Address) -> Result<Sealer, RpcError> {
+    if let Some(signer) = ctx.signers.iter().find(|s| s.address() == from) {
+        return Ok(Sealer::Key(B256::from_slice(&signer.credential().to_bytes())));
+    }
+    let impersonated = ctx.mempool.is_impersonated(IsImpersonated(from)).await?;
+    if impersonated { Ok(Sealer::Impersonated) } else { Err(RpcError::UnknownAccount) }
+}
+
+/// Admits a filled transaction from `from`, the pool choosing the nonce unless `nonce` is
+/// given, then lets the miner mine; answers the hash.
+async fn submit_filled(
+    ctx: &RpcContext,
+    from: Address,
+    nonce: Option<u64>,
+    filled: Filled,
+    sealer: Sealer,
+) -> Result<Value, RpcError> {
+    let seal: Seal = Box::new(move |nonce| sealer.seal(from, filled, nonce));
+    let submit = SubmitFilled { sender: from, nonce, signed_by: sealer.signed_by(), seal };
+    let hash = match ctx.mempool.submit_filled(submit).await? {
+        Ok(hash) => hash,
+        // Impersonation stopped after the check above: the account is unknown to this node.
+        Err(TxError::NotImpersonated(_)) => return Err(RpcError::UnknownAccount),
+        Err(e) => return Err(e.into()),
+    };
+    automine_after_submit(ctx).await;
+    to_json(&hash)
+}
+
+/// Signs `hash` with libsecp256k1, several times faster than the pure-Rust k256 behind
+/// `PrivateKeySigner::sign_hash_sync` (signing was the largest user-space cost of a sequential
+/// eth_sendTransaction). Both derive the nonce by RFC 6979, so the signature is the same.
+fn sign(secret: B256, hash: B256) -> Result<Signature, alloy_signer::Error> {
+    alloy_consensus::crypto::secp256k1::sign_message(secret, hash)
+        .map_err(alloy_signer::Error::other)
+}
+
+/// A signature no key made: it only has to make the hash unique per sender (r is the sender).
+/// Such a transaction reaches the pool only as an impersonated `SubmitFilled`, which takes the
+/// sender as given; eth_sendRawTransaction always recovers the signer, so it cannot use it.
+fn placeholder_signature(sender: Address) -> Signature {
+    Signature::new(U256::from_be_slice(sender.as_slice()), U256::from(1), false)
+}
+
+/// A filled, unsigned transaction of one of the types eth_sendTransaction makes.
+pub(crate) enum Filled {
+    Legacy(TxLegacy),
+    Eip2930(TxEip2930),
+    Eip1559(TxEip1559),
+    Eip7702(TxEip7702),
+}
+
+impl Filled {
+    fn with_nonce(mut self, nonce: u64) -> Self {
+        match &mut self {
+            Self::Legacy(tx) => tx.nonce = nonce,
+            Self::Eip2930(tx) => tx.nonce = nonce,
+            Self::Eip1559(tx) => tx.nonce = nonce,
+            Self::Eip7702(tx) => tx.nonce = nonce,
+        }
+        self
+    }
+
+    fn signature_hash(&self) -> B256 {
+        match self {
+            Self::Legacy(tx) => tx.signature_hash(),
+            Self::Eip2930(tx) => tx.signature_hash(),
+            Self::Eip1559(tx) => tx.signature_hash(),
+            Self::Eip7702(tx) => tx.signature_hash(),
+        }
+    }
+
+    fn seal(self, signature: Signature) -> TxEnvelope {
+        match self {
+            Self::Legacy(tx) => tx.into_signed(signature).into(),
+            Self::Eip2930(tx) => tx.into_signed(signature).into(),
+            Self::Eip1559(tx) => tx.into_signed(signature).into(),
+            Self::Eip7702(tx) => tx.into_signed(signature).into(),
+        }
+    }
+}
+
+/// Fills chain id, gas and fees as geth does. The nonce is the caller's or 0: the pool sets
+/// the pending one when it admits the transaction ([`Filled::with_nonce`]).
+pub(crate) async fn fill(
+    ctx: &RpcContext,
+    from: Address,
+    request: TxObject,
+) -> Result<Filled, RpcError> {
+    // The pool reads the sender when it admits the transaction, on its own thread.
+    crate::eth::fork_warm::accounts(ctx, &[from]).await?;
+    let chain_id = ctx.chain_id.get();
+    if let Some(got) = request.chain_id
+        && got != chain_id
+    {
+        return Err(TxError::WrongChainId { expected: chain_id, got }.into());
+    }
+    // A call may price a type-4 transaction with gasPrice (both caps, as geth runs it), but a
+    // transaction to sign carries the dynamic fee fields; checked before the estimate.
+    if request.authorization_list.is_some() && request.gas_price.is_some() {
+        return Err(RpcError::InvalidParams(
+            "authorizationList makes a type-4 transaction, which pays with maxFeePerGas and \
+             maxPriorityFeePerGas, not gasPrice"
+                .into(),
+        ));
+    }
+    let nonce = request.nonce.unwrap_or_default();
+    let gas_limit = match request.gas {
+        Some(gas) => gas,
+        None => {
+            // Estimated on the head's state in the next block's environment (the block it will
+            // be mined in, as anvil estimates); the nonce is left unchecked because pooled
+            // transactions may already have moved it past the head's.
+            let next = crate::eth::call::NextBlock::of(ctx).await?;
+            let call = || {
+                let call = TxObject { from: Some(from), nonce: None, ..request.clone() };
+                let at = At::head(ctx)?;
+                let mut request = call.into_call_request(ctx.limits.gas_cap);
+                request.block_overrides = Some(next.overrides(at.number(), None));
+                Ok((request, at))
+            };
+            estimate(ctx, call).await?
+        }
+    };
+    let to = request.to.map_or(TxKind::Create, TxKind::Call);
+    let value = request.value.unwrap_or_default();
+    let input = request.input.unwrap_or_default();
+
+    // A gasPrice means a legacy transaction (EIP-2930 when it has an access list); so does a
+    // node-wide `--gas-price` when the request names no fee at all.
+    let fixed_price = ctx.gas_price.filter(|_| {
+        request.max_fee_per_gas.is_none() && request.max_priority_fee_per_gas.is_none()
+    });
+    if let Some(authorization_list) = request.authorization_list.clone() {
+        // The decoder refused a missing `to`; a node-wide price is both caps.
+        let TxKind::Call(to) = to else {
+            return Err(RpcError::InvalidParams("authorizationList needs a \"to\"".into()));
+        };
+        let (max_fee_per_gas, max_priority_fee_per_gas) = match fixed_price {
+            Some(price) => (price, price),
+            None => dynamic_fees(ctx, request.max_fee_per_gas, request.max_priority_fee_per_gas)?,
+        };
+        return Ok(Filled::Eip7702(TxEip7702 {
+            chain_id,
+            nonce,
+            gas_limit,
+            max_fee_per_gas,
+            max_priority_fee_per_gas,
+            to,
+            value,
+            access_list: request.access_list.unwrap_or_default(),
+            authorization_list,
+            input,
+        }));
+    }
+    if let Some(gas_price) = request.gas_price.or(fixed_price) {
+        return Ok(match request.access_list {
+            Some(access_list) => Filled::Eip2930(TxEip2930 {
+                chain_id,
+                nonce,
+                gas_price,
+                gas_limit,
+                to,
+                value,
+                access_list,
+                input,
+            }),
+            None => Filled::Legacy(TxLegacy {
+                chain_id: Some(chain_id),
+                nonce,
+                gas_price,
+                gas_limit,
+                to,
+                value,
+                input,
+            }),
+        });
+    }
+    let (max_fee_per_gas, max_priority_fee_per_gas) =
+        dynamic_fees(ctx, request.max_fee_per_gas, request.max_priority_fee_per_gas)?;
+    Ok(Filled::Eip1559(TxEip1559 {
+        chain_id,
+        nonce,
+        gas_limit,
+        max_fee_per_gas,
+        max_priority_fee_per_gas,
+        to,
+        value,
+        access_list: request.access_list.unwrap_or_default(),
+        input,
+    }))
+}
+
+/// The fee cap and tip of a dynamic-fee transaction: the caller's, else twice the head's base
+/// fee plus the suggested tip, and that tip.
+fn dynamic_fees(
+    ctx: &RpcContext,
+    max_fee_per_gas: Option<u128>,
+    max_priority_fee_per_gas: Option<u128>,
+) -> Result<(u128, u128), RpcError> {
+    let base_fee = u128::from(latest_base_fee(ctx)?);
+    let max_fee_per_gas = max_fee_per_gas.unwrap_or(2 * base_fee + SUGGESTED_TIP);
+    // A default tip never exceeds an explicit fee cap; an explicit one is the caller's to check.
+    let max_priority_fee_per_gas =
+        max_priority_fee_per_gas.unwrap_or(SUGGESTED_TIP.min(max_fee_per_gas));
+    Ok((max_fee_per_gas, max_priority_fee_per_gas))
+}
+
+/// Admits `tx` to the mempool, then lets the miner mine what is pending.
+async fn submit_and_mine(ctx: &RpcContext, tx: TxEnvelope) -> Result<B256, RpcError> {
+    crate::eth::fork_warm::sender(ctx, &tx).await?;
+    let hash = ctx.mempool.submit_tx(SubmitTx { tx }).await??;
+    automine_after_submit(ctx).await;
+    Ok(hash)
+}
+
+/// Lets the miner mine what is pending (a no-op unless automine is on).
+async fn automine_after_submit(ctx: &RpcContext) {
+    // The transaction is admitted whatever happens next: failing the request now would make
+    // the caller resend it ("already known"). A mining failure is the miner's to report.
+    // A full miner mailbox means blocks are already being built back to back; the miner mines
+    // until nothing executable is left, so this transaction is picked up without our nudge.
+    match ctx.miner.auto_mine(AutoMine).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => {
+            tracing::warn!(target: "rpc::eth_tx", %error, "automine after submit failed");
+        }
+        Err(error) => {
+            tracing::warn!(target: "rpc::eth_tx", %error, "miner unavailable after submit");
+        }
+    }
+}
+
+/// eth_getTransactionByHash: `[hash]`; a mined transaction, else a pending one (block fields
+/// `null`), else `null`.
+pub(crate) async fn get_transaction_by_hash(
+    ctx: &RpcContext,
+    params: &Params,
+) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let hash: B256 = params.required(0)?;
+    if let Some((number, index)) = ctx.chain.tx_location(&hash)?
+        && let Some(block) = read_block(ctx, number)?
+    {
+        return to_json(&rpc_transaction(&block, index as usize));
+    }
+    let pooled = ctx.mempool.get_pooled_tx(GetPooledTx(hash)).await?;
+    to_json(&pooled.map(|p| pending_transaction(&p)))
+}
+
+/// eth_getTransactionReceipt: `[hash]`; `null` while unknown or pending.
+pub(crate) fn get_transaction_receipt(
+    ctx: &RpcContext,
+    params: &Params,
+) -> Result<Reply, RpcError> {
+    params.at_most(1)?;
+    let hash: B256 = params.required(0)?;
+    let Some((number, index)) = ctx.chain.tx_location(&hash)? else {
+        return Ok(Reply::Value(Value::Null));
+    };
+    let block = read_block(ctx, number)?;
+    Ok(Reply::typed(block.and_then(|b| rpc_receipt(&b, index as usize, &ctx.forks))))
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_signer::SignerSync;
+
+    use super::*;
+
+    #[test]
+    fn libsecp_signatures_match_the_signer_and_recover() {
+        let signers: Vec<_> =
+            (0..4).map(|_| alloy_signer_local::PrivateKeySigner::random()).collect();
+        for (i, signer) in signers.iter().enumerate() {
+            let hash = alloy_primitives::keccak256([i as u8; 7]);
+            let fast =
+                sign(B256::from_slice(&signer.credential().to_bytes()), hash).expect("signs");
+            assert_eq!(fast, signer.sign_hash_sync(&hash).expect("signs"));
+            assert_eq!(
+                fast.recover_address_from_prehash(&hash).expect("recovers"),
+                signer.address()
+            );
+        }
+    }
+}
