@@ -15,7 +15,7 @@ use alloy_primitives::{Address, B256, Bytes};
 use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, PooledTx};
 use hearth_messages::mempool::{GetPoolContent, decode_tx};
 use hearth_messages::miner::GetMiningStatus;
-use hearth_messages::payload::BuildPayload;
+use hearth_messages::payload::{BuildPayload, BuiltPayload};
 use serde_json::{Map, Value, json};
 
 use crate::core::RpcContext;
@@ -109,19 +109,8 @@ pub(crate) async fn build_block(ctx: &RpcContext, params: &Params) -> Result<Val
     let attributes: PayloadAttributes = params.required(1)?;
     let given: Option<RawTransactions> = params.optional(2)?;
     let extra_data: Bytes = params.optional(3)?.unwrap_or_default();
-    let number = head(ctx)?;
-    let head_hash = ctx.chain.block_hash(number)?;
-    if head_hash != Some(parent_hash) {
-        return Err(RpcError::NotHead { parent: parent_hash });
-    }
-    let parent =
-        ctx.chain.header(number)?.ok_or(RpcError::MissingRecord { number, what: "header" })?;
-    if attributes.timestamp <= parent.timestamp {
-        return Err(RpcError::BuildTimestamp {
-            parent: parent.timestamp,
-            given: attributes.timestamp,
-        });
-    }
+    let parent = parent_at_head(ctx, parent_hash, attributes.timestamp)?;
+    let number = parent.number;
     let (txs, mode) = match given {
         Some(RawTransactions(raw)) => {
             let txs = raw.iter().map(recover).collect::<Result<Vec<_>, _>>()?;
@@ -150,6 +139,32 @@ pub(crate) async fn build_block(ctx: &RpcContext, params: &Params) -> Result<Val
     };
     let build = BuildBlock { parent, env, txs, mode };
     let built = ctx.executor.build_payload(BuildPayload(build)).await?;
+    Ok(payload_json(&built))
+}
+
+/// The head's header, when it is `parent_hash` and older than `timestamp`: a payload builds
+/// only on the head, and after it.
+fn parent_at_head(
+    ctx: &RpcContext,
+    parent_hash: B256,
+    timestamp: u64,
+) -> Result<alloy_consensus::Header, RpcError> {
+    let number = head(ctx)?;
+    let head_hash = ctx.chain.block_hash(number)?;
+    if head_hash != Some(parent_hash) {
+        return Err(RpcError::NotHead { parent: parent_hash });
+    }
+    let parent =
+        ctx.chain.header(number)?.ok_or(RpcError::MissingRecord { number, what: "header" })?;
+    if timestamp <= parent.timestamp {
+        return Err(RpcError::BuildTimestamp { parent: parent.timestamp, given: timestamp });
+    }
+    Ok(parent)
+}
+
+/// The answer of testing_buildBlockV1: the execution payload, its value, an empty blobs
+/// bundle, and the execution requests after Prague.
+fn payload_json(built: &BuiltPayload) -> Value {
     let block = &built.block;
     let header = &block.header;
     let transactions: Vec<Bytes> =
@@ -188,7 +203,7 @@ pub(crate) async fn build_block(ctx: &RpcContext, params: &Params) -> Result<Val
     {
         fields.insert("executionRequests".into(), json!(built.requests));
     }
-    Ok(answer)
+    answer
 }
 
 /// A given raw transaction, decoded and with its sender.

@@ -200,12 +200,20 @@ impl RpcMetrics {
             let errors = sum(&|s| s.methods[i].errors.load(Relaxed));
             let _ = writeln!(out, "hearth_rpc_errors_total{{method=\"{}\"}} {errors}", name(i));
         }
+        self.render_durations(out, &active);
+        self.render_sheds(out);
+    }
+
+    /// The per-method latency histograms of the methods in `active`.
+    fn render_durations(&self, out: &mut String, active: &[usize]) {
+        let sum = |f: &dyn Fn(&Stripe) -> u64| self.stripes.iter().map(|s| f(s)).sum::<u64>();
+        let name = |i: usize| self.names.get(i).copied().unwrap_or("other");
         let _ = writeln!(
             out,
             "# HELP hearth_rpc_request_duration_seconds Time to answer a request, by method."
         );
         let _ = writeln!(out, "# TYPE hearth_rpc_request_duration_seconds histogram");
-        for &i in &active {
+        for &i in active {
             let mut cumulative = 0;
             for (b, bound) in BUCKETS.iter().enumerate() {
                 cumulative += sum(&|s| s.methods[i].buckets[b].load(Relaxed));
@@ -234,6 +242,10 @@ impl RpcMetrics {
                 name(i)
             );
         }
+    }
+
+    /// Requests shed (by path) and refused (by reason).
+    fn render_sheds(&self, out: &mut String) {
         let _ = writeln!(
             out,
             "# HELP hearth_rpc_rejections_total Requests shed instead of queued, by path."

@@ -430,17 +430,7 @@ impl FromParam for TxObject {
         // 4,000 instructions of a balanceOf call's 100,000; BENCHMARKS.md). The fields are
         // then decoded in the fixed order below, so the first error reported does not depend
         // on the order the caller wrote them in.
-        let mut slots: [Option<&Value>; TX_OBJECT_FIELDS.len()] = [None; TX_OBJECT_FIELDS.len()];
-        for (key, member) in object {
-            let Some(index) = TX_OBJECT_FIELDS.iter().position(|known| *known == key.as_str())
-            else {
-                return Err(format!(
-                    "unknown field {key:?} in the transaction object; known fields: {}",
-                    TX_OBJECT_FIELDS.join(", ")
-                ));
-            };
-            slots[index] = Some(member);
-        }
+        let slots = tx_object_slots(object)?;
         // The member named `name` (one of `TX_OBJECT_FIELDS`), `None` when absent or `null`.
         let get = |name: &str| -> Option<&Value> {
             let index = TX_OBJECT_FIELDS.iter().position(|known| *known == name);
@@ -490,6 +480,34 @@ impl FromParam for TxObject {
             max_fee_per_blob_gas: decode("maxFeePerBlobGas", get("maxFeePerBlobGas"))?,
             blobs: decode("blobs", get("blobs"))?,
         };
+        object.check_fields_agree()?;
+        Ok(object)
+    }
+}
+
+/// The members of a transaction object, each in its slot of `TX_OBJECT_FIELDS`; an unknown
+/// member is an error naming it.
+fn tx_object_slots(
+    object: &serde_json::Map<String, Value>,
+) -> Result<[Option<&Value>; TX_OBJECT_FIELDS.len()], String> {
+    let mut slots: [Option<&Value>; TX_OBJECT_FIELDS.len()] = [None; TX_OBJECT_FIELDS.len()];
+    for (key, member) in object {
+        let Some(index) = TX_OBJECT_FIELDS.iter().position(|known| *known == key.as_str()) else {
+            return Err(format!(
+                "unknown field {key:?} in the transaction object; known fields: {}",
+                TX_OBJECT_FIELDS.join(", ")
+            ));
+        };
+        slots[index] = Some(member);
+    }
+    Ok(slots)
+}
+
+impl TxObject {
+    /// Refuses fields that contradict each other (two fee kinds, blobs with authorizations, a
+    /// blob or set-code transaction creating a contract, blobs without their hashes).
+    fn check_fields_agree(&self) -> Result<(), String> {
+        let object = self;
         let has_1559_fee =
             object.max_fee_per_gas.is_some() || object.max_priority_fee_per_gas.is_some();
         if object.gas_price.is_some() && has_1559_fee {
@@ -527,7 +545,7 @@ impl FromParam for TxObject {
                     .to_owned());
             }
         }
-        Ok(object)
+        Ok(())
     }
 }
 

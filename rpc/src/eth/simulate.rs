@@ -223,6 +223,13 @@ fn sim_call(value: &Value) -> Result<SimCall, String> {
         authorization_list: field::<Vec<Authorization>>(c, "authorizationList")?
             .map(|list| list.into_iter().map(|a| a.0).collect()),
     };
+    check_sim_call(&call)?;
+    Ok(call)
+}
+
+/// Refuses a call whose fields contradict each other (two fee kinds; a type-4 call with a gas
+/// price, blob hashes or no callee).
+fn check_sim_call(call: &SimCall) -> Result<(), String> {
     if call.gas_price.is_some()
         && (call.max_fee_per_gas.is_some() || call.max_priority_fee_per_gas.is_some())
     {
@@ -241,7 +248,7 @@ fn sim_call(value: &Value) -> Result<SimCall, String> {
                 .to_owned());
         }
     }
-    Ok(call)
+    Ok(())
 }
 
 /// Checks the payload's size before decoding it, so that a request of a million blocks or

@@ -8,6 +8,7 @@
 //! receipt has status 0.
 
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEip2930, TxEip7702, TxEnvelope, TxLegacy};
+use alloy_eips::eip2930::AccessList;
 use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
 use hearth_messages::TxError;
 use hearth_messages::mempool::{
@@ -256,43 +257,19 @@ pub(crate) async fn fill(
 ) -> Result<Filled, RpcError> {
     // The pool reads the sender when it admits the transaction, on its own thread.
     crate::eth::fork_warm::accounts(ctx, &[from]).await?;
-    let chain_id = ctx.chain_id.get();
-    if let Some(got) = request.chain_id
-        && got != chain_id
-    {
-        return Err(TxError::WrongChainId { expected: chain_id, got }.into());
-    }
-    // A call may price a type-4 transaction with gasPrice (both caps, as geth runs it), but a
-    // transaction to sign carries the dynamic fee fields; checked before the estimate.
-    if request.authorization_list.is_some() && request.gas_price.is_some() {
-        return Err(RpcError::InvalidParams(
-            "authorizationList makes a type-4 transaction, which pays with maxFeePerGas and \
-             maxPriorityFeePerGas, not gasPrice"
-                .into(),
-        ));
-    }
-    let nonce = request.nonce.unwrap_or_default();
+    let chain_id = fillable(ctx, &request)?;
     let gas_limit = match request.gas {
         Some(gas) => gas,
-        None => {
-            // Estimated on the head's state in the next block's environment (the block it will
-            // be mined in, as anvil estimates); the nonce is left unchecked because pooled
-            // transactions may already have moved it past the head's.
-            let next = crate::eth::call::NextBlock::of(ctx).await?;
-            let call = || {
-                let call = TxObject { from: Some(from), nonce: None, ..request.clone() };
-                let at = At::head(ctx)?;
-                let mut request = call.into_call_request(ctx.limits.gas_cap);
-                request.block_overrides = Some(next.overrides(at.number(), None));
-                Ok((request, at))
-            };
-            estimate(ctx, call).await?
-        }
+        None => estimate_for_fill(ctx, from, &request).await?,
     };
-    let to = request.to.map_or(TxKind::Create, TxKind::Call);
-    let value = request.value.unwrap_or_default();
-    let input = request.input.unwrap_or_default();
-
+    let fields = Common {
+        chain_id,
+        nonce: request.nonce.unwrap_or_default(),
+        gas_limit,
+        to: request.to.map_or(TxKind::Create, TxKind::Call),
+        value: request.value.unwrap_or_default(),
+        input: request.input.clone().unwrap_or_default(),
+    };
     // A gasPrice means a legacy transaction (EIP-2930 when it has an access list); so does a
     // node-wide `--gas-price` when the request names no fee at all.
     let fixed_price = ctx.gas_price.filter(|_| {
@@ -300,7 +277,7 @@ pub(crate) async fn fill(
     });
     if let Some(authorization_list) = request.authorization_list.clone() {
         // The decoder refused a missing `to`; a node-wide price is both caps.
-        let TxKind::Call(to) = to else {
+        let TxKind::Call(to) = fields.to else {
             return Err(RpcError::InvalidParams("authorizationList needs a \"to\"".into()));
         };
         let (max_fee_per_gas, max_priority_fee_per_gas) = match fixed_price {
@@ -309,19 +286,89 @@ pub(crate) async fn fill(
         };
         return Ok(Filled::Eip7702(TxEip7702 {
             chain_id,
-            nonce,
+            nonce: fields.nonce,
             gas_limit,
             max_fee_per_gas,
             max_priority_fee_per_gas,
             to,
-            value,
+            value: fields.value,
             access_list: request.access_list.unwrap_or_default(),
             authorization_list,
-            input,
+            input: fields.input,
         }));
     }
     if let Some(gas_price) = request.gas_price.or(fixed_price) {
-        return Ok(match request.access_list {
+        return Ok(fields.priced(gas_price, request.access_list));
+    }
+    let (max_fee_per_gas, max_priority_fee_per_gas) =
+        dynamic_fees(ctx, request.max_fee_per_gas, request.max_priority_fee_per_gas)?;
+    Ok(Filled::Eip1559(TxEip1559 {
+        chain_id,
+        nonce: fields.nonce,
+        gas_limit,
+        max_fee_per_gas,
+        max_priority_fee_per_gas,
+        to: fields.to,
+        value: fields.value,
+        access_list: request.access_list.unwrap_or_default(),
+        input: fields.input,
+    }))
+}
+
+/// The chain id a request may be filled for (its own must match), after refusing what cannot
+/// be signed: a type-4 transaction priced with gasPrice (a call may price one so, with both
+/// caps, as geth runs it; a transaction to sign carries the dynamic fee fields).
+fn fillable(ctx: &RpcContext, request: &TxObject) -> Result<u64, RpcError> {
+    let chain_id = ctx.chain_id.get();
+    if let Some(got) = request.chain_id
+        && got != chain_id
+    {
+        return Err(TxError::WrongChainId { expected: chain_id, got }.into());
+    }
+    if request.authorization_list.is_some() && request.gas_price.is_some() {
+        return Err(RpcError::InvalidParams(
+            "authorizationList makes a type-4 transaction, which pays with maxFeePerGas and \
+             maxPriorityFeePerGas, not gasPrice"
+                .into(),
+        ));
+    }
+    Ok(chain_id)
+}
+
+/// The gas limit of a request that names none: estimated on the head's state in the next
+/// block's environment (the block it will be mined in, as anvil estimates); the nonce is left
+/// unchecked because pooled transactions may already have moved it past the head's.
+async fn estimate_for_fill(
+    ctx: &RpcContext,
+    from: Address,
+    request: &TxObject,
+) -> Result<u64, RpcError> {
+    let next = crate::eth::call::NextBlock::of(ctx).await?;
+    let call = || {
+        let call = TxObject { from: Some(from), nonce: None, ..request.clone() };
+        let at = At::head(ctx)?;
+        let mut request = call.into_call_request(ctx.limits.gas_cap);
+        request.block_overrides = Some(next.overrides(at.number(), None));
+        Ok((request, at))
+    };
+    estimate(ctx, call).await
+}
+
+/// The fields every filled transaction type has.
+struct Common {
+    chain_id: u64,
+    nonce: u64,
+    gas_limit: u64,
+    to: TxKind,
+    value: U256,
+    input: Bytes,
+}
+
+impl Common {
+    /// A transaction priced with one gas price: EIP-2930 with an access list, else legacy.
+    fn priced(self, gas_price: u128, access_list: Option<AccessList>) -> Filled {
+        let Self { chain_id, nonce, gas_limit, to, value, input } = self;
+        match access_list {
             Some(access_list) => Filled::Eip2930(TxEip2930 {
                 chain_id,
                 nonce,
@@ -341,21 +388,8 @@ pub(crate) async fn fill(
                 value,
                 input,
             }),
-        });
+        }
     }
-    let (max_fee_per_gas, max_priority_fee_per_gas) =
-        dynamic_fees(ctx, request.max_fee_per_gas, request.max_priority_fee_per_gas)?;
-    Ok(Filled::Eip1559(TxEip1559 {
-        chain_id,
-        nonce,
-        gas_limit,
-        max_fee_per_gas,
-        max_priority_fee_per_gas,
-        to,
-        value,
-        access_list: request.access_list.unwrap_or_default(),
-        input,
-    }))
 }
 
 /// The fee cap and tip of a dynamic-fee transaction: the caller's, else twice the head's base

@@ -20,9 +20,9 @@ use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 
-use crate::core::Refusal;
 use crate::core::RpcContext;
 use crate::core::{PREFLIGHT_MAX_AGE_SECS, is_header_token, is_json_content_type};
+use crate::core::{Refusal, counter, gauge};
 use crate::transport::envelope::RpcReply;
 
 /// The methods a preflight may be answered for.
@@ -265,60 +265,14 @@ async fn endpoint(req: HttpRequest, ctx: web::Data<RpcContext>, body: web::Bytes
 /// GET `/metrics`: Prometheus text. Request counters come from the striped `RpcMetrics`; the
 /// gauges other actors own are asked for now, with `ask` (a busy actor is skipped, not waited on).
 async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
-    use hearth_messages::code_cache::GetCodeCacheStats;
-    use hearth_messages::mempool::{GetPoolCounters, PoolSize};
-
-    use crate::core::{counter, gauge};
-
     let mut out = String::with_capacity(16 * 1024);
     ctx.metrics.render(&mut out);
     if let Some(head) = ctx.chain.head_number() {
         gauge(&mut out, "hearth_block_number", "Number of the head block.", head);
     }
     crate::core::executor_metrics(&mut out, &ctx.executor);
-    if let Ok((pending, queued)) = ctx.mempool.pool_size(PoolSize).await {
-        gauge(&mut out, "hearth_mempool_pending", "Executable pooled transactions.", pending);
-        gauge(
-            &mut out,
-            "hearth_mempool_queued",
-            "Pooled transactions waiting on a nonce gap or fee.",
-            queued,
-        );
-    }
-    if let Ok(counters) = ctx.mempool.pool_counters(GetPoolCounters).await {
-        counter(
-            &mut out,
-            "hearth_mempool_dropped_invalid_total",
-            "Admitted transactions that block building refused, dropped from the pool.",
-            counters.dropped_invalid,
-        );
-    }
-    if let Ok(stats) = ctx.metric_sources.code_cache.stats(GetCodeCacheStats).await {
-        counter(
-            &mut out,
-            "hearth_code_cache_hits_total",
-            "Shared code cache lookups that found the code.",
-            stats.hits,
-        );
-        counter(
-            &mut out,
-            "hearth_code_cache_misses_total",
-            "Shared code cache lookups that did not.",
-            stats.misses,
-        );
-        counter(
-            &mut out,
-            "hearth_code_cache_evictions_total",
-            "Entries evicted to stay within --cache.code-entries.",
-            stats.evictions,
-        );
-        gauge(
-            &mut out,
-            "hearth_code_cache_entries",
-            "Analysed contracts held in the shared code cache.",
-            stats.entries,
-        );
-    }
+    mempool_metrics(&mut out, &ctx).await;
+    code_cache_metrics(&mut out, &ctx).await;
     if let Ok(stats) =
         ctx.subscriptions.stats(hearth_messages::subscriptions::GetSubscriptionStats).await
     {
@@ -333,38 +287,96 @@ async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
         );
     }
     if let Some(fork) = &ctx.metric_sources.fork {
-        let stats = fork.stats();
-        counter(
-            &mut out,
-            "hearth_fork_upstream_requests_total",
-            "HTTP requests sent to the fork upstream (a JSON-RPC batch is one; retries count).",
-            stats.upstream_requests,
-        );
-        counter(
-            &mut out,
-            "hearth_fork_fetches_total",
-            "Values (accounts, slots, block hashes, headers) fetched from the fork upstream.",
-            stats.fetched,
-        );
-        counter(
-            &mut out,
-            "hearth_fork_coalesced_waits_total",
-            "Fork reads that joined a fetch of the same value already under way.",
-            stats.coalesced,
-        );
-        counter(
-            &mut out,
-            "hearth_fork_cache_hits_total",
-            "Fork reads answered from the fork cache without the upstream.",
-            stats.cache_hits,
-        );
-        counter(
-            &mut out,
-            "hearth_fork_fetch_errors_total",
-            "Values whose fetch failed (the readers got a fork upstream error).",
-            stats.errors,
-        );
+        fork_metrics(&mut out, fork);
     }
     crate::core::restart_metrics(&mut out, &ctx.metric_sources.restarts, ctx.metrics.panics());
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(out)
+}
+
+/// The pool's gauges and counters, asked of the pool at scrape time.
+async fn mempool_metrics(out: &mut String, ctx: &RpcContext) {
+    use hearth_messages::mempool::{GetPoolCounters, PoolSize};
+    if let Ok((pending, queued)) = ctx.mempool.pool_size(PoolSize).await {
+        gauge(out, "hearth_mempool_pending", "Executable pooled transactions.", pending);
+        gauge(
+            out,
+            "hearth_mempool_queued",
+            "Pooled transactions waiting on a nonce gap or fee.",
+            queued,
+        );
+    }
+    if let Ok(counters) = ctx.mempool.pool_counters(GetPoolCounters).await {
+        counter(
+            out,
+            "hearth_mempool_dropped_invalid_total",
+            "Admitted transactions that block building refused, dropped from the pool.",
+            counters.dropped_invalid,
+        );
+    }
+}
+
+/// The shared code cache's counters, asked of it at scrape time.
+async fn code_cache_metrics(out: &mut String, ctx: &RpcContext) {
+    use hearth_messages::code_cache::GetCodeCacheStats;
+    if let Ok(stats) = ctx.metric_sources.code_cache.stats(GetCodeCacheStats).await {
+        counter(
+            out,
+            "hearth_code_cache_hits_total",
+            "Shared code cache lookups that found the code.",
+            stats.hits,
+        );
+        counter(
+            out,
+            "hearth_code_cache_misses_total",
+            "Shared code cache lookups that did not.",
+            stats.misses,
+        );
+        counter(
+            out,
+            "hearth_code_cache_evictions_total",
+            "Entries evicted to stay within --cache.code-entries.",
+            stats.evictions,
+        );
+        gauge(
+            out,
+            "hearth_code_cache_entries",
+            "Analysed contracts held in the shared code cache.",
+            stats.entries,
+        );
+    }
+}
+
+/// The fork backend's counters.
+fn fork_metrics(out: &mut String, fork: &hearth_messages::fork::ForkCounters) {
+    let stats = fork.stats();
+    counter(
+        out,
+        "hearth_fork_upstream_requests_total",
+        "HTTP requests sent to the fork upstream (a JSON-RPC batch is one; retries count).",
+        stats.upstream_requests,
+    );
+    counter(
+        out,
+        "hearth_fork_fetches_total",
+        "Values (accounts, slots, block hashes, headers) fetched from the fork upstream.",
+        stats.fetched,
+    );
+    counter(
+        out,
+        "hearth_fork_coalesced_waits_total",
+        "Fork reads that joined a fetch of the same value already under way.",
+        stats.coalesced,
+    );
+    counter(
+        out,
+        "hearth_fork_cache_hits_total",
+        "Fork reads answered from the fork cache without the upstream.",
+        stats.cache_hits,
+    );
+    counter(
+        out,
+        "hearth_fork_fetch_errors_total",
+        "Values whose fetch failed (the readers got a fork upstream error).",
+        stats.errors,
+    );
 }
