@@ -94,8 +94,9 @@ const fn prefix(name: &'static str) -> &'static str {
 }
 
 /// Declares the table. Each row: `"name" kind [in "namespace"] => handler expression;` where
-/// the expression may use the names bound in `|ctx, params, connection, dialect|` and may
-/// `.await`. Kinds: `read`, `write`, `call(max_args)`.
+/// the expression may use the names bound in `|ctx, params, connection, dialect|`, may
+/// `.await`, and may `?` (typed params: `params.decode()?`). Kinds: `read`, `write`,
+/// `call(max_args)`.
 macro_rules! methods {
     (
         |$ctx:ident, $p:ident, $conn:ident, $d:ident|
@@ -110,21 +111,21 @@ macro_rules! methods {
             },
         )*];
 
-        /// Runs the core method `name`; `None` when the table has no row for it.
-        async fn run_row(
+        /// Runs the core method `name` (-32601 when the table has no row for it).
+        async fn run(
             $ctx: &RpcContext,
             name: &str,
             $p: &Params,
             $conn: Option<ConnectionId>,
-        ) -> Option<Result<Reply, RpcError>> {
-            Some(match name {
+        ) -> Result<Reply, RpcError> {
+            match name {
                 $( $name => {
                     #[allow(unused_variables)]
                     let $d = const { Dialect::of(prefix($name)) };
                     IntoReply::into_reply($body)
                 } )*
-                _ => return None,
-            })
+                _ => Err(RpcError::MethodNotFound(name.to_owned())),
+            }
         }
     };
     (@namespace $name:literal) => { prefix($name) };
@@ -150,10 +151,11 @@ methods! {
     "eth_capabilities" read => capabilities::capabilities(ctx, p);
     "eth_config" read => config::config(ctx, p);
     // The hot results are typed: encoded straight into the response buffer.
-    "eth_getBalance" read => state::get_balance(ctx, p);
+    "eth_getBalance" read => state::get_balance(ctx, p.decode()?);
     "eth_getTransactionCount" read => state::get_transaction_count(ctx, p).await;
-    "eth_getCode" read => state::get_code(ctx, p);
-    "eth_getAccountInfo" read => state::get_account_info(ctx, p);
+    "eth_getCode" read => state::get_code(ctx, p.decode()?);
+    "eth_getAccount" read => state::get_account(ctx, p.decode()?);
+    "eth_getAccountInfo" read => state::get_account_info(ctx, p.decode()?);
     "eth_getStorageAt" read => state::get_storage_at(ctx, p);
     "eth_getStorageValues" read => state::get_storage_values(ctx, p);
     "eth_coinbase" read => state::coinbase(ctx, p).await;
@@ -360,7 +362,7 @@ pub(crate) async fn dispatch(
         // thread while the upstream answers (`fork::misses`): the misses are fetched, awaited,
         // and the read runs again; the last round's reads wait, as every read did before.
         let result = if read && fork_rounds < misses::MAX_ROUNDS && ctx.executor.fork_reads() {
-            match misses::collect_async(run(ctx, row, &params, connection)).await {
+            match misses::collect_async(run(ctx, row.name, &params, connection)).await {
                 (_, Some(missed)) => {
                     fork_rounds += 1;
                     missed.fetch().await.map_err(|error| {
@@ -373,7 +375,7 @@ pub(crate) async fn dispatch(
                 (result, None) => result,
             }
         } else {
-            run(ctx, row, &params, connection).await
+            run(ctx, row.name, &params, connection).await
         };
         match &result {
             // The request found its block number on one chain and looked for it on the next
@@ -395,19 +397,6 @@ pub(crate) async fn dispatch(
 /// How many times a read that raced anvil_reset runs again (each retry means another reset
 /// happened while it ran).
 const MAX_RESET_RETRIES: u32 = 3;
-
-/// Runs the handler of `row`.
-async fn run(
-    ctx: &RpcContext,
-    row: &Method,
-    params: &Params,
-    connection: Option<ConnectionId>,
-) -> Result<Reply, RpcError> {
-    match run_row(ctx, row.name, params, connection).await {
-        Some(result) => result,
-        None => Err(RpcError::MethodNotFound(row.name.to_owned())),
-    }
-}
 
 /// A method the table has no row for: an extension's, if one registered it and its namespace
 /// is served; else -32601.

@@ -777,6 +777,8 @@ const SIGNATURES: &[(&str, &str)] = &[
     ("eth_createAccessList", "TB"),
     ("eth_estimateGas", "TB"),
     ("eth_feeHistory", "QBP"),
+    ("eth_getAccount", "AB"),
+    ("eth_getAccountInfo", "AB"),
     ("eth_getBalance", "AB"),
     ("eth_getBlockByHash", "Hb"),
     ("eth_getBlockByNumber", "Bb"),

@@ -77,6 +77,15 @@ async fn verified_proof(node: &TestNode, address: Address, keys: &[&str], block:
     )
     .unwrap_or_else(|e| panic!("account proof of {address} at {block}: {e}"));
     assert_eq!(result["balance"], node.ok("eth_getBalance", json!([address, block])).await);
+    // eth_getAccount answers the same trie fields as the proof, which the verifier checked.
+    let trie_account = node.ok("eth_getAccount", json!([address, block])).await;
+    let expected = json!({
+        "codeHash": result["codeHash"],
+        "storageRoot": result["storageHash"],
+        "balance": result["balance"],
+        "nonce": result["nonce"],
+    });
+    assert_eq!(trie_account, expected, "eth_getAccount of {address} at {block}");
 
     let storage = result["storageProof"].as_array().expect("storageProof is an array");
     assert_eq!(storage.len(), keys.len());

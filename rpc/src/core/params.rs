@@ -89,6 +89,58 @@ pub(crate) trait FromParam: Sized {
     fn from_param(value: &Value) -> Result<Self, String>;
 }
 
+/// One positional argument of a method's typed params: `T` is required, `Option<T>` may be
+/// absent or `null`.
+pub(crate) trait Arg: Sized {
+    /// Argument `index` of `params`.
+    fn arg(params: &Params, index: usize) -> Result<Self, RpcError>;
+}
+
+impl<T: FromParam> Arg for T {
+    fn arg(params: &Params, index: usize) -> Result<Self, RpcError> {
+        params.required(index)
+    }
+}
+
+impl<T: FromParam> Arg for Option<T> {
+    fn arg(params: &Params, index: usize) -> Result<Self, RpcError> {
+        params.optional(index)
+    }
+}
+
+/// A method's params decoded at once, as a tuple of [`Arg`]s: `(Address, Option<BlockId>)`
+/// takes one or two arguments, refuses a third ("too many arguments, want at most 2"), and
+/// names the argument that does not decode, with the standard -32602.
+pub(crate) trait FromParams: Sized {
+    /// Decodes `params`.
+    fn from_params(params: &Params) -> Result<Self, RpcError>;
+}
+
+macro_rules! tuple_params {
+    ($count:literal; $($arg:ident $index:tt),*) => {
+        impl<$($arg: Arg),*> FromParams for ($($arg,)*) {
+            #[allow(unused_variables)]
+            fn from_params(params: &Params) -> Result<Self, RpcError> {
+                params.at_most($count)?;
+                Ok(($($arg::arg(params, $index)?,)*))
+            }
+        }
+    };
+}
+
+tuple_params!(0;);
+tuple_params!(1; A 0);
+tuple_params!(2; A 0, B 1);
+tuple_params!(3; A 0, B 1, C 2);
+tuple_params!(4; A 0, B 1, C 2, D 3);
+
+impl Params {
+    /// The params as the handler's typed arguments ([`FromParams`]).
+    pub(crate) fn decode<T: FromParams>(&self) -> Result<T, RpcError> {
+        T::from_params(self)
+    }
+}
+
 // ---- scalars -------------------------------------------------------------------------------
 
 /// The string inside `value`, or an error naming what the JSON was instead.

@@ -1,15 +1,19 @@
 //! Chain facts and state queries: eth_chainId, eth_blockNumber, eth_accounts, eth_syncing,
-//! eth_getBalance, eth_getTransactionCount, eth_getCode, eth_getAccountInfo, eth_getStorageAt,
+//! eth_getBalance, eth_getTransactionCount, eth_getCode, eth_getAccount, eth_getAccountInfo,
+//! eth_getStorageAt,
 //! eth_getStorageValues, eth_coinbase, eth_mining.
 //!
 //! State queries read the snapshot at a resolved block (`ChainDb::state_at`), so they work at
 //! any past block (archive) and never see a half-written one. A block after the head is
 //! "header not found" (-32000).
 
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256, U64, U256};
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag};
 use alloy_signer_local::PrivateKeySigner;
 use hearth_messages::mempool::PendingNonce;
+use hearth_messages::storage::EMPTY_CODE_HASH;
+use hearth_messages::storage::trie::EMPTY_ROOT;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::RpcContext;
@@ -43,16 +47,20 @@ pub(crate) fn syncing(params: &Params) -> Result<Value, RpcError> {
     Ok(Value::Bool(false))
 }
 
+/// The block a state query reads when it names none.
+const LATEST: BlockId = BlockId::Number(BlockNumberOrTag::Latest);
+
 /// The block argument at `index` of a state query; "latest" when absent.
 pub(crate) fn block_arg(params: &Params, index: usize) -> Result<BlockId, RpcError> {
     Ok(params.optional(index)?.unwrap_or(BlockId::Number(BlockNumberOrTag::Latest)))
 }
 
 /// eth_getBalance: `[address, block?]`.
-pub(crate) fn get_balance(ctx: &RpcContext, params: &Params) -> Result<Reply, RpcError> {
-    params.at_most(2)?;
-    let address: Address = params.required(0)?;
-    let number = state_block(ctx, block_arg(params, 1)?)?;
+pub(crate) fn get_balance(
+    ctx: &RpcContext,
+    (address, block): (Address, Option<BlockId>),
+) -> Result<Reply, RpcError> {
+    let number = state_block(ctx, block.unwrap_or(LATEST))?;
     let account = ctx.chain.state_at(number).account(&address)?;
     Ok(Reply::Hot(Hot::Quantity(account.map(|a| a.balance).unwrap_or_default())))
 }
@@ -82,19 +90,21 @@ pub(crate) async fn pending_nonce(ctx: &RpcContext, address: Address) -> Result<
 }
 
 /// eth_getCode: `[address, block?]`; `0x` for an account without code.
-pub(crate) fn get_code(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
-    params.at_most(2)?;
-    let address: Address = params.required(0)?;
-    let number = state_block(ctx, block_arg(params, 1)?)?;
+pub(crate) fn get_code(
+    ctx: &RpcContext,
+    (address, block): (Address, Option<BlockId>),
+) -> Result<Value, RpcError> {
+    let number = state_block(ctx, block.unwrap_or(LATEST))?;
     to_json(&ctx.chain.state_at(number).code_of(&address)?)
 }
 
 /// eth_getAccountInfo (anvil's): `[address, block?]`; `{balance, nonce, code}` in one answer,
 /// what a fork asks its upstream for an account in one call instead of three.
-pub(crate) fn get_account_info(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
-    params.at_most(2)?;
-    let address: Address = params.required(0)?;
-    let number = state_block(ctx, block_arg(params, 1)?)?;
+pub(crate) fn get_account_info(
+    ctx: &RpcContext,
+    (address, block): (Address, Option<BlockId>),
+) -> Result<Value, RpcError> {
+    let number = state_block(ctx, block.unwrap_or(LATEST))?;
     let state = ctx.chain.state_at(number);
     let account = state.account(&address)?;
     let code = state.code_of(&address)?;
@@ -103,6 +113,35 @@ pub(crate) fn get_account_info(ctx: &RpcContext, params: &Params) -> Result<Valu
         "nonce": quantity(account.map_or(0, |a| a.nonce)),
         "code": to_json(&code)?,
     }))
+}
+
+/// The fields of an account in the state trie, as geth's eth_getAccount answers them.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TrieAccount {
+    code_hash: B256,
+    storage_root: B256,
+    balance: U256,
+    nonce: U64,
+}
+
+/// eth_getAccount: `[address, block?]`; the account as the state trie holds it (`codeHash`,
+/// `storageRoot`, `balance`, `nonce`). An absent account answers the empty one, as geth does.
+/// On a fork, blocks before the fork block are refused, as for eth_getProof: the storage root
+/// of an upstream account is only known from its trie, which the fork does not fetch.
+pub(crate) fn get_account(
+    ctx: &RpcContext,
+    (address, block): (Address, Option<BlockId>),
+) -> Result<Value, RpcError> {
+    let number = state_block(ctx, block.unwrap_or(LATEST))?;
+    crate::core::state_after_fork(ctx, number)?;
+    let account = ctx.chain.state_at(number).proof(&address, &[])?.account;
+    to_json(&TrieAccount {
+        code_hash: account.as_ref().map_or(EMPTY_CODE_HASH, |a| a.code_hash),
+        storage_root: account.as_ref().map_or(EMPTY_ROOT, |a| a.storage_root),
+        balance: account.as_ref().map_or(U256::ZERO, |a| a.balance),
+        nonce: U64::from(account.map_or(0, |a| a.nonce)),
+    })
 }
 
 /// eth_getStorageAt: `[address, slot, block?]`; the value as 32 bytes of hex.
