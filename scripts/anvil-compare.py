@@ -315,6 +315,12 @@ def steps():
         ("eth_sendTransaction", [send(A0, data=hashed_token, gas=1_000_000)], {"save": {"deploy3": "result"}}),
         ("eth_getTransactionReceipt", ["{deploy3}"], {**receipt, "save": {"hashed": "result.contractAddress"}}),
         ("eth_getCode", ["{bench}", "latest"], {}),
+        # An account's trie fields (a contract with storage, an empty account) and anvil's
+        # one-call account read.
+        ("eth_getAccount", ["{bench}", "latest"], {}),
+        ("eth_getAccount", [STRANGER, "latest"], {}),
+        ("eth_getAccountInfo", ["{bench}", "latest"], {}),
+        ("eth_getAccountInfo", [A0, "latest"], {}),
         balance_of("{bench}", A0),
         ("eth_estimateGas", [{"from": A0, "to": "{bench}", "data": "0xa9059cbb" + A1[2:].lower().rjust(64, "0") + hex(5)[2:].rjust(64, "0")}], {}),
         ("eth_sendTransaction", [send(A0, to="{bench}", data="0xa9059cbb" + A1[2:].lower().rjust(64, "0") + hex(5)[2:].rjust(64, "0"))], {"save": {"transfer": "result"}}),
