@@ -28,6 +28,6 @@ pub use log_switch::*;
 pub use metrics::*;
 pub use namespaces::*;
 pub use node_facts::*;
-pub(crate) use params::*;
+pub use params::*;
 pub(crate) use reply::*;
 pub(crate) use tags::*;

@@ -16,6 +16,9 @@ use hearth_messages::miner::MinerClient;
 use hearth_messages::state::StateClient;
 use hearth_messages::subscriptions::SubscriptionClient;
 
+use super::error::RpcError;
+use super::params::{FromParams, Params};
+
 /// A method added by an extension actor: takes the raw `params` JSON, answers a result or a
 /// JSON-RPC error `(code, message)`.
 pub type ExtensionMethod = Arc<
@@ -44,6 +47,35 @@ impl Extensions {
     /// Registers `name`. A core method of the same name still wins.
     pub fn register(&mut self, name: impl Into<String>, method: ExtensionMethod) {
         self.methods.insert(name.into(), method);
+    }
+
+    /// Registers `name` with typed params, decoded as the core's methods decode theirs: `P` is
+    /// a tuple of argument types (`(Address,)`, `(Address, Option<BlockId>)`; an `Option` may
+    /// be left out or `null`), each read with the core's strict rules, and a request that does
+    /// not decode is answered -32602 with the core's messages before `handler` runs. The
+    /// handler's `Ok` is serialized as the result; its [`RpcError`] is answered with the core's
+    /// code for it (an [`ActorError`](hearth_messages::client::ActorError) from a typed
+    /// client's `ask` converts with `?`: a full mailbox is -32005).
+    pub fn method<P, R, F, Fut>(&mut self, name: impl Into<String>, handler: F)
+    where
+        P: FromParams + 'static,
+        R: serde::Serialize,
+        F: Fn(P) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, RpcError>> + 'static,
+    {
+        let handler = Arc::new(handler);
+        let method: ExtensionMethod = Arc::new(move |raw: serde_json::Value| {
+            let handler = Arc::clone(&handler);
+            Box::pin(async move {
+                let run = async move {
+                    let params = Params::new(Some(raw)).decode::<P>()?;
+                    let result = handler(params).await?;
+                    Ok::<_, RpcError>(serde_json::to_value(result)?)
+                };
+                run.await.map_err(|error| (error.code(), error.to_string()))
+            })
+        });
+        self.register(name, method);
     }
 
     /// The method registered as `name`.

@@ -19,7 +19,7 @@ use crate::core::RpcError;
 /// The arguments of one request. Core methods take positional arguments only; by-name
 /// arguments are kept as given so extension methods can read them.
 #[derive(Debug, Clone)]
-pub(crate) enum Params {
+pub enum Params {
     /// `params` was an array (or absent, or `null`: no arguments).
     Positional(Vec<Value>),
     /// `params` was an object.
@@ -84,14 +84,14 @@ impl Params {
 }
 
 /// A type that can be decoded from one JSON-RPC argument (or one field of an object argument).
-pub(crate) trait FromParam: Sized {
+pub trait FromParam: Sized {
     /// Decodes `value`, or says what is wrong with it.
     fn from_param(value: &Value) -> Result<Self, String>;
 }
 
 /// One positional argument of a method's typed params: `T` is required, `Option<T>` may be
 /// absent or `null`.
-pub(crate) trait Arg: Sized {
+pub trait Arg: Sized {
     /// Argument `index` of `params`.
     fn arg(params: &Params, index: usize) -> Result<Self, RpcError>;
 }
@@ -111,7 +111,7 @@ impl<T: FromParam> Arg for Option<T> {
 /// A method's params decoded at once, as a tuple of [`Arg`]s: `(Address, Option<BlockId>)`
 /// takes one or two arguments, refuses a third ("too many arguments, want at most 2"), and
 /// names the argument that does not decode, with the standard -32602.
-pub(crate) trait FromParams: Sized {
+pub trait FromParams: Sized {
     /// Decodes `params`.
     fn from_params(params: &Params) -> Result<Self, RpcError>;
 }
