@@ -439,8 +439,12 @@ mod tests {
     fn rows_say_namespace_and_kind() {
         let call = row("eth_call").expect("a core method");
         assert_eq!((call.namespace, call.kind), ("eth", Kind::Call { max_args: 4 }));
+        // anvil's eth_sendUnsignedTransaction sends from any account without a signature, so a
+        // list that leaves `anvil` out must not serve it either.
         let unsigned = row("eth_sendUnsignedTransaction").expect("a core method");
         assert_eq!(unsigned.namespace, "anvil", "a dev method named in eth_ is gated as anvil's");
+        let eth_only = crate::core::ApiNamespaces::parse("eth").expect("valid");
+        assert!(!eth_only.serves(unsigned.namespace) && eth_only.serves(call.namespace));
         assert!(row("hardhat_mine").is_some_and(|row| row.namespace == "hardhat"));
         assert!(row("eth_getBalance").is_some_and(|row| row.kind.is_read()));
         assert!(!row("eth_sendRawTransaction").is_some_and(|row| row.kind.is_read()));

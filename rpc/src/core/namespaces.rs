@@ -13,10 +13,6 @@ pub const KNOWN_NAMESPACES: [&str; 14] = [
 /// mining): a shared deployment should not serve them.
 pub const DEV_NAMESPACES: [&str; 3] = ["evm", "anvil", "hardhat"];
 
-/// Dev methods named in another namespace: anvil's eth_sendUnsignedTransaction sends from any
-/// account without a signature, so a list that leaves `anvil` out must not serve it either.
-pub const DEV_METHODS_ELSEWHERE: [&str; 1] = ["eth_sendUnsignedTransaction"];
-
 /// A namespace `--http.api` cannot serve.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NamespaceError {
@@ -71,14 +67,12 @@ impl ApiNamespaces {
         }
     }
 
-    /// Whether `method` may run: its namespace is the part before the first `_`, except for
-    /// [`DEV_METHODS_ELSEWHERE`], which are gated as `anvil`'s.
+    /// Whether a method the method table does not know (an extension's) may run: its namespace
+    /// is the part before the first `_`. A core method is gated by its row's namespace, which
+    /// may differ (anvil's eth_sendUnsignedTransaction is gated as `anvil`'s).
     pub fn allows(&self, method: &str) -> bool {
         if self.0.is_none() {
             return true;
-        }
-        if DEV_METHODS_ELSEWHERE.contains(&method) {
-            return self.serves("anvil");
         }
         method.split_once('_').is_some_and(|(ns, _)| self.serves(ns))
     }
@@ -148,9 +142,7 @@ mod tests {
         }
         assert!(!shared.allows("eth"), "no namespace");
         assert!(shared.allows("eth_sendTransaction"));
-        assert!(!shared.allows("eth_sendUnsignedTransaction"), "a dev method in eth_");
         let with_anvil = ApiNamespaces::parse("anvil").expect("valid");
-        assert!(with_anvil.allows("eth_sendUnsignedTransaction"));
         assert!(!with_anvil.allows("eth_chainId"));
         assert!(!shared.allows("ext_echo"), "an unknown namespace is not served by a list");
         assert!(!shared.serves_dev_methods());

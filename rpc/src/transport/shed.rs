@@ -229,9 +229,10 @@ impl<'de> serde::de::Visitor<'de> for CheckedVisitor {
     }
 }
 
-/// `Some` when `head` calls an executor method the API allows, with params of its shape.
+/// `Some` when `head` calls an executor method the API serves, with params of its shape.
 fn executor_call(ctx: &RpcContext, head: &Head<'_>) -> Option<()> {
-    (executor_shape(head) && ctx.api.allows(head.method)).then_some(())
+    let row = methods::row(head.method)?;
+    (executor_shape(head) && ctx.api.serves(row.namespace)).then_some(())
 }
 
 /// Whether `head` calls an executor method with params of a shape it takes.
