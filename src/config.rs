@@ -604,31 +604,47 @@ fn fork_settings_with(
     url: String,
     need_home: bool,
 ) -> Result<ForkSettings, ConfigError> {
-    use crate::cli::{MAX_FORK_RATE_LIMIT, MAX_FORK_RETRIES, MAX_FORK_TIMEOUT};
-    let fork = |flag: &'static str, reason: String| ConfigError::Fork { flag, reason };
-    let block = match (cli.fork_block_number, &cli.fork_transaction_hash) {
+    let block = fork_block(cli)?;
+    if cli.fork_chain_id == Some(0) {
+        return Err(fork_error("--fork-chain-id", "must be at least 1".into()));
+    }
+    let upstream = upstream_config(cli, url)?;
+    let cache_dir = fork_cache_dir(cli, need_home)?;
+    let cache_size = parse_size(&cli.fork_cache_size).map(|n| n as u64).ok_or_else(|| {
+        ConfigError::Size { flag: "--fork.cache-size", got: cli.fork_cache_size.clone() }
+    })?;
+    Ok(ForkSettings { upstream, block, chain_id: cli.fork_chain_id, cache_dir, cache_size })
+}
+
+/// A `--fork-*` flag that cannot be used as given, and why.
+fn fork_error(flag: &'static str, reason: String) -> ConfigError {
+    ConfigError::Fork { flag, reason }
+}
+
+/// The block to fork at: `--fork-transaction-hash`'s, else `--fork-block-number`'s (counted
+/// back from the head when negative), else the upstream's head.
+fn fork_block(cli: &Cli) -> Result<ForkBlock, ConfigError> {
+    Ok(match (cli.fork_block_number, &cli.fork_transaction_hash) {
         (_, Some(hash)) => ForkBlock::BeforeTx(hash.parse().map_err(|_| {
-            fork("--fork-transaction-hash", format!("must be a 32-byte hex hash, got {hash:?}"))
+            fork_error(
+                "--fork-transaction-hash",
+                format!("must be a 32-byte hex hash, got {hash:?}"),
+            )
         })?),
         (None, None) => ForkBlock::Head,
         (Some(n), None) if n >= 0 => ForkBlock::Number(n.unsigned_abs()),
         (Some(n), None) => ForkBlock::BehindHead(n.unsigned_abs()),
-    };
-    if cli.fork_chain_id == Some(0) {
-        return Err(fork("--fork-chain-id", "must be at least 1".into()));
-    }
-    let mut headers = Vec::with_capacity(cli.fork_header.len());
-    for header in &cli.fork_header {
-        let (name, value) = header
-            .split_once(':')
-            .map(|(n, v)| (n.trim(), v.trim()))
-            .filter(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_graphic()))
-            .ok_or_else(|| fork("--fork-header", format!("must be KEY:VALUE, got {header:?}")))?;
-        if value.bytes().any(|b| b.is_ascii_control()) {
-            return Err(fork("--fork-header", format!("has a control character: {header:?}")));
-        }
-        headers.push((name.to_owned(), value.to_owned()));
-    }
+    })
+}
+
+/// How to reach the upstream `url`: `--fork-header`, `--fork-retries`, `--fork-timeout` and
+/// `--fork-rate-limit`, range-checked.
+fn upstream_config(
+    cli: &Cli,
+    url: String,
+) -> Result<hearth_actors::fork::UpstreamConfig, ConfigError> {
+    use crate::cli::{MAX_FORK_RETRIES, MAX_FORK_TIMEOUT};
+    let headers = fork_headers(cli)?;
     if cli.fork_retries > MAX_FORK_RETRIES {
         return Err(ConfigError::OutOfRange {
             flag: "--fork-retries",
@@ -645,43 +661,68 @@ fn fork_settings_with(
             max: MAX_FORK_TIMEOUT,
         });
     }
-    let rate_limit = match cli.fork_rate_limit {
-        None => None,
-        Some(rate) => {
-            Some(std::num::NonZeroU32::new(rate).filter(|r| r.get() <= MAX_FORK_RATE_LIMIT).ok_or(
-                ConfigError::OutOfRange {
-                    flag: "--fork-rate-limit",
-                    min: 1,
-                    max: MAX_FORK_RATE_LIMIT.into(),
-                    got: rate.into(),
-                },
-            )?)
+    let rate_limit = fork_rate_limit(cli)?;
+    Ok(hearth_actors::fork::UpstreamConfig {
+        url,
+        headers,
+        retries: cli.fork_retries,
+        timeout,
+        rate_limit,
+    })
+}
+
+/// `--fork-header KEY:VALUE`s as (name, value) pairs, each a header that can be sent.
+fn fork_headers(cli: &Cli) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut headers = Vec::with_capacity(cli.fork_header.len());
+    for header in &cli.fork_header {
+        let (name, value) = header
+            .split_once(':')
+            .map(|(n, v)| (n.trim(), v.trim()))
+            .filter(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_graphic()))
+            .ok_or_else(|| {
+                fork_error("--fork-header", format!("must be KEY:VALUE, got {header:?}"))
+            })?;
+        if value.bytes().any(|b| b.is_ascii_control()) {
+            return Err(fork_error(
+                "--fork-header",
+                format!("has a control character: {header:?}"),
+            ));
         }
+        headers.push((name.to_owned(), value.to_owned()));
+    }
+    Ok(headers)
+}
+
+/// `--fork-rate-limit` (requests per second; `None`: no limit), from 1 to its maximum.
+fn fork_rate_limit(cli: &Cli) -> Result<Option<std::num::NonZeroU32>, ConfigError> {
+    use crate::cli::MAX_FORK_RATE_LIMIT;
+    let Some(rate) = cli.fork_rate_limit else {
+        return Ok(None);
     };
-    let cache_dir = match (&cli.fork_cache_dir, cli.no_fork_cache) {
+    std::num::NonZeroU32::new(rate).filter(|r| r.get() <= MAX_FORK_RATE_LIMIT).map(Some).ok_or(
+        ConfigError::OutOfRange {
+            flag: "--fork-rate-limit",
+            min: 1,
+            max: MAX_FORK_RATE_LIMIT.into(),
+            got: rate.into(),
+        },
+    )
+}
+
+/// Where the fork cache lives (`None`: in memory): `--fork.cache-dir`, none with
+/// `--no-fork-cache`, else the default dir. Without `need_home`, an unknown `$HOME` means none.
+fn fork_cache_dir(cli: &Cli, need_home: bool) -> Result<Option<PathBuf>, ConfigError> {
+    Ok(match (&cli.fork_cache_dir, cli.no_fork_cache) {
         (Some(_), true) => {
-            return Err(fork("--no-fork-cache", "contradicts --fork.cache-dir; pass one".into()));
+            return Err(fork_error(
+                "--no-fork-cache",
+                "contradicts --fork.cache-dir; pass one".into(),
+            ));
         }
         (_, true) => None,
         (Some(dir), false) => Some(dir.clone()),
         (None, false) if need_home => Some(default_fork_cache_dir()?),
         (None, false) => default_fork_cache_dir().ok(),
-    };
-    let cache_size = parse_size(&cli.fork_cache_size).map(|n| n as u64).ok_or_else(|| {
-        ConfigError::Size { flag: "--fork.cache-size", got: cli.fork_cache_size.clone() }
-    })?;
-    Ok(ForkSettings {
-        upstream: hearth_actors::fork::UpstreamConfig {
-            url,
-            headers,
-            retries: cli.fork_retries,
-            timeout,
-            rate_limit,
-        },
-        block,
-        chain_id: cli.fork_chain_id,
-        cache_dir,
-        cache_size,
     })
 }
 
@@ -772,100 +813,101 @@ fn chain_settings(cli: &Cli) -> Result<ChainSettings, ConfigError> {
     })
 }
 
+/// The flags that take more than a copy into [`NodeConfig`]: parsed, range-checked and checked
+/// against each other, in the order [`NodeConfig::try_from`] reports their errors.
+struct Resolved {
+    web: WebAccess,
+    api: ApiNamespaces,
+    chain: ChainSettings,
+    fork: Option<ForkSettings>,
+    reset_fork: ForkSettings,
+    storage: StorageMode,
+    threads: ThreadSettings,
+    sizes: Sizes,
+    actors: ActorSettings,
+    code_size_limit: Option<usize>,
+    interval: Option<IntervalMining>,
+    dump_state: Option<PathBuf>,
+    load_state: Option<hearth_rpc::LoadedState>,
+}
+
+/// The threads serving requests: the executor pool, the HTTP workers, and how much the pool
+/// admits.
+struct ThreadSettings {
+    executor_threads: NonZeroUsize,
+    http_workers: NonZeroUsize,
+    admission: AdmissionLimits,
+}
+
+/// The actors' mailboxes and sizes, and how the executors run.
+struct ActorSettings {
+    parallel: hearth_actors::ParallelConfig,
+    mailbox: NonZeroUsize,
+    code_cache_entries: NonZeroUsize,
+    txpool_max_count: NonZeroUsize,
+    evm_timeout: Duration,
+    subscriptions: SubscriptionLimits,
+}
+
+/// The flags given as sizes (`64MiB`), in bytes.
+struct Sizes {
+    txpool_max_bytes: usize,
+    max_response_bytes: usize,
+    db_cache_bytes: u64,
+}
+
 impl TryFrom<Cli> for NodeConfig {
     type Error = ConfigError;
 
     fn try_from(cli: Cli) -> Result<Self, Self::Error> {
-        let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
         let web = web_access(&cli)?;
         let api = ApiNamespaces::parse(&cli.http_api)
             .map_err(|reason| ConfigError::Api { got: cli.http_api.clone(), reason })?;
-        let ChainSettings { chain_id, spec, genesis, given, gas_limit } = chain_settings(&cli)?;
+        let chain = chain_settings(&cli)?;
         let fork = fork_settings(&cli)?;
         let reset_fork = reset_fork_settings(&cli)?;
-        // `hearth --dev` (the README's command) is Hearth's persistent dev chain in
-        // ~/.hearth/dev, kept across restarts and kill -9. Without --dev or --datadir (anvil's
-        // command lines) the chain lives in memory, as anvil's: a script that starts a node gets
-        // a fresh chain every time, and several nodes run side by side. `--ephemeral` says so
-        // explicitly, with or without --dev (clap refuses it beside --datadir).
-        let storage = match (cli.datadir.clone(), cli.dev && !cli.ephemeral) {
-            (Some(dir), _) => StorageMode::Disk(dir),
-            (None, true) => StorageMode::Disk(default_datadir()?),
-            (None, false) => StorageMode::Ephemeral,
-        };
-        let executor_threads =
-            non_zero("--executor.threads", cli.executor_threads.unwrap_or(cores))?;
-        // The front's work per request is microseconds: half the cores keep it ahead of the
-        // executors, and on 2 cores a second worker only added context switches (ARCHITECTURE.md).
-        let http_workers =
-            non_zero("--http.workers", cli.http_workers.unwrap_or((cores / 2).max(1)))?;
-        in_range("--executor.max-queued", cli.executor_max_queued as u64, 0, MAX_QUEUED as u64)?;
-        let admission = AdmissionLimits {
-            max_queue_delay: duration_up_to(
-                "--executor.max-queue-delay",
-                &cli.executor_max_queue_delay,
-                MAX_QUEUE_DELAY,
-            )?,
-            max_queued: cli.executor_max_queued,
-        };
-        in_range("--accounts", u64::from(cli.accounts), 0, MAX_ACCOUNTS)?;
-        in_range("--rpc.gascap", cli.rpc_gascap, MIN_GAS_LIMIT, u64::MAX)?;
-        in_range("--cache.code-entries", cli.cache_code_entries as u64, 1, MAX_CODE_CACHE_ENTRIES)?;
-        in_range("--rpc.max-logs", cli.rpc_max_logs as u64, 1, MAX_RPC_MAX_LOGS)?;
-        in_range("--dev.max-mine-blocks", cli.dev_max_mine_blocks, 1, MAX_MINE_BLOCKS)?;
-        let txpool_max_bytes = parse_size(&cli.txpool_max_bytes).ok_or_else(|| {
-            ConfigError::Size { flag: "--txpool.max-bytes", got: cli.txpool_max_bytes.clone() }
-        })?;
-        let min_bytes = hearth_actors::mempool::MAX_TX_BYTES;
-        if txpool_max_bytes < min_bytes {
-            return Err(ConfigError::SizeTooSmall {
-                flag: "--txpool.max-bytes",
-                min: min_bytes,
-                got: txpool_max_bytes,
-            });
-        }
-        let max_response_bytes =
-            parse_size(&cli.rpc_max_response_size).ok_or_else(|| ConfigError::Size {
-                flag: "--rpc.max-response-size",
-                got: cli.rpc_max_response_size.clone(),
-            })?;
-        in_range(
-            "--rpc.max-response-size",
-            max_response_bytes as u64,
-            MIN_RESPONSE_BYTES,
-            MAX_RESPONSE_BYTES,
-        )?;
-        let db_cache_bytes = parse_size(&cli.cache_db)
-            .ok_or_else(|| ConfigError::Size { flag: "--cache.db", got: cli.cache_db.clone() })?
-            as u64;
-        let code_size_limit = match (cli.disable_code_size_limit, cli.code_size_limit) {
-            // As anvil: disabling wins over a limit given beside it.
-            (true, _) => Some(usize::MAX),
-            (false, Some(0)) => return Err(ConfigError::Zero { flag: "--code-size-limit" }),
-            (false, limit) => limit,
-        };
-        let interval = match &cli.block_time {
-            None => None,
-            Some(text) => parse_block_time(text).map_err(|reason| ConfigError::BlockTime {
-                flag: "--block-time",
-                got: text.clone(),
-                reason,
-            })?,
-        };
+        let storage = storage_mode(&cli)?;
+        let threads = thread_settings(&cli)?;
+        check_ranges(&cli)?;
+        let sizes = sizes(&cli)?;
+        let code_size_limit = code_size_limit(&cli)?;
+        let interval = block_interval(&cli)?;
         let (dump_state, load_state) =
             state_files(&cli, &storage, fork.is_some(), code_size_limit)?;
+        check_dev_keys(&cli)?;
+        let actors = actor_settings(&cli, threads.executor_threads)?;
+        let resolved = Resolved {
+            web,
+            api,
+            chain,
+            fork,
+            reset_fork,
+            storage,
+            threads,
+            sizes,
+            actors,
+            code_size_limit,
+            interval,
+            dump_state,
+            load_state,
+        };
+        Ok(Self::assemble(cli, resolved))
+    }
+}
+
+impl NodeConfig {
+    /// The config of `cli` with its `resolved` flags.
+    fn assemble(cli: Cli, resolved: Resolved) -> Self {
+        let Resolved { web, api, chain, fork, reset_fork, storage, threads, sizes, actors, .. } =
+            resolved;
+        let ChainSettings { chain_id, spec, genesis, given, gas_limit } = chain;
+        let ThreadSettings { executor_threads, http_workers, admission } = threads;
+        let code_size_limit = resolved.code_size_limit;
+        let interval = resolved.interval;
         // A block time alone means interval mining only, as anvil; --automine keeps both.
         let automine = !cli.no_mining && (interval.is_none() || cli.automine);
-        hearth_actors::dev::dev_signers(&cli.mnemonic, 1)
-            .map_err(|e| ConfigError::Mnemonic(e.to_string()))?;
-        hearth_actors::dev::check_derivation_path(&cli.derivation_path, cli.accounts).map_err(
-            |e| ConfigError::DerivationPath {
-                path: cli.derivation_path.clone(),
-                reason: e.to_string(),
-            },
-        )?;
         let balance = cli.balance.unwrap_or(DEFAULT_BALANCE_ETH);
-        Ok(Self {
+        Self {
             storage,
             http_addr: SocketAddr::new(cli.http_addr, cli.http_port),
             chain_id,
@@ -888,43 +930,162 @@ impl TryFrom<Cli> for NodeConfig {
             quiet: cli.quiet,
             log_format: if cli.json { LogFormat::Json } else { cli.log_format },
             executor_threads,
-            parallel: parallel_config(
-                cli.exec_parallel,
-                cli.exec_threads.unwrap_or_else(|| default_exec_threads(executor_threads.get())),
-            )?,
+            parallel: actors.parallel,
             http_workers,
             admission,
             gas_limit,
-            mailbox: non_zero("--actors.mailbox", cli.actors_mailbox)?,
-            code_cache_entries: non_zero("--cache.code-entries", cli.cache_code_entries)?,
-            txpool_max_count: non_zero("--txpool.max-count", cli.txpool_max_count)?,
-            txpool_max_bytes,
-            db_cache_bytes,
+            mailbox: actors.mailbox,
+            code_cache_entries: actors.code_cache_entries,
+            txpool_max_count: actors.txpool_max_count,
+            txpool_max_bytes: sizes.txpool_max_bytes,
+            db_cache_bytes: sizes.db_cache_bytes,
             automine,
             interval,
-            evm_timeout: duration("--rpc.evm-timeout", &cli.rpc_evm_timeout)?,
+            evm_timeout: actors.evm_timeout,
             rpc: RpcLimits {
                 gas_cap: cli.rpc_gascap,
                 max_logs: cli.rpc_max_logs,
                 max_mine_blocks: cli.dev_max_mine_blocks,
-                max_response_bytes,
+                max_response_bytes: sizes.max_response_bytes,
                 max_code_bytes: code_size_limit.unwrap_or(hearth_rpc::EIP170_CODE_BYTES),
                 ..RpcLimits::default()
             },
-            subscriptions: SubscriptionLimits {
-                max_connections: non_zero("--ws.max-connections", cli.ws_max_connections)?,
-                max_per_connection: non_zero("--ws.max-subscriptions", cli.ws_max_subscriptions)?,
-                queue: non_zero("--ws.max-queued", cli.ws_max_queued)?,
-            },
+            subscriptions: actors.subscriptions,
             web,
             api,
             unlocked_accounts: !cli.no_unlocked_accounts,
             fork,
             reset_fork,
-            dump_state,
-            load_state,
-        })
+            dump_state: resolved.dump_state,
+            load_state: resolved.load_state,
+        }
     }
+}
+
+/// Where the chain lives. `hearth --dev` (the README's command) is Hearth's persistent dev
+/// chain in ~/.hearth/dev, kept across restarts and kill -9. Without --dev or --datadir
+/// (anvil's command lines) the chain lives in memory, as anvil's: a script that starts a node
+/// gets a fresh chain every time, and several nodes run side by side. `--ephemeral` says so
+/// explicitly, with or without --dev (clap refuses it beside --datadir).
+fn storage_mode(cli: &Cli) -> Result<StorageMode, ConfigError> {
+    Ok(match (cli.datadir.clone(), cli.dev && !cli.ephemeral) {
+        (Some(dir), _) => StorageMode::Disk(dir),
+        (None, true) => StorageMode::Disk(default_datadir()?),
+        (None, false) => StorageMode::Ephemeral,
+    })
+}
+
+/// `--executor.threads` (default: the cores), `--http.workers` and the pool's admission limits.
+fn thread_settings(cli: &Cli) -> Result<ThreadSettings, ConfigError> {
+    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    let executor_threads = non_zero("--executor.threads", cli.executor_threads.unwrap_or(cores))?;
+    // The front's work per request is microseconds: half the cores keep it ahead of the
+    // executors, and on 2 cores a second worker only added context switches (ARCHITECTURE.md).
+    let http_workers = non_zero("--http.workers", cli.http_workers.unwrap_or((cores / 2).max(1)))?;
+    in_range("--executor.max-queued", cli.executor_max_queued as u64, 0, MAX_QUEUED as u64)?;
+    let admission = AdmissionLimits {
+        max_queue_delay: duration_up_to(
+            "--executor.max-queue-delay",
+            &cli.executor_max_queue_delay,
+            MAX_QUEUE_DELAY,
+        )?,
+        max_queued: cli.executor_max_queued,
+    };
+    Ok(ThreadSettings { executor_threads, http_workers, admission })
+}
+
+/// The range checks of flags used as given.
+fn check_ranges(cli: &Cli) -> Result<(), ConfigError> {
+    in_range("--accounts", u64::from(cli.accounts), 0, MAX_ACCOUNTS)?;
+    in_range("--rpc.gascap", cli.rpc_gascap, MIN_GAS_LIMIT, u64::MAX)?;
+    in_range("--cache.code-entries", cli.cache_code_entries as u64, 1, MAX_CODE_CACHE_ENTRIES)?;
+    in_range("--rpc.max-logs", cli.rpc_max_logs as u64, 1, MAX_RPC_MAX_LOGS)?;
+    in_range("--dev.max-mine-blocks", cli.dev_max_mine_blocks, 1, MAX_MINE_BLOCKS)?;
+    Ok(())
+}
+
+/// `--txpool.max-bytes` (room for at least one largest transaction), `--rpc.max-response-size`
+/// and `--cache.db`, in bytes.
+fn sizes(cli: &Cli) -> Result<Sizes, ConfigError> {
+    let txpool_max_bytes = parse_size(&cli.txpool_max_bytes).ok_or_else(|| ConfigError::Size {
+        flag: "--txpool.max-bytes",
+        got: cli.txpool_max_bytes.clone(),
+    })?;
+    let min_bytes = hearth_actors::mempool::MAX_TX_BYTES;
+    if txpool_max_bytes < min_bytes {
+        return Err(ConfigError::SizeTooSmall {
+            flag: "--txpool.max-bytes",
+            min: min_bytes,
+            got: txpool_max_bytes,
+        });
+    }
+    let max_response_bytes =
+        parse_size(&cli.rpc_max_response_size).ok_or_else(|| ConfigError::Size {
+            flag: "--rpc.max-response-size",
+            got: cli.rpc_max_response_size.clone(),
+        })?;
+    in_range(
+        "--rpc.max-response-size",
+        max_response_bytes as u64,
+        MIN_RESPONSE_BYTES,
+        MAX_RESPONSE_BYTES,
+    )?;
+    let db_cache_bytes = parse_size(&cli.cache_db)
+        .ok_or_else(|| ConfigError::Size { flag: "--cache.db", got: cli.cache_db.clone() })?
+        as u64;
+    Ok(Sizes { txpool_max_bytes, max_response_bytes, db_cache_bytes })
+}
+
+/// The most code bytes a contract may have (`None`: the fork's limit).
+fn code_size_limit(cli: &Cli) -> Result<Option<usize>, ConfigError> {
+    Ok(match (cli.disable_code_size_limit, cli.code_size_limit) {
+        // As anvil: disabling wins over a limit given beside it.
+        (true, _) => Some(usize::MAX),
+        (false, Some(0)) => return Err(ConfigError::Zero { flag: "--code-size-limit" }),
+        (false, limit) => limit,
+    })
+}
+
+/// `--block-time` (`None`: no interval mining).
+fn block_interval(cli: &Cli) -> Result<Option<IntervalMining>, ConfigError> {
+    match &cli.block_time {
+        None => Ok(None),
+        Some(text) => parse_block_time(text).map_err(|reason| ConfigError::BlockTime {
+            flag: "--block-time",
+            got: text.clone(),
+            reason,
+        }),
+    }
+}
+
+/// That the dev keys can be derived: `--mnemonic` is a valid phrase, and `--derivation-path`
+/// has room for `--accounts` keys.
+fn check_dev_keys(cli: &Cli) -> Result<(), ConfigError> {
+    hearth_actors::dev::dev_signers(&cli.mnemonic, 1)
+        .map_err(|e| ConfigError::Mnemonic(e.to_string()))?;
+    hearth_actors::dev::check_derivation_path(&cli.derivation_path, cli.accounts).map_err(|e| {
+        ConfigError::DerivationPath { path: cli.derivation_path.clone(), reason: e.to_string() }
+    })
+}
+
+/// `--exec.parallel` and `--exec.threads` (default: from `executor_threads`), the mailbox and
+/// size flags of the actors, `--rpc.evm-timeout` and the WebSocket limits.
+fn actor_settings(cli: &Cli, executor_threads: NonZeroUsize) -> Result<ActorSettings, ConfigError> {
+    Ok(ActorSettings {
+        parallel: parallel_config(
+            cli.exec_parallel,
+            cli.exec_threads.unwrap_or_else(|| default_exec_threads(executor_threads.get())),
+        )?,
+        mailbox: non_zero("--actors.mailbox", cli.actors_mailbox)?,
+        code_cache_entries: non_zero("--cache.code-entries", cli.cache_code_entries)?,
+        txpool_max_count: non_zero("--txpool.max-count", cli.txpool_max_count)?,
+        evm_timeout: duration("--rpc.evm-timeout", &cli.rpc_evm_timeout)?,
+        subscriptions: SubscriptionLimits {
+            max_connections: non_zero("--ws.max-connections", cli.ws_max_connections)?,
+            max_per_connection: non_zero("--ws.max-subscriptions", cli.ws_max_subscriptions)?,
+            queue: non_zero("--ws.max-queued", cli.ws_max_queued)?,
+        },
+    })
 }
 
 impl NodeConfig {

@@ -103,19 +103,53 @@ pub fn open_fork(
         None => open_cache(settings),
     };
     let counters = counters.unwrap_or_else(ForkCounters::shared);
+    let mut client = start_backend(settings, cache, &counters);
+    let ForkPoint { chain_id, block, replay } = fork_point(&client, settings, upstream_err)?;
+    // The fork block whole: the local chain serves its transactions and receipts.
+    let (fork_block, receipts) = fetch_fork_block(&client, block).map_err(upstream_err)?;
+    let block_hash = fork_block.hash;
+    // Storage pages are asked for after all of the fork block's transactions.
+    let storage_range = Some((block_hash, fork_block.body.transactions.len() as u64));
+    client.pin(chain_id, block, storage_range).map_err(upstream_err)?;
+    let diff = fund_dev_accounts(&client, dev_accounts, balance).map_err(upstream_err)?;
+    let cache = client.cache().clone();
+    let chain = ChainWriter::in_memory_with_cache(cache_bytes)?.with_fork(Arc::new(client));
+    write_base(&chain, fork_block, receipts, &diff)?;
+    info!(target: "node::fork", %url, block, %block_hash, chain_id, "forked");
+    Ok((chain, ForkHandle { counters, cache, block, block_hash, chain_id, replay }))
+}
+
+/// Starts the fork backend on `cache`, counting in `counters`, and a client of it.
+fn start_backend(
+    settings: &ForkSettings,
+    cache: ForkCache,
+    counters: &Arc<ForkCounters>,
+) -> ForkClient {
     let (backend, _arbiter) = ForkBackendActor::start(
         settings.upstream.clone(),
         cache.clone(),
-        Arc::clone(&counters),
+        Arc::clone(counters),
         DEFAULT_MAX_BATCH,
         DEFAULT_MAX_IN_FLIGHT,
     );
-    let mut client = ForkClient::new(
-        &backend,
-        cache,
-        Arc::clone(&counters),
-        settings.upstream.timeout + WAIT_MARGIN,
-    );
+    ForkClient::new(&backend, cache, Arc::clone(counters), settings.upstream.timeout + WAIT_MARGIN)
+}
+
+/// Where a fork starts: the chain id it runs under and the upstream block it forks at.
+struct ForkPoint {
+    chain_id: u64,
+    block: u64,
+    /// `--fork-transaction-hash`: what to replay over the fork block once the node starts.
+    replay: Option<before_tx::Replay>,
+}
+
+/// The fork point the settings name, asking the upstream for what they leave to it (its
+/// chain id, its head, the block of a transaction).
+fn fork_point(
+    client: &ForkClient,
+    settings: &ForkSettings,
+    upstream_err: impl Fn(ForkError) -> ForkStartError,
+) -> Result<ForkPoint, ForkStartError> {
     let number = |key| match client.fetch(key) {
         Ok(ForkValue::Number(n)) => Ok(n),
         Ok(other) => Err(ForkError::Upstream(format!("unexpected answer {other:?}"))),
@@ -123,29 +157,32 @@ pub fn open_fork(
     };
     let chain_id = match settings.chain_id {
         Some(id) => id,
-        None => number(ForkKey::ChainId).map_err(upstream_err)?,
+        None => number(ForkKey::ChainId).map_err(&upstream_err)?,
     };
-    // `--fork-transaction-hash`: what to replay over the fork block once the node starts.
     let mut replay = None;
     let block = match settings.block {
         ForkBlock::Number(n) => n,
-        ForkBlock::Head => number(ForkKey::HeadNumber).map_err(upstream_err)?,
+        ForkBlock::Head => number(ForkKey::HeadNumber).map_err(&upstream_err)?,
         ForkBlock::BehindHead(behind) => {
-            let head = number(ForkKey::HeadNumber).map_err(upstream_err)?;
+            let head = number(ForkKey::HeadNumber).map_err(&upstream_err)?;
             head.checked_sub(behind).ok_or(ForkStartError::BehindGenesis { behind, head })?
         }
         ForkBlock::BeforeTx(hash) => {
-            let (parent, plan) = before_tx::locate(&client, hash).map_err(upstream_err)?;
+            let (parent, plan) = before_tx::locate(client, hash).map_err(&upstream_err)?;
             replay = Some(plan);
             parent
         }
     };
-    // The fork block whole: the local chain serves its transactions and receipts.
-    let (fork_block, receipts) = fetch_fork_block(&client, block).map_err(upstream_err)?;
-    let block_hash = fork_block.hash;
-    // Storage pages are asked for after all of the fork block's transactions.
-    let storage_range = Some((block_hash, fork_block.body.transactions.len() as u64));
-    client.pin(chain_id, block, storage_range).map_err(upstream_err)?;
+    Ok(ForkPoint { chain_id, block, replay })
+}
+
+/// The dev accounts funded with `balance` each over their upstream nonce and code, as the
+/// fork's first block writes them.
+fn fund_dev_accounts(
+    client: &ForkClient,
+    dev_accounts: &[Address],
+    balance: U256,
+) -> Result<StateDiff, ForkError> {
     let mut diff = StateDiff::default();
     let mut keys: Vec<ForkKey> = dev_accounts.iter().map(|a| ForkKey::Account(*a)).collect();
     // Fetched beside them, into the cache: what every local block's end reads (EIP-7002's and
@@ -162,12 +199,9 @@ pub fn open_fork(
     // Only the dev accounts' answers are used here; the rest are in the cache (or fail later,
     // where they are read, as any read would).
     for (address, fetched) in dev_accounts.iter().zip(fetched) {
-        let upstream = match fetched.map_err(&upstream_err)? {
+        let upstream = match fetched? {
             ForkValue::Account(account) => account,
-            other => {
-                let unexpected = ForkError::Upstream(format!("unexpected answer {other:?}"));
-                return Err(upstream_err(unexpected));
-            }
+            other => return Err(ForkError::Upstream(format!("unexpected answer {other:?}"))),
         };
         let (nonce, code_hash) = upstream.map_or((0, EMPTY_CODE_HASH), |a| (a.nonce, a.code_hash));
         diff.accounts.insert(
@@ -179,11 +213,7 @@ pub fn open_fork(
             },
         );
     }
-    let cache = client.cache().clone();
-    let chain = ChainWriter::in_memory_with_cache(cache_bytes)?.with_fork(Arc::new(client));
-    write_base(&chain, fork_block, receipts, &diff)?;
-    info!(target: "node::fork", %url, block, %block_hash, chain_id, "forked");
-    Ok((chain, ForkHandle { counters, cache, block, block_hash, chain_id, replay }))
+    Ok(diff)
 }
 
 /// The fork cache the settings name, or one in memory (saying why).

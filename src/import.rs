@@ -95,22 +95,9 @@ pub fn import(
 ) -> Result<SealedBlock, ImportError> {
     let Block { header, body } = block;
     let number = header.number;
-    let head = db.head_number().unwrap_or_default();
-    let parent =
-        db.header(head)?.ok_or(ImportError::NotOnHead { number, parent: header.parent_hash })?;
-    if db.block_hash(head)? != Some(header.parent_hash) {
-        return Err(ImportError::NotOnHead { number, parent: header.parent_hash });
-    }
+    let parent = head_parent(db, &header)?;
     validate_header(&parent, &header, body.ommers.len(), body.withdrawals.is_some(), rules)?;
-
-    // Recovered on `--exec.threads` threads, in order: the first bad index is the same.
-    let senders = recover_all(&body.transactions, executor.threads(), |tx| tx.recover_signer());
-    let mut txs = Vec::with_capacity(body.transactions.len());
-    for (index, (tx, sender)) in body.transactions.into_iter().zip(senders).enumerate() {
-        let sender = sender.map_err(|_| ImportError::Signature { number, index })?;
-        let hash = *tx.tx_hash();
-        txs.push(PooledTx { tx: Arc::new(tx), sender, hash });
-    }
+    let txs = recover_txs(executor, body.transactions, number)?;
     // Kept to be stored with the block, so it can be served and exported as received.
     let extras = BlockExtras {
         ommers: body.ommers.clone(),
@@ -127,7 +114,43 @@ pub fn import(
     let built = executor
         .build_block(BuildBlock { parent, env, txs, mode: BuildMode::Import })
         .map_err(|source| ImportError::Execution { number, source })?;
-    let computed = &built.draft.header;
+    check_derived_fields(&header, &built.draft.header)?;
+    let draft = BlockDraft { header, body: built.draft.body, receipts: built.draft.receipts };
+    Ok(import_block_with(db, draft, &built.diff, extras)?)
+}
+
+/// The head of `db`, which must be `header`'s parent: blocks are imported in order.
+fn head_parent(db: &ChainWriter, header: &Header) -> Result<Header, ImportError> {
+    let (number, parent) = (header.number, header.parent_hash);
+    let head = db.head_number().unwrap_or_default();
+    let head_header = db.header(head)?.ok_or(ImportError::NotOnHead { number, parent })?;
+    if db.block_hash(head)? != Some(parent) {
+        return Err(ImportError::NotOnHead { number, parent });
+    }
+    Ok(head_header)
+}
+
+/// The block's transactions with their senders, recovered on `--exec.threads` threads in
+/// order, so that the first bad index is the same as one by one.
+fn recover_txs(
+    executor: &ExecutorActor,
+    transactions: Vec<TxEnvelope>,
+    number: u64,
+) -> Result<Vec<PooledTx>, ImportError> {
+    let senders = recover_all(&transactions, executor.threads(), |tx| tx.recover_signer());
+    let mut txs = Vec::with_capacity(transactions.len());
+    for (index, (tx, sender)) in transactions.into_iter().zip(senders).enumerate() {
+        let sender = sender.map_err(|_| ImportError::Signature { number, index })?;
+        let hash = *tx.tx_hash();
+        txs.push(PooledTx { tx: Arc::new(tx), sender, hash });
+    }
+    Ok(txs)
+}
+
+/// Compares each header field that execution derives with the block's own (`computed` is the
+/// header execution built).
+fn check_derived_fields(header: &Header, computed: &Header) -> Result<(), ImportError> {
+    let number = header.number;
     let compare = |field: &'static str, header: String, computed: String| {
         if header == computed {
             Ok(())
@@ -158,9 +181,7 @@ pub fn import(
         "requests hash",
         format!("{:?}", header.requests_hash),
         format!("{:?}", computed.requests_hash),
-    )?;
-    let draft = BlockDraft { header, body: built.draft.body, receipts: built.draft.receipts };
-    Ok(import_block_with(db, draft, &built.diff, extras)?)
+    )
 }
 
 /// The consensus rules on a header that need only its parent (no execution).
@@ -171,27 +192,37 @@ pub fn validate_header(
     has_withdrawals: bool,
     rules: &ForkRules,
 ) -> Result<(), ImportError> {
+    let checks = check_sequence(parent, header)
+        .and_then(|()| check_gas_limit(parent, header, rules.spec))
+        .and_then(|()| check_fork_fields(header, has_withdrawals, rules.spec))
+        .and_then(|()| check_fees_and_ommers(parent, header, ommers, rules));
+    checks.map_err(|why| ImportError::InvalidHeader { number: header.number, why })
+}
+
+/// The header follows its parent: the next number, a later timestamp, short extra data, and
+/// no more gas used than its limit.
+fn check_sequence(parent: &Header, header: &Header) -> Result<(), String> {
     let number = header.number;
-    let invalid = |why: String| Err(ImportError::InvalidHeader { number, why });
-    let spec = rules.spec;
     if number != parent.number + 1 {
-        return invalid(format!("number {number} does not follow the parent's {}", parent.number));
+        return Err(format!("number {number} does not follow the parent's {}", parent.number));
     }
     if header.timestamp <= parent.timestamp {
-        return invalid(format!(
+        return Err(format!(
             "timestamp {} is not after the parent's {}",
             header.timestamp, parent.timestamp
         ));
     }
     if header.extra_data.len() > 32 {
-        return invalid(format!("extra data is {} bytes, at most 32", header.extra_data.len()));
+        return Err(format!("extra data is {} bytes, at most 32", header.extra_data.len()));
     }
     if header.gas_used > header.gas_limit {
-        return invalid(format!(
-            "gas used {} above gas limit {}",
-            header.gas_used, header.gas_limit
-        ));
+        return Err(format!("gas used {} above gas limit {}", header.gas_used, header.gas_limit));
     }
+    Ok(())
+}
+
+/// The gas limit moves less than 1/1024 of the parent's, and stays at least 5000.
+fn check_gas_limit(parent: &Header, header: &Header, spec: SpecId) -> Result<(), String> {
     // EIP-1559: the first London block doubles the parent's limit into the elastic target.
     let london = spec.is_enabled_in(SpecId::LONDON);
     let parent_limit = if london && parent.base_fee_per_gas.is_none() {
@@ -200,23 +231,28 @@ pub fn validate_header(
         parent.gas_limit
     };
     if header.gas_limit.abs_diff(parent_limit) >= parent_limit / 1024 || header.gas_limit < 5000 {
-        return invalid(format!(
+        return Err(format!(
             "gas limit {} is out of bounds for the parent's {parent_limit}",
             header.gas_limit
         ));
     }
+    Ok(())
+}
+
+/// Each field a fork added is present exactly when the fork is active.
+fn check_fork_fields(header: &Header, has_withdrawals: bool, spec: SpecId) -> Result<(), String> {
     let presence = |field: &str, present: bool, active: bool| {
         if present == active {
             Ok(())
         } else {
-            invalid(format!(
+            Err(format!(
                 "{field} is {} but the fork {} it",
                 if present { "present" } else { "absent" },
                 if active { "requires" } else { "forbids" }
             ))
         }
     };
-    presence("base fee", header.base_fee_per_gas.is_some(), london)?;
+    presence("base fee", header.base_fee_per_gas.is_some(), spec.is_enabled_in(SpecId::LONDON))?;
     let shanghai = spec.is_enabled_in(SpecId::SHANGHAI);
     presence("withdrawals root", header.withdrawals_root.is_some(), shanghai)?;
     presence("withdrawals list", has_withdrawals, shanghai)?;
@@ -224,31 +260,42 @@ pub fn validate_header(
     presence("blob gas used", header.blob_gas_used.is_some(), cancun)?;
     presence("excess blob gas", header.excess_blob_gas.is_some(), cancun)?;
     presence("parent beacon block root", header.parent_beacon_block_root.is_some(), cancun)?;
-    presence("requests hash", header.requests_hash.is_some(), spec.is_enabled_in(SpecId::PRAGUE))?;
+    presence("requests hash", header.requests_hash.is_some(), spec.is_enabled_in(SpecId::PRAGUE))
+}
 
+/// The fields that follow from the parent: the base fee, the excess blob gas; the blob gas
+/// under the block maximum; before the merge at most 2 ommers, after it no difficulty, nonce
+/// or ommers.
+fn check_fees_and_ommers(
+    parent: &Header,
+    header: &Header,
+    ommers: usize,
+    rules: &ForkRules,
+) -> Result<(), String> {
+    let spec = rules.spec;
     if let Some(base_fee) = header.base_fee_per_gas {
         let expected = hearth_messages::base_fee::next_base_fee(parent).unwrap_or(INITIAL_BASE_FEE);
         if base_fee != expected {
-            return invalid(format!("base fee {base_fee}, expected {expected}"));
+            return Err(format!("base fee {base_fee}, expected {expected}"));
         }
     }
     if spec.is_enabled_in(SpecId::MERGE) {
         if header.difficulty != U256::ZERO || !header.nonce.is_zero() || ommers != 0 {
-            return invalid("a post-merge block has difficulty, nonce or ommers".to_owned());
+            return Err("a post-merge block has difficulty, nonce or ommers".to_owned());
         }
     } else if ommers > 2 {
-        return invalid(format!("{ommers} ommers, at most 2"));
+        return Err(format!("{ommers} ommers, at most 2"));
     }
     if let Some(excess) = header.excess_blob_gas {
         let expected = next_excess_blob_gas(parent, &rules.blob_params, spec);
         if excess != expected {
-            return invalid(format!("excess blob gas {excess}, expected {expected}"));
+            return Err(format!("excess blob gas {excess}, expected {expected}"));
         }
     }
     if let Some(used) = header.blob_gas_used
         && used > rules.blob_params.max_blob_gas_per_block()
     {
-        return invalid(format!("blob gas used {used} above the block maximum"));
+        return Err(format!("blob gas used {used} above the block maximum"));
     }
     Ok(())
 }

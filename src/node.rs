@@ -183,6 +183,12 @@ pub fn fork_name(spec: SpecId) -> String {
     spec.to_string().to_lowercase()
 }
 
+/// The dev accounts' keys, derived from `--mnemonic` along `--derivation-path`.
+fn dev_signers(config: &NodeConfig) -> Result<Vec<PrivateKeySigner>, NodeError> {
+    hearth_actors::dev::dev_signers_at(&config.mnemonic, &config.derivation_path, config.accounts)
+        .map_err(|e| NodeError::Keys(e.to_string()))
+}
+
 /// `clock` moved so that it reads `start` now and advances with it from there: a genesis
 /// timestamp given by flag, from which later blocks continue (as anvil's `--timestamp`).
 fn clock_from(clock: Clock, start: u64) -> Clock {
@@ -229,13 +235,8 @@ impl Node {
         // As given: a reset builds the genesis a start would, whatever the start changed.
         let given = config.clone();
         if let Some(settings) = config.fork.clone() {
-            let signers = hearth_actors::dev::dev_signers_at(
-                &config.mnemonic,
-                &config.derivation_path,
-                config.accounts,
-            )
-            .map_err(|e| NodeError::Keys(e.to_string()))?;
-            let addresses: Vec<Address> = signers.iter().map(|s| s.address()).collect();
+            let addresses: Vec<Address> =
+                dev_signers(&config)?.iter().map(|s| s.address()).collect();
             let start = crate::fork::ForkStart {
                 cache_bytes: config.db_cache_bytes,
                 dev_accounts: &addresses,
@@ -302,217 +303,41 @@ impl Node {
         mut config: NodeConfig,
         clock: Clock,
     ) -> Result<Self, NodeError> {
-        let signers = hearth_actors::dev::dev_signers_at(
-            &config.mnemonic,
-            &config.derivation_path,
-            config.accounts,
-        )
-        .map_err(|e| NodeError::Keys(e.to_string()))?;
+        let signers = dev_signers(&config)?;
         let where_ = match &config.storage {
             StorageMode::Disk(path) => path.display().to_string(),
             StorageMode::Ephemeral => "memory".to_owned(),
         };
-        let mut clock = clock;
-        let mut coinbase = Address::ZERO;
-        let mut new_chain = false;
         let imported = crate::chainfile::stored_config(&chain).map_err(NodeError::ChainConfig)?;
         // An imported chain crossed forks: trace replays follow its schedule block by block.
         let forks: Option<std::sync::Arc<dyn hearth_messages::trace::ForkSchedule>> =
             imported.clone().map(|c| std::sync::Arc::new(c) as _);
-        let (head, spec, blob_params) = match imported {
-            Some(chain_config) => {
-                let head = chain.head_number().unwrap_or_default();
-                let header = chain
-                    .header(head)
-                    .map_err(NodeError::Genesis)?
-                    .ok_or(NodeError::Genesis(StorageError::Corrupt { what: "head header" }))?;
-                let rules = chain_config.rules_for(&header);
-                let spec = rules.spec;
-                check_given(&config, chain_config.chain_id, spec, &where_)?;
-                // The imported chain's id replaces the default: transactions signed for it must
-                // be accepted, and eth_chainId must name it.
-                config.chain_id = chain_config.chain_id;
-                config.gas_limit = header.gas_limit;
-                info!(target: "node", head, chain_id = config.chain_id, ?spec, "imported chain opened");
-                (head, spec, Some(rules.blob_params))
-            }
-            // A fork: its first block is the upstream's, its id the upstream's (or the flag's).
-            None if chain.fork().is_some() => {
-                let head = chain.head_number().unwrap_or_default();
-                let header = chain
-                    .header(head)
-                    .map_err(NodeError::Genesis)?
-                    .ok_or(NodeError::Genesis(StorageError::Corrupt { what: "fork header" }))?;
-                coinbase = header.beneficiary;
-                config.gas_limit = header.gas_limit;
-                new_chain = true;
-                // The upstream's rules at the fork block, not the dev default (`fork::rules`).
-                let given = config.given.hardfork.then_some(config.spec);
-                let rules = crate::fork::rules::of(config.chain_id, &header, given);
-                info!(target: "node", spec = %fork_name(rules.spec), from = %rules.source, "fork rules");
-                (head, rules.spec, rules.blob_params)
-            }
-            None if chain.head_number().is_none() => {
-                let timestamp = config.genesis.timestamp.unwrap_or_else(|| clock());
-                let addresses: Vec<Address> = signers.iter().map(|s| s.address()).collect();
-                write_dev_genesis(&chain, &config, &addresses, config.chain_id, timestamp)?;
-                if let Some(start) = config.genesis.timestamp {
-                    clock = clock_from(clock, start);
-                }
-                coinbase = config.genesis.coinbase;
-                new_chain = true;
-                (0, config.spec, None)
-            }
-            None => {
-                let head = chain.head_number().unwrap_or_default();
-                let genesis = chain
-                    .header(0)
-                    .map_err(NodeError::Genesis)?
-                    .ok_or(NodeError::Genesis(StorageError::Corrupt { what: "genesis header" }))?;
-                coinbase = genesis.beneficiary;
-                // The genesis document names the chain's id and rules; a datadir written before
-                // it was kept runs what the flags say, as it always did.
-                let spec = match stored_dev_config(&chain)? {
-                    Some(dev_config) => {
-                        let spec = dev_config.spec_at(0, genesis.timestamp);
-                        check_given(&config, dev_config.chain_id, spec, &where_)?;
-                        config.chain_id = dev_config.chain_id;
-                        spec
-                    }
-                    None => config.spec,
-                };
-                info!(target: "node", head, chain_id = config.chain_id, spec = %fork_name(spec), "dev chain opened");
-                (head, spec, None)
-            }
-        };
-        if !new_chain && !config.given.genesis_only.is_empty() {
-            tracing::warn!(
-                target: "node",
-                "{} only shape a new chain's genesis; the chain in {where_} has one already, so \
-                 they change nothing (start a new chain elsewhere to use them)",
-                config.given.genesis_only.join(", ")
-            );
+        let opened = OpenedChain::open(&chain, &mut config, imported, clock, &signers, &where_)?;
+        if !opened.new_chain {
+            warn_genesis_only_flags(&config, &where_);
         }
-        config.spec = spec;
-        info!(target: "node", head, db_cache_bytes = config.db_cache_bytes, "chain opened");
-        // Taken out of the config: the node keeps its config, and a dump may be large.
-        if let Some(loaded) = config.load_state.take() {
-            // Before any actor starts, so it needs no owner (as the genesis); one patch of the
-            // head state, so the chain starts with all of it or the start fails.
-            let (root, _) = hearth_storage::load_accounts(&chain, &loaded.accounts)
-                .map_err(NodeError::LoadState)?;
-            info!(target: "node", accounts = loaded.accounts.len(), best_block_number = ?loaded.best_block_number, %root, "state dump loaded into the head state");
-        }
+        config.spec = opened.spec;
+        info!(target: "node", head = opened.head, db_cache_bytes = config.db_cache_bytes, "chain opened");
+        load_state_dump(&chain, &mut config)?;
         let fork_table = Arc::new(chain_forks(&chain)?);
-
-        let mailbox = config.mailbox;
         let chain_id = ChainId::new(config.chain_id);
-        let code_cache = CodeCacheActor::new(config.code_cache_entries);
-        let mut restarts = vec![("code_cache", code_cache.restart_counter())];
-        let code_cache = code_cache.start_bounded(mailbox);
-        info!(target: "node", entries = config.code_cache_entries.get(), "code cache sized");
-        let l2 =
-            CodeL2 { get: code_cache.clone().recipient(), insert: code_cache.clone().recipient() };
-        let exec_config = ExecConfig {
+        let wiring = Wiring {
+            chain: &chain,
+            config: &config,
+            opened: &opened,
             chain_id: chain_id.clone(),
-            spec,
-            gas_cap: config.rpc.gas_cap,
-            evm_timeout: Some(config.evm_timeout),
-            blob_params,
-            code_size_limit: config.code_size_limit,
-            parallel: config.parallel,
+            restarts: vec![],
         };
-        let exec_chain = chain.reader();
-        // `make` runs on each executor thread as it starts. Admission caps what the pool holds
-        // over all lanes, so a mailbox of that size is never full.
-        let threads = config.executor_threads.get();
-        let executor_mailbox =
-            NonZeroUsize::new(ExecutorClient::mailbox_for(threads, config.admission))
-                .expect("a mailbox for one thread and a block is at least 2");
-        let executor_restarts = hearth_messages::restarts::RestartCounter::default();
-        restarts.push(("executor", executor_restarts.clone()));
-        let lanes = hearth_actors::executor::start_pool(threads, executor_mailbox, move || {
-            crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
-            let executor =
-                ExecutorActor::new(exec_chain.clone(), exec_config.clone(), Some(l2.clone()))
-                    .with_restart_counter(executor_restarts.clone());
-            match &forks {
-                Some(forks) => executor.with_fork_schedule(std::sync::Arc::clone(forks)),
-                None => executor,
-            }
-        });
-        let executor = ExecutorClient::with_lanes(lanes, config.admission);
-        let state = StateActor::new(chain.clone())
-            .with_commit_threads(config.parallel.threads.get())
-            .start_bounded(mailbox);
-        // The filter and subscription actors say when they have clients for an event kind, so
-        // that nothing wakes them per block or transaction while nobody listens.
-        let filter_actor = FilterActor::new(MAX_FILTERS);
-        let filters_pending = filter_actor.pending_interest();
-        restarts.push(("filters", filter_actor.restart_counter()));
-        let filters = filter_actor.start_bounded(mailbox);
-        let subscription_actor = SubscriptionActor::new(config.subscriptions);
-        let (subs_blocks, subs_pending) =
-            (subscription_actor.block_interest(), subscription_actor.pending_interest());
-        restarts.push(("subscriptions", subscription_actor.restart_counter()));
-        let subscriptions = subscription_actor.start_bounded(mailbox);
-        // The state actor's mailbox was just made and is empty, so this cannot be refused.
-        state
-            .try_send(SubscribeBlocks(subscriptions.clone().recipient(), subs_blocks))
-            .map_err(|_| NodeError::Wiring("the state actor refused the block subscription"))?;
-        // The mempool and the miner exchange three messages per block (take, mined, take
-        // again): on one thread those are task switches instead of thread wake-ups.
-        let pool_and_miner = actix::Arbiter::new();
-        let mempool = MempoolActor::new(
-            chain.reader(),
-            MempoolConfig {
-                chain_id: chain_id.clone(),
-                spec,
-                blob_params: blob_params
-                    .unwrap_or_else(|| hearth_actors::block_exec::default_blob_params(spec)),
-                block_gas_limit: config.gas_limit,
-                code_size_limit: config.code_size_limit,
-                max_count: config.txpool_max_count.get(),
-                max_bytes: config.txpool_max_bytes,
-                order: config.order,
-                auto_impersonate: config.auto_impersonate,
-                recover_threads: config.parallel.threads.get(),
-            },
-        )
-        .notify_admitted(filters.clone().recipient(), filters_pending)
-        .notify_admitted(subscriptions.clone().recipient(), subs_pending);
-        restarts.push(("mempool", mempool.restart_counter()));
-        let mempool = hearth_actors::start_on(&pool_and_miner.handle(), mempool, mailbox);
-        let miner = MinerActor::new(
-            chain.reader(),
-            MinerPeers {
-                take_pending: mempool.clone().recipient(),
-                txs_mined: mempool.clone().recipient(),
-                executor: executor.clone(),
-                commit: state.clone().recipient(),
-                rollback: state.clone().recipient(),
-                replace: state.clone().recipient(),
-                head_writes: HeadWrites::of(&state),
-            },
-            MinerConfig {
-                automine: config.automine,
-                interval: config.interval,
-                gas_limit: config.gas_limit,
-                coinbase,
-                clock,
-                // Fixed, so random block times repeat from run to run with the same settings.
-                seed: config.chain_id,
-            },
-        );
-        restarts.push(("miner", miner.restart_counter()));
-        let miner = hearth_actors::start_on(&pool_and_miner.handle(), miner, mailbox);
-        info!(
-            target: "node",
-            threads = config.executor_threads.get(),
-            max_queue_delay = ?config.admission.max_queue_delay,
-            max_queued = config.admission.max_queued,
-            "actors started"
-        );
+        let Actors {
+            state,
+            mempool,
+            miner,
+            code_cache,
+            executor,
+            filters,
+            subscriptions,
+            restarts,
+        } = wiring.start(forks)?;
         Ok(Self {
             chain: chain.reader(),
             writer: chain,
@@ -531,9 +356,9 @@ impl Node {
             logging: LogSwitch::default(),
             facts: NodeFacts {
                 transaction_order: config.order.name().to_owned(),
-                ..NodeFacts::new(<&'static str>::from(spec))
+                ..NodeFacts::new(<&'static str>::from(opened.spec))
             },
-            new_chain,
+            new_chain: opened.new_chain,
             fork: None,
             fork_counters: hearth_messages::fork::ForkCounters::shared(),
             reset: None,
@@ -610,6 +435,362 @@ impl Node {
     /// The configuration the node runs with.
     pub const fn config(&self) -> &NodeConfig {
         &self.config
+    }
+}
+
+/// What opening the store found: its head, the rules it runs, and what the miner starts from.
+struct OpenedChain {
+    head: u64,
+    spec: SpecId,
+    /// The chain's own blob schedule, when its rules name one (else the spec's default).
+    blob_params: Option<alloy_eips::eip7840::BlobParams>,
+    /// The beneficiary of the blocks this node mines.
+    coinbase: Address,
+    /// Whether this start made the chain (a dev genesis or a fork's first block written).
+    new_chain: bool,
+    /// Stamps mined blocks (moved to `--timestamp` on a new dev chain).
+    clock: Clock,
+}
+
+impl OpenedChain {
+    /// Opens the chain in `chain` (an imported chain, a fork, or a dev chain; a new dev chain
+    /// when the store is empty) and settles in `config` what the chain decides over the flags:
+    /// its chain id and gas limit.
+    fn open(
+        chain: &ChainWriter,
+        config: &mut NodeConfig,
+        imported: Option<ChainConfig>,
+        clock: Clock,
+        signers: &[PrivateKeySigner],
+        where_: &str,
+    ) -> Result<Self, NodeError> {
+        match imported {
+            Some(chain_config) => Self::imported(chain, config, &chain_config, clock, where_),
+            None if chain.fork().is_some() => Self::fork(chain, config, clock),
+            None if chain.head_number().is_none() => Self::new_dev(chain, config, clock, signers),
+            None => Self::dev(chain, config, clock, where_),
+        }
+    }
+
+    /// A chain written by `hearth import`: its stored id and rules, at its head.
+    fn imported(
+        chain: &ChainWriter,
+        config: &mut NodeConfig,
+        chain_config: &ChainConfig,
+        clock: Clock,
+        where_: &str,
+    ) -> Result<Self, NodeError> {
+        let head = chain.head_number().unwrap_or_default();
+        let header = chain
+            .header(head)
+            .map_err(NodeError::Genesis)?
+            .ok_or(NodeError::Genesis(StorageError::Corrupt { what: "head header" }))?;
+        let rules = chain_config.rules_for(&header);
+        let spec = rules.spec;
+        check_given(config, chain_config.chain_id, spec, where_)?;
+        // The imported chain's id replaces the default: transactions signed for it must
+        // be accepted, and eth_chainId must name it.
+        config.chain_id = chain_config.chain_id;
+        config.gas_limit = header.gas_limit;
+        info!(target: "node", head, chain_id = config.chain_id, ?spec, "imported chain opened");
+        let blob_params = Some(rules.blob_params);
+        Ok(Self { head, spec, blob_params, coinbase: Address::ZERO, new_chain: false, clock })
+    }
+
+    /// A fork: its first block is the upstream's, its id the upstream's (or the flag's).
+    fn fork(chain: &ChainWriter, config: &mut NodeConfig, clock: Clock) -> Result<Self, NodeError> {
+        let head = chain.head_number().unwrap_or_default();
+        let header = chain
+            .header(head)
+            .map_err(NodeError::Genesis)?
+            .ok_or(NodeError::Genesis(StorageError::Corrupt { what: "fork header" }))?;
+        config.gas_limit = header.gas_limit;
+        // The upstream's rules at the fork block, not the dev default (`fork::rules`).
+        let given = config.given.hardfork.then_some(config.spec);
+        let rules = crate::fork::rules::of(config.chain_id, &header, given);
+        info!(target: "node", spec = %fork_name(rules.spec), from = %rules.source, "fork rules");
+        Ok(Self {
+            head,
+            spec: rules.spec,
+            blob_params: rules.blob_params,
+            coinbase: header.beneficiary,
+            new_chain: true,
+            clock,
+        })
+    }
+
+    /// An empty store: a new dev chain, its genesis written now.
+    fn new_dev(
+        chain: &ChainWriter,
+        config: &NodeConfig,
+        mut clock: Clock,
+        signers: &[PrivateKeySigner],
+    ) -> Result<Self, NodeError> {
+        let timestamp = config.genesis.timestamp.unwrap_or_else(|| clock());
+        let addresses: Vec<Address> = signers.iter().map(|s| s.address()).collect();
+        write_dev_genesis(chain, config, &addresses, config.chain_id, timestamp)?;
+        if let Some(start) = config.genesis.timestamp {
+            clock = clock_from(clock, start);
+        }
+        let coinbase = config.genesis.coinbase;
+        Ok(Self { head: 0, spec: config.spec, blob_params: None, coinbase, new_chain: true, clock })
+    }
+
+    /// A dev chain written by an earlier start.
+    fn dev(
+        chain: &ChainWriter,
+        config: &mut NodeConfig,
+        clock: Clock,
+        where_: &str,
+    ) -> Result<Self, NodeError> {
+        let head = chain.head_number().unwrap_or_default();
+        let genesis = chain
+            .header(0)
+            .map_err(NodeError::Genesis)?
+            .ok_or(NodeError::Genesis(StorageError::Corrupt { what: "genesis header" }))?;
+        // The genesis document names the chain's id and rules; a datadir written before
+        // it was kept runs what the flags say, as it always did.
+        let spec = match stored_dev_config(chain)? {
+            Some(dev_config) => {
+                let spec = dev_config.spec_at(0, genesis.timestamp);
+                check_given(config, dev_config.chain_id, spec, where_)?;
+                config.chain_id = dev_config.chain_id;
+                spec
+            }
+            None => config.spec,
+        };
+        info!(target: "node", head, chain_id = config.chain_id, spec = %fork_name(spec), "dev chain opened");
+        let coinbase = genesis.beneficiary;
+        Ok(Self { head, spec, blob_params: None, coinbase, new_chain: false, clock })
+    }
+}
+
+/// Tells the operator that the flags which only shape a new chain's genesis were ignored: the
+/// chain in `where_` existed already.
+fn warn_genesis_only_flags(config: &NodeConfig, where_: &str) {
+    if config.given.genesis_only.is_empty() {
+        return;
+    }
+    tracing::warn!(
+        target: "node",
+        "{} only shape a new chain's genesis; the chain in {where_} has one already, so \
+         they change nothing (start a new chain elsewhere to use them)",
+        config.given.genesis_only.join(", ")
+    );
+}
+
+/// Writes the `--load-state` dump into the head state, taking it out of `config`: the node
+/// keeps its config, and a dump may be large.
+fn load_state_dump(chain: &ChainWriter, config: &mut NodeConfig) -> Result<(), NodeError> {
+    if let Some(loaded) = config.load_state.take() {
+        // Before any actor starts, so it needs no owner (as the genesis); one patch of the
+        // head state, so the chain starts with all of it or the start fails.
+        let (root, _) =
+            hearth_storage::load_accounts(chain, &loaded.accounts).map_err(NodeError::LoadState)?;
+        info!(target: "node", accounts = loaded.accounts.len(), best_block_number = ?loaded.best_block_number, %root, "state dump loaded into the head state");
+    }
+    Ok(())
+}
+
+/// Every actor of a node, as [`Wiring::start`] started them.
+struct Actors {
+    state: Addr<StateActor>,
+    mempool: Addr<MempoolActor>,
+    miner: Addr<MinerActor>,
+    code_cache: Addr<CodeCacheActor>,
+    executor: ExecutorClient,
+    filters: Addr<FilterActor>,
+    subscriptions: Addr<SubscriptionActor>,
+    restarts: Vec<(&'static str, hearth_messages::restarts::RestartCounter)>,
+}
+
+/// What starting the actors reads: the opened chain and the config, each actor with a mailbox
+/// of `config.mailbox`. Each restartable actor adds its restart counter to `restarts` as it
+/// starts (the order `/metrics` lists them in).
+struct Wiring<'a> {
+    chain: &'a ChainWriter,
+    config: &'a NodeConfig,
+    opened: &'a OpenedChain,
+    /// The node's shared chain-id handle (the pool writes it: anvil_setChainId).
+    chain_id: ChainId,
+    restarts: Vec<(&'static str, hearth_messages::restarts::RestartCounter)>,
+}
+
+/// The actors that tell clients about new blocks and transactions, and whether they have
+/// clients for admitted transactions.
+struct Listeners {
+    filters: Addr<FilterActor>,
+    filters_pending: Interest,
+    subscriptions: Addr<SubscriptionActor>,
+    subs_pending: Interest,
+}
+
+impl Wiring<'_> {
+    /// Starts every actor, each after the peers it holds. `forks` is an imported chain's fork
+    /// schedule, which trace replays follow.
+    fn start(
+        mut self,
+        forks: Option<Arc<dyn hearth_messages::trace::ForkSchedule>>,
+    ) -> Result<Actors, NodeError> {
+        let (code_cache, l2) = self.start_code_cache();
+        let executor = self.start_executor_pool(l2, forks);
+        let state = StateActor::new(self.chain.clone())
+            .with_commit_threads(self.config.parallel.threads.get())
+            .start_bounded(self.config.mailbox);
+        let listeners = self.start_listeners(&state)?;
+        // The mempool and the miner exchange three messages per block (take, mined, take
+        // again): on one thread those are task switches instead of thread wake-ups.
+        let pool_and_miner = actix::Arbiter::new();
+        let mempool = self.start_mempool(&pool_and_miner, &listeners);
+        let miner = self.start_miner(&pool_and_miner, &mempool, &executor, &state);
+        info!(
+            target: "node",
+            threads = self.config.executor_threads.get(),
+            max_queue_delay = ?self.config.admission.max_queue_delay,
+            max_queued = self.config.admission.max_queued,
+            "actors started"
+        );
+        let Listeners { filters, subscriptions, .. } = listeners;
+        let restarts = self.restarts;
+        Ok(Actors { state, mempool, miner, code_cache, executor, filters, subscriptions, restarts })
+    }
+
+    /// The code cache the executors share, and their handle to it.
+    fn start_code_cache(&mut self) -> (Addr<CodeCacheActor>, CodeL2) {
+        let code_cache = CodeCacheActor::new(self.config.code_cache_entries);
+        self.restarts.push(("code_cache", code_cache.restart_counter()));
+        let code_cache = code_cache.start_bounded(self.config.mailbox);
+        info!(target: "node", entries = self.config.code_cache_entries.get(), "code cache sized");
+        let l2 =
+            CodeL2 { get: code_cache.clone().recipient(), insert: code_cache.clone().recipient() };
+        (code_cache, l2)
+    }
+
+    /// The executor pool: `--executor.threads` executors, bounded by admission.
+    fn start_executor_pool(
+        &mut self,
+        l2: CodeL2,
+        forks: Option<Arc<dyn hearth_messages::trace::ForkSchedule>>,
+    ) -> ExecutorClient {
+        let config = self.config;
+        let exec_config = ExecConfig {
+            chain_id: self.chain_id.clone(),
+            spec: self.opened.spec,
+            gas_cap: config.rpc.gas_cap,
+            evm_timeout: Some(config.evm_timeout),
+            blob_params: self.opened.blob_params,
+            code_size_limit: config.code_size_limit,
+            parallel: config.parallel,
+        };
+        let exec_chain = self.chain.reader();
+        // `make` runs on each executor thread as it starts. Admission caps what the pool holds
+        // over all lanes, so a mailbox of that size is never full.
+        let threads = config.executor_threads.get();
+        let executor_mailbox =
+            NonZeroUsize::new(ExecutorClient::mailbox_for(threads, config.admission))
+                .expect("a mailbox for one thread and a block is at least 2");
+        let executor_restarts = hearth_messages::restarts::RestartCounter::default();
+        self.restarts.push(("executor", executor_restarts.clone()));
+        let lanes = hearth_actors::executor::start_pool(threads, executor_mailbox, move || {
+            crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
+            let executor =
+                ExecutorActor::new(exec_chain.clone(), exec_config.clone(), Some(l2.clone()))
+                    .with_restart_counter(executor_restarts.clone());
+            match &forks {
+                Some(forks) => executor.with_fork_schedule(std::sync::Arc::clone(forks)),
+                None => executor,
+            }
+        });
+        ExecutorClient::with_lanes(lanes, config.admission)
+    }
+
+    /// The filter and subscription actors, the latter subscribed to `state`'s blocks.
+    fn start_listeners(&mut self, state: &Addr<StateActor>) -> Result<Listeners, NodeError> {
+        let mailbox = self.config.mailbox;
+        // The filter and subscription actors say when they have clients for an event kind, so
+        // that nothing wakes them per block or transaction while nobody listens.
+        let filter_actor = FilterActor::new(MAX_FILTERS);
+        let filters_pending = filter_actor.pending_interest();
+        self.restarts.push(("filters", filter_actor.restart_counter()));
+        let filters = filter_actor.start_bounded(mailbox);
+        let subscription_actor = SubscriptionActor::new(self.config.subscriptions);
+        let (subs_blocks, subs_pending) =
+            (subscription_actor.block_interest(), subscription_actor.pending_interest());
+        self.restarts.push(("subscriptions", subscription_actor.restart_counter()));
+        let subscriptions = subscription_actor.start_bounded(mailbox);
+        // The state actor's mailbox was just made and is empty, so this cannot be refused.
+        state
+            .try_send(SubscribeBlocks(subscriptions.clone().recipient(), subs_blocks))
+            .map_err(|_| NodeError::Wiring("the state actor refused the block subscription"))?;
+        Ok(Listeners { filters, filters_pending, subscriptions, subs_pending })
+    }
+
+    /// The mempool, on `arbiter`, telling the listeners of admitted transactions.
+    fn start_mempool(
+        &mut self,
+        arbiter: &actix::Arbiter,
+        listeners: &Listeners,
+    ) -> Addr<MempoolActor> {
+        let (config, spec) = (self.config, self.opened.spec);
+        let mempool = MempoolActor::new(
+            self.chain.reader(),
+            MempoolConfig {
+                chain_id: self.chain_id.clone(),
+                spec,
+                blob_params: self
+                    .opened
+                    .blob_params
+                    .unwrap_or_else(|| hearth_actors::block_exec::default_blob_params(spec)),
+                block_gas_limit: config.gas_limit,
+                code_size_limit: config.code_size_limit,
+                max_count: config.txpool_max_count.get(),
+                max_bytes: config.txpool_max_bytes,
+                order: config.order,
+                auto_impersonate: config.auto_impersonate,
+                recover_threads: config.parallel.threads.get(),
+            },
+        )
+        .notify_admitted(listeners.filters.clone().recipient(), listeners.filters_pending.clone())
+        .notify_admitted(
+            listeners.subscriptions.clone().recipient(),
+            listeners.subs_pending.clone(),
+        );
+        self.restarts.push(("mempool", mempool.restart_counter()));
+        hearth_actors::start_on(&arbiter.handle(), mempool, config.mailbox)
+    }
+
+    /// The miner, on `arbiter` beside the mempool it takes transactions from.
+    fn start_miner(
+        &mut self,
+        arbiter: &actix::Arbiter,
+        mempool: &Addr<MempoolActor>,
+        executor: &ExecutorClient,
+        state: &Addr<StateActor>,
+    ) -> Addr<MinerActor> {
+        let config = self.config;
+        let miner = MinerActor::new(
+            self.chain.reader(),
+            MinerPeers {
+                take_pending: mempool.clone().recipient(),
+                txs_mined: mempool.clone().recipient(),
+                executor: executor.clone(),
+                commit: state.clone().recipient(),
+                rollback: state.clone().recipient(),
+                replace: state.clone().recipient(),
+                head_writes: HeadWrites::of(state),
+            },
+            MinerConfig {
+                automine: config.automine,
+                interval: config.interval,
+                gas_limit: config.gas_limit,
+                coinbase: self.opened.coinbase,
+                clock: Arc::clone(&self.opened.clock),
+                // Fixed, so random block times repeat from run to run with the same settings.
+                seed: config.chain_id,
+            },
+        );
+        self.restarts.push(("miner", miner.restart_counter()));
+        hearth_actors::start_on(&arbiter.handle(), miner, config.mailbox)
     }
 }
 

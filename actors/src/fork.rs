@@ -482,155 +482,224 @@ impl ForkBackendActor {
         key: &ForkKey,
         parts: Vec<Result<Value, String>>,
     ) -> Result<ForkValue, ForkError> {
-        let bad = |what: &str| {
-            ForkError::Upstream(format!("{}: {what} for {key:?}", self.upstream_name()))
-        };
         let mut values = Vec::with_capacity(parts.len());
         for part in parts {
-            values.push(part.map_err(|message| bad(&format!("error {message:?}")))?);
+            values.push(part.map_err(|message| self.bad(key, &format!("error {message:?}")))?);
         }
-        let cache_err = |e: cache::ForkCacheError| ForkError::Upstream(e.to_string());
         match key {
-            ForkKey::ChainId | ForkKey::HeadNumber => {
-                let n = quantity_u64(&values[0]).ok_or_else(|| bad("not a quantity"))?;
-                if *key == ForkKey::ChainId {
-                    self.cache.put_chain_id(n).map_err(cache_err)?;
-                }
-                Ok(ForkValue::Number(n))
-            }
-            ForkKey::Header(n) => {
-                if values[0].is_null() {
-                    return Err(bad(&format!("block {n} is not in the upstream chain")));
-                }
-                let header: alloy_rpc_types_eth::Header = serde_json::from_value(values[0].clone())
-                    .map_err(|e| bad(&format!("undecodable header ({e})")))?;
-                let hash = header.hash;
-                let header = header.inner;
-                if let Some(transactions) = values[0].get("transactions").and_then(Value::as_array)
-                {
-                    self.cache.put_tx_count(*n, transactions.len() as u64).map_err(cache_err)?;
-                }
-                self.cache.put_header(&header, hash).map_err(cache_err)?;
-                Ok(ForkValue::Header(Box::new(header), hash))
-            }
-            ForkKey::BlockHash(n) => {
-                let hash = match values[0].get("hash").and_then(Value::as_str) {
-                    Some(hash) => Some(hash.parse::<B256>().map_err(|_| bad("bad block hash"))?),
-                    None => None,
-                };
-                if let Some(hash) = hash {
-                    self.cache.put_block_hash(*n, hash).map_err(cache_err)?;
-                }
-                Ok(ForkValue::BlockHash(hash))
-            }
+            ForkKey::ChainId | ForkKey::HeadNumber => self.decode_number(key, &values[0]),
+            ForkKey::Header(n) => self.decode_header(key, *n, &values[0]),
+            ForkKey::BlockHash(n) => self.decode_block_hash(key, *n, &values[0]),
             ForkKey::Account(address) | ForkKey::AccountAt(_, address) => {
-                // One `eth_getAccountInfo` object, or the three plain answers.
-                let (balance, nonce, code) = match values.as_slice() {
-                    [info] => (&info["balance"], &info["nonce"], &info["code"]),
-                    [balance, nonce, code] => (balance, nonce, code),
-                    _ => return Err(bad("an account answer of another shape")),
-                };
-                let balance = quantity_u256(balance).ok_or_else(|| bad("bad balance"))?;
-                let nonce = quantity_u64(nonce).ok_or_else(|| bad("bad nonce"))?;
-                let code: Bytes =
-                    serde_json::from_value(code.clone()).map_err(|_| bad("bad code"))?;
-                let code_hash = if code.is_empty() { EMPTY_CODE_HASH } else { keccak256(&code) };
-                let account = (nonce != 0 || !balance.is_zero() || !code.is_empty())
-                    .then_some(ForkedAccount { nonce, balance, code_hash });
-                let stored = match key {
-                    ForkKey::AccountAt(n, _) => self
-                        .cache
-                        .historical(*n)
-                        .and_then(|state| state.put_account(address, account.as_ref(), &code)),
-                    _ => self.cache.put_account(address, account.as_ref(), &code),
-                };
-                stored.map_err(cache_err)?;
-                Ok(ForkValue::Account(account))
+                self.decode_account(key, address, &values)
             }
             ForkKey::Storage(address, slot) | ForkKey::StorageAt(_, address, slot) => {
-                let value = quantity_u256(&values[0]).ok_or_else(|| bad("bad slot value"))?;
-                let stored = match key {
-                    ForkKey::StorageAt(n, ..) => self
-                        .cache
-                        .historical(*n)
-                        .and_then(|state| state.put_slot(address, slot, value)),
-                    _ => self.cache.put_slot(address, slot, value),
-                };
-                stored.map_err(cache_err)?;
-                Ok(ForkValue::Storage(value))
+                self.decode_slot(key, address, slot, &values[0])
             }
-            ForkKey::StorageRange(_) => Err(bad("a storage page is not a value")),
-            ForkKey::Block(n) => {
-                if values[0].is_null() {
-                    return Ok(ForkValue::Block(None));
-                }
-                let block = decode_block(&values[0]).map_err(|why| bad(&why))?;
-                if block.header.number != *n {
-                    return Err(bad(&format!(
-                        "block {} answered for block {n}",
-                        block.header.number
-                    )));
-                }
-                self.cache.put_header(&block.header, block.hash).map_err(cache_err)?;
-                let count = block.body.transactions.len() as u64;
-                self.cache.put_tx_count(*n, count).map_err(cache_err)?;
-                // Fields only the answer carries, kept so that the fork answers as the upstream.
-                if let Some(td) = values[0].get("totalDifficulty").and_then(quantity_u256) {
-                    self.cache.put_total_difficulty(*n, td).map_err(cache_err)?;
-                }
-                if let Some(size) = values[0].get("size").and_then(quantity_u64) {
-                    self.cache.put_size(*n, size).map_err(cache_err)?;
-                }
-                self.cache.put_body(*n, &block.body, &block.extras).map_err(cache_err)?;
-                Ok(ForkValue::Block(Some(Box::new(block))))
-            }
-            ForkKey::Receipts(n) => {
-                if values[0].is_null() {
-                    return Ok(ForkValue::Receipts(None));
-                }
-                let receipts: Vec<alloy_rpc_types_eth::TransactionReceipt> =
-                    serde_json::from_value(values[0].clone())
-                        .map_err(|e| bad(&format!("undecodable receipts ({e})")))?;
-                let receipts: Vec<_> =
-                    receipts.into_iter().map(|r| r.inner.map_logs(|log| log.inner)).collect();
-                self.cache.put_receipts(*n, &receipts).map_err(cache_err)?;
-                Ok(ForkValue::Receipts(Some(receipts)))
-            }
-            ForkKey::BlockNumber(hash) => {
-                let number = match values[0].get("number") {
-                    Some(number) => Some(quantity_u64(number).ok_or_else(|| bad("bad number"))?),
-                    None => None,
-                };
-                let location = number.map(|n| (n, 0));
-                self.cache.put_location(LocationKind::Block, hash, location).map_err(cache_err)?;
-                Ok(ForkValue::Location(location))
-            }
-            ForkKey::TxLocation(hash) => {
-                let at = |field: &str| values[0].get(field).filter(|v| !v.is_null());
-                let location = match (at("blockNumber"), at("transactionIndex")) {
-                    (Some(number), Some(index)) => {
-                        let number = quantity_u64(number).ok_or_else(|| bad("bad block number"))?;
-                        let index = quantity_u64(index)
-                            .and_then(|i| u32::try_from(i).ok())
-                            .ok_or_else(|| bad("bad transaction index"))?;
-                        Some((number, index))
-                    }
-                    // Unknown, or pending upstream: never below this fork block.
-                    _ => None,
-                };
-                let kind = LocationKind::Transaction;
-                self.cache.put_location(kind, hash, location).map_err(cache_err)?;
-                Ok(ForkValue::Location(location))
-            }
-            ForkKey::Logs(query) => {
-                if !values[0].is_array() {
-                    return Err(bad("logs that are not an array"));
-                }
-                let json = serde_json::to_vec(&values[0]).map_err(|e| bad(&e.to_string()))?;
-                self.cache.put_logs(query, &json).map_err(cache_err)?;
-                Ok(ForkValue::Logs(Arc::new(json)))
-            }
+            ForkKey::StorageRange(_) => Err(self.bad(key, "a storage page is not a value")),
+            ForkKey::Block(n) => self.decode_block(key, *n, &values[0]),
+            ForkKey::Receipts(n) => self.decode_receipts(key, *n, &values[0]),
+            ForkKey::BlockNumber(hash) => self.decode_block_number(key, hash, &values[0]),
+            ForkKey::TxLocation(hash) => self.decode_tx_location(key, hash, &values[0]),
+            ForkKey::Logs(query) => self.decode_logs(key, query, &values[0]),
         }
+    }
+
+    /// The upstream answered `key` with something unusable: `what`.
+    fn bad(&self, key: &ForkKey, what: &str) -> ForkError {
+        ForkError::Upstream(format!("{}: {what} for {key:?}", self.upstream_name()))
+    }
+
+    /// The chain id (cached) or the head number.
+    fn decode_number(&self, key: &ForkKey, value: &Value) -> Result<ForkValue, ForkError> {
+        let n = quantity_u64(value).ok_or_else(|| self.bad(key, "not a quantity"))?;
+        if *key == ForkKey::ChainId {
+            self.cache.put_chain_id(n).map_err(cache_err)?;
+        }
+        Ok(ForkValue::Number(n))
+    }
+
+    /// Block `n`'s header, and its transaction count when the answer lists them.
+    fn decode_header(&self, key: &ForkKey, n: u64, value: &Value) -> Result<ForkValue, ForkError> {
+        if value.is_null() {
+            return Err(self.bad(key, &format!("block {n} is not in the upstream chain")));
+        }
+        let header: alloy_rpc_types_eth::Header = serde_json::from_value(value.clone())
+            .map_err(|e| self.bad(key, &format!("undecodable header ({e})")))?;
+        let hash = header.hash;
+        let header = header.inner;
+        if let Some(transactions) = value.get("transactions").and_then(Value::as_array) {
+            self.cache.put_tx_count(n, transactions.len() as u64).map_err(cache_err)?;
+        }
+        self.cache.put_header(&header, hash).map_err(cache_err)?;
+        Ok(ForkValue::Header(Box::new(header), hash))
+    }
+
+    /// Block `n`'s hash (`None`: no such block upstream).
+    fn decode_block_hash(
+        &self,
+        key: &ForkKey,
+        n: u64,
+        value: &Value,
+    ) -> Result<ForkValue, ForkError> {
+        let hash = match value.get("hash").and_then(Value::as_str) {
+            Some(hash) => Some(hash.parse::<B256>().map_err(|_| self.bad(key, "bad block hash"))?),
+            None => None,
+        };
+        if let Some(hash) = hash {
+            self.cache.put_block_hash(n, hash).map_err(cache_err)?;
+        }
+        Ok(ForkValue::BlockHash(hash))
+    }
+
+    /// An account, at the fork block or (`AccountAt`) at an earlier one: one
+    /// `eth_getAccountInfo` object, or the three plain answers.
+    fn decode_account(
+        &self,
+        key: &ForkKey,
+        address: &Address,
+        values: &[Value],
+    ) -> Result<ForkValue, ForkError> {
+        let bad = |what: &str| self.bad(key, what);
+        let (balance, nonce, code) = match values {
+            [info] => (&info["balance"], &info["nonce"], &info["code"]),
+            [balance, nonce, code] => (balance, nonce, code),
+            _ => return Err(bad("an account answer of another shape")),
+        };
+        let balance = quantity_u256(balance).ok_or_else(|| bad("bad balance"))?;
+        let nonce = quantity_u64(nonce).ok_or_else(|| bad("bad nonce"))?;
+        let code: Bytes = serde_json::from_value(code.clone()).map_err(|_| bad("bad code"))?;
+        let code_hash = if code.is_empty() { EMPTY_CODE_HASH } else { keccak256(&code) };
+        let account = (nonce != 0 || !balance.is_zero() || !code.is_empty())
+            .then_some(ForkedAccount { nonce, balance, code_hash });
+        let stored = match key {
+            ForkKey::AccountAt(n, _) => self
+                .cache
+                .historical(*n)
+                .and_then(|state| state.put_account(address, account.as_ref(), &code)),
+            _ => self.cache.put_account(address, account.as_ref(), &code),
+        };
+        stored.map_err(cache_err)?;
+        Ok(ForkValue::Account(account))
+    }
+
+    /// A storage slot, at the fork block or (`StorageAt`) at an earlier one.
+    fn decode_slot(
+        &self,
+        key: &ForkKey,
+        address: &Address,
+        slot: &U256,
+        value: &Value,
+    ) -> Result<ForkValue, ForkError> {
+        let value = quantity_u256(value).ok_or_else(|| self.bad(key, "bad slot value"))?;
+        let stored = match key {
+            ForkKey::StorageAt(n, ..) => {
+                self.cache.historical(*n).and_then(|state| state.put_slot(address, slot, value))
+            }
+            _ => self.cache.put_slot(address, slot, value),
+        };
+        stored.map_err(cache_err)?;
+        Ok(ForkValue::Storage(value))
+    }
+
+    /// Block `n` whole (`None`: no such block upstream), with the fields only the answer
+    /// carries.
+    fn decode_block(&self, key: &ForkKey, n: u64, value: &Value) -> Result<ForkValue, ForkError> {
+        if value.is_null() {
+            return Ok(ForkValue::Block(None));
+        }
+        let block = decode_block(value).map_err(|why| self.bad(key, &why))?;
+        if block.header.number != n {
+            let answered = format!("block {} answered for block {n}", block.header.number);
+            return Err(self.bad(key, &answered));
+        }
+        self.cache.put_header(&block.header, block.hash).map_err(cache_err)?;
+        let count = block.body.transactions.len() as u64;
+        self.cache.put_tx_count(n, count).map_err(cache_err)?;
+        // Fields only the answer carries, kept so that the fork answers as the upstream.
+        if let Some(td) = value.get("totalDifficulty").and_then(quantity_u256) {
+            self.cache.put_total_difficulty(n, td).map_err(cache_err)?;
+        }
+        if let Some(size) = value.get("size").and_then(quantity_u64) {
+            self.cache.put_size(n, size).map_err(cache_err)?;
+        }
+        self.cache.put_body(n, &block.body, &block.extras).map_err(cache_err)?;
+        Ok(ForkValue::Block(Some(Box::new(block))))
+    }
+
+    /// Block `n`'s receipts (`None`: no such block upstream).
+    fn decode_receipts(
+        &self,
+        key: &ForkKey,
+        n: u64,
+        value: &Value,
+    ) -> Result<ForkValue, ForkError> {
+        if value.is_null() {
+            return Ok(ForkValue::Receipts(None));
+        }
+        let receipts: Vec<alloy_rpc_types_eth::TransactionReceipt> =
+            serde_json::from_value(value.clone())
+                .map_err(|e| self.bad(key, &format!("undecodable receipts ({e})")))?;
+        let receipts: Vec<_> =
+            receipts.into_iter().map(|r| r.inner.map_logs(|log| log.inner)).collect();
+        self.cache.put_receipts(n, &receipts).map_err(cache_err)?;
+        Ok(ForkValue::Receipts(Some(receipts)))
+    }
+
+    /// The number of the block with `hash` (`None`: unknown upstream).
+    fn decode_block_number(
+        &self,
+        key: &ForkKey,
+        hash: &B256,
+        value: &Value,
+    ) -> Result<ForkValue, ForkError> {
+        let number = match value.get("number") {
+            Some(number) => Some(quantity_u64(number).ok_or_else(|| self.bad(key, "bad number"))?),
+            None => None,
+        };
+        let location = number.map(|n| (n, 0));
+        self.cache.put_location(LocationKind::Block, hash, location).map_err(cache_err)?;
+        Ok(ForkValue::Location(location))
+    }
+
+    /// Where the transaction `hash` is: its block number and index.
+    fn decode_tx_location(
+        &self,
+        key: &ForkKey,
+        hash: &B256,
+        value: &Value,
+    ) -> Result<ForkValue, ForkError> {
+        let at = |field: &str| value.get(field).filter(|v| !v.is_null());
+        let location = match (at("blockNumber"), at("transactionIndex")) {
+            (Some(number), Some(index)) => {
+                let number =
+                    quantity_u64(number).ok_or_else(|| self.bad(key, "bad block number"))?;
+                let index = quantity_u64(index)
+                    .and_then(|i| u32::try_from(i).ok())
+                    .ok_or_else(|| self.bad(key, "bad transaction index"))?;
+                Some((number, index))
+            }
+            // Unknown, or pending upstream: never below this fork block.
+            _ => None,
+        };
+        let kind = LocationKind::Transaction;
+        self.cache.put_location(kind, hash, location).map_err(cache_err)?;
+        Ok(ForkValue::Location(location))
+    }
+
+    /// The logs `query` matches, kept as the upstream's JSON.
+    fn decode_logs(
+        &self,
+        key: &ForkKey,
+        query: &LogQuery,
+        value: &Value,
+    ) -> Result<ForkValue, ForkError> {
+        if !value.is_array() {
+            return Err(self.bad(key, "logs that are not an array"));
+        }
+        let json = serde_json::to_vec(value).map_err(|e| self.bad(key, &e.to_string()))?;
+        self.cache.put_logs(query, &json).map_err(cache_err)?;
+        Ok(ForkValue::Logs(Arc::new(json)))
     }
 
     fn upstream_name(&self) -> String {
@@ -646,6 +715,11 @@ impl ForkBackendActor {
                 | ForkKey::StorageAt(..)
         )
     }
+}
+
+/// A fork cache write that failed, as the reader sees it.
+fn cache_err(e: cache::ForkCacheError) -> ForkError {
+    ForkError::Upstream(e.to_string())
 }
 
 /// An `eth_getLogs` filter object for `query` (a topic position that takes any topic is

@@ -66,27 +66,9 @@ fn run_case(
         config.and_then(|c| c.get("chainid")).map(fixture::u64_of).transpose()?.unwrap_or(1);
 
     let db = ChainWriter::in_memory()?;
-    // The genesis header is built from its JSON fields (every fork field the fixture has), so
-    // the hash check exercises our header encoding; the RLP form must agree with it.
-    let header = fixture::header(&case["genesisBlockHeader"])?;
-    let genesis_rlp = fixture::bytes(&case["genesisRLP"])?;
-    match Block::<TxEnvelope>::decode(&mut genesis_rlp.as_ref()) {
-        Ok(block) if block.header == header => {}
-        Ok(_) => return Ok(Some("genesisRLP and genesisBlockHeader disagree".to_owned())),
-        Err(e) => return Ok(Some(format!("genesisRLP does not decode as a block: {e}"))),
+    if let Some(why) = write_genesis(&db, case)? {
+        return Ok(Some(why));
     }
-    let pre = fixture::alloc(&case["pre"])?;
-    let draft = BlockDraft { header, body: empty_body(), receipts: vec![] };
-    // `import_block` checks that our trie's root of `pre` is the header's state root.
-    let genesis = match import_block(&db, draft, &fixture::alloc_diff(&pre)) {
-        Ok(block) => block,
-        Err(e) => return Ok(Some(format!("genesis: {e}"))),
-    };
-    let want_genesis = fixture::b256(&case["genesisBlockHeader"]["hash"])?;
-    if genesis.hash != want_genesis {
-        return Ok(Some(format!("genesis hash expected {want_genesis} got {}", genesis.hash)));
-    }
-
     let (_, first_spec) = schedule.at(0);
     let mut executor = ExecutorActor::new(
         db.reader(),
@@ -101,6 +83,48 @@ fn run_case(
         },
         None,
     );
+    if let Some(why) = import_blocks(&db, &mut executor, case, &schedule, chain_id)? {
+        return Ok(Some(why));
+    }
+    check_head(&db, case)
+}
+
+/// Writes `pre` and the genesis header as block 0, checking the header against its RLP form,
+/// `pre` against its state root and its hash against the fixture's; `Ok(Some(reason))` is a
+/// failure.
+fn write_genesis(db: &ChainWriter, case: &Value) -> Result<Option<String>, CaseError> {
+    // The genesis header is built from its JSON fields (every fork field the fixture has), so
+    // the hash check exercises our header encoding; the RLP form must agree with it.
+    let header = fixture::header(&case["genesisBlockHeader"])?;
+    let genesis_rlp = fixture::bytes(&case["genesisRLP"])?;
+    match Block::<TxEnvelope>::decode(&mut genesis_rlp.as_ref()) {
+        Ok(block) if block.header == header => {}
+        Ok(_) => return Ok(Some("genesisRLP and genesisBlockHeader disagree".to_owned())),
+        Err(e) => return Ok(Some(format!("genesisRLP does not decode as a block: {e}"))),
+    }
+    let pre = fixture::alloc(&case["pre"])?;
+    let draft = BlockDraft { header, body: empty_body(), receipts: vec![] };
+    // `import_block` checks that our trie's root of `pre` is the header's state root.
+    let genesis = match import_block(db, draft, &fixture::alloc_diff(&pre)) {
+        Ok(block) => block,
+        Err(e) => return Ok(Some(format!("genesis: {e}"))),
+    };
+    let want_genesis = fixture::b256(&case["genesisBlockHeader"]["hash"])?;
+    if genesis.hash != want_genesis {
+        return Ok(Some(format!("genesis hash expected {want_genesis} got {}", genesis.hash)));
+    }
+    Ok(None)
+}
+
+/// Imports every block of the case in order, each under the rules of its timestamp; a block
+/// marked `expectException` must be rejected. `Ok(Some(reason))` is a failure.
+fn import_blocks(
+    db: &ChainWriter,
+    executor: &mut ExecutorActor,
+    case: &Value,
+    schedule: &Schedule,
+    chain_id: u64,
+) -> Result<Option<String>, CaseError> {
     for (i, block) in case["blocks"].as_array().into_iter().flatten().enumerate() {
         let expect_exception = block.get("expectException").and_then(Value::as_str);
         let rlp = fixture::bytes(&block["rlp"])?;
@@ -110,7 +134,7 @@ fn run_case(
                 let (_, spec) = schedule.at(timestamp);
                 let rules =
                     ForkRules { spec, blob_params: schedule.blob_params(timestamp)?, chain_id };
-                import(&db, &mut executor, decoded, &rules).map(|_| ()).map_err(|e| e.to_string())
+                import(db, executor, decoded, &rules).map(|_| ()).map_err(|e| e.to_string())
             }
             Err(e) => Err(format!("block RLP does not decode: {e}")),
         };
@@ -122,7 +146,12 @@ fn run_case(
             (Err(e), None) => return Ok(Some(format!("block {i} rejected: {e}"))),
         }
     }
+    Ok(None)
+}
 
+/// Compares the head's hash with `lastblockhash` and its state with `postState`;
+/// `Ok(Some(reason))` is a failure.
+fn check_head(db: &ChainWriter, case: &Value) -> Result<Option<String>, CaseError> {
     let head = db.head_number().unwrap_or_default();
     let head_hash = db.block_hash(head)?.unwrap_or_default();
     let want_head = fixture::b256(&case["lastblockhash"])?;

@@ -79,20 +79,7 @@ fn run_entry(
         config.and_then(|c| c.get("chainid")).map(fixture::u64_of).transpose()?.unwrap_or(1);
     let blob_params =
         fixture::blob_params_for(config.and_then(|c| c.get("blobSchedule")), fork, spec)?;
-    let pre = fixture::alloc(&case["pre"])?;
-
-    let db = ChainWriter::in_memory()?;
-    let genesis = Header {
-        number: 0,
-        gas_limit: fixture::u64_of(&env["currentGasLimit"])?,
-        ..Default::default()
-    };
-    let genesis = write_block(
-        &db,
-        BlockDraft { header: genesis, body: empty_body(), receipts: vec![] },
-        &fixture::alloc_diff(&pre),
-    )?
-    .header;
+    let (db, genesis) = write_pre(case)?;
 
     let expect_exception = entry.get("expectException").and_then(Value::as_str);
     let expected_root = fixture::b256(&entry["hash"])?;
@@ -113,7 +100,55 @@ fn run_entry(
         return Ok(Some(format!("recovered sender {sender}, fixture says {want_sender}")));
     }
 
-    let block_env = BlockEnvSpec {
+    let block_env = block_env(env, spec, chain_id, blob_params)?;
+    let hash = *tx.tx_hash();
+    let pooled = PooledTx { tx: Arc::new(tx), sender, hash };
+    let built = executor(&db, chain_id, spec, parallel).build_block(BuildBlock {
+        parent: genesis.clone(),
+        env: block_env,
+        txs: vec![pooled],
+        mode: BuildMode::Import,
+    });
+    let built = match (built, expect_exception) {
+        (Err(_), Some(_)) => {
+            return Ok(check_root(genesis.state_root, expected_root, &db, 0, entry));
+        }
+        (Err(e), None) => return Ok(Some(format!("transaction rejected: {e}"))),
+        (Ok(_), Some(exception)) => {
+            return Ok(Some(format!("transaction accepted, expected {exception}")));
+        }
+        (Ok(built), None) => built,
+    };
+    write_and_check(&db, built, expected_root, expected_logs, entry)
+}
+
+/// A fresh store with the case's `pre` written as block 0; returns the store and block 0's
+/// header.
+fn write_pre(case: &Value) -> Result<(ChainWriter, Header), EntryError> {
+    let pre = fixture::alloc(&case["pre"])?;
+    let db = ChainWriter::in_memory()?;
+    let genesis = Header {
+        number: 0,
+        gas_limit: fixture::u64_of(&case["env"]["currentGasLimit"])?,
+        ..Default::default()
+    };
+    let genesis = write_block(
+        &db,
+        BlockDraft { header: genesis, body: empty_body(), receipts: vec![] },
+        &fixture::alloc_diff(&pre),
+    )?
+    .header;
+    Ok((db, genesis))
+}
+
+/// The block the transaction runs in, from the case's `env`, under the transaction rules only.
+fn block_env(
+    env: &Value,
+    spec: revm::primitives::hardfork::SpecId,
+    chain_id: u64,
+    blob_params: alloy_eips::eip7840::BlobParams,
+) -> Result<BlockEnvSpec, EntryError> {
+    Ok(BlockEnvSpec {
         number: fixture::u64_of(&env["currentNumber"])?,
         timestamp: fixture::u64_of(&env["currentTimestamp"])?,
         coinbase: fixture::address(env["currentCoinbase"].as_str().unwrap_or_default())?,
@@ -130,10 +165,17 @@ fn run_entry(
         ommers: Vec::new(),
         extra_data: Default::default(),
         rules: BlockRules::TransactionsOnly,
-    };
-    let hash = *tx.tx_hash();
-    let pooled = PooledTx { tx: Arc::new(tx), sender, hash };
-    let mut executor = ExecutorActor::new(
+    })
+}
+
+/// An executor on `db` with no gas cap, timeout or code size limit beside the fork's.
+fn executor(
+    db: &ChainWriter,
+    chain_id: u64,
+    spec: revm::primitives::hardfork::SpecId,
+    parallel: hearth_actors::ParallelConfig,
+) -> ExecutorActor {
+    ExecutorActor::new(
         db.reader(),
         ExecConfig {
             chain_id: ChainId::new(chain_id),
@@ -145,30 +187,25 @@ fn run_entry(
             parallel,
         },
         None,
-    );
-    let built = executor.build_block(BuildBlock {
-        parent: genesis.clone(),
-        env: block_env,
-        txs: vec![pooled],
-        mode: BuildMode::Import,
-    });
-    let built = match (built, expect_exception) {
-        (Err(_), Some(_)) => {
-            return Ok(check_root(genesis.state_root, expected_root, &db, 0, entry));
-        }
-        (Err(e), None) => return Ok(Some(format!("transaction rejected: {e}"))),
-        (Ok(_), Some(exception)) => {
-            return Ok(Some(format!("transaction accepted, expected {exception}")));
-        }
-        (Ok(built), None) => built,
-    };
+    )
+}
+
+/// Writes the block the transaction ran in as block 1 and compares its state root and logs
+/// hash with the entry's.
+fn write_and_check(
+    db: &ChainWriter,
+    built: hearth_messages::executor::BuiltBlock,
+    expected_root: alloy_primitives::B256,
+    expected_logs: alloy_primitives::B256,
+    entry: &Value,
+) -> Result<Option<String>, EntryError> {
     let logs: Vec<Log> =
         built.draft.receipts.iter().flat_map(|r| r.logs().iter().cloned()).collect();
     let mut draft = built.draft;
     // The store numbers blocks consecutively; the EVM already saw the fixture's number.
     draft.header.number = 1;
-    let block = write_block(&db, draft, &built.diff)?;
-    if let Some(why) = check_root(block.header.state_root, expected_root, &db, 1, entry) {
+    let block = write_block(db, draft, &built.diff)?;
+    if let Some(why) = check_root(block.header.state_root, expected_root, db, 1, entry) {
         return Ok(Some(why));
     }
     let logs_hash = keccak256(alloy_rlp::encode(&logs));
