@@ -4,7 +4,7 @@ use actix::Message;
 use alloy_eips::eip2930::AccessList;
 
 use crate::ExecError;
-use crate::executor::CallRequest;
+use crate::request::CallRequest;
 
 /// Finds the accounts and storage slots `request` touches, running it again with what it
 /// found until the list stops growing (geth's algorithm). Serves `eth_createAccessList`.

@@ -8,6 +8,9 @@ pub mod access_list;
 pub mod admission;
 pub mod ask;
 pub mod base_fee;
+// Leaves other message modules share; their items are public through `executor`, where other
+// crates have always named them.
+mod block_build;
 pub mod chain_id;
 pub mod client;
 pub mod code_cache;
@@ -19,6 +22,8 @@ pub mod interest;
 pub mod mempool;
 pub mod miner;
 pub mod payload;
+// A leaf, public through `executor` as `block_build` is.
+mod request;
 pub mod reset;
 pub mod restarts;
 pub mod simulate;

@@ -5,7 +5,7 @@ use alloy_consensus::TxEnvelope;
 use alloy_primitives::{Address, B256};
 
 use crate::TxError;
-use crate::executor::{InvalidTx, PooledTx};
+use crate::block_build::{InvalidTx, PooledTx};
 
 /// Decodes raw transaction bytes as eth_sendRawTransaction receives them: one EIP-2718
 /// envelope (a legacy RLP list, or `type || rlp(fields)`), with nothing after it. The RPC front

@@ -286,7 +286,7 @@ pub struct Rewind {
     /// How many blocks to drop.
     pub depth: u64,
     /// The transactions of each new block, in order.
-    pub blocks: Vec<Vec<crate::executor::PooledTx>>,
+    pub blocks: Vec<Vec<crate::block_build::PooledTx>>,
 }
 
 impl Message for Rewind {

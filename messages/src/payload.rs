@@ -6,7 +6,7 @@ use alloy_primitives::{Bytes, U256};
 use hearth_storage::SealedBlock;
 
 use crate::ExecError;
-use crate::executor::BuildBlock;
+use crate::block_build::BuildBlock;
 
 /// Builds the block `BuildBlock` describes and seals it with its state root, writing nothing.
 /// Serves `testing_buildBlockV1`.

@@ -14,7 +14,7 @@ use alloy_primitives::{Address, B256, Bytes, Log, U256};
 use hearth_storage::SealedBlock;
 
 use crate::ExecError;
-use crate::executor::StateOverrides;
+use crate::request::StateOverrides;
 
 /// Most blocks one request may simulate, gaps included (geth's bound).
 pub const MAX_SIMULATE_BLOCKS: u64 = 256;

@@ -19,7 +19,7 @@ use alloy_rpc_types_trace::parity::TraceType;
 use revm::primitives::hardfork::SpecId;
 
 use crate::ExecError;
-use crate::executor::CallRequest;
+use crate::request::CallRequest;
 
 /// The parity trace kinds asked for (`trace`, `stateDiff`, `vmTrace`).
 pub type TraceTypes = HashSet<TraceType>;

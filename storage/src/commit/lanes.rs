@@ -69,6 +69,23 @@ pub(super) fn apply_parallel(
     if !lanes_of_block[0].state.load_root_branch(&nodes)? {
         return Ok(None);
     }
+    let accounts = accounts_by_lane(diff, lanes);
+    let outs = run_lanes(db, cache, lanes_of_block, &accounts, staged.keep, base, number)?;
+    let merge_started = Instant::now();
+    if !merge_roots(&nodes, lanes_of_block)? {
+        return Ok(None);
+    }
+    stage_lanes(staged, outs);
+    stage_codes(staged, diff);
+    let root = lanes_of_block[0].state.commit(&mut |hash, rlp| staged.node(hash, rlp));
+    staged.timings.tries += merge_started.elapsed();
+    staged.timings.node_store_reads += nodes.store_reads.get();
+    Ok(Some(root))
+}
+
+/// The changed accounts of `diff` by lane of `lanes`, each in the lane of its state trie
+/// key's first nibble, with that key.
+fn accounts_by_lane(diff: &StateDiff, lanes: usize) -> Vec<Vec<(B256, &Address, &AccountChange)>> {
     let mut lane_of_nibble = [0; MAX_LANES];
     for lane in 0..lanes {
         lane_of_nibble[nibbles(lane, lanes)].fill(lane);
@@ -78,17 +95,31 @@ pub(super) fn apply_parallel(
         let key = account_trie_key(address);
         accounts[lane_of_nibble[usize::from(key[0] >> 4)]].push((key, address, change));
     }
-    let keep = staged.keep;
+    accounts
+}
+
+/// Runs each lane's `accounts` through it, lane 0 here and the others on scoped threads,
+/// each committing its root children; the lanes' records in lane order.
+fn run_lanes(
+    db: &ChainDb,
+    cache: &NodeCache,
+    lanes: &mut [Lane],
+    accounts: &[Vec<(B256, &Address, &AccountChange)>],
+    keep: bool,
+    base: Option<u64>,
+    number: u64,
+) -> Result<Vec<LaneOut>, StorageError> {
+    let count = lanes.len();
     // The lanes started here keep off this thread's core (`crate::cpu`).
     let caller = crate::cpu::CallerCpu::now();
     let outs: Vec<Result<LaneOut, StorageError>> = std::thread::scope(|scope| {
-        let (first, rest) = lanes_of_block.split_first_mut().expect("at least one lane");
+        let (first, rest) = lanes.split_first_mut().expect("at least one lane");
         let workers: Vec<_> = rest
             .iter_mut()
             .zip(&accounts[1..])
             .enumerate()
             .map(|(i, (lane, accounts))| {
-                let slots = nibbles(i + 1, lanes);
+                let slots = nibbles(i + 1, count);
                 scope.spawn(move || {
                     caller.avoid();
                     run_lane(db, cache, lane, accounts, slots, keep, base, number)
@@ -97,7 +128,7 @@ pub(super) fn apply_parallel(
             .collect();
         caller.let_started_move();
         let mut outs =
-            vec![run_lane(db, cache, first, &accounts[0], nibbles(0, lanes), keep, base, number)];
+            vec![run_lane(db, cache, first, &accounts[0], nibbles(0, count), keep, base, number)];
         outs.extend(
             workers
                 .into_iter()
@@ -105,24 +136,32 @@ pub(super) fn apply_parallel(
         );
         outs
     });
-    let outs = outs.into_iter().collect::<Result<Vec<_>, _>>()?;
-    let merge_started = Instant::now();
+    outs.into_iter().collect()
+}
+
+/// Moves the other lanes' root children into lane 0's root. `false` when the block must be
+/// written on one thread instead: a lane's root or the merged root is no longer a branch
+/// with two children.
+fn merge_roots(nodes: &CachedNodes<'_>, lanes: &mut [Lane]) -> Result<bool, StorageError> {
     // A lane whose updates all turned out to be no-ops put its root back to a reference; one
     // whose deletions collapsed its root is no longer a branch.
-    for lane in lanes_of_block.iter_mut() {
-        if !lane.state.load_root_branch(&nodes)? {
-            return Ok(None);
+    for lane in lanes.iter_mut() {
+        if !lane.state.load_root_branch(nodes)? {
+            return Ok(false);
         }
     }
-    let (first, rest) = lanes_of_block.split_first_mut().expect("at least one lane");
+    let count = lanes.len();
+    let (first, rest) = lanes.split_first_mut().expect("at least one lane");
     for (i, lane) in rest.iter_mut().enumerate() {
-        if !first.state.adopt_children(&mut lane.state, nibbles(i + 1, lanes)) {
+        if !first.state.adopt_children(&mut lane.state, nibbles(i + 1, count)) {
             return Err(StorageError::Corrupt { what: "state trie root" });
         }
     }
-    if first.state.root_children().unwrap_or(0) < 2 {
-        return Ok(None);
-    }
+    Ok(first.state.root_children().unwrap_or(0) >= 2)
+}
+
+/// Moves the lanes' records into the block's batch, and their timings into its timings.
+fn stage_lanes(staged: &mut Staged, outs: Vec<LaneOut>) {
     for lane in outs {
         for (key, value) in lane.writes {
             staged.batch.insert(key, value);
@@ -132,11 +171,6 @@ pub(super) fn apply_parallel(
         staged.timings.tries += lane.timings.tries;
         staged.timings.node_store_reads += lane.timings.node_store_reads;
     }
-    stage_codes(staged, diff);
-    let root = first.state.commit(&mut |hash, rlp| staged.node(hash, rlp));
-    staged.timings.tries += merge_started.elapsed();
-    staged.timings.node_store_reads += nodes.store_reads.get();
-    Ok(Some(root))
 }
 
 /// What one lane of a parallel block write staged, for the block's batch.

@@ -73,53 +73,95 @@ where
     }
     // Each thread started here keeps off this one's core (`crate::cpu`).
     let caller = CallerCpu::now();
-    let other = std::thread::scope(|scope| {
-        let (trie_a, trie_b, cut_a, cut_b) = (&trie_a, &trie_b, &cut_a, &cut_b);
-        scope.spawn(move || {
-            caller.avoid();
-            if let Some(a) = a {
-                build_and_cut(a, trie_a, cut_a, threads);
-            }
-            let mut buf = Vec::with_capacity(576);
-            cut_of(cut_a).hash(&mut buf);
-            cut_of(cut_b).hash(&mut buf);
-        });
-        caller.let_started_move();
-        if let Some(b) = b {
-            build_and_cut(b, trie_b, cut_b, threads);
-        }
-        // The other threads start once there is something to hash, rather than spin beside
-        // the two builds (on a machine with fewer cores than threads, in their way).
-        for _ in 2..pool {
-            scope.spawn(move || {
-                caller.avoid();
-                let mut buf = Vec::with_capacity(576);
-                cut_of(cut_b).hash(&mut buf);
-                cut_of(cut_a).hash(&mut buf);
-            });
-        }
-        if pool > 2 {
-            caller.let_started_move();
-        }
-        // `beside` runs on the calling thread: what it allocates (a block's state diff and
-        // body) then comes from that thread's long-lived allocator arena, not from a scoped
-        // thread's that ends with the scope while the state owner frees the block later.
-        let other = beside();
-        let mut buf = Vec::with_capacity(576);
-        cut_of(cut_b).hash(&mut buf);
-        cut_of(cut_a).hash(&mut buf);
-        other
-    });
+    let spread = Spread { trie_a: &trie_a, trie_b: &trie_b, cut_a: &cut_a, cut_b: &cut_b, caller };
+    let other = spread.build_and_hash(a, b, threads, pool, beside);
     // The scope joined every thread: both tries are built and every subtree is hashed (a
     // thread that panicked re-raised its panic when the scope ended).
-    let root = |trie: &OnceLock<(Trie, usize)>, cut: OnceLock<Subtrees<'_>>| {
-        let subtrees = cut.into_inner().unwrap_or_default();
-        let (trie, _) = trie.get().expect("the trie was built before the scope ended");
-        root_above(trie, &subtrees.nodes, &subtrees.refs())
-    };
-    let root_a = root(&trie_a, cut_a);
-    let root_b = root(&trie_b, cut_b);
-    // Freeing a big block's two tries takes half a millisecond: each on its own thread.
+    let root_a = root_of(&trie_a, cut_a);
+    let root_b = root_of(&trie_b, cut_b);
+    free_both(trie_a, trie_b, caller);
+    (root_a, root_b, other)
+}
+
+/// What every thread of one [`ordered_roots_beside`] shares: both tries, their subtrees once
+/// cut, and the core of the thread that started them.
+#[derive(Clone, Copy)]
+struct Spread<'s, 't> {
+    trie_a: &'t OnceLock<(Trie, usize)>,
+    trie_b: &'t OnceLock<(Trie, usize)>,
+    cut_a: &'s OnceLock<Subtrees<'t>>,
+    cut_b: &'s OnceLock<Subtrees<'t>>,
+    caller: CallerCpu,
+}
+
+impl Spread<'_, '_> {
+    /// Builds the tries of `a` and `b` (those not built yet) and hashes both tries' subtrees
+    /// on `pool` threads, this one included, which runs `beside` between its build and its
+    /// share of the hashing; returns what `beside` returned once every thread ended.
+    fn build_and_hash<A, B, R>(
+        self,
+        a: Option<A>,
+        b: Option<B>,
+        threads: usize,
+        pool: usize,
+        beside: impl FnOnce() -> R + Send,
+    ) -> R
+    where
+        A: Iterator<Item = (Vec<u8>, Vec<u8>)> + Send,
+        B: Iterator<Item = (Vec<u8>, Vec<u8>)>,
+    {
+        let Self { trie_a, trie_b, cut_a, cut_b, caller } = self;
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                caller.avoid();
+                if let Some(a) = a {
+                    build_and_cut(a, trie_a, cut_a, threads);
+                }
+                hash_subtrees(cut_a, cut_b);
+            });
+            caller.let_started_move();
+            if let Some(b) = b {
+                build_and_cut(b, trie_b, cut_b, threads);
+            }
+            // The other threads start once there is something to hash, rather than spin beside
+            // the two builds (on a machine with fewer cores than threads, in their way).
+            for _ in 2..pool {
+                scope.spawn(move || {
+                    caller.avoid();
+                    hash_subtrees(cut_b, cut_a);
+                });
+            }
+            if pool > 2 {
+                caller.let_started_move();
+            }
+            // `beside` runs on the calling thread: what it allocates (a block's state diff and
+            // body) then comes from that thread's long-lived allocator arena, not from a scoped
+            // thread's that ends with the scope while the state owner frees the block later.
+            let other = beside();
+            hash_subtrees(cut_b, cut_a);
+            other
+        })
+    }
+}
+
+/// Hashes the subtrees of `first` left to take, then those of `then`, each once it is cut.
+#[inline]
+fn hash_subtrees(first: &OnceLock<Subtrees<'_>>, then: &OnceLock<Subtrees<'_>>) {
+    let mut buf = Vec::with_capacity(576);
+    cut_of(first).hash(&mut buf);
+    cut_of(then).hash(&mut buf);
+}
+
+/// The root of `trie` above its subtrees, every one of them hashed.
+fn root_of<'t>(trie: &'t OnceLock<(Trie, usize)>, cut: OnceLock<Subtrees<'t>>) -> B256 {
+    let subtrees = cut.into_inner().unwrap_or_default();
+    let (trie, _) = trie.get().expect("the trie was built before the scope ended");
+    root_above(trie, &subtrees.nodes, &subtrees.refs())
+}
+
+/// Frees both tries, each on its own thread: freeing a big block's two takes half a
+/// millisecond.
+fn free_both(trie_a: OnceLock<(Trie, usize)>, trie_b: OnceLock<(Trie, usize)>, caller: CallerCpu) {
     std::thread::scope(|scope| {
         scope.spawn(move || {
             caller.avoid();
@@ -128,7 +170,6 @@ where
         caller.let_started_move();
         drop(trie_b);
     });
-    (root_a, root_b, other)
 }
 
 /// Builds the trie of `pairs` into `trie` and publishes its subtrees for `threads` threads in

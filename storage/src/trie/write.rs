@@ -17,20 +17,7 @@ pub(super) fn insert_at(
         }
         Node::Hash(hash) => {
             let hash = *hash;
-            if src.is_previous_leaf(&hash, path) {
-                if src.previous == Some(value.as_slice()) {
-                    return Ok(false);
-                }
-                *node = Node::Leaf { path: Nibbles::from_slice(path), value };
-                return Ok(true);
-            }
-            *node = src.load(&hash)?;
-            let changed = insert_at(src, node, path, value)?;
-            if !changed {
-                // Keep the invariant: resolved nodes are dirty ones.
-                src.discard(std::mem::replace(node, Node::Hash(hash)));
-            }
-            Ok(changed)
+            insert_below_hash(src, node, hash, path, value)
         }
         Node::Leaf { path: leaf_path, value: leaf_value } => {
             if leaf_path.as_slice() == path {
@@ -40,19 +27,8 @@ pub(super) fn insert_at(
                 *leaf_value = value;
                 return Ok(true);
             }
-            // The keys diverge after `c` shared nibbles (or one ends there): a branch holds
-            // both, under an extension for the shared part.
-            let c = common_prefix(leaf_path, path);
-            let mut children = src.spare.children();
-            let mut branch_value = Vec::new();
-            put_in_branch(
-                &mut children,
-                &mut branch_value,
-                &leaf_path[c..],
-                std::mem::take(leaf_value),
-            );
-            put_in_branch(&mut children, &mut branch_value, &path[c..], value);
-            *node = prefixed(&path[..c], Node::Branch { children, value: branch_value });
+            let leaf_value = std::mem::take(leaf_value);
+            *node = split_leaf(src, leaf_path, leaf_value, path, value);
             Ok(true)
         }
         Node::Extension { path: ext_path, child } => {
@@ -60,22 +36,7 @@ pub(super) fn insert_at(
             if c == ext_path.len() {
                 return insert_at(src, child, &path[c..], value);
             }
-            // The key leaves the extension at nibble `c`: split it around a new branch.
-            let Node::Extension { path: ext_path, child } = std::mem::take(node) else {
-                unreachable!("matched as an extension just above")
-            };
-            let mut children = src.spare.children();
-            let mut branch_value = Vec::new();
-            // What stays below the branch of the old extension: its remaining path (minus
-            // the slot nibble) above its old child, or the child itself if nothing remains.
-            let tail = &ext_path[c + 1..];
-            children[usize::from(ext_path[c])] = if tail.is_empty() {
-                *child
-            } else {
-                Node::Extension { path: Nibbles::from_slice(tail), child }
-            };
-            put_in_branch(&mut children, &mut branch_value, &path[c..], value);
-            *node = prefixed(&ext_path[..c], Node::Branch { children, value: branch_value });
+            split_extension(src, node, c, path, value);
             Ok(true)
         }
         Node::Branch { children, value: branch_value } => match path.split_first() {
@@ -87,6 +48,74 @@ pub(super) fn insert_at(
             }
         },
     }
+}
+
+/// [`insert_at`] on `node`, a reference to the stored node `hash`: a leaf the loader read
+/// last is replaced without loading it; any other node is loaded, and put back to its
+/// reference if the insert changed nothing.
+#[inline]
+fn insert_below_hash(
+    src: &mut Loader<'_>,
+    node: &mut Node,
+    hash: B256,
+    path: &[u8],
+    value: Vec<u8>,
+) -> Result<bool, StorageError> {
+    if src.is_previous_leaf(&hash, path) {
+        if src.previous == Some(value.as_slice()) {
+            return Ok(false);
+        }
+        *node = Node::Leaf { path: Nibbles::from_slice(path), value };
+        return Ok(true);
+    }
+    *node = src.load(&hash)?;
+    let changed = insert_at(src, node, path, value)?;
+    if !changed {
+        // Keep the invariant: resolved nodes are dirty ones.
+        src.discard(std::mem::replace(node, Node::Hash(hash)));
+    }
+    Ok(changed)
+}
+
+/// What replaces the leaf at `leaf_path` when the key `path`, a different one, is inserted
+/// beside it.
+#[inline]
+fn split_leaf(
+    src: &mut Loader<'_>,
+    leaf_path: &[u8],
+    leaf_value: Vec<u8>,
+    path: &[u8],
+    value: Vec<u8>,
+) -> Node {
+    // The keys diverge after `c` shared nibbles (or one ends there): a branch holds both,
+    // under an extension for the shared part.
+    let c = common_prefix(leaf_path, path);
+    let mut children = src.spare.children();
+    let mut branch_value = Vec::new();
+    put_in_branch(&mut children, &mut branch_value, &leaf_path[c..], leaf_value);
+    put_in_branch(&mut children, &mut branch_value, &path[c..], value);
+    prefixed(&path[..c], Node::Branch { children, value: branch_value })
+}
+
+/// Splits the extension `node` around a new branch at nibble `c`, where the key `path`
+/// leaves it, and puts `value` in that branch.
+#[inline]
+fn split_extension(src: &mut Loader<'_>, node: &mut Node, c: usize, path: &[u8], value: Vec<u8>) {
+    let Node::Extension { path: ext_path, child } = std::mem::take(node) else {
+        unreachable!("only called on an extension")
+    };
+    let mut children = src.spare.children();
+    let mut branch_value = Vec::new();
+    // What stays below the branch of the old extension: its remaining path (minus the slot
+    // nibble) above its old child, or the child itself if nothing remains.
+    let tail = &ext_path[c + 1..];
+    children[usize::from(ext_path[c])] = if tail.is_empty() {
+        *child
+    } else {
+        Node::Extension { path: Nibbles::from_slice(tail), child }
+    };
+    put_in_branch(&mut children, &mut branch_value, &path[c..], value);
+    *node = prefixed(&ext_path[..c], Node::Branch { children, value: branch_value });
 }
 
 /// Removes the key at `path` below `node`, restoring canonical form on the way up. Returns
