@@ -556,10 +556,9 @@ fn fork_settings(cli: &Cli) -> Result<Option<ForkSettings>, ConfigError> {
         }
         return Ok(None);
     };
-    let fork = |flag: &'static str, reason: String| ConfigError::Fork { flag, reason };
-    check_fork_url(&url).map_err(|reason| fork("--fork-url", reason))?;
+    check_fork_url(&url).map_err(|reason| fork_error("--fork-url", reason))?;
     if cli.datadir.is_some() {
-        return Err(fork(
+        return Err(fork_error(
             "--datadir",
             "cannot be used with --fork-url: a forked chain lives in memory (the upstream's \
              values persist in --fork.cache-dir)"
