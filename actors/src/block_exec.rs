@@ -13,206 +13,30 @@ use alloy_consensus::{
     Eip658Value, Header, Receipt, ReceiptEnvelope, ReceiptWithBloom, Transaction, TxEnvelope,
     TxReceipt,
 };
-use alloy_eips::eip2935::HISTORY_STORAGE_ADDRESS;
-use alloy_eips::eip4788::BEACON_ROOTS_ADDRESS;
 use alloy_eips::eip6110::{DEPOSIT_REQUEST_TYPE, MAINNET_DEPOSIT_CONTRACT_ADDRESS};
 use alloy_eips::eip7002::{WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS, WITHDRAWAL_REQUEST_TYPE};
 use alloy_eips::eip7251::{CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, CONSOLIDATION_REQUEST_TYPE};
 use alloy_eips::eip7685::{EMPTY_REQUESTS_HASH, Requests};
-use alloy_eips::eip7840::BlobParams;
-use alloy_primitives::{Address, B256, Bloom, Bytes, Log, U256, keccak256};
+use alloy_primitives::{B256, Bloom, Bytes, Log, U256, keccak256};
 use hearth_messages::ExecError;
-use hearth_messages::executor::{
-    BlockEnvSpec, BlockRules, BuildBlock, BuildMode, BuiltBlock, InvalidTx,
-};
-use hearth_storage::trie::{EMPTY_ROOT, ordered_root};
+use hearth_messages::executor::{BlockRules, BuildBlock, BuildMode, BuiltBlock, InvalidTx};
 use hearth_storage::{BlockDraft, ChainDb, StoredBody, block_roots_beside, state_root_after};
+use revm::ExecuteCommitEvm;
 use revm::context::evm::Evm;
 use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Output};
-use revm::context::{BlockEnv, CfgEnv, Context, LocalContext};
-use revm::context_interface::JournalTr;
-use revm::context_interface::block::BlobExcessGasAndPrice;
-use revm::context_interface::local::FrameStack;
-use revm::handler::instructions::EthInstructions;
-use revm::handler::{EthFrame, EthPrecompiles, SystemCallCommitEvm};
-use revm::handler::{MainnetContext, MainnetEvm};
-use revm::interpreter::interpreter::EthInterpreter;
-use revm::interpreter::{Instruction, InstructionContext, InstructionExecResult};
+use revm::handler::SystemCallCommitEvm;
 use revm::primitives::hardfork::SpecId;
-use revm::{ExecuteCommitEvm, MainContext};
 
-use crate::code_cache::CodeL1;
-use crate::exec_db::ExecDb;
-use crate::executor::{EvmScratch, ExecConfig, exec_error, tx_env};
+use crate::exec::{
+    BlockSetup, CodeL1, EvmScratch, ExecConfig, block_evm_in, block_reward, deposit_requests,
+    excess_blob_gas, exec_error, instrument, pre_block_calls, resolved_blob_params, tx_env,
+    withdrawals_root,
+};
+use crate::parallel::ReadAhead;
 
-/// One ether in wei.
-const ETHER: u128 = 1_000_000_000_000_000_000;
-
-/// The blob schedule a fork uses when the caller gives none.
-pub fn default_blob_params(spec: SpecId) -> BlobParams {
-    if spec.is_enabled_in(SpecId::OSAKA) {
-        BlobParams::osaka()
-    } else if spec.is_enabled_in(SpecId::PRAGUE) {
-        BlobParams::prague()
-    } else {
-        BlobParams::cancun()
-    }
-}
-
-/// The pre-merge block reward of a fork (none from the Merge on).
-pub fn block_reward(spec: SpecId) -> U256 {
-    let ether = if spec.is_enabled_in(SpecId::MERGE) {
-        0
-    } else if spec.is_enabled_in(SpecId::PETERSBURG) {
-        2
-    } else if spec.is_enabled_in(SpecId::BYZANTIUM) {
-        3
-    } else {
-        5
-    };
-    U256::from(ether * ETHER)
-}
-
-/// A block's EVM: its rules and environment over its parent's state, with inspector `I` (`()`
-/// for none).
-pub(crate) type BlockEvm<'a, I> = MainnetEvm<MainnetContext<ExecDb<'a>>, I>;
-
-/// What a block's environment resolves to with the executor's defaults filled in.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct BlockSetup {
-    /// The block's hard fork.
-    pub(crate) spec: SpecId,
-    /// Its blob schedule.
-    pub(crate) blob_params: BlobParams,
-}
-
-/// The blob schedule of the block `env` describes: its own, else the executor's (an imported
-/// chain's head's), else its fork's default.
-fn resolved_blob_params(env: &BlockEnvSpec, defaults: &ExecConfig) -> BlobParams {
-    let spec = env.spec.unwrap_or(defaults.spec);
-    env.blob_params.or(defaults.blob_params).unwrap_or_else(|| default_blob_params(spec))
-}
-
-/// The EVM that executes the block described by `env` on top of block `parent_number`'s state:
-/// the one construction block building, import and trace replays share, so a replay runs under
-/// exactly the configuration and environment the block was built with.
-pub(crate) fn block_evm<'a, I>(
-    db: &ChainDb,
-    codes: &'a mut CodeL1,
-    defaults: &ExecConfig,
-    parent_number: u64,
-    env: &BlockEnvSpec,
-    inspector: I,
-) -> (BlockEvm<'a, I>, BlockSetup) {
-    let fresh = (FrameStack::new_prealloc(8), LocalContext::default());
-    block_evm_in(db, codes, defaults, parent_number, env, inspector, fresh)
-}
-
-/// [`block_evm`] with its call frames and memory buffer from `scratch` (the executor
-/// thread's, see `EvmScratch`) instead of fresh ones.
-fn block_evm_in<'a, I>(
-    db: &ChainDb,
-    codes: &'a mut CodeL1,
-    defaults: &ExecConfig,
-    parent_number: u64,
-    env: &BlockEnvSpec,
-    inspector: I,
-    (frame_stack, local): (FrameStack<EthFrame>, LocalContext),
-) -> (BlockEvm<'a, I>, BlockSetup) {
-    let spec = env.spec.unwrap_or(defaults.spec);
-    let chain_id = env.chain_id.unwrap_or_else(|| defaults.chain_id.get());
-    let blob_params = resolved_blob_params(env, defaults);
-    let mut cfg = CfgEnv::new_with_spec(spec);
-    cfg.chain_id = chain_id;
-    cfg.limit_contract_code_size = defaults.code_size_limit;
-    if spec.is_enabled_in(SpecId::CANCUN) {
-        cfg.max_blobs_per_tx = Some(blob_params.max_blobs_per_tx);
-        cfg.blob_base_fee_update_fraction = Some(blob_fraction(&blob_params));
-    }
-    let view = db.state_at(parent_number);
-    let exec_db =
-        ExecDb::new(view, codes).with_clear_empty(spec.is_enabled_in(SpecId::SPURIOUS_DRAGON));
-    let mut ctx = Context::mainnet().with_db(exec_db).with_cfg(cfg).with_block(block_env(
-        env,
-        spec,
-        &blob_params,
-    ));
-    ctx.local = local;
-    // What `build_mainnet_with_inspector` makes, with the given frames.
-    let evm = Evm {
-        ctx,
-        inspector,
-        instruction: EthInstructions::new_mainnet_with_spec(spec),
-        precompiles: EthPrecompiles::new(spec),
-        frame_stack,
-    };
-    (evm, BlockSetup { spec, blob_params })
-}
-
-/// Makes the block EVM's call and create instructions note the call depth they run at in its
-/// database before they run: the deepest frame a block used, which bounds how many frames
-/// (32 KiB of stack each) its frame pool grew to, so the executor knows what keeping it costs
-/// (`EvmScratch::keep`). And makes the instructions that can observe another account's balance
-/// or code (BALANCE, EXTCODE*, CALL*, SELFDESTRUCT) note when they name the coinbase, which a
-/// parallel block's lazy coinbase needs (`parallel::saw_coinbase`). Only these opcodes pay, one
-/// comparison each: an inspector would put the whole block on revm's slower inspecting loop.
-pub(crate) fn instrument(evm: &mut BlockEvm<'_, ()>) {
-    use revm::bytecode::opcode::{
-        BALANCE, CALL, CALLCODE, CREATE, CREATE2, DELEGATECALL, EXTCODECOPY, EXTCODEHASH,
-        EXTCODESIZE, SELFDESTRUCT, STATICCALL,
-    };
-    use revm::interpreter::instructions::contract::{call, create};
-    use revm::interpreter::instructions::host;
-
-    type Ctx<'c, 'a> = InstructionContext<'c, MainnetContext<ExecDb<'a>>, EthInterpreter>;
-    /// The frame a call or create from the current frame gets: journal depth `d` runs frame
-    /// `d - 1`, so its child is frame `d`.
-    fn note(ctx: &mut Ctx<'_, '_>) {
-        let depth = ctx.host.journaled_state.depth();
-        ctx.host.journaled_state.database.note_call_depth(depth);
-    }
-    /// Whether the stack item `operand` from the top is the coinbase's address.
-    fn watch(ctx: &Ctx<'_, '_>, operand: usize) {
-        if let Ok(word) = ctx.interpreter.stack.peek(operand)
-            && Address::from_word(B256::from(word)) == ctx.host.block.beneficiary
-        {
-            crate::parallel::saw_coinbase();
-        }
-    }
-    fn noted_call<const KIND: u8>(mut ctx: Ctx<'_, '_>) -> InstructionExecResult {
-        note(&mut ctx);
-        // CALL*(gas, address, ...): the callee or the code's account.
-        watch(&ctx, 1);
-        call::<KIND, _, _>(ctx)
-    }
-    fn noted_create<const IS_CREATE2: bool>(mut ctx: Ctx<'_, '_>) -> InstructionExecResult {
-        note(&mut ctx);
-        create::<IS_CREATE2, _, _>(ctx)
-    }
-    /// BALANCE, EXTCODE* and SELFDESTRUCT: the account is the top of the stack.
-    fn watched<const OP: u8>(ctx: Ctx<'_, '_>) -> InstructionExecResult {
-        watch(&ctx, 0);
-        match OP {
-            BALANCE => host::balance(ctx),
-            EXTCODESIZE => host::extcodesize(ctx),
-            EXTCODECOPY => host::extcodecopy(ctx),
-            EXTCODEHASH => host::extcodehash(ctx),
-            _ => host::selfdestruct(ctx),
-        }
-    }
-    let table = evm.instruction.instruction_table_mut();
-    table[usize::from(CALL)] = Instruction::new(noted_call::<CALL>);
-    table[usize::from(CALLCODE)] = Instruction::new(noted_call::<CALLCODE>);
-    table[usize::from(DELEGATECALL)] = Instruction::new(noted_call::<DELEGATECALL>);
-    table[usize::from(STATICCALL)] = Instruction::new(noted_call::<STATICCALL>);
-    table[usize::from(CREATE)] = Instruction::new(noted_create::<false>);
-    table[usize::from(CREATE2)] = Instruction::new(noted_create::<true>);
-    table[usize::from(BALANCE)] = Instruction::new(watched::<BALANCE>);
-    table[usize::from(EXTCODESIZE)] = Instruction::new(watched::<EXTCODESIZE>);
-    table[usize::from(EXTCODECOPY)] = Instruction::new(watched::<EXTCODECOPY>);
-    table[usize::from(EXTCODEHASH)] = Instruction::new(watched::<EXTCODEHASH>);
-    table[usize::from(SELFDESTRUCT)] = Instruction::new(watched::<SELFDESTRUCT>);
-}
+// The root crate names the fork's blob schedule here (`src/node.rs`, `src/import.rs`); it is
+// a rule of the kernel's, which calls and simulations apply too.
+pub use crate::exec::default_blob_params;
 
 /// Stops a parallel block's helpers when dropped (the block's loop ended, or failed).
 struct StopHelpers<'b, 'a>(Option<&'b crate::parallel::Board<'a>>);
@@ -223,42 +47,6 @@ impl Drop for StopHelpers<'_, '_> {
             board.stop();
         }
     }
-}
-
-/// The system calls that run before a block's transactions: EIP-4788 (the parent beacon
-/// block root, from Cancun) and EIP-2935 (the parent's hash, from Prague), each only when
-/// its contract has code.
-pub(crate) fn pre_block_calls<I>(
-    evm: &mut BlockEvm<'_, I>,
-    env: &BlockEnvSpec,
-    parent: &Header,
-    spec: SpecId,
-) -> Result<(), ExecError> {
-    if env.rules != BlockRules::Full {
-        return Ok(());
-    }
-    if spec.is_enabled_in(SpecId::CANCUN)
-        && evm.ctx.journaled_state.database.has_code(BEACON_ROOTS_ADDRESS)?
-    {
-        let root =
-            Bytes::copy_from_slice(env.parent_beacon_block_root.unwrap_or_default().as_slice());
-        // A failing beacon-root call does not invalidate the block (EIP-4788). The call
-        // stores into its ring without reading it: a fork need not fetch the old slots.
-        hearth_storage::overwriting(BEACON_ROOTS_ADDRESS, || {
-            evm.system_call_commit(BEACON_ROOTS_ADDRESS, root)
-        })
-        .map_err(exec_error)?;
-    }
-    if spec.is_enabled_in(SpecId::PRAGUE)
-        && evm.ctx.journaled_state.database.has_code(HISTORY_STORAGE_ADDRESS)?
-    {
-        let parent_hash = Bytes::copy_from_slice(parent.hash_slow().as_slice());
-        hearth_storage::overwriting(HISTORY_STORAGE_ADDRESS, || {
-            evm.system_call_commit(HISTORY_STORAGE_ADDRESS, parent_hash)
-        })
-        .map_err(exec_error)?;
-    }
-    Ok(())
 }
 
 /// A result's output and logs, moved out: a speculative run's output buffer was made on a
@@ -298,7 +86,7 @@ pub(crate) fn execute_block(
     let board = plan.map(|plan| crate::parallel::Board::new(&txs, &defaults.parallel, plan, room));
     let parts = (scratch.take_frames(), scratch.take_local());
     let (mut evm, BlockSetup { spec, blob_params }) =
-        block_evm_in(db, codes, defaults, parent.number, &env, (), parts);
+        block_evm_in::<(), ReadAhead>(db, codes, defaults, parent.number, &env, (), parts);
     instrument(&mut evm);
     // EIP-3607 (no transaction from an account with code) is a validity rule of blocks the
     // node receives; in blocks it packs from its own pool, an impersonated contract may send,
@@ -567,7 +355,7 @@ pub(crate) fn execute_block(
         mix_hash: env.prevrandao,
         nonce: Default::default(),
         base_fee_per_gas: spec.is_enabled_in(SpecId::LONDON).then_some(env.base_fee),
-        withdrawals_root: shanghai.then(|| withdrawals_root(&env)),
+        withdrawals_root: shanghai.then(|| withdrawals_root(&env.withdrawals)),
         blob_gas_used: cancun.then_some(blob_gas_used),
         excess_blob_gas: cancun.then(|| env.excess_blob_gas.unwrap_or_default()),
         parent_beacon_block_root: cancun.then(|| env.parent_beacon_block_root.unwrap_or_default()),
@@ -584,97 +372,12 @@ pub(crate) fn execute_block(
     })
 }
 
-/// The excess blob gas of a block after `parent`, under `params` (the block's): EIP-4844, with
-/// EIP-7918's reserve price from Osaka on (alloy's formula; before Osaka `blob_base_cost` is
-/// zero and it is EIP-4844's).
-pub(crate) fn excess_blob_gas(parent: &Header, params: &BlobParams) -> u64 {
-    params.next_block_excess_blob_gas_osaka(
-        parent.excess_blob_gas.unwrap_or_default(),
-        parent.blob_gas_used.unwrap_or_default(),
-        parent.base_fee_per_gas.unwrap_or_default(),
-    )
-}
-
-/// The blob base fee update fraction as revm takes it.
-fn blob_fraction(params: &BlobParams) -> u64 {
-    u64::try_from(params.update_fraction).unwrap_or(u64::MAX)
-}
-
-/// revm's block environment for `env` under `spec`.
-fn block_env(env: &BlockEnvSpec, spec: SpecId, params: &BlobParams) -> BlockEnv {
-    let merged = spec.is_enabled_in(SpecId::MERGE);
-    BlockEnv {
-        number: U256::from(env.number),
-        beneficiary: env.coinbase,
-        timestamp: U256::from(env.timestamp),
-        gas_limit: env.gas_limit,
-        basefee: if spec.is_enabled_in(SpecId::LONDON) { env.base_fee } else { 0 },
-        difficulty: env.difficulty,
-        prevrandao: merged.then_some(env.prevrandao),
-        blob_excess_gas_and_price: spec.is_enabled_in(SpecId::CANCUN).then(|| {
-            BlobExcessGasAndPrice::new(
-                env.excess_blob_gas.unwrap_or_default(),
-                blob_fraction(params),
-            )
-        }),
-        ..Default::default()
-    }
-}
-
-/// The withdrawals root: our trie over (rlp(index), rlp(withdrawal)).
-fn withdrawals_root(env: &BlockEnvSpec) -> B256 {
-    if env.withdrawals.is_empty() {
-        return EMPTY_ROOT;
-    }
-    ordered_root(
-        env.withdrawals
-            .iter()
-            .enumerate()
-            .map(|(i, w)| (alloy_rlp::encode(i), alloy_rlp::encode(w))),
-    )
-}
-
-/// EIP-6110: the deposit requests in the block's logs, each the concatenation of the five
-/// fields of a `DepositEvent` of the deposit contract. A malformed event makes the block
-/// invalid, as the consensus specs say.
-pub(crate) fn deposit_requests(logs: &[Log]) -> Result<Bytes, ExecError> {
-    let event = keccak256("DepositEvent(bytes,bytes,bytes,bytes,bytes)");
-    // (offset word position, expected offset, expected length) of pubkey, withdrawal
-    // credentials, amount, signature and index in the ABI encoding.
-    const FIELDS: [(usize, usize); 5] = [(160, 48), (256, 32), (320, 8), (384, 96), (512, 8)];
-    let mut out = Vec::new();
-    for log in logs {
-        if log.address != MAINNET_DEPOSIT_CONTRACT_ADDRESS
-            || log.data.topics().first() != Some(&event)
-        {
-            continue;
-        }
-        let data = log.data.data.as_ref();
-        if data.len() != 576 {
-            return Err(ExecError::Invalid(format!(
-                "deposit event data is {} bytes, expected 576",
-                data.len()
-            )));
-        }
-        let word = |at: usize| U256::from_be_slice(&data[at..at + 32]);
-        for (i, (offset, length)) in FIELDS.iter().enumerate() {
-            if word(i * 32) != U256::from(*offset) || word(*offset) != U256::from(*length) {
-                return Err(ExecError::Invalid(format!(
-                    "deposit event field {i} has a bad ABI offset or length"
-                )));
-            }
-            out.extend_from_slice(&data[offset + 32..offset + 32 + length]);
-        }
-    }
-    Ok(out.into())
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use alloy_consensus::{SignableTransaction, TxEip1559};
-    use alloy_primitives::{Address, LogData, Signature, TxKind, address, hex};
+    use alloy_primitives::{Address, Signature, TxKind, address, hex};
     use hearth_messages::executor::{BlockEnvSpec, PooledTx};
     use hearth_storage::{AccountChange, AccountFields, StateDiff, write_block};
 
@@ -719,7 +422,7 @@ mod tests {
             evm_timeout: None,
             blob_params: None,
             code_size_limit: None,
-            parallel: crate::parallel::ParallelConfig::default(),
+            parallel: crate::exec::ParallelConfig::default(),
         };
         (ExecutorActor::new(db.reader(), config, None), header)
     }
@@ -767,53 +470,5 @@ mod tests {
         let reference = build(&mut fresh, &genesis, transfer, 21_000);
         assert_eq!(again.draft.header, reference.draft.header);
         assert_eq!(again.draft.receipts, reference.draft.receipts);
-    }
-
-    #[test]
-    fn block_reward_follows_the_fork() {
-        assert_eq!(block_reward(SpecId::FRONTIER), U256::from(5 * ETHER));
-        assert_eq!(block_reward(SpecId::BYZANTIUM), U256::from(3 * ETHER));
-        assert_eq!(block_reward(SpecId::PETERSBURG), U256::from(2 * ETHER));
-        assert_eq!(block_reward(SpecId::LONDON), U256::from(2 * ETHER));
-        assert_eq!(block_reward(SpecId::MERGE), U256::ZERO);
-    }
-
-    fn deposit_log(data: Vec<u8>) -> Log {
-        let event = keccak256("DepositEvent(bytes,bytes,bytes,bytes,bytes)");
-        Log {
-            address: MAINNET_DEPOSIT_CONTRACT_ADDRESS,
-            data: LogData::new_unchecked(vec![event], data.into()),
-        }
-    }
-
-    /// A well-formed DepositEvent payload whose field bytes are 1, 2, 3, 4, 5.
-    fn valid_payload() -> Vec<u8> {
-        let mut data = vec![0u8; 576];
-        for (i, (offset, length)) in
-            [(160, 48), (256, 32), (320, 8), (384, 96), (512, 8)].into_iter().enumerate()
-        {
-            data[i * 32 + 31] = u8::try_from(offset % 256).expect("fits");
-            data[i * 32 + 30] = u8::try_from(offset / 256).expect("fits");
-            data[offset + 31] = u8::try_from(length).expect("fits");
-            data[offset + 32..offset + 32 + length].fill(u8::try_from(i + 1).expect("fits"));
-        }
-        data
-    }
-
-    #[test]
-    fn deposit_requests_concatenate_the_fields() {
-        let request = deposit_requests(&[deposit_log(valid_payload())]).expect("valid");
-        assert_eq!(request.len(), 48 + 32 + 8 + 96 + 8);
-        assert_eq!(request[0], 1);
-        assert_eq!(request[48], 2);
-        assert_eq!(request[request.len() - 1], 5);
-    }
-
-    #[test]
-    fn malformed_deposit_events_invalidate_the_block() {
-        let mut bad_offset = valid_payload();
-        bad_offset[31] = 0;
-        assert!(deposit_requests(&[deposit_log(bad_offset)]).is_err());
-        assert!(deposit_requests(&[deposit_log(vec![0u8; 575])]).is_err());
     }
 }

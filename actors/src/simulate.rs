@@ -42,7 +42,7 @@ use hearth_messages::simulate::{
     SimulateError, SimulatedBlock, TIMESTAMP_INCREMENT, TxRule,
 };
 use hearth_messages::trace::ForkSchedule;
-use hearth_storage::trie::{EMPTY_ROOT, ordered_root};
+use hearth_storage::trie::ordered_root;
 use hearth_storage::{BlockExtras, ChainDb, SealedBlock, StoredBody, receipts_root};
 use revm::context::evm::Evm;
 use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Output};
@@ -59,11 +59,10 @@ use revm::interpreter::interpreter_action::{
 use revm::primitives::hardfork::SpecId;
 use revm::{InspectCommitEvm, Inspector, MainContext};
 
-use crate::block_exec::{block_reward, default_blob_params, deposit_requests, excess_blob_gas};
-use crate::code_cache::CodeL1;
-use crate::exec_db::ExecDb;
-use crate::executor::{CallGuard, ExecConfig, geth_message, halt_message};
-use crate::precompiles::MovablePrecompiles;
+use crate::exec::{
+    CallGuard, CodeL1, ExecConfig, ExecDb, MovablePrecompiles, block_reward, default_blob_params,
+    deposit_requests, excess_blob_gas, exec_error, geth_message, halt_message, withdrawals_root,
+};
 
 /// ERC-7528: the address ether `Transfer` logs are attributed to.
 const TRANSFER_LOG_ADDRESS: Address = address!("eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee");
@@ -606,7 +605,7 @@ impl Run<'_> {
         evm.ctx.journaled_state.database.apply_overrides(&state_overrides)?;
         evm.inspector.start_block();
 
-        let exec = |e| crate::executor::exec_error(e);
+        let exec = |e| exec_error(e);
         if cancun
             && let Some(root) = beacon_root
             && evm.ctx.journaled_state.database.has_code(BEACON_ROOTS_ADDRESS)?
@@ -784,16 +783,6 @@ impl Run<'_> {
         let block = SealedBlock { header, hash, body, receipts, extras };
         Ok(SimulatedBlock { block, calls: results })
     }
-}
-
-/// The withdrawals root: our trie over (rlp(index), rlp(withdrawal)).
-fn withdrawals_root(withdrawals: &[alloy_eips::eip4895::Withdrawal]) -> B256 {
-    if withdrawals.is_empty() {
-        return EMPTY_ROOT;
-    }
-    ordered_root(
-        withdrawals.iter().enumerate().map(|(i, w)| (alloy_rlp::encode(i), alloy_rlp::encode(w))),
-    )
 }
 
 #[cfg(test)]

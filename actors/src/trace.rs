@@ -46,9 +46,8 @@ use revm_inspectors::tracing::{
 };
 use serde::Serialize;
 
-use crate::block_exec::{BlockEvm, block_evm, block_reward, pre_block_calls};
-use crate::exec_db::ExecDb;
-use crate::executor::{ExecutorActor, exec_error, tx_env};
+use crate::exec::{BlockEvm, ExecDb, block_evm, block_reward, exec_error, pre_block_calls, tx_env};
+use crate::executor::ExecutorActor;
 
 /// The fewest bytes one struct log encodes to: `{"pc":0,"op":"LT","gas":0,"gasCost":0,
 /// "depth":1,"refund":0}` and its separating comma. With the stack, memory and storage left
