@@ -587,6 +587,21 @@ impl<'a> Board<'a> {
     fn followed(&self) -> bool {
         self.helpers > 0 && !self.stale
     }
+
+    /// Frees what the committer is done with of helper `me`'s runs, on the helper's thread
+    /// where it was allocated (taking it in exchange for `freed`'s emptied vectors, so that
+    /// neither side allocates to hand runs over), and keeps their read logs in `spare` for the
+    /// next runs to record into (`SPARE_LOGS` at most).
+    fn reclaim(&self, me: usize, freed: &mut Spent, spare: &mut Vec<ReadLog>) {
+        std::mem::swap(&mut *locked(&self.spent[me]), freed);
+        for run in freed.runs.drain(..) {
+            let Speculated { accounts, slots, .. } = *run;
+            if spare.len() < SPARE_LOGS && slots.capacity() <= SPARE_LOG_READS {
+                spare.push(ReadLog { accounts, slots });
+            }
+        }
+        freed.states.clear();
+    }
 }
 
 /// The snapshot accounts a block of plain transfers reads (each transaction's sender and
@@ -848,6 +863,24 @@ impl Drop for Alive<'_> {
     }
 }
 
+/// A helper's block EVM: the block's, from the block's changes after its pre-block system
+/// calls, reading what the committer publishes (unless the helpers run stale).
+fn helper_evm<'c>(
+    input: &SpecInput<'_>,
+    board: &'c Board<'_>,
+    codes: &'c mut CodeL1,
+) -> BlockEvm<'c, (), Published> {
+    let (mut evm, _) =
+        block_evm(input.db, codes, input.defaults, input.parent_number, input.env, ());
+    instrument(&mut evm);
+    evm.ctx.cfg.disable_eip3607 = input.mode == BuildMode::Pack;
+    evm.ctx.journaled_state.database.set_changes(input.start.clone());
+    if board.followed() {
+        evm.ctx.journaled_state.database.read_published(&board.published);
+    }
+    evm
+}
+
 /// A helper thread of a parallel block: claims transactions in block order and runs each
 /// against the block's state as committed when it claimed it, until none is left or the
 /// block's loop ends.
@@ -861,20 +894,7 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
         return;
     }
     let mut codes = CodeL1::new(None);
-    let (mut evm, _) = block_evm::<(), Published>(
-        input.db,
-        &mut codes,
-        input.defaults,
-        input.parent_number,
-        input.env,
-        (),
-    );
-    instrument(&mut evm);
-    evm.ctx.cfg.disable_eip3607 = input.mode == BuildMode::Pack;
-    evm.ctx.journaled_state.database.set_changes(input.start.clone());
-    if board.followed() {
-        evm.ctx.journaled_state.database.read_published(&board.published);
-    }
+    let mut evm = helper_evm(input, board, &mut codes);
     board.hints();
     board.helper_ready();
     // What the committer handed back, taken in exchange for these emptied vectors: both
@@ -889,15 +909,7 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
     // commit takes the position's cache line from the committer for nothing: pause instead.
     let mut blocked = 0usize;
     while !board.stop.load(Ordering::Acquire) {
-        // Free what the committer is done with, here where it was allocated.
-        std::mem::swap(&mut *locked(&board.spent[me]), &mut freed);
-        for run in freed.runs.drain(..) {
-            let Speculated { accounts, slots, .. } = *run;
-            if spare.len() < SPARE_LOGS && slots.capacity() <= SPARE_LOG_READS {
-                spare.push(ReadLog { accounts, slots });
-            }
-        }
-        freed.states.clear();
+        board.reclaim(me, &mut freed, &mut spare);
         if board.hot.load(Ordering::Acquire) || blocked >= SKIP_STREAK {
             blocked = 0;
             std::thread::sleep(HOT_PAUSE);
