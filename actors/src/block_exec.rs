@@ -9,7 +9,7 @@
 //! withdrawals (EIP-4895), requests (EIP-6110 deposits, EIP-7002 and EIP-7251 system calls,
 //! EIP-7685 hash) and the pre-merge block and ommer rewards.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use alloy_consensus::{
     Eip658Value, Header, Receipt, ReceiptEnvelope, ReceiptWithBloom, Transaction, TxEnvelope,
@@ -34,7 +34,7 @@ use revm::handler::SystemCallCommitEvm;
 use revm::primitives::hardfork::SpecId;
 
 use crate::exec::{
-    BlockChanges, BlockEvm, CodeL1, EvmScratch, ExecConfig, block_evm_in, block_reward,
+    BlockChanges, BlockEvm, BlockSetup, CodeL1, EvmScratch, ExecConfig, block_evm_in, block_reward,
     deposit_requests, excess_blob_gas, exec_error, instrument, pre_block_calls,
     resolved_blob_params, tx_env, withdrawals_root,
 };
@@ -123,13 +123,12 @@ pub(crate) fn execute_block(
     defaults: &ExecConfig,
     msg: BuildBlock,
 ) -> Result<BuiltBlock, ExecError> {
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let BuildBlock { parent, mut env, txs, mode } = msg;
     // A block that fails reports no parallel statistics rather than the previous block's.
     crate::parallel::set_last_stats(ParallelStats::default());
     if env.excess_blob_gas.is_none() && parent.excess_blob_gas.is_some() {
-        let params = resolved_blob_params(&env, defaults);
-        env.excess_blob_gas = Some(excess_blob_gas(&parent, &params));
+        env.excess_blob_gas = Some(excess_blob_gas(&parent, &resolved_blob_params(&env, defaults)));
     }
     // A parallel block's board outlives the block's EVM, whose database may read from it
     // (the accounts its helpers read ahead).
@@ -160,15 +159,9 @@ pub(crate) fn execute_block(
         mode,
         start,
     });
-    let block_loop = BlockLoop {
-        db,
-        env: &env,
-        mode,
-        byzantium: setup.spec.is_enabled_in(SpecId::BYZANTIUM),
-        max_blob_gas: setup.blob_params.max_blob_gas_per_block(),
-    };
+    let block_loop = BlockLoop::new(db, &env, mode, setup);
     let mut included = Included::with_room(room);
-    let loop_started = std::time::Instant::now();
+    let loop_started = Instant::now();
     let stats = block_loop.run(&mut evm, board.as_ref(), input.as_ref(), &txs, &mut included)?;
     let requests = after_transactions(&mut evm, &env, mode, setup.spec, &included.deposit_logs)?;
     let loop_time = loop_started.elapsed();
@@ -179,17 +172,7 @@ pub(crate) fn execute_block(
     let changes = ctx.journaled_state.database.into_changes();
     let known = board.as_ref().and_then(|board| board.read_ahead()?.transactions_root());
     let (roots, diff, transactions) = roots_beside(&txs, &included, known, defaults, changes);
-    // Every block's split, parallel or not, for `scripts/mine-e2e.py`: the set-up before the
-    // loop (a parallel block's board and helpers), the loop, and the roots, diff and body.
-    tracing::debug!(
-        target: "actors::block_exec",
-        txs = txs.len(),
-        included = included.indexes.len(),
-        setup_us = (loop_started - started).as_micros() as u64,
-        loop_us = loop_time.as_micros() as u64,
-        after_us = (loop_started + loop_time).elapsed().as_micros() as u64,
-        "block executed"
-    );
+    log_split(txs.len(), included.indexes.len(), loop_started - started, loop_started, loop_time);
     let header = sealed_header(&parent, &env, setup.spec, roots, &included, &requests);
     let Included { senders, receipts, invalid, outputs, .. } = included;
     Ok(BuiltBlock {
@@ -201,7 +184,17 @@ pub(crate) fn execute_block(
     })
 }
 
-impl BlockLoop<'_> {
+impl<'x> BlockLoop<'x> {
+    fn new(db: &'x ChainDb, env: &'x BlockEnvSpec, mode: BuildMode, setup: BlockSetup) -> Self {
+        Self {
+            db,
+            env,
+            mode,
+            byzantium: setup.spec.is_enabled_in(SpecId::BYZANTIUM),
+            max_blob_gas: setup.blob_params.max_blob_gas_per_block(),
+        }
+    }
+
     /// Runs the block's transactions in order into `out`, a parallel block's (`board`) with
     /// its helpers beside; the parallel statistics when it was one.
     fn run<'a>(
@@ -453,6 +446,26 @@ fn record_stats(
         loop_time,
         ..stats.unwrap_or_default()
     });
+}
+
+/// Logs every block's split, parallel or not, for `scripts/mine-e2e.py`: the set-up before the
+/// loop (a parallel block's board and helpers), the loop, and after it the roots, diff and body.
+fn log_split(
+    txs: usize,
+    included: usize,
+    setup_time: Duration,
+    loop_started: Instant,
+    loop_time: Duration,
+) {
+    tracing::debug!(
+        target: "actors::block_exec",
+        txs,
+        included,
+        setup_us = setup_time.as_micros() as u64,
+        loop_us = loop_time.as_micros() as u64,
+        after_us = (loop_started + loop_time).elapsed().as_micros() as u64,
+        "block executed"
+    );
 }
 
 /// A block's transactions and receipts roots.

@@ -28,7 +28,7 @@ mod rules;
 mod scratch;
 
 pub(crate) use block_evm::{
-    BlockEvm, block_evm, block_evm_in, coinbase_seen, forget_coinbase_seen, instrument,
+    BlockEvm, BlockSetup, block_evm, block_evm_in, coinbase_seen, forget_coinbase_seen, instrument,
     pre_block_calls, resolved_blob_params,
 };
 pub use code::{CODE_L1_ENTRIES, CodeL1, CodeL2};
