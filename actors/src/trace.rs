@@ -3,7 +3,7 @@
 //! `TracingInspector`), the answer encoded as JSON right here, within the response cap.
 //!
 //! A replay of block N starts from block N-1's state with block N's environment and fork
-//! rules, through `block_exec::block_evm`, the construction block building and import use, and
+//! rules, through `exec::block_evm`, the construction block building and import use, and
 //! runs the pre-block system calls (EIP-4788, EIP-2935) first; the transactions before the
 //! traced one run without an inspector. Every traced execution runs under a [`TraceGuard`]:
 //! the request's deadline (a geth tracer's `timeout`, else the EVM time cap) and, for opcode
