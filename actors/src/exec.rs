@@ -39,7 +39,7 @@ pub(crate) use env::{apply_block_overrides, block_env_of, call_tx_env, tx_env};
 pub(crate) use geth_errors::{exec_error, geth_message, halt_message, outcome};
 pub(crate) use precompiles::MovablePrecompiles;
 pub(crate) use published::{Publish, PublishedValues, ReadLog, SlotRead};
+pub(crate) use rules::{blob_fraction, deposit_requests, excess_blob_gas, withdrawals_root};
 pub use rules::{block_reward, default_blob_params};
-pub(crate) use rules::{deposit_requests, excess_blob_gas, withdrawals_root};
 pub use scratch::SCRATCH_RETAINED_BYTES;
 pub(crate) use scratch::{CallGuard, EvmScratch};

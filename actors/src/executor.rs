@@ -47,8 +47,8 @@ use revm::primitives::hardfork::SpecId;
 
 use crate::exec::{
     CallGuard, CodeL1, CodeL2, EvmScratch, ExecConfig, ExecDb, MovablePrecompiles, ReadCache,
-    SCRATCH_RETAINED_BYTES, apply_block_overrides, block_env_of, call_tx_env, default_blob_params,
-    exec_error, outcome,
+    SCRATCH_RETAINED_BYTES, apply_block_overrides, blob_fraction, block_env_of, call_tx_env,
+    default_blob_params, exec_error, outcome,
 };
 
 /// Gas of a plain value transfer.
@@ -161,8 +161,7 @@ impl ExecutorActor {
         cfg.limit_contract_code_size = self.config.code_size_limit;
         if rules.spec.is_enabled_in(SpecId::CANCUN) {
             cfg.max_blobs_per_tx = Some(rules.blob_params.max_blobs_per_tx);
-            cfg.blob_base_fee_update_fraction =
-                Some(u64::try_from(rules.blob_params.update_fraction).unwrap_or(u64::MAX));
+            cfg.blob_base_fee_update_fraction = Some(blob_fraction(&rules.blob_params));
         }
         cfg
     }

@@ -63,8 +63,9 @@ use revm::primitives::hardfork::SpecId;
 use revm::{InspectCommitEvm, Inspector, MainContext};
 
 use crate::exec::{
-    CallGuard, CodeL1, ExecConfig, ExecDb, MovablePrecompiles, block_reward, default_blob_params,
-    deposit_requests, excess_blob_gas, exec_error, geth_message, halt_message, withdrawals_root,
+    CallGuard, CodeL1, ExecConfig, ExecDb, MovablePrecompiles, blob_fraction, block_reward,
+    default_blob_params, deposit_requests, excess_blob_gas, exec_error, geth_message, halt_message,
+    withdrawals_root,
 };
 
 /// ERC-7528: the address ether `Transfer` logs are attributed to.
@@ -739,8 +740,7 @@ impl Run<'_> {
         cfg.disable_nonce_check = !self.validation;
         if place.is(SpecId::CANCUN) {
             cfg.max_blobs_per_tx = Some(blob_params.max_blobs_per_tx);
-            cfg.blob_base_fee_update_fraction =
-                Some(u64::try_from(blob_params.update_fraction).unwrap_or(u64::MAX));
+            cfg.blob_base_fee_update_fraction = Some(blob_fraction(blob_params));
         }
         evm.ctx.cfg = cfg;
         evm.ctx.block = BlockEnv {
