@@ -32,7 +32,8 @@ use alloy_eips::Encodable2718;
 use alloy_primitives::{Address, B256, Bytes, TxKind, U256, address, hex, keccak256};
 use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
-use hearth_actors::executor::{ExecConfig, ExecutorActor, SCRATCH_RETAINED_BYTES};
+use hearth_actors::exec::{ExecConfig, SCRATCH_RETAINED_BYTES};
+use hearth_actors::executor::ExecutorActor;
 use hearth_messages::executor::{Call, CallOutcome, CallRequest};
 use hearth_storage::{
     AccountChange, AccountFields, BlockDraft, ChainWriter, StateDiff, StoredBody, write_block,

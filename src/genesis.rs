@@ -14,7 +14,7 @@ use alloy_eips::eip1559::INITIAL_BASE_FEE;
 use alloy_eips::eip7685::EMPTY_REQUESTS_HASH;
 use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{Address, B64, B256, Bloom, Bytes, U256, address, hex};
-use hearth_actors::block_exec::default_blob_params;
+use hearth_actors::exec::default_blob_params;
 use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{ChainDb, StorageError, state_root_after};
 use revm::primitives::hardfork::SpecId;

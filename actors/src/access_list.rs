@@ -18,12 +18,11 @@ use revm::interpreter::interpreter_action::{CallInputs, CallOutcome, CreateInput
 use revm::{InspectEvm, Inspector, MainContext};
 use revm_inspectors::access_list::AccessListInspector;
 
-use crate::exec_db::ExecDb;
-use crate::executor::{
-    CallGuard, ExecutorActor, apply_block_overrides, block_env_of, call_tx_env, exec_error,
-    halt_message,
+use crate::exec::{
+    CallGuard, ExecDb, MovablePrecompiles, apply_block_overrides, block_env_of, call_tx_env,
+    exec_error, halt_message,
 };
-use crate::precompiles::MovablePrecompiles;
+use crate::executor::ExecutorActor;
 
 /// The time cap and the access-list collector, side by side.
 #[derive(Debug)]
@@ -97,7 +96,7 @@ impl ExecutorActor {
             if let Some(o) = &request.block_overrides {
                 apply_block_overrides(&mut block_env, o);
             }
-            let mut db = ExecDb::new(self.db.state_at(block), &mut self.codes);
+            let mut db: ExecDb<'_> = ExecDb::new(self.db.state_at(block), &mut self.codes);
             let mut precompiles = MovablePrecompiles::new(spec);
             if let Some(overrides) = &request.state_overrides {
                 precompiles.apply(overrides)?;

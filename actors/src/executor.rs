@@ -1,7 +1,7 @@
 //! `ExecutorActor`: one revm executor thread of the pool.
 //!
 //! - **Owns:** a per-thread L1 of analysed code (in front of the shared `CodeCacheActor`), the
-//!   thread's EVM scratch (call frames and memory kept between calls, `executor/scratch.rs`)
+//!   thread's EVM scratch (call frames and memory kept between calls, `exec/scratch.rs`)
 //!   and a read handle to the store.
 //! - **Takes:** `Admitted<M>` for `Call`, `EstimateGas`, `GetTouchedSlots`, `CreateAccessList`
 //!   (`access_list.rs`), `Trace` (`trace.rs`), `Simulate` (`simulate.rs`), `BuildPayload` and
@@ -18,9 +18,9 @@
 //!   thread carry on.
 //!
 //! Each executor runs on an arbiter (OS thread) of its own ([`start_pool`]); its handlers are
-//! synchronous and CPU-bound, so the thread does nothing else. The request's revm environment
-//! is built in `executor/env.rs`; revm's refusals and halts are put in geth's words in
-//! `executor/geth_errors.rs`.
+//! synchronous and CPU-bound, so the thread does nothing else. What a run needs (its
+//! environment, database, scratch, and revm's refusals in geth's words) is the execution
+//! kernel's (`exec.rs`); this module decides which runs a request makes.
 
 use std::sync::Arc;
 
@@ -45,46 +45,14 @@ use revm::context_interface::JournalTr;
 use revm::handler::instructions::EthInstructions;
 use revm::primitives::hardfork::SpecId;
 
-use crate::code_cache::{CodeL1, CodeL2};
-use crate::exec_db::ExecDb;
-use crate::precompiles::MovablePrecompiles;
-
-mod env;
-mod geth_errors;
-mod scratch;
-
-pub(crate) use env::{apply_block_overrides, block_env_of, call_tx_env, tx_env};
-use geth_errors::outcome;
-pub(crate) use geth_errors::{exec_error, geth_message, halt_message};
-pub(crate) use scratch::CallGuard;
-pub(crate) use scratch::EvmScratch;
-pub use scratch::SCRATCH_RETAINED_BYTES;
+use crate::exec::{
+    CallGuard, CodeL1, CodeL2, EvmScratch, ExecConfig, ExecDb, MovablePrecompiles, ReadCache,
+    SCRATCH_RETAINED_BYTES, apply_block_overrides, blob_fraction, block_env_of, call_tx_env,
+    default_blob_params, exec_error, outcome,
+};
 
 /// Gas of a plain value transfer.
 const TRANSFER_GAS: u64 = 21_000;
-
-/// What every executor thread is configured with.
-#[derive(Debug, Clone)]
-pub struct ExecConfig {
-    /// The chain id transactions must carry, read per call and per block (anvil_setChainId
-    /// changes it at runtime).
-    pub chain_id: hearth_messages::ChainId,
-    /// The hard fork rules.
-    pub spec: SpecId,
-    /// The most gas an eth_call / eth_estimateGas may use.
-    pub gas_cap: u64,
-    /// The longest an eth_call / eth_estimateGas run may take (`None`: no cap).
-    pub evm_timeout: Option<std::time::Duration>,
-    /// The blob schedule of the chain's current fork (an imported chain's blob schedule may
-    /// differ from the fork's defaults); `None` uses the fork's defaults.
-    pub blob_params: Option<alloy_eips::eip7840::BlobParams>,
-    /// Contract code size limit (`None`: the fork's, EIP-170's 24,576 bytes); initcode may be
-    /// twice it. anvil's `--code-size-limit`.
-    pub code_size_limit: Option<usize>,
-    /// When and on how many threads a block runs in parallel (`--exec.parallel`,
-    /// `--exec.threads`); see `parallel.rs`.
-    pub parallel: crate::parallel::ParallelConfig,
-}
 
 /// EIP-7825: the gas limit cap of a transaction from Osaka on (2^24).
 const OSAKA_TX_GAS_LIMIT_CAP: u64 = 1 << 24;
@@ -106,7 +74,7 @@ pub struct ExecutorActor {
     pub(crate) config: ExecConfig,
     pub(crate) codes: CodeL1,
     /// Snapshot reads of calls, keyed by state root (see `ReadCache`).
-    reads: crate::exec_db::ReadCache,
+    reads: ReadCache,
     /// EVM stacks and memory kept from one call or block to the next (see `EvmScratch`).
     pub(crate) scratch: EvmScratch,
     /// The chain's fork schedule, when its rules change along it (an imported chain): trace
@@ -180,7 +148,7 @@ impl ExecutorActor {
                 blob_params: self
                     .config
                     .blob_params
-                    .unwrap_or_else(|| crate::block_exec::default_blob_params(self.config.spec)),
+                    .unwrap_or_else(|| default_blob_params(self.config.spec)),
             },
         }
     }
@@ -193,8 +161,7 @@ impl ExecutorActor {
         cfg.limit_contract_code_size = self.config.code_size_limit;
         if rules.spec.is_enabled_in(SpecId::CANCUN) {
             cfg.max_blobs_per_tx = Some(rules.blob_params.max_blobs_per_tx);
-            cfg.blob_base_fee_update_fraction =
-                Some(u64::try_from(rules.blob_params.update_fraction).unwrap_or(u64::MAX));
+            cfg.blob_base_fee_update_fraction = Some(blob_fraction(&rules.blob_params));
         }
         cfg
     }
@@ -694,7 +661,7 @@ mod tests {
             evm_timeout: Some(std::time::Duration::from_secs(5)),
             blob_params: None,
             code_size_limit: None,
-            parallel: crate::parallel::ParallelConfig::default(),
+            parallel: crate::exec::ParallelConfig::default(),
         };
         (ExecutorActor::new(db.reader(), config, None), contracts)
     }

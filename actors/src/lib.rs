@@ -11,14 +11,13 @@ pub mod block_exec;
 mod bounded;
 pub mod code_cache;
 pub mod dev;
-mod exec_db;
+pub mod exec;
 pub mod executor;
 pub mod filters;
 pub mod fork;
 pub mod mempool;
 pub mod miner;
 pub mod parallel;
-mod precompiles;
 pub mod senders;
 mod simulate;
 pub mod state;
@@ -27,13 +26,14 @@ pub mod supervise;
 mod trace;
 
 pub use bounded::start_on;
-pub use code_cache::{CodeCache, CodeCacheActor, CodeL1, CodeL2};
-pub use exec_db::{READ_CACHE_ENTRIES, ReadCache};
-pub use executor::{ExecConfig, ExecutorActor};
+pub use code_cache::{CodeCache, CodeCacheActor};
+pub use exec::{
+    CodeL1, CodeL2, ExecConfig, ParallelConfig, ParallelMode, READ_CACHE_ENTRIES, ReadCache,
+};
+pub use executor::ExecutorActor;
 pub use filters::FilterActor;
 pub use mempool::{MempoolActor, MempoolConfig};
 pub use miner::{Clock, MinerActor, MinerConfig, MinerPeers, system_clock};
-pub use parallel::{ParallelConfig, ParallelMode};
 pub use state::{GenesisSpec, StateActor, init_genesis};
 pub use subscriptions::SubscriptionActor;
 pub use supervise::{Restart, RestartCounter};

@@ -45,16 +45,13 @@
 //! **The coinbase is lazy** (the trick pevm uses): every transaction credits its fee to the
 //! coinbase, which would make every transaction conflict with every other. A run that did not
 //! observe the coinbase (no BALANCE/EXTCODE*/CALL*/SELFDESTRUCT naming it, noted by the block
-//! EVM's instructions through `saw_coinbase`; it is not the sender or the `to`; no CREATE
+//! EVM's instructions (`exec::coinbase_seen`); it is not the sender or the `to`; no CREATE
 //! transaction; no EIP-7702 authorizations; the coinbase not created or destroyed) has its
 //! coinbase read validated on nonce and code hash only, and its coinbase balance committed as
 //! the balance now plus what its run added (the fee).
 
 use alloy_primitives::map::AddressMap;
-use std::cell::Cell;
-use std::num::NonZeroUsize;
 use std::panic::AssertUnwindSafe;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
@@ -73,19 +70,20 @@ use revm::state::{AccountInfo, EvmState};
 pub(crate) mod published;
 mod seqmap;
 
-use crate::block_exec::BlockEvm;
-use crate::code_cache::CodeL1;
-use crate::exec_db::{AccountNow, BlockChanges, ExecDb};
-use crate::executor::{ExecConfig, tx_env};
+use crate::exec::{
+    AccountNow, BlockChanges, BlockEvm, CodeL1, ExecConfig, ExecDb, ParallelConfig, ParallelMode,
+    PublishedValues, ReadLog, block_evm, coinbase_seen, forget_coinbase_seen, instrument, tx_env,
+};
 use published::Published;
+
+// The root crate names the thread bound here (`src/config.rs`); its definition is the
+// kernel's, beside the configuration that checks it.
+pub use crate::exec::MAX_EXEC_THREADS;
 
 /// Fewest transactions a block needs before `auto` runs it in parallel. Below it, starting the
 /// workers and validating costs more than the block's execution (a scoped thread costs tens of
 /// microseconds to start; a transfer executes in a few).
 pub const MIN_PARALLEL_TXS: usize = 64;
-
-/// Most threads `--exec.threads` accepts.
-pub const MAX_EXEC_THREADS: usize = 64;
 
 /// In `auto`, a block whose busiest sender carries more than this share (in percent) of its
 /// gas runs sequentially: a sender's later nonces cannot run before its earlier ones commit.
@@ -96,74 +94,6 @@ const MAX_SENDER_SHARE_PERCENT: u64 = 80;
 /// ([`ReadAhead`]). By gas, not by count: a block of transfers with a few heavy calls among
 /// them keeps speculating, which runs the heavy calls beside each other.
 const READ_AHEAD_PLAIN_PERCENT: usize = 80;
-
-/// When blocks run in parallel (`--exec.parallel`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ParallelMode {
-    /// Blocks of at least `MIN_PARALLEL_TXS` transactions not dominated by one sender.
-    Auto,
-    /// Every block with a transaction (the conformance runs use this to test the path).
-    Always,
-    /// Never: every block runs sequentially.
-    #[default]
-    Never,
-}
-
-impl FromStr for ParallelMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "auto" => Ok(Self::Auto),
-            "always" => Ok(Self::Always),
-            "never" => Ok(Self::Never),
-            other => Err(format!("`{other}` is not a parallel mode; use auto, always or never")),
-        }
-    }
-}
-
-impl std::fmt::Display for ParallelMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Auto => "auto",
-            Self::Always => "always",
-            Self::Never => "never",
-        })
-    }
-}
-
-/// How blocks are executed: the mode and the threads a parallel block uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ParallelConfig {
-    /// When.
-    pub mode: ParallelMode,
-    /// Threads of one parallel block, its executor included (1 to `MAX_EXEC_THREADS`).
-    pub threads: NonZeroUsize,
-    /// Helpers run every transaction against the block's start state and the committer
-    /// executes none itself unless its run failed validation: the most conflicts, which tests
-    /// use to exercise validation (false in every real configuration).
-    pub stale_helpers: bool,
-}
-
-impl Default for ParallelConfig {
-    fn default() -> Self {
-        Self { mode: ParallelMode::Never, threads: NonZeroUsize::MIN, stale_helpers: false }
-    }
-}
-
-impl ParallelConfig {
-    /// A configuration, refusing a thread count out of range with a message naming the flag.
-    pub fn new(mode: ParallelMode, threads: usize) -> Result<Self, String> {
-        match NonZeroUsize::new(threads) {
-            Some(n) if threads <= MAX_EXEC_THREADS => {
-                Ok(Self { mode, threads: n, stale_helpers: false })
-            }
-            _ => Err(format!(
-                "--exec.threads must be between 1 and {MAX_EXEC_THREADS}, got {threads}"
-            )),
-        }
-    }
-}
 
 /// What the last block executed on this thread did in parallel (for benches and tests).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -224,24 +154,6 @@ pub fn last_block_stats() -> ParallelStats {
 
 pub(crate) fn set_last_stats(stats: ParallelStats) {
     LAST_STATS.with(|s| s.set(stats));
-}
-
-thread_local! {
-    /// Whether the transaction running on this thread named the coinbase in an instruction
-    /// that could observe its balance (see the module docs).
-    static COINBASE_SEEN: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Notes that the running transaction observed the coinbase (the block EVM's instructions).
-pub(crate) fn saw_coinbase() {
-    COINBASE_SEEN.with(|seen| seen.set(true));
-}
-
-/// The reads of one transaction, in the order revm made them.
-#[derive(Debug, Default)]
-pub(crate) struct ReadLog {
-    pub(crate) accounts: Vec<(Address, Option<AccountInfo>)>,
-    pub(crate) slots: Vec<(Address, U256, U256)>,
 }
 
 /// One transaction's speculative run.
@@ -317,7 +229,7 @@ impl Speculated {
 /// Runs `pooled` on `evm` (helper `helper`'s) without committing, recording what it read in
 /// `log`.
 fn speculate(
-    evm: &mut BlockEvm<'_, ()>,
+    evm: &mut BlockEvm<'_, (), Published>,
     pooled: &PooledTx,
     helper: usize,
     log: ReadLog,
@@ -326,7 +238,7 @@ fn speculate(
     let named = pooled.sender == coinbase
         || pooled.tx.kind().to().is_none_or(|to| *to == coinbase)
         || pooled.tx.authorization_list().is_some_and(|list| !list.is_empty());
-    COINBASE_SEEN.with(|seen| seen.set(false));
+    forget_coinbase_seen();
     evm.ctx.journaled_state.database.start_log(log);
     let outcome = evm.transact(tx_env(pooled)).ok();
     let log = evm.ctx.journaled_state.database.take_log();
@@ -334,7 +246,7 @@ fn speculate(
         .as_ref()
         .and_then(|o| o.state.get(&coinbase))
         .is_some_and(|a| a.is_created() || a.is_selfdestructed());
-    let observes_coinbase = named || remade || COINBASE_SEEN.with(Cell::get);
+    let observes_coinbase = named || remade || coinbase_seen();
     let bloom = outcome.as_ref().map_or(Bloom::ZERO, |o| logs_bloom(o.result.logs()));
     Speculated {
         outcome,
@@ -675,6 +587,21 @@ impl<'a> Board<'a> {
     fn followed(&self) -> bool {
         self.helpers > 0 && !self.stale
     }
+
+    /// Frees what the committer is done with of helper `me`'s runs, on the helper's thread
+    /// where it was allocated (taking it in exchange for `freed`'s emptied vectors, so that
+    /// neither side allocates to hand runs over), and keeps their read logs in `spare` for the
+    /// next runs to record into (`SPARE_LOGS` at most).
+    fn reclaim(&self, me: usize, freed: &mut Spent, spare: &mut Vec<ReadLog>) {
+        std::mem::swap(&mut *locked(&self.spent[me]), freed);
+        for run in freed.runs.drain(..) {
+            let Speculated { accounts, slots, .. } = *run;
+            if spare.len() < SPARE_LOGS && slots.capacity() <= SPARE_LOG_READS {
+                spare.push(ReadLog { accounts, slots });
+            }
+        }
+        freed.states.clear();
+    }
 }
 
 /// The snapshot accounts a block of plain transfers reads (each transaction's sender and
@@ -725,13 +652,6 @@ impl ReadAhead {
         self.transactions_root.get().copied()
     }
 
-    /// The snapshot's account at `address` when transaction `index` names it and its
-    /// accounts are read.
-    pub(crate) fn get(&self, index: usize, address: &Address) -> Option<Option<StoredAccount>> {
-        let read = self.read.get(index)?.get()?;
-        read.iter().flatten().find(|(a, _)| a == address).map(|(_, account)| account.clone())
-    }
-
     /// Reads transaction `index`'s accounts from `view`. A read that fails is left out: the
     /// committer's own read of it reports the error.
     fn fill(&self, index: usize, tx: &PooledTx, view: &StateView) {
@@ -739,6 +659,16 @@ impl ReadAhead {
         let recipient = tx.tx.kind().to().copied().filter(|to| *to != tx.sender);
         // Each transaction is taken by one helper.
         let _ = self.read[index].set([read(tx.sender), recipient.and_then(read)]);
+    }
+}
+
+/// The committer's database reads the accounts helpers read ahead before the store.
+impl PublishedValues for ReadAhead {
+    /// The snapshot's account at `address` when transaction `index` names it and its
+    /// accounts are read.
+    fn snapshot_account(&self, index: usize, address: &Address) -> Option<Option<StoredAccount>> {
+        let read = self.read.get(index)?.get()?;
+        read.iter().flatten().find(|(a, _)| a == address).map(|(_, account)| account.clone())
     }
 }
 
@@ -933,6 +863,24 @@ impl Drop for Alive<'_> {
     }
 }
 
+/// A helper's block EVM: the block's, from the block's changes after its pre-block system
+/// calls, reading what the committer publishes (unless the helpers run stale).
+fn helper_evm<'c>(
+    input: &SpecInput<'_>,
+    board: &'c Board<'_>,
+    codes: &'c mut CodeL1,
+) -> BlockEvm<'c, (), Published> {
+    let (mut evm, _) =
+        block_evm(input.db, codes, input.defaults, input.parent_number, input.env, ());
+    instrument(&mut evm);
+    evm.ctx.cfg.disable_eip3607 = input.mode == BuildMode::Pack;
+    evm.ctx.journaled_state.database.set_changes(input.start.clone());
+    if board.followed() {
+        evm.ctx.journaled_state.database.read_published(&board.published);
+    }
+    evm
+}
+
 /// A helper thread of a parallel block: claims transactions in block order and runs each
 /// against the block's state as committed when it claimed it, until none is left or the
 /// block's loop ends.
@@ -946,20 +894,7 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
         return;
     }
     let mut codes = CodeL1::new(None);
-    let (mut evm, _) = crate::block_exec::block_evm(
-        input.db,
-        &mut codes,
-        input.defaults,
-        input.parent_number,
-        input.env,
-        (),
-    );
-    crate::block_exec::instrument(&mut evm);
-    evm.ctx.cfg.disable_eip3607 = input.mode == BuildMode::Pack;
-    evm.ctx.journaled_state.database.set_changes(input.start.clone());
-    if board.followed() {
-        evm.ctx.journaled_state.database.read_published(&board.published);
-    }
+    let mut evm = helper_evm(input, board, &mut codes);
     board.hints();
     board.helper_ready();
     // What the committer handed back, taken in exchange for these emptied vectors: both
@@ -974,15 +909,7 @@ pub(crate) fn run_helper(input: &SpecInput<'_>, board: &Board<'_>, me: usize) {
     // commit takes the position's cache line from the committer for nothing: pause instead.
     let mut blocked = 0usize;
     while !board.stop.load(Ordering::Acquire) {
-        // Free what the committer is done with, here where it was allocated.
-        std::mem::swap(&mut *locked(&board.spent[me]), &mut freed);
-        for run in freed.runs.drain(..) {
-            let Speculated { accounts, slots, .. } = *run;
-            if spare.len() < SPARE_LOGS && slots.capacity() <= SPARE_LOG_READS {
-                spare.push(ReadLog { accounts, slots });
-            }
-        }
-        freed.states.clear();
+        board.reclaim(me, &mut freed, &mut spare);
         if board.hot.load(Ordering::Acquire) || blocked >= SKIP_STREAK {
             blocked = 0;
             std::thread::sleep(HOT_PAUSE);
@@ -1102,7 +1029,7 @@ impl<'b, 'a> Committer<'b, 'a> {
     /// result comes its logs' bloom when a speculative run already made it.
     pub(crate) fn run(
         &mut self,
-        evm: &mut BlockEvm<'_, ()>,
+        evm: &mut BlockEvm<'_, (), ReadAhead>,
         index: usize,
         pooled: &PooledTx,
     ) -> Result<(ExecutionResult, Option<Bloom>), EVMError<StorageError>> {
@@ -1135,7 +1062,7 @@ impl<'b, 'a> Committer<'b, 'a> {
     /// else an execution here.
     fn execute(
         &mut self,
-        evm: &mut BlockEvm<'_, ()>,
+        evm: &mut BlockEvm<'_, (), ReadAhead>,
         index: usize,
         pooled: &PooledTx,
     ) -> Result<(ResultAndState, Option<Bloom>, Option<usize>), EVMError<StorageError>> {
@@ -1297,7 +1224,7 @@ impl<'b, 'a> Committer<'b, 'a> {
     /// coinbase balance rebased when the coinbase is lazy; `None`: run it again.
     fn validate(
         &self,
-        db: &mut ExecDb<'_>,
+        db: &mut ExecDb<'_, ReadAhead>,
         run: &mut Speculated,
     ) -> Result<Option<ResultAndState>, StorageError> {
         let Some(mut outcome) = run.outcome.take() else { return Ok(None) };

@@ -25,24 +25,27 @@ use alloy_consensus::{
 };
 use alloy_eips::eip1559::INITIAL_BASE_FEE;
 use alloy_eips::eip2718::Encodable2718;
+use alloy_eips::eip2930::AccessList;
 use alloy_eips::eip2935::HISTORY_STORAGE_ADDRESS;
 use alloy_eips::eip4788::BEACON_ROOTS_ADDRESS;
 use alloy_eips::eip4844::DATA_GAS_PER_BLOB;
+use alloy_eips::eip4895::Withdrawal;
 use alloy_eips::eip6110::DEPOSIT_REQUEST_TYPE;
 use alloy_eips::eip7002::{WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS, WITHDRAWAL_REQUEST_TYPE};
 use alloy_eips::eip7251::{CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, CONSOLIDATION_REQUEST_TYPE};
 use alloy_eips::eip7685::Requests;
+use alloy_eips::eip7702::SignedAuthorization;
 use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{
     Address, B256, Bloom, Bytes, Log, LogData, Signature, TxKind, U256, address, b256, keccak256,
 };
 use hearth_messages::ExecError;
 use hearth_messages::simulate::{
-    MAX_SIMULATE_BLOCKS, SimBlock, SimCall, SimCallError, SimCallResult, SimLog, Simulate,
-    SimulateError, SimulatedBlock, TIMESTAMP_INCREMENT, TxRule,
+    MAX_SIMULATE_BLOCKS, SimBlock, SimBlockOverrides, SimCall, SimCallError, SimCallResult, SimLog,
+    Simulate, SimulateError, SimulatedBlock, TIMESTAMP_INCREMENT, TxRule,
 };
 use hearth_messages::trace::ForkSchedule;
-use hearth_storage::trie::{EMPTY_ROOT, ordered_root};
+use hearth_storage::trie::ordered_root;
 use hearth_storage::{BlockExtras, ChainDb, SealedBlock, StoredBody, receipts_root};
 use revm::context::evm::Evm;
 use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Output};
@@ -59,11 +62,11 @@ use revm::interpreter::interpreter_action::{
 use revm::primitives::hardfork::SpecId;
 use revm::{InspectCommitEvm, Inspector, MainContext};
 
-use crate::block_exec::{block_reward, default_blob_params, deposit_requests, excess_blob_gas};
-use crate::code_cache::CodeL1;
-use crate::exec_db::ExecDb;
-use crate::executor::{CallGuard, ExecConfig, geth_message, halt_message};
-use crate::precompiles::MovablePrecompiles;
+use crate::exec::{
+    CallGuard, CodeL1, ExecConfig, ExecDb, MovablePrecompiles, blob_fraction, block_reward,
+    default_blob_params, deposit_requests, excess_blob_gas, exec_error, geth_message, halt_message,
+    withdrawals_root,
+};
 
 /// ERC-7528: the address ether `Transfer` logs are attributed to.
 const TRANSFER_LOG_ADDRESS: Address = address!("eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee");
@@ -293,114 +296,176 @@ fn plan_call(
         return Err(SimulateError::ChainIdMismatch { have, want: chain_id });
     }
     let sender = call.from.unwrap_or_default();
-    let value = call.value.unwrap_or_default();
-    let kind = call.to.map_or(TxKind::Create, TxKind::Call);
-    let access_list = call.access_list.clone().unwrap_or_default();
-    let signature = Signature::new(U256::ZERO, U256::ZERO, false);
-    // Before London a call has a gas price (zero by default); from London on it has 1559
-    // fee fields (zero by default) unless it names a gas price.
-    let gas_price = call.gas_price.or((!london).then_some(0));
-    let max_fee = call.max_fee_per_gas.unwrap_or_default();
-    let tip = call.max_priority_fee_per_gas.unwrap_or_default();
+    let fields = TxFields {
+        call,
+        nonce,
+        gas,
+        chain_id,
+        value: call.value.unwrap_or_default(),
+        kind: call.to.map_or(TxKind::Create, TxKind::Call),
+        access_list: call.access_list.clone().unwrap_or_default(),
+        max_fee: call.max_fee_per_gas.unwrap_or_default(),
+        tip: call.max_priority_fee_per_gas.unwrap_or_default(),
+    };
     let mut tx = TxEnv {
         caller: sender,
         gas_limit: gas,
-        kind,
-        value,
+        kind: fields.kind,
+        value: fields.value,
         data: call.input.clone(),
         nonce,
         chain_id: Some(chain_id),
-        access_list: access_list.clone(),
+        access_list: fields.access_list.clone(),
         ..Default::default()
     };
-    let (envelope, encoded, zero_fees) = if let Some(price) = gas_price {
-        tx.tx_type = if call.access_list.is_some() { 1 } else { 0 };
+    // Before London a call has a gas price (zero by default); from London on it has 1559
+    // fee fields (zero by default) unless it names a gas price.
+    let (envelope, encoded, zero_fees) =
+        if let Some(price) = call.gas_price.or((!london).then_some(0)) {
+            fields.legacy(&mut tx, price)
+        } else if let Some(hashes) = &call.blob_versioned_hashes {
+            fields.blob(&mut tx, hashes)?
+        } else if let Some(authorizations) = &call.authorization_list {
+            fields.set_code(&mut tx, authorizations)?
+        } else {
+            fields.dynamic(&mut tx)
+        };
+    Ok(CallPlan { tx, envelope, encoded, sender, gas, zero_fees })
+}
+
+/// What every transaction type a simulated call may stand for takes from it. Each builder
+/// sets its type's fields of the call's revm transaction and gives the unsigned transaction
+/// (v, r and s zero), its encoding, and whether its fee fields are all zero.
+struct TxFields<'c> {
+    call: &'c SimCall,
+    nonce: u64,
+    gas: u64,
+    chain_id: u64,
+    value: U256,
+    kind: TxKind,
+    access_list: AccessList,
+    max_fee: u128,
+    tip: u128,
+}
+
+/// An unsigned transaction, its encoding, and whether its fee fields are all zero.
+type Unsigned = (TxEnvelope, Vec<u8>, bool);
+
+/// The signature of an unsigned transaction: v, r and s zero.
+const UNSIGNED: Signature = Signature::new(U256::ZERO, U256::ZERO, false);
+
+impl TxFields<'_> {
+    /// A legacy transaction (type 1 with an access list) at gas price `price`.
+    fn legacy(self, tx: &mut TxEnv, price: u128) -> Unsigned {
+        tx.tx_type = if self.call.access_list.is_some() { 1 } else { 0 };
         tx.gas_price = price;
         let legacy = TxLegacy {
             chain_id: None,
-            nonce,
+            nonce: self.nonce,
             gas_price: price,
-            gas_limit: gas,
-            to: kind,
-            value,
-            input: call.input.clone(),
+            gas_limit: self.gas,
+            to: self.kind,
+            value: self.value,
+            input: self.call.input.clone(),
         };
         let encoded = unsigned_legacy_encoding(&legacy);
         let hash = keccak256(&encoded);
-        (TxEnvelope::Legacy(Signed::new_unchecked(legacy, signature, hash)), encoded, price == 0)
-    } else if let Some(hashes) = &call.blob_versioned_hashes {
-        let TxKind::Call(to) = kind else { return Err(SimulateError::BlobCreate) };
-        let blob_fee = call.max_fee_per_blob_gas.unwrap_or_default();
-        tx.tx_type = 3;
-        tx.gas_price = max_fee;
-        tx.gas_priority_fee = Some(tip);
-        tx.blob_hashes = hashes.clone();
+        (TxEnvelope::Legacy(Signed::new_unchecked(legacy, UNSIGNED, hash)), encoded, price == 0)
+    }
+
+    /// Sets the dynamic fees of a type-2, 3 or 4 transaction.
+    fn dynamic_fees(&self, tx: &mut TxEnv, tx_type: u8) {
+        tx.tx_type = tx_type;
+        tx.gas_price = self.max_fee;
+        tx.gas_priority_fee = Some(self.tip);
+    }
+
+    /// Whether the dynamic fee fields are all zero.
+    const fn zero_fees(&self) -> bool {
+        self.max_fee == 0 && self.tip == 0
+    }
+
+    /// An EIP-4844 transaction carrying blobs `hashes` (it cannot create).
+    fn blob(self, tx: &mut TxEnv, hashes: &[B256]) -> Result<Unsigned, SimulateError> {
+        let TxKind::Call(to) = self.kind else { return Err(SimulateError::BlobCreate) };
+        let blob_fee = self.call.max_fee_per_blob_gas.unwrap_or_default();
+        self.dynamic_fees(tx, 3);
+        tx.blob_hashes = hashes.to_vec();
         tx.max_fee_per_blob_gas = blob_fee;
+        let zero_fees = self.zero_fees();
         let blob = TxEip4844 {
-            chain_id,
-            nonce,
-            gas_limit: gas,
-            max_fee_per_gas: max_fee,
-            max_priority_fee_per_gas: tip,
+            chain_id: self.chain_id,
+            nonce: self.nonce,
+            gas_limit: self.gas,
+            max_fee_per_gas: self.max_fee,
+            max_priority_fee_per_gas: self.tip,
             to,
-            value,
-            access_list,
-            blob_versioned_hashes: hashes.clone(),
+            value: self.value,
+            access_list: self.access_list,
+            blob_versioned_hashes: hashes.to_vec(),
             max_fee_per_blob_gas: blob_fee,
-            input: call.input.clone(),
+            input: self.call.input.clone(),
         };
         let signed = alloy_consensus::SignableTransaction::into_signed(
             TxEip4844Variant::TxEip4844(blob),
-            signature,
+            UNSIGNED,
         );
         let envelope = TxEnvelope::Eip4844(signed);
         let encoded = envelope.encoded_2718();
-        (envelope, encoded, max_fee == 0 && tip == 0)
-    } else if let Some(authorizations) = &call.authorization_list {
-        let TxKind::Call(to) = kind else { return Err(SimulateError::SetCodeCreate) };
-        tx.tx_type = 4;
-        tx.gas_price = max_fee;
-        tx.gas_priority_fee = Some(tip);
+        Ok((envelope, encoded, zero_fees))
+    }
+
+    /// An EIP-7702 transaction with `authorizations` (it cannot create).
+    fn set_code(
+        self,
+        tx: &mut TxEnv,
+        authorizations: &[SignedAuthorization],
+    ) -> Result<Unsigned, SimulateError> {
+        let TxKind::Call(to) = self.kind else { return Err(SimulateError::SetCodeCreate) };
+        self.dynamic_fees(tx, 4);
         tx.authorization_list = authorizations.iter().cloned().map(Either::Left).collect();
+        let zero_fees = self.zero_fees();
         let set_code = TxEip7702 {
-            chain_id,
-            nonce,
-            gas_limit: gas,
-            max_fee_per_gas: max_fee,
-            max_priority_fee_per_gas: tip,
+            chain_id: self.chain_id,
+            nonce: self.nonce,
+            gas_limit: self.gas,
+            max_fee_per_gas: self.max_fee,
+            max_priority_fee_per_gas: self.tip,
             to,
-            value,
-            access_list,
-            authorization_list: authorizations.clone(),
-            input: call.input.clone(),
+            value: self.value,
+            access_list: self.access_list,
+            authorization_list: authorizations.to_vec(),
+            input: self.call.input.clone(),
         };
         let envelope = TxEnvelope::Eip7702(alloy_consensus::SignableTransaction::into_signed(
-            set_code, signature,
+            set_code, UNSIGNED,
         ));
         let encoded = envelope.encoded_2718();
-        (envelope, encoded, max_fee == 0 && tip == 0)
-    } else {
-        tx.tx_type = 2;
-        tx.gas_price = max_fee;
-        tx.gas_priority_fee = Some(tip);
+        Ok((envelope, encoded, zero_fees))
+    }
+
+    /// An EIP-1559 transaction: what a call without a gas price, blobs or authorizations
+    /// stands for.
+    fn dynamic(self, tx: &mut TxEnv) -> Unsigned {
+        self.dynamic_fees(tx, 2);
+        let zero_fees = self.zero_fees();
         let dynamic = TxEip1559 {
-            chain_id,
-            nonce,
-            gas_limit: gas,
-            max_fee_per_gas: max_fee,
-            max_priority_fee_per_gas: tip,
-            to: kind,
-            value,
-            access_list,
-            input: call.input.clone(),
+            chain_id: self.chain_id,
+            nonce: self.nonce,
+            gas_limit: self.gas,
+            max_fee_per_gas: self.max_fee,
+            max_priority_fee_per_gas: self.tip,
+            to: self.kind,
+            value: self.value,
+            access_list: self.access_list,
+            input: self.call.input.clone(),
         };
         let envelope = TxEnvelope::Eip1559(alloy_consensus::SignableTransaction::into_signed(
-            dynamic, signature,
+            dynamic, UNSIGNED,
         ));
         let encoded = envelope.encoded_2718();
-        (envelope, encoded, max_fee == 0 && tip == 0)
-    };
-    Ok(CallPlan { tx, envelope, encoded, sender, gas, zero_fees })
+        (envelope, encoded, zero_fees)
+    }
 }
 
 /// An unsigned legacy transaction as geth encodes it: its fields, then v, r and s as zero.
@@ -523,8 +588,9 @@ pub(crate) fn simulate(
             .journaled_state
             .database
             .set_clear_empty(spec.is_enabled_in(SpecId::SPURIOUS_DRAGON));
-        let sealed =
-            run.block(&mut evm, &parent, block, number, time, carried, spec, &blob_params)?;
+        let (coinbase, gas_limit, difficulty) = carried;
+        let place = Place { number, time, coinbase, gas_limit, difficulty, spec, blob_params };
+        let sealed = run.block(&mut evm, &parent, block, &place)?;
         evm.ctx.journaled_state.database.set_block_hash(number, sealed.block.hash);
         parent = sealed.block.header.clone();
         out.push(sealed);
@@ -543,257 +609,396 @@ struct Run<'d> {
     base: u64,
 }
 
+/// A simulated block's place in the chain: its number and time, the header fields it carries
+/// from its parent (fee recipient, gas limit, difficulty: geth's makeHeaders) and its fork's
+/// rules.
+struct Place {
+    number: u64,
+    time: u64,
+    coinbase: Address,
+    gas_limit: u64,
+    difficulty: U256,
+    spec: SpecId,
+    blob_params: BlobParams,
+}
+
+impl Place {
+    /// Whether the block's rules include `fork`'s.
+    fn is(&self, fork: SpecId) -> bool {
+        self.spec.is_enabled_in(fork)
+    }
+}
+
+/// The header fields of a simulated block that follow from its parent and its overrides.
+struct Opening {
+    parent_hash: B256,
+    base_fee: Option<u64>,
+    excess_blob_gas: Option<u64>,
+    prevrandao: B256,
+    beacon_root: Option<B256>,
+    withdrawals: Vec<Withdrawal>,
+}
+
+/// What a simulated block's calls accumulate: its body, the calls' encodings, receipts and
+/// results, the logs of those that succeeded (for the deposit requests), its gas and bloom.
+struct SimBody {
+    body: StoredBody,
+    encodings: Vec<Vec<u8>>,
+    receipts: Vec<ReceiptEnvelope>,
+    results: Vec<SimCallResult>,
+    all_logs: Vec<Log>,
+    gas_used: u64,
+    blob_gas_used: u64,
+    logs_bloom: Bloom,
+}
+
+impl SimBody {
+    fn with_room(calls: usize) -> Self {
+        Self {
+            body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
+            encodings: Vec::with_capacity(calls),
+            receipts: Vec::with_capacity(calls),
+            results: Vec::with_capacity(calls),
+            all_logs: Vec::new(),
+            gas_used: 0,
+            blob_gas_used: 0,
+            logs_bloom: Bloom::ZERO,
+        }
+    }
+}
+
 impl Run<'_> {
-    /// Runs one block on top of `parent` and seals it.
-    #[expect(clippy::too_many_arguments, reason = "the block's place and its carried fields")]
+    /// Runs one block at `place` on top of `parent` and seals it.
     fn block(
         &mut self,
         evm: &mut SimEvm<'_>,
         parent: &Header,
         block: SimBlock,
-        number: u64,
-        time: u64,
-        (coinbase, gas_limit, difficulty): (Address, u64, U256),
-        spec: SpecId,
-        blob_params: &BlobParams,
+        place: &Place,
     ) -> Result<SimulatedBlock, SimulateError> {
         let SimBlock { overrides: o, state_overrides, calls } = block;
-        let london = spec.is_enabled_in(SpecId::LONDON);
-        let cancun = spec.is_enabled_in(SpecId::CANCUN);
-        let prague = spec.is_enabled_in(SpecId::PRAGUE);
-        let shanghai = spec.is_enabled_in(SpecId::SHANGHAI);
-        let chain_id = self.config.chain_id.get();
-        let base_fee = london
-            .then(|| o.base_fee.unwrap_or(if self.validation { next_base_fee(parent) } else { 0 }));
-        let excess = cancun.then(|| {
-            if parent.excess_blob_gas.is_some() { excess_blob_gas(parent, blob_params) } else { 0 }
-        });
-        let prevrandao = o.prev_randao.unwrap_or_default();
-        let beacon_root = cancun.then(|| o.beacon_root.unwrap_or_default());
-        let withdrawals =
-            if shanghai { o.withdrawals.clone().unwrap_or_default() } else { Vec::new() };
-        let parent_hash = parent.hash_slow();
+        let opening = self.opening(parent, &o, place);
+        self.configure(evm, &o, place, &opening);
+        evm.precompiles = MovablePrecompiles::new(place.spec);
+        evm.precompiles.apply(&state_overrides).map_err(ExecError::from)?;
+        evm.ctx.journaled_state.database.apply_overrides(&state_overrides)?;
+        evm.inspector.start_block();
+        system_calls_before(evm, place, &opening)?;
+        let mut out = SimBody::with_room(calls.len());
+        for call in &calls {
+            let (plan, state_nonce) = self.prepare(evm, call, place, out.gas_used)?;
+            let ran = self.execute(evm, &plan, state_nonce)?;
+            self.record(evm, place, plan, ran, &mut out)?;
+        }
+        let requests = after_calls(evm, place, &opening.withdrawals, &out.all_logs)?;
+        self.seal(evm, place, opening, out, &requests)
+    }
 
-        let mut cfg = CfgEnv::new_with_spec(spec);
-        cfg.chain_id = chain_id;
+    /// The header fields the block at `place` takes from `parent` and its overrides `o`.
+    fn opening(&self, parent: &Header, o: &SimBlockOverrides, place: &Place) -> Opening {
+        let cancun = place.is(SpecId::CANCUN);
+        let base_fee = place
+            .is(SpecId::LONDON)
+            .then(|| o.base_fee.unwrap_or(if self.validation { next_base_fee(parent) } else { 0 }));
+        let excess_blob_gas = cancun.then(|| {
+            if parent.excess_blob_gas.is_some() {
+                excess_blob_gas(parent, &place.blob_params)
+            } else {
+                0
+            }
+        });
+        let withdrawals = if place.is(SpecId::SHANGHAI) {
+            o.withdrawals.clone().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        Opening {
+            parent_hash: parent.hash_slow(),
+            base_fee,
+            excess_blob_gas,
+            prevrandao: o.prev_randao.unwrap_or_default(),
+            beacon_root: cancun.then(|| o.beacon_root.unwrap_or_default()),
+            withdrawals,
+        }
+    }
+
+    /// Sets `evm`'s configuration and block environment for the block at `place`.
+    fn configure(
+        &self,
+        evm: &mut SimEvm<'_>,
+        o: &SimBlockOverrides,
+        place: &Place,
+        opening: &Opening,
+    ) {
+        let blob_params = &place.blob_params;
+        let mut cfg = CfgEnv::new_with_spec(place.spec);
+        cfg.chain_id = self.config.chain_id.get();
         cfg.limit_contract_code_size = self.config.code_size_limit;
         cfg.disable_eip3607 = true;
         cfg.disable_block_gas_limit = true;
         cfg.tx_gas_limit_cap = Some(u64::MAX);
         cfg.disable_nonce_check = !self.validation;
-        if cancun {
+        if place.is(SpecId::CANCUN) {
             cfg.max_blobs_per_tx = Some(blob_params.max_blobs_per_tx);
-            cfg.blob_base_fee_update_fraction =
-                Some(u64::try_from(blob_params.update_fraction).unwrap_or(u64::MAX));
+            cfg.blob_base_fee_update_fraction = Some(blob_fraction(blob_params));
         }
         evm.ctx.cfg = cfg;
         evm.ctx.block = BlockEnv {
-            number: U256::from(number),
-            beneficiary: coinbase,
-            timestamp: U256::from(time),
-            gas_limit,
-            basefee: base_fee.unwrap_or_default(),
-            difficulty,
-            prevrandao: difficulty.is_zero().then_some(prevrandao),
-            blob_excess_gas_and_price: excess.map(|excess| BlobExcessGasAndPrice {
-                excess_blob_gas: excess,
-                blob_gasprice: o.blob_base_fee.unwrap_or_else(|| blob_params.calc_blob_fee(excess)),
+            number: U256::from(place.number),
+            beneficiary: place.coinbase,
+            timestamp: U256::from(place.time),
+            gas_limit: place.gas_limit,
+            basefee: opening.base_fee.unwrap_or_default(),
+            difficulty: place.difficulty,
+            prevrandao: place.difficulty.is_zero().then_some(opening.prevrandao),
+            blob_excess_gas_and_price: opening.excess_blob_gas.map(|excess| {
+                BlobExcessGasAndPrice {
+                    excess_blob_gas: excess,
+                    blob_gasprice: o
+                        .blob_base_fee
+                        .unwrap_or_else(|| blob_params.calc_blob_fee(excess)),
+                }
             }),
             ..Default::default()
         };
-        evm.precompiles = MovablePrecompiles::new(spec);
-        evm.precompiles.apply(&state_overrides).map_err(ExecError::from)?;
-        evm.ctx.journaled_state.database.apply_overrides(&state_overrides)?;
-        evm.inspector.start_block();
+    }
 
-        let exec = |e| crate::executor::exec_error(e);
-        if cancun
-            && let Some(root) = beacon_root
-            && evm.ctx.journaled_state.database.has_code(BEACON_ROOTS_ADDRESS)?
-        {
-            evm.system_call_commit(BEACON_ROOTS_ADDRESS, Bytes::copy_from_slice(root.as_slice()))
-                .map_err(exec)?;
+    /// `call`'s plan as the block's next transaction (after `gas_used` of the block's gas),
+    /// once geth's checks of its gas and nonce pass; with the sender's nonce in the state.
+    fn prepare(
+        &self,
+        evm: &mut SimEvm<'_>,
+        call: &SimCall,
+        place: &Place,
+        gas_used: u64,
+    ) -> Result<(CallPlan, u64), SimulateError> {
+        let remaining = place.gas_limit - gas_used;
+        let asked = call.gas.unwrap_or(remaining);
+        if remaining < asked {
+            return Err(SimulateError::BlockGasLimit { remaining, required: asked });
         }
-        if prague && evm.ctx.journaled_state.database.has_code(HISTORY_STORAGE_ADDRESS)? {
-            evm.system_call_commit(
-                HISTORY_STORAGE_ADDRESS,
-                Bytes::copy_from_slice(parent_hash.as_slice()),
-            )
-            .map_err(exec)?;
+        let gas = asked.min(self.budget);
+        let sender = call.from.unwrap_or_default();
+        let state_nonce = revm::Database::basic(&mut evm.ctx.journaled_state.database, sender)?
+            .map_or(0, |a| a.nonce);
+        let nonce = call.nonce.unwrap_or(state_nonce);
+        if self.validation {
+            check_nonce(sender, nonce, state_nonce, gas)?;
         }
+        let london = place.is(SpecId::LONDON);
+        let mut plan = plan_call(call, nonce, gas, self.config.chain_id.get(), london)?;
+        if !self.validation && nonce == u64::MAX {
+            // revm refuses the highest nonce even unchecked; geth runs such a call (the
+            // nonce is not checked) and wraps the sender's nonce. The transaction keeps
+            // its nonce; revm, which does not read it unchecked, gets one below.
+            plan.tx.nonce = u64::MAX - 1;
+        }
+        Ok((plan, state_nonce))
+    }
 
-        let mut body = StoredBody { transactions: Vec::new(), senders: Vec::new() };
-        let mut encodings = Vec::with_capacity(calls.len());
-        let mut receipts = Vec::with_capacity(calls.len());
-        let mut results = Vec::with_capacity(calls.len());
-        let mut all_logs = Vec::new();
-        let mut gas_used = 0u64;
-        let mut blob_gas_used = 0u64;
-        let mut logs_bloom = Bloom::ZERO;
-        for call in &calls {
-            let remaining = gas_limit - gas_used;
-            let asked = call.gas.unwrap_or(remaining);
-            if remaining < asked {
-                return Err(SimulateError::BlockGasLimit { remaining, required: asked });
-            }
-            let gas = asked.min(self.budget);
-            let sender = call.from.unwrap_or_default();
-            let state_nonce = revm::Database::basic(&mut evm.ctx.journaled_state.database, sender)?
-                .map_or(0, |a| a.nonce);
-            let nonce = call.nonce.unwrap_or(state_nonce);
-            if self.validation {
-                check_nonce(sender, nonce, state_nonce, gas)?;
-            }
-            let mut plan = plan_call(call, nonce, gas, chain_id, london)?;
-            if !self.validation && nonce == u64::MAX {
-                // revm refuses the highest nonce even unchecked; geth runs such a call (the
-                // nonce is not checked) and wraps the sender's nonce. The transaction keeps
-                // its nonce; revm, which does not read it unchecked, gets one below.
-                plan.tx.nonce = u64::MAX - 1;
-            }
-            // Without validation, geth skips the base fee check for calls without fees.
-            evm.ctx.cfg.disable_base_fee = !self.validation && plan.zero_fees;
-            let result = match evm.inspect_tx_commit(plan.tx.clone()) {
-                Ok(result) => result,
-                Err(EVMError::Transaction(e)) => {
-                    return Err(SimulateError::InvalidCall {
-                        rule: tx_rule(&e),
-                        message: geth_message(&e),
-                        gas: plan.gas,
-                    });
-                }
-                Err(other) => return Err(exec(other).into()),
-            };
-            let logs = evm.inspector.take_logs();
-            if evm.inspector.guard.expired {
-                let timeout_ms = self.deadline_ms.unwrap_or_default();
-                return Err(ExecError::Timeout { timeout_ms }.into());
-            }
-            // geth increments a nonce with wrap-around where revm saturates: a call from an
-            // account at the highest nonce leaves it at zero there.
-            if state_nonce == u64::MAX && plan.tx.kind.is_call() {
-                evm.ctx.journaled_state.database.set_nonce(plan.sender, 0)?;
-            }
-            let used = result.tx_gas_used();
-            if used > self.budget {
-                return Err(SimulateError::GasBudgetExhausted {
-                    need: used,
-                    remaining: self.budget,
+    /// Runs `plan` and commits it, with the logs geth's log tracer kept of it. A call that
+    /// cannot be a transaction fails the whole request.
+    fn execute(
+        &self,
+        evm: &mut SimEvm<'_>,
+        plan: &CallPlan,
+        state_nonce: u64,
+    ) -> Result<(ExecutionResult, Vec<SimLog>), SimulateError> {
+        // Without validation, geth skips the base fee check for calls without fees.
+        evm.ctx.cfg.disable_base_fee = !self.validation && plan.zero_fees;
+        let result = match evm.inspect_tx_commit(plan.tx.clone()) {
+            Ok(result) => result,
+            Err(EVMError::Transaction(e)) => {
+                return Err(SimulateError::InvalidCall {
+                    rule: tx_rule(&e),
+                    message: geth_message(&e),
+                    gas: plan.gas,
                 });
             }
-            self.budget -= used;
-            gas_used += used;
-            let tx_blob_gas = plan.tx.blob_hashes.len() as u64 * DATA_GAS_PER_BLOB;
-            blob_gas_used += tx_blob_gas;
-            let max_used_gas = result.gas().total_gas_spent().max(used);
-            let (success, receipt_logs, return_data, error) = match result {
-                ExecutionResult::Success { logs, output, .. } => {
-                    let data = match output {
-                        Output::Call(bytes) | Output::Create(bytes, _) => bytes,
-                    };
-                    (true, logs, data, None)
-                }
-                // geth returns no data for a failed call; the revert data is in the error.
-                ExecutionResult::Revert { logs, output, .. } => {
-                    (false, logs, Bytes::new(), Some(SimCallError::Reverted(output)))
-                }
-                ExecutionResult::Halt { logs, reason, .. } => {
-                    (false, logs, Bytes::new(), Some(SimCallError::Halted(halt_message(&reason))))
-                }
-            };
-            if success {
-                all_logs.extend(receipt_logs.iter().cloned());
-            }
-            // Before Byzantium (EIP-658) a receipt carries the state root after its call.
-            let status = if spec.is_enabled_in(SpecId::BYZANTIUM) {
-                alloy_consensus::Eip658Value::Eip658(success)
-            } else {
-                let diff = evm.ctx.journaled_state.database.diff_so_far();
-                let root = hearth_storage::state_root_after(self.db, self.base + 1, &diff)?;
-                alloy_consensus::Eip658Value::PostState(root)
-            };
-            let receipt = Receipt { status, cumulative_gas_used: gas_used, logs: receipt_logs };
-            let receipt =
-                ReceiptEnvelope::from_typed(plan.envelope.tx_type(), receipt.with_bloom());
-            logs_bloom.accrue_bloom(&alloy_consensus::TxReceipt::bloom(&receipt));
-            receipts.push(receipt);
-            results.push(SimCallResult { return_data, logs, gas_used: used, max_used_gas, error });
-            encodings.push(plan.encoded);
-            body.senders.push(plan.sender);
-            body.transactions.push(plan.envelope);
+            Err(other) => return Err(exec_error(other).into()),
+        };
+        let logs = evm.inspector.take_logs();
+        if evm.inspector.guard.expired {
+            let timeout_ms = self.deadline_ms.unwrap_or_default();
+            return Err(ExecError::Timeout { timeout_ms }.into());
         }
+        // geth increments a nonce with wrap-around where revm saturates: a call from an
+        // account at the highest nonce leaves it at zero there.
+        if state_nonce == u64::MAX && plan.tx.kind.is_call() {
+            evm.ctx.journaled_state.database.set_nonce(plan.sender, 0)?;
+        }
+        Ok((result, logs))
+    }
 
-        let exec_db = &mut evm.ctx.journaled_state.database;
-        if shanghai {
-            for withdrawal in &withdrawals {
-                let amount = U256::from(withdrawal.amount) * U256::from(GWEI);
-                exec_db.credit(withdrawal.address, amount)?;
-            }
+    /// Adds the call that ran (`plan`, `result` with the logs kept of it) to the block: its
+    /// gas out of the request's budget, its receipt, result and transaction.
+    fn record(
+        &mut self,
+        evm: &mut SimEvm<'_>,
+        place: &Place,
+        plan: CallPlan,
+        (result, logs): (ExecutionResult, Vec<SimLog>),
+        out: &mut SimBody,
+    ) -> Result<(), SimulateError> {
+        let used = result.tx_gas_used();
+        if used > self.budget {
+            return Err(SimulateError::GasBudgetExhausted { need: used, remaining: self.budget });
         }
-        let mut requests = Requests::default();
-        if prague {
-            requests.push_request_with_type(DEPOSIT_REQUEST_TYPE, deposit_requests(&all_logs)?);
-            for (address, kind) in [
-                (WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS, WITHDRAWAL_REQUEST_TYPE),
-                (CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, CONSOLIDATION_REQUEST_TYPE),
-            ] {
-                if !evm.ctx.journaled_state.database.has_code(address)? {
-                    continue;
-                }
-                let result = evm.system_call_commit(address, Bytes::new()).map_err(exec)?;
-                if let ExecutionResult::Success { output: Output::Call(data), .. } = result {
-                    requests.push_request_with_type(kind, data);
-                }
-            }
+        self.budget -= used;
+        out.gas_used += used;
+        out.blob_gas_used += plan.tx.blob_hashes.len() as u64 * DATA_GAS_PER_BLOB;
+        let max_used_gas = result.gas().total_gas_spent().max(used);
+        let (success, receipt_logs, return_data, error) = call_result(result);
+        if success {
+            out.all_logs.extend(receipt_logs.iter().cloned());
         }
-        let reward = block_reward(spec);
-        if !difficulty.is_zero() && !reward.is_zero() {
-            evm.ctx.journaled_state.database.credit(coinbase, reward)?;
-        }
+        // Before Byzantium (EIP-658) a receipt carries the state root after its call.
+        let status = if place.is(SpecId::BYZANTIUM) {
+            alloy_consensus::Eip658Value::Eip658(success)
+        } else {
+            let diff = evm.ctx.journaled_state.database.diff_so_far();
+            let root = hearth_storage::state_root_after(self.db, self.base + 1, &diff)?;
+            alloy_consensus::Eip658Value::PostState(root)
+        };
+        let receipt = Receipt { status, cumulative_gas_used: out.gas_used, logs: receipt_logs };
+        let receipt = ReceiptEnvelope::from_typed(plan.envelope.tx_type(), receipt.with_bloom());
+        out.logs_bloom.accrue_bloom(&alloy_consensus::TxReceipt::bloom(&receipt));
+        out.receipts.push(receipt);
+        out.results.push(SimCallResult { return_data, logs, gas_used: used, max_used_gas, error });
+        out.encodings.push(plan.encoded);
+        out.body.senders.push(plan.sender);
+        out.body.transactions.push(plan.envelope);
+        Ok(())
+    }
 
+    /// Seals the block at `place`: its state root over the simulated state, its header and
+    /// hash.
+    fn seal(
+        &self,
+        evm: &mut SimEvm<'_>,
+        place: &Place,
+        opening: Opening,
+        out: SimBody,
+        requests: &Requests,
+    ) -> Result<SimulatedBlock, SimulateError> {
         let diff = evm.ctx.journaled_state.database.diff_so_far();
         let state_root = hearth_storage::state_root_after(self.db, self.base + 1, &diff)?;
+        let Opening { parent_hash, base_fee, excess_blob_gas, prevrandao, beacon_root, .. } =
+            opening;
         let header = Header {
             parent_hash,
             ommers_hash: alloy_consensus::constants::EMPTY_OMMER_ROOT_HASH,
-            beneficiary: coinbase,
+            beneficiary: place.coinbase,
             state_root,
             transactions_root: ordered_root(
-                encodings.into_iter().enumerate().map(|(i, tx)| (alloy_rlp::encode(i), tx)),
+                out.encodings.into_iter().enumerate().map(|(i, tx)| (alloy_rlp::encode(i), tx)),
             ),
-            receipts_root: receipts_root(&receipts),
-            logs_bloom,
-            difficulty,
-            number,
-            gas_limit,
-            gas_used,
-            timestamp: time,
+            receipts_root: receipts_root(&out.receipts),
+            logs_bloom: out.logs_bloom,
+            difficulty: place.difficulty,
+            number: place.number,
+            gas_limit: place.gas_limit,
+            gas_used: out.gas_used,
+            timestamp: place.time,
             extra_data: Bytes::new(),
             mix_hash: prevrandao,
             nonce: Default::default(),
             base_fee_per_gas: base_fee,
-            withdrawals_root: shanghai.then(|| withdrawals_root(&withdrawals)),
-            blob_gas_used: cancun.then_some(blob_gas_used),
-            excess_blob_gas: excess,
+            withdrawals_root: place
+                .is(SpecId::SHANGHAI)
+                .then(|| withdrawals_root(&opening.withdrawals)),
+            blob_gas_used: place.is(SpecId::CANCUN).then_some(out.blob_gas_used),
+            excess_blob_gas,
             parent_beacon_block_root: beacon_root,
-            requests_hash: prague.then(|| requests.requests_hash()),
+            requests_hash: place.is(SpecId::PRAGUE).then(|| requests.requests_hash()),
             ..Default::default()
         };
         let hash = header.hash_slow();
-        let extras = BlockExtras { ommers: Vec::new(), withdrawals };
-        let block = SealedBlock { header, hash, body, receipts, extras };
-        Ok(SimulatedBlock { block, calls: results })
+        let extras = BlockExtras { ommers: Vec::new(), withdrawals: opening.withdrawals };
+        let block = SealedBlock { header, hash, body: out.body, receipts: out.receipts, extras };
+        Ok(SimulatedBlock { block, calls: out.results })
     }
 }
 
-/// The withdrawals root: our trie over (rlp(index), rlp(withdrawal)).
-fn withdrawals_root(withdrawals: &[alloy_eips::eip4895::Withdrawal]) -> B256 {
-    if withdrawals.is_empty() {
-        return EMPTY_ROOT;
+/// A call's outcome as eth_simulateV1 reports it: whether it succeeded, its logs, the data it
+/// returned (none for a failed call: geth puts the revert data in the error) and its error.
+fn call_result(result: ExecutionResult) -> (bool, Vec<Log>, Bytes, Option<SimCallError>) {
+    match result {
+        ExecutionResult::Success { logs, output, .. } => {
+            let data = match output {
+                Output::Call(bytes) | Output::Create(bytes, _) => bytes,
+            };
+            (true, logs, data, None)
+        }
+        ExecutionResult::Revert { logs, output, .. } => {
+            (false, logs, Bytes::new(), Some(SimCallError::Reverted(output)))
+        }
+        ExecutionResult::Halt { logs, reason, .. } => {
+            (false, logs, Bytes::new(), Some(SimCallError::Halted(halt_message(&reason))))
+        }
     }
-    ordered_root(
-        withdrawals.iter().enumerate().map(|(i, w)| (alloy_rlp::encode(i), alloy_rlp::encode(w))),
-    )
+}
+
+/// The system calls that open a simulated block: EIP-4788 (the beacon root, from Cancun) and
+/// EIP-2935 (the parent's hash, from Prague), each only when its contract has code.
+fn system_calls_before(
+    evm: &mut SimEvm<'_>,
+    place: &Place,
+    opening: &Opening,
+) -> Result<(), SimulateError> {
+    if place.is(SpecId::CANCUN)
+        && let Some(root) = opening.beacon_root
+        && evm.ctx.journaled_state.database.has_code(BEACON_ROOTS_ADDRESS)?
+    {
+        evm.system_call_commit(BEACON_ROOTS_ADDRESS, Bytes::copy_from_slice(root.as_slice()))
+            .map_err(exec_error)?;
+    }
+    if place.is(SpecId::PRAGUE)
+        && evm.ctx.journaled_state.database.has_code(HISTORY_STORAGE_ADDRESS)?
+    {
+        let parent_hash = Bytes::copy_from_slice(opening.parent_hash.as_slice());
+        evm.system_call_commit(HISTORY_STORAGE_ADDRESS, parent_hash).map_err(exec_error)?;
+    }
+    Ok(())
+}
+
+/// What a simulated block runs after its calls: `withdrawals` (Shanghai on), requests (Prague
+/// on: the deposits in `logs`, and the EIP-7002 and EIP-7251 system calls, which add nothing
+/// when they fail) and the pre-merge reward. The block's requests.
+fn after_calls(
+    evm: &mut SimEvm<'_>,
+    place: &Place,
+    withdrawals: &[Withdrawal],
+    logs: &[Log],
+) -> Result<Requests, SimulateError> {
+    let exec_db = &mut evm.ctx.journaled_state.database;
+    if place.is(SpecId::SHANGHAI) {
+        for withdrawal in withdrawals {
+            let amount = U256::from(withdrawal.amount) * U256::from(GWEI);
+            exec_db.credit(withdrawal.address, amount)?;
+        }
+    }
+    let mut requests = Requests::default();
+    if place.is(SpecId::PRAGUE) {
+        requests.push_request_with_type(DEPOSIT_REQUEST_TYPE, deposit_requests(logs)?);
+        for (address, kind) in [
+            (WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS, WITHDRAWAL_REQUEST_TYPE),
+            (CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, CONSOLIDATION_REQUEST_TYPE),
+        ] {
+            if !evm.ctx.journaled_state.database.has_code(address)? {
+                continue;
+            }
+            let result = evm.system_call_commit(address, Bytes::new()).map_err(exec_error)?;
+            if let ExecutionResult::Success { output: Output::Call(data), .. } = result {
+                requests.push_request_with_type(kind, data);
+            }
+        }
+    }
+    let reward = block_reward(place.spec);
+    if !place.difficulty.is_zero() && !reward.is_zero() {
+        evm.ctx.journaled_state.database.credit(place.coinbase, reward)?;
+    }
+    Ok(requests)
 }
 
 #[cfg(test)]

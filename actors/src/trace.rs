@@ -3,7 +3,7 @@
 //! `TracingInspector`), the answer encoded as JSON right here, within the response cap.
 //!
 //! A replay of block N starts from block N-1's state with block N's environment and fork
-//! rules, through `block_exec::block_evm`, the construction block building and import use, and
+//! rules, through `exec::block_evm`, the construction block building and import use, and
 //! runs the pre-block system calls (EIP-4788, EIP-2935) first; the transactions before the
 //! traced one run without an inspector. Every traced execution runs under a [`TraceGuard`]:
 //! the request's deadline (a geth tracer's `timeout`, else the EVM time cap) and, for opcode
@@ -46,9 +46,8 @@ use revm_inspectors::tracing::{
 };
 use serde::Serialize;
 
-use crate::block_exec::{BlockEvm, block_evm, block_reward, pre_block_calls};
-use crate::exec_db::ExecDb;
-use crate::executor::{ExecutorActor, exec_error, tx_env};
+use crate::exec::{BlockEvm, ExecDb, block_evm, block_reward, exec_error, pre_block_calls, tx_env};
+use crate::executor::ExecutorActor;
 
 /// The fewest bytes one struct log encodes to: `{"pc":0,"op":"LT","gas":0,"gasCost":0,
 /// "depth":1,"refund":0}` and its separating comma. With the stack, memory and storage left
@@ -72,16 +71,7 @@ impl ExecutorActor {
         let mut out = JsonOut::new(budget.max_bytes);
         match job {
             TraceJob::GethTransaction { block, index, options } => {
-                let replay = self.stored_block(block)?;
-                check_index(&replay, index)?;
-                let spec = replay.spec(self);
-                let tracer = GethTracer::new(&options, budget, bounds)?;
-                self.replay(
-                    &replay,
-                    index..=index,
-                    || tracer.make(),
-                    |step| write_geth(&mut out, step, Some(replay.context(index)), spec),
-                )?;
+                self.geth_transaction(&mut out, block, index, &options, budget, bounds)?;
             }
             TraceJob::GethBlock { block, options } => {
                 let replay = self.stored_block(block)?;
@@ -92,36 +82,10 @@ impl ExecutorActor {
                 self.geth_block(&mut out, &replay, &options, budget, bounds)?;
             }
             TraceJob::GethCall { request, block, options } => {
-                let tracer = GethTracer::new(&options, budget, bounds)?;
-                let calls = [(*request, ())];
-                self.trace_calls(
-                    block,
-                    &calls,
-                    |_| tracer.make(),
-                    |step, spec| write_geth(&mut out, step, None, spec),
-                )?;
+                self.geth_call(&mut out, *request, block, &options, budget, bounds)?;
             }
             TraceJob::ParityTransaction { block, index, address } => {
-                let replay = self.stored_block(block)?;
-                check_index(&replay, index)?;
-                let make = || parity_tracer(TracingInspectorConfig::default_parity(), bounds);
-                let mut traces = Vec::new();
-                self.replay(&replay, index..=index, make, |step| {
-                    traces = localized(step, replay.info(index));
-                    Ok(())
-                })?;
-                match address {
-                    // trace_get: one index picks the trace at that position, as reth answers
-                    // (more than one index is null there, as in OpenEthereum).
-                    Some(address) => {
-                        let pick = match address.as_slice() {
-                            [position] => traces.get(*position),
-                            _ => None,
-                        };
-                        out.value(&pick)?;
-                    }
-                    None => out.value(&traces)?,
-                }
+                self.parity_transaction(&mut out, block, index, address.as_deref(), bounds)?;
             }
             TraceJob::ParityBlock { block } => {
                 let replay = self.stored_block(block)?;
@@ -130,55 +94,156 @@ impl ExecutorActor {
                 list.close(&mut out)?;
             }
             TraceJob::ParityReplayTransaction { block, index, types } => {
-                let replay = self.stored_block(block)?;
-                check_index(&replay, index)?;
-                let make =
-                    || parity_tracer(TracingInspectorConfig::from_parity_config(&types), bounds);
-                self.replay(&replay, index..=index, make, |step| {
-                    out.value(&trace_results(step, &types)?)
-                })?;
+                self.parity_replay_transaction(&mut out, block, index, &types, bounds)?;
             }
             TraceJob::ParityReplayBlock { block, types } => {
-                let replay = self.stored_block(block)?;
-                let make =
-                    || parity_tracer(TracingInspectorConfig::from_parity_config(&types), bounds);
-                let mut list = out.array();
-                self.replay(&replay, replay.all(), make, |step| {
-                    let hash = replay.txs[step.index].hash;
-                    let full_trace = trace_results(step, &types)?;
-                    list.push(
-                        &mut out,
-                        &TraceResultsWithTransactionHash { full_trace, transaction_hash: hash },
-                    )
-                })?;
-                list.close(&mut out)?;
+                self.parity_replay_block(&mut out, block, &types, bounds)?;
             }
             TraceJob::ParityCalls { calls, block, many } => {
-                let mut list = many.then(|| out.array());
-                self.trace_calls(
-                    block,
-                    &calls,
-                    |types| {
-                        parity_tracer(TracingInspectorConfig::from_parity_config(types), bounds)
-                    },
-                    |step, _| {
-                        let types = &calls[step.index].1;
-                        let results = trace_results(step, types)?;
-                        match &mut list {
-                            Some(list) => list.push(&mut out, &results),
-                            None => out.value(&results),
-                        }
-                    },
-                )?;
-                if let Some(list) = list {
-                    list.close(&mut out)?;
-                }
+                self.parity_calls(&mut out, &calls, block, many, bounds)?;
             }
             TraceJob::ParityFilter { from, to, filter } => {
                 self.parity_filter(&mut out, from, to, &filter, bounds)?;
             }
         }
         Ok(TraceOutput(out.buf))
+    }
+
+    /// debug_traceTransaction: transaction `index` of block `block`, replayed in its block.
+    fn geth_transaction(
+        &mut self,
+        out: &mut JsonOut,
+        block: u64,
+        index: usize,
+        options: &GethDebugTracingOptions,
+        budget: TraceBudget,
+        bounds: Bounds,
+    ) -> Result<(), ExecError> {
+        let replay = self.stored_block(block)?;
+        check_index(&replay, index)?;
+        let spec = replay.spec(self);
+        let tracer = GethTracer::new(options, budget, bounds)?;
+        self.replay(
+            &replay,
+            index..=index,
+            || tracer.make(),
+            |step| write_geth(out, step, Some(replay.context(index)), spec),
+        )
+    }
+
+    /// debug_traceCall: `request` on the state after block `block`.
+    fn geth_call(
+        &mut self,
+        out: &mut JsonOut,
+        request: CallRequest,
+        block: u64,
+        options: &GethDebugTracingOptions,
+        budget: TraceBudget,
+        bounds: Bounds,
+    ) -> Result<(), ExecError> {
+        let tracer = GethTracer::new(options, budget, bounds)?;
+        let calls = [(request, ())];
+        self.trace_calls(
+            block,
+            &calls,
+            |_| tracer.make(),
+            |step, spec| write_geth(out, step, None, spec),
+        )
+    }
+
+    /// trace_transaction, and trace_get (`address`: the position of the one trace wanted).
+    fn parity_transaction(
+        &mut self,
+        out: &mut JsonOut,
+        block: u64,
+        index: usize,
+        address: Option<&[usize]>,
+        bounds: Bounds,
+    ) -> Result<(), ExecError> {
+        let replay = self.stored_block(block)?;
+        check_index(&replay, index)?;
+        let make = || parity_tracer(TracingInspectorConfig::default_parity(), bounds);
+        let mut traces = Vec::new();
+        self.replay(&replay, index..=index, make, |step| {
+            traces = localized(step, replay.info(index));
+            Ok(())
+        })?;
+        match address {
+            // trace_get: one index picks the trace at that position, as reth answers (more
+            // than one index is null there, as in OpenEthereum).
+            Some(address) => {
+                let pick = match address {
+                    [position] => traces.get(*position),
+                    _ => None,
+                };
+                out.value(&pick)
+            }
+            None => out.value(&traces),
+        }
+    }
+
+    /// trace_replayTransaction: transaction `index` of block `block` with the `types` asked.
+    fn parity_replay_transaction(
+        &mut self,
+        out: &mut JsonOut,
+        block: u64,
+        index: usize,
+        types: &TraceTypes,
+        bounds: Bounds,
+    ) -> Result<(), ExecError> {
+        let replay = self.stored_block(block)?;
+        check_index(&replay, index)?;
+        let make = || parity_tracer(TracingInspectorConfig::from_parity_config(types), bounds);
+        self.replay(&replay, index..=index, make, |step| out.value(&trace_results(step, types)?))
+    }
+
+    /// trace_replayBlockTransactions: every transaction of block `block` with the `types`
+    /// asked.
+    fn parity_replay_block(
+        &mut self,
+        out: &mut JsonOut,
+        block: u64,
+        types: &TraceTypes,
+        bounds: Bounds,
+    ) -> Result<(), ExecError> {
+        let replay = self.stored_block(block)?;
+        let make = || parity_tracer(TracingInspectorConfig::from_parity_config(types), bounds);
+        let mut list = out.array();
+        self.replay(&replay, replay.all(), make, |step| {
+            let hash = replay.txs[step.index].hash;
+            let full_trace = trace_results(step, types)?;
+            list.push(out, &TraceResultsWithTransactionHash { full_trace, transaction_hash: hash })
+        })?;
+        list.close(out)
+    }
+
+    /// trace_call (one call) and trace_callMany (`many`: an array of answers).
+    fn parity_calls(
+        &mut self,
+        out: &mut JsonOut,
+        calls: &[(CallRequest, TraceTypes)],
+        block: u64,
+        many: bool,
+        bounds: Bounds,
+    ) -> Result<(), ExecError> {
+        let mut list = many.then(|| out.array());
+        self.trace_calls(
+            block,
+            calls,
+            |types| parity_tracer(TracingInspectorConfig::from_parity_config(types), bounds),
+            |step, _| {
+                let types = &calls[step.index].1;
+                let results = trace_results(step, types)?;
+                match &mut list {
+                    Some(list) => list.push(out, &results),
+                    None => out.value(&results),
+                }
+            },
+        )?;
+        match list {
+            Some(list) => list.close(out),
+            None => Ok(()),
+        }
     }
 
     /// debug_traceBlock*: `[{"txHash", "result"}]` for every transaction of `replay`.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
-use hearth_actors::block_exec::default_blob_params;
+use hearth_actors::exec::default_blob_params;
 use hearth_storage::{AccountChange, AccountFields, EMPTY_CODE_HASH, StateDiff, StateView};
 use revm::primitives::hardfork::SpecId;
 use serde_json::Value;

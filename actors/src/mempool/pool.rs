@@ -132,7 +132,7 @@ pub fn next_blob_base_fee(db: &ChainDb, params: &BlobParams) -> Option<u128> {
     let head = db.head_number().unwrap_or_default();
     let parent = db.header(head).ok().flatten()?;
     parent.excess_blob_gas?;
-    Some(params.calc_blob_fee(crate::block_exec::excess_blob_gas(&parent, params)))
+    Some(params.calc_blob_fee(crate::exec::excess_blob_gas(&parent, params)))
 }
 
 /// The next block's base fee after `db`'s head (0 without a head or after a pre-London one).

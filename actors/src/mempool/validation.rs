@@ -35,7 +35,7 @@ use revm::primitives::KECCAK_EMPTY;
 use revm::primitives::hardfork::SpecId;
 use revm::state::AccountInfo;
 
-use crate::executor::tx_env;
+use crate::exec::tx_env;
 
 /// The chain rules a transaction is checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

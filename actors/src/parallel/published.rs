@@ -30,6 +30,7 @@ use revm::bytecode::Bytecode;
 use revm::state::AccountInfo;
 
 use super::seqmap::SeqMap;
+use crate::exec::{Publish, PublishedValues, SlotRead};
 
 /// An account as committed: `None` when the block deleted it.
 type Committed = Option<AccountInfo>;
@@ -54,15 +55,6 @@ pub(crate) struct Published {
     any_reset: CachePadded<AtomicBool>,
     /// A write found no room (`SeqMap::put`): helpers may read stale values from here on.
     full: AtomicBool,
-}
-
-/// What a published read found.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum SlotRead {
-    /// The slot's committed value.
-    Value(U256),
-    /// The block wrote neither the slot nor the account's storage: read the start state.
-    NotWritten,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -96,8 +88,17 @@ fn writer_word(writer: usize) -> u64 {
 }
 
 impl Published {
+    /// Whether a write found no room: from then on helpers may read values older than the
+    /// block's, and the committer should run the rest of the block alone.
+    pub(crate) fn is_full(&self) -> bool {
+        self.full.load(Ordering::Relaxed)
+    }
+}
+
+/// A helper's database reads what the committer committed before the block's start state.
+impl PublishedValues for Published {
     /// The account as the block committed it: `Some(None)` deleted, `None` not written.
-    pub(crate) fn account(&self, address: &Address) -> Option<Committed> {
+    fn account(&self, address: &Address) -> Option<Committed> {
         let words = self.accounts.get(&address_key(address))?;
         if words[0] == 0 {
             return Some(None);
@@ -112,7 +113,7 @@ impl Published {
     }
 
     /// A slot as the block committed it.
-    pub(crate) fn slot(&self, address: &Address, slot: &U256) -> SlotRead {
+    fn slot(&self, address: &Address, slot: &U256) -> SlotRead {
         let written = self
             .slots
             .get(&slot_key(address, slot))
@@ -132,19 +133,16 @@ impl Published {
     }
 
     /// Code the block deployed.
-    pub(crate) fn code(&self, hash: &B256) -> Option<Bytecode> {
+    fn code(&self, hash: &B256) -> Option<Bytecode> {
         locked(&self.codes).get(hash).cloned()
     }
+}
 
-    /// Whether a write found no room: from then on helpers may read values older than the
-    /// block's, and the committer should run the rest of the block alone.
-    pub(crate) fn is_full(&self) -> bool {
-        self.full.load(Ordering::Relaxed)
-    }
-
+/// The committer publishes each commit here.
+impl Publish for Published {
     /// Publishes that transaction `writer` left `address` as `account`, having reset its
     /// storage when `storage_reset`. The committer's alone: one writer.
-    pub(crate) fn put_account(
+    fn put_account(
         &self,
         writer: usize,
         address: Address,
@@ -169,7 +167,7 @@ impl Published {
 
     /// Publishes that transaction `writer` left `slot` of `address` holding `value`. The
     /// committer's alone: one writer.
-    pub(crate) fn put_slot(&self, writer: usize, address: Address, slot: U256, value: U256) {
+    fn put_slot(&self, writer: usize, address: Address, slot: U256, value: U256) {
         let [a, b, c, d] = *value.as_limbs();
         if !self.slots.put(&slot_key(&address, &slot), &[writer_word(writer), a, b, c, d]) {
             self.full.store(true, Ordering::Relaxed);
@@ -177,7 +175,7 @@ impl Published {
     }
 
     /// Publishes code the block deployed.
-    pub(crate) fn put_code(&self, hash: B256, code: Bytecode) {
+    fn put_code(&self, hash: B256, code: Bytecode) {
         locked(&self.codes).entry(hash).or_insert(code);
     }
 }

@@ -59,7 +59,8 @@ pub(crate) fn geth_message(error: &InvalidTransaction) -> String {
     }
 }
 
-pub(super) fn outcome(result: ExecutionResult) -> CallOutcome {
+/// A finished run as eth_call reports it: a revert or a halt is an outcome, not an error.
+pub(crate) fn outcome(result: ExecutionResult) -> CallOutcome {
     let gas_used = result.tx_gas_used();
     match result {
         ExecutionResult::Success { output, .. } => {

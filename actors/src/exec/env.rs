@@ -1,15 +1,18 @@
 //! The revm environment a request runs in: the block environment of a stored header (with
-//! eth_call's block overrides) and the transaction environment of a call request or of a
-//! signed, pooled transaction.
+//! eth_call's block overrides) or of a block to execute, and the transaction environment of a
+//! call request or of a signed, pooled transaction.
 
 use alloy_consensus::{Header, Transaction};
 use alloy_eips::Typed2718;
 use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{Address, B256, TxKind, U256};
-use hearth_messages::executor::{BlockOverrides, CallRequest, PooledTx};
+use hearth_messages::executor::{BlockEnvSpec, BlockOverrides, CallRequest, PooledTx};
 use revm::context::{BlockEnv, TxEnv};
 use revm::context_interface::block::BlobExcessGasAndPrice;
 use revm::context_interface::either::Either;
+use revm::primitives::hardfork::SpecId;
+
+use super::rules::blob_fraction;
 
 /// Applies an eth_call's block overrides to the environment it runs in.
 pub(crate) fn apply_block_overrides(env: &mut BlockEnv, o: &BlockOverrides) {
@@ -46,7 +49,7 @@ pub(crate) fn block_env_of(header: &Header, blob_params: &BlobParams) -> BlockEn
         prevrandao: Some(header.mix_hash),
         blob_excess_gas_and_price: Some(BlobExcessGasAndPrice::new(
             header.excess_blob_gas.unwrap_or_default(),
-            u64::try_from(blob_params.update_fraction).unwrap_or(u64::MAX),
+            blob_fraction(blob_params),
         )),
         ..Default::default()
     }
@@ -116,5 +119,26 @@ pub(crate) fn tx_env(pooled: &PooledTx) -> TxEnv {
             .authorization_list()
             .map(|list| list.iter().cloned().map(Either::Left).collect())
             .unwrap_or_default(),
+    }
+}
+
+/// revm's block environment for `env` under `spec`.
+pub(crate) fn block_env(env: &BlockEnvSpec, spec: SpecId, params: &BlobParams) -> BlockEnv {
+    let merged = spec.is_enabled_in(SpecId::MERGE);
+    BlockEnv {
+        number: U256::from(env.number),
+        beneficiary: env.coinbase,
+        timestamp: U256::from(env.timestamp),
+        gas_limit: env.gas_limit,
+        basefee: if spec.is_enabled_in(SpecId::LONDON) { env.base_fee } else { 0 },
+        difficulty: env.difficulty,
+        prevrandao: merged.then_some(env.prevrandao),
+        blob_excess_gas_and_price: spec.is_enabled_in(SpecId::CANCUN).then(|| {
+            BlobExcessGasAndPrice::new(
+                env.excess_blob_gas.unwrap_or_default(),
+                blob_fraction(params),
+            )
+        }),
+        ..Default::default()
     }
 }

@@ -21,10 +21,8 @@ use revm::bytecode::{Bytecode, JumpTable};
 use revm::database_interface::{Database, DatabaseCommit, DatabaseRef};
 use revm::state::{Account, AccountInfo, EvmState};
 
-use crate::parallel::ReadAhead;
-use crate::parallel::published::{Published, SlotRead};
-
-use crate::code_cache::CodeL1;
+use super::code::CodeL1;
+use super::published::{Publish, PublishedValues, ReadLog, SlotRead};
 
 /// What the transactions of a block executed so far have changed.
 #[derive(Debug, Default, Clone)]
@@ -150,9 +148,11 @@ impl ReadCache {
     }
 }
 
-/// revm's database for one call or one block.
+/// revm's database for one call or one block. `P`: what a parallel block's other threads
+/// publish for it to read before the store (`()`: nothing, any database but a parallel
+/// block's).
 #[derive(Debug)]
-pub(crate) struct ExecDb<'a> {
+pub(crate) struct ExecDb<'a, P: PublishedValues = ()> {
     base: StateView,
     codes: &'a mut CodeL1,
     changes: BlockChanges,
@@ -165,13 +165,13 @@ pub(crate) struct ExecDb<'a> {
     /// the store's.
     block_hashes: BTreeMap<u64, B256>,
     /// What revm read, when recording (a speculative transaction of a parallel block).
-    log: Option<crate::parallel::ReadLog>,
+    log: Option<ReadLog>,
     /// The deepest call frame a call or create instruction opened (0: the top frame only),
     /// when the EVM notes it (a block's: `block_exec::note_call_depths`).
     max_call_depth: usize,
     /// A parallel block's committed values, read before `changes` (a helper's database, whose
     /// `changes` stay the block's start).
-    published: Option<&'a Published>,
+    published: Option<&'a P>,
     /// Snapshot accounts read so far, without a read cache (blocks): the snapshot does not
     /// change under this database, and a transaction reads an account more than once (its
     /// fields, then whether it has storage: the EIP-7610 marker), and the coinbase in every
@@ -179,13 +179,13 @@ pub(crate) struct ExecDb<'a> {
     base_accounts: AddressMap<Option<hearth_storage::StoredAccount>>,
     /// A parallel block's accounts read ahead by its helpers, and the index of the
     /// transaction executing: read before the store.
-    read_ahead: Option<(&'a ReadAhead, usize)>,
+    read_ahead: Option<(&'a P, usize)>,
 }
 
 /// Most snapshot accounts one block database keeps (about 150 bytes each).
 const BASE_ACCOUNTS_KEPT: usize = 65_536;
 
-impl<'a> ExecDb<'a> {
+impl<'a, P: PublishedValues> ExecDb<'a, P> {
     pub(crate) fn new(base: StateView, codes: &'a mut CodeL1) -> Self {
         Self {
             base,
@@ -204,12 +204,12 @@ impl<'a> ExecDb<'a> {
 
     /// Reads the snapshot accounts that `ahead` holds for transaction `index` (about to
     /// execute) before the store.
-    pub(crate) const fn read_ahead(&mut self, ahead: &'a ReadAhead, index: usize) {
+    pub(crate) const fn read_ahead(&mut self, ahead: &'a P, index: usize) {
         self.read_ahead = Some((ahead, index));
     }
 
     /// Reads what a parallel block's committer published before this database's own changes.
-    pub(crate) fn read_published(&mut self, published: &'a Published) {
+    pub(crate) fn read_published(&mut self, published: &'a P) {
         self.published = Some(published);
     }
 
@@ -227,7 +227,7 @@ impl<'a> ExecDb<'a> {
         &mut self,
         writer: usize,
         state: &EvmState,
-        published: &Published,
+        published: &impl Publish,
         coinbase: &Address,
     ) {
         for (address, account) in state {
@@ -262,7 +262,7 @@ impl<'a> ExecDb<'a> {
         address: &Address,
         account: &Account,
         Committed { info: committed, changed, .. }: Committed,
-        published: &Published,
+        published: &impl Publish,
     ) {
         // Conservatively, an account left empty may have lost its storage (EIP-161).
         let reset = account.is_created() || account.is_selfdestructed() || account.info.is_empty();
@@ -312,14 +312,14 @@ impl<'a> ExecDb<'a> {
     /// Records every account and slot revm reads from now on, until `take_log`, into `log`
     /// (emptied, its vectors' capacity kept: a parallel block's helper reuses the logs of its
     /// runs the committer is done with).
-    pub(crate) fn start_log(&mut self, mut log: crate::parallel::ReadLog) {
+    pub(crate) fn start_log(&mut self, mut log: ReadLog) {
         log.accounts.clear();
         log.slots.clear();
         self.log = Some(log);
     }
 
     /// What was read since `start_log`, and stops recording.
-    pub(crate) fn take_log(&mut self) -> crate::parallel::ReadLog {
+    pub(crate) fn take_log(&mut self) -> ReadLog {
         self.log.take().unwrap_or_default()
     }
 
@@ -340,7 +340,8 @@ impl<'a> ExecDb<'a> {
         if let Some(account) = self.base_accounts.get(address) {
             return Ok(account.clone());
         }
-        let ahead = self.read_ahead.and_then(|(ahead, index)| ahead.get(index, address));
+        let ahead =
+            self.read_ahead.and_then(|(ahead, index)| ahead.snapshot_account(index, address));
         let account = match ahead {
             Some(account) => account,
             None => self.base.account(address)?,
@@ -661,7 +662,7 @@ struct Committed {
     changed: bool,
 }
 
-impl Database for ExecDb<'_> {
+impl<P: PublishedValues> Database for ExecDb<'_, P> {
     type Error = StorageError;
 
     fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, Self::Error> {
@@ -743,7 +744,7 @@ impl Database for ExecDb<'_> {
     }
 }
 
-impl DatabaseCommit for ExecDb<'_> {
+impl<P: PublishedValues> DatabaseCommit for ExecDb<'_, P> {
     fn commit(&mut self, changes: AddressMap<Account>) {
         for (address, account) in &changes {
             self.commit_account(*address, account);
@@ -754,7 +755,7 @@ impl DatabaseCommit for ExecDb<'_> {
 /// Reads without recording anything: what the tracers' builders use to look at the state
 /// before a traced transaction (prestate, state diffs). The block's changes so far, then the
 /// snapshot; code the block did not deploy comes from the snapshot (the L1 needs `&mut`).
-impl DatabaseRef for ExecDb<'_> {
+impl<P: PublishedValues> DatabaseRef for ExecDb<'_, P> {
     type Error = StorageError;
 
     fn basic_ref(&self, address: Address) -> Result<Option<AccountInfo>, Self::Error> {

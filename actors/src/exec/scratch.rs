@@ -26,15 +26,15 @@ const FRAME_BYTES: usize = size_of::<EthFrame>() + revm::interpreter::STACK_LIMI
 /// block building and block import (`block_exec::execute_block`) all draw on it.
 #[derive(Debug)]
 pub(crate) struct EvmScratch {
-    pub(super) frames: Option<FrameStack<EthFrame>>,
-    pub(super) local: Option<LocalContext>,
+    pub(crate) frames: Option<FrameStack<EthFrame>>,
+    pub(crate) local: Option<LocalContext>,
     /// Frames the kept `frames` holds: its high-water mark (revm's pool never shrinks).
     frames_held: usize,
-    pub(super) retain_bytes: usize,
+    pub(crate) retain_bytes: usize,
 }
 
 impl EvmScratch {
-    pub(super) fn new(retain_bytes: usize) -> Self {
+    pub(crate) fn new(retain_bytes: usize) -> Self {
         Self { frames: None, local: None, frames_held: 0, retain_bytes }
     }
 
@@ -86,13 +86,13 @@ pub(crate) struct CallGuard {
     /// Whether the cap was reached (every frame since has been halted).
     pub(crate) expired: bool,
     depth: usize,
-    pub(super) max_depth: usize,
+    pub(crate) max_depth: usize,
 }
 
 impl CallGuard {
     const CHECK_EVERY: u32 = 4096;
 
-    pub(super) fn new(timeout: Option<std::time::Duration>) -> Self {
+    pub(crate) fn new(timeout: Option<std::time::Duration>) -> Self {
         Self::until(timeout.map(|t| std::time::Instant::now() + t))
     }
 
