@@ -324,7 +324,7 @@ fn parse_duration(value: &str) -> Option<Duration> {
 /// `--exec.threads` when not given: `fallback` (the executor threads, or the cores), at most
 /// what a block may use, so that a machine with more cores than that still starts.
 pub fn default_exec_threads(fallback: usize) -> usize {
-    fallback.clamp(1, hearth_actors::parallel::MAX_EXEC_THREADS)
+    fallback.clamp(1, hearth_actors::exec::MAX_EXEC_THREADS)
 }
 
 /// The cores this machine has, for `--exec.threads`' default where no executor pool is sized.
@@ -340,7 +340,7 @@ pub fn parallel_config(
     hearth_actors::ParallelConfig::new(mode, threads).map_err(|_| ConfigError::OutOfRange {
         flag: "--exec.threads",
         min: 1,
-        max: hearth_actors::parallel::MAX_EXEC_THREADS as u64,
+        max: hearth_actors::exec::MAX_EXEC_THREADS as u64,
         got: threads as u64,
     })
 }

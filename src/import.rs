@@ -326,11 +326,7 @@ mod tests {
     use super::*;
 
     fn rules(spec: SpecId) -> ForkRules {
-        ForkRules {
-            spec,
-            blob_params: hearth_actors::block_exec::default_blob_params(spec),
-            chain_id: 1,
-        }
+        ForkRules { spec, blob_params: hearth_actors::exec::default_blob_params(spec), chain_id: 1 }
     }
 
     fn parent() -> Header {

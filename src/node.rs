@@ -740,7 +740,7 @@ impl Wiring<'_> {
                 blob_params: self
                     .opened
                     .blob_params
-                    .unwrap_or_else(|| hearth_actors::block_exec::default_blob_params(spec)),
+                    .unwrap_or_else(|| hearth_actors::exec::default_blob_params(spec)),
                 block_gas_limit: config.gas_limit,
                 code_size_limit: config.code_size_limit,
                 max_count: config.txpool_max_count.get(),

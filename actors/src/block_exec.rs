@@ -40,10 +40,6 @@ use crate::exec::{
 };
 use crate::parallel::{Board, Committer, ParallelStats, ReadAhead, SpecInput};
 
-// The root crate names the fork's blob schedule here (`src/node.rs`, `src/import.rs`); it is
-// a rule of the kernel's, which calls and simulations apply too.
-pub use crate::exec::default_blob_params;
-
 /// Stops a parallel block's helpers when dropped (the block's loop ended, or failed).
 struct StopHelpers<'b, 'a>(Option<&'b Board<'a>>);
 

@@ -76,10 +76,6 @@ use crate::exec::{
 };
 use published::Published;
 
-// The root crate names the thread bound here (`src/config.rs`); its definition is the
-// kernel's, beside the configuration that checks it.
-pub use crate::exec::MAX_EXEC_THREADS;
-
 /// Fewest transactions a block needs before `auto` runs it in parallel. Below it, starting the
 /// workers and validating costs more than the block's execution (a scoped thread costs tens of
 /// microseconds to start; a transfer executes in a few).
