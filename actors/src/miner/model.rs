@@ -729,3 +729,13 @@ proptest! {
         check(&ops)?;
     }
 }
+
+/// What the test shrank to when `BlockClock::blocks_made` was broken on purpose to forget a
+/// caller's timestamp (the clock must read the last block's timestamp after evm_mine with
+/// one, so the offset answered next is 1, not 0).
+#[test]
+fn a_timestamp_given_to_evm_mine_moves_the_clock() {
+    let ops =
+        [Op::Mine { count: 1, timestamp: Some(GENESIS + 1) }, Op::SetNextTimestamp(GENESIS + 2)];
+    check(&ops).unwrap();
+}
