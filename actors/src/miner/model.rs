@@ -309,6 +309,15 @@ impl Driven {
                 self.timer = self.core.set_interval(interval, self.at);
                 Reply::None
             }
+            Op::Snapshot | Op::Revert(_) | Op::Rollback(_) | Op::Reset { .. } | Op::Restart => {
+                self.history(op)
+            }
+        }
+    }
+
+    /// Snapshots, reverts, rollbacks, resets and restarts, with the state owner simulated.
+    fn history(&mut self, op: &Op) -> Reply {
+        match *op {
             Op::Snapshot => {
                 let id = self.snapshots.take(self.chain.len());
                 self.core.snapshot_taken(id);
@@ -345,6 +354,7 @@ impl Driven {
                 self.timer = self.core.arm(self.at);
                 Reply::None
             }
+            ref other => unreachable!("{other:?} is not a history op"),
         }
     }
 
@@ -520,6 +530,17 @@ impl Model {
     }
 
     fn apply(&mut self, op: &Op) -> Reply {
+        match op {
+            Op::Wait(_) | Op::Tx | Op::Mine { .. } | Op::MineSpaced { .. } => self.mining(op),
+            Op::Snapshot | Op::Revert(_) | Op::Rollback(_) | Op::Reset { .. } | Op::Restart => {
+                self.history(op)
+            }
+            _ => self.setting(op),
+        }
+    }
+
+    /// Time passing and the requests that make blocks.
+    fn mining(&mut self, op: &Op) -> Reply {
         match *op {
             Op::Wait(ms) => {
                 let until = self.at_ms + ms;
@@ -553,6 +574,13 @@ impl Model {
                 let after = move |_: Option<u64>, t: u64| Some(t.saturating_add(interval));
                 Reply::Number(self.run(count, None, true, after))
             }
+            ref other => unreachable!("{other:?} is not a mining op"),
+        }
+    }
+
+    /// The settings: timestamps, gas limit, base fee, modes.
+    fn setting(&mut self, op: &Op) -> Reply {
+        match *op {
             Op::SetNextTimestamp(t) => {
                 if t > MAX_TIMESTAMP {
                     return Reply::Value(Err(Refusal::Setting));
@@ -605,6 +633,13 @@ impl Model {
                 self.ticks = ms.map(|ms| (ms, self.at_ms + ms));
                 Reply::None
             }
+            ref other => unreachable!("{other:?} is not a setting"),
+        }
+    }
+
+    /// Snapshots, reverts, rollbacks, resets and restarts.
+    fn history(&mut self, op: &Op) -> Reply {
+        match *op {
             Op::Snapshot => {
                 let id = self.snapshots.take(self.chain.len());
                 self.saved.push((
@@ -656,6 +691,7 @@ impl Model {
                     self.ticks.map(|(block_time, _)| (block_time, self.at_ms + block_time));
                 Reply::None
             }
+            ref other => unreachable!("{other:?} is not a history op"),
         }
     }
 
