@@ -5,7 +5,16 @@ use alloy_primitives::{Address, B256};
 use hearth_messages::MineError;
 use hearth_messages::miner::MAX_TIMESTAMP;
 
-use super::clock::Overrides;
+/// Settings that apply to the next block only, or change how blocks are stamped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Overrides {
+    pub(crate) timestamp: Option<u64>,
+    pub(crate) base_fee: Option<u64>,
+    pub(crate) prevrandao: Option<B256>,
+    /// The time the clock was last set to (anvil_setTime): with a timestamp interval, the
+    /// next block comes that interval after it rather than after its parent, as in anvil.
+    pub(crate) time_set: Option<u64>,
+}
 
 /// Where a block stands in the run that makes it. One-block overrides (next timestamp, base
 /// fee, prevrandao, the time the clock was set to) belong to the first block of a run only:

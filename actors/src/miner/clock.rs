@@ -6,18 +6,7 @@ use alloy_primitives::B256;
 use hearth_messages::MineError;
 use hearth_messages::miner::MAX_TIMESTAMP;
 
-use super::block::{Stamped, stamp_after};
-
-/// Settings that apply to the next block only, or change how blocks are stamped.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Overrides {
-    pub(crate) timestamp: Option<u64>,
-    pub(crate) base_fee: Option<u64>,
-    pub(crate) prevrandao: Option<B256>,
-    /// The time the clock was last set to (anvil_setTime): with a timestamp interval, the
-    /// next block comes that interval after it rather than after its parent, as in anvil.
-    pub(crate) time_set: Option<u64>,
-}
+use super::block::{Overrides, Stamped, stamp_after};
 
 /// What evm_snapshot saves of the clock, so that evm_revert turns it back too (as Hardhat).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

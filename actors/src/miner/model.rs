@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use super::block::{BlockKind, BlockRules, Position, Stamped};
 use super::core::{MIN_GAS_LIMIT, MinerCore, Settings};
 use super::schedule::Tick;
-use super::series::{Series, SeriesStep, Spacing};
+use super::series::{MINE_CHUNK_BLOCKS, Series, SeriesStep, Spacing};
 
 /// The wall clock's reading when the test starts, and the genesis timestamp.
 const GENESIS: u64 = 1_000_000;
@@ -514,6 +514,12 @@ impl Model {
                     break;
                 }
             }
+            // A series is mined in chunks with the mailbox served between them, and each chunk
+            // ends a run: a timestamp set for the next block moves the clock to the first
+            // chunk's last block, not the series' (the core's rule, found by this test).
+            if (i + 1) % MINE_CHUNK_BLOCKS == 0 {
+                self.run_ended(last.take(), by_caller);
+            }
         }
         self.run_ended(last, by_caller);
         result.map(|()| Some(self.head()))
@@ -670,7 +676,9 @@ impl Model {
                 self.chain.truncate(self.chain.len() - depth as usize);
                 self.snapshots.rolled_back(self.chain.len());
                 let head = *self.chain.last().expect("a chain has a genesis");
-                self.clock_reads(head.timestamp);
+                // A head stamped past the latest timestamp (an evm_mine that asked for one)
+                // sets the clock to the latest.
+                self.clock_reads(head.timestamp.min(MAX_TIMESTAMP));
                 self.drop_one_block_settings();
                 self.gas_limit = head.gas_limit.max(MIN_GAS_LIMIT);
                 Reply::Number(Ok(Some(self.head())))
@@ -758,7 +766,7 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
 
 proptest! {
     // Bounded so the whole run stays well under two seconds in a debug build.
-    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1024, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn the_core_mines_what_the_model_says(ops in proptest::collection::vec(op(), 1..40)) {
@@ -773,5 +781,31 @@ proptest! {
 fn a_timestamp_given_to_evm_mine_moves_the_clock() {
     let ops =
         [Op::Mine { count: 1, timestamp: Some(GENESIS + 1) }, Op::SetNextTimestamp(GENESIS + 2)];
+    check(&ops).unwrap();
+}
+
+/// Shrunk by the test: with a next timestamp set, a 65-block evm_mine moves the clock to the
+/// 64th block (the first chunk's last), not the 65th, so the offset answered after is 64. The
+/// model first had the whole series as one run; the core's rule is per chunk.
+#[test]
+fn a_next_timestamp_moves_the_clock_to_the_first_chunk_s_last_block() {
+    let ops = [
+        Op::SetNextTimestamp(GENESIS + 1),
+        Op::Mine { count: 65, timestamp: None },
+        Op::SetNextBaseFee(0),
+    ];
+    check(&ops).unwrap();
+}
+
+/// Shrunk by the test: a rollback to a head stamped past the latest timestamp allowed sets
+/// the clock to the latest, not to the head's.
+#[test]
+fn a_rollback_to_a_head_past_the_latest_timestamp_sets_the_clock_to_the_latest() {
+    let ops = [
+        Op::Reset { timestamp: MAX_TIMESTAMP - 3, gas_limit: 0 },
+        Op::Mine { count: 65, timestamp: None },
+        Op::Rollback(0),
+        Op::SetNextBaseFee(0),
+    ];
     check(&ops).unwrap();
 }
