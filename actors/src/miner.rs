@@ -22,14 +22,13 @@
 //!   request (-32603) and the miner goes on from its settings; it holds no state that is not
 //!   in the chain or its settings.
 //!
-//! **Core and shell.** [`MinerCore`](self::core::MinerCore) (`miner/core.rs`) holds the state
-//! and the rules without actix, tokio or a wall clock: `clock.rs` the block clock (offset,
-//! one-block overrides, timestamp interval, saved clocks), `schedule.rs` the interval timer,
-//! `series.rs` multi-block requests and their chunks, `block.rs` what kind of block is mined
-//! and how it is stamped. Its methods take the time as arguments, so `miner/model.rs` checks
-//! them against a plain model with proptest. This file is the shell: each handler reads the
-//! clocks, calls the core, and carries out what it decides; `job.rs` runs a block with the
-//! peers.
+//! **Core and shell.** `MinerCore` (`miner/core.rs`) holds the state and the rules without actix,
+//! tokio or a wall clock: `clock.rs` the block clock (offset, one-block overrides, timestamp
+//! interval, saved clocks), `schedule.rs` the interval timer, `series.rs` multi-block requests and
+//! their chunks, `block.rs` what kind of block is mined and how it is stamped. Its methods take the
+//! time as arguments, so `miner/model.rs` checks them against a plain model with proptest. This
+//! file is the shell: each handler reads the clocks, calls the core, and carries out what it
+//! decides; `job.rs` runs a block with the peers.
 //!
 //! The interval timer runs on the tokio clock (`run_later`), so paused-time tests drive it.
 //! Execution never runs here: the miner only sequences, so its mailbox keeps moving while a
@@ -182,8 +181,8 @@ impl HeadWrites {
     }
 }
 
-/// The miner: the actix shell around [`MinerCore`]. Each handler unpacks its message, reads
-/// the clocks, calls the core and carries out what it decides (runs a [`MineJob`], arms the
+/// The miner: the actix shell around `MinerCore`. Each handler unpacks its message, reads
+/// the clocks, calls the core and carries out what it decides (runs a `MineJob`, arms the
 /// timer, answers).
 pub struct MinerActor {
     db: ChainDb,
@@ -761,7 +760,7 @@ impl Handler<SetTimestampInterval> for MinerActor {
 impl Restart for MinerActor {
     const NAME: &'static str = "miner";
 
-    /// The core is rebuilt from what outlives a run (see [`MinerCore::restart`]); the queued
+    /// The core is rebuilt from what outlives a run (see `MinerCore::restart`); the queued
     /// series' callers get an error. The caller re-arms the timer from the settings.
     fn restart(&mut self) {
         for reply in self.core.restart() {

@@ -363,6 +363,9 @@ impl Driven {
     }
 }
 
+/// What evm_snapshot saves in the model: id, clock, next timestamp, next base fee, time set.
+type Saved = (u64, (i128, u64), Option<u64>, Option<u64>, Option<u64>);
+
 /// The model: one flat struct, each rule written out once, in the words of the docs.
 #[derive(Debug, Clone)]
 struct Model {
@@ -380,8 +383,8 @@ struct Model {
     /// anvil_setTime's time, until the next block.
     time_set: Option<u64>,
     timestamp_interval: Option<u64>,
-    /// evm_snapshot's saves: id, clock, next timestamp, next base fee, time set.
-    saved: Vec<(u64, (i128, u64), Option<u64>, Option<u64>, Option<u64>)>,
+    /// evm_snapshot's saves, oldest first.
+    saved: Vec<Saved>,
     snapshots: Snapshots,
 }
 
