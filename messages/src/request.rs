@@ -11,14 +11,19 @@ use alloy_eips::eip2930::AccessList;
 use alloy_eips::eip7702::SignedAuthorization;
 use alloy_primitives::{Address, B256, Bytes, U256};
 
-/// The fields of an `eth_call` / `eth_estimateGas` request, already validated.
+/// A transaction request, already validated: the one shape every call-like request takes
+/// (eth_call, eth_estimateGas, eth_createAccessList, debug_traceCall, trace_call, and each call
+/// of an eth_simulateV1 block, [`SimCall`](crate::simulate::SimCall)). Absent fields take the
+/// consumer's default: a call runs with the gas cap and an unchecked nonce, a simulated call
+/// with what is left of its block's gas and the sender's nonce. The overrides are a call's
+/// own; a simulated block carries its own instead, and its calls leave them `None`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallRequest {
     /// Sender; zero address when absent.
     pub from: Option<Address>,
     /// Callee; `None` runs `input` as init code.
     pub to: Option<Address>,
-    /// Gas limit; the gas cap when absent.
+    /// Gas limit; the consumer's default when absent.
     pub gas: Option<u64>,
     /// Legacy gas price.
     pub gas_price: Option<u128>,
@@ -30,10 +35,13 @@ pub struct CallRequest {
     pub value: Option<U256>,
     /// Calldata.
     pub input: Bytes,
-    /// Nonce to check; unchecked when absent.
+    /// Nonce to check; the consumer's default when absent.
     pub nonce: Option<u64>,
     /// EIP-2930 access list.
     pub access_list: Option<AccessList>,
+    /// Chain id; a simulated call must name the chain's when it names one (a call ignores
+    /// it, as geth does).
+    pub chain_id: Option<u64>,
     /// EIP-7702 authorizations, as signed (makes it a type-4 transaction). One whose
     /// signature does not recover, or whose chain id or nonce does not match, is skipped as
     /// block execution skips it; the call still runs.

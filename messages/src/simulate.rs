@@ -7,14 +7,12 @@
 //! is written anywhere: the simulated blocks exist only in the answer.
 
 use actix::Message;
-use alloy_eips::eip2930::AccessList;
 use alloy_eips::eip4895::Withdrawal;
-use alloy_eips::eip7702::SignedAuthorization;
 use alloy_primitives::{Address, B256, Bytes, Log, U256};
 use hearth_storage::SealedBlock;
 
 use crate::ExecError;
-use crate::request::StateOverrides;
+use crate::request::{CallRequest, StateOverrides};
 
 /// Most blocks one request may simulate, gaps included (geth's bound).
 pub const MAX_SIMULATE_BLOCKS: u64 = 256;
@@ -80,39 +78,10 @@ pub struct SimBlockOverrides {
     pub withdrawals: Option<Vec<Withdrawal>>,
 }
 
-/// A call of a simulated block: the fields of a transaction object, defaults still unfilled.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SimCall {
-    /// Sender; the zero address when absent.
-    pub from: Option<Address>,
-    /// Callee; `None` runs `input` as init code.
-    pub to: Option<Address>,
-    /// Gas limit; what is left of the block's gas when absent.
-    pub gas: Option<u64>,
-    /// Legacy gas price (makes it a legacy transaction).
-    pub gas_price: Option<u128>,
-    /// EIP-1559 fee cap.
-    pub max_fee_per_gas: Option<u128>,
-    /// EIP-1559 tip cap.
-    pub max_priority_fee_per_gas: Option<u128>,
-    /// Wei sent along.
-    pub value: Option<U256>,
-    /// Calldata.
-    pub input: Bytes,
-    /// Nonce; the sender's current nonce when absent.
-    pub nonce: Option<u64>,
-    /// EIP-2930 access list.
-    pub access_list: Option<AccessList>,
-    /// Chain id; must be the chain's when given.
-    pub chain_id: Option<u64>,
-    /// EIP-4844 blob fee cap.
-    pub max_fee_per_blob_gas: Option<u128>,
-    /// EIP-4844 blob versioned hashes (makes it a blob transaction).
-    pub blob_versioned_hashes: Option<Vec<B256>>,
-    /// EIP-7702 signed authorizations (makes it a set-code transaction); one that does not
-    /// verify is skipped, as block execution skips it.
-    pub authorization_list: Option<Vec<SignedAuthorization>>,
-}
+/// A call of a simulated block: the one transaction request, defaults still unfilled (its
+/// gas defaults to what is left of the block's, its nonce to the sender's; its own overrides
+/// stay `None`, the block's apply).
+pub type SimCall = CallRequest;
 
 /// One simulated block: sealed like a real one, with what each call did.
 #[derive(Debug, Clone)]

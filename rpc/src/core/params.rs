@@ -615,6 +615,7 @@ impl TxObject {
             input: self.input.unwrap_or_default(),
             nonce: self.nonce,
             access_list: self.access_list,
+            chain_id: self.chain_id,
             authorization_list: self.authorization_list,
             blob_versioned_hashes: self.blob_versioned_hashes,
             max_fee_per_blob_gas: self.max_fee_per_blob_gas,

@@ -222,6 +222,9 @@ fn sim_call(value: &Value) -> Result<SimCall, String> {
         },
         authorization_list: field::<Vec<Authorization>>(c, "authorizationList")?
             .map(|list| list.into_iter().map(|a| a.0).collect()),
+        // A simulated block's overrides apply to its calls; a call has none of its own.
+        state_overrides: None,
+        block_overrides: None,
     };
     check_sim_call(&call)?;
     Ok(call)
