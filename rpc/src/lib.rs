@@ -26,7 +26,7 @@ mod transport;
 mod txpool;
 
 pub use crate::core::{
-    ANVIL_DIALECT, ApiNamespaces, ChainForks, DEFAULT_ORIGINS, DEFAULT_VHOSTS,
+    ANVIL_DIALECT, ApiNamespaces, Arg, ChainForks, DEFAULT_ORIGINS, DEFAULT_VHOSTS,
     DEFAULT_WS_IDLE_TIMEOUT, DEFAULT_WS_PING_INTERVAL, DEV_NAMESPACES, EIP170_CODE_BYTES,
     ExtensionMethod, Extensions, FromParam, FromParams, HostPolicy, KNOWN_NAMESPACES, LogSwitch,
     MAX_STATE_JSON_BYTES, MetricSources, NamespaceError, NodeFacts, OriginPolicy, PatternError,
