@@ -36,7 +36,7 @@ pub use config::{ExecConfig, MAX_EXEC_THREADS, ParallelConfig, ParallelMode};
 pub(crate) use db::{AccountNow, BlockChanges, ExecDb};
 pub use db::{READ_CACHE_ENTRIES, ReadCache};
 pub(crate) use env::{apply_block_overrides, block_env_of, call_tx_env, tx_env};
-pub(crate) use geth_errors::{exec_error, geth_message, halt_message, outcome};
+pub(crate) use geth_errors::{exec_error, halt_message, outcome};
 pub(crate) use precompiles::MovablePrecompiles;
 pub(crate) use published::{Publish, PublishedValues, ReadLog, SlotRead};
 pub(crate) use rules::{blob_fraction, deposit_requests, excess_blob_gas, withdrawals_root};

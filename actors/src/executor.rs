@@ -354,7 +354,7 @@ impl ExecutorActor {
     ) -> Result<bool, ExecError> {
         match self.run_call(request, block, gas) {
             Ok(result) => Ok(result.is_success()),
-            Err(ExecError::Invalid(_)) => Ok(false),
+            Err(ExecError::Invalid(_) | ExecError::Rejected(_)) => Ok(false),
             Err(other) => Err(other),
         }
     }

@@ -42,7 +42,7 @@ use alloy_primitives::{
 use hearth_messages::ExecError;
 use hearth_messages::simulate::{
     MAX_SIMULATE_BLOCKS, SimBlock, SimBlockOverrides, SimCall, SimCallError, SimCallResult, SimLog,
-    Simulate, SimulateError, SimulatedBlock, TIMESTAMP_INCREMENT, TxRule,
+    Simulate, SimulateError, SimulatedBlock, TIMESTAMP_INCREMENT,
 };
 use hearth_messages::trace::ForkSchedule;
 use hearth_storage::trie::ordered_root;
@@ -64,7 +64,7 @@ use revm::{InspectCommitEvm, Inspector, MainContext};
 
 use crate::exec::{
     CallGuard, CodeL1, ExecConfig, ExecDb, MovablePrecompiles, blob_fraction, block_reward,
-    default_blob_params, deposit_requests, excess_blob_gas, exec_error, geth_message, halt_message,
+    default_blob_params, deposit_requests, excess_blob_gas, exec_error, halt_message,
     withdrawals_root,
 };
 
@@ -481,40 +481,16 @@ fn unsigned_legacy_encoding(tx: &TxLegacy) -> Vec<u8> {
 /// geth's nonce checks, which it makes before any other (revm checks fees first): equal to
 /// the sender's nonce, and below the highest nonce (EIP-2681).
 fn check_nonce(sender: Address, nonce: u64, state: u64, gas: u64) -> Result<(), SimulateError> {
-    let (rule, message) = if nonce > state {
-        (
-            TxRule::NonceTooHigh,
-            format!("nonce too high: address {sender}, tx: {nonce} state: {state}"),
-        )
+    let reason = if nonce > state {
+        InvalidTransaction::NonceTooHigh { tx: nonce, state }
     } else if nonce < state {
-        (
-            TxRule::NonceTooLow,
-            format!("nonce too low: address {sender}, tx: {nonce} state: {state}"),
-        )
+        InvalidTransaction::NonceTooLow { tx: nonce, state }
     } else if state == u64::MAX {
-        (TxRule::Other, format!("nonce has max value: address {sender}, nonce: {state}"))
+        InvalidTransaction::NonceOverflowInTransaction
     } else {
         return Ok(());
     };
-    Err(SimulateError::InvalidCall { rule, message, gas })
-}
-
-/// The rule an invalid call broke, for its JSON-RPC code (geth's `txValidationError`).
-fn tx_rule(error: &InvalidTransaction) -> TxRule {
-    use InvalidTransaction as E;
-    match error {
-        E::NonceTooLow { .. } => TxRule::NonceTooLow,
-        E::NonceTooHigh { .. } => TxRule::NonceTooHigh,
-        E::RejectCallerWithCode => TxRule::SenderNotEoa,
-        E::PriorityFeeGreaterThanMaxFee => TxRule::TipAboveFeeCap,
-        E::GasPriceLessThanBasefee => TxRule::FeeCapTooLow,
-        E::LackOfFundForMaxFee { .. } | E::OverflowPaymentInTransaction => {
-            TxRule::InsufficientFunds
-        }
-        E::CallGasCostMoreThanGasLimit { .. } => TxRule::IntrinsicGas,
-        E::CreateInitCodeSizeLimit => TxRule::InitCodeTooLarge,
-        _ => TxRule::Other,
-    }
+    Err(SimulateError::InvalidCall { reason, sender, gas })
 }
 
 /// The base fee of a block after `parent` by EIP-1559 (the initial base fee after a
@@ -810,8 +786,8 @@ impl Run<'_> {
             Ok(result) => result,
             Err(EVMError::Transaction(e)) => {
                 return Err(SimulateError::InvalidCall {
-                    rule: tx_rule(&e),
-                    message: geth_message(&e),
+                    reason: e,
+                    sender: plan.sender,
                     gas: plan.gas,
                 });
             }
@@ -1050,12 +1026,12 @@ mod tests {
     fn geths_nonce_checks_come_first() {
         let sender = Address::repeat_byte(9);
         let rule = |nonce, state| match check_nonce(sender, nonce, state, 21_000) {
-            Err(SimulateError::InvalidCall { rule, .. }) => Some(rule),
+            Err(SimulateError::InvalidCall { reason, .. }) => Some(reason),
             _ => None,
         };
-        assert_eq!(rule(1, 0), Some(TxRule::NonceTooHigh));
-        assert_eq!(rule(0, 1), Some(TxRule::NonceTooLow));
-        assert_eq!(rule(u64::MAX, u64::MAX), Some(TxRule::Other));
+        assert_eq!(rule(1, 0), Some(InvalidTransaction::NonceTooHigh { tx: 1, state: 0 }));
+        assert_eq!(rule(0, 1), Some(InvalidTransaction::NonceTooLow { tx: 0, state: 1 }));
+        assert_eq!(rule(u64::MAX, u64::MAX), Some(InvalidTransaction::NonceOverflowInTransaction));
         assert_eq!(rule(4, 4), None);
     }
 }

@@ -23,9 +23,15 @@ pub enum ExecError {
         /// The cap, in milliseconds.
         timeout_ms: u64,
     },
-    /// revm refused the transaction before running it (nonce, balance, gas, fee checks).
+    /// The transaction is not valid here for a reason the node states (a block-level rule, a
+    /// transaction that cannot be replayed).
     #[error("{0}")]
     Invalid(String),
+    /// revm refused the transaction before running it (nonce, balance, gas, fee checks), as a
+    /// type: it displays in revm's words, and the RPC front answers it in geth's (the words
+    /// client libraries match on) in its one error mapping.
+    #[error("invalid transaction: {0}")]
+    Rejected(InvalidTransaction),
     /// A traced execution ran past its tracer's `timeout` and was stopped.
     #[error(
         "execution timeout: the trace ran past {timeout_ms}ms; raise the tracer's \"timeout\" option"

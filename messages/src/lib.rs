@@ -36,3 +36,6 @@ pub use error::{ExecError, MineError, OverrideError, StateError, TxError};
 /// The storage read types (blocks, receipts, state snapshots) the RPC front reads directly.
 pub use hearth_storage as storage;
 pub use hearth_storage::{ChainDb, SealedBlock, StateView, StoredAccount, StoredBody};
+/// revm's reason for refusing a transaction before running it, carried as a type in
+/// [`ExecError::Rejected`] and [`TxError::Rejected`].
+pub use revm::context::result::InvalidTransaction;

@@ -10,6 +10,7 @@ use actix::Message;
 use alloy_eips::eip4895::Withdrawal;
 use alloy_primitives::{Address, B256, Bytes, Log, U256};
 use hearth_storage::SealedBlock;
+use revm::context::result::InvalidTransaction;
 
 use crate::ExecError;
 use crate::request::{CallRequest, StateOverrides};
@@ -127,29 +128,6 @@ pub enum SimCallError {
     Halted(String),
 }
 
-/// Which transaction rule a simulated call broke; each has its own JSON-RPC code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TxRule {
-    /// The nonce is below the sender's.
-    NonceTooLow,
-    /// The nonce is above the sender's.
-    NonceTooHigh,
-    /// The sender has code.
-    SenderNotEoa,
-    /// The priority fee is above the fee cap.
-    TipAboveFeeCap,
-    /// The fee cap is below the block's base fee.
-    FeeCapTooLow,
-    /// The sender cannot pay for gas and value.
-    InsufficientFunds,
-    /// The gas limit does not cover the intrinsic gas.
-    IntrinsicGas,
-    /// The init code is larger than EIP-3860 allows.
-    InitCodeTooLarge,
-    /// Any other refusal (nonce at its maximum, calldata floor, blob rules, ...).
-    Other,
-}
-
 /// Why a simulation as a whole failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SimulateError {
@@ -180,13 +158,14 @@ pub enum SimulateError {
         /// The call's gas limit.
         required: u64,
     },
-    /// A call is not a valid transaction here.
-    #[error("err: {message} (supplied gas {gas})")]
+    /// A call is not a valid transaction here: revm's reason, as a type (each rule has its
+    /// own JSON-RPC code; the RPC front words it as geth does).
+    #[error("err: {reason} (supplied gas {gas})")]
     InvalidCall {
         /// The rule it broke.
-        rule: TxRule,
-        /// Why, in geth's words.
-        message: String,
+        reason: InvalidTransaction,
+        /// The call's sender (geth names it in its nonce messages).
+        sender: Address,
         /// The call's gas limit.
         gas: u64,
     },

@@ -10,6 +10,7 @@ mod access;
 mod context;
 mod error;
 mod forks;
+mod geth_words;
 mod json;
 mod log_switch;
 mod metrics;

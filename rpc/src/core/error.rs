@@ -10,7 +10,9 @@
 
 use alloy_primitives::{Bytes, U256};
 use hearth_messages::client::ActorError;
-use hearth_messages::simulate::{SimulateError, TxRule};
+use hearth_messages::simulate::SimulateError;
+
+use super::geth_words::{exec_message, invalid_call_code, mine_message, simulate_message};
 use hearth_messages::storage::StorageError;
 use hearth_messages::subscriptions::SubscriptionError;
 use hearth_messages::{ExecError, MineError, StateError, TxError};
@@ -118,7 +120,7 @@ pub enum RpcError {
         max: u64,
     },
     /// eth_simulateV1 could not simulate; the code says why (execution-apis' -38xxx codes).
-    #[error(transparent)]
+    #[error("{}", simulate_message(.0))]
     Simulate(SimulateError),
     /// testing_buildBlockV1 names a parent that is not the head (geth's message).
     #[error("parentHash is not current head: {parent}")]
@@ -163,14 +165,14 @@ pub enum RpcError {
     /// Signing a transaction for eth_sendTransaction failed.
     #[error("signing failed: {0}")]
     Signing(#[from] alloy_signer::Error),
-    /// The executor could not run the request.
-    #[error(transparent)]
+    /// The executor could not run the request (a refusal in geth's words).
+    #[error("{}", exec_message(.0))]
     Exec(#[from] ExecError),
     /// The mempool did not admit the transaction.
     #[error(transparent)]
     Tx(#[from] TxError),
     /// The miner could not mine (evm_mine).
-    #[error(transparent)]
+    #[error("{}", mine_message(.0))]
     Mine(#[from] MineError),
     /// Reading the store failed (its messages name the store: "database error", "fork
     /// upstream", ...).
@@ -377,7 +379,10 @@ impl RpcError {
             // A tracer the request named or configured badly.
             ExecError::Tracer(_) => -32602,
             // Resource not found or call refused: geth uses -32000.
-            ExecError::UnknownBlock | ExecError::Invalid(_) | ExecError::Override(_) => -32000,
+            ExecError::UnknownBlock
+            | ExecError::Invalid(_)
+            | ExecError::Rejected(_)
+            | ExecError::Override(_) => -32000,
             // The EVM time cap (or a tracer's timeout) stopped the call.
             ExecError::Timeout { .. } | ExecError::TraceTimeout { .. } => -32002,
             // A bound was hit (the pool, a trace's size): the caller may retry or narrow.
@@ -429,17 +434,7 @@ const fn simulate_code(error: &SimulateError) -> i32 {
         SimulateError::BlockNumberOrder { .. } => -38020,
         SimulateError::TimestampOrder { .. } => -38021,
         SimulateError::BlockGasLimit { .. } => -38015,
-        SimulateError::InvalidCall { rule, .. } => match rule {
-            TxRule::NonceTooLow => -38010,
-            TxRule::NonceTooHigh => -38011,
-            TxRule::FeeCapTooLow => -38012,
-            TxRule::IntrinsicGas => -38013,
-            TxRule::InsufficientFunds => -38014,
-            TxRule::SenderNotEoa => -38024,
-            TxRule::InitCodeTooLarge => -38025,
-            TxRule::TipAboveFeeCap => -32602,
-            TxRule::Other => -32603,
-        },
+        SimulateError::InvalidCall { reason, .. } => invalid_call_code(reason),
         SimulateError::BlobCreate | SimulateError::SetCodeCreate => -32602,
         SimulateError::GasBudgetExhausted { .. } | SimulateError::ChainIdMismatch { .. } => -32000,
         SimulateError::Exec(error) => RpcError::exec_code(error),
