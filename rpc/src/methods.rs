@@ -331,6 +331,18 @@ pub(crate) fn row(name: &str) -> Option<&'static Method> {
     SORTED.binary_search_by_key(&name, |row| row.name).ok().map(|at| SORTED[at])
 }
 
+/// The row at `index` of the sorted names (what [`RpcMetrics::slot_of`] answers for a core
+/// method: the metrics count the table's names in the same order), `None` past them.
+pub(crate) fn row_at(index: usize) -> Option<&'static Method> {
+    SORTED.get(index).copied()
+}
+
+/// The executor calls (the `Kind::Call` rows): what the front scans a body for before parsing
+/// it (`transport::shed`), a few rows, read one after another.
+pub(crate) static EXECUTOR_CALLS: LazyLock<Vec<&'static Method>> = LazyLock::new(|| {
+    TABLE.iter().filter(|row| matches!(row.kind, Kind::Call { .. })).collect()
+});
+
 /// Counters for every core method of the table, then `other`.
 impl Default for RpcMetrics {
     fn default() -> Self {
@@ -338,17 +350,20 @@ impl Default for RpcMetrics {
     }
 }
 
-/// Runs `method` with its raw `params` and returns the result; `connection` is the WebSocket
-/// connection the request came on (`None` over HTTP).
+/// Runs `method` (whose table row is `row`, `None` when it has none) with its raw `params`
+/// and returns the result; `connection` is the WebSocket connection the request came on
+/// (`None` over HTTP).
 pub(crate) async fn dispatch(
     ctx: &RpcContext,
     method: String,
+    row: Option<&'static Method>,
     params: Option<Value>,
     connection: Option<ConnectionId>,
 ) -> Result<Reply, RpcError> {
-    let Some(row) = row(&method) else {
+    let Some(row) = row else {
         return run_extension(ctx, method, params).await;
     };
+    debug_assert_eq!(row.name, method, "the row found for the method");
     if !ctx.api.serves(row.namespace) {
         return Err(RpcError::MethodNotFound(method));
     }

@@ -51,10 +51,11 @@ pub(crate) async fn run_request(
         |method, params| async move {
             let start = std::time::Instant::now();
             // Looked up before `dispatch` takes the name, so counting allocates nothing.
+            // One search finds the method's counters and its row (the same sorted order).
             let slot = ctx.metrics.slot_of(&method);
             // A panic in a method (an extension's, or a bug) fails this request with -32603
             // instead of unwinding through the worker and every request it is serving.
-            let run = methods::dispatch(ctx, method, params, connection);
+            let run = methods::dispatch(ctx, method, methods::row_at(slot), params, connection);
             let result = match AssertUnwindSafe(run).catch_unwind().await {
                 Ok(result) => result,
                 Err(panic) => {

@@ -66,6 +66,7 @@ impl CodeL1 {
     }
 
     /// The analysed code for `hash`: from L1, else L2, else `load` (then offered to both).
+    #[inline]
     pub(crate) fn get_or_load<E>(
         &mut self,
         hash: B256,

@@ -116,6 +116,9 @@ impl ReadCache {
         }
     }
 
+    // Inlined into `ExecDb`'s reads, as it was when both lived in one module (BENCHMARKS.md,
+    // session 12: a call's instructions).
+    #[inline]
     fn account(
         &mut self,
         view: &StateView,
@@ -130,6 +133,7 @@ impl ReadCache {
         Ok(account)
     }
 
+    #[inline]
     fn slot(
         &mut self,
         view: &StateView,

@@ -44,7 +44,7 @@ use serde_json::Value;
 
 use crate::core::RpcContext;
 use crate::core::RpcError;
-use crate::methods::{self, Kind};
+use crate::methods;
 use crate::transport::envelope::{ErrorBatch, RpcReply};
 
 /// How long a connection that comes back within [`RETRY_WINDOW`] of its last early refusal
@@ -231,23 +231,25 @@ impl<'de> serde::de::Visitor<'de> for CheckedVisitor {
 
 /// `Some` when `head` calls an executor method the API serves, with params of its shape.
 fn executor_call(ctx: &RpcContext, head: &Head<'_>) -> Option<()> {
-    let row = methods::row(head.method)?;
-    (executor_shape(head) && ctx.api.serves(row.namespace)).then_some(())
+    let row = executor_row(head)?;
+    ctx.api.serves(row.namespace).then_some(())
 }
 
 /// Whether `head` calls an executor method with params of a shape it takes.
 pub(crate) fn executor_shape(head: &Head<'_>) -> bool {
+    executor_row(head).is_some()
+}
+
+/// The row of the executor method `head` calls, when its params have a shape it takes.
+fn executor_row(head: &Head<'_>) -> Option<&'static methods::Method> {
     // The executor calls are the table's `Kind::Call` rows, each with the most arguments it
     // takes: refusing them early answers what the ordinary path would. Params of the wrong
     // shape (not an array, no transaction object first, too many arguments) go the ordinary
     // way and get its -32602; a well-shaped request with a bad field inside (an address that
     // is not hex) is still refused as busy, as its fields are not decoded here.
-    match methods::row(head.method).map(|row| row.kind) {
-        Some(Kind::Call { max_args }) => {
-            head.params.is_some_and(|params| well_shaped(params, max_args))
-        }
-        _ => false,
-    }
+    let row = methods::EXECUTOR_CALLS.iter().find(|row| row.name == head.method)?;
+    let methods::Kind::Call { max_args } = row.kind else { return None };
+    head.params.is_some_and(|params| well_shaped(params, max_args)).then_some(*row)
 }
 
 /// Calls `each` with the head of every item of `body`, a JSON array of request objects, in
