@@ -326,7 +326,9 @@ static SORTED: LazyLock<Vec<&'static Method>> = LazyLock::new(|| {
 pub(crate) static NAMES: LazyLock<Vec<&'static str>> =
     LazyLock::new(|| SORTED.iter().map(|row| row.name).collect());
 
-/// The row of `name`, if it is a core method.
+/// The row of `name`, if it is a core method (the request path finds it by the metrics' slot,
+/// [`row_at`], with the one search it makes).
+#[cfg(test)]
 pub(crate) fn row(name: &str) -> Option<&'static Method> {
     SORTED.binary_search_by_key(&name, |row| row.name).ok().map(|at| SORTED[at])
 }
@@ -339,9 +341,8 @@ pub(crate) fn row_at(index: usize) -> Option<&'static Method> {
 
 /// The executor calls (the `Kind::Call` rows): what the front scans a body for before parsing
 /// it (`transport::shed`), a few rows, read one after another.
-pub(crate) static EXECUTOR_CALLS: LazyLock<Vec<&'static Method>> = LazyLock::new(|| {
-    TABLE.iter().filter(|row| matches!(row.kind, Kind::Call { .. })).collect()
-});
+pub(crate) static EXECUTOR_CALLS: LazyLock<Vec<&'static Method>> =
+    LazyLock::new(|| TABLE.iter().filter(|row| matches!(row.kind, Kind::Call { .. })).collect());
 
 /// Counters for every core method of the table, then `other`.
 impl Default for RpcMetrics {

@@ -11,8 +11,7 @@ use std::path::PathBuf;
 
 use alloy_consensus::{Block, Header, TxEnvelope};
 use alloy_rlp::Decodable;
-use hearth_actors::{ExecConfig, ExecutorActor};
-use hearth_messages::ChainId;
+use hearth_actors::ExecutorActor;
 use hearth_storage::{BlockDraft, ChainWriter, import_block};
 use serde_json::Value;
 
@@ -70,19 +69,7 @@ fn run_case(
         return Ok(Some(why));
     }
     let (_, first_spec) = schedule.at(0);
-    let mut executor = ExecutorActor::new(
-        db.reader(),
-        ExecConfig {
-            chain_id: ChainId::new(chain_id),
-            spec: first_spec,
-            gas_cap: u64::MAX,
-            evm_timeout: None,
-            code_size_limit: None,
-            blob_params: None,
-            parallel,
-        },
-        None,
-    );
+    let mut executor = super::statetest::executor(&db, chain_id, first_spec, parallel);
     if let Some(why) = import_blocks(&db, &mut executor, case, &schedule, chain_id)? {
         return Ok(Some(why));
     }

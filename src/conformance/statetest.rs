@@ -168,8 +168,9 @@ fn block_env(
     })
 }
 
-/// An executor on `db` with no gas cap, timeout or code size limit beside the fork's.
-fn executor(
+/// An executor on `db` with no gas cap, timeout or code size limit beside the fork's: what the
+/// state and blockchain test runners execute with.
+pub(super) fn executor(
     db: &ChainWriter,
     chain_id: u64,
     spec: revm::primitives::hardfork::SpecId,

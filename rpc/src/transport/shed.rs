@@ -236,6 +236,7 @@ fn executor_call(ctx: &RpcContext, head: &Head<'_>) -> Option<()> {
 }
 
 /// Whether `head` calls an executor method with params of a shape it takes.
+#[cfg(test)]
 pub(crate) fn executor_shape(head: &Head<'_>) -> bool {
     executor_row(head).is_some()
 }
