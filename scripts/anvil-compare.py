@@ -326,6 +326,12 @@ def steps():
         ("eth_sendTransaction", [send(A0, to="{bench}", data="0xa9059cbb" + A1[2:].lower().rjust(64, "0") + hex(5)[2:].rjust(64, "0"))], {"save": {"transfer": "result"}}),
         ("eth_getTransactionReceipt", ["{transfer}"], receipt),
         ("eth_getTransactionByHash", ["{transfer}"], {"ignore": TX_IGNORE}),
+        # Raw bytes: by hash, by block and index, and past them.
+        ("eth_getRawTransactionByHash", ["{transfer}"], {}),
+        ("eth_getRawTransactionByBlockNumberAndIndex", ["latest", "0x0"], {}),
+        ("eth_getRawTransactionByBlockNumberAndIndex", ["latest", "0x9"], {}),
+        ("eth_getRawTransactionByHash", ["0x" + "00" * 31 + "01"], {}),
+        ("anvil_getIntervalMining", [], {}),
         balance_of("{bench}", A1),
         block("latest", full=True),
         ("eth_sendTransaction", [send(A0, to=A1, value=hex(10**18), gas=21_000)], {"save": {"eth": "result"}}),

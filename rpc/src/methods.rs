@@ -184,6 +184,7 @@ methods! {
     "eth_signTransaction" read => sign::sign_transaction(ctx, p).await;
     "eth_getTransactionByHash" read => tx::get_transaction_by_hash(ctx, p).await;
     "eth_getTransactionReceipt" read => tx::get_transaction_receipt(ctx, p);
+    "eth_getRawTransactionByHash" read => tx::get_raw_transaction(ctx, p.decode()?).await;
 
     "eth_getBlockByNumber" read => blocks::get_block_by_number(ctx, p);
     "eth_getBlockByHash" read => blocks::get_block_by_hash(ctx, p);
@@ -191,6 +192,10 @@ methods! {
     "eth_getBlockTransactionCountByHash" read => blocks::tx_count_by_hash(ctx, p);
     "eth_getTransactionByBlockNumberAndIndex" read => blocks::tx_by_number_and_index(ctx, p);
     "eth_getTransactionByBlockHashAndIndex" read => blocks::tx_by_hash_and_index(ctx, p);
+    "eth_getRawTransactionByBlockNumberAndIndex" read =>
+        blocks::raw_tx_by_number_and_index(ctx, p.decode()?);
+    "eth_getRawTransactionByBlockHashAndIndex" read =>
+        blocks::raw_tx_by_hash_and_index(ctx, p.decode()?);
     // A block's receipts are encoded as they are read, within the response cap.
     "eth_getBlockReceipts" read => receipts::get_block_receipts(ctx, p);
     "eth_getHeaderByNumber" read => headers::get_header_by_number(ctx, p);
@@ -203,7 +208,7 @@ methods! {
     "debug_getRawHeader" read => raw::get_raw_header(ctx, p);
     "debug_getRawBlock" read => raw::get_raw_block(ctx, p);
     "debug_getRawReceipts" read => raw::get_raw_receipts(ctx, p);
-    "debug_getRawTransaction" read => raw::get_raw_transaction(ctx, p).await;
+    "debug_getRawTransaction" read => tx::get_raw_transaction(ctx, p.decode()?).await;
     "debug_storageRangeAt" read => storage_range::storage_range_at(ctx, p);
 
     // Logs are encoded as they are read, within the response and log-count caps.
@@ -226,6 +231,7 @@ methods! {
     "anvil_setAutomine" write => dev::set_automine(ctx, dialect, p).await;
     "anvil_getAutomine" read => dev::get_automine(ctx, p).await;
     "hardhat_getAutomine" read => dev::get_automine(ctx, p).await;
+    "anvil_getIntervalMining" read => dev::get_interval_mining(ctx, p.decode()?).await;
     "evm_setIntervalMining" write => dev::set_interval_mining(ctx, p).await;
     "anvil_setIntervalMining" write => dev::set_interval_mining_seconds(ctx, p).await;
     "evm_setNextBlockTimestamp" write =>

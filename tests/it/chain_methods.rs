@@ -49,6 +49,23 @@ async fn block_receipts_and_raw_encodings_match_the_single_ones() {
     assert_eq!(json!(decoded.body.transactions[0].tx_hash()), json!(hash));
     let raw_tx = bytes(&node.ok("debug_getRawTransaction", json!([hash])).await);
     assert_eq!(raw_tx, decoded.body.transactions[0].encoded_2718());
+    // The eth_ names answer the same bytes, by hash and by block and index; null past them.
+    let raw = json!(format!("0x{}", alloy_primitives::hex::encode(&raw_tx)));
+    assert_eq!(node.ok("eth_getRawTransactionByHash", json!([hash])).await, raw);
+    let by_number = node.ok("eth_getRawTransactionByBlockNumberAndIndex", json!(["latest", "0x0"]));
+    assert_eq!(by_number.await, raw);
+    let by_hash =
+        node.ok("eth_getRawTransactionByBlockHashAndIndex", json!([block["hash"], "0x0"]));
+    assert_eq!(by_hash.await, raw);
+    for (method, params) in [
+        ("eth_getRawTransactionByHash", json!([B256::ZERO])),
+        ("eth_getRawTransactionByBlockNumberAndIndex", json!(["latest", "0x9"])),
+        ("eth_getRawTransactionByBlockNumberAndIndex", json!(["0x99", "0x0"])),
+        ("eth_getRawTransactionByBlockHashAndIndex", json!([B256::ZERO, "0x0"])),
+    ] {
+        assert_eq!(node.ok(method, params).await, Value::Null, "{method}");
+    }
+    assert_eq!(node.err("eth_getRawTransactionByHash", json!([])).await.0, -32602);
     let raw_receipts = node.ok("debug_getRawReceipts", json!(["latest"])).await;
     let receipt_bytes = bytes(&raw_receipts[0]);
     let typed = alloy_consensus::ReceiptEnvelope::decode_2718(&mut receipt_bytes.as_slice())

@@ -280,9 +280,16 @@ async fn mining_controls_over_rpc() {
     let interval = || async { node.node.miner.send(GetMiningStatus).await.unwrap().interval };
     assert_eq!(node.ok("anvil_setIntervalMining", json!(["0x2"])).await, serde_json::Value::Null);
     assert_eq!(interval().await, Some(IntervalMining::Fixed(Duration::from_secs(2))));
+    // anvil_getIntervalMining answers in seconds, as anvil does.
+    assert_eq!(node.ok("anvil_getIntervalMining", json!([])).await, json!(2));
     assert_eq!(node.ok("evm_setIntervalMining", json!([2])).await, true);
     assert_eq!(interval().await, Some(IntervalMining::Fixed(Duration::from_millis(2))));
+    assert_eq!(node.ok("anvil_getIntervalMining", json!([])).await, json!(0.002));
+    assert_eq!(node.ok("evm_setIntervalMining", json!([[1000, 2000]])).await, true);
+    assert_eq!(node.ok("anvil_getIntervalMining", json!([])).await, json!([1, 2]));
+    assert_eq!(node.err("anvil_getIntervalMining", json!([1])).await.0, -32602);
     assert_eq!(node.ok("anvil_setIntervalMining", json!([0])).await, serde_json::Value::Null);
     assert_eq!(interval().await, None);
+    assert_eq!(node.ok("anvil_getIntervalMining", json!([])).await, serde_json::Value::Null);
     assert_eq!(node.err("anvil_setIntervalMining", json!([-1])).await.0, -32602);
 }

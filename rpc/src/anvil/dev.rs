@@ -215,6 +215,22 @@ pub(crate) async fn get_automine(ctx: &RpcContext, params: &Params) -> Result<Va
     Ok(Value::Bool(status.automine))
 }
 
+/// anvil_getIntervalMining: `[]`; the block interval in seconds, as anvil answers it (a JSON
+/// number), or `null` when blocks are not mined on a timer. An interval set in milliseconds
+/// (evm_setIntervalMining) that is not whole seconds answers its fraction (`0.5`); a random
+/// interval (Hardhat's `[min, max]`) has no single value, and answers `[min, max]` in seconds.
+pub(crate) async fn get_interval_mining(ctx: &RpcContext, (): ()) -> Result<Value, RpcError> {
+    let status = ctx.miner.mining_status(GetMiningStatus).await?;
+    let seconds = |d: Duration| {
+        if d.subsec_nanos() == 0 { Value::from(d.as_secs()) } else { Value::from(d.as_secs_f64()) }
+    };
+    Ok(match status.interval {
+        None => Value::Null,
+        Some(IntervalMining::Fixed(every)) => seconds(every),
+        Some(IntervalMining::Range { min, max }) => Value::Array(vec![seconds(min), seconds(max)]),
+    })
+}
+
 async fn block_param(ctx: &RpcContext, param: SetBlockParam) -> Result<u64, RpcError> {
     Ok(ctx.miner.set_block_param(param).await??)
 }

@@ -8,10 +8,9 @@
 
 use alloy_consensus::{Block, BlockBody};
 use alloy_eips::eip2718::Encodable2718;
-use alloy_primitives::{B256, Bytes};
+use alloy_primitives::Bytes;
 use alloy_rpc_types_eth::BlockId;
 use hearth_messages::SealedBlock;
-use hearth_messages::mempool::GetPooledTx;
 use serde_json::Value;
 
 use crate::core::Params;
@@ -79,22 +78,4 @@ pub(crate) fn get_raw_receipts(ctx: &RpcContext, params: &Params) -> Result<Repl
     }
     out.raw(b"]")?;
     Ok(out.finish())
-}
-
-/// debug_getRawTransaction: `[hash]`; a mined transaction's EIP-2718 bytes, else a pooled
-/// one's, else `null`.
-pub(crate) async fn get_raw_transaction(
-    ctx: &RpcContext,
-    params: &Params,
-) -> Result<Value, RpcError> {
-    params.at_most(1)?;
-    let hash: B256 = params.required(0)?;
-    if let Some((number, index)) = ctx.chain.tx_location(&hash)?
-        && let Some(body) = ctx.chain.body(number)?
-        && let Some(tx) = body.transactions.get(index as usize)
-    {
-        return to_json(&Bytes::from(tx.encoded_2718()));
-    }
-    let pooled = ctx.mempool.get_pooled_tx(GetPooledTx(hash)).await?;
-    to_json(&pooled.map(|p| Bytes::from(p.tx.encoded_2718())))
 }

@@ -2,7 +2,7 @@
 //! ByHash and eth_getTransactionByBlock{Number,Hash}AndIndex. Block tags resolve and blocks
 //! become RPC objects in `core` (`tags`, `json`).
 
-use alloy_primitives::{B256, U256};
+use alloy_primitives::{B256, Bytes, U256};
 use alloy_rpc_types_eth::{Block, BlockNumberOrTag};
 use hearth_messages::SealedBlock;
 use serde_json::Value;
@@ -93,4 +93,32 @@ pub(crate) fn tx_by_hash_and_index(ctx: &RpcContext, params: &Params) -> Result<
     let index: u64 = params.required(1)?;
     let block = read_block_by_hash(ctx, &hash)?;
     to_json(&block.and_then(|b| rpc_transaction(&b, usize::try_from(index).ok()?)))
+}
+
+/// Transaction `index` of `block` as its EIP-2718 bytes, `None` when out of range.
+fn raw_transaction(block: &hearth_messages::SealedBlock, index: u64) -> Option<Bytes> {
+    let tx = block.body.transactions.get(usize::try_from(index).ok()?)?;
+    Some(Bytes::from(alloy_eips::eip2718::Encodable2718::encoded_2718(tx)))
+}
+
+/// eth_getRawTransactionByBlockNumberAndIndex: `[block, index]`; the transaction's EIP-2718
+/// bytes, `null` when there is no such block or index (anvil's and geth's answers).
+pub(crate) fn raw_tx_by_number_and_index(
+    ctx: &RpcContext,
+    (tag, index): (BlockNumberOrTag, u64),
+) -> Result<Value, RpcError> {
+    let block = match lookup_block(ctx, tag)? {
+        Some(number) => read_block(ctx, number)?,
+        None => None,
+    };
+    to_json(&block.and_then(|b| raw_transaction(&b, index)))
+}
+
+/// eth_getRawTransactionByBlockHashAndIndex: `[hash, index]`; as the above, by block hash.
+pub(crate) fn raw_tx_by_hash_and_index(
+    ctx: &RpcContext,
+    (hash, index): (B256, u64),
+) -> Result<Value, RpcError> {
+    let block = read_block_by_hash(ctx, &hash)?;
+    to_json(&block.and_then(|b| raw_transaction(&b, index)))
 }

@@ -8,6 +8,7 @@
 //! receipt has status 0.
 
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEip2930, TxEip7702, TxEnvelope, TxLegacy};
+use alloy_eips::eip2718::Encodable2718;
 use alloy_eips::eip2930::AccessList;
 use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
 use hearth_messages::TxError;
@@ -461,6 +462,22 @@ pub(crate) fn get_transaction_receipt(
     };
     let block = read_block(ctx, number)?;
     Ok(Reply::typed(block.and_then(|b| rpc_receipt(&b, index as usize, &ctx.forks))))
+}
+
+/// eth_getRawTransactionByHash (and geth's debug_getRawTransaction): `[hash]`; the
+/// transaction's EIP-2718 bytes, mined or pooled, `null` when unknown.
+pub(crate) async fn get_raw_transaction(
+    ctx: &RpcContext,
+    (hash,): (B256,),
+) -> Result<Value, RpcError> {
+    if let Some((number, index)) = ctx.chain.tx_location(&hash)?
+        && let Some(body) = ctx.chain.body(number)?
+        && let Some(tx) = body.transactions.get(index as usize)
+    {
+        return to_json(&Bytes::from(tx.encoded_2718()));
+    }
+    let pooled = ctx.mempool.get_pooled_tx(GetPooledTx(hash)).await?;
+    to_json(&pooled.map(|p| Bytes::from(p.tx.encoded_2718())))
 }
 
 #[cfg(test)]
