@@ -1,6 +1,7 @@
 //! The `debug_` namespace: raw encodings (headers, blocks, receipts, transactions), storage
-//! ranges, and geth's tracers (`debug_trace*`).
+//! ranges, geth's tracers (`debug_trace*`) and `debug_setHead`.
 
+pub(crate) mod head;
 pub(crate) mod raw;
 pub(crate) mod storage_range;
 pub(crate) mod trace;

@@ -417,6 +417,28 @@ async fn transfers(node: &TestNode, n: u64) -> Vec<Value> {
     hashes
 }
 
+/// geth's debug_setHead takes the chain back to a block through the same rewind; a block at or
+/// past the head changes nothing; bad params change nothing either.
+#[actix::test]
+async fn debug_set_head_rewinds_to_a_block() {
+    let node = TestNode::start();
+    let hashes = transfers(&node, 4).await;
+    let at2 = block(&node, "0x2").await;
+    assert_eq!(node.ok("debug_setHead", json!(["0x2"])).await, Value::Null);
+    assert_eq!(node.block_number().await, 2);
+    assert_eq!(block(&node, "latest").await, at2);
+    assert_eq!(node.ok("eth_getTransactionReceipt", json!([hashes[3]])).await, Value::Null);
+    assert_eq!(node.ok("debug_setHead", json!(["0x9"])).await, Value::Null);
+    assert_eq!(node.block_number().await, 2, "a head past ours changes nothing");
+    let before = unchanged(&node).await;
+    for bad in [json!([]), json!(["two"]), json!([2]), json!(["0x1", 1])] {
+        assert_eq!(node.err("debug_setHead", bad.clone()).await.0, -32602, "{bad}");
+    }
+    assert_eq!(unchanged(&node).await, before);
+    assert_eq!(node.ok("debug_setHead", json!(["0x0"])).await, Value::Null);
+    assert_eq!(node.block_number().await, 0);
+}
+
 #[actix::test]
 async fn rollback_drops_the_newest_blocks_and_their_transactions() {
     let node = TestNode::start();

@@ -772,6 +772,7 @@ const SIGNATURES: &[(&str, &str)] = &[
     ("debug_getRawHeader", "B"),
     ("debug_getRawReceipts", "B"),
     ("debug_getRawTransaction", "H"),
+    ("debug_setHead", "Q"),
     ("debug_storageRangeAt", "HNADN"),
     ("eth_call", "TB"),
     ("eth_createAccessList", "TB"),

@@ -72,6 +72,16 @@ fn check_depth(ctx: &RpcContext, depth: u64, what: &str) -> Result<u64, RpcError
     Ok(height)
 }
 
+/// Drops every block after `number` (geth's debug_setHead); a number at or past the head
+/// changes nothing, as in geth.
+pub(crate) async fn rewind_to(ctx: &RpcContext, number: u64) -> Result<(), RpcError> {
+    let height = head(ctx)?;
+    if number < height {
+        rewind(ctx, height - number, Vec::new()).await?;
+    }
+    Ok(())
+}
+
 /// anvil_rollback: `[depth?]` (1 when absent); drops the newest `depth` blocks. `null`.
 pub(crate) async fn rollback(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(1)?;
