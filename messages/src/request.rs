@@ -39,8 +39,9 @@ pub struct CallRequest {
     pub nonce: Option<u64>,
     /// EIP-2930 access list.
     pub access_list: Option<AccessList>,
-    /// Chain id; a simulated call must name the chain's when it names one (a call ignores
-    /// it, as geth does).
+    /// Chain id; a simulated call must name the chain's when it names one. eth_call and the
+    /// other calls do not check it (as before this field existed; geth refuses a mismatch,
+    /// which is not yet compared with the peers: issue 37).
     pub chain_id: Option<u64>,
     /// EIP-7702 authorizations, as signed (makes it a type-4 transaction). One whose
     /// signature does not recover, or whose chain id or nonce does not match, is skipped as

@@ -99,7 +99,9 @@ pub(crate) enum Dialect {
     Anvil,
     /// `hardhat_`: Hardhat Network's.
     Hardhat,
-    /// `evm_`: the names Hardhat and ganache share (answered as Hardhat answers them).
+    /// `evm_`: the names Hardhat, ganache and anvil share; each handler says which peer's
+    /// answer it gives (evm_setAutomine answers `true` as Hardhat does, the block setters
+    /// `null` as anvil does).
     Evm,
     /// Any other namespace.
     Standard,
