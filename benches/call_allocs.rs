@@ -125,6 +125,7 @@ fn main() {
         blob_params: None,
         code_size_limit: None,
         parallel: hearth_actors::ParallelConfig::default(),
+        show: hearth_actors::Show::default(),
     };
     let workloads = [
         ("balanceOf", "70a08231000000000000000000000000f39fd6e51aad88f6f4ce6ab8827279cfffb92266"),

@@ -198,6 +198,7 @@ pub fn import_chain_with(
         blob_params: None,
         code_size_limit: None,
         parallel,
+        show: hearth_actors::Show::default(),
     };
     let mut executor = ExecutorActor::new(db.reader(), exec, None);
     let mut meter = Meter::new(progress);

@@ -216,6 +216,13 @@ pub struct Cli {
     /// Print no banner on stdout (log lines still go to stderr).
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Print no console.log lines (they are captured and printed by default, as in anvil).
+    #[arg(long = "disable-console-log", visible_alias = "no-console-log")]
+    pub disable_console_log: bool,
+    /// Print the call tree of every mined transaction, named from --artifacts where the
+    /// contracts are known.
+    #[arg(long = "print-traces", visible_alias = "enable-trace-printing")]
+    pub print_traces: bool,
     /// Format of the log lines on stderr.
     #[arg(long = "log.format", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -110,6 +110,8 @@ pub struct NodeConfig {
     pub executor_threads: NonZeroUsize,
     /// Parallel block execution (`--exec.parallel`, `--exec.threads`).
     pub parallel: hearth_actors::ParallelConfig,
+    /// What the node prints of what ran (`--disable-console-log`, `--print-traces`).
+    pub show: hearth_actors::Show,
     /// JSON-RPC worker threads.
     pub http_workers: NonZeroUsize,
     /// What the executor pool admits: the queue-delay budget and the queue cap.
@@ -930,6 +932,11 @@ impl NodeConfig {
             log_format: if cli.json { LogFormat::Json } else { cli.log_format },
             executor_threads,
             parallel: actors.parallel,
+            show: hearth_actors::Show {
+                console_log: !cli.disable_console_log,
+                traces: cli.print_traces,
+                ..Default::default()
+            },
             http_workers,
             admission,
             gas_limit,

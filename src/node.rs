@@ -22,6 +22,7 @@ use hearth_actors::{
 };
 use hearth_messages::ChainId;
 use hearth_messages::code_cache::CodeCacheClient;
+use hearth_messages::console::ConsoleSink;
 use hearth_messages::executor::ExecutorClient;
 use hearth_messages::filters::FilterClient;
 use hearth_messages::interest::Interest;
@@ -623,6 +624,7 @@ struct Listeners {
     filters_pending: Interest,
     subscriptions: Addr<SubscriptionActor>,
     subs_pending: Interest,
+    subs_console: Interest,
 }
 
 impl Wiring<'_> {
@@ -633,16 +635,25 @@ impl Wiring<'_> {
         forks: Option<Arc<dyn hearth_messages::trace::ForkSchedule>>,
     ) -> Result<Actors, NodeError> {
         let (code_cache, l2) = self.start_code_cache();
-        let executor = self.start_executor_pool(l2, forks);
         let state = StateActor::new(self.chain.clone())
             .with_commit_threads(self.config.parallel.threads.get())
             .start_bounded(self.config.mailbox);
         let listeners = self.start_listeners(&state)?;
+        // The executors print calls' console output and the miner mined transactions'; both
+        // hand it to the subscription actor too.
+        let show = hearth_actors::Show {
+            sink: ConsoleSink::new(
+                listeners.subscriptions.clone().recipient(),
+                listeners.subs_console.clone(),
+            ),
+            ..self.config.show.clone()
+        };
+        let executor = self.start_executor_pool(l2, forks, show.clone());
         // The mempool and the miner exchange three messages per block (take, mined, take
         // again): on one thread those are task switches instead of thread wake-ups.
         let pool_and_miner = actix::Arbiter::new();
         let mempool = self.start_mempool(&pool_and_miner, &listeners);
-        let miner = self.start_miner(&pool_and_miner, &mempool, &executor, &state);
+        let miner = self.start_miner(&pool_and_miner, &mempool, &executor, &state, show);
         info!(
             target: "node",
             threads = self.config.executor_threads.get(),
@@ -671,6 +682,7 @@ impl Wiring<'_> {
         &mut self,
         l2: CodeL2,
         forks: Option<Arc<dyn hearth_messages::trace::ForkSchedule>>,
+        show: hearth_actors::Show,
     ) -> ExecutorClient {
         let config = self.config;
         let exec_config = ExecConfig {
@@ -681,6 +693,7 @@ impl Wiring<'_> {
             blob_params: self.opened.blob_params,
             code_size_limit: config.code_size_limit,
             parallel: config.parallel,
+            show,
         };
         let exec_chain = self.chain.reader();
         // `make` runs on each executor thread as it starts. Admission caps what the pool holds
@@ -714,15 +727,18 @@ impl Wiring<'_> {
         self.restarts.push(("filters", filter_actor.restart_counter()));
         let filters = filter_actor.start_bounded(mailbox);
         let subscription_actor = SubscriptionActor::new(self.config.subscriptions);
-        let (subs_blocks, subs_pending) =
-            (subscription_actor.block_interest(), subscription_actor.pending_interest());
+        let (subs_blocks, subs_pending, subs_console) = (
+            subscription_actor.block_interest(),
+            subscription_actor.pending_interest(),
+            subscription_actor.console_interest(),
+        );
         self.restarts.push(("subscriptions", subscription_actor.restart_counter()));
         let subscriptions = subscription_actor.start_bounded(mailbox);
         // The state actor's mailbox was just made and is empty, so this cannot be refused.
         state
             .try_send(SubscribeBlocks(subscriptions.clone().recipient(), subs_blocks))
             .map_err(|_| NodeError::Wiring("the state actor refused the block subscription"))?;
-        Ok(Listeners { filters, filters_pending, subscriptions, subs_pending })
+        Ok(Listeners { filters, filters_pending, subscriptions, subs_pending, subs_console })
     }
 
     /// The mempool, on `arbiter`, telling the listeners of admitted transactions.
@@ -766,6 +782,7 @@ impl Wiring<'_> {
         mempool: &Addr<MempoolActor>,
         executor: &ExecutorClient,
         state: &Addr<StateActor>,
+        show: hearth_actors::Show,
     ) -> Addr<MinerActor> {
         let config = self.config;
         let miner = MinerActor::new(
@@ -778,6 +795,7 @@ impl Wiring<'_> {
                 rollback: state.clone().recipient(),
                 replace: state.clone().recipient(),
                 head_writes: HeadWrites::of(state),
+                show,
             },
             MinerConfig {
                 automine: config.automine,

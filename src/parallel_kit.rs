@@ -245,6 +245,7 @@ impl Kit {
             blob_params: None,
             code_size_limit: None,
             parallel,
+            show: hearth_actors::Show::default(),
         };
         let mut executor = ExecutorActor::new(self.db.reader(), config, None);
         let mut env =

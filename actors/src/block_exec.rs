@@ -33,6 +33,7 @@ use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Outpu
 use revm::handler::SystemCallCommitEvm;
 use revm::primitives::hardfork::SpecId;
 
+use crate::console::BlockConsole;
 use crate::exec::{
     BlockChanges, BlockEvm, BlockSetup, CodeL1, EvmScratch, ExecConfig, block_evm_in, block_reward,
     deposit_requests, excess_blob_gas, exec_error, instrument, pre_block_calls,
@@ -79,6 +80,8 @@ struct Included {
     logs_bloom: Bloom,
     /// The deposit contract's logs (EIP-6110 requests), the only ones read after the loop.
     deposit_logs: Vec<Log>,
+    /// What the included transactions printed with console.log, when the block captures it.
+    console: BlockConsole,
 }
 
 impl Included {
@@ -93,6 +96,7 @@ impl Included {
             blob_gas_used: 0,
             logs_bloom: Bloom::ZERO,
             deposit_logs: Vec::new(),
+            console: BlockConsole::default(),
         }
     }
 }
@@ -142,6 +146,8 @@ pub(crate) fn execute_block(
     // as anvil and Hardhat allow (a raw transaction cannot come from code: no key signs it).
     evm.ctx.cfg.disable_eip3607 = mode == BuildMode::Pack;
     pre_block_calls(&mut evm, &env, &parent, setup.spec)?;
+    // After the system calls: what a block prints is its transactions' output.
+    evm.precompiles.capture(defaults.show.console_in(mode));
     // A parallel block's helpers claim, run and hand back transactions while the loop below
     // commits them in order (`parallel.rs`); they are scoped threads that end with the loop.
     let start = helpers.map(|_| evm.ctx.journaled_state.database.changes().clone());
@@ -170,13 +176,14 @@ pub(crate) fn execute_block(
     let (roots, diff, transactions) = roots_beside(&txs, &included, known, defaults, changes);
     log_split(txs.len(), included.indexes.len(), loop_started - started, loop_started, loop_time);
     let header = sealed_header(&parent, &env, setup.spec, roots, &included, &requests);
-    let Included { senders, receipts, invalid, outputs, .. } = included;
+    let Included { senders, receipts, invalid, outputs, console, .. } = included;
     Ok(BuiltBlock {
         draft: BlockDraft { header, body: StoredBody { transactions, senders }, receipts },
         diff,
         invalid,
         requests: requests.take().into_iter().filter(|r| r.len() > 1).collect(),
         outputs,
+        console: console.into_printed(),
     })
 }
 
@@ -226,8 +233,11 @@ impl<'x> BlockLoop<'x> {
                     Some(committer) => committer.run(evm, index, candidate),
                     None => evm.transact_commit(tx_env(candidate)).map(|result| (result, None)),
                 };
+                // Whoever ran it (this EVM or a helper) left its console calls in the tap.
+                let console = evm.precompiles.take();
                 if let Some((result, bloom)) = self.accepted(executed, out, index, candidate)? {
                     out.blob_gas_used += tx_blob_gas;
+                    out.console.add(out.indexes.len(), console);
                     self.include(evm, out, index, candidate, result, bloom)?;
                 }
             }
@@ -605,6 +615,7 @@ mod tests {
             blob_params: None,
             code_size_limit: None,
             parallel: crate::exec::ParallelConfig::default(),
+            show: crate::exec::Show::default(),
         };
         (ExecutorActor::new(db.reader(), config, None), header)
     }

@@ -19,6 +19,7 @@
 mod block_evm;
 mod code;
 mod config;
+mod console_tap;
 mod db;
 mod env;
 mod geth_errors;
@@ -28,11 +29,12 @@ mod rules;
 mod scratch;
 
 pub(crate) use block_evm::{
-    BlockEvm, BlockSetup, block_evm, block_evm_in, coinbase_seen, forget_coinbase_seen, instrument,
-    pre_block_calls, resolved_blob_params,
+    BlockEvm, BlockSetup, block_evm, block_evm_in, coinbase_seen, evm_over, forget_coinbase_seen,
+    instrument, pre_block_calls, resolved_blob_params,
 };
 pub use code::{CODE_L1_ENTRIES, CodeL1, CodeL2};
-pub use config::{ExecConfig, MAX_EXEC_THREADS, ParallelConfig, ParallelMode};
+pub use config::{ExecConfig, MAX_EXEC_THREADS, ParallelConfig, ParallelMode, Show};
+pub use console_tap::ConsoleTap;
 pub(crate) use db::{AccountNow, BlockChanges, ExecDb};
 pub use db::{READ_CACHE_ENTRIES, ReadCache};
 pub(crate) use env::{apply_block_overrides, block_env_of, call_tx_env, tx_env};

@@ -28,6 +28,7 @@ use alloy_consensus::{Header, Transaction};
 use alloy_primitives::U256;
 use hearth_messages::ExecError;
 use hearth_messages::access_list::{AccessListOutcome, CreateAccessList};
+use hearth_messages::console::ConsoleSource;
 use hearth_messages::executor::{
     Admitted, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome,
     GetTouchedSlots, TouchedSlots,
@@ -46,9 +47,9 @@ use revm::handler::instructions::EthInstructions;
 use revm::primitives::hardfork::SpecId;
 
 use crate::exec::{
-    CallGuard, CodeL1, CodeL2, EvmScratch, ExecConfig, ExecDb, MovablePrecompiles, ReadCache,
-    SCRATCH_RETAINED_BYTES, apply_block_overrides, blob_fraction, block_env_of, call_tx_env,
-    default_blob_params, exec_error, outcome,
+    CallGuard, CodeL1, CodeL2, ConsoleTap, EvmScratch, ExecConfig, ExecDb, MovablePrecompiles,
+    ReadCache, SCRATCH_RETAINED_BYTES, apply_block_overrides, blob_fraction, block_env_of,
+    call_tx_env, default_blob_params, exec_error, outcome,
 };
 
 /// Gas of a plain value transfer.
@@ -83,6 +84,9 @@ pub struct ExecutorActor {
     /// Restarts after a panic (shared by the pool's executors, for `/metrics`).
     restarts: crate::supervise::RestartCounter,
 }
+
+/// Whether a call prints its console.log output, under which RPC method's name.
+type Console = Option<&'static str>;
 
 impl ExecutorActor {
     /// Threads a block's work may spread over (`--exec.threads`): parallel execution's
@@ -203,8 +207,9 @@ impl ExecutorActor {
         request: &CallRequest,
         block: u64,
         gas: u64,
+        console: Console,
     ) -> Result<ExecutionResult, ExecError> {
-        self.run_call_then(request, block, CallGas::Exactly(gas), |done| done.result)
+        self.run_call_then(request, block, CallGas::Exactly(gas), console, |done| done.result)
     }
 
     /// [`run_call`](Self::run_call), handing `pick` the result with the state the call read
@@ -214,6 +219,7 @@ impl ExecutorActor {
         request: &CallRequest,
         block: u64,
         gas: CallGas,
+        console: Console,
         pick: impl FnOnce(ExecResultAndState<ExecutionResult>) -> T,
     ) -> Result<T, ExecError> {
         // One snapshot for the header, the state and its root: a reset between two of these
@@ -233,9 +239,10 @@ impl ExecutorActor {
         self.reads.use_root(root, pinned.generation());
         let mut db = ExecDb::new(view, &mut self.codes).with_read_cache(&mut self.reads);
         let spec = cfg.spec;
-        let mut precompiles = MovablePrecompiles::new(spec);
+        let mut precompiles = ConsoleTap::new(MovablePrecompiles::new(spec));
+        precompiles.capture(console.is_some() && self.config.show.console_log);
         if let Some(overrides) = &request.state_overrides {
-            precompiles.apply(overrides)?;
+            precompiles.inner.apply(overrides)?;
             db.apply_overrides(overrides)?;
         }
         // Built directly: `Context::mainnet().with_db(db)` would make a journal and a 4 KiB
@@ -261,8 +268,18 @@ impl ExecutorActor {
             frame_stack: self.scratch.take_frames(),
         };
         let result = evm.inspect_tx(tx).map(pick).map_err(exec_error);
-        let Evm { ctx, inspector, frame_stack, .. } = evm;
+        let Evm { ctx, inspector, frame_stack, mut precompiles, .. } = evm;
         self.scratch.keep(frame_stack, ctx.local, inspector.max_depth);
+        if let Some(method) = console {
+            let printed = precompiles.take();
+            if !printed.is_empty() {
+                crate::report::console(
+                    &self.config.show,
+                    ConsoleSource::Call { method },
+                    printed.decode(),
+                );
+            }
+        }
         if inspector.expired
             && let Some(timeout) = self.config.evm_timeout
         {
@@ -273,8 +290,13 @@ impl ExecutorActor {
 
     /// Runs an eth_call. Public so that benches can drive an executor without an actor system.
     pub fn call(&mut self, msg: Call) -> Result<CallOutcome, ExecError> {
-        let result =
-            self.run_call_then(&msg.request, msg.block, CallGas::Requested, |done| done.result)?;
+        let result = self.run_call_then(
+            &msg.request,
+            msg.block,
+            CallGas::Requested,
+            Some("eth_call"),
+            |done| done.result,
+        )?;
         Ok(outcome(result))
     }
 
@@ -282,7 +304,7 @@ impl ExecutorActor {
     /// the call holds every slot it loaded, reverted or not.
     fn touched_slots(&mut self, msg: GetTouchedSlots) -> Result<TouchedSlots, ExecError> {
         let (result, mut slots) =
-            self.run_call_then(&msg.request, msg.block, CallGas::Requested, |done| {
+            self.run_call_then(&msg.request, msg.block, CallGas::Requested, None, |done| {
                 let slots: Vec<U256> = done
                     .state
                     .get(&msg.account)
@@ -312,11 +334,13 @@ impl ExecutorActor {
             && request.authorization_list.is_none()
             && self.db.state_at(msg.block).code_of(&to)?.is_empty()
             && hi >= TRANSFER_GAS
-            && self.run_call(request, msg.block, TRANSFER_GAS).is_ok_and(|r| r.is_success())
+            && self.run_call(request, msg.block, TRANSFER_GAS, None).is_ok_and(|r| r.is_success())
         {
             return Ok(EstimateOutcome::Gas(TRANSFER_GAS));
         }
-        let first = self.run_call(request, msg.block, hi)?;
+        // The first run prints what the call logs to the console; the search's runs would
+        // print it again and again.
+        let first = self.run_call(request, msg.block, hi, Some("eth_estimateGas"))?;
         if !first.is_success() {
             return Ok(EstimateOutcome::Failed(outcome(first)));
         }
@@ -352,7 +376,7 @@ impl ExecutorActor {
         block: u64,
         gas: u64,
     ) -> Result<bool, ExecError> {
-        match self.run_call(request, block, gas) {
+        match self.run_call(request, block, gas, None) {
             Ok(result) => Ok(result.is_success()),
             Err(ExecError::Invalid(_) | ExecError::Rejected(_)) => Ok(false),
             Err(other) => Err(other),
@@ -662,6 +686,7 @@ mod tests {
             blob_params: None,
             code_size_limit: None,
             parallel: crate::exec::ParallelConfig::default(),
+            show: crate::exec::Show::default(),
         };
         (ExecutorActor::new(db.reader(), config, None), contracts)
     }

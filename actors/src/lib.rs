@@ -10,6 +10,7 @@ mod access_list;
 pub mod block_exec;
 mod bounded;
 pub mod code_cache;
+pub mod console;
 pub mod dev;
 pub mod exec;
 pub mod executor;
@@ -18,6 +19,7 @@ pub mod fork;
 pub mod mempool;
 pub mod miner;
 pub mod parallel;
+pub mod report;
 pub mod senders;
 mod simulate;
 pub mod state;
@@ -28,7 +30,7 @@ mod trace;
 pub use bounded::start_on;
 pub use code_cache::{CodeCache, CodeCacheActor};
 pub use exec::{
-    CodeL1, CodeL2, ExecConfig, ParallelConfig, ParallelMode, READ_CACHE_ENTRIES, ReadCache,
+    CodeL1, CodeL2, ExecConfig, ParallelConfig, ParallelMode, READ_CACHE_ENTRIES, ReadCache, Show,
 };
 pub use executor::ExecutorActor;
 pub use filters::FilterActor;

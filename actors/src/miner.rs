@@ -143,6 +143,9 @@ pub struct MinerPeers {
     /// The state owner's writes of the head state outside a block, passed on between blocks
     /// (`BetweenBlocks`): a block being built would undo them when it commits.
     pub head_writes: HeadWrites,
+    /// What the node prints of the blocks it mines (`report`): their transactions and
+    /// console output.
+    pub show: crate::exec::Show,
 }
 
 /// The state owner's recipients for the head-state writes the miner passes on between blocks.

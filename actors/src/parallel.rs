@@ -70,6 +70,7 @@ use revm::state::{AccountInfo, EvmState};
 pub(crate) mod published;
 mod seqmap;
 
+use crate::console::Captured;
 use crate::exec::{
     AccountNow, BlockChanges, BlockEvm, CodeL1, ExecConfig, ExecDb, ParallelConfig, ParallelMode,
     PublishedValues, ReadLog, block_evm, coinbase_seen, forget_coinbase_seen, instrument, tx_env,
@@ -169,6 +170,8 @@ pub(crate) struct Speculated {
     observes_coinbase: bool,
     /// The helper that ran it, which frees it.
     helper: usize,
+    /// What it sent to the console (nothing unless the block captures console output).
+    console: Captured,
 }
 
 /// Where one transaction stands on the board.
@@ -218,6 +221,7 @@ impl Speculated {
             slots: Vec::new(),
             observes_coinbase: true,
             helper,
+            console: Captured::new(),
         }
     }
 }
@@ -237,6 +241,7 @@ fn speculate(
     forget_coinbase_seen();
     evm.ctx.journaled_state.database.start_log(log);
     let outcome = evm.transact(tx_env(pooled)).ok();
+    let console = evm.precompiles.take();
     let log = evm.ctx.journaled_state.database.take_log();
     let remade = outcome
         .as_ref()
@@ -251,6 +256,7 @@ fn speculate(
         slots: log.slots,
         observes_coinbase,
         helper,
+        console,
     }
 }
 
@@ -869,6 +875,7 @@ fn helper_evm<'c>(
     let (mut evm, _) =
         block_evm(input.db, codes, input.defaults, input.parent_number, input.env, ());
     instrument(&mut evm);
+    evm.precompiles.capture(input.defaults.show.console_in(input.mode));
     evm.ctx.cfg.disable_eip3607 = input.mode == BuildMode::Pack;
     evm.ctx.journaled_state.database.set_changes(input.start.clone());
     if board.followed() {
@@ -1069,9 +1076,13 @@ impl<'b, 'a> Committer<'b, 'a> {
             let db = &mut evm.ctx.journaled_state.database;
             let bloom = run.bloom;
             let helper = run.helper;
+            let console = std::mem::take(&mut run.console);
             let validated = self.validate(db, &mut run).map_err(EVMError::Database);
             locked(&board.spent[helper]).runs.push(run);
             if let Some(outcome) = validated? {
+                // The block loop takes the console output from the committer's tap, which
+                // did not run this one: it gets the helper's.
+                evm.precompiles.put(console);
                 self.streak = 0;
                 // One run that validates among frequent conflicts (a hot contract, where a
                 // helper's run now and then lands right after the commit it needed) must not

@@ -25,6 +25,7 @@ use actix::{Actor, Context, Handler, MessageResult};
 use alloy_eips::BlockNumHash;
 use alloy_primitives::{B128, B256};
 use hearth_messages::SealedBlock;
+use hearth_messages::console::ConsolePrinted;
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::TxsAdmitted;
 use hearth_messages::state::BlockCommitted;
@@ -134,7 +135,7 @@ impl Subscriptions {
         self.deliver(|kind| match kind {
             SubscriptionKind::NewHeads => vec![Notice::Head(Arc::clone(block))],
             SubscriptionKind::Logs(filter) => matching_logs(filter, block),
-            SubscriptionKind::PendingTxs => Vec::new(),
+            SubscriptionKind::PendingTxs | SubscriptionKind::Console => Vec::new(),
         });
     }
 
@@ -142,7 +143,17 @@ impl Subscriptions {
     pub fn txs_admitted(&mut self, hashes: &[B256]) {
         self.deliver(|kind| match kind {
             SubscriptionKind::PendingTxs => hashes.iter().copied().map(Notice::PendingTx).collect(),
-            SubscriptionKind::NewHeads | SubscriptionKind::Logs(_) => Vec::new(),
+            SubscriptionKind::NewHeads | SubscriptionKind::Logs(_) | SubscriptionKind::Console => {
+                Vec::new()
+            }
+        });
+    }
+
+    /// Queues one execution's console output for each hearth_console subscription.
+    pub fn console_printed(&mut self, printed: &ConsolePrinted) {
+        self.deliver(|kind| match kind {
+            SubscriptionKind::Console => vec![Notice::Console(printed.clone())],
+            _ => Vec::new(),
         });
     }
 
@@ -156,6 +167,7 @@ impl Subscriptions {
                 SubscriptionKind::NewHeads => stats.new_heads += 1,
                 SubscriptionKind::Logs(_) => stats.logs += 1,
                 SubscriptionKind::PendingTxs => stats.pending_txs += 1,
+                SubscriptionKind::Console => stats.console += 1,
             }
         }
         stats
@@ -266,6 +278,8 @@ pub struct SubscriptionActor {
     blocks: Interest,
     /// On while some subscription wants admitted transactions.
     pending: Interest,
+    /// On while some subscription wants console output.
+    console: Interest,
     restarts: RestartCounter,
 }
 
@@ -276,6 +290,7 @@ impl SubscriptionActor {
             subscriptions: Subscriptions::new(limits),
             blocks: Interest::none(),
             pending: Interest::none(),
+            console: Interest::none(),
             restarts: RestartCounter::default(),
         }
     }
@@ -303,11 +318,17 @@ impl SubscriptionActor {
         self.pending.clone()
     }
 
+    /// Whether it wants `ConsolePrinted` now: pass it to the `ConsoleSink`.
+    pub fn console_interest(&self) -> Interest {
+        self.console.clone()
+    }
+
     /// Publishes what the subscriptions now want, after anything that adds or drops some.
     fn publish_interest(&self) {
         let stats = self.subscriptions.stats();
         self.blocks.set(stats.new_heads + stats.logs > 0);
         self.pending.set(stats.pending_txs > 0);
+        self.console.set(stats.console > 0);
     }
 
     /// Starts the actor with its mailbox bounded from the first message on.
@@ -397,6 +418,18 @@ impl Handler<BlockCommitted> for SubscriptionActor {
         let _ = self.contained(|act| {
             act.subscriptions.block_committed(&msg.block);
             // A slow connection may have been dropped.
+            act.publish_interest();
+            Ok(())
+        });
+    }
+}
+
+impl Handler<ConsolePrinted> for SubscriptionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ConsolePrinted, _ctx: &mut Self::Context) {
+        let _ = self.contained(|act| {
+            act.subscriptions.console_printed(&msg);
             act.publish_interest();
             Ok(())
         });

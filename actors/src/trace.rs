@@ -38,7 +38,7 @@ use revm::context::{BlockEnv, Context, TxEnv};
 use revm::handler::MainnetContext;
 use revm::interpreter::{InstructionResult, Interpreter};
 use revm::primitives::hardfork::SpecId;
-use revm::{ExecuteCommitEvm, InspectEvm, Inspector, MainBuilder, MainContext};
+use revm::{ExecuteCommitEvm, InspectEvm, Inspector, MainContext};
 use revm_inspectors::tracing::types::{CallTraceNode, CallTraceStep};
 use revm_inspectors::tracing::{
     DebugInspector, DebugInspectorError, TracingInspector, TracingInspectorConfig,
@@ -46,8 +46,11 @@ use revm_inspectors::tracing::{
 };
 use serde::Serialize;
 
-use crate::exec::{BlockEvm, ExecDb, block_evm, block_reward, exec_error, pre_block_calls, tx_env};
+use crate::exec::{
+    BlockEvm, ExecDb, block_evm, block_reward, evm_over, exec_error, pre_block_calls, tx_env,
+};
 use crate::executor::ExecutorActor;
+use revm::context_interface::local::FrameStack;
 
 /// The fewest bytes one struct log encodes to: `{"pc":0,"op":"LT","gas":0,"gasCost":0,
 /// "depth":1,"refund":0}` and its separating comma. With the stack, memory and storage left
@@ -484,11 +487,8 @@ impl ExecutorActor {
             db.apply_overrides(overrides)?;
         }
         let (cfg, block_env, _) = envs[0].clone();
-        let mut evm = Context::mainnet()
-            .with_db(db)
-            .with_cfg(cfg)
-            .with_block(block_env)
-            .build_mainnet_with_inspector(make(first_extra)?);
+        let ctx = Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env);
+        let mut evm = evm_over(ctx, make(first_extra)?, FrameStack::new_prealloc(8));
         for (index, ((_, extra), (cfg, block_env, tx))) in calls.iter().zip(envs).enumerate() {
             if index > 0 {
                 evm.inspector = make(extra)?;
@@ -1121,6 +1121,7 @@ impl JsonArray {
 #[cfg(test)]
 mod tests {
     use alloy_primitives::{Bytes, TxKind, address, hex};
+    use revm::MainBuilder;
     use revm::database::{CacheDB, EmptyDB};
     use std::time::Duration;
 

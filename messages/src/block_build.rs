@@ -172,6 +172,9 @@ pub struct BuiltBlock {
     /// What each included transaction returned (revert data for a reverted one, `None` for a
     /// halted one), in block order: evm_mine_detailed shows it.
     pub outputs: Vec<Option<Bytes>>,
+    /// What included transactions printed with console.log: (position in the block, lines),
+    /// for those that printed, when the executor captures console output.
+    pub console: Vec<(usize, crate::console::ConsoleLines)>,
 }
 
 /// A transaction block building refused (revm's validation failed against the block's state),

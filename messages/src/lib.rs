@@ -14,6 +14,7 @@ mod block_build;
 pub mod chain_id;
 pub mod client;
 pub mod code_cache;
+pub mod console;
 pub mod error;
 pub mod executor;
 pub mod filters;

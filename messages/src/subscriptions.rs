@@ -30,6 +30,9 @@ pub enum SubscriptionKind {
     /// Hashes of transactions admitted to the pool. Serves
     /// eth_subscribe("newPendingTransactions").
     PendingTxs,
+    /// What contracts print with console.log, per transaction or call. Serves
+    /// eth_subscribe("hearth_console").
+    Console,
 }
 
 /// The bounds of the subscription service, validated at startup.
@@ -167,6 +170,8 @@ pub enum Notice {
     Log(Box<Log>),
     /// An admitted transaction's hash (newPendingTransactions).
     PendingTx(B256),
+    /// console.log output of one transaction or call (hearth_console).
+    Console(crate::console::ConsolePrinted),
 }
 
 /// The subscription actor's counters. Serves `GET /metrics`.
@@ -184,6 +189,8 @@ pub struct SubscriptionStats {
     pub logs: usize,
     /// newPendingTransactions subscriptions now.
     pub pending_txs: usize,
+    /// hearth_console subscriptions now.
+    pub console: usize,
     /// Notifications queued since start.
     pub notifications: u64,
     /// Connections closed because their queue was full.

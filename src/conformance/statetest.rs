@@ -186,6 +186,7 @@ pub(super) fn executor(
             code_size_limit: None,
             blob_params: None,
             parallel,
+            show: hearth_actors::Show::default(),
         },
         None,
     )

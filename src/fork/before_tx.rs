@@ -136,6 +136,7 @@ pub fn replay_at_start(
         blob_params: rules.blob_params,
         code_size_limit,
         parallel: hearth_actors::ParallelConfig::default(),
+        show: hearth_actors::Show::default(),
     };
     let mut executor = ExecutorActor::new(chain.reader(), config, None);
     replay(chain, &mut executor, plan)

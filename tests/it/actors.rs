@@ -98,6 +98,7 @@ fn miner_on(
             rollback: node.node.state.clone().recipient(),
             replace: node.node.state.clone().recipient(),
             head_writes: HeadWrites::of(&node.node.state),
+            show: hearth_actors::Show::default(),
         },
         MinerConfig {
             automine,

@@ -122,6 +122,7 @@ fn probed_miner(
             rollback: node.node.state.clone().recipient(),
             replace: node.node.state.clone().recipient(),
             head_writes: HeadWrites::of(&node.node.state),
+            show: hearth_actors::Show::default(),
         },
         MinerConfig {
             automine,

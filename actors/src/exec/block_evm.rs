@@ -19,13 +19,14 @@ use revm::context::{CfgEnv, Context, LocalContext};
 use revm::context_interface::JournalTr;
 use revm::context_interface::local::FrameStack;
 use revm::handler::instructions::EthInstructions;
-use revm::handler::{EthFrame, EthPrecompiles, MainnetContext, MainnetEvm, SystemCallCommitEvm};
+use revm::handler::{EthFrame, EthPrecompiles, MainnetContext, SystemCallCommitEvm};
 use revm::interpreter::interpreter::EthInterpreter;
 use revm::interpreter::{Instruction, InstructionContext, InstructionExecResult};
 use revm::primitives::hardfork::SpecId;
 
 use super::code::CodeL1;
 use super::config::ExecConfig;
+use super::console_tap::ConsoleTap;
 use super::db::ExecDb;
 use super::env::block_env;
 use super::geth_errors::exec_error;
@@ -35,7 +36,15 @@ use super::rules::{blob_fraction, default_blob_params};
 /// A block's EVM: its rules and environment over its parent's state, with inspector `I` (`()`
 /// for none), its database reading what a parallel block's other threads publish (`P`; `()`:
 /// nothing, a replay).
-pub(crate) type BlockEvm<'a, I, P = ()> = MainnetEvm<MainnetContext<ExecDb<'a, P>>, I>;
+/// Its precompiles are the fork's behind the console tap, which captures console.log calls
+/// when asked ([`ConsoleTap::capture`]).
+pub(crate) type BlockEvm<'a, I, P = ()> = Evm<
+    MainnetContext<ExecDb<'a, P>>,
+    I,
+    EthInstructions<EthInterpreter, MainnetContext<ExecDb<'a, P>>>,
+    ConsoleTap<EthPrecompiles>,
+    EthFrame,
+>;
 
 /// What a block's environment resolves to with the executor's defaults filled in.
 #[derive(Debug, Clone, Copy)]
@@ -98,15 +107,25 @@ pub(crate) fn block_evm_in<'a, I, P: PublishedValues>(
         &blob_params,
     ));
     ctx.local = local;
-    // What `build_mainnet_with_inspector` makes, with the given frames.
-    let evm = Evm {
+    (evm_over(ctx, inspector, frame_stack), BlockSetup { spec, blob_params })
+}
+
+/// A block EVM over `ctx` (its spec from `ctx`'s configuration) with `inspector`: what revm's
+/// `build_mainnet_with_inspector` makes, with the console tap around the precompiles and the
+/// given frames.
+pub(crate) fn evm_over<'a, I, P: PublishedValues>(
+    ctx: MainnetContext<ExecDb<'a, P>>,
+    inspector: I,
+    frame_stack: FrameStack<EthFrame>,
+) -> BlockEvm<'a, I, P> {
+    let spec = ctx.cfg.spec;
+    Evm {
         ctx,
         inspector,
         instruction: EthInstructions::new_mainnet_with_spec(spec),
-        precompiles: EthPrecompiles::new(spec),
+        precompiles: ConsoleTap::new(EthPrecompiles::new(spec)),
         frame_stack,
-    };
-    (evm, BlockSetup { spec, blob_params })
+    }
 }
 
 thread_local! {

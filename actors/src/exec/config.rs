@@ -27,6 +27,32 @@ pub struct ExecConfig {
     /// When and on how many threads a block runs in parallel (`--exec.parallel`,
     /// `--exec.threads`); see `parallel.rs`.
     pub parallel: ParallelConfig,
+    /// What the node shows of what ran (`--disable-console-log`, `--print-traces`).
+    pub show: Show,
+}
+
+/// What the node prints of what ran: console.log lines (on in a node, `--disable-console-log`
+/// turns them off) and call traces (`--print-traces`). Off by default, as in tests and
+/// conformance runs, where nobody reads them.
+#[derive(Debug, Clone, Default)]
+pub struct Show {
+    /// Capture and print console.log calls of mined transactions and calls.
+    pub console_log: bool,
+    /// Print the call tree of every mined transaction.
+    pub traces: bool,
+    /// Where console output goes besides the log (hearth_console subscribers).
+    pub sink: hearth_messages::console::ConsoleSink,
+    /// Custom errors known from the developer's build output (`--artifacts`), for revert
+    /// reasons.
+    pub errors: std::sync::Arc<crate::report::KnownErrors>,
+}
+
+impl Show {
+    /// Whether a block built in `mode` captures console output: blocks the node mines do; an
+    /// imported block's transactions ran elsewhere, and nobody waits for their lines.
+    pub(crate) fn console_in(&self, mode: hearth_messages::executor::BuildMode) -> bool {
+        self.console_log && mode == hearth_messages::executor::BuildMode::Pack
+    }
 }
 
 /// Most threads `--exec.threads` accepts.

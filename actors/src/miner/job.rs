@@ -163,6 +163,7 @@ impl MineJob {
             CommitBlock { draft: built.draft, diff: built.diff, parent_root: base.parent_root };
         let block = self.peers.commit.send(commit).await??;
         let committed_at = Instant::now();
+        crate::report::block_mined(&self.peers.show, &block, &built.outputs, built.console);
         let pool_left = self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
         // Where a block's time goes, for `scripts/mine-e2e.py`: building (execution, receipts,
         // the transactions root) on the executor pool, then the state owner's commit (the

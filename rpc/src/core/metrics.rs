@@ -296,6 +296,7 @@ pub(crate) fn subscription_metrics(
         ("newHeads", stats.new_heads),
         ("logs", stats.logs),
         ("newPendingTransactions", stats.pending_txs),
+        ("hearth_console", stats.console),
     ] {
         let _ = writeln!(out, "hearth_ws_subscriptions{{kind=\"{kind}\"}} {count}");
     }

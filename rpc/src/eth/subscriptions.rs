@@ -68,9 +68,13 @@ fn subscription_kind(params: &Params) -> Result<SubscriptionKind, RpcError> {
             }
             Ok(SubscriptionKind::PendingTxs)
         }
+        "hearth_console" => {
+            params.at_most(1)?;
+            Ok(SubscriptionKind::Console)
+        }
         other => Err(RpcError::InvalidParams(format!(
-            "unknown subscription kind {other:?}: use \"newHeads\", \"logs\" or \
-             \"newPendingTransactions\""
+            "unknown subscription kind {other:?}: use \"newHeads\", \"logs\", \
+             \"newPendingTransactions\" or \"hearth_console\""
         ))),
     }
 }
@@ -124,6 +128,46 @@ pub(crate) fn encode(note: &Notification) -> Result<String, serde_json::Error> {
         }
         Notice::Log(log) => object(&note.subscription, log),
         Notice::PendingTx(hash) => object(&note.subscription, hash),
+        Notice::Console(printed) => object(&note.subscription, ConsoleObject::of(printed)),
+    }
+}
+
+/// A hearth_console notification's result: where the lines came from (the RPC method of a
+/// call, or "transaction" with its hash and block), the lines, and how many console calls
+/// past the output bound were not kept (`dropped`, present when not zero).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConsoleObject<'a> {
+    source: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transaction_hash: Option<alloy_primitives::B256>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    block_number: Option<alloy_primitives::U64>,
+    lines: &'a [String],
+    #[serde(skip_serializing_if = "is_zero")]
+    dropped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl<'a> ConsoleObject<'a> {
+    fn of(printed: &'a hearth_messages::console::ConsolePrinted) -> Self {
+        use hearth_messages::console::ConsoleSource;
+        let (source, transaction_hash, block_number) = match printed.source {
+            ConsoleSource::Tx { hash, block } => {
+                ("transaction", Some(hash), Some(alloy_primitives::U64::from(block)))
+            }
+            ConsoleSource::Call { method } => (method, None, None),
+        };
+        Self {
+            source,
+            transaction_hash,
+            block_number,
+            lines: &printed.lines.lines,
+            dropped: printed.lines.dropped,
+        }
     }
 }
 
