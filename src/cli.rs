@@ -223,6 +223,11 @@ pub struct Cli {
     /// contracts are known.
     #[arg(long = "print-traces", visible_alias = "enable-trace-printing")]
     pub print_traces: bool,
+    /// The build output to name contracts, functions, events and errors by in printed traces,
+    /// revert reasons and hearth_traceTransactionDecoded: Foundry's out/ or Hardhat's
+    /// artifacts/ (repeatable).
+    #[arg(long = "artifacts", value_name = "DIR")]
+    pub artifacts: Vec<PathBuf>,
     /// Format of the log lines on stderr.
     #[arg(long = "log.format", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

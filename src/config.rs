@@ -112,6 +112,9 @@ pub struct NodeConfig {
     pub parallel: hearth_actors::ParallelConfig,
     /// What the node prints of what ran (`--disable-console-log`, `--print-traces`).
     pub show: hearth_actors::Show,
+    /// Build output directories to read names from at start (`--artifacts`), each checked to
+    /// be a directory.
+    pub artifacts: Vec<PathBuf>,
     /// JSON-RPC worker threads.
     pub http_workers: NonZeroUsize,
     /// What the executor pool admits: the queue-delay budget and the queue cap.
@@ -157,6 +160,16 @@ pub struct NodeConfig {
 /// A flag value that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
+    /// `--artifacts` names no directory.
+    #[error(
+        "--artifacts {}: not a directory; give the build output directory (Foundry's out/, \
+         Hardhat's artifacts/)",
+        path.display()
+    )]
+    Artifacts {
+        /// The path given.
+        path: PathBuf,
+    },
     /// A fork flag that cannot be used as given.
     #[error("{flag}: {reason}")]
     Fork {
@@ -332,6 +345,14 @@ pub fn default_exec_threads(fallback: usize) -> usize {
 /// The cores this machine has, for `--exec.threads`' default where no executor pool is sized.
 pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// Each `--artifacts` path must be a directory (a build output), read at start.
+fn check_artifacts(dirs: &[PathBuf]) -> Result<(), ConfigError> {
+    match dirs.iter().find(|dir| !dir.is_dir()) {
+        Some(dir) => Err(ConfigError::Artifacts { path: dir.clone() }),
+        None => Ok(()),
+    }
 }
 
 /// `--exec.parallel` and `--exec.threads`, the thread count range-checked.
@@ -876,6 +897,7 @@ impl TryFrom<Cli> for NodeConfig {
         let (dump_state, load_state) =
             state_files(&cli, &storage, fork.is_some(), code_size_limit)?;
         check_dev_keys(&cli)?;
+        check_artifacts(&cli.artifacts)?;
         let actors = actor_settings(&cli, threads.executor_threads)?;
         let resolved = Resolved {
             web,
@@ -935,8 +957,10 @@ impl NodeConfig {
             show: hearth_actors::Show {
                 console_log: !cli.disable_console_log,
                 traces: cli.print_traces,
+                artifacts: std::sync::Arc::new(hearth_actors::report::Artifacts::standard()),
                 ..Default::default()
             },
+            artifacts: cli.artifacts,
             http_workers,
             admission,
             gas_limit,

@@ -65,6 +65,9 @@ pub enum NodeError {
     /// `--fork-transaction-hash`'s earlier transactions could not be replayed.
     #[error(transparent)]
     ForkReplay(#[from] crate::fork::before_tx::ReplayError),
+    /// `--artifacts` could not be read.
+    #[error(transparent)]
+    Artifacts(#[from] hearth_actors::report::artifacts::ArtifactsError),
     /// Dev keys could not be derived.
     #[error("cannot derive dev accounts from --mnemonic: {0}")]
     Keys(String),
@@ -233,6 +236,9 @@ impl Node {
 
     /// Like [`Node::start`], with block timestamps from `clock` (tests pass a fixed one).
     pub fn start_with_clock(mut config: NodeConfig, clock: Clock) -> Result<Self, NodeError> {
+        if !config.artifacts.is_empty() {
+            config.show.artifacts = Arc::new(load_artifacts(&config.artifacts)?);
+        }
         // As given: a reset builds the genesis a start would, whatever the start changed.
         let given = config.clone();
         if let Some(settings) = config.fork.clone() {
@@ -810,6 +816,22 @@ impl Wiring<'_> {
         self.restarts.push(("miner", miner.restart_counter()));
         hearth_actors::start_on(&arbiter.handle(), miner, config.mailbox)
     }
+}
+
+/// Reads `--artifacts` (and the standard interfaces), saying how far it is every few hundred
+/// files and what it found.
+fn load_artifacts(
+    dirs: &[std::path::PathBuf],
+) -> Result<hearth_actors::report::Artifacts, NodeError> {
+    let mut artifacts = hearth_actors::report::Artifacts::standard();
+    for dir in dirs {
+        let shown = dir.display();
+        let loaded = artifacts.load_dir(dir, |files| {
+            info!(target: "node", dir = %shown, files, "reading artifacts");
+        })?;
+        info!(target: "node", dir = %shown, contracts = loaded.contracts, skipped = loaded.skipped, "artifacts read");
+    }
+    Ok(artifacts)
 }
 
 /// Writes the genesis of a new dev chain into `chain`: the dev accounts funded, the flags'

@@ -4,6 +4,8 @@
 //! `tx` and `console` (so `RUST_LOG` filters them and `--log.format json` keeps them
 //! machine-readable), and console output also to `hearth_console` subscribers.
 
+pub mod artifacts;
+pub mod decode;
 mod revert;
 
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use hearth_messages::console::{ConsoleLines, ConsoleSource};
 use hearth_storage::SealedBlock;
 use tracing::{info, warn};
 
+pub use artifacts::Artifacts;
 pub use revert::{KnownErrors, revert_reason};
 
 use crate::exec::Show;
@@ -77,7 +80,7 @@ pub fn block_mined(
         } else {
             let output = outputs.get(position).cloned().flatten();
             line.reverted(&match output {
-                Some(data) => revert_reason(&data, &show.errors),
+                Some(data) => revert_reason(&data, &show.artifacts.errors),
                 None => "halted (out of gas or an invalid instruction)".to_owned(),
             });
         }

@@ -40,6 +40,7 @@ use alloy_primitives::{
     Address, B256, Bloom, Bytes, Log, LogData, Signature, TxKind, U256, address, b256, keccak256,
 };
 use hearth_messages::ExecError;
+use hearth_messages::console::ConsoleSource;
 use hearth_messages::simulate::{
     MAX_SIMULATE_BLOCKS, SimBlock, SimBlockOverrides, SimCall, SimCallError, SimCallResult, SimLog,
     Simulate, SimulateError, SimulatedBlock, TIMESTAMP_INCREMENT,
@@ -63,8 +64,8 @@ use revm::primitives::hardfork::SpecId;
 use revm::{InspectCommitEvm, Inspector, MainContext};
 
 use crate::exec::{
-    CallGuard, CodeL1, ExecConfig, ExecDb, MovablePrecompiles, blob_fraction, block_reward,
-    default_blob_params, deposit_requests, excess_blob_gas, exec_error, halt_message,
+    CallGuard, CodeL1, ConsoleTap, ExecConfig, ExecDb, MovablePrecompiles, blob_fraction,
+    block_reward, default_blob_params, deposit_requests, excess_blob_gas, exec_error, halt_message,
     withdrawals_root,
 };
 
@@ -506,7 +507,7 @@ type SimEvm<'a> = Evm<
         revm::interpreter::interpreter::EthInterpreter,
         Context<BlockEnv, TxEnv, CfgEnv, ExecDb<'a>>,
     >,
-    MovablePrecompiles,
+    ConsoleTap<MovablePrecompiles>,
     revm::handler::EthFrame,
 >;
 
@@ -527,7 +528,7 @@ pub(crate) fn simulate(
         ctx: Context::mainnet().with_db(exec_db).with_cfg(CfgEnv::new_with_spec(spec)),
         inspector: SimInspector::new(CallGuard::until(deadline), msg.trace_transfers),
         instruction: EthInstructions::new_mainnet_with_spec(spec),
-        precompiles: MovablePrecompiles::new(spec),
+        precompiles: ConsoleTap::new(MovablePrecompiles::new(spec)),
         frame_stack: FrameStack::new_prealloc(8),
     };
     let mut run = Run {
@@ -655,16 +656,23 @@ impl Run<'_> {
         let SimBlock { overrides: o, state_overrides, calls } = block;
         let opening = self.opening(parent, &o, place);
         self.configure(evm, &o, place, &opening);
-        evm.precompiles = MovablePrecompiles::new(place.spec);
-        evm.precompiles.apply(&state_overrides).map_err(ExecError::from)?;
+        evm.precompiles = ConsoleTap::new(MovablePrecompiles::new(place.spec));
+        evm.precompiles.inner.apply(&state_overrides).map_err(ExecError::from)?;
         evm.ctx.journaled_state.database.apply_overrides(&state_overrides)?;
         evm.inspector.start_block();
         system_calls_before(evm, place, &opening)?;
+        // After the system calls: each simulated call prints its own console output.
+        evm.precompiles.capture(self.config.show.console_log);
         let mut out = SimBody::with_room(calls.len());
         for call in &calls {
             let (plan, state_nonce) = self.prepare(evm, call, place, out.gas_used)?;
-            let ran = self.execute(evm, &plan, state_nonce)?;
-            self.record(evm, place, plan, ran, &mut out)?;
+            let ran = self.execute(evm, &plan, state_nonce);
+            let printed = evm.precompiles.take();
+            if !printed.is_empty() {
+                let source = ConsoleSource::Call { method: "eth_simulateV1" };
+                crate::report::console(&self.config.show, source, printed.decode());
+            }
+            self.record(evm, place, plan, ran?, &mut out)?;
         }
         let requests = after_calls(evm, place, &opening.withdrawals, &out.all_logs)?;
         self.seal(evm, place, opening, out, &requests)

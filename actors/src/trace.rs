@@ -41,7 +41,7 @@ use revm::primitives::hardfork::SpecId;
 use revm::{ExecuteCommitEvm, InspectEvm, Inspector, MainContext};
 use revm_inspectors::tracing::types::{CallTraceNode, CallTraceStep};
 use revm_inspectors::tracing::{
-    DebugInspector, DebugInspectorError, TracingInspector, TracingInspectorConfig,
+    CallTraceArena, DebugInspector, DebugInspectorError, TracingInspector, TracingInspectorConfig,
     TransactionContext,
 };
 use serde::Serialize;
@@ -107,6 +107,24 @@ impl ExecutorActor {
             }
             TraceJob::ParityFilter { from, to, filter } => {
                 self.parity_filter(&mut out, from, to, &filter, bounds)?;
+            }
+            TraceJob::Decoded { block, index } => {
+                let replay = self.stored_block(block)?;
+                check_index(&replay, index)?;
+                let mut tree = None;
+                self.named_traces(&replay, index..=index, bounds, |_, arena| {
+                    tree = Some(crate::report::decode::arena_json(&arena));
+                })?;
+                out.value(&tree)?;
+            }
+            TraceJob::PrintBlock { block } => {
+                let replay = self.stored_block(block)?;
+                self.named_traces(&replay, replay.all(), bounds, |index, arena| {
+                    let text = crate::report::decode::arena_text(&arena, false);
+                    let hash = replay.txs[index].hash;
+                    tracing::info!(target: "trace", tx = %hash, "call tree of {hash}\n{}", text.trim_end());
+                })?;
+                out.raw(b"null")?;
             }
         }
         Ok(TraceOutput(out.buf))
@@ -333,6 +351,35 @@ impl ExecutorActor {
             })?;
         }
         list.close(out)
+    }
+
+    /// The call trees of `replay`'s transactions in `range`, with their logs, named from the
+    /// node's artifacts, each handed to `each` with its position.
+    fn named_traces(
+        &mut self,
+        replay: &ReplayBlock,
+        range: RangeInclusive<usize>,
+        bounds: Bounds,
+        mut each: impl FnMut(usize, CallTraceArena),
+    ) -> Result<(), ExecError> {
+        let config = TracingInspectorConfig::default_parity().set_record_logs(true);
+        let artifacts = Arc::clone(&self.config.show.artifacts);
+        // Code is looked up in the block's post-state: a contract the transaction created is
+        // there (or named from the create's own output).
+        let after = self.db.state_at(replay.header.number);
+        self.replay(
+            replay,
+            range,
+            || parity_tracer(config, bounds),
+            |step| {
+                let mut arena = std::mem::take(step.inspector).into_traces();
+                crate::report::decode::decode_arena(&mut arena, &artifacts, |address| {
+                    after.code_of(&address).ok().filter(|code| !code.is_empty())
+                });
+                each(step.index, arena);
+                Ok(())
+            },
+        )
     }
 
     /// Block `number` as stored, ready to replay on its parent's state.

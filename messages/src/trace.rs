@@ -104,6 +104,20 @@ pub enum TraceJob {
         /// Whether to answer an array (trace_callMany).
         many: bool,
     },
+    /// hearth_traceTransactionDecoded: transaction `index` of stored block `block`, its call
+    /// tree with the names the node knows (`--artifacts`, standard interfaces), as JSON.
+    Decoded {
+        /// The block holding the transaction.
+        block: u64,
+        /// Its position in the block.
+        index: usize,
+    },
+    /// `--print-traces`: the named call tree of every transaction of stored block `block`,
+    /// printed to the log (target `trace`); answers `null`.
+    PrintBlock {
+        /// The block.
+        block: u64,
+    },
     /// trace_filter: the traces of blocks `from..=to` that match `filter`, after its `after`
     /// and within its `count`.
     ParityFilter {

@@ -307,6 +307,7 @@ methods! {
     "debug_traceBlockByNumber" read => debug_trace::trace_block_by_number(ctx, p).await;
     "debug_traceBlockByHash" read => debug_trace::trace_block_by_hash(ctx, p).await;
     "debug_traceBlock" read => debug_trace::trace_raw_block(ctx, p).await;
+    "hearth_traceTransactionDecoded" read => debug_trace::trace_decoded(ctx, p).await;
     "trace_transaction" read => trace::trace_transaction(ctx, p).await;
     "trace_get" read => trace::trace_get(ctx, p).await;
     "trace_block" read => trace::trace_block(ctx, p).await;

@@ -42,9 +42,9 @@ pub struct Show {
     pub traces: bool,
     /// Where console output goes besides the log (hearth_console subscribers).
     pub sink: hearth_messages::console::ConsoleSink,
-    /// Custom errors known from the developer's build output (`--artifacts`), for revert
-    /// reasons.
-    pub errors: std::sync::Arc<crate::report::KnownErrors>,
+    /// Names from the developer's build output (`--artifacts`) and standard interfaces, for
+    /// revert reasons and printed traces.
+    pub artifacts: std::sync::Arc<crate::report::Artifacts>,
 }
 
 impl Show {

@@ -164,6 +164,9 @@ impl MineJob {
         let block = self.peers.commit.send(commit).await??;
         let committed_at = Instant::now();
         crate::report::block_mined(&self.peers.show, &block, &built.outputs, built.console);
+        if self.peers.show.traces && txs > 0 {
+            self.print_traces(block.number()).await;
+        }
         let pool_left = self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
         // Where a block's time goes, for `scripts/mine-e2e.py`: building (execution, receipts,
         // the transactions root) on the executor pool, then the state owner's commit (the
@@ -177,6 +180,18 @@ impl MineJob {
             "block timings"
         );
         Ok(Mined { block: Some(block), pool_left, outputs: built.outputs })
+    }
+
+    /// `--print-traces`: has the executor pool replay block `number` and print its named call
+    /// trees, before the block is answered, so the output reads in the order blocks were made.
+    /// A trace the pool refuses (busy) is said, not retried.
+    async fn print_traces(&self, number: u64) {
+        use hearth_messages::trace::{Trace, TraceBudget, TraceJob};
+        let budget = TraceBudget { max_bytes: usize::MAX, timeout: None };
+        let job = Trace { job: TraceJob::PrintBlock { block: number }, budget };
+        if let Err(error) = self.peers.executor.trace(job).await {
+            tracing::warn!(target: "trace", block = number, %error, "the block's call trees were not printed");
+        }
     }
 
     /// Automine's run: keeps mining while executable transactions remain (e.g. more than one

@@ -199,6 +199,17 @@ pub(crate) async fn trace_transaction(ctx: &RpcContext, p: &Params) -> Result<Re
     run(ctx, TraceJob::GethTransaction { block, index, options }, budget).await
 }
 
+/// hearth_traceTransactionDecoded: `[hash]`, the transaction's call tree with names from
+/// `--artifacts` and the standard interfaces (contract, function, arguments, return values,
+/// revert reasons, events), as JSON. debug_traceTransaction's callTracer stays geth's.
+pub(crate) async fn trace_decoded(ctx: &RpcContext, p: &Params) -> Result<Reply, RpcError> {
+    p.at_most(1)?;
+    let hash: B256 = p.required(0)?;
+    let (block, index) = locate(ctx, &hash)?;
+    let budget = TraceBudget { max_bytes: ctx.limits.max_response_bytes, timeout: None };
+    run(ctx, TraceJob::Decoded { block, index }, budget).await
+}
+
 /// A stored block to trace, by number or tag: geth's errors for one after the head and for
 /// block 0.
 pub(crate) fn traceable_block(ctx: &RpcContext, tag: BlockNumberOrTag) -> Result<u64, RpcError> {
