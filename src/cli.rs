@@ -213,8 +213,9 @@ pub struct Cli {
     /// Write the accounts, keys and fee settings as anvil's JSON to FILE at startup.
     #[arg(long = "config-out", value_name = "FILE")]
     pub config_out: Option<PathBuf>,
-    /// Print no banner on stdout (log lines still go to stderr).
-    #[arg(short = 'q', long)]
+    /// Print no banner and no log lines below warnings (transactions, console.log, traces),
+    /// as anvil's -q; RUST_LOG, when set, still decides what the log shows.
+    #[arg(short = 'q', long, visible_alias = "silent")]
     pub quiet: bool,
     /// Print no console.log lines (they are captured and printed by default, as in anvil).
     #[arg(long = "disable-console-log", visible_alias = "no-console-log")]

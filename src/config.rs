@@ -1170,6 +1170,24 @@ mod tests {
     }
 
     #[test]
+    fn output_flags_take_anvils_names_and_aliases() {
+        let plain = parse(&[]).expect("valid");
+        assert!(plain.show.console_log && !plain.show.traces && !plain.quiet);
+        for args in [
+            &["--disable-console-log", "--print-traces", "-q"][..],
+            &["--no-console-log", "--enable-trace-printing", "--silent"],
+        ] {
+            let config = parse(args).expect("valid");
+            assert!(!config.show.console_log && config.show.traces && config.quiet, "{args:?}");
+        }
+        let dir = std::env::temp_dir();
+        let given = parse(&["--artifacts", dir.to_str().unwrap()]).expect("a directory");
+        assert_eq!(given.artifacts, vec![dir]);
+        let missing = parse(&["--artifacts", "/nonexistent/out"]).unwrap_err();
+        assert!(missing.to_string().contains("not a directory"), "{missing}");
+    }
+
+    #[test]
     fn fork_flags_become_fork_settings() {
         let fork = |args: &[&str]| parse(args).expect("valid").fork.expect("a fork");
         let url = ["--fork-url", "https://eth.example/v2/KEY"];

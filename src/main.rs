@@ -44,7 +44,7 @@ fn main() -> ExitCode {
     };
     // anvil_setLoggingEnabled turns lines below `warn` off and on through this switch.
     let logging = hearth_rpc::LogSwitch::default();
-    init_logging(config.log_format, &logging);
+    init_logging(config.log_format, config.quiet, &logging);
 
     let system = actix_rt::System::new();
     let result = system.block_on(async move {
@@ -76,15 +76,17 @@ fn main() -> ExitCode {
 }
 
 /// Log lines go to stderr (stdout carries the banner, which scripts read), as text or, with
-/// `--log.format json`, one JSON object per line. `RUST_LOG` filters them (default `info`), and
-/// so does `switch` (anvil_setLoggingEnabled) for lines below `warn`: turning it off reloads the
-/// filter with `warn`, turning it on reloads the directives it started with. A reload rebuilds
-/// tracing's per-call-site cache, so between changes a disabled line costs nothing.
-fn init_logging(format: LogFormat, switch: &hearth_rpc::LogSwitch) {
+/// `--log.format json`, one JSON object per line. `RUST_LOG` filters them (default `info`,
+/// `warn` with `-q`), and so does `switch` (anvil_setLoggingEnabled) for lines below `warn`:
+/// turning it off reloads the filter with `warn`, turning it on reloads the directives it
+/// started with. A reload rebuilds tracing's per-call-site cache, so between changes a
+/// disabled line costs nothing.
+fn init_logging(format: LogFormat, quiet: bool, switch: &hearth_rpc::LogSwitch) {
     use tracing_subscriber::reload;
 
     let directives = std::env::var("RUST_LOG").ok().filter(|d| EnvFilter::try_new(d).is_ok());
-    let directives = directives.unwrap_or_else(|| "info".to_owned());
+    // `-q`: warnings and errors only, unless RUST_LOG says otherwise.
+    let directives = directives.unwrap_or_else(|| if quiet { "warn" } else { "info" }.to_owned());
     let (filter, handle) = reload::Layer::new(EnvFilter::new(&directives));
     switch.on_change(move |on| {
         let filter = if on { EnvFilter::new(&directives) } else { EnvFilter::new("warn") };

@@ -574,7 +574,9 @@ mod tests {
     use hearth_storage::{AccountChange, AccountFields, StateDiff, write_block};
 
     use super::*;
+    use crate::exec::{ParallelConfig, ParallelMode};
     use crate::executor::ExecutorActor;
+    use hearth_messages::console::ConsoleLines;
 
     const SENDER: Address = address!("00000000000000000000000000000000000a11ce");
     /// Calls itself with all its gas until the call depth limit (1,024 frames, about 53 gas
@@ -663,5 +665,112 @@ mod tests {
         let reference = build(&mut fresh, &genesis, transfer, 21_000);
         assert_eq!(again.draft.header, reference.draft.header);
         assert_eq!(again.draft.receipts, reference.draft.receipts);
+    }
+
+    /// Forwards its calldata to the console address: `STATICCALL(gas, console, 0, size, 0, 0)`
+    /// after copying the calldata to memory.
+    const RELAY: Address = address!("00000000000000000000000000000000000c0de5");
+
+    /// A chain with `senders` funded and [`RELAY`] deployed; an executor that captures console
+    /// output and runs blocks in `parallel`.
+    fn console_chain(senders: &[Address], parallel: ParallelConfig) -> (ExecutorActor, Header) {
+        let db = hearth_storage::ChainWriter::in_memory().expect("store");
+        let code = Bytes::from(
+            hex::decode("365f5f375f5f365f73000000000000000000636f6e736f6c652e6c6f675afa00")
+                .expect("hex"),
+        );
+        let code_hash = keccak256(&code);
+        let mut diff = StateDiff::default();
+        diff.codes.insert(code_hash, code);
+        let funded = senders
+            .iter()
+            .map(|s| (*s, U256::from(10u128.pow(20)), hearth_storage::EMPTY_CODE_HASH));
+        for (address, balance, code_hash) in funded.chain([(RELAY, U256::ZERO, code_hash)]) {
+            let info = AccountFields { nonce: 0, balance, code_hash };
+            let change = AccountChange {
+                info: Some(info),
+                storage_wiped: false,
+                storage: Default::default(),
+            };
+            diff.accounts.insert(address, change);
+        }
+        let header = Header {
+            gas_limit: 30_000_000,
+            base_fee_per_gas: Some(1_000_000_000),
+            ..Default::default()
+        };
+        let body = StoredBody { transactions: vec![], senders: vec![] };
+        write_block(&db, BlockDraft { header: header.clone(), body, receipts: vec![] }, &diff)
+            .expect("genesis");
+        let config = ExecConfig {
+            chain_id: hearth_messages::ChainId::new(1),
+            spec: SpecId::PRAGUE,
+            gas_cap: 50_000_000,
+            evm_timeout: None,
+            blob_params: None,
+            code_size_limit: None,
+            parallel,
+            show: crate::exec::Show { console_log: true, ..Default::default() },
+        };
+        (ExecutorActor::new(db.reader(), config, None), header)
+    }
+
+    /// `log(string,uint256)("tx %d", n)` as console.sol sends it.
+    fn console_call(n: u64) -> Bytes {
+        use alloy_dyn_abi::DynSolValue as V;
+        let mut data = keccak256("log(string,uint256)")[..4].to_vec();
+        let args = V::Tuple(vec![V::String("tx %d".into()), V::Uint(U256::from(n), 256)]);
+        data.extend(args.abi_encode_params());
+        data.into()
+    }
+
+    #[test]
+    fn console_output_is_the_same_whichever_thread_ran_the_transaction() {
+        // 24 senders, two transactions each (nonce chains), each logging its number.
+        let senders: Vec<Address> = (1..=24u64).map(|i| Address::with_last_byte(i as u8)).collect();
+        let mut txs = Vec::new();
+        for nonce in 0..2 {
+            for sender in &senders {
+                let n = txs.len() as u64;
+                let tx = TxEip1559 {
+                    chain_id: 1,
+                    nonce,
+                    gas_limit: 100_000,
+                    max_fee_per_gas: 2_000_000_000,
+                    max_priority_fee_per_gas: 0,
+                    to: TxKind::Call(RELAY),
+                    value: U256::ZERO,
+                    access_list: Default::default(),
+                    input: console_call(n),
+                };
+                let signed = tx.into_signed(Signature::test_signature());
+                let hash = *signed.hash();
+                txs.push(PooledTx { tx: Arc::new(signed.into()), sender: *sender, hash });
+            }
+        }
+        let run = |parallel: ParallelConfig| {
+            let (mut executor, genesis) = console_chain(&senders, parallel);
+            let env =
+                BlockEnvSpec::dev(1, 12, Address::ZERO, 30_000_000, 1_000_000_000, B256::ZERO);
+            let msg = BuildBlock { parent: genesis, env, txs: txs.clone(), mode: BuildMode::Pack };
+            executor.build_block(msg).expect("block builds").console
+        };
+        let sequential = run(ParallelConfig::default());
+        let expected: Vec<(usize, ConsoleLines)> = (0..txs.len())
+            .map(|i| (i, ConsoleLines { lines: vec![format!("tx {i}")], dropped: 0 }))
+            .collect();
+        assert_eq!(sequential, expected);
+        // Helpers that run every transaction against the block's start: most runs conflict
+        // and run again on the committer; the rest are taken from the helpers.
+        let mut stale = ParallelConfig::new(ParallelMode::Always, 2).unwrap();
+        stale.stale_helpers = true;
+        assert_eq!(run(stale), expected);
+        assert_eq!(run(ParallelConfig::new(ParallelMode::Always, 2).unwrap()), expected);
+        // Nothing is captured when console output is off.
+        let (mut executor, genesis) = console_chain(&senders, ParallelConfig::default());
+        executor.config.show.console_log = false;
+        let env = BlockEnvSpec::dev(1, 12, Address::ZERO, 30_000_000, 1_000_000_000, B256::ZERO);
+        let msg = BuildBlock { parent: genesis, env, txs, mode: BuildMode::Pack };
+        assert!(executor.build_block(msg).expect("block builds").console.is_empty());
     }
 }

@@ -53,6 +53,8 @@ pub(crate) async fn run_request(
             // Looked up before `dispatch` takes the name, so counting allocates nothing.
             // One search finds the method's counters and its row (the same sorted order).
             let slot = ctx.metrics.slot_of(&method);
+            // Each request's method, as Hardhat's node prints them (`RUST_LOG=rpc::method=debug`).
+            tracing::debug!(target: "rpc::method", "{method}");
             // A panic in a method (an extension's, or a bug) fails this request with -32603
             // instead of unwinding through the worker and every request it is serving.
             let run = methods::dispatch(ctx, method, methods::row_at(slot), params, connection);

@@ -42,6 +42,7 @@ fn built(msg: &BuildBlock) -> BuiltBlock {
         invalid: vec![],
         requests: vec![],
         outputs: vec![],
+        console: vec![],
     }
 }
 

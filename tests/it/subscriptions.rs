@@ -521,3 +521,61 @@ fn stopping_the_node_closes_websockets_at_once_with_1001() {
     assert_eq!(u16::from_be_bytes([payload[0], payload[1]]), 1001);
     assert_eq!(&payload[2..], b"the node is shutting down");
 }
+
+/// Creation code of a contract that forwards its calldata to the console address
+/// (`STATICCALL(gas, console, 0, calldatasize, 0, 0)` after copying the calldata to memory).
+const CONSOLE_RELAY: &str =
+    "0x6020600a5f3960205ff3365f5f375f5f365f73000000000000000000636f6e736f6c652e6c6f675afa00";
+
+/// console.sol's calldata for `log(string,string)`.
+fn console_log(format: &str, arg: &str) -> String {
+    use alloy_dyn_abi::DynSolValue as V;
+    let mut data = alloy_primitives::keccak256("log(string,string)")[..4].to_vec();
+    data.extend(
+        V::Tuple(vec![V::String(format.into()), V::String(arg.into())]).abi_encode_params(),
+    );
+    alloy_primitives::hex::encode_prefixed(data)
+}
+
+#[actix::test]
+async fn console_subscription_delivers_what_calls_and_transactions_print() {
+    let served = Served::start(NodeConfig::for_tests());
+    let node = &served.node;
+    let alice = node.signer(0).address();
+    let deploy =
+        node.ok("eth_sendTransaction", json!([{"from": alice, "data": CONSOLE_RELAY}])).await;
+    let receipt = node.ok("eth_getTransactionReceipt", json!([deploy])).await;
+    let relay = receipt["contractAddress"].clone();
+
+    let mut ws = served.connect().await;
+    let id = ws.subscribe(json!(["hearth_console"])).await;
+    // A subscription of another kind gets none of it.
+    let heads = ws.subscribe(json!(["newHeads"])).await;
+    let data = console_log("hello %s", "world\nagain");
+    node.ok("eth_call", json!([{"to": relay, "data": data}, "latest"])).await;
+    let (subscription, printed) = ws.notification().await;
+    assert_eq!(subscription, id);
+    assert_eq!(printed, json!({"source": "eth_call", "lines": ["hello world", "again"]}));
+
+    // With its gas given, the transaction is not estimated (an estimate prints too).
+    let tx = json!([{"from": alice, "to": relay, "data": data, "gas": "0x30000"}]);
+    let hash = node.ok("eth_sendTransaction", tx).await;
+    // The block's head comes first: the state owner announces the block as it commits it,
+    // and the miner prints the block's transactions once the commit is done.
+    let (subscription, _) = ws.notification().await;
+    assert_eq!(subscription, heads);
+    let (subscription, printed) = ws.notification().await;
+    assert_eq!(subscription, id);
+    assert_eq!(
+        printed,
+        json!({
+            "source": "transaction",
+            "transactionHash": hash,
+            "blockNumber": "0x2",
+            "lines": ["hello world", "again"],
+        })
+    );
+    // Nothing else was queued.
+    assert_eq!(ws.ok("eth_blockNumber", json!([])).await, "0x2");
+    served.stop().await;
+}
