@@ -16,7 +16,8 @@
 //! sequential run alone and then `T` copies at once (how much of a second core this machine
 //! gives the workload); `--stale-helpers yes` has the helpers run every transaction against
 //! the block's start, so that the committer only validates and commits (a profiler that runs
-//! threads one at a time then sees each side's own work).
+//! threads one at a time then sees each side's own work). `--console-log yes` has the executor
+//! capture console.log output, as a node's does by default.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -327,6 +328,7 @@ fn main() {
     // Profiling aid: run one side only (its instructions, under `perf stat`, against the other's).
     let mut only = String::new();
     let mut stale_helpers = false;
+    let mut console_log = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = args.next().unwrap_or_default();
@@ -341,10 +343,13 @@ fn main() {
             // committer only validates and commits, so that a profiler (which may run the
             // threads one at a time) sees the two sides' work apart.
             "--stale-helpers" if value == "yes" => stale_helpers = true,
+            // The executor captures console.log output, as a node's does by default.
+            "--console-log" if value == "yes" => console_log = true,
             other => {
                 eprintln!(
                     "unknown argument {other}; use --threads T --runs R --workload NAME \
-                     [--only sequential|parallel|copies] [--stale-helpers yes]"
+                     [--only sequential|parallel|copies] [--stale-helpers yes] \
+                     [--console-log yes]"
                 );
                 std::process::exit(2);
             }
@@ -367,10 +372,11 @@ fn main() {
     let names = ["transfers", "erc20", "hotspot", "dependent", "hashloop", "mix", "one-sender"];
     let selected: Vec<&str> = if which == "all" { names.to_vec() } else { vec![which.as_str()] };
     for name in selected {
-        let Some((kit, txs)) = workload(name) else {
+        let Some((mut kit, txs)) = workload(name) else {
             eprintln!("unknown workload {name}; one of {names:?} or all");
             std::process::exit(2);
         };
+        kit.console_log = console_log;
         let (mut best_seq, mut best_par) = (Duration::MAX, Duration::MAX);
         let mut identical = true;
         let mut last = hearth_actors::parallel::ParallelStats::default();

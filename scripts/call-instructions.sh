@@ -5,6 +5,7 @@
 # not available in this VM; callgrind counts instructions in software.
 #
 #   bash scripts/call-instructions.sh BIN [BIN ...]       # e.g. /tmp/hearth-old target/release/hearth
+#   bash scripts/call-instructions.sh "BIN --disable-console-log" BIN   # one build, two flag sets
 #   WORKLOAD=balanceOf CONC=8 SECS=20 PORT=9440 TOP=25 (defaults)
 #
 # Per binary: start the node under callgrind on a fresh in-memory dev chain, warm it (the load
@@ -21,11 +22,13 @@ TOP=${TOP:-25}
 . "$(dirname "${BASH_SOURCE[0]}")/node-lib.sh"
 echo "load: $(uptime)"
 for bin in "$@"; do
+  # A binary and its flags, split on spaces.
+  read -r -a cmd <<<"$bin"
   out=$(mktemp -d /tmp/call-instr.XXXX)
   # --fair-sched: sled spins on a lazy static while another thread starts it; valgrind runs one
   # thread at a time, and without a fair lock the spinner can keep the CPU for minutes.
   valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$out/cg.%p" \
-    "$bin" --dev --ephemeral --http.port "$PORT" >"$out/node.log" 2>&1 &
+    "${cmd[@]}" --dev --ephemeral --http.port "$PORT" >"$out/node.log" 2>&1 &
   pid=$!; PIDS+=("$pid")
   for _ in $(seq 1 600); do
     curl -s -m 2 -H 'content-type: application/json' \

@@ -220,8 +220,8 @@ pub struct Cli {
     /// Print no console.log lines (they are captured and printed by default, as in anvil).
     #[arg(long = "disable-console-log", visible_alias = "no-console-log")]
     pub disable_console_log: bool,
-    /// Print the call tree of every mined transaction, named from --artifacts where the
-    /// contracts are known.
+    /// Print the call tree of every mined transaction and eth_call, named from --artifacts
+    /// where the contracts are known.
     #[arg(long = "print-traces", visible_alias = "enable-trace-printing")]
     pub print_traces: bool,
     /// The build output to name contracts, functions, events and errors by in printed traces,

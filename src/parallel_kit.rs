@@ -58,6 +58,9 @@ pub struct Kit {
     pub senders: Vec<Address>,
     /// The gas limit of the block it executes (a trillion unless set: every block fits).
     pub gas_limit: u64,
+    /// Whether its executor captures console.log output, as a node's does by default (the
+    /// bench's `--console-log yes` measures what that costs).
+    pub console_log: bool,
 }
 
 /// The `i`-th kit account.
@@ -193,7 +196,7 @@ impl Kit {
             receipts: vec![],
         };
         let genesis = write_block(&db, draft, &diff).expect("genesis writes").header;
-        Self { db, genesis, senders: accounts, gas_limit: 1_000_000_000_000 }
+        Self { db, genesis, senders: accounts, gas_limit: 1_000_000_000_000, console_log: false }
     }
 
     /// Executes `txs` as block 1 under `parallel`, timing the execution.
@@ -245,7 +248,7 @@ impl Kit {
             blob_params: None,
             code_size_limit: None,
             parallel,
-            show: hearth_actors::Show::default(),
+            show: hearth_actors::Show { console_log: self.console_log, ..Default::default() },
         };
         let mut executor = ExecutorActor::new(self.db.reader(), config, None);
         let mut env =

@@ -7,6 +7,7 @@
 use alloy_eips::eip2930::AccessList;
 use hearth_messages::ExecError;
 use hearth_messages::access_list::{AccessListOutcome, CreateAccessList};
+use hearth_messages::console::ConsoleSource;
 use revm::context::evm::Evm;
 use revm::context::result::ExecutionResult;
 use revm::context::{Context, ContextTr};
@@ -19,8 +20,8 @@ use revm::{InspectEvm, Inspector, MainContext};
 use revm_inspectors::access_list::AccessListInspector;
 
 use crate::exec::{
-    CallGuard, ExecDb, MovablePrecompiles, apply_block_overrides, block_env_of, call_tx_env,
-    exec_error, halt_message,
+    CallGuard, ConsoleTap, ExecDb, MovablePrecompiles, apply_block_overrides, block_env_of,
+    call_tx_env, exec_error, halt_message,
 };
 use crate::executor::ExecutorActor;
 
@@ -78,6 +79,9 @@ impl ExecutorActor {
         // What the search starts from, as the collector itself would list it.
         let mut previous =
             AccessListInspector::new(request.access_list.clone().unwrap_or_default()).access_list();
+        // The first run prints what the call logs to the console; the runs after it would
+        // print it again.
+        let mut first = true;
         loop {
             request.access_list = Some(previous.clone());
             // eth_call semantics, as for eth_call: unpriced unless a price is given, the
@@ -97,9 +101,10 @@ impl ExecutorActor {
                 apply_block_overrides(&mut block_env, o);
             }
             let mut db: ExecDb<'_> = ExecDb::new(self.db.state_at(block), &mut self.codes);
-            let mut precompiles = MovablePrecompiles::new(spec);
+            let mut precompiles = ConsoleTap::new(MovablePrecompiles::new(spec));
+            precompiles.capture(first && self.config.show.console_log);
             if let Some(overrides) = &request.state_overrides {
-                precompiles.apply(overrides)?;
+                precompiles.inner.apply(overrides)?;
                 db.apply_overrides(overrides)?;
             }
             let tx = call_tx_env(&request, gas, self.config.chain_id.get());
@@ -113,7 +118,14 @@ impl ExecutorActor {
                 precompiles,
                 frame_stack: FrameStack::new_prealloc(8),
             };
-            let result = evm.inspect_tx(tx).map(|r| r.result).map_err(exec_error)?;
+            let result = evm.inspect_tx(tx).map(|r| r.result).map_err(exec_error);
+            let printed = evm.precompiles.take();
+            if !printed.is_empty() {
+                let source = ConsoleSource::Call { method: "eth_createAccessList" };
+                crate::report::console(&self.config.show, source, printed.decode());
+            }
+            first = false;
+            let result = result?;
             let Collect { guard, list } = evm.inspector;
             if guard.expired {
                 let timeout_ms = self.config.evm_timeout.unwrap_or_default().as_millis() as u64;

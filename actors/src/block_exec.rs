@@ -29,7 +29,7 @@ use hearth_storage::{
 };
 use revm::ExecuteCommitEvm;
 use revm::context::evm::Evm;
-use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction, Output};
+use revm::context::result::{EVMError, ExecutionResult, HaltReason, InvalidTransaction, Output};
 use revm::handler::SystemCallCommitEvm;
 use revm::primitives::hardfork::SpecId;
 
@@ -82,6 +82,8 @@ struct Included {
     deposit_logs: Vec<Log>,
     /// What the included transactions printed with console.log, when the block captures it.
     console: BlockConsole,
+    /// Why included transactions halted, by position (what the node prints of them).
+    halts: Vec<(usize, HaltReason)>,
 }
 
 impl Included {
@@ -97,6 +99,7 @@ impl Included {
             logs_bloom: Bloom::ZERO,
             deposit_logs: Vec::new(),
             console: BlockConsole::default(),
+            halts: Vec::new(),
         }
     }
 }
@@ -176,7 +179,7 @@ pub(crate) fn execute_block(
     let (roots, diff, transactions) = roots_beside(&txs, &included, known, defaults, changes);
     log_split(txs.len(), included.indexes.len(), loop_started - started, loop_started, loop_time);
     let header = sealed_header(&parent, &env, setup.spec, roots, &included, &requests);
-    let Included { senders, receipts, invalid, outputs, console, .. } = included;
+    let Included { senders, receipts, invalid, outputs, console, halts, .. } = included;
     Ok(BuiltBlock {
         draft: BlockDraft { header, body: StoredBody { transactions, senders }, receipts },
         diff,
@@ -184,6 +187,7 @@ pub(crate) fn execute_block(
         requests: requests.take().into_iter().filter(|r| r.len() > 1).collect(),
         outputs,
         console: console.into_printed(),
+        halts,
     })
 }
 
@@ -324,6 +328,9 @@ impl<'x> BlockLoop<'x> {
             let diff = evm.ctx.journaled_state.database.diff_so_far();
             Eip658Value::PostState(state_root_after(self.db, self.env.number, &diff)?)
         };
+        if let ExecutionResult::Halt { reason, .. } = &result {
+            out.halts.push((out.indexes.len(), reason.clone()));
+        }
         // A halt returns nothing; a revert its revert data.
         let (output, logs) = output_and_logs(result);
         out.outputs.push(output);

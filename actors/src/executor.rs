@@ -297,6 +297,9 @@ impl ExecutorActor {
             Some("eth_call"),
             |done| done.result,
         )?;
+        if self.config.show.traces {
+            self.print_call_trace(&msg.request, msg.block);
+        }
         Ok(outcome(result))
     }
 

@@ -30,6 +30,7 @@ use alloy_rpc_types_trace::parity::{
     TraceResultsWithTransactionHash, TransactionTrace,
 };
 use hearth_messages::ExecError;
+use hearth_messages::console::ConsoleSource;
 use hearth_messages::executor::{BlockEnvSpec, CallRequest, PooledTx};
 use hearth_messages::trace::{Trace, TraceBudget, TraceJob, TraceOutput, TraceTypes};
 use revm::bytecode::opcode;
@@ -166,6 +167,7 @@ impl ExecutorActor {
         let calls = [(request, ())];
         self.trace_calls(
             block,
+            Some("debug_traceCall"),
             &calls,
             |_| tracer.make(),
             |step, spec| write_geth(out, step, None, spec),
@@ -248,8 +250,10 @@ impl ExecutorActor {
         bounds: Bounds,
     ) -> Result<(), ExecError> {
         let mut list = many.then(|| out.array());
+        let method = if many { "trace_callMany" } else { "trace_call" };
         self.trace_calls(
             block,
+            Some(method),
             calls,
             |types| parity_tracer(TracingInspectorConfig::from_parity_config(types), bounds),
             |step, _| {
@@ -382,6 +386,36 @@ impl ExecutorActor {
         )
     }
 
+    /// `--print-traces` for a call: runs `request` again (as eth_call did, at block `block`)
+    /// under the tracer and prints its named call tree. The call's answer is already made; a
+    /// trace that fails is said, not answered.
+    pub(crate) fn print_call_trace(&mut self, request: &CallRequest, block: u64) {
+        let budget = TraceBudget { max_bytes: usize::MAX, timeout: None };
+        let bounds = Bounds::new(budget, self.config.evm_timeout);
+        let config = TracingInspectorConfig::default_parity().set_record_logs(true);
+        let artifacts = Arc::clone(&self.config.show.artifacts);
+        let before = self.db.state_at(block);
+        let calls = [(request.clone(), ())];
+        let traced = self.trace_calls(
+            block,
+            None,
+            &calls,
+            |_| parity_tracer(config, bounds),
+            |step, _| {
+                let mut arena = std::mem::take(step.inspector).into_traces();
+                crate::report::decode::decode_arena(&mut arena, &artifacts, |address| {
+                    before.code_of(&address).ok().filter(|code| !code.is_empty())
+                });
+                let text = crate::report::decode::arena_text(&arena, false);
+                tracing::info!(target: "trace", call = "eth_call", "call tree of an eth_call\n{}", text.trim_end());
+                Ok(())
+            },
+        );
+        if let Err(error) = traced {
+            tracing::warn!(target: "trace", %error, "the eth_call's call tree was not printed");
+        }
+    }
+
     /// Block `number` as stored, ready to replay on its parent's state.
     fn stored_block(&self, number: u64) -> Result<ReplayBlock, ExecError> {
         let header = self.db.header(number)?.ok_or(ExecError::UnknownBlock)?;
@@ -509,6 +543,7 @@ impl ExecutorActor {
     fn trace_calls<X, T>(
         &mut self,
         block: u64,
+        console: Option<&'static str>,
         calls: &[(CallRequest, X)],
         mut make: impl FnMut(&X) -> Result<Guarded<T>, ExecError>,
         mut each: impl FnMut(TracedTx<'_, '_, T>, SpecId) -> Result<(), ExecError>,
@@ -536,13 +571,23 @@ impl ExecutorActor {
         let (cfg, block_env, _) = envs[0].clone();
         let ctx = Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env);
         let mut evm = evm_over(ctx, make(first_extra)?, FrameStack::new_prealloc(8));
+        // Calls print their console output as eth_call does, under the method's name.
+        evm.precompiles.capture(console.is_some() && self.config.show.console_log);
         for (index, ((_, extra), (cfg, block_env, tx))) in calls.iter().zip(envs).enumerate() {
             if index > 0 {
                 evm.inspector = make(extra)?;
                 evm.ctx.cfg = cfg;
                 evm.ctx.block = block_env;
             }
-            let result = run_traced(&mut evm, tx.clone())?;
+            let result = run_traced(&mut evm, tx.clone());
+            let printed = evm.precompiles.take();
+            if let Some(method) = console
+                && !printed.is_empty()
+            {
+                let source = ConsoleSource::Call { method };
+                crate::report::console(&self.config.show, source, printed.decode());
+            }
+            let result = result?;
             each(
                 TracedTx {
                     index,

@@ -175,6 +175,8 @@ pub struct BuiltBlock {
     /// What included transactions printed with console.log: (position in the block, lines),
     /// for those that printed, when the executor captures console output.
     pub console: Vec<(usize, crate::console::ConsoleLines)>,
+    /// Why included transactions halted: (position in the block, reason), for those that did.
+    pub halts: Vec<(usize, revm::context::result::HaltReason)>,
 }
 
 /// A transaction block building refused (revm's validation failed against the block's state),

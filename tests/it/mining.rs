@@ -43,6 +43,7 @@ fn built(msg: &BuildBlock) -> BuiltBlock {
         requests: vec![],
         outputs: vec![],
         console: vec![],
+        halts: vec![],
     }
 }
 

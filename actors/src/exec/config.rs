@@ -38,7 +38,7 @@ pub struct ExecConfig {
 pub struct Show {
     /// Capture and print console.log calls of mined transactions and calls.
     pub console_log: bool,
-    /// Print the call tree of every mined transaction.
+    /// Print the call tree of every mined transaction and eth_call.
     pub traces: bool,
     /// Where console output goes besides the log (hearth_console subscribers).
     pub sink: hearth_messages::console::ConsoleSink,

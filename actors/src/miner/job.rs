@@ -163,7 +163,8 @@ impl MineJob {
             CommitBlock { draft: built.draft, diff: built.diff, parent_root: base.parent_root };
         let block = self.peers.commit.send(commit).await??;
         let committed_at = Instant::now();
-        crate::report::block_mined(&self.peers.show, &block, &built.outputs, built.console);
+        let ran = crate::report::Ran { outputs: &built.outputs, halts: &built.halts };
+        crate::report::block_mined(&self.peers.show, &block, ran, built.console);
         if self.peers.show.traces && txs > 0 {
             self.print_traces(block.number()).await;
         }
