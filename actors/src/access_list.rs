@@ -7,7 +7,6 @@
 use alloy_eips::eip2930::AccessList;
 use hearth_messages::ExecError;
 use hearth_messages::access_list::{AccessListOutcome, CreateAccessList};
-use hearth_messages::console::ConsoleSource;
 use revm::context::evm::Evm;
 use revm::context::result::ExecutionResult;
 use revm::context::{Context, ContextTr};
@@ -19,10 +18,7 @@ use revm::interpreter::interpreter_action::{CallInputs, CallOutcome, CreateInput
 use revm::{InspectEvm, Inspector, MainContext};
 use revm_inspectors::access_list::AccessListInspector;
 
-use crate::exec::{
-    CallGuard, ConsoleTap, ExecDb, MovablePrecompiles, apply_block_overrides, block_env_of,
-    call_tx_env, exec_error, halt_message,
-};
+use crate::exec::{CallGuard, ConsoleTap, ExecDb, MovablePrecompiles, exec_error, halt_message};
 use crate::executor::ExecutorActor;
 
 /// The time cap and the access-list collector, side by side.
@@ -86,20 +82,7 @@ impl ExecutorActor {
             request.access_list = Some(previous.clone());
             // eth_call semantics, as for eth_call: unpriced unless a price is given, the
             // nonce unchecked unless given, contract senders allowed, the gas cap bounding.
-            let priced = request.gas_price.is_some() || request.max_fee_per_gas.is_some();
-            let mut cfg = self.cfg_for(&rules);
-            cfg.disable_base_fee = !priced;
-            cfg.disable_nonce_check = request.nonce.is_none();
-            cfg.disable_eip3607 = true;
-            cfg.disable_block_gas_limit = true;
-            cfg.tx_chain_id_check = false;
-            let mut block_env = block_env_of(&header, &rules.blob_params);
-            if !priced {
-                block_env.basefee = 0;
-            }
-            if let Some(o) = &request.block_overrides {
-                apply_block_overrides(&mut block_env, o);
-            }
+            let (cfg, block_env, tx) = self.call_env(&request, &header, gas);
             let mut db: ExecDb<'_> = ExecDb::new(self.db.state_at(block), &mut self.codes);
             let mut precompiles = ConsoleTap::new(MovablePrecompiles::new(spec));
             precompiles.capture(first && self.config.show.console_log);
@@ -107,7 +90,6 @@ impl ExecutorActor {
                 precompiles.inner.apply(overrides)?;
                 db.apply_overrides(overrides)?;
             }
-            let tx = call_tx_env(&request, gas, self.config.chain_id.get());
             let mut evm = Evm {
                 ctx: Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env),
                 inspector: Collect {
@@ -120,10 +102,7 @@ impl ExecutorActor {
             };
             let result = evm.inspect_tx(tx).map(|r| r.result).map_err(exec_error);
             let printed = evm.precompiles.take();
-            if !printed.is_empty() {
-                let source = ConsoleSource::Call { method: "eth_createAccessList" };
-                crate::report::console(&self.config.show, source, printed.decode());
-            }
+            crate::report::call_printed(&self.config.show, "eth_createAccessList", printed);
             first = false;
             let result = result?;
             let Collect { guard, list } = evm.inspector;

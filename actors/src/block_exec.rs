@@ -143,14 +143,7 @@ pub(crate) fn execute_block(
     let parts = (scratch.take_frames(), scratch.take_local());
     let (mut evm, setup) =
         block_evm_in::<(), ReadAhead>(db, codes, defaults, parent.number, &env, (), parts);
-    instrument(&mut evm);
-    // EIP-3607 (no transaction from an account with code) is a validity rule of blocks the
-    // node receives; in blocks it packs from its own pool, an impersonated contract may send,
-    // as anvil and Hardhat allow (a raw transaction cannot come from code: no key signs it).
-    evm.ctx.cfg.disable_eip3607 = mode == BuildMode::Pack;
-    pre_block_calls(&mut evm, &env, &parent, setup.spec)?;
-    // After the system calls: what a block prints is its transactions' output.
-    evm.precompiles.capture(defaults.show.console_in(mode));
+    open_block(&mut evm, (&env, &parent, setup.spec), mode, defaults)?;
     // A parallel block's helpers claim, run and hand back transactions while the loop below
     // commits them in order (`parallel.rs`); they are scoped threads that end with the loop.
     let start = helpers.map(|_| evm.ctx.journaled_state.database.changes().clone());
@@ -189,6 +182,25 @@ pub(crate) fn execute_block(
         console: console.into_printed(),
         halts,
     })
+}
+
+/// Readies the block's EVM for its transactions: the instrumented instructions, EIP-3607 as
+/// the mode asks, the pre-block system calls, then console capture.
+fn open_block(
+    evm: &mut CommitterEvm<'_>,
+    (env, parent, spec): (&BlockEnvSpec, &Header, SpecId),
+    mode: BuildMode,
+    defaults: &ExecConfig,
+) -> Result<(), ExecError> {
+    instrument(evm);
+    // EIP-3607 (no transaction from an account with code) is a validity rule of blocks the
+    // node receives; in blocks it packs from its own pool, an impersonated contract may send,
+    // as anvil and Hardhat allow (a raw transaction cannot come from code: no key signs it).
+    evm.ctx.cfg.disable_eip3607 = mode == BuildMode::Pack;
+    pre_block_calls(evm, env, parent, spec)?;
+    // After the system calls: what a block prints is its transactions' output.
+    evm.precompiles.capture(defaults.show.console_in(mode));
+    Ok(())
 }
 
 impl<'x> BlockLoop<'x> {

@@ -28,7 +28,6 @@ use alloy_consensus::{Header, Transaction};
 use alloy_primitives::U256;
 use hearth_messages::ExecError;
 use hearth_messages::access_list::{AccessListOutcome, CreateAccessList};
-use hearth_messages::console::ConsoleSource;
 use hearth_messages::executor::{
     Admitted, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome,
     GetTouchedSlots, TouchedSlots,
@@ -271,14 +270,7 @@ impl ExecutorActor {
         let Evm { ctx, inspector, frame_stack, mut precompiles, .. } = evm;
         self.scratch.keep(frame_stack, ctx.local, inspector.max_depth);
         if let Some(method) = console {
-            let printed = precompiles.take();
-            if !printed.is_empty() {
-                crate::report::console(
-                    &self.config.show,
-                    ConsoleSource::Call { method },
-                    printed.decode(),
-                );
-            }
+            crate::report::call_printed(&self.config.show, method, precompiles.take());
         }
         if inspector.expired
             && let Some(timeout) = self.config.evm_timeout

@@ -48,6 +48,13 @@ pub fn console(show: &Show, source: ConsoleSource, lines: ConsoleLines) {
     show.sink.publish(source, &Arc::new(lines));
 }
 
+/// Prints what a call (`method`) sent to the console, if anything.
+pub(crate) fn call_printed(show: &Show, method: &'static str, printed: crate::console::Captured) {
+    if !printed.is_empty() {
+        console(show, ConsoleSource::Call { method }, printed.decode());
+    }
+}
+
 /// What a block's transactions did besides their receipts.
 #[derive(Debug, Clone, Copy)]
 pub struct Ran<'a> {

@@ -40,7 +40,6 @@ use alloy_primitives::{
     Address, B256, Bloom, Bytes, Log, LogData, Signature, TxKind, U256, address, b256, keccak256,
 };
 use hearth_messages::ExecError;
-use hearth_messages::console::ConsoleSource;
 use hearth_messages::simulate::{
     MAX_SIMULATE_BLOCKS, SimBlock, SimBlockOverrides, SimCall, SimCallError, SimCallResult, SimLog,
     Simulate, SimulateError, SimulatedBlock, TIMESTAMP_INCREMENT,
@@ -668,10 +667,7 @@ impl Run<'_> {
             let (plan, state_nonce) = self.prepare(evm, call, place, out.gas_used)?;
             let ran = self.execute(evm, &plan, state_nonce);
             let printed = evm.precompiles.take();
-            if !printed.is_empty() {
-                let source = ConsoleSource::Call { method: "eth_simulateV1" };
-                crate::report::console(&self.config.show, source, printed.decode());
-            }
+            crate::report::call_printed(&self.config.show, "eth_simulateV1", printed);
             self.record(evm, place, plan, ran?, &mut out)?;
         }
         let requests = after_calls(evm, place, &opening.withdrawals, &out.all_logs)?;

@@ -30,7 +30,6 @@ use alloy_rpc_types_trace::parity::{
     TraceResultsWithTransactionHash, TransactionTrace,
 };
 use hearth_messages::ExecError;
-use hearth_messages::console::ConsoleSource;
 use hearth_messages::executor::{BlockEnvSpec, CallRequest, PooledTx};
 use hearth_messages::trace::{Trace, TraceBudget, TraceJob, TraceOutput, TraceTypes};
 use revm::bytecode::opcode;
@@ -580,12 +579,8 @@ impl ExecutorActor {
                 evm.ctx.block = block_env;
             }
             let result = run_traced(&mut evm, tx.clone());
-            let printed = evm.precompiles.take();
-            if let Some(method) = console
-                && !printed.is_empty()
-            {
-                let source = ConsoleSource::Call { method };
-                crate::report::console(&self.config.show, source, printed.decode());
+            if let Some(method) = console {
+                crate::report::call_printed(&self.config.show, method, evm.precompiles.take());
             }
             let result = result?;
             each(
