@@ -12,7 +12,7 @@ mod signatures;
 use alloy_primitives::Bytes;
 use hearth_messages::console::ConsoleLines;
 
-pub use format::format_call;
+pub use format::{decode_call, format_call};
 
 /// Most bytes of console calldata one execution keeps; calls past it are counted, not kept. A
 /// contract that logs megabytes in a loop costs the node this much per transaction.

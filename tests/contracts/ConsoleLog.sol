@@ -16,6 +16,9 @@ contract ConsoleLog {
 
     error Custom(uint256 code, string why);
 
+    /// Emitted by `nested`, so a printed trace has an event to name.
+    event Nested(address indexed caller, uint256 a, uint256 b);
+
     uint256 public relayed;
 
     /// Logs a few fixed lines, then relays `payloads` (so the deployment itself logs).
@@ -71,6 +74,7 @@ contract ConsoleLog {
         }
         relay(a);
         _log(abi.encodeWithSignature("log(string)", "nested: done"));
+        emit Nested(msg.sender, a.length, b.length);
         return a.length + b.length;
     }
 

@@ -447,3 +447,87 @@ async fn the_genesis_timestamp_and_base_fee_are_flags() {
     let genesis = default.ok("eth_getBlockByNumber", json!(["0x0", false])).await;
     assert_eq!(quantity(&genesis["timestamp"]), GENESIS_TIME);
 }
+
+/// Calldata of `function` of `abi` with `args`.
+fn abi_call(abi: &Value, function: &str, args: Vec<alloy_dyn_abi::DynSolValue>) -> String {
+    use alloy_dyn_abi::JsonAbiExt as _;
+    let abi: alloy_json_abi::JsonAbi = serde_json::from_value(abi.clone()).expect("an ABI");
+    let function = abi.function(function).and_then(|f| f.first()).expect("the function");
+    hex::encode_prefixed(function.abi_encode_input(&args).expect("the arguments fit"))
+}
+
+#[test]
+fn print_traces_names_a_nested_calls_contract_functions_and_events_from_a_foundry_build() {
+    use alloy_dyn_abi::DynSolValue as V;
+    let compiled: Value =
+        serde_json::from_str(include_str!("../contracts/ConsoleLog.json")).expect("JSON");
+    let contract = &compiled["ConsoleLog"];
+    // Foundry's layout: out/<File>.sol/<Contract>.json, the codes as `{"object": hex}`.
+    let dir = TempDir::new("foundry-out");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(out.join("ConsoleLog.sol")).expect("out/ConsoleLog.sol");
+    let artifact = json!({
+        "abi": contract["abi"],
+        "bytecode": {"object": contract["bytecode"]},
+        "deployedBytecode": {"object": contract["deployedBytecode"], "immutableReferences": {}},
+    });
+    std::fs::write(out.join("ConsoleLog.sol/ConsoleLog.json"), artifact.to_string())
+        .expect("write");
+    let out = out.to_str().expect("utf-8 temp path");
+    let node = NodeProcess::spawn(&[
+        "-p",
+        "0",
+        "--print-traces",
+        "--disable-console-log",
+        "--artifacts",
+        out,
+    ]);
+    // The constructor takes the payloads it relays: none.
+    let constructor = alloy_dyn_abi::DynSolValue::Array(vec![]).abi_encode_params();
+    let deploy = format!("{}{}", contract["bytecode"].as_str().unwrap(), hex::encode(constructor));
+    let hash = node.ok("eth_sendTransaction", json!([{"from": ALICE, "data": deploy}]));
+    let receipt = node.ok("eth_getTransactionReceipt", json!([hash]));
+    let address = receipt["contractAddress"].as_str().expect("created").to_owned();
+    node.log_until(&format!("call tree of {}", hash.as_str().unwrap()));
+
+    let log = |text: &str| {
+        let mut payload = keccak256("log(string)")[..4].to_vec();
+        payload.extend(V::Tuple(vec![V::String(text.into())]).abi_encode_params());
+        V::Bytes(payload)
+    };
+    let data = abi_call(
+        &contract["abi"],
+        "nested",
+        vec![V::Array(vec![log("outer")]), V::Array(vec![log("inner")])],
+    );
+    let tx = json!([{"from": ALICE, "to": address, "data": data, "gas": "0x200000"}]);
+    let hash = node.ok("eth_sendTransaction", tx);
+    let hash = hash.as_str().expect("a hash");
+    let mut tree = node.log_until(&format!("call tree of {hash}"));
+    tree.extend(node.log_until(&format!("tx={hash}")));
+    let tree = tree.join("\n");
+    for named in [
+        "ConsoleLog::nested(",
+        "ConsoleLog::relay(",
+        "ConsoleLog::relayView(",
+        "ConsoleLog::relayThenRevert(",
+        "[Revert] relayThenRevert: reverted on purpose",
+        "ConsoleLog::failCustom(7)",
+        "Custom(7, ",
+        "console::log(\"inner\")",
+        "emit Nested(caller: 0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266, a: 1, b: 1)",
+    ] {
+        assert!(tree.contains(named), "{named:?} is not in the printed tree:\n{tree}");
+    }
+    // The same names as JSON.
+    let decoded = node.ok("hearth_traceTransactionDecoded", json!([hash]));
+    assert_eq!(decoded["contract"], "ConsoleLog");
+    assert_eq!(decoded["function"], "nested(bytes[],bytes[])");
+    assert_eq!(decoded["logs"][0]["event"], "Nested");
+    let calls = decoded["calls"].as_array().expect("calls");
+    assert_eq!(calls[0]["contract"], "console");
+    assert_eq!(calls[0]["function"], "log(string,uint256)");
+    assert_eq!(calls[0]["args"], json!(["\"nested: depth 0, a has\"", "1"]));
+    assert!(calls.iter().any(|c| c["function"] == "relay(bytes[])"), "{decoded}");
+    node.stop();
+}

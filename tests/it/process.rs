@@ -42,6 +42,8 @@ pub(crate) struct NodeProcess {
     pub(crate) banner: Vec<String>,
     /// The log lines (stderr) seen until then.
     pub(crate) log: Vec<String>,
+    /// The lines printed since (`true`: stdout), for [`NodeProcess::log_until`].
+    later: std::sync::mpsc::Receiver<(bool, String)>,
 }
 
 impl NodeProcess {
@@ -100,10 +102,8 @@ impl NodeProcess {
                 }
             }
         };
-        // Later lines still go to the channel's receiver until it is dropped; a sender whose
-        // receiver is gone just discards them.
-        drop(rx);
-        Self { child, addr, banner, log }
+        // Later lines wait in the channel for `log_until` (a test's node prints little).
+        Self { child, addr, banner, log, later: rx }
     }
 
     /// Runs `hearth ARGS` expecting it to stop on its own: (exit code, stdout, stderr).
@@ -118,6 +118,26 @@ impl NodeProcess {
             String::from_utf8_lossy(&output.stdout).into_owned(),
             String::from_utf8_lossy(&output.stderr).into_owned(),
         )
+    }
+
+    /// The log lines printed since the node listened (or since the last call), up to and
+    /// including the first that contains `needle`; fails the test after 20 s without it (a
+    /// guard, not a pacing wait).
+    pub(crate) fn log_until(&self, needle: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            match self.later.recv_timeout(std::time::Duration::from_secs(20)) {
+                Ok((false, line)) => {
+                    let found = line.contains(needle);
+                    seen.push(line);
+                    if found {
+                        return seen;
+                    }
+                }
+                Ok((true, _)) => {}
+                Err(e) => panic!("no log line with {needle:?} ({e}); seen: {seen:#?}"),
+            }
+        }
     }
 
     /// One JSON-RPC call; the whole response object.

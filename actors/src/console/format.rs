@@ -12,16 +12,24 @@ use super::signatures::arguments;
 /// The text of one console call (`None`: not a console call the table knows, or arguments
 /// that do not decode as its overload's).
 pub fn format_call(payload: &[u8]) -> Option<String> {
+    let (_, values) = decode_call(payload)?;
+    Some(match values.split_first() {
+        Some((DynSolValue::String(spec), rest)) => format_with(spec, rest),
+        _ => format_with("", &values),
+    })
+}
+
+/// A console call's overload (`log(string,uint256)`) and arguments (`None`: not a console
+/// call the table knows, or arguments that do not decode as its overload's).
+pub fn decode_call(payload: &[u8]) -> Option<(String, Vec<DynSolValue>)> {
     let (selector, data) = payload.split_first_chunk::<4>()?;
     let types = arguments(*selector)?;
     let values = match DynSolType::Tuple(types.to_vec()).abi_decode_params(data).ok()? {
         DynSolValue::Tuple(values) => values,
         _ => return None,
     };
-    Some(match values.split_first() {
-        Some((DynSolValue::String(spec), rest)) => format_with(spec, rest),
-        _ => format_with("", &values),
-    })
+    let names: Vec<String> = types.iter().map(DynSolType::sol_type_name).map(Into::into).collect();
+    Some((format!("log({})", names.join(",")), values))
 }
 
 /// How one argument is asked to print.

@@ -24,12 +24,10 @@ use crate::console::Captured;
 pub struct ConsoleTap<P> {
     /// The precompiles that run.
     pub(crate) inner: P,
-    /// What the current execution sent to the console; `None`: not capturing.
-    capture: Option<CapturedBox>,
+    /// What the current execution sent to the console; `None`: not capturing. Not boxed:
+    /// an eth_call that captures would otherwise allocate for nothing.
+    capture: Option<Captured>,
 }
-
-/// `Captured` behind a box so that a tap that is off costs one word in the EVM.
-type CapturedBox = Box<Captured>;
 
 impl<P> ConsoleTap<P> {
     /// `inner`, not capturing.
@@ -39,19 +37,19 @@ impl<P> ConsoleTap<P> {
 
     /// Starts (or stops) capturing; what was captured so far is dropped.
     pub(crate) fn capture(&mut self, on: bool) {
-        self.capture = on.then(Box::default);
+        self.capture = on.then(Captured::new);
     }
 
     /// What the execution since the last take sent; capturing goes on.
     pub(crate) fn take(&mut self) -> Captured {
-        self.capture.as_mut().map(|c| std::mem::take(&mut **c)).unwrap_or_default()
+        self.capture.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Replaces what was captured with `captured` (a parallel block's committer taking over a
     /// helper's run, whose calls it did not make itself).
     pub(crate) fn put(&mut self, captured: Captured) {
         if let Some(c) = self.capture.as_mut() {
-            **c = captured;
+            *c = captured;
         }
     }
 }

@@ -63,11 +63,9 @@ fn decode_call(
         DecodedCallTrace { label: contract.map(|c| c.name.clone()), ..Default::default() };
     if trace.address == CONSOLE_ADDRESS && !trace.kind.is_any_create() {
         decoded.label = Some("console".into());
-        if let Some(line) = crate::console::format_call(&trace.data) {
-            decoded.call_data = Some(DecodedCallData {
-                signature: "log()".into(),
-                args: vec![format!("{line:?}")],
-            });
+        if let Some((signature, values)) = crate::console::decode_call(&trace.data) {
+            let args = values.iter().map(token).collect();
+            decoded.call_data = Some(DecodedCallData { signature, args });
         }
         return decoded;
     }
