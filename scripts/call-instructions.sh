@@ -25,29 +25,16 @@ for bin in "$@"; do
   # A binary and its flags, split on spaces.
   read -r -a cmd <<<"$bin"
   out=$(mktemp -d /tmp/call-instr.XXXX)
-  # --fair-sched: sled spins on a lazy static while another thread starts it; valgrind runs one
-  # thread at a time, and without a fair lock the spinner can keep the CPU for minutes.
-  valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$out/cg.%p" \
-    "${cmd[@]}" --dev --ephemeral --http.port "$PORT" >"$out/node.log" 2>&1 &
-  pid=$!; PIDS+=("$pid")
-  for _ in $(seq 1 600); do
-    curl -s -m 2 -H 'content-type: application/json' \
-      --data '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' \
-      "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && break
-    sleep 0.2
-  done
+  callgrind_node "$out" "$PORT" "${cmd[@]}"
   # Warm-up: deploys the token, fills the caches and pools.
   "$LOAD" --target "w=http://127.0.0.1:$PORT/" --workload "$WORKLOAD" --concurrency "$CONC" \
     --duration 5 --warmup 1 >/dev/null 2>&1
-  callgrind_control -z "$pid" >/dev/null
+  callgrind_control -z "$NODE_PID" >/dev/null
   rows=$("$LOAD" --target "m=http://127.0.0.1:$PORT/" --workload "$WORKLOAD" \
     --concurrency "$CONC" --duration "$SECS" --warmup 0 2>/dev/null | grep -E '^\| [A-Za-z0-9]+ \| m \|')
-  callgrind_control -d "$pid" >/dev/null
-  kill "$pid"; wait "$pid" 2>/dev/null || true
-  # The dump after the measured run (callgrind_control -d writes cg.PID.N).
-  dump=$(ls -t "$out"/cg.*.* 2>/dev/null | head -1)
+  callgrind_total "$out"
+  dump=$CALLGRIND_DUMP total=$CALLGRIND_TOTAL
   calls=$(echo "$rows" | awk -F'|' '{ gsub(/ /, "", $9); print $9 + 0 }')
-  total=$(callgrind_annotate "$dump" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(/,/, "", $1); print $1; exit }')
   echo
   echo "## $bin: $WORKLOAD, $CONC connections, $calls calls ok in the counted run"
   echo "$rows"

@@ -11,43 +11,17 @@
 # anvil comes from npm (@foundry-rs/anvil-linux-amd64@1.7.1), as ../shared/peers/bench.sh
 # installs it; FOUNDRY_DIR points at an existing install (default /tmp/peers/foundry, else it
 # is installed into /tmp/hearth-foundry). The contract is tests/contracts/ConsoleLog.json
-# (scripts/compile-console.mjs). Both nodes listen on loopback, on free ports, and are stopped
+# (scripts/compile-contract.mjs ConsoleLog). Both nodes listen on loopback, on free ports, and are stopped
 # on exit. anvil prints console lines on stdout; Hearth, with --log.format json, on stderr.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-VERSION=1.7.1
-FOUNDRY_DIR=${FOUNDRY_DIR:-/tmp/peers/foundry}
-if ! [ -x "$FOUNDRY_DIR/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil" ]; then
-  FOUNDRY_DIR=/tmp/hearth-foundry
-fi
-ANVIL=$FOUNDRY_DIR/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil
+. "$ROOT/scripts/peer-lib.sh"
+ensure_foundry
 HEARTH_BIN=${HEARTH_BIN:-$ROOT/target/debug/hearth}
-
-fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
-
-if ! [ -x "$ANVIL" ]; then
-  echo "installing anvil $VERSION from npm into $FOUNDRY_DIR"
-  mkdir -p "$FOUNDRY_DIR"
-  ( cd "$FOUNDRY_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-    npm install --no-audit --no-fund --loglevel=error "@foundry-rs/anvil-linux-amd64@$VERSION" )
-fi
 if ! [ -x "$HEARTH_BIN" ]; then
   ( cd "$ROOT" && cargo build --bin hearth )
 fi
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_rpc() {
-  local url=$1 pid=$2 log=$3
-  for _ in $(seq 1 300); do
-    curl -s -m 1 -H 'Content-Type: application/json' \
-      -d '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' "$url" 2>/dev/null |
-      grep -q result && return 0
-    kill -0 "$pid" 2>/dev/null || { cat "$log"; fail "$url: the node exited on start"; }
-    sleep 0.05
-  done
-  cat "$log"; fail "$url did not answer"
-}
 
 LOGS=$(mktemp -d)
 HEARTH_ERR=$LOGS/hearth.stderr HEARTH_OUT=$LOGS/hearth.stdout ANVIL_OUT=$LOGS/anvil.stdout

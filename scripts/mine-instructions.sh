@@ -7,7 +7,7 @@
 #   e.g. bash scripts/mine-instructions.sh "target/release/hearth --disable-console-log" target/release/hearth
 #   TXS=300 SENDERS=1 PORT=9450 (defaults)
 #
-# Per command: start the node under callgrind on a fresh in-memory dev chain, warm it with 50
+# Per command: start the node under callgrind on a fresh in-memory dev chain (--dev), warm it with 50
 # transfers, zero the counters, send TXS transfers with ../shared/peers/tools/txburst.mjs (Node
 # 22 from ../shared/peers/bench.sh install), dump, and print total instructions over TXS.
 # Everything listens on 127.0.0.1; the node is stopped by PID at the end.
@@ -24,22 +24,12 @@ echo "load: $(uptime)"
 for command in "$@"; do
   read -r -a cmd <<<"$command"
   out=$(mktemp -d /tmp/mine-instr.XXXX)
-  valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$out/cg.%p" \
-    "${cmd[@]}" --ephemeral --http.port "$PORT" >"$out/node.log" 2>&1 &
-  pid=$!; PIDS+=("$pid")
-  for _ in $(seq 1 600); do
-    curl -s -m 2 -H 'content-type: application/json' \
-      --data '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' \
-      "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && break
-    sleep 0.2
-  done
+  callgrind_node "$out" "$PORT" "${cmd[@]}"
   "$NODE22" "$TXBURST" "http://127.0.0.1:$PORT/" 50 "$SENDERS" 300 >/dev/null
-  callgrind_control -z "$pid" >/dev/null
+  callgrind_control -z "$NODE_PID" >/dev/null
   result=$("$NODE22" "$TXBURST" "http://127.0.0.1:$PORT/" "$TXS" "$SENDERS" 600 | grep TXJSON)
-  callgrind_control -d "$pid" >/dev/null
-  kill "$pid"; wait "$pid" 2>/dev/null || true
-  dump=$(ls -t "$out"/cg.*.* 2>/dev/null | head -1)
-  total=$(callgrind_annotate "$dump" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(/,/, "", $1); print $1; exit }')
+  callgrind_total "$out"
+  total=$CALLGRIND_TOTAL
   echo
   echo "## $command: $TXS transfers from $SENDERS sender(s)"
   echo "$result"

@@ -18,22 +18,9 @@ FOUNDRY_DIR=${FOUNDRY_DIR:-/tmp/peers/foundry}
 ANVIL=$FOUNDRY_DIR/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil
 HEARTH_BIN=${HEARTH_BIN:-$ROOT/target/release/hearth}
 
-fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+. "$ROOT/scripts/peer-lib.sh"
 [ -x "$ANVIL" ] || fail "anvil not found at $ANVIL (bash ../shared/peers/bench.sh install)"
 ( cd "$ROOT" && cargo build --release --bin hearth )
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_rpc() {
-  local url=$1 pid=$2 log=$3
-  for _ in $(seq 1 300); do
-    curl -s -m 1 -H 'Content-Type: application/json' \
-      -d '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' "$url" 2>/dev/null |
-      grep -q result && return 0
-    kill -0 "$pid" 2>/dev/null || { cat "$log"; fail "$url: the node exited on start"; }
-    sleep 0.05
-  done
-  cat "$log"; fail "$url did not answer"
-}
 
 HEARTH_LOG=$(mktemp) ANVIL_LOG=$(mktemp)
 HEARTH_PORT=$(free_port) ANVIL_PORT=$(free_port)

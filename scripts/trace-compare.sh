@@ -14,40 +14,12 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SHARED=${SHARED_DIR:-$ROOT/../shared}
-VERSION=1.7.1
-FOUNDRY_DIR=${FOUNDRY_DIR:-/tmp/peers/foundry}
-if ! [ -x "$FOUNDRY_DIR/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil" ]; then
-  FOUNDRY_DIR=/tmp/hearth-foundry
-fi
-ANVIL=$FOUNDRY_DIR/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil
-CAST=$FOUNDRY_DIR/node_modules/@foundry-rs/cast-linux-amd64/bin/cast
+. "$ROOT/scripts/peer-lib.sh"
+ensure_foundry
 HEARTH_BIN=${HEARTH_BIN:-$ROOT/target/debug/hearth}
-
-fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
-
-if ! [ -x "$ANVIL" ] || ! [ -x "$CAST" ]; then
-  echo "installing anvil and cast $VERSION from npm into $FOUNDRY_DIR"
-  mkdir -p "$FOUNDRY_DIR"
-  ( cd "$FOUNDRY_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-    npm install --no-audit --no-fund --loglevel=error \
-      "@foundry-rs/anvil-linux-amd64@$VERSION" "@foundry-rs/cast-linux-amd64@$VERSION" )
-fi
 if ! [ -x "$HEARTH_BIN" ]; then
   ( cd "$ROOT" && cargo build --bin hearth )
 fi
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_rpc() {
-  local url=$1 pid=$2 log=$3
-  for _ in $(seq 1 300); do
-    curl -s -m 1 -H 'Content-Type: application/json' \
-      -d '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' "$url" 2>/dev/null |
-      grep -q result && return 0
-    kill -0 "$pid" 2>/dev/null || { cat "$log"; fail "$url: the node exited on start"; }
-    sleep 0.05
-  done
-  cat "$log"; fail "$url did not answer"
-}
 
 HEARTH_LOG=$(mktemp) ANVIL_LOG=$(mktemp)
 HEARTH_PORT=$(free_port) ANVIL_PORT=$(free_port)

@@ -603,22 +603,37 @@ mod tests {
     const RECURSE: Address = address!("000000000000000000000000000000000000dee9");
 
     fn executor_on_genesis() -> (ExecutorActor, Header) {
+        let recurse = Bytes::from(hex::decode("60006000600060006000305af100").expect("hex"));
+        let accounts =
+            [(SENDER, U256::from(10u128.pow(20)), None), (RECURSE, U256::ZERO, Some(recurse))];
+        executor_on(&accounts, ParallelConfig::default(), crate::exec::Show::default())
+    }
+
+    /// An executor over a chain whose genesis holds `accounts` (address, balance, code), with
+    /// blocks run as `parallel` says and `show` for what it prints.
+    fn executor_on(
+        accounts: &[(Address, U256, Option<Bytes>)],
+        parallel: ParallelConfig,
+        show: crate::exec::Show,
+    ) -> (ExecutorActor, Header) {
         let db = hearth_storage::ChainWriter::in_memory().expect("store");
-        let code = Bytes::from(hex::decode("60006000600060006000305af100").expect("hex"));
-        let code_hash = keccak256(&code);
         let mut diff = StateDiff::default();
-        diff.codes.insert(code_hash, code);
-        for (address, balance, code_hash) in [
-            (SENDER, U256::from(10u128.pow(20)), hearth_storage::EMPTY_CODE_HASH),
-            (RECURSE, U256::ZERO, code_hash),
-        ] {
-            let info = AccountFields { nonce: 0, balance, code_hash };
+        for (address, balance, code) in accounts {
+            let code_hash = match code {
+                Some(code) => {
+                    let hash = keccak256(code);
+                    diff.codes.insert(hash, code.clone());
+                    hash
+                }
+                None => hearth_storage::EMPTY_CODE_HASH,
+            };
+            let info = AccountFields { nonce: 0, balance: *balance, code_hash };
             let change = AccountChange {
                 info: Some(info),
                 storage_wiped: false,
                 storage: Default::default(),
             };
-            diff.accounts.insert(address, change);
+            diff.accounts.insert(*address, change);
         }
         let header = Header {
             gas_limit: 30_000_000,
@@ -635,8 +650,8 @@ mod tests {
             evm_timeout: None,
             blob_params: None,
             code_size_limit: None,
-            parallel: crate::exec::ParallelConfig::default(),
-            show: crate::exec::Show::default(),
+            parallel,
+            show,
         };
         (ExecutorActor::new(db.reader(), config, None), header)
     }
@@ -693,45 +708,15 @@ mod tests {
     /// A chain with `senders` funded and [`RELAY`] deployed; an executor that captures console
     /// output and runs blocks in `parallel`.
     fn console_chain(senders: &[Address], parallel: ParallelConfig) -> (ExecutorActor, Header) {
-        let db = hearth_storage::ChainWriter::in_memory().expect("store");
-        let code = Bytes::from(
+        let relay = Bytes::from(
             hex::decode("365f5f375f5f365f73000000000000000000636f6e736f6c652e6c6f675afa00")
                 .expect("hex"),
         );
-        let code_hash = keccak256(&code);
-        let mut diff = StateDiff::default();
-        diff.codes.insert(code_hash, code);
-        let funded = senders
-            .iter()
-            .map(|s| (*s, U256::from(10u128.pow(20)), hearth_storage::EMPTY_CODE_HASH));
-        for (address, balance, code_hash) in funded.chain([(RELAY, U256::ZERO, code_hash)]) {
-            let info = AccountFields { nonce: 0, balance, code_hash };
-            let change = AccountChange {
-                info: Some(info),
-                storage_wiped: false,
-                storage: Default::default(),
-            };
-            diff.accounts.insert(address, change);
-        }
-        let header = Header {
-            gas_limit: 30_000_000,
-            base_fee_per_gas: Some(1_000_000_000),
-            ..Default::default()
-        };
-        let body = StoredBody { transactions: vec![], senders: vec![] };
-        write_block(&db, BlockDraft { header: header.clone(), body, receipts: vec![] }, &diff)
-            .expect("genesis");
-        let config = ExecConfig {
-            chain_id: hearth_messages::ChainId::new(1),
-            spec: SpecId::PRAGUE,
-            gas_cap: 50_000_000,
-            evm_timeout: None,
-            blob_params: None,
-            code_size_limit: None,
-            parallel,
-            show: crate::exec::Show { console_log: true, ..Default::default() },
-        };
-        (ExecutorActor::new(db.reader(), config, None), header)
+        let mut accounts: Vec<_> =
+            senders.iter().map(|s| (*s, U256::from(10u128.pow(20)), None)).collect();
+        accounts.push((RELAY, U256::ZERO, Some(relay)));
+        let show = crate::exec::Show { console_log: true, ..Default::default() };
+        executor_on(&accounts, parallel, show)
     }
 
     /// `log(string,uint256)("tx %d", n)` as console.sol sends it.

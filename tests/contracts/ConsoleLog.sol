@@ -7,7 +7,7 @@
 // functions also log through abi.encodeWithSignature so solc's own encoding paths appear.
 // A console call that fails (a node that refuses a payload) is itself logged, so a refusal on
 // one node and not on the other shows up as a line of difference.
-// Compiled by scripts/compile-console.mjs (solc-js 0.8.37, optimizer 200, evmVersion shanghai)
+// Compiled by scripts/compile-contract.mjs ConsoleLog (solc-js 0.8.37, optimizer 200, evmVersion shanghai)
 // into ConsoleLog.json.
 pragma solidity ^0.8.20;
 

@@ -7,7 +7,7 @@
 //   written in assembly, the way namespaced storage (ERC-7201) places them.
 // - DevProxy: an EIP-1967 proxy; in front of a HashedToken its storage is the proxy's own, and
 //   balanceOf also reads the implementation slot, which the search must skip.
-// Compiled by scripts/compile-devtokens.mjs (solc-js 0.8.37, optimizer 200, evmVersion shanghai)
+// Compiled by scripts/compile-contract.mjs DevTokens (solc-js 0.8.37, optimizer 200, evmVersion shanghai)
 // into DevTokens.json.
 pragma solidity ^0.8.20;
 
