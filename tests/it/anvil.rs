@@ -202,6 +202,7 @@ async fn deal_erc20_and_allowance_find_the_slot_of_every_layout() {
 
 #[actix::test]
 async fn deal_erc20_refuses_what_has_no_slot_and_changes_nothing() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = TestNode::start();
     let alice = node.signer(0).address();
     let bob = node.signer(1).address();
@@ -628,6 +629,7 @@ async fn drop_all_and_remove_pool_transactions_empty_the_pool() {
 
 #[actix::test]
 async fn mine_detailed_answers_the_blocks_with_outputs_and_revert_reasons() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = manual();
     let alice = node.signer(0).address();
     let deploy = node
@@ -843,6 +845,7 @@ fn set_logging_enabled_silences_the_log_lines() {
 /// a trace of the block replays it.
 #[actix::test]
 async fn an_impersonated_contract_sends() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = TestNode::start();
     let token = node.deploy_bench_token().await;
     node.ok("anvil_setBalance", json!([token, "0xde0b6b3a7640000"])).await;

@@ -6,14 +6,14 @@
 
 use hearth::conformance::{RunOptions, Summary, blocktest};
 
-use crate::conformance::conformance_dir;
+use crate::conformance::shared_dir;
 
 fn run(relative: &[&str]) -> Summary {
     run_with(relative, Default::default())
 }
 
 fn run_with(relative: &[&str], parallel: hearth_actors::ParallelConfig) -> Summary {
-    let root = conformance_dir().join("blockchain");
+    let root = shared_dir().join("blockchain");
     let paths: Vec<_> = relative.iter().map(|r| root.join(r)).collect();
     for path in &paths {
         assert!(path.exists(), "{} is missing from the conformance data", path.display());
@@ -30,6 +30,7 @@ fn assert_all_pass(summary: &Summary) {
 
 #[test]
 fn post_merge_block_rules_pass() {
+    or_skip!(crate::conformance::conformance_dir());
     let summary = run(&[
         "shanghai/eip4895_withdrawals",
         "cancun/eip4788_beacon_root",
@@ -50,6 +51,7 @@ fn post_merge_block_rules_pass() {
 
 #[test]
 fn pre_merge_chains_and_header_validation_pass() {
+    or_skip!(crate::conformance::conformance_dir());
     let summary = run(&[
         "frontier/examples",
         "frontier/validation",
@@ -66,6 +68,7 @@ fn pre_merge_chains_and_header_validation_pass() {
 /// workers) gives the same results: the fixtures' state roots, receipts and rejections hold.
 #[test]
 fn the_slices_pass_with_every_block_in_parallel() {
+    or_skip!(crate::conformance::conformance_dir());
     let parallel =
         hearth_actors::ParallelConfig::new(hearth_actors::ParallelMode::Always, 3).expect("range");
     let summary = run_with(

@@ -102,6 +102,7 @@ async fn headers_and_ommers_of_a_post_merge_chain() {
 
 #[actix::test]
 async fn fee_market_storage_and_node_facts() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = TestNode::start();
     let token = node.deploy_bench_token().await;
     let head = node.ok("eth_getBlockByNumber", json!(["latest", false])).await;
@@ -172,6 +173,7 @@ async fn pool_by_sender_and_what_the_node_serves() {
 
 #[actix::test]
 async fn access_lists_name_what_a_call_touches() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = TestNode::start();
     let token = node.deploy_bench_token().await;
     let from = node.signer(0).address();

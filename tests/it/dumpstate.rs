@@ -81,6 +81,7 @@ async fn busy(node: &TestNode) -> Address {
 
 #[actix::test]
 async fn a_dump_loads_into_a_fresh_node_and_reads_back_equal() {
+    or_skip!(crate::conformance::conformance_dir());
     let source = TestNode::start();
     let token = busy(&source).await;
     let dumped = dump(&source).await;
@@ -124,6 +125,7 @@ async fn a_dump_loads_into_a_fresh_node_and_reads_back_equal() {
 /// Loading inside a snapshot is undone by evm_revert, like any dev patch.
 #[actix::test]
 async fn evm_revert_undoes_a_load() {
+    or_skip!(crate::conformance::conformance_dir());
     let source = TestNode::start();
     busy(&source).await;
     let hex = source.ok("anvil_dumpState", json!([])).await;
@@ -138,6 +140,7 @@ async fn evm_revert_undoes_a_load() {
 
 #[actix::test]
 async fn bad_dumps_are_refused_and_load_nothing() {
+    or_skip!(crate::conformance::conformance_dir());
     let source = TestNode::start();
     busy(&source).await;
     let good = hex_bytes(&source.ok("anvil_dumpState", json!([])).await);

@@ -27,6 +27,7 @@ async fn a_block_filter_reports_each_new_block_once() {
 
 #[actix::test]
 async fn a_log_filter_reports_new_matching_logs_and_all_of_them_on_request() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = TestNode::start();
     let token = node.deploy_bench_token().await;
     let alice = node.signer(0).address();

@@ -227,6 +227,7 @@ fn fork_node(proxy: &Proxy, block: u64, extra: &[&str]) -> NodeProcess {
 
 #[test]
 fn a_fork_reads_the_upstream_s_state_and_runs_local_blocks_over_it() {
+    or_skip!(crate::conformance::conformance_dir());
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
@@ -297,6 +298,7 @@ fn a_fork_reads_the_upstream_s_state_and_runs_local_blocks_over_it() {
 
 #[test]
 fn concurrent_calls_over_the_same_cold_slots_fetch_each_slot_once() {
+    or_skip!(crate::conformance::conformance_dir());
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
@@ -349,6 +351,7 @@ fn concurrent_calls_over_the_same_cold_slots_fetch_each_slot_once() {
 
 #[test]
 fn a_contract_s_storage_comes_in_one_page_and_a_refused_page_falls_back_to_slots() {
+    or_skip!(crate::conformance::conformance_dir());
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
@@ -407,6 +410,7 @@ fn a_contract_s_storage_comes_in_one_page_and_a_refused_page_falls_back_to_slots
 
 #[test]
 fn a_restart_on_the_same_cache_fetches_nothing() {
+    or_skip!(crate::conformance::conformance_dir());
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
@@ -448,6 +452,7 @@ fn a_restart_on_the_same_cache_fetches_nothing() {
 
 #[test]
 fn a_dead_upstream_fails_reads_with_32000_within_the_timeout_and_the_node_carries_on() {
+    or_skip!(crate::conformance::conformance_dir());
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
@@ -578,6 +583,7 @@ fn history_requests(node: &NodeProcess, last: u64, token: &str) -> Vec<(&'static
 
 #[test]
 fn history_below_and_at_the_fork_block_is_the_upstream_s_and_is_cached() {
+    or_skip!(crate::conformance::conformance_dir());
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
@@ -650,6 +656,7 @@ fn history_below_and_at_the_fork_block_is_the_upstream_s_and_is_cached() {
 
 #[test]
 fn a_dead_upstream_fails_history_reads_with_32000_within_the_timeout() {
+    or_skip!(crate::conformance::conformance_dir());
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
@@ -812,6 +819,7 @@ fn answer_of(node: &NodeProcess, method: &str, params: &Value) -> Value {
 
 #[test]
 fn traces_and_state_below_the_fork_block_are_the_upstream_s_by_re_execution() {
+    or_skip!(crate::conformance::conformance_dir());
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let fork_block = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
@@ -867,6 +875,7 @@ fn traces_and_state_below_the_fork_block_are_the_upstream_s_by_re_execution() {
 
 #[test]
 fn a_dead_upstream_fails_traces_and_old_state_with_32000_within_the_timeout() {
+    or_skip!(crate::conformance::conformance_dir());
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
@@ -977,6 +986,7 @@ fn cold_reads(upstream: &Upstream, first: u64, count: u64) -> Vec<(&'static str,
 #[test]
 fn sixteen_and_thirty_two_callers_on_a_cold_fork_are_all_served_and_a_dead_upstream_fails_them_together()
  {
+    or_skip!(crate::conformance::conformance_dir());
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
@@ -1022,6 +1032,7 @@ fn sixteen_and_thirty_two_callers_on_a_cold_fork_are_all_served_and_a_dead_upstr
 
 #[test]
 fn a_fork_killed_during_concurrent_cold_reads_serves_the_same_answers_on_its_cache() {
+    or_skip!(crate::conformance::conformance_dir());
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
@@ -1055,6 +1066,7 @@ fn a_fork_killed_during_concurrent_cold_reads_serves_the_same_answers_on_its_cac
 
 #[test]
 fn an_upstream_without_eth_get_account_info_is_asked_three_calls_an_account() {
+    or_skip!(crate::conformance::conformance_dir());
     let upstream = Upstream::start();
     let proxy = Proxy::start(upstream.node.addr);
     proxy.no_account_info.store(true, Ordering::Relaxed);

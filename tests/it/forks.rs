@@ -23,6 +23,7 @@ async fn call(node: &TestNode, code: &str, block: u64) -> Value {
 
 #[actix::test]
 async fn calls_estimates_and_traces_at_block_n_run_under_block_ns_fork() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = crate::rpc_compat::osaka_node();
     // PUSH0 is an invalid opcode before Shanghai (block 38) and works from block 39 on.
     let before = call(&node, PUSH0, 38).await;
@@ -59,6 +60,7 @@ async fn calls_estimates_and_traces_at_block_n_run_under_block_ns_fork() {
 
 #[actix::test]
 async fn fee_history_uses_each_blocks_blob_schedule() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = crate::rpc_compat::osaka_node();
     // Blocks 42..=53 each use one blob or none; the ratio is over the block's own maximum:
     // 6 blobs under Cancun, 9 under Prague and Osaka, 15 under BPO1.

@@ -35,6 +35,7 @@ fn verify_account(
 
 #[actix::test]
 async fn proofs_verify_at_every_block_and_past_state_is_served() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = TestNode::start();
     let alice = node.signer(0).address();
     let bob = node.signer(1).address();

@@ -113,6 +113,7 @@ async fn a_long_mining_run_lets_other_miner_messages_through() {
 
 #[actix::test]
 async fn log_answers_stop_at_the_log_and_byte_caps() {
+    or_skip!(crate::conformance::conformance_dir());
     let mut config = NodeConfig::for_tests();
     config.rpc.max_logs = 3;
     let node = TestNode::start_with(config);
@@ -165,6 +166,7 @@ pub(crate) fn hearth(args: &[&str]) -> (bool, String) {
 
 #[test]
 fn an_exported_dev_chain_imports_back_to_the_same_head() {
+    or_skip!(crate::conformance::conformance_dir());
     let dir = TempDir::new("roundtrip");
     let (dev, copy) = (dir.path().join("dev"), dir.path().join("copy"));
     let node = NodeProcess::start(&dev, &[]);

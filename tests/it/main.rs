@@ -1,6 +1,17 @@
 //! Hearth's integration tests: one binary. `support` holds `TestNode`, `Probe` and fixtures;
 //! each other module covers one area (actors by messages, RPC methods, persistence, conformance).
 
+/// The value of `$e` (an `Option`), or the end of the test when it is `None`: data the test
+/// needs is not beside the checkout, and [`conformance::conformance_dir`] has said so.
+macro_rules! or_skip {
+    ($e:expr) => {
+        match $e {
+            Some(value) => value,
+            None => return,
+        }
+    };
+}
+
 mod actors;
 mod admission;
 mod anvil;

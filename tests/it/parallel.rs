@@ -304,6 +304,7 @@ fn auto_runs_small_blocks_sequentially_and_threads_are_range_checked() {
 /// nonce chain) and plain transfers from nine senders to seven receivers (shared balances).
 #[test]
 fn an_imported_chain_of_big_blocks_reaches_the_same_head_every_way() {
+    or_skip!(crate::conformance::conformance_dir());
     use crate::process::{NodeProcess, TempDir};
     use crate::support::fixtures;
     use serde_json::{Value, json};

@@ -38,6 +38,7 @@ fn observe(node: &NodeProcess, token: &str, txs: &[Value]) -> Vec<Value> {
 
 #[test]
 fn restart_serves_the_same_chain() {
+    or_skip!(crate::conformance::conformance_dir());
     let dir = TempDir::new("restart");
     let node = NodeProcess::start(dir.path(), &[]);
     let deploy = node.ok(

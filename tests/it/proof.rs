@@ -116,6 +116,7 @@ fn balance_slot(holder: Address) -> U256 {
 
 #[actix::test]
 async fn proofs_verify_against_every_past_state_root() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = TestNode::start();
     let alice = node.signer(0).address();
     let bob = node.signer(1).address();

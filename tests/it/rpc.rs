@@ -244,6 +244,7 @@ async fn blocks_by_number_and_hash() {
 
 #[actix::test]
 async fn contracts_calls_reverts_and_estimates() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = TestNode::start();
     let calldata = fixtures::bench_calldata();
     let token = node.deploy_bench_token().await;
@@ -334,6 +335,7 @@ async fn contracts_calls_reverts_and_estimates() {
 
 #[actix::test]
 async fn logs_filter_by_range_hash_address_and_topics() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = TestNode::start();
     let token = node.deploy_bench_token().await;
     let alice = node.signer(0).address();
@@ -433,6 +435,7 @@ async fn pending_nonce_counts_pooled_transactions_when_not_automining() {
 
 #[actix::test]
 async fn eth_call_takes_state_and_block_overrides() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = TestNode::start();
     let token = node.deploy_bench_token().await;
     let calldata = fixtures::bench_calldata();
@@ -501,6 +504,7 @@ async fn eth_call_takes_state_and_block_overrides() {
 
 #[actix::test]
 async fn a_call_past_the_evm_time_cap_is_stopped_with_32002() {
+    or_skip!(crate::conformance::conformance_dir());
     let mut config = NodeConfig::for_tests();
     config.evm_timeout = std::time::Duration::from_millis(20);
     config.rpc.gas_cap = 2_000_000_000;
@@ -522,6 +526,7 @@ async fn a_call_past_the_evm_time_cap_is_stopped_with_32002() {
 /// call sees at once, with no stale read from a warm cache.
 #[actix::test]
 async fn calls_see_patches_and_reverts_at_once() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = TestNode::start();
     let token = node.deploy_bench_token().await;
     let total_supply = json!([{"to": token, "data": "0x18160ddd"}, "latest"]);

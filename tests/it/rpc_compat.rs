@@ -25,7 +25,7 @@ use hearth_rpc::Extensions;
 use hearth_storage::ChainWriter;
 use serde_json::{Value, json};
 
-use crate::conformance::conformance_dir;
+use crate::conformance::shared_dir;
 use crate::support::TestNode;
 
 /// Members of answers the prague snapshot predates, which the osaka snapshot expects and
@@ -88,7 +88,7 @@ const KNOWN_MISMATCHES: &[(&str, &str)] = &[
 ];
 
 fn snapshot(name: &str) -> PathBuf {
-    conformance_dir().join("rpc").join(name)
+    shared_dir().join("rpc").join(name)
 }
 
 /// Imports a snapshot into a fresh in-memory store, as `hearth import` would.
@@ -124,6 +124,7 @@ pub(crate) fn osaka_node() -> TestNode {
 
 #[test]
 fn import_is_idempotent_and_exports_byte_for_byte() {
+    or_skip!(crate::conformance::conformance_dir());
     for name in ["prague", "osaka"] {
         let dir = snapshot(name);
         let genesis = Genesis::read(&dir.join("genesis.json")).expect("genesis.json parses");
@@ -142,6 +143,7 @@ fn import_is_idempotent_and_exports_byte_for_byte() {
 
 #[test]
 fn a_genesis_of_another_chain_is_refused() {
+    or_skip!(crate::conformance::conformance_dir());
     let (db, _) = import_snapshot("prague");
     let other = Genesis::read(&snapshot("osaka").join("genesis.json")).expect("parses");
     let err = import_chain(&db, &other, &[], false).expect_err("another genesis");
@@ -150,6 +152,7 @@ fn a_genesis_of_another_chain_is_refused() {
 
 #[test]
 fn a_bad_block_stops_the_import_at_the_last_good_block() {
+    or_skip!(crate::conformance::conformance_dir());
     let dir = snapshot("prague");
     let genesis = Genesis::read(&dir.join("genesis.json")).expect("genesis.json parses");
     let chain = std::fs::read(dir.join("chain.rlp")).expect("chain.rlp");
@@ -371,6 +374,7 @@ fn report(name: &str, rates: &Rates) {
 
 #[actix::test]
 async fn prague_chain_serves_its_head_and_the_rpc_compat_pairs() {
+    or_skip!(crate::conformance::conformance_dir());
     let (db, summary) = import_snapshot("prague");
     assert_eq!(summary.head, 45);
     let node = start_node(db);
@@ -417,6 +421,7 @@ async fn check_io(node: &TestNode, name: &str) {
 
 #[actix::test]
 async fn osaka_chain_serves_its_head_and_the_rpc_compat_pairs() {
+    or_skip!(crate::conformance::conformance_dir());
     let (db, summary) = import_snapshot("osaka");
     assert_eq!(summary.head, 54);
     let node = start_node(db);

@@ -5,10 +5,10 @@
 
 use hearth::conformance::{RunOptions, Summary, statetest};
 
-use crate::conformance::conformance_dir;
+use crate::conformance::shared_dir;
 
 fn run(relative: &[&str]) -> Summary {
-    let root = conformance_dir().join("state");
+    let root = shared_dir().join("state");
     let paths: Vec<_> = relative.iter().map(|r| root.join(r)).collect();
     for path in &paths {
         assert!(path.exists(), "{} is missing from the conformance data", path.display());
@@ -30,6 +30,7 @@ fn assert_all_pass(summary: &Summary) {
 
 #[test]
 fn cancun_prague_osaka_categories_pass() {
+    or_skip!(crate::conformance::conformance_dir());
     let summary = run(&[
         "cancun/eip1153_tstore",
         "cancun/eip5656_mcopy",
@@ -48,6 +49,7 @@ fn cancun_prague_osaka_categories_pass() {
 
 #[test]
 fn older_forks_pass() {
+    or_skip!(crate::conformance::conformance_dir());
     let summary = run(&[
         "frontier/opcodes",
         "homestead/coverage",
@@ -61,6 +63,7 @@ fn older_forks_pass() {
 
 #[test]
 fn rejected_transactions_leave_the_pre_state() {
+    or_skip!(crate::conformance::conformance_dir());
     // Every entry of these files carries expectException (bad blob count or hash version, fee
     // cap below base fee, empty authorization list, gas limit cap, sender with code, ...).
     let summary = run(&[
@@ -78,7 +81,8 @@ fn rejected_transactions_leave_the_pre_state() {
 
 #[test]
 fn fork_filter_runs_only_that_fork() {
-    let root = conformance_dir().join("state");
+    or_skip!(crate::conformance::conformance_dir());
+    let root = shared_dir().join("state");
     let options = RunOptions {
         fork: Some("Prague".to_owned()),
         threads: Some(1),
@@ -100,6 +104,7 @@ fn fork_filter_runs_only_that_fork() {
 
 #[test]
 fn storage_collisions_are_detected() {
+    or_skip!(crate::conformance::conformance_dir());
     // The files revme skips (EIP-7610): creating a contract where storage already exists must
     // fail as a collision; Hearth's executor detects it, so they run and pass.
     let summary = run(&[

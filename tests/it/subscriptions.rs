@@ -239,6 +239,7 @@ async fn new_heads_delivers_one_header_per_mined_block() {
 
 #[actix::test]
 async fn logs_subscription_delivers_only_matching_logs_in_block_order() {
+    or_skip!(crate::conformance::conformance_dir());
     let served = Served::start(NodeConfig::for_tests());
     let node = &served.node;
     let token = node.deploy_bench_token().await;

@@ -250,7 +250,7 @@ pub(crate) mod fixtures {
     }
 
     fn peers_dir() -> PathBuf {
-        crate::conformance::conformance_dir().join("../peers")
+        crate::conformance::shared_dir().join("../peers")
     }
 
     /// BenchToken's creation bytecode (../shared/peers/build/BenchToken.json).

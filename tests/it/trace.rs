@@ -288,6 +288,7 @@ async fn trace_call_takes_state_and_block_overrides() {
 
 #[actix::test]
 async fn create2_selfdestruct_revert_and_delegation_trace() {
+    or_skip!(crate::conformance::conformance_dir());
     let chain = Chain::start().await;
     let node = &chain.node;
     // CREATE2 of a contract that self-destructs while being created.
@@ -500,6 +501,7 @@ async fn bad_input_gets_clear_errors() {
 
 #[actix::test]
 async fn a_trace_past_its_timeout_or_the_response_cap_is_stopped() {
+    or_skip!(crate::conformance::conformance_dir());
     let mut config = NodeConfig::for_tests();
     config.rpc.max_response_bytes = 200_000;
     let chain = Chain::with(config).await;
@@ -527,8 +529,9 @@ async fn a_trace_past_its_timeout_or_the_response_cap_is_stopped() {
 /// geth's answers exactly (a Homestead-era block replayed under its own fork's rules).
 #[actix::test]
 async fn struct_logs_equal_geths_on_the_hive_chain() {
+    or_skip!(crate::conformance::conformance_dir());
     let node = crate::rpc_compat::osaka_node();
-    let dir = crate::conformance::conformance_dir().join("rpc/osaka");
+    let dir = crate::conformance::shared_dir().join("rpc/osaka");
     for file in [
         "debug_traceTransaction/trace-contract-call.io",
         "debug_traceTransaction/trace-legacy-transfer.io",

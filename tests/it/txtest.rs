@@ -15,7 +15,7 @@ use hearth_messages::mempool::decode_tx;
 use revm::primitives::hardfork::SpecId;
 use serde_json::Value;
 
-use crate::conformance::conformance_dir;
+use crate::conformance::shared_dir;
 
 /// Why `TransactionWithHighGasPrice` cannot pass: its gas price is a 31-byte integer. geth
 /// keeps fees as big integers; alloy's transaction types and revm's `TxEnv` hold them as
@@ -127,7 +127,8 @@ fn check(raw: &[u8], spec: SpecId, expected: &Value) -> Result<(), String> {
 
 #[test]
 fn conformance_transaction_tests() {
-    let dir = conformance_dir().join("transaction");
+    or_skip!(crate::conformance::conformance_dir());
+    let dir = shared_dir().join("transaction");
     let mut ran = 0;
     let mut failures = Vec::new();
     for path in json_files(&dir) {
