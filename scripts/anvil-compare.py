@@ -332,6 +332,10 @@ def steps():
         ("eth_getRawTransactionByBlockNumberAndIndex", ["latest", "0x9"], {}),
         ("eth_getRawTransactionByHash", ["0x" + "00" * 31 + "01"], {}),
         ("anvil_getIntervalMining", [], {}),
+        # A sender's transaction by nonce: the deploy (nonce 0), the transfer (3), none yet (99).
+        ("eth_getTransactionBySenderAndNonce", [A0, "0x0"], {"ignore": TX_IGNORE}),
+        ("eth_getTransactionBySenderAndNonce", [A0, "0x3"], {"ignore": TX_IGNORE}),
+        ("eth_getTransactionBySenderAndNonce", [A0, "0x63"], {}),
         balance_of("{bench}", A1),
         block("latest", full=True),
         ("eth_sendTransaction", [send(A0, to=A1, value=hex(10**18), gas=21_000)], {"save": {"eth": "result"}}),
@@ -342,6 +346,11 @@ def steps():
         # Balances and ERC-20 state by dev methods.
         ("anvil_addBalance", [A2, "0x1234"], {}),
         ("eth_getBalance", [A2, "latest"], {}),
+        # anvil's aliases of its own methods.
+        ("hardhat_addBalance", [A2, "0x10"], {}),
+        ("eth_getBalance", [A2, "latest"], {}),
+        ("evm_setAccountNonce", [STRANGER, "0x7"], {}),
+        ("eth_getTransactionCount", [STRANGER, "latest"], {}),
         ("anvil_setBalance", [STRANGER, hex(10**18)], {}),
         ("anvil_dealERC20", [A2, "{bench}", hex(777)], {}),
         balance_of("{bench}", A2),
@@ -389,10 +398,16 @@ def steps():
         ("anvil_getAutomine", [], {}),
         ("eth_sendTransaction", [send(A0, to=A1, value="0x1", gas=21_000)], {"save": {"p1": "result"}}),
         ("eth_sendTransaction", [send(A0, to=A1, value="0x2", gas=21_000)], {}),
-        ("eth_sendTransaction", [send(A1, to=A0, value="0x3", gas=21_000)], {}),
+        ("eth_sendTransaction", [send(A1, to=A0, value="0x3", gas=21_000)], {"save": {"p3": "result"}}),
         ("txpool_status", [], {}),
+        # A pending transaction by sender and nonce (the pool is looked at first).
+        ("eth_getTransactionCount", [A1, "latest"], {"save": {"a1nonce": "result"}}),
+        ("eth_getTransactionBySenderAndNonce", [A1, "{a1nonce}"], {"ignore": TX_IGNORE}),
         ("anvil_removePoolTransactions", [A1], {}),
         ("txpool_status", [], {}),
+        ("hardhat_dropAllTransactions", [], {}),
+        ("txpool_status", [], {}),
+        ("eth_sendTransaction", [send(A0, to=A1, value="0x4", gas=21_000)], {}),
         ("anvil_dropAllTransactions", [], {}),
         ("txpool_status", [], {}),
         # Detailed mining: a deploy and a reverting call in one block.

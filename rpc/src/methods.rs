@@ -184,6 +184,7 @@ methods! {
     "eth_signTransaction" read => sign::sign_transaction(ctx, p).await;
     "eth_getTransactionByHash" read => tx::get_transaction_by_hash(ctx, p).await;
     "eth_getTransactionReceipt" read => tx::get_transaction_receipt(ctx, p);
+    "eth_getTransactionBySenderAndNonce" read => tx::get_transaction_by_sender_and_nonce(ctx, p.decode()?).await;
     "eth_getRawTransactionByHash" read => tx::get_raw_transaction(ctx, p.decode()?).await;
 
     "eth_getBlockByNumber" read => blocks::get_block_by_number(ctx, p);
@@ -266,6 +267,9 @@ methods! {
     "anvil_addBalance" write => dev::patch(ctx, dialect, PatchKind::AddBalance, p).await;
     "anvil_setNonce" write => dev::patch(ctx, dialect, PatchKind::Nonce, p).await;
     "hardhat_setNonce" write => dev::patch(ctx, dialect, PatchKind::Nonce, p).await;
+    // anvil's aliases of its own methods, answered as anvil answers them (`null`).
+    "evm_setAccountNonce" write => dev::patch(ctx, Dialect::Anvil, PatchKind::Nonce, p).await;
+    "hardhat_addBalance" write => dev::patch(ctx, Dialect::Anvil, PatchKind::AddBalance, p).await;
     "anvil_setCode" write => dev::patch(ctx, dialect, PatchKind::Code, p).await;
     "hardhat_setCode" write => dev::patch(ctx, dialect, PatchKind::Code, p).await;
     "anvil_setStorageAt" write => dev::patch(ctx, dialect, PatchKind::Storage, p).await;
@@ -281,6 +285,7 @@ methods! {
     "anvil_dropTransaction" write => dev::drop_transaction(ctx, dialect, p).await;
     "hardhat_dropTransaction" write => dev::drop_transaction(ctx, dialect, p).await;
     "anvil_dropAllTransactions" write => dev::drop_all(ctx, p).await;
+    "hardhat_dropAllTransactions" write => dev::drop_all(ctx, p).await;
     "anvil_removePoolTransactions" write => dev::remove_pool_transactions(ctx, p).await;
     "evm_snapshot" write => dev::snapshot(ctx, p).await;
     "anvil_snapshot" write => dev::snapshot(ctx, p).await;

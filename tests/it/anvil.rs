@@ -860,3 +860,37 @@ async fn an_impersonated_contract_sends() {
     let trace = node.ok("debug_traceTransaction", json!([hash, {"tracer": "callTracer"}])).await;
     assert_eq!(trace["value"], "0x7", "{trace}");
 }
+
+#[actix::test]
+async fn a_senders_transaction_is_found_by_its_nonce_mined_or_pooled() {
+    let node = TestNode::start();
+    let (alice, bob) = (node.signer(0).address(), node.signer(1).address());
+    // Alice's five transactions among Bob's and empty blocks: blocks where her nonce stays.
+    let mut hashes = Vec::new();
+    for i in 0..5u64 {
+        for _ in 0..i {
+            node.ok("evm_mine", json!([])).await;
+            node.ok("eth_sendTransaction", json!([{"from": bob, "to": bob, "value": "0x1"}])).await;
+        }
+        let tx = json!([{"from": alice, "to": bob, "value": format!("{:#x}", i + 1)}]);
+        hashes.push(node.ok("eth_sendTransaction", tx).await);
+    }
+    for (nonce, hash) in hashes.iter().enumerate() {
+        let found = node
+            .ok("eth_getTransactionBySenderAndNonce", json!([alice, format!("{nonce:#x}")]))
+            .await;
+        assert_eq!(&found["hash"], hash, "nonce {nonce}");
+        assert_eq!(found["nonce"], format!("{nonce:#x}"));
+    }
+    let none = node.ok("eth_getTransactionBySenderAndNonce", json!([alice, "0x5"])).await;
+    assert_eq!(none, Value::Null);
+    // A pooled one is found before it is mined (no block yet).
+    node.ok("anvil_setAutomine", json!([false])).await;
+    let pending = node.ok("eth_sendTransaction", json!([{"from": alice, "to": bob}])).await;
+    let found = node.ok("eth_getTransactionBySenderAndNonce", json!([alice, "0x5"])).await;
+    assert_eq!(found["hash"], pending);
+    assert_eq!(found["blockNumber"], Value::Null);
+    let stranger = Address::repeat_byte(0x77);
+    let none = node.ok("eth_getTransactionBySenderAndNonce", json!([stranger, "0x0"])).await;
+    assert_eq!(none, Value::Null);
+}

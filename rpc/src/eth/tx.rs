@@ -7,7 +7,9 @@
 //! the hash comes back. A transaction that reverts is still mined: its hash is returned and its
 //! receipt has status 0.
 
-use alloy_consensus::{SignableTransaction, TxEip1559, TxEip2930, TxEip7702, TxEnvelope, TxLegacy};
+use alloy_consensus::{
+    SignableTransaction, Transaction as _, TxEip1559, TxEip2930, TxEip7702, TxEnvelope, TxLegacy,
+};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_eips::eip2930::AccessList;
 use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
@@ -462,6 +464,47 @@ pub(crate) fn get_transaction_receipt(
     };
     let block = read_block(ctx, number)?;
     Ok(Reply::typed(block.and_then(|b| rpc_receipt(&b, index as usize, &ctx.forks))))
+}
+
+/// eth_getTransactionBySenderAndNonce (anvil's, Otterscan's): `[sender, nonce]`; the pooled
+/// transaction with that nonce, else the mined one, else `null`. The sender's nonce only
+/// grows from block to block, so the block holding it is the first whose state has a higher
+/// one: a binary search over the archive's states (log2 of the chain's length reads), then
+/// one block's transactions, as anvil finds it.
+pub(crate) async fn get_transaction_by_sender_and_nonce(
+    ctx: &RpcContext,
+    (sender, nonce): (Address, u64),
+) -> Result<Value, RpcError> {
+    let pool = ctx.mempool.pool_content(hearth_messages::mempool::GetPoolContent).await?;
+    let pooled = pool.pending.iter().chain(&pool.queued);
+    if let Some(pooled) = pooled.into_iter().find(|p| p.sender == sender && p.tx.nonce() == nonce) {
+        return to_json(&pending_transaction(pooled));
+    }
+    let head = ctx.chain.head_number().unwrap_or_default();
+    let nonce_at = |number: u64| -> Result<u64, RpcError> {
+        Ok(ctx.chain.state_at(number).account(&sender)?.map_or(0, |a| a.nonce))
+    };
+    if head == 0 || nonce >= nonce_at(head)? {
+        return Ok(Value::Null);
+    }
+    // The first block after which the sender's nonce is past `nonce`.
+    let (mut low, mut high) = (1, head);
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if nonce_at(mid)? > nonce {
+            high = mid;
+        } else {
+            low = mid + 1;
+        }
+    }
+    let Some(block) = read_block(ctx, low)? else { return Ok(Value::Null) };
+    let found = block
+        .body
+        .transactions
+        .iter()
+        .zip(&block.body.senders)
+        .position(|(tx, from)| *from == sender && tx.nonce() == nonce);
+    to_json(&found.and_then(|index| rpc_transaction(&block, index)))
 }
 
 /// eth_getRawTransactionByHash (and geth's debug_getRawTransaction): `[hash]`; the
