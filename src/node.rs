@@ -28,7 +28,7 @@ use hearth_messages::filters::FilterClient;
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::MempoolClient;
 use hearth_messages::miner::MinerClient;
-use hearth_messages::state::{BlockCommitted, StateClient, SubscribeBlocks};
+use hearth_messages::state::{BlockCommitted, StateClient, SubscribeBlocks, SubscribeRemovals};
 use hearth_messages::subscriptions::SubscriptionClient;
 use hearth_rpc::{Extensions, LogSwitch, NodeFacts, RpcContext};
 use hearth_storage::{ChainDb, ChainWriter, StorageError};
@@ -730,6 +730,7 @@ impl Wiring<'_> {
         // that nothing wakes them per block or transaction while nobody listens.
         let filter_actor = FilterActor::new(MAX_FILTERS);
         let filters_pending = filter_actor.pending_interest();
+        let filters_logs = filter_actor.logs_interest();
         self.restarts.push(("filters", filter_actor.restart_counter()));
         let filters = filter_actor.start_bounded(mailbox);
         let subscription_actor = SubscriptionActor::new(self.config.subscriptions);
@@ -740,7 +741,17 @@ impl Wiring<'_> {
         );
         self.restarts.push(("subscriptions", subscription_actor.restart_counter()));
         let subscriptions = subscription_actor.start_bounded(mailbox);
-        // The state actor's mailbox was just made and is empty, so this cannot be refused.
+        // The state actor's mailbox was just made and is empty, so these cannot be refused.
+        let refused = |_| NodeError::Wiring("the state actor refused a block subscription");
+        // Rewinds reach log subscriptions and log filters, whose undone logs are then
+        // reported `removed: true`.
+        let removals = [
+            SubscribeRemovals(subscriptions.clone().recipient(), subs_blocks.clone()),
+            SubscribeRemovals(filters.clone().recipient(), filters_logs),
+        ];
+        for removal in removals {
+            state.try_send(removal).map_err(refused)?;
+        }
         state
             .try_send(SubscribeBlocks(subscriptions.clone().recipient(), subs_blocks))
             .map_err(|_| NodeError::Wiring("the state actor refused the block subscription"))?;

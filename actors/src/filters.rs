@@ -24,6 +24,7 @@ use hearth_messages::filters::{
 };
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::TxsAdmitted;
+use hearth_messages::state::BlocksRemoved;
 use tokio::time::Instant;
 
 use crate::supervise::{Restart, RestartCounter, contain};
@@ -41,6 +42,9 @@ struct Entry {
     kind: FilterKind,
     /// Admitted hashes not yet polled (pending-transaction filters only).
     pending: std::collections::VecDeque<B256>,
+    /// Logs it reported that a rewind undid, not yet polled (log filters only), newest
+    /// first, at most `MAX_PENDING_PER_FILTER`.
+    removed: std::collections::VecDeque<alloy_rpc_types_eth::Log>,
     /// The last block this filter reported (or the head when it was installed).
     cursor: u64,
     last_poll: Instant,
@@ -79,8 +83,16 @@ impl Filters {
         }
         let id = self.next_id;
         self.next_id += 1;
-        self.entries
-            .insert(id, Entry { kind, pending: Default::default(), cursor: head, last_poll: now });
+        self.entries.insert(
+            id,
+            Entry {
+                kind,
+                pending: Default::default(),
+                removed: Default::default(),
+                cursor: head,
+                last_poll: now,
+            },
+        );
         Ok(id)
     }
 
@@ -88,11 +100,13 @@ impl Filters {
     pub fn poll(&mut self, id: u64, head: u64, now: Instant) -> Result<FilterPoll, FilterError> {
         let entry = self.entries.get_mut(&id).ok_or(FilterError::NotFound)?;
         entry.last_poll = now;
-        // After evm_revert the head can be behind the cursor: nothing new until it passes it.
+        // A rewind moved the cursor back (`blocks_removed`); a head still behind it (a rewind
+        // this table did not hear of) reports nothing until the chain passes it.
         let from = entry.cursor.min(head) + 1;
         entry.cursor = head;
         let pending = entry.pending.drain(..).collect();
-        Ok(FilterPoll { kind: entry.kind.clone(), from, to: head, pending })
+        let removed = entry.removed.drain(..).collect();
+        Ok(FilterPoll { kind: entry.kind.clone(), from, to: head, pending, removed })
     }
 
     /// The criteria of `id` (counts as a poll for expiry).
@@ -112,6 +126,32 @@ impl Filters {
                 entry.pending.drain(..excess);
             }
         }
+    }
+
+    /// A rewind undid `blocks` (newest first), leaving `head`: each log filter queues the
+    /// undone logs it had reported, `removed: true` (the newest `MAX_PENDING_PER_FILTER`), and
+    /// every filter's cursor moves back to `head`, so the blocks that replace them are new.
+    pub fn blocks_removed(&mut self, blocks: &[hearth_storage::SealedBlock], head: u64) {
+        for entry in self.entries.values_mut() {
+            if entry.cursor <= head {
+                continue;
+            }
+            if let FilterKind::Logs(filter) = &entry.kind {
+                let reported = blocks.iter().filter(|b| b.number() <= entry.cursor);
+                for block in reported.filter(|b| in_range(filter, b.number())) {
+                    let logs = crate::block_logs::matching_logs(filter, block, true);
+                    entry.removed.extend(logs.into_iter().rev());
+                }
+                let excess = entry.removed.len().saturating_sub(MAX_PENDING_PER_FILTER);
+                entry.removed.drain(entry.removed.len() - excess..);
+            }
+            entry.cursor = head;
+        }
+    }
+
+    /// Whether a log filter is installed.
+    pub fn wants_logs(&self) -> bool {
+        self.entries.values().any(|e| matches!(e.kind, FilterKind::Logs(_)))
     }
 
     /// Removes `id`.
@@ -142,12 +182,26 @@ impl Filters {
     }
 }
 
+/// Whether block `number` is within `filter`'s numbered `fromBlock` / `toBlock` (a tag bounds
+/// nothing here: the filter reported the block, so a tag's range held it).
+fn in_range(filter: &alloy_rpc_types_eth::Filter, number: u64) -> bool {
+    use alloy_rpc_types_eth::{BlockNumberOrTag, FilterBlockOption};
+    let FilterBlockOption::Range { from_block, to_block } = &filter.block_option else {
+        return false;
+    };
+    let above = !matches!(from_block, Some(BlockNumberOrTag::Number(from)) if number < *from);
+    let below = !matches!(to_block, Some(BlockNumberOrTag::Number(to)) if number > *to);
+    above && below
+}
+
 /// The filter actor.
 #[derive(Debug)]
 pub struct FilterActor {
     filters: Filters,
     /// On while a pending-transaction filter is installed.
     pending: Interest,
+    /// On while a log filter is installed (it wants `BlocksRemoved`).
+    logs: Interest,
     restarts: RestartCounter,
 }
 
@@ -157,6 +211,7 @@ impl FilterActor {
         Self {
             filters: Filters::new(max),
             pending: Interest::none(),
+            logs: Interest::none(),
             restarts: RestartCounter::default(),
         }
     }
@@ -179,10 +234,16 @@ impl FilterActor {
         self.pending.clone()
     }
 
-    /// Publishes whether a pending-transaction filter is installed, after installs and
-    /// removals.
+    /// Whether it wants `BlocksRemoved` now: pass it with `SubscribeRemovals`.
+    pub fn logs_interest(&self) -> Interest {
+        self.logs.clone()
+    }
+
+    /// Publishes whether a pending-transaction filter and a log filter are installed, after
+    /// installs and removals.
     fn publish_interest(&self) {
         self.pending.set(self.filters.wants_pending());
+        self.logs.set(self.filters.wants_logs());
     }
 
     /// Starts the actor with its mailbox bounded from the first message on.
@@ -246,6 +307,17 @@ impl Handler<GetFilter> for FilterActor {
 
     fn handle(&mut self, msg: GetFilter, _ctx: &mut Self::Context) -> Self::Result {
         self.contained(|act| act.filters.get(msg.0, Instant::now()))
+    }
+}
+
+impl Handler<BlocksRemoved> for FilterActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: BlocksRemoved, _ctx: &mut Self::Context) {
+        let _ = self.contained(|act| {
+            act.filters.blocks_removed(&msg.blocks, msg.head);
+            Ok(())
+        });
     }
 }
 

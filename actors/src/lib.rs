@@ -8,6 +8,7 @@
 
 mod access_list;
 pub mod block_exec;
+mod block_logs;
 mod bounded;
 pub mod code_cache;
 pub mod console;

@@ -28,8 +28,9 @@ use alloy_primitives::{Address, B256, Bytes, U256};
 use hearth_messages::StateError;
 use hearth_messages::interest::Interest;
 use hearth_messages::state::{
-    AccountPatch, BlockCommitted, CommitBlock, DumpState, HeadState, ListSnapshots, LoadState,
-    PatchState, ReplaceChain, RevertTo, Rollback, SubscribeBlocks, TakeSnapshot,
+    AccountPatch, BlockCommitted, BlocksRemoved, CommitBlock, DumpState, HeadState, ListSnapshots,
+    LoadState, MAX_REMOVED_BLOCKS, PatchState, ReplaceChain, RevertTo, Rollback, SubscribeBlocks,
+    SubscribeRemovals, TakeSnapshot,
 };
 use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{
@@ -55,6 +56,8 @@ pub struct StateActor {
     /// Writes blocks, keeping the trie nodes of recent blocks in memory for the next ones.
     writer: BlockWriter,
     subscribers: Vec<(Recipient<BlockCommitted>, Interest)>,
+    /// Who hears of rewinds (`BlocksRemoved`).
+    removal_subscribers: Vec<(Recipient<BlocksRemoved>, Interest)>,
     /// Notifications dropped because a subscriber's mailbox was full.
     missed_notifications: u64,
     /// Live snapshots, oldest first. Journals below are kept only while one exists, so a chain
@@ -82,6 +85,7 @@ impl StateActor {
             db,
             writer,
             subscribers: Vec::new(),
+            removal_subscribers: Vec::new(),
             missed_notifications: 0,
             snapshots: Vec::new(),
             next_snapshot_id: 1,
@@ -179,6 +183,7 @@ impl StateActor {
             return Ok(false);
         };
         let snapshot = self.snapshots[index];
+        let removed = self.blocks_after(snapshot.head)?;
         let undo: Vec<PatchUndo> =
             self.undo[snapshot.undo_len..].iter().map(|(_, undo)| undo.clone()).collect();
         revert_blocks(&self.db, snapshot.head, &self.block_keys, &undo)?;
@@ -191,6 +196,7 @@ impl StateActor {
             self.block_keys.clear();
         }
         info!(target: "actors::state", id, head = snapshot.head, "reverted to snapshot");
+        self.tell_removed(removed, snapshot.head);
         Ok(true)
     }
 
@@ -200,6 +206,7 @@ impl StateActor {
     fn rollback(&mut self, depth: u64) -> Result<Header, StateError> {
         let head = self.db.head_number().unwrap_or_default();
         let target = head.checked_sub(depth).ok_or(StateError::RollbackTooDeep { head, depth })?;
+        let undone = self.blocks_after(target)?;
         let removed = rollback(&self.db, target)?;
         // Snapshots and patches come in head order between reverts and rollbacks, so what
         // is past `target` is a suffix of each list; the snapshots left point before it.
@@ -215,7 +222,41 @@ impl StateActor {
             .header(target)?
             .ok_or(StateError::Storage(StorageError::Corrupt { what: "rollback target header" }))?;
         info!(target: "actors::state", head = target, blocks = removed.blocks, txs = removed.transactions, "rolled back");
+        self.tell_removed(undone, target);
         Ok(header)
+    }
+
+    /// The blocks after `target` up to the head, newest first (at most `MAX_REMOVED_BLOCKS`),
+    /// read before a rewind deletes them, when some subscriber wants to hear of it.
+    fn blocks_after(&mut self, target: u64) -> Result<Vec<SealedBlock>, StateError> {
+        self.removal_subscribers.retain(|(s, _)| s.connected());
+        if !self.removal_subscribers.iter().any(|(_, interest)| interest.wanted()) {
+            return Ok(Vec::new());
+        }
+        let head = self.db.head_number().unwrap_or_default();
+        let oldest = (target + 1).max(head.saturating_sub(MAX_REMOVED_BLOCKS - 1));
+        if oldest > target + 1 {
+            warn!(target: "actors::state", blocks = head - target, told = head - oldest + 1, "a rewind of more blocks than subscribers are told of: the oldest undone logs are not reported removed");
+        }
+        let mut blocks = Vec::new();
+        for number in (oldest..=head).rev() {
+            blocks.extend(self.db.sealed_block(number)?);
+        }
+        Ok(blocks)
+    }
+
+    /// Tells the removal subscribers that `blocks` were undone, leaving `head`.
+    fn tell_removed(&mut self, blocks: Vec<SealedBlock>, head: u64) {
+        if blocks.is_empty() {
+            return;
+        }
+        let note = BlocksRemoved { blocks: Arc::new(blocks), head };
+        for (subscriber, _) in self.removal_subscribers.iter().filter(|(_, i)| i.wanted()) {
+            if subscriber.try_send(note.clone()).is_err() {
+                self.missed_notifications += 1;
+                warn!(target: "actors::state", missed = self.missed_notifications, "removal subscriber mailbox full; notification dropped");
+            }
+        }
     }
 
     /// Starts the actor on its own arbiter with its mailbox bounded from the first message on.
@@ -424,6 +465,14 @@ impl Handler<ListSnapshots> for StateActor {
 
     fn handle(&mut self, _msg: ListSnapshots, _ctx: &mut Self::Context) -> Self::Result {
         actix::MessageResult(self.snapshots.iter().map(|s| (s.id, s.head)).collect())
+    }
+}
+
+impl Handler<SubscribeRemovals> for StateActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SubscribeRemovals, _ctx: &mut Self::Context) -> Self::Result {
+        self.removal_subscribers.push((msg.0, msg.1));
     }
 }
 

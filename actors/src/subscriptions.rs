@@ -22,13 +22,12 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use actix::{Actor, Context, Handler, MessageResult};
-use alloy_eips::BlockNumHash;
 use alloy_primitives::{B128, B256};
 use hearth_messages::SealedBlock;
 use hearth_messages::console::ConsolePrinted;
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::TxsAdmitted;
-use hearth_messages::state::BlockCommitted;
+use hearth_messages::state::{BlockCommitted, BlocksRemoved};
 use hearth_messages::subscriptions::{
     CloseAll, CloseReason, Connect, Connection, ConnectionId, Disconnect, GetSubscriptionStats,
     Notice, Notification, Subscribe, SubscriptionError, SubscriptionKind, SubscriptionLimits,
@@ -134,8 +133,20 @@ impl Subscriptions {
     pub fn block_committed(&mut self, block: &Arc<SealedBlock>) {
         self.deliver(|kind| match kind {
             SubscriptionKind::NewHeads => vec![Notice::Head(Arc::clone(block))],
-            SubscriptionKind::Logs(filter) => matching_logs(filter, block),
+            SubscriptionKind::Logs(filter) => matching_logs(filter, block, false),
             SubscriptionKind::PendingTxs | SubscriptionKind::Console => Vec::new(),
+        });
+    }
+
+    /// Queues the logs of undone blocks (`blocks`, newest first) for each logs subscription,
+    /// each with `removed: true`, newest first, as geth sends a reorg's removed logs.
+    pub fn blocks_removed(&mut self, blocks: &[SealedBlock]) {
+        self.deliver(|kind| match kind {
+            SubscriptionKind::Logs(filter) => blocks
+                .iter()
+                .flat_map(|block| matching_logs(filter, block, true).into_iter().rev())
+                .collect(),
+            _ => Vec::new(),
         });
     }
 
@@ -239,21 +250,13 @@ fn try_queue(queue: &mpsc::Sender<Notification>, note: Notification) -> Delivery
     }
 }
 
-/// The logs of `block` that match `filter`'s addresses and topics, as eth_getLogs reports
-/// them (block-wide log index, `removed: false`). The header bloom is checked first.
-fn matching_logs(filter: &alloy_rpc_types_eth::Filter, block: &SealedBlock) -> Vec<Notice> {
-    if !filter.matches_bloom(block.header.logs_bloom) {
-        return Vec::new();
-    }
-    let mut logs = Vec::new();
-    let tx_hashes = block.body.transactions.iter().map(|tx| *tx.tx_hash());
-    filter.append_matching_block_logs(
-        &mut logs,
-        BlockNumHash { number: block.number(), hash: block.hash },
-        block.header.timestamp,
-        tx_hashes.zip(&block.receipts),
-        false,
-    );
+/// The logs of `block` matching `filter` (`removed` as asked), as notices.
+fn matching_logs(
+    filter: &alloy_rpc_types_eth::Filter,
+    block: &SealedBlock,
+    removed: bool,
+) -> Vec<Notice> {
+    let logs = crate::block_logs::matching_logs(filter, block, removed);
     logs.into_iter().map(|log| Notice::Log(Box::new(log))).collect()
 }
 
@@ -430,6 +433,18 @@ impl Handler<ConsolePrinted> for SubscriptionActor {
     fn handle(&mut self, msg: ConsolePrinted, _ctx: &mut Self::Context) {
         let _ = self.contained(|act| {
             act.subscriptions.console_printed(&msg);
+            act.publish_interest();
+            Ok(())
+        });
+    }
+}
+
+impl Handler<BlocksRemoved> for SubscriptionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: BlocksRemoved, _ctx: &mut Self::Context) {
+        let _ = self.contained(|act| {
+            act.subscriptions.blocks_removed(&msg.blocks);
             act.publish_interest();
             Ok(())
         });

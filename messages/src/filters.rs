@@ -70,6 +70,9 @@ pub struct FilterPoll {
     pub to: u64,
     /// For a pending-transaction filter: the hashes admitted since the last poll.
     pub pending: Vec<alloy_primitives::B256>,
+    /// For a log filter: logs it reported that a rewind undid since the last poll, with
+    /// `removed: true`, newest first; they come before the new range's logs.
+    pub removed: Vec<alloy_rpc_types_eth::Log>,
 }
 
 impl Message for PollFilter {

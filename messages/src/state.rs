@@ -36,6 +36,36 @@ impl Message for BlockCommitted {
     type Result = ();
 }
 
+/// Blocks undone by a rewind (evm_revert, anvil_rollback and anvil_reorg's, debug_setHead),
+/// newest first, each with its receipts, and the head after it. Sent to `SubscribeRemovals`
+/// subscribers before any block that replaces them, so that log subscribers and filters can
+/// report the undone logs with `removed: true`, as geth does on a reorg.
+#[derive(Debug, Clone)]
+pub struct BlocksRemoved {
+    /// The undone blocks, newest first (at most `MAX_REMOVED_BLOCKS` of them).
+    pub blocks: Arc<Vec<SealedBlock>>,
+    /// The head after the rewind.
+    pub head: u64,
+}
+
+impl Message for BlocksRemoved {
+    type Result = ();
+}
+
+/// Most undone blocks one `BlocksRemoved` carries (the newest): a rewind of more is rare
+/// (anvil_rollback of thousands of blocks) and their logs would be more than any subscriber
+/// reads; the state owner says when it cut.
+pub const MAX_REMOVED_BLOCKS: u64 = 1024;
+
+/// Subscribes a recipient to `BlocksRemoved`, sent while its `Interest` is on (with
+/// `try_send`, as `SubscribeBlocks`).
+#[derive(Debug)]
+pub struct SubscribeRemovals(pub Recipient<BlocksRemoved>, pub crate::interest::Interest);
+
+impl Message for SubscribeRemovals {
+    type Result = ();
+}
+
 /// Subscribes a recipient to `BlockCommitted`, sent while its `Interest` is on. Delivery uses
 /// `try_send`: a subscriber whose mailbox is full misses that notification (counted and
 /// logged), it never blocks commits.

@@ -35,7 +35,7 @@ use crate::account_versions::{AccountChanges, AccountVersions, Newest};
 use crate::journal::{Journal, Recovery};
 use crate::layout::{self, be_u64};
 use crate::overlay::Overlay;
-use crate::records::{BlockExtras, StoredAccount, StoredBody};
+use crate::records::{BlockExtras, SealedBlock, StoredAccount, StoredBody};
 use crate::rewrites::{Preimages, Rewritten};
 use crate::trie::NodeSource;
 use crate::{StorageError, WriteBatch};
@@ -794,6 +794,18 @@ impl ChainDb {
             }
             (local, _) => Ok(local.unwrap_or_default()),
         }
+    }
+
+    /// Block `number` whole (header, hash, body, receipts, extras); `None` when there is
+    /// none. Its parts are written before its header, so a header without them is corruption.
+    pub fn sealed_block(&self, number: u64) -> Result<Option<SealedBlock>, StorageError> {
+        let Some(header) = self.header(number)? else { return Ok(None) };
+        let corrupt = |what| StorageError::Corrupt { what };
+        let hash = self.block_hash(number)?.ok_or(corrupt("a block's hash"))?;
+        let body = self.body(number)?.ok_or(corrupt("a block's body"))?;
+        let receipts = self.receipts(number)?.ok_or(corrupt("a block's receipts"))?;
+        let extras = self.extras(number)?;
+        Ok(Some(SealedBlock { header, hash, body, receipts, extras }))
     }
 
     /// The chain configuration stored by an import (`None` for a dev chain).

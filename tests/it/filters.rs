@@ -85,3 +85,56 @@ async fn a_pending_transaction_filter_reports_admitted_hashes() {
     assert_eq!(node.err("eth_getFilterLogs", json!([id])).await.0, -32000);
     assert_eq!(node.err("eth_newPendingTransactionFilter", json!([1])).await.0, -32602);
 }
+
+/// Creation code of a contract that logs one word (0xff, LOG0) whenever it is called.
+const LOGGER: &str = "0x600b600a5f39600b5ff360ff60005260206000a000";
+
+/// Deploys [`LOGGER`]; its address.
+async fn logger(node: &TestNode) -> serde_json::Value {
+    let alice = node.signer(0).address();
+    let hash = node.ok("eth_sendTransaction", json!([{"from": alice, "data": LOGGER}])).await;
+    node.ok("eth_getTransactionReceipt", json!([hash])).await["contractAddress"].clone()
+}
+
+/// Calls the logger in a mined transaction; its one log as eth_getLogs gives it.
+async fn log_once(node: &TestNode, logger: &serde_json::Value) -> serde_json::Value {
+    let alice = node.signer(0).address();
+    let hash = node.ok("eth_sendTransaction", json!([{"from": alice, "to": logger}])).await;
+    let receipt = node.ok("eth_getTransactionReceipt", json!([hash])).await;
+    receipt["logs"][0].clone()
+}
+
+#[actix::test]
+async fn a_log_filter_reports_logs_a_rewind_undid_as_removed_then_the_new_ones() {
+    let node = TestNode::start();
+    let logger = logger(&node).await;
+    let id = node.ok("eth_newFilter", json!([{"address": logger}])).await;
+    let blocks = node.ok("eth_newBlockFilter", json!([])).await;
+    let snapshot = node.ok("evm_snapshot", json!([])).await;
+    let first = log_once(&node, &logger).await;
+    let second = log_once(&node, &logger).await;
+    assert_eq!(node.ok("eth_getFilterChanges", json!([id])).await, json!([first, second]));
+    node.ok("eth_getFilterChanges", json!([blocks])).await;
+
+    // evm_revert undoes both: newest first, `removed: true`, then the replacing block's log.
+    assert_eq!(node.ok("evm_revert", json!([snapshot])).await, true);
+    let replacing = log_once(&node, &logger).await;
+    let removed = |mut log: serde_json::Value| {
+        log["removed"] = json!(true);
+        log
+    };
+    let changes = node.ok("eth_getFilterChanges", json!([id])).await;
+    assert_eq!(changes, json!([removed(second), removed(first.clone()), replacing]));
+    // The block filter reports the replacing block, at a number it had reported before.
+    let replacing_block = node.ok("eth_getBlockByNumber", json!(["latest", false])).await;
+    assert_eq!(
+        node.ok("eth_getFilterChanges", json!([blocks])).await,
+        json!([replacing_block["hash"]])
+    );
+
+    // anvil_rollback the same way; a log the filter never reported is not reported removed.
+    let _unreported = log_once(&node, &logger).await;
+    node.ok("anvil_rollback", json!([2])).await;
+    let changes = node.ok("eth_getFilterChanges", json!([id])).await;
+    assert_eq!(changes, json!([removed(replacing)]));
+}

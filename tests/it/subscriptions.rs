@@ -580,3 +580,36 @@ async fn console_subscription_delivers_what_calls_and_transactions_print() {
     assert_eq!(ws.ok("eth_blockNumber", json!([])).await, "0x2");
     served.stop().await;
 }
+
+#[actix::test]
+async fn logs_a_rewind_undid_are_sent_again_as_removed() {
+    let served = Served::start(NodeConfig::for_tests());
+    let node = &served.node;
+    let alice = node.signer(0).address();
+    // Logs one word (LOG0) whenever called.
+    let code = "0x600b600a5f39600b5ff360ff60005260206000a000";
+    let deploy = node.ok("eth_sendTransaction", json!([{"from": alice, "data": code}])).await;
+    let logger =
+        node.ok("eth_getTransactionReceipt", json!([deploy])).await["contractAddress"].clone();
+    let mut ws = served.connect().await;
+    let id = ws.subscribe(json!(["logs", {"address": logger}])).await;
+    let snapshot = node.ok("evm_snapshot", json!([])).await;
+    let mut logs = Vec::new();
+    for _ in 0..2 {
+        node.ok("eth_sendTransaction", json!([{"from": alice, "to": logger}])).await;
+        let (subscription, log) = ws.notification().await;
+        assert_eq!((subscription.as_str(), &log["removed"]), (id.as_str(), &json!(false)));
+        logs.push(log);
+    }
+    assert_eq!(node.ok("evm_revert", json!([snapshot])).await, true);
+    for log in logs.iter().rev() {
+        let (subscription, removed) = ws.notification().await;
+        assert_eq!(subscription, id);
+        let mut expected = log.clone();
+        expected["removed"] = json!(true);
+        assert_eq!(removed, expected, "the undone log again, newest first");
+    }
+    // Nothing else was queued.
+    assert_eq!(ws.ok("eth_blockNumber", json!([])).await, "0x1");
+    served.stop().await;
+}

@@ -15,7 +15,7 @@ use crate::core::Reply;
 use crate::core::RpcContext;
 use crate::core::RpcError;
 use crate::core::{head, quantity, tag_number, to_json};
-use crate::eth::logs::{block_range, encode_matching_logs};
+use crate::eth::logs::{block_range, encode_logs_after, encode_matching_logs};
 
 /// eth_newFilter: `[filter]`; logs from blocks after the current head.
 pub(crate) async fn new_filter(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
@@ -83,10 +83,8 @@ pub(crate) async fn get_filter_changes(
                 ),
                 FilterBlockOption::AtBlockHash(_) => (1, 0),
             };
-            if from > to {
-                return Ok(Reply::Value(Value::Array(Vec::new())));
-            }
-            encode_matching_logs(ctx, &filter, from, to)
+            // Logs a rewind undid come first, `removed: true`, as geth sends them.
+            encode_logs_after(ctx, &poll.removed, &filter, from, to)
         }
     }
 }

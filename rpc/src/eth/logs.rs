@@ -41,7 +41,25 @@ pub(crate) fn encode_matching_logs(
     from: u64,
     to: u64,
 ) -> Result<Reply, RpcError> {
+    encode_logs_after(ctx, &[], filter, from, to)
+}
+
+/// `first` (a filter's removed logs), then what [`encode_matching_logs`] gives, within the
+/// same caps.
+pub(crate) fn encode_logs_after(
+    ctx: &RpcContext,
+    first: &[alloy_rpc_types_eth::Log],
+    filter: &Filter,
+    from: u64,
+    to: u64,
+) -> Result<Reply, RpcError> {
     let mut out = LogWriter::new(&ctx.limits);
+    for log in first {
+        out.push(log)?;
+    }
+    if from > to {
+        return out.finish();
+    }
     let mut from = from;
     // A fork's blocks below its fork block are the upstream's: their logs come from one
     // upstream eth_getLogs (cached), counted against the same caps as the local ones.
