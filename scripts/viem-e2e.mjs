@@ -199,6 +199,35 @@ try {
   const r7702 = await pub.waitForTransactionReceipt({ hash: h7702 });
   check("sendTransaction with authorizationList", r7702.status === "success" && r7702.type === "eip7702", r7702.type);
   check("delegated code", (await pub.getCode({ address: local.address })) === `0xef0100${delegate.slice(2)}`);
+  // Logs a rewind undoes reach watchers again with removed: true, over polling filters and a
+  // WebSocket logs subscription alike (geth's reorg behaviour; anvil 1.7.1 sends none).
+  const deployLogger = await wallet.sendTransaction({ data: "0x600b600a5f39600b5ff360ff60005260206000a000" });
+  const logger = (await pub.waitForTransactionReceipt({ hash: deployLogger })).contractAddress;
+  const polled = [], pushed = [];
+  const unPoll = pub.watchEvent({ address: logger, onLogs: (ls) => polled.push(...ls), pollingInterval: 50 });
+  const unPush = wsc.watchEvent({ address: logger, onLogs: (ls) => pushed.push(...ls) });
+  const removedIn = (logs) => logs.filter((l) => l.removed).length;
+  const rewound = await test.snapshot();
+  // Both watchers are live once each has seen a log.
+  await until(async () => {
+    await wallet.sendTransaction({ to: logger });
+    return polled.length >= 1 && pushed.length >= 1;
+  });
+  await test.revert({ id: rewound });
+  await until(() => removedIn(polled) >= 1 && removedIn(pushed) >= 1);
+  check("watchEvent sees removed: true after evm_revert (polling, ws)", removedIn(polled) >= 1 && removedIn(pushed) >= 1,
+    `${removedIn(polled)} ${removedIn(pushed)}`);
+  const [p0, q0] = [removedIn(polled), removedIn(pushed)];
+  const [n0, m0] = [polled.length, pushed.length];
+  await wallet.sendTransaction({ to: logger });
+  // A log is reported removed only to a watcher that saw it: wait until both have.
+  await until(() => polled.length > n0 && pushed.length > m0);
+  await pub.request({ method: "anvil_rollback", params: [1] });
+  await until(() => removedIn(polled) > p0 && removedIn(pushed) > q0);
+  check("watchEvent sees removed: true after anvil_rollback (polling, ws)", removedIn(polled) > p0 && removedIn(pushed) > q0,
+    `${removedIn(polled)} ${removedIn(pushed)}`);
+  unPoll();
+  unPush();
   await wsc.transport.getRpcClient?.().then((c) => c.close()).catch(() => {});
 } catch (e) { console.log("FAIL exception", e.shortMessage ?? e.message); fails++; }
 console.log(`viem-e2e (${mode} mode): ${fails} failed`);
