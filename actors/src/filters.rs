@@ -326,7 +326,8 @@ impl Handler<TxsAdmitted> for FilterActor {
 
     fn handle(&mut self, msg: TxsAdmitted, _ctx: &mut Self::Context) {
         let _ = self.contained(|act| {
-            act.filters.admitted(&msg.0);
+            let hashes: Vec<B256> = msg.0.iter().map(|tx| tx.hash).collect();
+            act.filters.admitted(&hashes);
             Ok(())
         });
     }

@@ -89,11 +89,13 @@ impl MempoolActor {
 
     /// Tells the subscribers what was admitted; a full subscriber misses it (logged).
     fn announce(&self, hashes: Vec<B256>) {
-        if hashes.is_empty() {
+        if hashes.is_empty() || !self.admitted.iter().any(|(_, i)| i.wanted()) {
             return;
         }
+        // Just admitted, so pooled (an Arc each: sharing them copies no transaction).
+        let txs: Vec<_> = hashes.iter().filter_map(|hash| self.pool.get(hash).cloned()).collect();
         for (subscriber, _) in self.admitted.iter().filter(|(_, i)| i.wanted()) {
-            let note = hearth_messages::mempool::TxsAdmitted(hashes.clone());
+            let note = hearth_messages::mempool::TxsAdmitted(txs.clone());
             if subscriber.try_send(note).is_err() {
                 tracing::warn!(target: "actors::mempool", "admission subscriber busy; notification dropped");
             }

@@ -22,9 +22,10 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use actix::{Actor, Context, Handler, MessageResult};
-use alloy_primitives::{B128, B256};
+use alloy_primitives::B128;
 use hearth_messages::SealedBlock;
 use hearth_messages::console::ConsolePrinted;
+use hearth_messages::executor::PooledTx;
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::TxsAdmitted;
 use hearth_messages::state::{BlockCommitted, BlocksRemoved};
@@ -134,7 +135,9 @@ impl Subscriptions {
         self.deliver(|kind| match kind {
             SubscriptionKind::NewHeads => vec![Notice::Head(Arc::clone(block))],
             SubscriptionKind::Logs(filter) => matching_logs(filter, block, false),
-            SubscriptionKind::PendingTxs | SubscriptionKind::Console => Vec::new(),
+            SubscriptionKind::PendingTxs
+            | SubscriptionKind::PendingTxObjects
+            | SubscriptionKind::Console => Vec::new(),
         });
     }
 
@@ -151,9 +154,14 @@ impl Subscriptions {
     }
 
     /// Queues one notification per admitted hash for each newPendingTransactions subscription.
-    pub fn txs_admitted(&mut self, hashes: &[B256]) {
+    pub fn txs_admitted(&mut self, txs: &[PooledTx]) {
         self.deliver(|kind| match kind {
-            SubscriptionKind::PendingTxs => hashes.iter().copied().map(Notice::PendingTx).collect(),
+            SubscriptionKind::PendingTxs => {
+                txs.iter().map(|tx| Notice::PendingTx(tx.hash)).collect()
+            }
+            SubscriptionKind::PendingTxObjects => {
+                txs.iter().map(|tx| Notice::PendingTxObject(Box::new(tx.clone()))).collect()
+            }
             SubscriptionKind::NewHeads | SubscriptionKind::Logs(_) | SubscriptionKind::Console => {
                 Vec::new()
             }
@@ -177,7 +185,9 @@ impl Subscriptions {
             match kind {
                 SubscriptionKind::NewHeads => stats.new_heads += 1,
                 SubscriptionKind::Logs(_) => stats.logs += 1,
-                SubscriptionKind::PendingTxs => stats.pending_txs += 1,
+                SubscriptionKind::PendingTxs | SubscriptionKind::PendingTxObjects => {
+                    stats.pending_txs += 1;
+                }
                 SubscriptionKind::Console => stats.console += 1,
             }
         }
@@ -483,6 +493,8 @@ hearth_messages::answer_asks!(
 
 #[cfg(test)]
 mod tests {
+    use alloy_primitives::B256;
+
     use super::*;
 
     fn limits(connections: usize, per_connection: usize, queue: usize) -> SubscriptionLimits {
@@ -495,6 +507,14 @@ mod tests {
 
     fn hash(i: u64) -> B256 {
         B256::left_padding_from(&i.to_be_bytes())
+    }
+
+    /// A pooled transaction whose hash is `hash(i)` (its contents do not matter here).
+    fn pooled(i: u64) -> PooledTx {
+        use alloy_consensus::{SignableTransaction, TxLegacy};
+        let signed = TxLegacy::default().into_signed(alloy_primitives::Signature::test_signature());
+        let tx = std::sync::Arc::new(signed.into());
+        PooledTx { tx, sender: alloy_primitives::Address::ZERO, hash: hash(i) }
     }
 
     #[actix::test]
@@ -554,14 +574,14 @@ mod tests {
         let mut fast = table.connect().expect("room");
         let slow_sub = table.subscribe(slow.id, SubscriptionKind::PendingTxs).expect("room");
         let fast_sub = table.subscribe(fast.id, SubscriptionKind::PendingTxs).expect("room");
-        table.txs_admitted(&[hash(1), hash(2)]);
+        table.txs_admitted(&[pooled(1), pooled(2)]);
         // The fast one reads; the slow one does not.
         for expected in [hash(1), hash(2)] {
             let note = fast.notifications.try_recv().expect("queued");
             assert_eq!(note.subscription, fast_sub);
             assert!(matches!(note.item, Notice::PendingTx(h) if h == expected));
         }
-        table.txs_admitted(&[hash(3)]);
+        table.txs_admitted(&[pooled(3)]);
         assert_eq!(slow.closed.try_recv(), Ok(CloseReason::TooSlow { queued: 2 }));
         assert_eq!(
             CloseReason::TooSlow { queued: 2 }.to_string(),

@@ -258,10 +258,11 @@ impl Message for Revalidate {
     type Result = ();
 }
 
-/// Transactions were admitted to the pool (in admission order). Sent with `try_send` to the
-/// pool's subscribers (the filter actor): a full subscriber misses it, admission never waits.
+/// Transactions were admitted to the pool (in admission order), each with its hash and
+/// sender. Sent with `try_send` to the pool's subscribers (the filter and subscription
+/// actors): a full subscriber misses it, admission never waits.
 #[derive(Debug, Clone)]
-pub struct TxsAdmitted(pub Vec<B256>);
+pub struct TxsAdmitted(pub Vec<crate::executor::PooledTx>);
 
 impl Message for TxsAdmitted {
     type Result = ();

@@ -30,6 +30,9 @@ pub enum SubscriptionKind {
     /// Hashes of transactions admitted to the pool. Serves
     /// eth_subscribe("newPendingTransactions").
     PendingTxs,
+    /// Transactions admitted to the pool, whole. Serves
+    /// eth_subscribe("newPendingTransactions", true).
+    PendingTxObjects,
     /// What contracts print with console.log, per transaction or call. Serves
     /// eth_subscribe("hearth_console").
     Console,
@@ -170,6 +173,8 @@ pub enum Notice {
     Log(Box<Log>),
     /// An admitted transaction's hash (newPendingTransactions).
     PendingTx(B256),
+    /// An admitted transaction, whole (newPendingTransactions with `true`).
+    PendingTxObject(Box<crate::executor::PooledTx>),
     /// console.log output of one transaction or call (hearth_console).
     Console(crate::console::ConsolePrinted),
 }

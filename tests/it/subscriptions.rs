@@ -284,14 +284,14 @@ async fn logs_subscription_delivers_only_matching_logs_in_block_order() {
 }
 
 #[actix::test]
-async fn new_pending_transactions_delivers_admitted_hashes_without_mining() {
+async fn new_pending_transactions_delivers_admitted_hashes_or_transactions_without_mining() {
     let mut config = NodeConfig::for_tests();
     config.automine = false;
     let served = Served::start(config);
     let mut ws = served.connect().await;
     let id = ws.subscribe(json!(["newPendingTransactions"])).await;
-    let refused = ws.call("eth_subscribe", json!(["newPendingTransactions", true])).await;
-    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    // geth's `true`: the whole transaction, as eth_getTransactionByHash shows it pending.
+    let full = ws.subscribe(json!(["newPendingTransactions", true])).await;
 
     let alice = served.node.signer(0).address();
     let bob = served.node.signer(1).address();
@@ -303,6 +303,7 @@ async fn new_pending_transactions_delivers_admitted_hashes_without_mining() {
     assert_eq!(served.node.block_number().await, 0, "nothing was mined");
     let pending = served.node.ok("eth_getTransactionByHash", json!([hash])).await;
     assert_eq!(pending["blockNumber"], Value::Null);
+    assert_eq!(ws.notification().await, (full, pending));
     served.stop().await;
 }
 

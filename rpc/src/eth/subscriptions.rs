@@ -5,8 +5,8 @@
 //! supported", as geth does. Kinds: `newHeads` (the header fields of eth_getBlockByNumber, as
 //! geth sends them: no transactions, uncles, withdrawals or size), `logs` with an optional
 //! `{address, topics}` filter (each matching log as eth_getLogs reports it, `removed: false`),
-//! `newPendingTransactions` (hashes; geth's `true` flag for whole transactions is refused with
-//! -32602). Subscription ids are 16-byte hex strings, as geth's.
+//! `newPendingTransactions` (hashes, or with geth's `true` whole transactions as
+//! eth_getTransactionByHash shows a pending one), `hearth_console`. Subscription ids are 16-byte hex strings, as geth's.
 
 use alloy_primitives::B128;
 use alloy_rpc_types_eth::{Filter, FilterBlockOption, Header};
@@ -58,16 +58,11 @@ fn subscription_kind(params: &Params) -> Result<SubscriptionKind, RpcError> {
             filter.block_option = FilterBlockOption::Range { from_block: None, to_block: None };
             Ok(SubscriptionKind::Logs(Box::new(filter)))
         }
-        "newPendingTransactions" => {
-            if params.optional::<bool>(1)?.unwrap_or(false) {
-                return Err(RpcError::InvalidParams(
-                    "full pending transaction objects are not supported; subscribe without \
-                     `true` and fetch each hash with eth_getTransactionByHash"
-                        .into(),
-                ));
-            }
-            Ok(SubscriptionKind::PendingTxs)
-        }
+        // geth's `true`: whole transactions instead of their hashes.
+        "newPendingTransactions" => match params.optional::<bool>(1)?.unwrap_or(false) {
+            true => Ok(SubscriptionKind::PendingTxObjects),
+            false => Ok(SubscriptionKind::PendingTxs),
+        },
         "hearth_console" => {
             params.at_most(1)?;
             Ok(SubscriptionKind::Console)
@@ -128,6 +123,9 @@ pub(crate) fn encode(note: &Notification) -> Result<String, serde_json::Error> {
         }
         Notice::Log(log) => object(&note.subscription, log),
         Notice::PendingTx(hash) => object(&note.subscription, hash),
+        Notice::PendingTxObject(pooled) => {
+            object(&note.subscription, crate::core::pending_transaction(pooled))
+        }
         Notice::Console(printed) => object(&note.subscription, ConsoleObject::of(printed)),
     }
 }
@@ -190,6 +188,10 @@ mod tests {
             kind(json!(["newPendingTransactions", false])).unwrap(),
             SubscriptionKind::PendingTxs
         );
+        assert_eq!(
+            kind(json!(["newPendingTransactions", true])).unwrap(),
+            SubscriptionKind::PendingTxObjects
+        );
         let all = kind(json!(["logs"])).unwrap();
         assert_eq!(all, SubscriptionKind::Logs(Box::default()));
         let ranged = kind(json!(["logs", {"fromBlock": "0x5", "address": []}])).unwrap();
@@ -197,7 +199,6 @@ mod tests {
 
         for (params, needle) in [
             (json!(["newBlocks"]), "unknown subscription kind \"newBlocks\""),
-            (json!(["newPendingTransactions", true]), "not supported"),
             (json!(["newHeads", {}]), "too many arguments"),
             (json!(["logs", {"blockHash": format!("0x{}", "11".repeat(32))}]), "blockHash"),
             (json!([]), "missing value"),
