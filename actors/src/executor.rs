@@ -187,7 +187,9 @@ impl ExecutorActor {
         cfg.disable_nonce_check = request.nonce.is_none();
         cfg.disable_eip3607 = true;
         cfg.disable_block_gas_limit = true;
-        cfg.tx_chain_id_check = false;
+        // A call that names a chainId must name this chain's (geth, anvil); one that names
+        // none runs as this chain's.
+        cfg.tx_chain_id_check = request.chain_id.is_some();
         let tx = call_tx_env(request, gas, cfg.chain_id);
         let mut block_env = block_env_of(header, &rules.blob_params);
         if !priced {

@@ -845,6 +845,10 @@ const SIGNATURES: &[(&str, &str)] = &[
     ("hardhat_stopImpersonatingAccount", "A"),
     ("txpool_contentFrom", "A"),
     ("web3_sha3", "D"),
+    ("evm_setAccountNonce", "AQ"),
+    ("hardhat_addBalance", "AQ"),
+    ("eth_getTransactionBySenderAndNonce", "AQ"),
+    ("hearth_traceTransactionDecoded", "H"),
 ];
 
 /// Dev account 0, the usual sender.
@@ -1214,6 +1218,13 @@ fn extra_codes(method: &str) -> &'static [i64] {
             -32603,
         ],
         "eth_getStorageValues" => &[-38026],
+        // A call naming another chain's chainId (anvil's code for it).
+        "eth_call"
+        | "eth_estimateGas"
+        | "eth_createAccessList"
+        | "debug_traceCall"
+        | "trace_call"
+        | "trace_callMany" => &[-32003],
         _ => &[],
     }
 }

@@ -83,7 +83,9 @@ pub(crate) fn call_tx_env(request: &CallRequest, gas: u64, chain_id: u64) -> TxE
         value: request.value.unwrap_or_default(),
         data: request.input.clone(),
         nonce: request.nonce.unwrap_or_default(),
-        chain_id: Some(chain_id),
+        // The call's own chainId when it names one (a mismatch is refused, as geth and anvil
+        // refuse it), else the node's.
+        chain_id: Some(request.chain_id.unwrap_or(chain_id)),
         access_list: request.access_list.clone().unwrap_or_default(),
         gas_priority_fee: priority,
         blob_hashes: request.blob_versioned_hashes.clone().unwrap_or_default(),

@@ -378,6 +378,8 @@ impl RpcError {
         match error {
             // A tracer the request named or configured badly.
             ExecError::Tracer(_) => -32602,
+            // A call for another chain: anvil's -32003 (transaction rejected).
+            ExecError::Rejected(hearth_messages::InvalidTransaction::InvalidChainId) => -32003,
             // Resource not found or call refused: geth uses -32000.
             ExecError::UnknownBlock
             | ExecError::Invalid(_)

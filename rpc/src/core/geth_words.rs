@@ -43,6 +43,8 @@ pub(crate) fn geth_message(error: &InvalidTransaction) -> String {
         E::CallerGasLimitMoreThanBlock => "exceeds block gas limit".to_owned(),
         E::RejectCallerWithCode => "sender not an eoa".to_owned(),
         E::CreateInitCodeSizeLimit => "max initcode size exceeded".to_owned(),
+        // anvil's words (geth's: "chainId does not match node's").
+        E::InvalidChainId => "invalid chain id for signer".to_owned(),
         E::TxGasLimitGreaterThanCap { gas_limit, cap } => {
             format!("transaction gas limit too high (cap: {cap}, tx: {gas_limit})")
         }
