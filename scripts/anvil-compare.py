@@ -475,6 +475,11 @@ def steps():
         ("eth_signTransaction", [{"from": A1, "to": A2, "value": "0x5", "maxFeePerGas": hex(3 * GWEI),
                                   "maxPriorityFeePerGas": hex(GWEI)}], {}),
         ("eth_getTransactionCount", [A1, "pending"], {}),
+        # EIP-7966: a signed transaction sent, answered with its receipt.
+        ("eth_getTransactionCount", [A2, "latest"], {"save": {"a2n": "result"}}),
+        ("eth_signTransaction", [{"from": A2, "to": A1, "value": "0x9", "gas": "0x5208", "gasPrice": hex(5 * GWEI),
+                                  "nonce": "{a2n}"}], {"save": {"signed": "result"}}),
+        ("eth_sendRawTransactionSync", ["{signed}"], {"ignore": RECEIPT_IGNORE}),
         ("eth_sign", [STRANGER, "0x01"], {"ignore": {"error.code": "unknown-account"}}),
         ("eth_signTypedData_v4", [STRANGER, MAIL], {"ignore": {"error.code": "unknown-account"}}),
         ("eth_signTypedData_v4", [A0, {**MAIL, "primaryType": "Letter"}], {}),

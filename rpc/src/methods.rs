@@ -175,6 +175,7 @@ methods! {
     "eth_blobBaseFee" read => fees::blob_base_fee(ctx, p);
 
     "eth_sendRawTransaction" write => tx::send_raw_transaction(ctx, p).await;
+    "eth_sendRawTransactionSync" write => tx::send_raw_transaction_sync(ctx, p).await;
     "eth_sendTransaction" write => tx::send_transaction(ctx, p).await;
     "eth_sendUnsignedTransaction" write in "anvil" => tx::send_unsigned_transaction(ctx, p).await;
     "eth_sign" read => sign::eth_sign(ctx, p);

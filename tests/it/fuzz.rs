@@ -849,6 +849,7 @@ const SIGNATURES: &[(&str, &str)] = &[
     ("hardhat_addBalance", "AQ"),
     ("eth_getTransactionBySenderAndNonce", "AQ"),
     ("hearth_traceTransactionDecoded", "H"),
+    ("eth_sendRawTransactionSync", "DQ"),
 ];
 
 /// Dev account 0, the usual sender.
@@ -1218,6 +1219,8 @@ fn extra_codes(method: &str) -> &'static [i64] {
             -32603,
         ],
         "eth_getStorageValues" => &[-38026],
+        // EIP-7966's confirmation timeout.
+        "eth_sendRawTransactionSync" => &[4],
         // A call naming another chain's chainId (anvil's code for it).
         "eth_call"
         | "eth_estimateGas"

@@ -611,3 +611,30 @@ fn an_idle_keep_alive_connection_stays_open_and_says_for_how_long() {
     assert!(ask(&mut stream).contains("0x7a69"), "the connection was kept");
     assert_eq!(hearth_rpc::KEEP_ALIVE, std::time::Duration::from_secs(60));
 }
+
+#[actix::test]
+async fn send_raw_transaction_sync_answers_the_receipt_or_times_out() {
+    let node = TestNode::start();
+    let alice = node.signer(0);
+    let bob = node.signer(1).address();
+    // Automine: the receipt at once, as eth_getTransactionReceipt gives it.
+    let raw = hex(&fixtures::transfer(&alice, 0, bob, 1).encoded_2718());
+    let receipt = node.ok("eth_sendRawTransactionSync", json!([raw])).await;
+    let hash = receipt["transactionHash"].clone();
+    assert_eq!(receipt, node.ok("eth_getTransactionReceipt", json!([hash])).await);
+    assert_eq!(receipt["status"], "0x1");
+    // Without mining: code 4 with the hash once the timeout passes; the transaction stays
+    // pooled and the next block holds it.
+    node.ok("evm_setAutomine", json!([false])).await;
+    let raw = fixtures::transfer(&alice, 1, bob, 2).encoded_2718();
+    let (code, message, data) =
+        node.err("eth_sendRawTransactionSync", json!([hex(&raw), 30])).await;
+    assert_eq!((code, message.as_str()), (4, "Transaction confirmation timeout"));
+    let pending = node.ok("eth_getTransactionByHash", json!([data])).await;
+    assert_eq!(pending["blockNumber"], Value::Null);
+    node.ok("evm_mine", json!([])).await;
+    assert_eq!(node.ok("eth_getTransactionReceipt", json!([data])).await["status"], "0x1");
+    // A bad transaction is refused as by eth_sendRawTransaction, with nothing to wait for.
+    let refused = node.err("eth_sendRawTransaction", json!(["0x02"])).await;
+    assert_eq!(node.err("eth_sendRawTransactionSync", json!(["0x02"])).await, refused);
+}

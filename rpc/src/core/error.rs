@@ -47,6 +47,13 @@ pub enum RpcError {
         /// The configured bound.
         max: usize,
     },
+    /// A transaction sent with eth_sendRawTransactionSync was not in a block within the
+    /// timeout (EIP-7966; it stays pooled). Its hash is in `error.data`.
+    #[error("Transaction confirmation timeout")]
+    NotConfirmed {
+        /// The transaction's hash.
+        hash: alloy_primitives::B256,
+    },
     /// The EVM reverted; `output` is the revert data.
     #[error("{}", revert_message(output))]
     Reverted {
@@ -267,6 +274,8 @@ impl RpcError {
             Self::InvalidParams(_)
             | Self::Mine(MineError::State(StateError::RollbackTooDeep { .. })) => -32602,
             Self::Reverted { .. } => 3,
+            // EIP-7966's code (anvil's too).
+            Self::NotConfirmed { .. } => 4,
             // Transaction rejected, call halted, or a resource not found: geth uses -32000.
             Self::Halted { .. }
             | Self::GasExceedsAllowance { .. }
@@ -416,6 +425,7 @@ impl RpcError {
     pub fn data(&self) -> Option<Value> {
         match self {
             Self::Reverted { output } => Some(Value::String(output.to_string())),
+            Self::NotConfirmed { hash } => Some(Value::String(hash.to_string())),
             _ => None,
         }
     }

@@ -45,6 +45,46 @@ pub(crate) async fn send_raw_transaction(
     Ok(Reply::Hot(Hot::Hash(submit_and_mine(ctx, tx).await?)))
 }
 
+/// The longest eth_sendRawTransactionSync waits for its block (anvil's bound).
+const SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// eth_sendRawTransactionSync (EIP-7966): `[signedTxBytes, timeoutMs?]`; the receipt once the
+/// transaction is in a block: at once with automine, else when the miner's timer or an
+/// evm_mine includes it. Past the timeout (at most, and by default, 30 s, as anvil; 0 is the
+/// default) it answers code 4 "Transaction confirmation timeout" with the hash in `data`, and
+/// the transaction stays pooled.
+pub(crate) async fn send_raw_transaction_sync(
+    ctx: &RpcContext,
+    params: &Params,
+) -> Result<Reply, RpcError> {
+    params.at_most(2)?;
+    let timeout = match params.optional::<crate::core::HexOrDecimal>(1)? {
+        Some(ms) if ms.0 > 0 => std::time::Duration::from_millis(ms.0).min(SYNC_TIMEOUT),
+        _ => SYNC_TIMEOUT,
+    };
+    let raw: Bytes = params.required(0)?;
+    let tx = decode_tx(&raw).map_err(|e| RpcError::TxDecode(e.to_string()))?;
+    let hash = submit_and_mine(ctx, tx).await?;
+    // Looked up in the chain's index, which a committed block updates: at once with automine;
+    // otherwise every few milliseconds (a read of memory) until a block holds it.
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut step = std::time::Duration::from_millis(2);
+    loop {
+        if let Some((number, index)) = ctx.chain.tx_location(&hash)? {
+            let block = read_block(ctx, number)?;
+            return Ok(Reply::typed(
+                block.and_then(|b| rpc_receipt(&b, index as usize, &ctx.forks)),
+            ));
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return Err(RpcError::NotConfirmed { hash });
+        }
+        tokio::time::sleep(step.min(deadline - now)).await;
+        step = (step * 2).min(std::time::Duration::from_millis(50));
+    }
+}
+
 /// The eth_sendRawTransaction items of one JSON-RPC batch (their raw `params`), admitted as
 /// one pool batch: each item answers its hash or its own error, and when the pool cannot take
 /// them all, every decoded item answers the shared "txpool is full". Automine runs once after.
