@@ -217,6 +217,16 @@ pub struct Cli {
     /// as anvil's -q; RUST_LOG, when set, still decides what the log shows.
     #[arg(short = 'q', long, visible_alias = "silent")]
     pub quiet: bool,
+    /// Also serve JSON-RPC on a Unix socket at PATH (default /tmp/anvil.ipc, as anvil), as forge
+    /// and cast reach a node by a path: the same methods and limits as HTTP.
+    #[arg(
+        long = "ipc",
+        visible_alias = "ipcpath",
+        value_name = "PATH",
+        num_args = 0..=1,
+        default_missing_value = "/tmp/anvil.ipc"
+    )]
+    pub ipc: Option<PathBuf>,
     /// Print no console.log lines (they are captured and printed by default, as in anvil).
     #[arg(long = "disable-console-log", visible_alias = "no-console-log")]
     pub disable_console_log: bool,

@@ -115,6 +115,8 @@ pub struct NodeConfig {
     /// Build output directories to read names from at start (`--artifacts`), each checked to
     /// be a directory.
     pub artifacts: Vec<PathBuf>,
+    /// Where JSON-RPC is also served on a Unix socket (`--ipc`).
+    pub ipc: Option<PathBuf>,
     /// JSON-RPC worker threads.
     pub http_workers: NonZeroUsize,
     /// What the executor pool admits: the queue-delay budget and the queue cap.
@@ -160,6 +162,16 @@ pub struct NodeConfig {
 /// A flag value that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
+    /// `--ipc`'s path cannot be a socket's.
+    #[error(
+        "--ipc {}: a Unix socket path is 1 to {} bytes; give a shorter one",
+        path.display(),
+        hearth_rpc::MAX_IPC_PATH_BYTES
+    )]
+    IpcPath {
+        /// The path given.
+        path: PathBuf,
+    },
     /// `--artifacts` names no directory.
     #[error(
         "--artifacts {}: not a directory; give the build output directory (Foundry's out/, \
@@ -345,6 +357,30 @@ pub fn default_exec_threads(fallback: usize) -> usize {
 /// The cores this machine has, for `--exec.threads`' default where no executor pool is sized.
 pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// What the node prints of what ran (`--disable-console-log`, `--print-traces`); the names of
+/// `--artifacts` join the standard interfaces when the node starts.
+fn show_settings(cli: &Cli) -> hearth_actors::Show {
+    hearth_actors::Show {
+        console_log: !cli.disable_console_log,
+        traces: cli.print_traces,
+        artifacts: std::sync::Arc::new(hearth_actors::report::Artifacts::standard()),
+        ..Default::default()
+    }
+}
+
+/// `--ipc`'s path must fit a Unix socket address.
+fn check_ipc(path: Option<&std::path::Path>) -> Result<(), ConfigError> {
+    match path {
+        Some(path) if path.as_os_str().len() > hearth_rpc::MAX_IPC_PATH_BYTES => {
+            Err(ConfigError::IpcPath { path: path.to_owned() })
+        }
+        Some(path) if path.as_os_str().is_empty() => {
+            Err(ConfigError::IpcPath { path: path.to_owned() })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Each `--artifacts` path must be a directory (a build output), read at start.
@@ -898,6 +934,7 @@ impl TryFrom<Cli> for NodeConfig {
             state_files(&cli, &storage, fork.is_some(), code_size_limit)?;
         check_dev_keys(&cli)?;
         check_artifacts(&cli.artifacts)?;
+        check_ipc(cli.ipc.as_deref())?;
         let actors = actor_settings(&cli, threads.executor_threads)?;
         let resolved = Resolved {
             web,
@@ -954,13 +991,9 @@ impl NodeConfig {
             log_format: if cli.json { LogFormat::Json } else { cli.log_format },
             executor_threads,
             parallel: actors.parallel,
-            show: hearth_actors::Show {
-                console_log: !cli.disable_console_log,
-                traces: cli.print_traces,
-                artifacts: std::sync::Arc::new(hearth_actors::report::Artifacts::standard()),
-                ..Default::default()
-            },
+            show: show_settings(&cli),
             artifacts: cli.artifacts,
+            ipc: cli.ipc,
             http_workers,
             admission,
             gas_limit,

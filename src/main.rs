@@ -51,6 +51,10 @@ fn main() -> ExitCode {
         let mut node = Node::start(config)?;
         node.logging = logging;
         let (server, addr) = node.serve_rpc(Extensions::default())?;
+        if let Some(path) = &node.config().ipc {
+            hearth_rpc::serve_ipc(path, node.rpc_context(Extensions::default()))
+                .map_err(|source| hearth::node::NodeError::Ipc { path: path.clone(), source })?;
+        }
         announce(&node, addr)?;
         let accounts: Vec<String> = node.signers.iter().map(|s| s.address().to_string()).collect();
         tracing::info!(target: "node", %addr, chain_id = node.config().chain_id, ?accounts, "JSON-RPC listening on http://{addr} and ws://{addr}");

@@ -65,6 +65,14 @@ pub enum NodeError {
     /// `--fork-transaction-hash`'s earlier transactions could not be replayed.
     #[error(transparent)]
     ForkReplay(#[from] crate::fork::before_tx::ReplayError),
+    /// `--ipc`'s socket could not be made.
+    #[error("cannot serve JSON-RPC on --ipc {}: {source}", path.display())]
+    Ipc {
+        /// The socket's path.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// `--artifacts` could not be read.
     #[error(transparent)]
     Artifacts(#[from] hearth_actors::report::artifacts::ArtifactsError),

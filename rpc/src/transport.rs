@@ -1,10 +1,12 @@
-//! The way in: the HTTP server and its WebSocket upgrade (`server`, `ws`, `ws/frames`), the
+//! The way in: the HTTP server and its WebSocket upgrade (`server`, `ws`, `ws/frames`), the Unix
+//! socket (`ipc`), the
 //! JSON-RPC envelope (`envelope`: bodies, batches, limits, encoding), early shedding of
 //! executor calls when the pool is over its budget (`shed`), the per-thread response buffers
 //! (`out_buffer`). [`handle_body`] answers one request body: the method table runs each
 //! request, under a panic guard, counted in the metrics.
 
 pub(crate) mod envelope;
+pub(crate) mod ipc;
 pub(crate) mod out_buffer;
 pub(crate) mod server;
 pub(crate) mod shed;

@@ -531,3 +531,41 @@ fn print_traces_names_a_nested_calls_contract_functions_and_events_from_a_foundr
     assert!(calls.iter().any(|c| c["function"] == "relay(bytes[])"), "{decoded}");
     node.stop();
 }
+
+#[test]
+fn ipc_serves_the_same_methods_on_a_unix_socket() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let dir = TempDir::new("ipc");
+    let path = dir.path().join("node.ipc");
+    let node = NodeProcess::spawn(&["-p", "0", "--ipc", path.to_str().expect("utf-8 temp path")]);
+    let stream = std::os::unix::net::UnixStream::connect(&path).expect("the socket is there");
+    let mut lines = BufReader::new(stream.try_clone().expect("clone"));
+    let mut ask = |text: &str| -> Value {
+        (&stream).write_all(text.as_bytes()).expect("sent");
+        let mut line = String::new();
+        lines.read_line(&mut line).expect("an answer");
+        serde_json::from_str(&line).expect("a JSON line")
+    };
+    // Requests back to back, with or without whitespace; a batch; a transfer with a receipt.
+    let answer = ask(r#"{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}"#);
+    assert_eq!(answer["result"], "0x7a69");
+    let batch = ask(r#"[{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber"}]"#);
+    assert_eq!(batch[0]["result"], "0x0");
+    let send = json!({"jsonrpc": "2.0", "id": 3, "method": "eth_sendTransaction",
+        "params": [{"from": ALICE, "to": ALICE, "value": "0x1"}]});
+    let hash = ask(&send.to_string())["result"].clone();
+    assert_eq!(node.ok("eth_getTransactionReceipt", json!([hash]))["status"], "0x1");
+    // Subscriptions are HTTP's: none.
+    let sub = ask(r#" {"jsonrpc":"2.0","id":4,"method":"eth_subscribe","params":["newHeads"]}"#);
+    assert_eq!(sub["error"]["code"], -32601, "{sub}");
+    // Text that is not JSON ends the connection with a parse error.
+    let garbage = ask("oops}");
+    assert_eq!(garbage["error"]["code"], -32700);
+    node.stop();
+    assert!(!path.exists(), "the socket is removed when the node stops");
+    // A path no socket address can hold is refused at start.
+    let long = format!("/tmp/{}", "x".repeat(120));
+    let (code, _, stderr) = NodeProcess::run_to_exit(&["-p", "0", "--ipc", &long]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--ipc"), "{stderr}");
+}
