@@ -967,6 +967,7 @@ impl NodeConfig {
         // A block time alone means interval mining only, as anvil; --automine keeps both.
         let automine = !cli.no_mining && (interval.is_none() || cli.automine);
         let balance = cli.balance.unwrap_or(DEFAULT_BALANCE_ETH);
+        let show = show_settings(&cli);
         Self {
             storage,
             http_addr: SocketAddr::new(cli.http_addr, cli.http_port),
@@ -991,7 +992,7 @@ impl NodeConfig {
             log_format: if cli.json { LogFormat::Json } else { cli.log_format },
             executor_threads,
             parallel: actors.parallel,
-            show: show_settings(&cli),
+            show,
             artifacts: cli.artifacts,
             ipc: cli.ipc,
             http_workers,
