@@ -202,6 +202,10 @@ pub struct Cli {
     /// dump (plain JSON); a directory gets PATH/state.json, as in anvil.
     #[arg(long = "dump-state", value_name = "PATH")]
     pub dump_state: Option<PathBuf>,
+    /// Also write the --state / --dump-state file every SECONDS while the node runs (1 to
+    /// 86400), each write atomic, as anvil's -s.
+    #[arg(short = 's', long = "state-interval", value_name = "SECONDS")]
+    pub state_interval: Option<u64>,
     /// At startup, set the accounts of an anvil state dump (plain or gzip-compressed JSON, as
     /// `--dump-state` or anvil_dumpState write it) in the new chain's state. Not with --datadir
     /// or --dev.

@@ -117,6 +117,8 @@ pub struct NodeConfig {
     pub artifacts: Vec<PathBuf>,
     /// Where JSON-RPC is also served on a Unix socket (`--ipc`).
     pub ipc: Option<PathBuf>,
+    /// How often the state file is written while the node runs (`--state-interval`).
+    pub state_interval: Option<Duration>,
     /// JSON-RPC worker threads.
     pub http_workers: NonZeroUsize,
     /// What the executor pool admits: the queue-delay budget and the queue cap.
@@ -162,6 +164,9 @@ pub struct NodeConfig {
 /// A flag value that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
+    /// `--state-interval` without a file to write.
+    #[error("--state-interval needs a file to write: give --state PATH or --dump-state PATH")]
+    StateInterval,
     /// `--ipc`'s path cannot be a socket's.
     #[error(
         "--ipc {}: a Unix socket path is 1 to {} bytes; give a shorter one",
@@ -357,6 +362,19 @@ pub fn default_exec_threads(fallback: usize) -> usize {
 /// The cores this machine has, for `--exec.threads`' default where no executor pool is sized.
 pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// `--state-interval`: 1 to 86,400 seconds, and only with a file to write (`--state` or
+/// `--dump-state`).
+fn state_interval(seconds: Option<u64>, has_file: bool) -> Result<Option<Duration>, ConfigError> {
+    match seconds {
+        None => Ok(None),
+        Some(s) if !(1..=86_400).contains(&s) => {
+            Err(ConfigError::OutOfRange { flag: "--state-interval", min: 1, max: 86_400, got: s })
+        }
+        Some(_) if !has_file => Err(ConfigError::StateInterval),
+        Some(s) => Ok(Some(Duration::from_secs(s))),
+    }
 }
 
 /// What the node prints of what ran (`--disable-console-log`, `--print-traces`); the names of
@@ -887,6 +905,7 @@ struct Resolved {
     interval: Option<IntervalMining>,
     dump_state: Option<PathBuf>,
     load_state: Option<hearth_rpc::LoadedState>,
+    state_interval: Option<Duration>,
 }
 
 /// The threads serving requests: the executor pool, the HTTP workers, and how much the pool
@@ -948,6 +967,7 @@ impl TryFrom<Cli> for NodeConfig {
             actors,
             code_size_limit,
             interval,
+            state_interval: state_interval(cli.state_interval, dump_state.is_some())?,
             dump_state,
             load_state,
         };
@@ -995,6 +1015,7 @@ impl NodeConfig {
             show,
             artifacts: cli.artifacts,
             ipc: cli.ipc,
+            state_interval: resolved.state_interval,
             http_workers,
             admission,
             gas_limit,
@@ -1201,6 +1222,21 @@ mod tests {
         let mut all = vec!["hearth"];
         all.extend_from_slice(args);
         NodeConfig::try_from(Cli::try_parse_from(all).expect("flags parse"))
+    }
+
+    #[test]
+    fn a_state_interval_needs_a_file_and_a_range() {
+        let file = std::env::temp_dir().join("hearth-state-interval.json");
+        let file = file.to_str().unwrap();
+        let every = parse(&["--state", file, "-s", "30"]).expect("valid").state_interval;
+        assert_eq!(every, Some(Duration::from_secs(30)));
+        assert_eq!(parse(&["--dump-state", file]).expect("valid").state_interval, None);
+        let alone = parse(&["--state-interval", "30"]).unwrap_err();
+        assert!(alone.to_string().contains("needs a file"), "{alone}");
+        for out in ["0", "86401"] {
+            let err = parse(&["--state", file, "-s", out]).unwrap_err();
+            assert!(err.to_string().contains("between 1 and 86400"), "{err}");
+        }
     }
 
     #[test]
@@ -1592,7 +1628,6 @@ mod tests {
             (&["-a", "x"], "--accounts"),
             (&["--no-mining", "-b", "2"], "--block-time"),
             // anvil flags Hearth does not have are refused by name, never ignored.
-            (&["--state-interval", "5"], "--state-interval"),
             (&["--prune-history"], "--prune-history"),
             (&["-j", "2"], "-j"),
         ];

@@ -51,6 +51,12 @@ fn main() -> ExitCode {
         let mut node = Node::start(config)?;
         node.logging = logging;
         let (server, addr) = node.serve_rpc(Extensions::default())?;
+        if let (Some(every), Some(path)) =
+            (node.config().state_interval, node.config().dump_state.clone())
+        {
+            let (state, forks) = (node.state.clone(), std::sync::Arc::clone(&node.fork_table));
+            hearth::state_file::write_every(state, forks, path, every);
+        }
         if let Some(path) = &node.config().ipc {
             hearth_rpc::serve_ipc(path, node.rpc_context(Extensions::default()))
                 .map_err(|source| hearth::node::NodeError::Ipc { path: path.clone(), source })?;

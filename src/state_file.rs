@@ -1,7 +1,10 @@
-//! `--dump-state`: the head state written as anvil's state dump when the node stops.
+//! `--dump-state`: the head state written as anvil's state dump when the node stops, and with
+//! `--state-interval` every so often while it runs.
 //! (`--load-state` is read in `config` and loaded in `node`, before any actor starts.)
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use actix::Addr;
 use hearth_actors::StateActor;
@@ -35,4 +38,30 @@ pub async fn write(
         },
     )?;
     Ok(state.accounts.len())
+}
+
+/// `--state-interval`: writes the state file every `every` on the current runtime (the first
+/// after one interval), as [`write`] does, until the node stops; a failed write is logged and
+/// the next one tried.
+pub fn write_every(
+    state: Addr<StateActor>,
+    forks: Arc<ChainForks>,
+    path: PathBuf,
+    every: Duration,
+) {
+    actix_rt::spawn(async move {
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            match write(&state, &forks, &path).await {
+                Ok(accounts) => {
+                    tracing::debug!(target: "node", path = %path.display(), accounts, "state written (--state-interval)");
+                }
+                Err(error) => {
+                    tracing::warn!(target: "node", %error, "state not written (--state-interval); trying again at the next interval");
+                }
+            }
+        }
+    });
 }
