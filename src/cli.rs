@@ -146,6 +146,16 @@ pub struct Cli {
     /// Mnemonic the dev accounts derive from.
     #[arg(short = 'm', long, default_value = hearth_actors::dev::DEFAULT_MNEMONIC)]
     pub mnemonic: String,
+    /// Derive the dev accounts from a new random mnemonic of WORDS words (12, 15, 18, 21 or
+    /// 24; 12 without a number), printed in the banner, as anvil's flag.
+    #[arg(
+        long = "mnemonic-random",
+        value_name = "WORDS",
+        num_args = 0..=1,
+        default_missing_value = "12",
+        conflicts_with = "mnemonic"
+    )]
+    pub mnemonic_random: Option<usize>,
     /// Derivation path of the dev accounts: account i is this path followed by i.
     #[arg(long = "derivation-path", default_value = hearth_actors::dev::DEFAULT_DERIVATION_PATH)]
     pub derivation_path: String,

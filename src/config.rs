@@ -164,6 +164,12 @@ pub struct NodeConfig {
 /// A flag value that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
+    /// `--mnemonic-random` with a word count BIP-39 has no mnemonic of.
+    #[error("--mnemonic-random {words}: a mnemonic has 12, 15, 18, 21 or 24 words")]
+    MnemonicWords {
+        /// The count given.
+        words: usize,
+    },
     /// `--state-interval` without a file to write.
     #[error("--state-interval needs a file to write: give --state PATH or --dump-state PATH")]
     StateInterval,
@@ -362,6 +368,20 @@ pub fn default_exec_threads(fallback: usize) -> usize {
 /// The cores this machine has, for `--exec.threads`' default where no executor pool is sized.
 pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// `--mnemonic`, or with `--mnemonic-random` a new one of that many words (BIP-39 allows 12,
+/// 15, 18, 21 and 24) from the operating system's randomness.
+fn mnemonic(cli: &Cli) -> Result<String, ConfigError> {
+    use alloy_signer_local::coins_bip39::{English, Mnemonic};
+    let Some(words) = cli.mnemonic_random else { return Ok(cli.mnemonic.clone()) };
+    if ![12, 15, 18, 21, 24].contains(&words) {
+        return Err(ConfigError::MnemonicWords { words });
+    }
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::from_entropy();
+    let mnemonic = Mnemonic::<English>::new_with_count(&mut rng, words)
+        .map_err(|_| ConfigError::MnemonicWords { words })?;
+    Ok(mnemonic.to_phrase())
 }
 
 /// `--state-interval`: 1 to 86,400 seconds, and only with a file to write (`--state` or
@@ -906,6 +926,8 @@ struct Resolved {
     dump_state: Option<PathBuf>,
     load_state: Option<hearth_rpc::LoadedState>,
     state_interval: Option<Duration>,
+    /// `--mnemonic`, or the one `--mnemonic-random` drew.
+    mnemonic: String,
 }
 
 /// The threads serving requests: the executor pool, the HTTP workers, and how much the pool
@@ -968,6 +990,7 @@ impl TryFrom<Cli> for NodeConfig {
             code_size_limit,
             interval,
             state_interval: state_interval(cli.state_interval, dump_state.is_some())?,
+            mnemonic: mnemonic(&cli)?,
             dump_state,
             load_state,
         };
@@ -994,7 +1017,7 @@ impl NodeConfig {
             chain_id,
             accounts: cli.accounts,
             balance_wei: U256::from(balance) * U256::from(10u64).pow(U256::from(18)),
-            mnemonic: cli.mnemonic,
+            mnemonic: resolved.mnemonic,
             derivation_path: cli.derivation_path,
             spec,
             genesis,
@@ -1222,6 +1245,21 @@ mod tests {
         let mut all = vec!["hearth"];
         all.extend_from_slice(args);
         NodeConfig::try_from(Cli::try_parse_from(all).expect("flags parse"))
+    }
+
+    #[test]
+    fn a_random_mnemonic_has_the_words_asked_for() {
+        let twelve = parse(&["--mnemonic-random"]).expect("valid").mnemonic;
+        assert_eq!(twelve.split(' ').count(), 12);
+        assert_ne!(twelve, parse(&["--mnemonic-random"]).expect("valid").mnemonic, "drawn anew");
+        let long = parse(&["--mnemonic-random", "24"]).expect("valid").mnemonic;
+        assert_eq!(long.split(' ').count(), 24);
+        assert!(alloy_signer_local::MnemonicBuilder::<alloy_signer_local::coins_bip39::English>::default()
+            .phrase(long.as_str())
+            .build()
+            .is_ok());
+        let odd = parse(&["--mnemonic-random", "13"]).unwrap_err();
+        assert!(odd.to_string().contains("12, 15, 18, 21 or 24"), "{odd}");
     }
 
     #[test]
