@@ -40,7 +40,7 @@ pub use anvil::state_dump::{
 pub use eth::fees::SUGGESTED_TIP;
 pub use transport::envelope::RpcReply;
 pub use transport::handle_body;
-pub use transport::ipc::{MAX_IPC_PATH_BYTES, serve_ipc};
+pub use transport::ipc::{MAX_IPC_CONNECTIONS, MAX_IPC_PATH_BYTES, serve_ipc};
 pub use transport::out_buffer::RESPONSE_BUFFER_RETAINED_BYTES;
 pub use transport::server::{KEEP_ALIVE, serve};
 pub use transport::shed::{RETRY_PAUSE, RETRY_WINDOW};

@@ -1,7 +1,8 @@
 //! JSON-RPC over a Unix socket (`--ipc`), as geth, anvil and reth serve it to forge and cast.
 //! A connection sends requests (objects or batches) one after another, with or without
 //! whitespace between them, and gets each answer as one line of JSON, in order. The method
-//! set and limits are HTTP's (no subscriptions, as over HTTP): a request larger than the
+//! set and limits are HTTP's (no subscriptions, as over HTTP; at most `MAX_IPC_CONNECTIONS`
+//! connections): a request larger than the
 //! request size limit, or text that is not JSON, gets an error and the connection is closed,
 //! since where the next request would start is unknown.
 
@@ -16,6 +17,11 @@ use crate::core::RpcContext;
 
 /// Longest path a Unix socket address holds (`sun_path`, with its terminating zero).
 pub const MAX_IPC_PATH_BYTES: usize = 107;
+
+/// Most IPC connections open at once: each holds up to the request size limit while a
+/// request arrives, so the count bounds the memory they take. One over it is told so and
+/// closed.
+pub const MAX_IPC_CONNECTIONS: usize = 256;
 
 /// Binds `path` (a stale socket file there is replaced, as anvil does; any other file is an
 /// error) and serves JSON-RPC on it on the current runtime until the runtime stops; the
@@ -34,13 +40,25 @@ pub fn serve_ipc(path: &Path, ctx: RpcContext) -> io::Result<()> {
     let listener = UnixListener::bind(path)?;
     let socket = Socket(path.to_owned());
     tracing::info!(target: "rpc", path = %path.display(), "json-rpc ipc listening");
+    let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     actix_web::rt::spawn(async move {
         let _socket = socket;
         loop {
             match listener.accept().await {
-                Ok((stream, _)) => {
-                    let ctx = ctx.clone();
-                    actix_web::rt::spawn(async move { serve_connection(stream, ctx).await });
+                Ok((mut stream, _)) => {
+                    use std::sync::atomic::Ordering;
+                    if open.fetch_add(1, Ordering::AcqRel) >= MAX_IPC_CONNECTIONS {
+                        open.fetch_sub(1, Ordering::AcqRel);
+                        let message =
+                            format!("too many ipc connections (at most {MAX_IPC_CONNECTIONS})");
+                        let _ = stream.write_all(&error_line(-32005, &message)).await;
+                        continue;
+                    }
+                    let (ctx, open) = (ctx.clone(), std::sync::Arc::clone(&open));
+                    actix_web::rt::spawn(async move {
+                        serve_connection(stream, ctx).await;
+                        open.fetch_sub(1, Ordering::AcqRel);
+                    });
                 }
                 Err(error) => {
                     tracing::warn!(target: "rpc", %error, "ipc accept failed");
@@ -65,7 +83,7 @@ async fn serve_connection(stream: UnixStream, ctx: RpcContext) {
     let (mut read, mut write) = stream.into_split();
     let max = ctx.limits.max_body_bytes;
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
-    let mut chunk = vec![0u8; 64 * 1024];
+    let mut chunk = vec![0u8; 16 * 1024];
     loop {
         match next_request(&mut buf) {
             Next::Request(body) => {
