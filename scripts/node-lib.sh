@@ -12,13 +12,14 @@ need_bins() { # binary...
   done
 }
 
-# Up to 30 s for eth_chainId to answer on 127.0.0.1:PORT; exits the script otherwise.
-wait_up() { # port
-  for _ in $(seq 1 300); do
-    curl -s -m 1 -H 'content-type: application/json' \
+# Up to 30 s (TRIES of PAUSE seconds: 300 of 0.1 unless given) for eth_chainId to answer on
+# 127.0.0.1:PORT; exits the script otherwise.
+wait_up() { # port [tries] [pause]
+  for _ in $(seq 1 "${2:-300}"); do
+    curl -s -m 2 -H 'content-type: application/json' \
       --data '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' \
       "http://127.0.0.1:$1/" >/dev/null 2>&1 && return 0
-    sleep 0.1
+    sleep "${3:-0.1}"
   done
   echo "nothing answers on port $1" >&2; exit 1
 }
@@ -32,13 +33,7 @@ callgrind_node() { # dir port cmd...
   valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$dir/cg.%p" \
     "$@" --dev --ephemeral --http.port "$port" >"$dir/node.log" 2>&1 &
   NODE_PID=$!; PIDS+=("$NODE_PID")
-  for _ in $(seq 1 600); do
-    curl -s -m 2 -H 'content-type: application/json' \
-      --data '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' \
-      "http://127.0.0.1:$port/" >/dev/null 2>&1 && return 0
-    sleep 0.2
-  done
-  echo "nothing answers on port $port under callgrind" >&2; exit 1
+  wait_up "$port" 600 0.2
 }
 
 # Dumps NODE_PID's counters since the last zeroing and stops it; sets CALLGRIND_DUMP (the
