@@ -50,6 +50,8 @@ pub struct StartupInfo {
     pub chain: String,
     /// The bound JSON-RPC address.
     pub listening: SocketAddr,
+    /// The further addresses it listens on, on the same port.
+    pub also: Vec<std::net::IpAddr>,
 }
 
 impl StartupInfo {
@@ -92,6 +94,7 @@ impl StartupInfo {
             hardfork: fork_name(config.spec),
             chain,
             listening,
+            also: node.config().more_http_ips.clone(),
         })
     }
 
@@ -132,7 +135,12 @@ impl StartupInfo {
         section(&mut s, "Genesis Number", &self.genesis_number.to_string());
         section(&mut s, "Hardfork", &self.hardfork);
         section(&mut s, "Chain", &self.chain);
-        let _ = writeln!(s, "\nListening on {}", self.listening);
+        // Every address, as anvil lists its --host addresses.
+        let _ = write!(s, "\nListening on {}", self.listening);
+        for ip in &self.also {
+            let _ = write!(s, ", {}", std::net::SocketAddr::new(*ip, self.listening.port()));
+        }
+        let _ = writeln!(s);
         s
     }
 
@@ -221,6 +229,7 @@ mod tests {
             hardfork: "prague".into(),
             chain: "new chain in memory".into(),
             listening: "127.0.0.1:8545".parse().unwrap(),
+            also: Vec::new(),
         }
     }
 

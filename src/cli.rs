@@ -116,9 +116,15 @@ pub struct Cli {
     /// restarts. Without --dev or --datadir the chain lives in memory, as anvil's.
     #[arg(long)]
     pub dev: bool,
-    /// Address the JSON-RPC server binds.
-    #[arg(long = "http.addr", visible_alias = "host", default_value = "127.0.0.1")]
-    pub http_addr: IpAddr,
+    /// Addresses the JSON-RPC server binds, all on the same port (repeat the flag or separate
+    /// them with commas, as anvil's --host).
+    #[arg(
+        long = "http.addr",
+        visible_alias = "host",
+        default_value = "127.0.0.1",
+        value_delimiter = ','
+    )]
+    pub http_addr: Vec<IpAddr>,
     /// Port of the JSON-RPC server (0 picks a free one).
     #[arg(
         short = 'p',

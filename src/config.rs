@@ -72,6 +72,8 @@ pub struct NodeConfig {
     pub storage: StorageMode,
     /// JSON-RPC listen address.
     pub http_addr: SocketAddr,
+    /// Further addresses the server also binds, on `http_addr`'s port (`--host a,b`).
+    pub more_http_ips: Vec<std::net::IpAddr>,
     /// Chain id.
     pub chain_id: u64,
     /// Number of dev accounts.
@@ -1013,7 +1015,8 @@ impl NodeConfig {
         let show = show_settings(&cli);
         Self {
             storage,
-            http_addr: SocketAddr::new(cli.http_addr, cli.http_port),
+            http_addr: SocketAddr::new(cli.http_addr[0], cli.http_port),
+            more_http_ips: cli.http_addr[1..].to_vec(),
             chain_id,
             accounts: cli.accounts,
             balance_wei: U256::from(balance) * U256::from(10u64).pow(U256::from(18)),
@@ -1201,11 +1204,12 @@ impl NodeConfig {
     /// accounts on an address other machines can reach. One message per risk (logged as
     /// warnings at startup).
     pub fn exposure_warnings(&self) -> Vec<String> {
-        let addr = self.http_addr;
         let mut warnings = Vec::new();
-        if addr.ip().is_loopback() {
+        let ips = std::iter::once(self.http_addr.ip()).chain(self.more_http_ips.iter().copied());
+        let Some(exposed) = ips.into_iter().find(|ip| !ip.is_loopback()) else {
             return warnings;
-        }
+        };
+        let addr = SocketAddr::new(exposed, self.http_addr.port());
         if self.api.serves_dev_methods() {
             warnings.push(format!(
                 "JSON-RPC on {addr} is reachable from other machines and serves the dev methods \
@@ -1245,6 +1249,21 @@ mod tests {
         let mut all = vec!["hearth"];
         all.extend_from_slice(args);
         NodeConfig::try_from(Cli::try_parse_from(all).expect("flags parse"))
+    }
+
+    #[test]
+    fn several_hosts_share_the_port() {
+        let config =
+            parse(&["--host", "127.0.0.1,::1", "--host", "127.0.0.2", "-p", "9"]).expect("valid");
+        assert_eq!(config.http_addr.to_string(), "127.0.0.1:9");
+        assert_eq!(
+            config.more_http_ips,
+            vec!["::1".parse::<std::net::IpAddr>().unwrap(), "127.0.0.2".parse().unwrap()]
+        );
+        assert!(config.exposure_warnings().is_empty(), "all loopback");
+        let exposed = parse(&["--host", "127.0.0.1,0.0.0.0"]).expect("valid");
+        assert!(exposed.exposure_warnings().iter().all(|w| w.contains("0.0.0.0")));
+        assert_eq!(exposed.exposure_warnings().len(), 2);
     }
 
     #[test]

@@ -443,7 +443,7 @@ impl Node {
         for warning in self.config.exposure_warnings() {
             tracing::warn!(target: "node", "{warning}");
         }
-        hearth_rpc::serve(addr, self.rpc_context(extensions), workers)
+        hearth_rpc::serve(addr, &self.config.more_http_ips, self.rpc_context(extensions), workers)
             .map_err(|source| NodeError::Bind { addr, source })
     }
 

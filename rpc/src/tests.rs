@@ -1174,7 +1174,7 @@ async fn http_server_answers_post_with_status_codes() {
         limits: RpcLimits { max_body_bytes: 200, ..RpcLimits::default() },
         ..f.ctx.clone()
     };
-    let (server, addr) = crate::serve("127.0.0.1:0".parse().unwrap(), ctx, 1).unwrap();
+    let (server, addr) = crate::serve("127.0.0.1:0".parse().unwrap(), &[], ctx, 1).unwrap();
     let handle = server.handle();
     actix::spawn(server);
     // Blocking socket I/O runs off the actix thread so the server keeps running.

@@ -38,6 +38,7 @@ const ALLOWED_METHODS: &str = "GET, POST, OPTIONS";
 /// (`hearth::shutdown`).
 pub fn serve(
     addr: SocketAddr,
+    more: &[std::net::IpAddr],
     ctx: RpcContext,
     workers: usize,
 ) -> io::Result<(Server, SocketAddr)> {
@@ -57,7 +58,13 @@ pub fn serve(
         .first()
         .copied()
         .ok_or_else(|| io::Error::other(format!("binding {addr} gave no address")))?;
-    tracing::info!(target: "rpc", %bound, workers, "json-rpc server bound");
+    // The further addresses on the same port (the first's, when it was 0), as anvil binds
+    // each --host.
+    let mut server = server;
+    for ip in more {
+        server = server.bind(SocketAddr::new(*ip, bound.port()))?;
+    }
+    tracing::info!(target: "rpc", %bound, also = ?more, workers, "json-rpc server bound");
     Ok((server.run(), bound))
 }
 
