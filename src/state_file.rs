@@ -41,7 +41,7 @@ pub async fn write(
 }
 
 /// `--state-interval`: writes the state file every `every` on the current runtime (the first
-/// after one interval), as [`write`] does, until the node stops; a failed write is logged and
+/// after one interval), as [`write()`] does, until the node stops; a failed write is logged and
 /// the next one tried.
 pub fn write_every(
     state: Addr<StateActor>,
