@@ -32,6 +32,9 @@ pub fn decode_call(payload: &[u8]) -> Option<(String, Vec<DynSolValue>)> {
     Some((format!("log({})", names.join(",")), values))
 }
 
+/// The most decimal places `%<n>e` takes: a 256-bit number has at most 78 digits.
+const MAX_PLACES: usize = 80;
+
 /// How one argument is asked to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Spec {
@@ -120,8 +123,11 @@ fn parse_spec(s: &str) -> Option<(Option<Spec>, usize)> {
             if s.as_bytes().get(digits) != Some(&b'e') {
                 return None;
             }
-            // Digits too many for a usize are no precision anyone asks for: `%e`.
-            return Some((Some(Spec::Exponent(s[..digits].parse().ok())), digits + 1));
+            // A precision past any 256-bit number's digits is text, not a specifier: the
+            // contract chooses it, and `%99999999999e` would otherwise pad a line with that
+            // many zeros.
+            let places = s[..digits].parse::<usize>().ok().filter(|p| *p <= MAX_PLACES)?;
+            return Some((Some(Spec::Exponent(Some(places))), digits + 1));
         }
         _ => return None,
     };
@@ -243,6 +249,13 @@ pub(super) mod tests {
                 "1.5",
             ),
             ("log(string,uint256)", vec![V::String("%3e".into()), uint(5)], "0.005"),
+            // A precision no number needs is text (it would pad with billions of zeros).
+            (
+                "log(string,uint256)",
+                vec![V::String("%99999999999e".into()), uint(5)],
+                "%99999999999e 5",
+            ),
+            ("log(string,uint256)", vec![V::String("%81e".into()), uint(5)], "%81e 5"),
             ("log(string,uint256)", vec![V::String("no spec".into()), uint(1)], "no spec 1"),
             ("log(string,uint256)", vec![V::String("".into()), uint(1)], "1"),
             ("log(string,uint256)", vec![V::String("%s %s".into()), uint(1)], "1 %s"),
