@@ -797,13 +797,21 @@ impl ChainDb {
     }
 
     /// Block `number` whole (header, hash, body, receipts, extras); `None` when there is
-    /// none. Its parts are written before its header, so a header without them is corruption.
+    /// none. Its parts are written before its header (`finish_block`), so a header without
+    /// them, or a body whose transactions, senders and receipts do not pair up, is corruption.
     pub fn sealed_block(&self, number: u64) -> Result<Option<SealedBlock>, StorageError> {
         let Some(header) = self.header(number)? else { return Ok(None) };
         let corrupt = |what| StorageError::Corrupt { what };
         let hash = self.block_hash(number)?.ok_or(corrupt("a block's hash"))?;
         let body = self.body(number)?.ok_or(corrupt("a block's body"))?;
         let receipts = self.receipts(number)?.ok_or(corrupt("a block's receipts"))?;
+        if body.transactions.len() != body.senders.len()
+            || body.transactions.len() != receipts.len()
+        {
+            return Err(corrupt(
+                "a block's transactions, senders and receipts, which differ in number",
+            ));
+        }
         let extras = self.extras(number)?;
         Ok(Some(SealedBlock { header, hash, body, receipts, extras }))
     }

@@ -84,20 +84,7 @@ pub(crate) fn lookup_block(
 
 /// Block `number` with its hash, body and receipts, or `None` if it is not stored.
 pub(crate) fn read_block(ctx: &RpcContext, number: u64) -> Result<Option<SealedBlock>, RpcError> {
-    let Some(header) = ctx.chain.header(number)? else {
-        return Ok(None);
-    };
-    // The hash, body and receipts are written before the header (storage's `finish_block`),
-    // so a block with a header and without the rest means the store is damaged.
-    let missing = |what| RpcError::MissingRecord { number, what };
-    let hash = ctx.chain.block_hash(number)?.ok_or_else(|| missing("hash"))?;
-    let body = ctx.chain.body(number)?.ok_or_else(|| missing("body"))?;
-    let receipts = ctx.chain.receipts(number)?.ok_or_else(|| missing("receipts"))?;
-    if body.transactions.len() != body.senders.len() || body.transactions.len() != receipts.len() {
-        return Err(missing("matching transactions, senders and receipts"));
-    }
-    let extras = ctx.chain.extras(number)?;
-    Ok(Some(SealedBlock { header, hash, body, receipts, extras }))
+    Ok(ctx.chain.sealed_block(number)?)
 }
 
 /// The block with hash `hash`, or `None` if we do not know it.
