@@ -54,6 +54,12 @@ pub enum RpcError {
         /// The transaction's hash.
         hash: alloy_primitives::B256,
     },
+    /// `--ipc` holds its most connections; this one is closed.
+    #[error("limit exceeded: {max} IPC connections open; close one")]
+    IpcConnections {
+        /// The bound.
+        max: usize,
+    },
     /// The EVM reverted; `output` is the revert data.
     #[error("{}", revert_message(output))]
     Reverted {
@@ -339,6 +345,7 @@ impl RpcError {
             | Self::Actor(ActorError::Full { .. })
             | Self::Mine(MineError::State(StateError::DumpTooLarge { .. }))
             | Self::Filter(hearth_messages::filters::FilterError::TooMany { .. })
+            | Self::IpcConnections { .. }
             | Self::Subscription(
                 SubscriptionError::TooManyConnections { .. }
                 | SubscriptionError::TooManySubscriptions { .. },

@@ -13,7 +13,7 @@ use serde::de::IgnoredAny;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 
-use crate::core::RpcContext;
+use crate::core::{RpcContext, RpcError};
 
 /// Longest path a Unix socket address holds (`sun_path`, with its terminating zero).
 pub const MAX_IPC_PATH_BYTES: usize = 107;
@@ -49,9 +49,8 @@ pub fn serve_ipc(path: &Path, ctx: RpcContext) -> io::Result<()> {
                     use std::sync::atomic::Ordering;
                     if open.fetch_add(1, Ordering::AcqRel) >= MAX_IPC_CONNECTIONS {
                         open.fetch_sub(1, Ordering::AcqRel);
-                        let message =
-                            format!("too many ipc connections (at most {MAX_IPC_CONNECTIONS})");
-                        let _ = stream.write_all(&error_line(-32005, &message)).await;
+                        let full = RpcError::IpcConnections { max: MAX_IPC_CONNECTIONS };
+                        let _ = stream.write_all(&error_line(&full)).await;
                         continue;
                     }
                     let (ctx, open) = (ctx.clone(), std::sync::Arc::clone(&open));
@@ -97,14 +96,14 @@ async fn serve_connection(stream: UnixStream, ctx: RpcContext) {
                 continue;
             }
             Next::Invalid(message) => {
-                let _ = write.write_all(&error_line(-32700, &message)).await;
+                let _ = write.write_all(&error_line(&RpcError::Parse(message))).await;
                 return;
             }
             Next::More => {}
         }
         if buf.len() > max {
-            let message = format!("request over {max} bytes");
-            let _ = write.write_all(&error_line(-32600, &message)).await;
+            let over = RpcError::InvalidRequest("the request is over the request size limit");
+            let _ = write.write_all(&error_line(&over)).await;
             return;
         }
         match read.read(&mut chunk).await {
@@ -146,19 +145,14 @@ fn next_request(buf: &mut Vec<u8>) -> Next {
             Next::Request(body)
         }
         Some(Err(e)) if e.is_eof() => Next::More,
-        Some(Err(e)) => Next::Invalid(format!("parse error: {e}")),
+        Some(Err(e)) => Next::Invalid(e.to_string()),
         None => Next::More,
     }
 }
 
-/// A JSON-RPC error response without an id, as one line.
-fn error_line(code: i32, message: &str) -> Vec<u8> {
-    let response = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": code, "message": message},
-    });
-    let mut line = response.to_string().into_bytes();
+/// A JSON-RPC error response without an id (encoded as HTTP encodes one), as one line.
+fn error_line(error: &RpcError) -> Vec<u8> {
+    let mut line = crate::transport::envelope::encode_error(&serde_json::Value::Null, error);
     line.push(b'\n');
     line
 }
