@@ -344,12 +344,12 @@ fn main() {
             // threads one at a time) sees the two sides' work apart.
             "--stale-helpers" if value == "yes" => stale_helpers = true,
             // The executor captures console.log output, as a node's does by default.
-            "--console-log" if value == "yes" => console_log = true,
+            "--console-log" if value == "yes" || value == "no" => console_log = value == "yes",
             other => {
                 eprintln!(
                     "unknown argument {other}; use --threads T --runs R --workload NAME \
                      [--only sequential|parallel|copies] [--stale-helpers yes] \
-                     [--console-log yes]"
+                     [--console-log yes|no]"
                 );
                 std::process::exit(2);
             }
