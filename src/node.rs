@@ -742,10 +742,11 @@ impl Wiring<'_> {
         self.restarts.push(("filters", filter_actor.restart_counter()));
         let filters = filter_actor.start_bounded(mailbox);
         let subscription_actor = SubscriptionActor::new(self.config.subscriptions);
-        let (subs_blocks, subs_pending, subs_console) = (
+        let (subs_blocks, subs_pending, subs_console, subs_logs) = (
             subscription_actor.block_interest(),
             subscription_actor.pending_interest(),
             subscription_actor.console_interest(),
+            subscription_actor.logs_interest(),
         );
         self.restarts.push(("subscriptions", subscription_actor.restart_counter()));
         let subscriptions = subscription_actor.start_bounded(mailbox);
@@ -754,7 +755,7 @@ impl Wiring<'_> {
         // Rewinds reach log subscriptions and log filters, whose undone logs are then
         // reported `removed: true`.
         let removals = [
-            SubscribeRemovals(subscriptions.clone().recipient(), subs_blocks.clone()),
+            SubscribeRemovals(subscriptions.clone().recipient(), subs_logs),
             SubscribeRemovals(filters.clone().recipient(), filters_logs),
         ];
         for removal in removals {

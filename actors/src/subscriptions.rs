@@ -293,6 +293,8 @@ pub struct SubscriptionActor {
     pending: Interest,
     /// On while some subscription wants console output.
     console: Interest,
+    /// On while a logs subscription exists (it wants `BlocksRemoved`).
+    logs: Interest,
     restarts: RestartCounter,
 }
 
@@ -304,6 +306,7 @@ impl SubscriptionActor {
             blocks: Interest::none(),
             pending: Interest::none(),
             console: Interest::none(),
+            logs: Interest::none(),
             restarts: RestartCounter::default(),
         }
     }
@@ -331,6 +334,12 @@ impl SubscriptionActor {
         self.pending.clone()
     }
 
+    /// Whether it wants `BlocksRemoved` now (a logs subscription exists): pass it with
+    /// `SubscribeRemovals`.
+    pub fn logs_interest(&self) -> Interest {
+        self.logs.clone()
+    }
+
     /// Whether it wants `ConsolePrinted` now: pass it to the `ConsoleSink`.
     pub fn console_interest(&self) -> Interest {
         self.console.clone()
@@ -342,6 +351,7 @@ impl SubscriptionActor {
         self.blocks.set(stats.new_heads + stats.logs > 0);
         self.pending.set(stats.pending_txs > 0);
         self.console.set(stats.console > 0);
+        self.logs.set(stats.logs > 0);
     }
 
     /// Starts the actor with its mailbox bounded from the first message on.
