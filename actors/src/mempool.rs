@@ -173,6 +173,18 @@ impl Handler<GetPooledTx> for MempoolActor {
     }
 }
 
+impl Handler<hearth_messages::mempool::GetPooledByNonce> for MempoolActor {
+    type Result = Option<PooledTx>;
+
+    fn handle(
+        &mut self,
+        msg: hearth_messages::mempool::GetPooledByNonce,
+        _ctx: &mut Self::Context,
+    ) -> Self::Result {
+        self.pool.by_nonce(&msg.sender, msg.nonce).cloned()
+    }
+}
+
 impl Handler<PendingNonce> for MempoolActor {
     type Result = Result<u64, TxError>;
 
@@ -300,4 +312,4 @@ impl Handler<hearth_messages::mempool::IsImpersonated> for MempoolActor {
     }
 }
 
-hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, GetPooledTx, PendingNonce, PoolSize, GetPoolCounters, hearth_messages::mempool::IsImpersonated);
+hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, GetPooledTx, hearth_messages::mempool::GetPooledByNonce, PendingNonce, PoolSize, GetPoolCounters, hearth_messages::mempool::IsImpersonated);

@@ -180,6 +180,19 @@ impl Message for GetPooledTx {
     type Result = Option<PooledTx>;
 }
 
+/// A sender's pooled transaction by nonce. Serves eth_getTransactionBySenderAndNonce.
+#[derive(Debug, Clone, Copy)]
+pub struct GetPooledByNonce {
+    /// The sender.
+    pub sender: Address,
+    /// The nonce.
+    pub nonce: u64,
+}
+
+impl Message for GetPooledByNonce {
+    type Result = Option<PooledTx>;
+}
+
 /// The sender's next nonce counting pooled transactions. Serves `eth_getTransactionCount`
 /// with the `pending` tag.
 #[derive(Debug, Clone, Copy)]
@@ -309,6 +322,8 @@ crate::actor_client! {
         ask submit_txs: SubmitTxs,
         /// Finds a pending transaction by hash.
         ask get_pooled_tx: GetPooledTx,
+        /// Finds a sender's pending transaction by nonce.
+        ask get_pooled_by_nonce: GetPooledByNonce,
         /// The next nonce counting pending transactions.
         ask pending_nonce: PendingNonce,
         /// Whether an account without a dev key may send unsigned (it is impersonated).

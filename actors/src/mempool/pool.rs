@@ -727,6 +727,11 @@ impl Pool {
         self.by_hash.get(hash)
     }
 
+    /// `sender`'s pooled transaction with `nonce`, from the sender index.
+    pub fn by_nonce(&self, sender: &Address, nonce: u64) -> Option<&PooledTx> {
+        self.by_sender.get(sender)?.get(&nonce).and_then(|hash| self.by_hash.get(hash))
+    }
+
     /// Number of pooled transactions.
     pub fn len(&self) -> usize {
         self.by_hash.len()

@@ -515,10 +515,9 @@ pub(crate) async fn get_transaction_by_sender_and_nonce(
     ctx: &RpcContext,
     (sender, nonce): (Address, u64),
 ) -> Result<Value, RpcError> {
-    let pool = ctx.mempool.pool_content(hearth_messages::mempool::GetPoolContent).await?;
-    let pooled = pool.pending.iter().chain(&pool.queued);
-    if let Some(pooled) = pooled.into_iter().find(|p| p.sender == sender && p.tx.nonce() == nonce) {
-        return to_json(&pending_transaction(pooled));
+    let pooled = hearth_messages::mempool::GetPooledByNonce { sender, nonce };
+    if let Some(pooled) = ctx.mempool.get_pooled_by_nonce(pooled).await? {
+        return to_json(&pending_transaction(&pooled));
     }
     let head = ctx.chain.head_number().unwrap_or_default();
     let nonce_at = |number: u64| -> Result<u64, RpcError> {
