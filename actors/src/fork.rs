@@ -37,7 +37,9 @@ use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use hearth_messages::fork::{
     Fetch, ForkCounters, ForkError, ForkKey, ForkReply, ForkValue, ForkedBlock, PinFork,
 };
-use hearth_storage::{BlockExtras, EMPTY_CODE_HASH, ForkedAccount, LogQuery, StoredBody};
+use hearth_storage::{
+    BlockExtras, EMPTY_CODE_HASH, ForkedAccount, LogQuery, ProofQuery, SimulateQuery, StoredBody,
+};
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
@@ -234,8 +236,16 @@ impl ForkBackendActor {
                 .map_err(fail)?
                 .map(ForkValue::Location),
             ForkKey::Logs(query) => {
-                self.cache.logs(query).map_err(fail)?.map(|json| ForkValue::Logs(Arc::new(json)))
+                self.cache.logs(query).map_err(fail)?.map(|json| ForkValue::Json(Arc::new(json)))
             }
+            ForkKey::Proof(query) => {
+                self.cache.proof(query).map_err(fail)?.map(|json| ForkValue::Json(Arc::new(json)))
+            }
+            ForkKey::Simulate(query) => self
+                .cache
+                .simulated(query)
+                .map_err(fail)?
+                .map(|json| ForkValue::Json(Arc::new(json))),
         })
     }
 
@@ -264,6 +274,17 @@ impl ForkBackendActor {
             ForkKey::BlockNumber(hash) => vec![("eth_getBlockByHash", json!([hash, false]))],
             ForkKey::TxLocation(hash) => vec![("eth_getTransactionByHash", json!([hash]))],
             ForkKey::Logs(query) => vec![("eth_getLogs", json!([log_filter(query)]))],
+            ForkKey::Proof(query) => {
+                let slots: Vec<String> =
+                    query.slots.iter().map(|slot| B256::from(*slot).to_string()).collect();
+                let number = format!("{:#x}", query.number);
+                vec![("eth_getProof", json!([query.address, slots, number]))]
+            }
+            ForkKey::Simulate(query) => {
+                // The payload was parsed and checked before it was keyed, so it parses.
+                let payload: Value = serde_json::from_str(&query.payload).unwrap_or_default();
+                vec![("eth_simulateV1", json!([payload, format!("{:#x}", query.base)]))]
+            }
         }
     }
 
@@ -502,6 +523,8 @@ impl ForkBackendActor {
             ForkKey::BlockNumber(hash) => self.decode_block_number(key, hash, &values[0]),
             ForkKey::TxLocation(hash) => self.decode_tx_location(key, hash, &values[0]),
             ForkKey::Logs(query) => self.decode_logs(key, query, &values[0]),
+            ForkKey::Proof(query) => self.decode_proof(key, query, &values[0]),
+            ForkKey::Simulate(query) => self.decode_simulated(key, query, &values[0]),
         }
     }
 
@@ -699,7 +722,45 @@ impl ForkBackendActor {
         }
         let json = serde_json::to_vec(value).map_err(|e| self.bad(key, &e.to_string()))?;
         self.cache.put_logs(query, &json).map_err(cache_err)?;
-        Ok(ForkValue::Logs(Arc::new(json)))
+        Ok(ForkValue::Json(Arc::new(json)))
+    }
+
+    /// An upstream proof, kept as it came once it is the object asked for: the account
+    /// named, one storage proof a slot. Whether its nodes hash to the block's root is the
+    /// reader's to check: it is served as the upstream's answer.
+    fn decode_proof(
+        &self,
+        key: &ForkKey,
+        query: &ProofQuery,
+        value: &Value,
+    ) -> Result<ForkValue, ForkError> {
+        let address = value.get("address").and_then(Value::as_str);
+        let named = address.and_then(|a| a.parse::<Address>().ok()) == Some(query.address);
+        let slots = value.get("storageProof").and_then(Value::as_array).map(Vec::len);
+        if !named || value.get("accountProof").is_none_or(|p| !p.is_array()) {
+            return Err(self.bad(key, "a proof of another account, or no account proof"));
+        }
+        if slots != Some(query.slots.len()) {
+            return Err(self.bad(key, "a proof with another number of storage proofs"));
+        }
+        let json = serde_json::to_vec(value).map_err(|e| self.bad(key, &e.to_string()))?;
+        self.cache.put_proof(query, &json).map_err(cache_err)?;
+        Ok(ForkValue::Json(Arc::new(json)))
+    }
+
+    /// The upstream's simulated blocks, kept as they came once they are an array.
+    fn decode_simulated(
+        &self,
+        key: &ForkKey,
+        query: &SimulateQuery,
+        value: &Value,
+    ) -> Result<ForkValue, ForkError> {
+        if !value.is_array() {
+            return Err(self.bad(key, "simulated blocks that are not an array"));
+        }
+        let json = serde_json::to_vec(value).map_err(|e| self.bad(key, &e.to_string()))?;
+        self.cache.put_simulated(query, &json).map_err(cache_err)?;
+        Ok(ForkValue::Json(Arc::new(json)))
     }
 
     fn upstream_name(&self) -> String {

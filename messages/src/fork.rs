@@ -16,7 +16,7 @@ use actix::Message;
 use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, U256};
 use crossbeam_utils::CachePadded;
-use hearth_storage::{BlockExtras, ForkedAccount, LogQuery, StoredBody};
+use hearth_storage::{BlockExtras, ForkedAccount, LogQuery, ProofQuery, SimulateQuery, StoredBody};
 
 /// One value the upstream can be asked for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -52,6 +52,11 @@ pub enum ForkKey {
     TxLocation(B256),
     /// The logs of upstream blocks matching a query (`eth_getLogs`).
     Logs(Box<LogQuery>),
+    /// An account's proof with some of its slots at upstream block `n`, at or below the fork
+    /// block (`eth_getProof`).
+    Proof(Box<ProofQuery>),
+    /// Simulated blocks on top of upstream block `n`, below the fork block (`eth_simulateV1`).
+    Simulate(Box<SimulateQuery>),
 }
 
 /// The upstream's answer for a [`ForkKey`] of the same kind.
@@ -74,8 +79,8 @@ pub enum ForkValue {
     /// A block number, or where a transaction is (number and index); `None`: not below the
     /// fork block upstream.
     Location(Option<(u64, u32)>),
-    /// The upstream's JSON array of log objects.
-    Logs(Arc<Vec<u8>>),
+    /// An answer kept as the upstream's JSON: a logs array, a proof, simulated blocks.
+    Json(Arc<Vec<u8>>),
 }
 
 /// An upstream block as the fork serves it.

@@ -901,6 +901,19 @@ impl ChainDb {
         Ok(account)
     }
 
+    /// Whether this store has its own record of `address` as of block `number` (a block or a
+    /// dev patch wrote it, a deletion included): on a fork, an account without one is the
+    /// upstream's as it was at the fork block, unchanged here.
+    pub fn has_local_account(&self, address: &Address, number: u64) -> Result<bool, StorageError> {
+        let snapshot = self.snapshot();
+        if self.cached() && snapshot.accounts.get(address, number).is_some() {
+            return Ok(true);
+        }
+        let from = layout::account_key(address, 0);
+        let to = layout::account_key(address, number);
+        Ok(self.last_in(&snapshot, &from, &to)?.is_some())
+    }
+
     /// A storage slot of the account's `incarnation` as of block `number`.
     pub fn storage(
         &self,

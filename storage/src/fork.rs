@@ -26,6 +26,28 @@ pub struct LogQuery {
     pub topics: Vec<Vec<B256>>,
 }
 
+/// An `eth_simulateV1` on top of upstream block `base` (below the fork block): the payload as
+/// the caller sent it, in JSON. Its RLP is the key its answer is cached under.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, RlpEncodable)]
+pub struct SimulateQuery {
+    /// The block the simulated blocks follow.
+    pub base: u64,
+    /// The `eth_simulateV1` payload (its first parameter), as JSON text.
+    pub payload: String,
+}
+
+/// An `eth_getProof` of upstream block `number` (at or below the fork block): an account and
+/// some of its slots, in the order asked. Its RLP is the key its answer is cached under.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, RlpEncodable)]
+pub struct ProofQuery {
+    /// The block whose state is proven.
+    pub number: u64,
+    /// The account.
+    pub address: Address,
+    /// Its storage slots.
+    pub slots: Vec<U256>,
+}
+
 thread_local! {
     /// The contract whose ring-buffer slots the running system call overwrites, if any.
     static OVERWRITING: std::cell::Cell<Option<Address>> = const { std::cell::Cell::new(None) };
@@ -129,4 +151,12 @@ pub trait ForkSource: Send + Sync + std::fmt::Debug {
 
     /// The logs matching `query` as the upstream answered them: a JSON array of log objects.
     fn logs(&self, query: &LogQuery) -> Result<Vec<u8>, StorageError>;
+
+    /// The upstream's EIP-1186 proof for `query` as it answered it: a JSON object in geth's
+    /// `eth_getProof` shape, against the upstream block's state root.
+    fn proof(&self, query: &ProofQuery) -> Result<Vec<u8>, StorageError>;
+
+    /// The upstream's `eth_simulateV1` answer for `query` as it answered it (a JSON array):
+    /// simulated blocks over state this node does not have the trie of.
+    fn simulate(&self, query: &SimulateQuery) -> Result<Vec<u8>, StorageError>;
 }

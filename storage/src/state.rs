@@ -54,6 +54,12 @@ impl StateView {
         }
     }
 
+    /// Whether the store has its own record of `address` at this block (see
+    /// [`ChainDb::has_local_account`]).
+    pub fn is_local(&self, address: &Address) -> Result<bool, StorageError> {
+        self.db.has_local_account(address, self.number)
+    }
+
     /// The underlying store.
     pub const fn db(&self) -> &ChainDb {
         &self.db

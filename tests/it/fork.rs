@@ -1086,3 +1086,96 @@ fn an_upstream_without_eth_get_account_info_is_asked_three_calls_an_account() {
     assert_eq!(proxy.count("eth_getAccountInfo"), 12, "not asked again");
     assert!(proxy.count("eth_getBalance") >= 14, "{}", proxy.count("eth_getBalance"));
 }
+
+#[test]
+fn proofs_up_to_the_fork_block_are_the_upstream_s_and_local_ones_after_a_change() {
+    use crate::proof::{b256, verify_against};
+    or_skip!(crate::conformance::conformance_dir());
+    let upstream = Upstream::start();
+    // Fifty accounts that only the upstream funded.
+    let accounts: Vec<String> = (0..50u64).map(|i| format!("0x{:040x}", 0xb0b000 + i)).collect();
+    for (i, account) in accounts.iter().enumerate() {
+        let value = format!("{:#x}", i + 1);
+        upstream.node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": account, "value": value}]));
+    }
+    let proxy = Proxy::start(upstream.node.addr);
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    let fork = fork_node(&proxy, head, &["--no-fork-cache"]);
+    let tag = |n: u64| format!("{n:#x}");
+    let root = |node: &NodeProcess, n: u64| {
+        b256(&node.ok("eth_getBlockByNumber", json!([tag(n), false]))["stateRoot"])
+    };
+    let address = |a: &str| a.parse::<alloy_primitives::Address>().expect("address");
+    // The summer's fifty slots hold 1..=50.
+    let slots: Vec<String> = (0..50u64).map(|i| format!("{i:#x}")).collect();
+    let slots: Vec<&str> = slots.iter().map(String::as_str).collect();
+
+    // At the fork block and below it: the upstream's proofs, which verify against the
+    // upstream block's root and equal the upstream's own answers.
+    for number in [head, head - 25] {
+        let upstream_root = root(&upstream.node, number);
+        assert_eq!(root(&fork, number), upstream_root, "the fork shows the upstream's header");
+        let funded = accounts.iter().take(if number == head { 50 } else { 24 });
+        for account in funded {
+            let params = json!([account, [], tag(number)]);
+            let proof = fork.ok("eth_getProof", params.clone());
+            verify_against(&proof, upstream_root, address(account), true, &[], &tag(number));
+            assert_eq!(proof, upstream.node.ok("eth_getProof", params), "{account} at {number}");
+        }
+        let params = json!([upstream.summer, slots, tag(number)]);
+        let proof = fork.ok("eth_getProof", params.clone());
+        verify_against(&proof, upstream_root, address(&upstream.summer), true, &slots, "fork");
+        assert_eq!(proof, upstream.node.ok("eth_getProof", params));
+        let params = json!([upstream.summer, tag(number)]);
+        assert_eq!(fork.ok("eth_getAccount", params.clone()), upstream.node.ok("eth_getAccount", params));
+    }
+    // Asked again: from the cache.
+    let asked = proxy.count("eth_getProof");
+    assert_eq!(asked, 50 + 24 + 2 + 2, "one upstream proof a query (eth_getAccount's included)");
+    fork.ok("eth_getProof", json!([upstream.summer, slots, tag(head)]));
+    assert_eq!(proxy.count("eth_getProof"), asked, "a cached proof asks the upstream nothing");
+
+    // A dev account is written here at the fork block: its proof is the local trie's.
+    fork.ok("eth_getProof", json!([ALICE, [], tag(head)]));
+    assert_eq!(proxy.count("eth_getProof"), asked, "a local account is not asked upstream");
+
+    // After a local change, in a local block: the local trie's proof, against its root.
+    let paid = &accounts[7];
+    fork.ok("eth_sendTransaction", json!([{"from": ALICE, "to": paid, "value": "0x100"}]));
+    fork.ok("anvil_setStorageAt", json!([upstream.summer, "0x3", format!("0x{:064x}", 99)]));
+    fork.ok("evm_mine", json!([]));
+    let local = head + 2;
+    let local_root = root(&fork, local);
+    let proof = fork.ok("eth_getProof", json!([paid, [], tag(local)]));
+    assert_eq!(proof["balance"], format!("{:#x}", 8 + 0x100));
+    verify_against(&proof, local_root, address(paid), true, &[], "local");
+    let proof = fork.ok("eth_getProof", json!([upstream.summer, ["0x3"], tag(local)]));
+    assert_eq!(proof["storageProof"][0]["value"], "0x63");
+    verify_against(&proof, local_root, address(&upstream.summer), true, &["0x3"], "local");
+    assert_eq!(proxy.count("eth_getProof"), asked, "local blocks are proven here");
+}
+
+#[test]
+fn simulations_below_the_fork_block_are_the_upstream_s() {
+    or_skip!(crate::conformance::conformance_dir());
+    let upstream = Upstream::start();
+    let proxy = Proxy::start(upstream.node.addr);
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    let fork = fork_node(&proxy, head, &["--no-fork-cache"]);
+    let below = format!("{:#x}", head - 1);
+    let payload = json!({"blockStateCalls": [{"calls": [
+        {"from": ALICE, "to": upstream.token, "data": balance_of(HOLDER)},
+        {"from": ALICE, "to": HOLDER, "value": "0x1"},
+    ]}]});
+    let params = json!([payload, below]);
+    let simulated = fork.ok("eth_simulateV1", params.clone());
+    assert_eq!(simulated, upstream.node.ok("eth_simulateV1", params.clone()));
+    assert_eq!(simulated[0]["calls"][0]["status"], "0x1", "{simulated}");
+    assert_eq!(proxy.count("eth_simulateV1"), 1);
+    assert_eq!(fork.ok("eth_simulateV1", params), simulated);
+    assert_eq!(proxy.count("eth_simulateV1"), 1, "the answer is cached");
+    // From the fork block on, the fork simulates on its own state.
+    let at_fork = json!([payload, format!("{head:#x}")]);
+    assert_eq!(fork.ok("eth_simulateV1", at_fork)[0]["calls"][1]["status"], "0x1");
+    assert_eq!(proxy.count("eth_simulateV1"), 1);
+}

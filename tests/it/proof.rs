@@ -15,12 +15,12 @@ const EMPTY_CODE_HASH: &str = "0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273
 /// The root of an empty trie, as geth reports it for an account without storage.
 const EMPTY_ROOT: &str = "0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421";
 
-fn u256(value: &Value) -> U256 {
+pub(crate) fn u256(value: &Value) -> U256 {
     let s = value.as_str().unwrap_or_else(|| panic!("not a quantity: {value}"));
     U256::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex quantity")
 }
 
-fn b256(value: &Value) -> B256 {
+pub(crate) fn b256(value: &Value) -> B256 {
     value.as_str().unwrap_or_else(|| panic!("not a hash: {value}")).parse().expect("32-byte hex")
 }
 
@@ -51,17 +51,47 @@ async fn verified_proof(node: &TestNode, address: Address, keys: &[&str], block:
         result["address"].as_str().map(str::to_lowercase),
         Some(address.to_string().to_lowercase())
     );
+    // An account that does not exist is reported with geth's defaults and proven absent.
+    let exists = node.ok("eth_getTransactionCount", json!([address, block])).await != "0x0"
+        || node.ok("eth_getBalance", json!([address, block])).await != "0x0"
+        || node.ok("eth_getCode", json!([address, block])).await != "0x";
+    verify_against(&result, root, address, exists, keys, block);
+    assert_eq!(result["balance"], node.ok("eth_getBalance", json!([address, block])).await);
+    // eth_getAccount answers the same trie fields as the proof, which the verifier checked.
+    let trie_account = node.ok("eth_getAccount", json!([address, block])).await;
+    let expected = json!({
+        "codeHash": result["codeHash"],
+        "storageRoot": result["storageHash"],
+        "balance": result["balance"],
+        "nonce": result["nonce"],
+    });
+    assert_eq!(trie_account, expected, "eth_getAccount of {address} at {block}");
 
+    let storage = result["storageProof"].as_array().expect("storageProof is an array");
+    for (entry, key) in storage.iter().zip(keys) {
+        let stored = node.ok("eth_getStorageAt", json!([address, key, block])).await;
+        assert_eq!(u256(&entry["value"]), U256::from_be_bytes(b256(&stored).0), "slot {key} at {block}");
+    }
+    result
+}
+
+/// Verifies an eth_getProof answer (`result`) with alloy-trie against state root `root`: the
+/// account (proven present when `exists`, else absent with geth's defaults) and each slot of
+/// `keys` with the value the answer gives. `at` names the block in messages.
+pub(crate) fn verify_against(
+    result: &Value,
+    root: B256,
+    address: Address,
+    exists: bool,
+    keys: &[&str],
+    at: &str,
+) {
     let account = TrieAccount {
         nonce: quantity(&result["nonce"]),
         balance: u256(&result["balance"]),
         storage_root: b256(&result["storageHash"]),
         code_hash: b256(&result["codeHash"]),
     };
-    // An account that does not exist is reported with geth's defaults and proven absent.
-    let exists = node.ok("eth_getTransactionCount", json!([address, block])).await != "0x0"
-        || node.ok("eth_getBalance", json!([address, block])).await != "0x0"
-        || node.ok("eth_getCode", json!([address, block])).await != "0x";
     let expected = exists.then(|| alloy_rlp::encode(account));
     if !exists {
         assert_eq!(result["balance"], "0x0");
@@ -75,25 +105,12 @@ async fn verified_proof(node: &TestNode, address: Address, keys: &[&str], block:
         expected,
         &nodes(&result["accountProof"]),
     )
-    .unwrap_or_else(|e| panic!("account proof of {address} at {block}: {e}"));
-    assert_eq!(result["balance"], node.ok("eth_getBalance", json!([address, block])).await);
-    // eth_getAccount answers the same trie fields as the proof, which the verifier checked.
-    let trie_account = node.ok("eth_getAccount", json!([address, block])).await;
-    let expected = json!({
-        "codeHash": result["codeHash"],
-        "storageRoot": result["storageHash"],
-        "balance": result["balance"],
-        "nonce": result["nonce"],
-    });
-    assert_eq!(trie_account, expected, "eth_getAccount of {address} at {block}");
-
+    .unwrap_or_else(|e| panic!("account proof of {address} at {at}: {e}"));
     let storage = result["storageProof"].as_array().expect("storageProof is an array");
     assert_eq!(storage.len(), keys.len());
     for (entry, key) in storage.iter().zip(keys) {
         let slot = U256::from_str_radix(key.trim_start_matches("0x"), 16).expect("hex key");
         let value = u256(&entry["value"]);
-        let stored = node.ok("eth_getStorageAt", json!([address, key, block])).await;
-        assert_eq!(value, U256::from_be_bytes(b256(&stored).0), "slot {key} at {block}");
         let expected = (!value.is_zero()).then(|| alloy_rlp::encode(value));
         verify_proof(
             account.storage_root,
@@ -101,9 +118,8 @@ async fn verified_proof(node: &TestNode, address: Address, keys: &[&str], block:
             expected,
             &nodes(&entry["proof"]),
         )
-        .unwrap_or_else(|e| panic!("proof of slot {key} of {address} at {block}: {e}"));
+        .unwrap_or_else(|e| panic!("proof of slot {key} of {address} at {at}: {e}"));
     }
-    result
 }
 
 /// balanceOf[holder] of BenchToken lives at keccak(holder . 1): the mapping is slot 1.

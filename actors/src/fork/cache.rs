@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use alloy_rlp::{Decodable, RlpDecodable, RlpEncodable};
-use hearth_storage::{BlockExtras, ForkedAccount, KeyWrites, LogQuery, StoredBody};
+use hearth_storage::{BlockExtras, ForkedAccount, KeyWrites, LogQuery, ProofQuery, SimulateQuery, StoredBody};
 
 /// What the cache could not do.
 #[derive(Debug, thiserror::Error)]
@@ -67,12 +67,15 @@ const RANGE: u8 = b'r';
 const HASHED_SLOT: u8 = b'z';
 /// Meta tree, history below a fork block (immutable, so shared by forks of any later block):
 /// number -> a block's body and extras; number -> its receipts; hash -> a block's number;
-/// hash -> a transaction's block number and index; keccak(query) -> a logs answer.
+/// hash -> a transaction's block number and index; keccak(query) -> a logs answer;
+/// keccak(query) -> an eth_getProof answer; keccak(query) -> an eth_simulateV1 answer.
 const BODY: u8 = b'B';
 const RECEIPTS: u8 = b'R';
 const NUMBER_OF: u8 = b'N';
 const TX_AT: u8 = b'T';
 const LOGS: u8 = b'L';
+const PROOF: u8 = b'P';
+const SIMULATED: u8 = b'S';
 /// Meta tree: number -> the total difficulty the upstream reported with the block; number ->
 /// the size it reported.
 const TOTAL_DIFFICULTY: u8 = b'D';
@@ -562,15 +565,44 @@ impl ForkCache {
 
     /// A cached logs answer (a JSON array).
     pub fn logs(&self, query: &LogQuery) -> Result<Option<Vec<u8>>, ForkCacheError> {
-        Ok(self.meta.get(logs_key(query))?.map(|v| v.to_vec()))
+        self.answer(&query_key(LOGS, query))
     }
 
     /// Caches a logs answer.
     pub fn put_logs(&self, query: &LogQuery, json: &[u8]) -> Result<(), ForkCacheError> {
-        if !self.fits(33 + json.len()) {
+        self.put_answer(&query_key(LOGS, query), json)
+    }
+
+    /// A cached proof (a JSON object).
+    pub fn proof(&self, query: &ProofQuery) -> Result<Option<Vec<u8>>, ForkCacheError> {
+        self.answer(&query_key(PROOF, query))
+    }
+
+    /// Caches a proof.
+    pub fn put_proof(&self, query: &ProofQuery, json: &[u8]) -> Result<(), ForkCacheError> {
+        self.put_answer(&query_key(PROOF, query), json)
+    }
+
+    /// A cached eth_simulateV1 answer (a JSON array).
+    pub fn simulated(&self, query: &SimulateQuery) -> Result<Option<Vec<u8>>, ForkCacheError> {
+        self.answer(&query_key(SIMULATED, query))
+    }
+
+    /// Caches an eth_simulateV1 answer.
+    pub fn put_simulated(&self, query: &SimulateQuery, json: &[u8]) -> Result<(), ForkCacheError> {
+        self.put_answer(&query_key(SIMULATED, query), json)
+    }
+
+    /// An upstream answer kept as its JSON, under the hash of the query it answers.
+    fn answer(&self, key: &[u8; 33]) -> Result<Option<Vec<u8>>, ForkCacheError> {
+        Ok(self.meta.get(key)?.map(|v| v.to_vec()))
+    }
+
+    fn put_answer(&self, key: &[u8; 33], json: &[u8]) -> Result<(), ForkCacheError> {
+        if !self.fits(key.len() + json.len()) {
             return Ok(());
         }
-        KeyWrites::new(&self.meta).insert(&logs_key(query)[..], json)?;
+        KeyWrites::new(&self.meta).insert(&key[..], json)?;
         Ok(())
     }
 
@@ -710,8 +742,9 @@ fn absent_key(kind: LocationKind, hash: &B256) -> [u8; 34] {
     k
 }
 
-fn logs_key(query: &LogQuery) -> [u8; 33] {
-    hash_key(LOGS, &keccak256(alloy_rlp::encode(query)))
+/// The key of an answer to `query` (a logs filter, a proof): the hash of its RLP.
+fn query_key(prefix: u8, query: &impl alloy_rlp::Encodable) -> [u8; 33] {
+    hash_key(prefix, &keccak256(alloy_rlp::encode(query)))
 }
 
 fn slot_key(address: &Address, slot: &U256) -> [u8; 53] {

@@ -19,7 +19,7 @@ use hearth_messages::fork::misses::{self, MissSource};
 use hearth_messages::fork::{
     Fetch, ForkCounters, ForkError, ForkKey, ForkReply, ForkValue, PinFork,
 };
-use hearth_storage::{BlockExtras, ForkSource, ForkedAccount, LogQuery, StorageError, StoredBody};
+use hearth_storage::{BlockExtras, ForkSource, ForkedAccount, LogQuery, ProofQuery, SimulateQuery, StorageError, StoredBody};
 
 use super::cache::{ForkCache, ForkCacheError, LocationKind};
 
@@ -387,7 +387,41 @@ impl ForkSource for ForkClient {
             return Ok(json);
         }
         match self.fetch(ForkKey::Logs(Box::new(query.clone()))).map_err(storage_error)? {
-            ForkValue::Logs(json) => Ok(json.to_vec()),
+            ForkValue::Json(json) => Ok(json.to_vec()),
+            other => Err(storage_error(unexpected(&other))),
+        }
+    }
+
+    fn proof(&self, query: &ProofQuery) -> Result<Vec<u8>, StorageError> {
+        if query.number > self.block {
+            return Err(StorageError::Fork(format!(
+                "a proof of block {} asked of the upstream, above the fork block {}",
+                query.number, self.block
+            )));
+        }
+        if let Some(json) = self.cache.proof(query).map_err(cache_error)? {
+            self.counters.add_hit();
+            return Ok(json);
+        }
+        match self.fetch(ForkKey::Proof(Box::new(query.clone()))).map_err(storage_error)? {
+            ForkValue::Json(json) => Ok(json.to_vec()),
+            other => Err(storage_error(unexpected(&other))),
+        }
+    }
+
+    fn simulate(&self, query: &SimulateQuery) -> Result<Vec<u8>, StorageError> {
+        if query.base >= self.block {
+            return Err(StorageError::Fork(format!(
+                "a simulation on block {} asked of the upstream, not below the fork block {}",
+                query.base, self.block
+            )));
+        }
+        if let Some(json) = self.cache.simulated(query).map_err(cache_error)? {
+            self.counters.add_hit();
+            return Ok(json);
+        }
+        match self.fetch(ForkKey::Simulate(Box::new(query.clone()))).map_err(storage_error)? {
+            ForkValue::Json(json) => Ok(json.to_vec()),
             other => Err(storage_error(unexpected(&other))),
         }
     }

@@ -193,7 +193,9 @@ fn stand_in(key: &ForkKey) -> Option<ForkValue> {
         | ForkKey::Receipts(_)
         | ForkKey::BlockNumber(_)
         | ForkKey::TxLocation(_)
-        | ForkKey::Logs(_) => None,
+        | ForkKey::Logs(_)
+        | ForkKey::Proof(_)
+        | ForkKey::Simulate(_) => None,
     }
 }
 

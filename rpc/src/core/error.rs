@@ -84,18 +84,6 @@ pub enum RpcError {
     /// A state query names a block after the head, or a hash we do not know.
     #[error("header not found")]
     HeaderNotFound,
-    /// A fork is asked for a proof or a simulation before its fork block, where its state is
-    /// the upstream's read value by value (state queries, calls and traces are served there).
-    #[error(
-        "block {number} is before the fork block {fork}: a fork serves proofs and simulations \
-         from its fork block on; ask the upstream for earlier ones"
-    )]
-    BeforeFork {
-        /// The block asked for.
-        number: u64,
-        /// The fork block.
-        fork: u64,
-    },
     /// eth_getLogs names a block hash we do not know.
     #[error("unknown block")]
     UnknownBlock,
@@ -259,7 +247,6 @@ impl RpcError {
         matches!(
             self,
             Self::HeaderNotFound
-                | Self::BeforeFork { .. }
                 | Self::UnknownBlock
                 | Self::BlockNotFound(_)
                 | Self::BeyondHead { .. }
@@ -286,7 +273,6 @@ impl RpcError {
             Self::Halted { .. }
             | Self::GasExceedsAllowance { .. }
             | Self::HeaderNotFound
-            | Self::BeforeFork { .. }
             | Self::UnknownBlock
             | Self::InvalidBlockRange
             | Self::Filter(hearth_messages::filters::FilterError::NotFound)
@@ -587,7 +573,6 @@ mod tests {
             (RpcError::MethodNotFound("eth_foo".into()), -32601),
             (RpcError::InvalidParams("bad".into()), -32602),
             (RpcError::HeaderNotFound, -32000),
-            (RpcError::BeforeFork { number: 1, fork: 2 }, -32000),
             (RpcError::Halted { reason: hearth_messages::executor::HaltReason::OutOfGas }, -32000),
             (RpcError::Exec(ExecError::UnknownBlock), -32000),
             (RpcError::Exec(ExecError::Busy(Refusal::QueueFull { max_queued: 4 })), -32005),

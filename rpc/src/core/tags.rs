@@ -60,18 +60,6 @@ pub(crate) fn state_block(ctx: &RpcContext, block: BlockId) -> Result<u64, RpcEr
     Ok(number)
 }
 
-/// Refuses state at block `number` when it is before a fork's fork block, for the methods that
-/// need more than its values (a proof needs the upstream's trie nodes, which the fork does not
-/// fetch). Below the fork block the store reads the upstream's state as of that block.
-pub(crate) fn state_after_fork(ctx: &RpcContext, number: u64) -> Result<(), RpcError> {
-    match ctx.chain.fork() {
-        Some(fork) if number < fork.block() => {
-            Err(RpcError::BeforeFork { number, fork: fork.block() })
-        }
-        _ => Ok(()),
-    }
-}
-
 /// The block a lookup names, or `None` when it is after the head (the answer is `null`).
 pub(crate) fn lookup_block(
     ctx: &RpcContext,

@@ -3,12 +3,14 @@
 //! The proofs come from `StateView::proof`, which walks Hearth's own state and storage tries as
 //! of the requested block (every trie node is kept, so any past block can be proven). A
 //! non-existent account is proven absent and reported as geth does: zero balance and nonce,
-//! the empty code hash and the empty storage root, with an empty proof for each slot.
+//! the empty code hash and the empty storage root, with an empty proof for each slot. On a
+//! fork, state up to the fork block that was never written here is proven by the upstream.
 
 use alloy_primitives::{Address, B256, Bytes, U64, U256};
-use hearth_messages::storage::EMPTY_CODE_HASH;
+use hearth_messages::StateView;
+use hearth_messages::storage::{EMPTY_CODE_HASH, ProofQuery, StorageError};
 use hearth_messages::storage::trie::EMPTY_ROOT;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::core::RpcContext;
@@ -87,20 +89,20 @@ impl FromParam for ProofKeys {
 }
 
 /// geth's `AccountResult`, field for field.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct AccountResult {
+pub(crate) struct AccountResult {
     address: Address,
     account_proof: Vec<Bytes>,
-    balance: U256,
-    code_hash: B256,
-    nonce: U64,
-    storage_hash: B256,
+    pub(crate) balance: U256,
+    pub(crate) code_hash: B256,
+    pub(crate) nonce: U64,
+    pub(crate) storage_hash: B256,
     storage_proof: Vec<StorageResult>,
 }
 
 /// geth's `StorageResult`: the key as echoed, the value as a quantity, and the proof.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct StorageResult {
     key: String,
     value: U256,
@@ -113,9 +115,12 @@ pub(crate) fn get_proof(ctx: &RpcContext, params: &Params) -> Result<Value, RpcE
     let address: Address = params.required(0)?;
     let ProofKeys(keys) = params.optional(1)?.unwrap_or(ProofKeys(Vec::new()));
     let number = state_block(ctx, block_arg(params, 2)?)?;
-    crate::core::state_after_fork(ctx, number)?;
     let slots: Vec<U256> = keys.iter().map(|k| k.slot).collect();
-    let proof = ctx.chain.state_at(number).proof(&address, &slots)?;
+    let view = ctx.chain.state_at(number);
+    if let Some(proof) = upstream_proof(ctx, &view, &address, &keys)? {
+        return to_json(&proof);
+    }
+    let proof = view.proof(&address, &slots)?;
     let storage_proof = keys
         .iter()
         .zip(proof.storage)
@@ -131,6 +136,41 @@ pub(crate) fn get_proof(ctx: &RpcContext, params: &Params) -> Result<Value, RpcE
         storage_hash: account.as_ref().map_or(EMPTY_ROOT, |a| a.storage_root),
         storage_proof,
     })
+}
+
+/// On a fork, the upstream's proof of `address` and `keys` in `view`, when the state proven is
+/// the upstream's: up to the fork block, for an account this node never wrote. Its proof is
+/// against the upstream block's root, which the local trie (holding only what was written
+/// here) does not have. An account written here (a dev account, a patch) is proven from the
+/// local trie, whole (`None`): a proof never mixes the two. Fetched once, then cached like
+/// other fork reads; the keys are echoed as this node echoes them.
+pub(crate) fn upstream_proof(
+    ctx: &RpcContext,
+    view: &StateView,
+    address: &Address,
+    keys: &[ProofKey],
+) -> Result<Option<AccountResult>, RpcError> {
+    let number = view.number();
+    let fork = match ctx.chain.fork() {
+        Some(fork) if number < fork.block() => fork,
+        Some(fork) if number == fork.block() && !view.is_local(address)? => fork,
+        _ => return Ok(None),
+    };
+    let slots = keys.iter().map(|k| k.slot).collect();
+    let query = ProofQuery { number, address: *address, slots };
+    let json = fork.proof(&query)?;
+    let mut proof: AccountResult = serde_json::from_slice(&json).map_err(|e| {
+        RpcError::Storage(StorageError::Fork(format!("the upstream's eth_getProof answer: {e}")))
+    })?;
+    if proof.address != query.address || proof.storage_proof.len() != keys.len() {
+        return Err(RpcError::Storage(StorageError::Fork(
+            "the upstream's eth_getProof answer proves something else".to_owned(),
+        )));
+    }
+    for (slot, key) in proof.storage_proof.iter_mut().zip(keys) {
+        slot.key = key.echo();
+    }
+    Ok(Some(proof))
 }
 
 #[cfg(test)]

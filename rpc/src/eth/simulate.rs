@@ -13,6 +13,7 @@ use alloy_eips::eip4895::Withdrawal;
 use alloy_primitives::{B256, Bytes, U256};
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag, Log};
 use hearth_messages::executor::StateOverrides;
+use hearth_messages::storage::SimulateQuery;
 use hearth_messages::simulate::{
     MAX_CALLS_PER_BLOCK, MAX_SIMULATE_BLOCKS, MAX_SIMULATE_CALLS, SimBlock, SimBlockOverrides,
     SimCall, SimCallError, SimCallResult, Simulate, SimulatedBlock,
@@ -293,7 +294,17 @@ pub(crate) async fn simulate(ctx: &RpcContext, params: &Params) -> Result<Reply,
     }
     let block = params.optional(1)?.unwrap_or(BlockId::Number(BlockNumberOrTag::Latest));
     let base = state_block(ctx, block)?;
-    crate::core::state_after_fork(ctx, base)?;
+    // Below a fork's fork block this node has the upstream's state but not its trie, so it
+    // could not seal the simulated blocks with real roots: the upstream simulates them (as
+    // anvil does), once; the answer is cached, since that state never changes.
+    if let Some(fork) = ctx.chain.fork()
+        && base < fork.block()
+    {
+        let query = SimulateQuery { base, payload: raw.to_string() };
+        let mut out = CappedJson::new(&ctx.limits);
+        out.raw(&fork.simulate(&query)?)?;
+        return Ok(out.finish());
+    }
     let simulate = Simulate {
         base,
         blocks: payload.blocks,

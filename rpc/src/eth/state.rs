@@ -127,15 +127,23 @@ struct TrieAccount {
 
 /// eth_getAccount: `[address, block?]`; the account as the state trie holds it (`codeHash`,
 /// `storageRoot`, `balance`, `nonce`). An absent account answers the empty one, as geth does.
-/// On a fork, blocks before the fork block are refused, as for eth_getProof: the storage root
-/// of an upstream account is only known from its trie, which the fork does not fetch.
+/// On a fork, an account of the upstream's state (up to the fork block, never written here)
+/// is read from the upstream's proof, the one place its storage root is known.
 pub(crate) fn get_account(
     ctx: &RpcContext,
     (address, block): (Address, Option<BlockId>),
 ) -> Result<Value, RpcError> {
     let number = state_block(ctx, block.unwrap_or(LATEST))?;
-    crate::core::state_after_fork(ctx, number)?;
-    let account = ctx.chain.state_at(number).proof(&address, &[])?.account;
+    let view = ctx.chain.state_at(number);
+    if let Some(proof) = crate::eth::proof::upstream_proof(ctx, &view, &address, &[])? {
+        return to_json(&TrieAccount {
+            code_hash: proof.code_hash,
+            storage_root: proof.storage_hash,
+            balance: proof.balance,
+            nonce: proof.nonce,
+        });
+    }
+    let account = view.proof(&address, &[])?.account;
     to_json(&TrieAccount {
         code_hash: account.as_ref().map_or(EMPTY_CODE_HASH, |a| a.code_hash),
         storage_root: account.as_ref().map_or(EMPTY_ROOT, |a| a.storage_root),
