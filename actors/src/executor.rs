@@ -29,8 +29,8 @@ use alloy_primitives::U256;
 use hearth_messages::ExecError;
 use hearth_messages::access_list::{AccessListOutcome, CreateAccessList};
 use hearth_messages::executor::{
-    Admitted, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, EstimateGas, EstimateOutcome,
-    GetTouchedSlots, TouchedSlots,
+    Admitted, BuildBlock, BuiltBlock, Call, CallMany, CallOutcome, CallRequest, EstimateGas,
+    EstimateOutcome, GetTouchedSlots, TouchedSlots,
 };
 use hearth_messages::fork::misses;
 use hearth_messages::payload::{BuildPayload, BuiltPayload};
@@ -156,19 +156,6 @@ impl ExecutorActor {
         }
     }
 
-    /// The EVM configuration under `rules`: the fork, its blob schedule, the chain id and the
-    /// code size limit.
-    pub(crate) fn cfg_for(&self, rules: &BlockForkRules) -> CfgEnv {
-        let mut cfg = CfgEnv::new_with_spec(rules.spec);
-        cfg.chain_id = self.config.chain_id.get();
-        cfg.limit_contract_code_size = self.config.code_size_limit;
-        if rules.spec.is_enabled_in(SpecId::CANCUN) {
-            cfg.max_blobs_per_tx = Some(rules.blob_params.max_blobs_per_tx);
-            cfg.blob_base_fee_update_fraction = Some(blob_fraction(&rules.blob_params));
-        }
-        cfg
-    }
-
     /// The configuration, block environment and transaction eth_call runs `request` with
     /// (`gas` already capped) at block `header`. Shared with debug_traceCall and trace_call.
     pub(crate) fn call_env(
@@ -177,29 +164,7 @@ impl ExecutorActor {
         header: &Header,
         gas: u64,
     ) -> (CfgEnv, BlockEnv, TxEnv) {
-        let rules = self.rules_at(header);
-        let mut cfg = self.cfg_for(&rules);
-        // eth_call semantics, as geth: no fee unless a price is given, no nonce check unless a
-        // nonce is given, calls may come from contract addresses, and the gas cap (not the
-        // block's gas limit) bounds the call.
-        let priced = request.gas_price.is_some() || request.max_fee_per_gas.is_some();
-        cfg.disable_base_fee = !priced;
-        cfg.disable_nonce_check = request.nonce.is_none();
-        cfg.disable_eip3607 = true;
-        cfg.disable_block_gas_limit = true;
-        // A call that names a chainId must name this chain's (geth, anvil); one that names
-        // none runs as this chain's.
-        cfg.tx_chain_id_check = request.chain_id.is_some();
-        let tx = call_tx_env(request, gas, cfg.chain_id);
-        let mut block_env = block_env_of(header, &rules.blob_params);
-        if !priced {
-            // geth runs an unpriced call with a zero base fee, so BASEFEE reads 0 there.
-            block_env.basefee = 0;
-        }
-        if let Some(o) = &request.block_overrides {
-            apply_block_overrides(&mut block_env, o);
-        }
-        (cfg, block_env, tx)
+        call_env_under(&self.config, &self.rules_at(header), request, header, gas)
     }
 
     /// Runs `request` with `gas` against the post-state of `block`, without committing.
@@ -392,6 +357,12 @@ impl ExecutorActor {
         )
     }
 
+    /// Runs an eth_callMany request (see `call_many`). Public so that tests can drive an
+    /// executor without an actor system.
+    pub fn call_many(&mut self, msg: CallMany) -> Result<Vec<Vec<CallOutcome>>, ExecError> {
+        crate::call_many::call_many(self, msg)
+    }
+
     /// Builds a block and seals it with its state root, committing nothing
     /// (testing_buildBlockV1). The root is computed here, on the executor thread, like the
     /// block's execution: it is trie work the RPC front must not do.
@@ -488,6 +459,7 @@ where
             )
             .with_traces(addr.clone().recipient())
             .with_simulate(addr.clone().recipient())
+            .with_call_many(addr.clone().recipient())
             .with_access_lists(addr.clone().recipient())
             .with_payloads(addr.recipient())
         })
@@ -537,6 +509,52 @@ impl ExecutorActor {
     }
 }
 
+/// The EVM configuration under `rules`: the fork, its blob schedule, the chain id and the code
+/// size limit.
+pub(crate) fn cfg_under(config: &ExecConfig, rules: &BlockForkRules) -> CfgEnv {
+    let mut cfg = CfgEnv::new_with_spec(rules.spec);
+    cfg.chain_id = config.chain_id.get();
+    cfg.limit_contract_code_size = config.code_size_limit;
+    if rules.spec.is_enabled_in(SpecId::CANCUN) {
+        cfg.max_blobs_per_tx = Some(rules.blob_params.max_blobs_per_tx);
+        cfg.blob_base_fee_update_fraction = Some(blob_fraction(&rules.blob_params));
+    }
+    cfg
+}
+
+/// The configuration, block environment and transaction eth_call runs `request` with (`gas`
+/// already capped) at block `header` under `rules`.
+pub(crate) fn call_env_under(
+    config: &ExecConfig,
+    rules: &BlockForkRules,
+    request: &CallRequest,
+    header: &Header,
+    gas: u64,
+) -> (CfgEnv, BlockEnv, TxEnv) {
+    let mut cfg = cfg_under(config, rules);
+    // eth_call semantics, as geth: no fee unless a price is given, no nonce check unless a
+    // nonce is given, calls may come from contract addresses, and the gas cap (not the block's
+    // gas limit) bounds the call.
+    let priced = request.gas_price.is_some() || request.max_fee_per_gas.is_some();
+    cfg.disable_base_fee = !priced;
+    cfg.disable_nonce_check = request.nonce.is_none();
+    cfg.disable_eip3607 = true;
+    cfg.disable_block_gas_limit = true;
+    // A call that names a chainId must name this chain's (geth, anvil); one that names none
+    // runs as this chain's.
+    cfg.tx_chain_id_check = request.chain_id.is_some();
+    let tx = call_tx_env(request, gas, cfg.chain_id);
+    let mut block_env = block_env_of(header, &rules.blob_params);
+    if !priced {
+        // geth runs an unpriced call with a zero base fee, so BASEFEE reads 0 there.
+        block_env.basefee = 0;
+    }
+    if let Some(o) = &request.block_overrides {
+        apply_block_overrides(&mut block_env, o);
+    }
+    (cfg, block_env, tx)
+}
+
 // Each handler marks its request begun (the queue delay and service time admission uses),
 // then runs `msg.request`; the rest of `msg`, its place in the pool, drops when the handler
 // returns, so the place frees right after the request ran, before the answer is sent.
@@ -548,6 +566,16 @@ impl actix::Handler<Admitted<Call>> for ExecutorActor {
         msg.begin()?;
         let collect = msg.collects_misses();
         self.contained(collect, |executor| executor.call(msg.request))
+    }
+}
+
+impl actix::Handler<Admitted<CallMany>> for ExecutorActor {
+    type Result = Result<Vec<Vec<CallOutcome>>, ExecError>;
+
+    fn handle(&mut self, mut msg: Admitted<CallMany>, _ctx: &mut Self::Context) -> Self::Result {
+        msg.begin()?;
+        let collect = msg.collects_misses();
+        self.contained(collect, |executor| executor.call_many(msg.request))
     }
 }
 

@@ -10,6 +10,7 @@ mod access_list;
 pub mod block_exec;
 mod block_logs;
 mod bounded;
+mod call_many;
 pub mod code_cache;
 pub mod console;
 pub mod dev;

@@ -101,6 +101,42 @@ impl Message for Call {
     type Result = Result<CallOutcome, ExecError>;
 }
 
+/// Most bundles one eth_callMany may hold (the bound eth_simulateV1 has on blocks).
+pub const MAX_CALL_BUNDLES: usize = 256;
+/// Most calls one eth_callMany may hold over all its bundles (eth_simulateV1's bound).
+pub const MAX_CALL_MANY_CALLS: usize = 10_000;
+
+/// Runs bundles of calls one after the other on the state after block `block`, each call
+/// seeing what the calls before it wrote. Serves `eth_callMany` (anvil's and reth's): nothing
+/// is written anywhere.
+#[derive(Debug, Clone)]
+pub struct CallMany {
+    /// The block whose post-state and header the first bundle sees.
+    pub block: u64,
+    /// Block fields the first bundle starts from instead of the block's (the next block's,
+    /// for `pending`).
+    pub env: Option<BlockOverrides>,
+    /// Account state to pretend before the first call.
+    pub state_overrides: Option<std::sync::Arc<StateOverrides>>,
+    /// The bundles, in order.
+    pub bundles: Vec<CallBundle>,
+}
+
+/// One bundle of [`CallMany`]: its calls run in a block of their own, the one after the
+/// previous bundle's (number and timestamp one more), with these fields changed from then on.
+#[derive(Debug, Clone, Default)]
+pub struct CallBundle {
+    /// Block fields to set, for this bundle and the ones after it.
+    pub block_overrides: Option<BlockOverrides>,
+    /// The calls (their own overrides unused).
+    pub calls: Vec<CallRequest>,
+}
+
+impl Message for CallMany {
+    /// One outcome per call, per bundle.
+    type Result = Result<Vec<Vec<CallOutcome>>, ExecError>;
+}
+
 /// Runs a read-only call like [`Call`] and reports the storage slots of `account` it read or
 /// wrote. Serves the slot search of `anvil_dealERC20` and `anvil_setERC20Allowance`, which
 /// then try each slot (as anvil does with the call's access list).

@@ -6,6 +6,7 @@
 pub(crate) mod access_list;
 pub(crate) mod blocks;
 pub(crate) mod call;
+pub(crate) mod call_many;
 pub(crate) mod capabilities;
 pub(crate) mod config;
 pub(crate) mod fees;

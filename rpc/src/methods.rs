@@ -19,8 +19,8 @@ use crate::anvil::{dev, erc20, mined, node_info, reset, rewind, state_dump};
 use crate::core::{Dialect, Params, Reply, RpcContext, RpcError, RpcMetrics};
 use crate::debug::{head, raw, storage_range, trace as debug_trace};
 use crate::eth::{
-    access_list, blocks, call, capabilities, config, fees, filters, headers, logs, proof, receipts,
-    sign, simulate, state, subscriptions, tx,
+    access_list, blocks, call, call_many, capabilities, config, fees, filters, headers, logs,
+    proof, receipts, sign, simulate, state, subscriptions, tx,
 };
 use crate::{net, testing, trace, txpool};
 
@@ -167,6 +167,7 @@ methods! {
     "eth_createAccessList" call(3) => access_list::create_access_list(ctx, p).await;
     // Simulated blocks are encoded one by one, within the response cap.
     "eth_simulateV1" call(2) => simulate::simulate(ctx, p).await;
+    "eth_callMany" read => call_many::call_many(ctx, p).await;
 
     "eth_gasPrice" read => fees::gas_price(ctx, p);
     "eth_maxPriorityFeePerGas" read => fees::max_priority_fee(p);

@@ -40,7 +40,9 @@ pub use commit::{
 };
 pub use dump::{WholeAccount, head_accounts, load_accounts};
 pub use error::StorageError;
-pub use fork::{ForkSource, ForkedAccount, LogQuery, ProofQuery, SimulateQuery, is_overwriting, overwriting};
+pub use fork::{
+    ForkSource, ForkedAccount, LogQuery, ProofQuery, SimulateQuery, is_overwriting, overwriting,
+};
 pub use journal::WriteBatch;
 pub use key_writes::KeyWrites;
 pub use node_cache::NodeCache;

@@ -1096,7 +1096,9 @@ fn proofs_up_to_the_fork_block_are_the_upstream_s_and_local_ones_after_a_change(
     let accounts: Vec<String> = (0..50u64).map(|i| format!("0x{:040x}", 0xb0b000 + i)).collect();
     for (i, account) in accounts.iter().enumerate() {
         let value = format!("{:#x}", i + 1);
-        upstream.node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": account, "value": value}]));
+        upstream
+            .node
+            .ok("eth_sendTransaction", json!([{"from": ALICE, "to": account, "value": value}]));
     }
     let proxy = Proxy::start(upstream.node.addr);
     let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
@@ -1127,7 +1129,10 @@ fn proofs_up_to_the_fork_block_are_the_upstream_s_and_local_ones_after_a_change(
         verify_against(&proof, upstream_root, address(&upstream.summer), true, &slots, "fork");
         assert_eq!(proof, upstream.node.ok("eth_getProof", params));
         let params = json!([upstream.summer, tag(number)]);
-        assert_eq!(fork.ok("eth_getAccount", params.clone()), upstream.node.ok("eth_getAccount", params));
+        assert_eq!(
+            fork.ok("eth_getAccount", params.clone()),
+            upstream.node.ok("eth_getAccount", params)
+        );
     }
     // Asked again: from the cache.
     let asked = proxy.count("eth_getProof");

@@ -70,7 +70,11 @@ async fn verified_proof(node: &TestNode, address: Address, keys: &[&str], block:
     let storage = result["storageProof"].as_array().expect("storageProof is an array");
     for (entry, key) in storage.iter().zip(keys) {
         let stored = node.ok("eth_getStorageAt", json!([address, key, block])).await;
-        assert_eq!(u256(&entry["value"]), U256::from_be_bytes(b256(&stored).0), "slot {key} at {block}");
+        assert_eq!(
+            u256(&entry["value"]),
+            U256::from_be_bytes(b256(&stored).0),
+            "slot {key} at {block}"
+        );
     }
     result
 }

@@ -305,3 +305,69 @@ async fn full_transactions_show_the_calls_as_unsigned_transactions() {
     }
     assert_eq!(txs[0]["gas"], result[0]["gasLimit"], "a call without gas may use the block's");
 }
+
+/// Adds one to slot 0 and returns the new value.
+const COUNTER: &str = "0x600054600101806000556000526020 6000f3";
+/// Returns (NUMBER, TIMESTAMP).
+const CLOCK: &str = "0x4360005242602052604060 00f3";
+
+fn word(n: u64) -> String {
+    format!("0x{n:064x}")
+}
+
+#[actix::test]
+async fn call_many_runs_bundles_in_order_on_one_state_and_changes_nothing() {
+    let node = TestNode::start();
+    node.ok("evm_mine", json!([])).await;
+    let head = node.block_number().await;
+    let header = node.ok("eth_getBlockByNumber", json!(["latest", false])).await;
+    let time = quantity(&header["timestamp"]);
+    let (counter, clock, reverter) = (
+        "0x00000000000000000000000000000000000c0c00",
+        "0x00000000000000000000000000000000000c0c01",
+        "0x00000000000000000000000000000000000c0c02",
+    );
+    let overrides = json!({
+        counter: {"code": COUNTER.replace(' ', "")},
+        clock: {"code": CLOCK.replace(' ', "")},
+        reverter: {"code": REVERTER},
+    });
+    let bundles = json!([
+        {"transactions": [{"to": counter}, {"to": counter}, {"to": clock}]},
+        {"transactions": [{"to": counter}, {"to": clock}, {"to": reverter}], "blockOverride": {"number": "0x100"}},
+        {"transactions": [{"to": clock}]},
+    ]);
+    let answer = node.ok("eth_callMany", json!([bundles, {"blockNumber": "latest"}, overrides])).await;
+    let clock_at = |number: u64, time: u64| format!("{}{}", word(number), &word(time)[2..]);
+    assert_eq!(
+        answer,
+        json!([
+            [{"value": word(1)}, {"value": word(2)}, {"value": clock_at(head, time)}],
+            [{"value": word(3)}, {"value": clock_at(0x100, time + 1)}, {"error": "execution reverted"}],
+            [{"value": clock_at(0x101, time + 2)}],
+        ])
+    );
+    // At `pending`: the next block's number and the timestamp evm_setNextBlockTimestamp set.
+    node.ok("evm_setNextBlockTimestamp", json!([time + 100])).await;
+    let pending = json!([[{"transactions": [{"to": clock}]}], {"blockNumber": "pending"}, overrides]);
+    let answer = node.ok("eth_callMany", pending).await;
+    assert_eq!(answer, json!([[{"value": clock_at(head + 1, time + 100)}]]));
+    // Nothing was written: the counter's slot is still empty, no block was made.
+    assert_eq!(node.block_number().await, head);
+    assert_eq!(node.ok("eth_getStorageAt", json!([counter, "0x0", "latest"])).await, word(0));
+    // Bad requests are -32602 with what is wrong.
+    for (params, says) in [
+        (json!([[]]), "bundles are empty."),
+        (json!([[{"transactions": [{"to": "0x01"}]}]]), "bundle 0"),
+        (json!([[{"transactions": []}], {"transactionIndex": 1}]), "transactionIndex"),
+        (json!([{"transactions": []}]), "array of bundles"),
+    ] {
+        let (code, message, _) = node.err("eth_callMany", params.clone()).await;
+        assert_eq!(code, -32602, "{params}");
+        assert!(message.contains(says), "{params}: {message}");
+    }
+    // A call that is no transaction (value beyond the sender's balance) fails the request.
+    let broke = json!([[{"transactions": [{"from": counter, "to": clock, "value": "0x1"}]}]]);
+    let (code, message, _) = node.err("eth_callMany", broke).await;
+    assert_eq!(code, -32000, "{message}");
+}

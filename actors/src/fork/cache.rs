@@ -20,7 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use alloy_consensus::{Header, ReceiptEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use alloy_rlp::{Decodable, RlpDecodable, RlpEncodable};
-use hearth_storage::{BlockExtras, ForkedAccount, KeyWrites, LogQuery, ProofQuery, SimulateQuery, StoredBody};
+use hearth_storage::{
+    BlockExtras, ForkedAccount, KeyWrites, LogQuery, ProofQuery, SimulateQuery, StoredBody,
+};
 
 /// What the cache could not do.
 #[derive(Debug, thiserror::Error)]

@@ -19,7 +19,10 @@ use hearth_messages::fork::misses::{self, MissSource};
 use hearth_messages::fork::{
     Fetch, ForkCounters, ForkError, ForkKey, ForkReply, ForkValue, PinFork,
 };
-use hearth_storage::{BlockExtras, ForkSource, ForkedAccount, LogQuery, ProofQuery, SimulateQuery, StorageError, StoredBody};
+use hearth_storage::{
+    BlockExtras, ForkSource, ForkedAccount, LogQuery, ProofQuery, SimulateQuery, StorageError,
+    StoredBody,
+};
 
 use super::cache::{ForkCache, ForkCacheError, LocationKind};
 

@@ -9,7 +9,9 @@ use std::time::Duration;
 use actix::{Message, Recipient};
 
 use super::pool::{Admitted, ExecutorLane, Pool, Slot};
-use super::{Call, CallOutcome, EstimateGas, EstimateOutcome, GetTouchedSlots, TouchedSlots};
+use super::{
+    Call, CallMany, CallOutcome, EstimateGas, EstimateOutcome, GetTouchedSlots, TouchedSlots,
+};
 use crate::ExecError;
 use crate::access_list::{AccessListOutcome, CreateAccessList};
 use crate::admission::{self, AdmissionLimits, Arrival, DelaySummary, Refusal, Stage};
@@ -374,6 +376,11 @@ impl ExecutorClient {
     /// lane that can simulate (every lane of a real pool can).
     pub async fn simulate(&self, simulate: Simulate) -> Result<Vec<SimulatedBlock>, SimulateError> {
         self.run(true, |lane| lane.simulations.as_ref(), simulate).await?
+    }
+
+    /// Runs an eth_callMany request on the pool, admitted as [`call`](Self::call) is.
+    pub async fn call_many(&self, request: CallMany) -> Result<Vec<Vec<CallOutcome>>, ExecError> {
+        self.run(true, |lane| lane.call_bundles.as_ref(), request).await?
     }
 
     /// Runs an eth_createAccessList request on the pool, admitted as [`call`](Self::call) is.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use actix::{Message, Recipient};
 use crossbeam_utils::CachePadded;
 
-use super::{Call, EstimateGas, GetTouchedSlots};
+use super::{Call, CallMany, EstimateGas, GetTouchedSlots};
 use crate::ExecError;
 use crate::access_list::CreateAccessList;
 use crate::admission::{
@@ -164,6 +164,8 @@ pub struct ExecutorLane {
     pub(super) traces: Option<Recipient<Admitted<Trace>>>,
     /// eth_simulateV1 runs; `None` on stand-ins that only serve calls and blocks.
     pub(super) simulations: Option<Recipient<Admitted<Simulate>>>,
+    /// eth_callMany runs; `None` on stand-ins.
+    pub(super) call_bundles: Option<Recipient<Admitted<CallMany>>>,
     /// eth_createAccessList runs; `None` on stand-ins.
     pub(super) access_lists: Option<Recipient<Admitted<CreateAccessList>>>,
     /// testing_buildBlockV1 runs; `None` on stand-ins.
@@ -200,6 +202,7 @@ impl ExecutorLane {
             touched,
             traces: None,
             simulations: None,
+            call_bundles: None,
             access_lists: None,
             payloads: None,
             in_flight: Default::default(),
@@ -230,6 +233,13 @@ impl ExecutorLane {
     #[must_use]
     pub fn with_payloads(mut self, payloads: Recipient<Admitted<BuildPayload>>) -> Self {
         self.payloads = Some(payloads);
+        self
+    }
+
+    /// Lets this lane run eth_callMany requests.
+    #[must_use]
+    pub fn with_call_many(mut self, bundles: Recipient<Admitted<CallMany>>) -> Self {
+        self.call_bundles = Some(bundles);
         self
     }
 

@@ -8,8 +8,8 @@
 
 use alloy_primitives::{Address, B256, Bytes, U64, U256};
 use hearth_messages::StateView;
-use hearth_messages::storage::{EMPTY_CODE_HASH, ProofQuery, StorageError};
 use hearth_messages::storage::trie::EMPTY_ROOT;
+use hearth_messages::storage::{EMPTY_CODE_HASH, ProofQuery, StorageError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -13,11 +13,11 @@ use alloy_eips::eip4895::Withdrawal;
 use alloy_primitives::{B256, Bytes, U256};
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag, Log};
 use hearth_messages::executor::StateOverrides;
-use hearth_messages::storage::SimulateQuery;
 use hearth_messages::simulate::{
     MAX_CALLS_PER_BLOCK, MAX_SIMULATE_BLOCKS, MAX_SIMULATE_CALLS, SimBlock, SimBlockOverrides,
     SimCall, SimCallError, SimCallResult, Simulate, SimulatedBlock,
 };
+use hearth_messages::storage::SimulateQuery;
 use serde_json::{Map, Value, json};
 
 use crate::core::RpcContext;

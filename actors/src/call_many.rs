@@ -1,0 +1,111 @@
+//! eth_callMany: bundles of calls run one after the other on one block's state, each call
+//! seeing what the calls before it wrote, each bundle in a block of its own after the previous
+//! bundle's. Nothing is written anywhere.
+//!
+//! Every call runs as eth_call runs it (no fee unless priced, no nonce check unless a nonce is
+//! given, the call gas cap), so a bundle answers what the same eth_calls would answer if the
+//! calls before them had been mined. As anvil does, the first bundle runs in the block asked
+//! for (the next block's fields for `pending`) and each later one in a block one number and one
+//! second after; a bundle's block overrides hold for it and the bundles after it.
+
+use std::time::Instant;
+
+use alloy_consensus::Header;
+use hearth_messages::ExecError;
+use hearth_messages::executor::{BlockOverrides, CallMany, CallOutcome};
+use revm::context::evm::Evm;
+use revm::context::{CfgEnv, Context};
+use revm::context_interface::local::FrameStack;
+use revm::handler::instructions::EthInstructions;
+use revm::{InspectCommitEvm, MainContext};
+
+use crate::exec::{CallGuard, ConsoleTap, ExecDb, MovablePrecompiles, exec_error, outcome};
+use crate::executor::{ExecutorActor, call_env_under};
+
+/// Runs `msg` (see the module docs) on `executor`'s state and code caches.
+pub(crate) fn call_many(
+    executor: &mut ExecutorActor,
+    msg: CallMany,
+) -> Result<Vec<Vec<CallOutcome>>, ExecError> {
+    let pinned = executor.db.pinned();
+    let header = pinned.header(msg.block)?.ok_or(ExecError::UnknownBlock)?;
+    let rules = executor.rules_at(&header);
+    let cap = executor.call_gas_cap(rules.spec);
+    let timeout = executor.config.evm_timeout;
+    let deadline = timeout.map(|timeout| Instant::now() + timeout);
+    let config = &executor.config;
+    let mut db: ExecDb<'_> = ExecDb::new(pinned.state_at(msg.block), &mut executor.codes);
+    let mut precompiles = ConsoleTap::new(MovablePrecompiles::new(rules.spec));
+    precompiles.capture(config.show.console_log);
+    if let Some(overrides) = &msg.state_overrides {
+        precompiles.inner.apply(overrides)?;
+        db.apply_overrides(overrides)?;
+    }
+    let mut evm = Evm {
+        ctx: Context::mainnet().with_db(db).with_cfg(CfgEnv::new_with_spec(rules.spec)),
+        inspector: CallGuard::until(deadline),
+        instruction: EthInstructions::new_mainnet_with_spec(rules.spec),
+        precompiles,
+        frame_stack: FrameStack::new_prealloc(8),
+    };
+    let mut block = BundleBlock::starting(&header, msg.env);
+    let mut out = Vec::with_capacity(msg.bundles.len());
+    for bundle in msg.bundles {
+        if let Some(o) = bundle.block_overrides {
+            block.set(o);
+        }
+        let mut outcomes = Vec::with_capacity(bundle.calls.len());
+        for mut request in bundle.calls {
+            request.state_overrides = None;
+            request.block_overrides = Some(block.fields);
+            let gas = request.gas.unwrap_or(cap).min(cap);
+            let (cfg, block_env, tx) = call_env_under(config, &rules, &request, &header, gas);
+            evm.ctx.cfg = cfg;
+            evm.ctx.block = block_env;
+            let result = evm.inspect_tx_commit(tx).map_err(exec_error)?;
+            if evm.inspector.expired
+                && let Some(timeout) = timeout
+            {
+                return Err(ExecError::Timeout { timeout_ms: timeout.as_millis() as u64 });
+            }
+            outcomes.push(outcome(result));
+        }
+        out.push(outcomes);
+        block.next();
+    }
+    crate::report::call_printed(&config.show, "eth_callMany", evm.precompiles.take());
+    Ok(out)
+}
+
+/// The block fields a bundle runs with: the block asked for (or the next block's fields), the
+/// overrides of this and earlier bundles, and one number and one second more per bundle before.
+struct BundleBlock {
+    fields: BlockOverrides,
+}
+
+impl BundleBlock {
+    fn starting(header: &Header, env: Option<BlockOverrides>) -> Self {
+        let mut fields = env.unwrap_or_default();
+        fields.number = fields.number.or(Some(header.number));
+        fields.timestamp = fields.timestamp.or(Some(header.timestamp));
+        Self { fields }
+    }
+
+    /// Takes a bundle's overrides: the fields it sets replace the ones so far.
+    fn set(&mut self, o: BlockOverrides) {
+        let f = &mut self.fields;
+        f.number = o.number.or(f.number);
+        f.timestamp = o.timestamp.or(f.timestamp);
+        f.gas_limit = o.gas_limit.or(f.gas_limit);
+        f.base_fee = o.base_fee.or(f.base_fee);
+        f.coinbase = o.coinbase.or(f.coinbase);
+        f.prevrandao = o.prevrandao.or(f.prevrandao);
+    }
+
+    /// The block of the next bundle.
+    fn next(&mut self) {
+        let f = &mut self.fields;
+        f.number = f.number.map(|n| n.saturating_add(1));
+        f.timestamp = f.timestamp.map(|t| t.saturating_add(1));
+    }
+}
