@@ -71,6 +71,8 @@ pub struct ForkHandle {
     pub chain_id: u64,
     /// `--fork-transaction-hash`: the transactions to replay over the fork block.
     pub replay: Option<before_tx::Replay>,
+    /// The fork backend, which anvil_setRpcUrl points at another endpoint.
+    pub backend: actix::Addr<ForkBackendActor>,
 }
 
 /// What a fork starts from besides its settings: the dev accounts to fund (`balance` wei each
@@ -103,7 +105,7 @@ pub fn open_fork(
         None => open_cache(settings),
     };
     let counters = counters.unwrap_or_else(ForkCounters::shared);
-    let mut client = start_backend(settings, cache, &counters);
+    let (mut client, backend) = start_backend(settings, cache, &counters);
     let ForkPoint { chain_id, block, replay } = fork_point(&client, settings, upstream_err)?;
     // The fork block whole: the local chain serves its transactions and receipts.
     let (fork_block, receipts) = fetch_fork_block(&client, block).map_err(upstream_err)?;
@@ -116,7 +118,7 @@ pub fn open_fork(
     let chain = ChainWriter::in_memory_with_cache(cache_bytes)?.with_fork(Arc::new(client));
     write_base(&chain, fork_block, receipts, &diff)?;
     info!(target: "node::fork", %url, block, %block_hash, chain_id, "forked");
-    Ok((chain, ForkHandle { counters, cache, block, block_hash, chain_id, replay }))
+    Ok((chain, ForkHandle { counters, cache, block, block_hash, chain_id, replay, backend }))
 }
 
 /// Starts the fork backend on `cache`, counting in `counters`, and a client of it.
@@ -124,7 +126,7 @@ fn start_backend(
     settings: &ForkSettings,
     cache: ForkCache,
     counters: &Arc<ForkCounters>,
-) -> ForkClient {
+) -> (ForkClient, actix::Addr<ForkBackendActor>) {
     let (backend, _arbiter) = ForkBackendActor::start(
         settings.upstream.clone(),
         cache.clone(),
@@ -132,7 +134,8 @@ fn start_backend(
         DEFAULT_MAX_BATCH,
         DEFAULT_MAX_IN_FLIGHT,
     );
-    ForkClient::new(&backend, cache, Arc::clone(counters), settings.upstream.timeout + WAIT_MARGIN)
+    let wait = settings.upstream.timeout + WAIT_MARGIN;
+    (ForkClient::new(&backend, cache, Arc::clone(counters), wait), backend)
 }
 
 /// Where a fork starts: the chain id it runs under and the upstream block it forks at.

@@ -422,6 +422,7 @@ impl Node {
             filters: FilterClient::new(&self.filters),
             subscriptions: SubscriptionClient::new(&self.subscriptions),
             reset: self.reset.as_ref().map(|r| r.clone().recipient()),
+            fork_url: self.reset.as_ref().map(|r| r.clone().recipient()),
             metric_sources: hearth_rpc::MetricSources {
                 code_cache: CodeCacheClient::new(&self.code_cache),
                 restarts: self.restarts.clone(),

@@ -23,14 +23,14 @@ use std::sync::Arc;
 
 use actix::{Actor, ActorFutureExt, Addr, AtomicResponse, Context, Handler, WrapFuture};
 use alloy_primitives::Address;
-use hearth_actors::fork::ForkCache;
+use hearth_actors::fork::{ForkBackendActor, ForkCache, SwitchUpstream};
 use hearth_actors::miner::Clock;
 use hearth_actors::{FilterActor, MempoolActor, MinerActor};
 use hearth_messages::executor::ExecutorClient;
 use hearth_messages::filters::ClearFilters;
 use hearth_messages::fork::ForkCounters;
 use hearth_messages::mempool::{DropAll, SetChainId, SetPoolGasLimit};
-use hearth_messages::reset::{ResetChain, ResetError, ResetTarget, ResetTo};
+use hearth_messages::reset::{ResetChain, ResetError, ResetTarget, ResetTo, SetForkUrl};
 use hearth_messages::{ChainId, MineError};
 use hearth_storage::ChainWriter;
 use tracing::info;
@@ -46,6 +46,8 @@ const MAILBOX: usize = 16;
 struct CurrentFork {
     settings: ForkSettings,
     cache: ForkCache,
+    /// Its backend, which anvil_setRpcUrl switches to another endpoint.
+    backend: Addr<ForkBackendActor>,
 }
 
 /// The resetter.
@@ -57,6 +59,8 @@ pub struct Resetter {
     clock: Clock,
     /// `None` while the node runs a dev chain.
     fork: Option<CurrentFork>,
+    /// The URL anvil_setRpcUrl gave on a dev chain: a reset into a fork that names none uses it.
+    kept_url: Option<String>,
     /// The fork counters `/metrics` reads: every fork this node runs counts in them.
     counters: Arc<ForkCounters>,
     miner: Addr<MinerActor>,
@@ -100,13 +104,17 @@ impl Resetter {
         fork: Option<(ForkSettings, &crate::fork::ForkHandle)>,
         peers: ResetPeers,
     ) -> Self {
-        let fork =
-            fork.map(|(settings, handle)| CurrentFork { settings, cache: handle.cache.clone() });
+        let fork = fork.map(|(settings, handle)| CurrentFork {
+            settings,
+            cache: handle.cache.clone(),
+            backend: handle.backend.clone(),
+        });
         Self {
             config,
             dev_accounts,
             clock,
             fork,
+            kept_url: None,
             counters: peers.fork_counters,
             miner: peers.miner,
             mempool: peers.mempool,
@@ -158,11 +166,12 @@ impl Resetter {
                             .map_err(ResetError::Invalid)?
                     }
                     (Some(current), _) => current.settings.clone(),
-                    (None, Some(url)) => {
+                    (None, url) => {
+                        let url = url.or_else(|| self.kept_url.clone());
+                        let url = url.ok_or(ResetError::NoForkUrl)?;
                         crate::config::fork_settings_for(&url, &self.config.reset_fork)
                             .map_err(ResetError::Invalid)?
                     }
-                    (None, None) => return Err(ResetError::NoForkUrl),
                 };
                 settings.block = block.map_or(ForkBlock::Head, ForkBlock::Number);
                 let start_from = ForkStart {
@@ -175,7 +184,9 @@ impl Resetter {
                 let (chain, handle) =
                     open_fork(&settings, start_from).map_err(|e| start(e.to_string()))?;
                 let chain_id = handle.chain_id;
-                Ok((chain, Some((CurrentFork { settings, cache: handle.cache }, chain_id))))
+                let current =
+                    CurrentFork { settings, cache: handle.cache, backend: handle.backend };
+                Ok((chain, Some((current, chain_id))))
             }
         }
     }
@@ -227,4 +238,32 @@ impl Handler<ResetChain> for Resetter {
     }
 }
 
-hearth_messages::answer_asks!(Resetter: ResetChain);
+impl Handler<SetForkUrl> for Resetter {
+    type Result = AtomicResponse<Self, Result<(), ResetError>>;
+
+    fn handle(&mut self, msg: SetForkUrl, _ctx: &mut Self::Context) -> Self::Result {
+        let done = |result| AtomicResponse::new(Box::pin(actix::fut::ready(result)));
+        let SetForkUrl(url) = msg;
+        let Some(current) = &self.fork else {
+            // A dev chain: kept for a later reset into a fork (anvil keeps it too).
+            let checked = crate::config::fork_settings_for(&url, &self.config.reset_fork);
+            return done(checked.map_err(ResetError::Invalid).map(|_| self.kept_url = Some(url)));
+        };
+        let settings = match crate::config::fork_settings_for(&url, &current.settings) {
+            Ok(settings) => settings,
+            Err(e) => return done(Err(ResetError::Invalid(e))),
+        };
+        let switch = current.backend.send(SwitchUpstream { config: settings.upstream.clone() });
+        AtomicResponse::new(Box::pin(switch.into_actor(self).map(move |sent, act, _| {
+            let switched = sent.map_err(|_| ResetError::Closed)?;
+            switched.map_err(|e| ResetError::Start(e.to_string()))?;
+            info!(target: "node::fork", url = %settings.upstream.display_url(), "fork upstream switched");
+            if let Some(current) = &mut act.fork {
+                current.settings.upstream = settings.upstream;
+            }
+            Ok(())
+        })))
+    }
+}
+
+hearth_messages::answer_asks!(Resetter: ResetChain, SetForkUrl);

@@ -896,6 +896,71 @@ impl Handler<Fetch> for ForkBackendActor {
     }
 }
 
+/// Sends later reads to another endpoint (anvil_setRpcUrl) once it proves to serve the same
+/// chain: its chain id and the pinned fork block's hash are the cached ones. Reads already on
+/// their way finish at the old endpoint. What the old endpoint did not serve (anvil's
+/// `eth_getAccountInfo`, storage pages) is asked of the new one again.
+#[derive(Debug, Clone)]
+pub struct SwitchUpstream {
+    /// The new endpoint, with the node's other upstream settings.
+    pub config: UpstreamConfig,
+}
+
+impl Message for SwitchUpstream {
+    type Result = Result<(), ForkError>;
+}
+
+impl Handler<SwitchUpstream> for ForkBackendActor {
+    type Result = ResponseActFuture<Self, Result<(), ForkError>>;
+
+    fn handle(&mut self, msg: SwitchUpstream, _ctx: &mut Self::Context) -> Self::Result {
+        let candidate = Upstream::new(msg.config, Arc::clone(&self.counters));
+        // The upstream's chain id, when the fork asked it (`--fork-chain-id` may have spared it).
+        let chain_id = self.cache.chain_id().ok().flatten();
+        let (Some(block), Some(hash)) = (self.block, self.storage_range.map(|(hash, _)| hash))
+        else {
+            return Box::pin(actix::fut::ready(Err(ForkError::Upstream(
+                "the fork has not started yet".to_owned(),
+            ))));
+        };
+        let calls = vec![
+            ("eth_chainId", json!([])),
+            ("eth_getBlockByNumber", json!([format!("{block:#x}"), false])),
+        ];
+        let name = format!("{candidate:?}");
+        let check = Rc::clone(&candidate).batch(calls);
+        Box::pin(check.into_actor(self).map(move |answer, actor, _ctx| {
+            let refused = |why: String| Err(ForkError::Upstream(format!("{name}: {why}")));
+            let parts = match answer {
+                Ok(parts) => parts,
+                Err(e) => return refused(e),
+            };
+            let served_id = parts[0].as_ref().ok().and_then(quantity_u64);
+            if let Some(chain_id) = chain_id
+                && served_id != Some(chain_id)
+            {
+                let served =
+                    served_id.map_or_else(|| "no chain id".to_owned(), |id| id.to_string());
+                return refused(format!(
+                    "serves chain id {served}, the fork's upstream {chain_id}"
+                ));
+            }
+            let served_hash =
+                parts[1].as_ref().ok().and_then(|b| b.get("hash")).and_then(Value::as_str);
+            if served_hash.and_then(|h| h.parse::<B256>().ok()) != Some(hash) {
+                return refused(format!("does not have the fork block {block} with hash {hash}"));
+            }
+            actor.upstream = candidate;
+            actor.account_info = true;
+            actor.account_info_served = false;
+            actor.account_fallback.clear();
+            actor.range_refused = 0;
+            actor.range_served = false;
+            Ok(())
+        }))
+    }
+}
+
 impl Handler<PinFork> for ForkBackendActor {
     type Result = ();
 

@@ -33,6 +33,17 @@ impl Message for ResetChain {
     type Result = Result<(), ResetError>;
 }
 
+/// Points the fork at another endpoint of the same chain (`anvil_setRpcUrl`): later upstream
+/// reads go there, and so does a reset that names no URL. On a fork the endpoint must serve the
+/// same chain id and the fork block with the same hash, or nothing changes; on a dev chain the
+/// URL is only kept, for a reset into a fork that names none.
+#[derive(Debug, Clone)]
+pub struct SetForkUrl(pub String);
+
+impl Message for SetForkUrl {
+    type Result = Result<(), ResetError>;
+}
+
 /// Why a reset was refused or failed; the running chain is unchanged in every case.
 #[derive(Debug, thiserror::Error)]
 pub enum ResetError {

@@ -295,6 +295,7 @@ methods! {
     "anvil_revert" write => dev::revert(ctx, dialect, p).await;
     "anvil_rollback" write => rewind::rollback(ctx, p).await;
     "anvil_reset" write => reset::reset(ctx, dialect, p).await;
+    "anvil_setRpcUrl" write => reset::set_rpc_url(ctx, p).await;
     "hardhat_reset" write => reset::reset(ctx, dialect, p).await;
     "anvil_reorg" write => rewind::reorg(ctx, p).await;
     "anvil_setChainId" write => dev::set_chain_id(ctx, p).await;

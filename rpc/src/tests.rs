@@ -464,6 +464,7 @@ fn fixture(max_queued: usize) -> Fixture {
         },
         subscriptions: SubscriptionClient::new(&idle),
         reset: None,
+        fork_url: None,
     };
     Fixture {
         ctx,

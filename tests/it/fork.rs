@@ -1184,3 +1184,39 @@ fn simulations_below_the_fork_block_are_the_upstream_s() {
     assert_eq!(fork.ok("eth_simulateV1", at_fork)[0]["calls"][1]["status"], "0x1");
     assert_eq!(proxy.count("eth_simulateV1"), 1);
 }
+
+#[test]
+fn set_rpc_url_moves_the_fork_to_another_endpoint_of_the_same_chain_only() {
+    or_skip!(crate::conformance::conformance_dir());
+    let upstream = Upstream::start();
+    let (first, second) = (Proxy::start(upstream.node.addr), Proxy::start(upstream.node.addr));
+    let head = crate::support::quantity(&upstream.node.ok("eth_blockNumber", json!([])));
+    let fork = fork_node(&first, head, &["--no-fork-cache"]);
+    assert_eq!(fork.ok("anvil_setRpcUrl", json!([second.url()])), Value::Null);
+    let before = first.total();
+    let balance = fork.ok("eth_getBalance", json!([HOLDER, "latest"]));
+    assert_eq!(balance, upstream.node.ok("eth_getBalance", json!([HOLDER, "latest"])));
+    assert_eq!(first.total(), before, "the old endpoint is asked nothing more");
+    assert!(second.count("eth_getAccountInfo") >= 1, "the new one is asked");
+    // Another chain, a dead endpoint, a URL that is no http(s) URL: refused, nothing changes.
+    let other = NodeProcess::spawn(&["--http.port", "0", "--chain-id", "5"]);
+    let refused = fork.call("anvil_setRpcUrl", json!([format!("http://{}", other.addr)]));
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert!(
+        refused["error"]["message"].as_str().is_some_and(|m| m.contains("chain id")),
+        "{refused}"
+    );
+    let dead = fork.call("anvil_setRpcUrl", json!(["http://127.0.0.1:1"]));
+    assert_eq!(dead["error"]["code"], -32603, "{dead}");
+    let bad = fork.call("anvil_setRpcUrl", json!(["ftp://example.org"]));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let asked = second.total();
+    fork.ok("eth_getStorageAt", json!([upstream.summer, "0x9", "latest"]));
+    assert!(second.total() > asked, "reads still go to the endpoint that was accepted");
+    // On a dev chain the URL is kept: a reset into a fork that names none forks from it.
+    let dev = NodeProcess::spawn(&["--http.port", "0", "--no-fork-cache"]);
+    assert_eq!(dev.ok("anvil_setRpcUrl", json!([second.url()])), Value::Null);
+    let block = format!("{head:#x}");
+    dev.ok("anvil_reset", json!([{"forking": {"blockNumber": block}}]));
+    assert_eq!(dev.ok("eth_getBalance", json!([HOLDER, "latest"])), balance);
+}

@@ -337,7 +337,8 @@ async fn call_many_runs_bundles_in_order_on_one_state_and_changes_nothing() {
         {"transactions": [{"to": counter}, {"to": clock}, {"to": reverter}], "blockOverride": {"number": "0x100"}},
         {"transactions": [{"to": clock}]},
     ]);
-    let answer = node.ok("eth_callMany", json!([bundles, {"blockNumber": "latest"}, overrides])).await;
+    let answer =
+        node.ok("eth_callMany", json!([bundles, {"blockNumber": "latest"}, overrides])).await;
     let clock_at = |number: u64, time: u64| format!("{}{}", word(number), &word(time)[2..]);
     assert_eq!(
         answer,
@@ -349,7 +350,8 @@ async fn call_many_runs_bundles_in_order_on_one_state_and_changes_nothing() {
     );
     // At `pending`: the next block's number and the timestamp evm_setNextBlockTimestamp set.
     node.ok("evm_setNextBlockTimestamp", json!([time + 100])).await;
-    let pending = json!([[{"transactions": [{"to": clock}]}], {"blockNumber": "pending"}, overrides]);
+    let pending =
+        json!([[{"transactions": [{"to": clock}]}], {"blockNumber": "pending"}, overrides]);
     let answer = node.ok("eth_callMany", pending).await;
     assert_eq!(answer, json!([[{"value": clock_at(head + 1, time + 100)}]]));
     // Nothing was written: the counter's slot is still empty, no block was made.

@@ -6,7 +6,7 @@
 
 use hearth_messages::ask::ask;
 use hearth_messages::client::ActorError;
-use hearth_messages::reset::{ResetChain, ResetError, ResetTarget};
+use hearth_messages::reset::{ResetChain, ResetError, ResetTarget, SetForkUrl};
 use serde_json::{Map, Value};
 
 use crate::core::RpcError;
@@ -73,5 +73,27 @@ pub(crate) async fn reset(
         Err(ResetError::Start(reason)) => Err(RpcError::ResetFailed(reason)),
         Err(ResetError::Switch(e)) => Err(RpcError::Mine(e)),
         Err(ResetError::Closed) => Err(RpcError::ResetFailed("the node is shutting down".into())),
+    }
+}
+
+/// anvil_setRpcUrl: `[url]`. On a fork, later upstream reads (and a reset that names no URL)
+/// go to `url`, once it proves to serve the same chain id and the fork block with the same
+/// hash (as newer anvil checks; anvil 1.7.1 takes any string); else nothing changes and the
+/// answer is -32000 saying why. On a dev chain the URL is kept for a reset into a fork that
+/// names none.
+pub(crate) async fn set_rpc_url(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(1)?;
+    let url: String = params.required(0)?;
+    let Some(resetter) = &ctx.fork_url else {
+        return Err(RpcError::Unsupported(
+            "anvil_setRpcUrl is not available on this node (it was started on a given store)"
+                .to_owned(),
+        ));
+    };
+    match ask(resetter, SetForkUrl(url)).await.map_err(|e| ActorError::asked("resetter", e))? {
+        Ok(()) => Ok(Value::Null),
+        Err(e @ ResetError::Invalid(_)) => Err(RpcError::InvalidParams(e.to_string())),
+        Err(ResetError::Start(reason)) => Err(RpcError::ResetFailed(reason)),
+        Err(e) => Err(RpcError::ResetFailed(e.to_string())),
     }
 }

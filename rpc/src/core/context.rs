@@ -186,6 +186,10 @@ pub struct RpcContext {
     /// The node's resetter (anvil_reset); `None` where the node cannot reset.
     pub reset:
         Option<actix::Recipient<hearth_messages::ask::Ask<hearth_messages::reset::ResetChain>>>,
+    /// Where anvil_setRpcUrl goes (the resetter, which owns the fork settings); `None` where
+    /// the node cannot reset.
+    pub fork_url:
+        Option<actix::Recipient<hearth_messages::ask::Ask<hearth_messages::reset::SetForkUrl>>>,
 }
 
 /// The actors `GET /metrics` asks at scrape time.
