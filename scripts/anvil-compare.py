@@ -16,6 +16,7 @@ differs.
 """
 
 import json
+import os
 import sys
 import time
 import urllib.request
@@ -36,11 +37,12 @@ REASONS = {
     "no-slot-code": "no ERC-20 slot: anvil answers its internal-error code -32603, Hearth -32000 (the request, not the node, failed)",
     "receipt-extras": "anvil adds blockTimestamp and blobGasPrice to every receipt; Hearth, as geth, blobGasPrice to blob transactions' only",
     "total-difficulty": "anvil reports totalDifficulty 0x0; Hearth, as geth since the merge, leaves it out",
+    "mined-sidecar": "a mined blob transaction: anvil still shows its sidecar (blobs, commitments, proofs); Hearth, as geth, the transaction as the block holds it",
     "unknown-account": "signing for an account without a key: anvil answers -32602 \"No Signer available\", Hearth -32000 \"unknown account\" as geth",
 }
 
 # Reasons whose fields are not compared at all, not even for presence or kind.
-SKIPPED = {"client", "receipt-extras", "total-difficulty"}
+SKIPPED = {"client", "receipt-extras", "total-difficulty", "mined-sidecar"}
 
 A0 = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
 A1 = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
@@ -118,6 +120,7 @@ RECEIPT_IGNORE = {
     "blobGasPrice": "receipt-extras",
 }
 TX_IGNORE = {"blockHash": "hash"}
+MINED_SIDECAR = {"blobs": "mined-sidecar", "commitments": "mined-sidecar", "proofs": "mined-sidecar"}
 
 
 class Node:
@@ -264,6 +267,21 @@ def keccak256(data):
     return b"".join(state[i].to_bytes(8, "little") for i in range(4))
 
 
+def blob_steps():
+    """A blob transaction made by the driver (cast mktx), sent raw, mined at once, then its
+    blobs asked for by transaction hash and by versioned hash."""
+    path = os.environ.get("BLOB_RAW_TX_FILE")
+    if not path:
+        return []
+    raw = open(path).read().strip()
+    return [
+        ("eth_sendRawTransaction", [raw], {"save": {"blobtx": "result"}}),
+        ("eth_getTransactionByHash", ["{blobtx}"], {"ignore": {**TX_IGNORE, **MINED_SIDECAR}, "save": {"versioned": "result.blobVersionedHashes.0"}}),
+        ("anvil_getBlobsByTransactionHash", ["{blobtx}"], {}),
+        ("anvil_getBlobByHash", ["{versioned}"], {}),
+    ]
+
+
 def steps():
     """The sequence: (label, method, params, options). Options: `ignore` {path: reason} (paths
     within the answer, "*" matching any key), `save` {var: path} (per node, from the result),
@@ -336,12 +354,23 @@ def steps():
         ("eth_getRawTransactionByBlockNumberAndIndex", ["latest", "0x9"], {}),
         ("eth_getRawTransactionByHash", ["0x" + "00" * 31 + "01"], {}),
         ("anvil_getIntervalMining", [], {}),
+        # Blobs by hash: unknown ones, a hash of the wrong length, and (when the driver made
+        # one with cast: BLOB_RAW_TX_FILE) a mined blob transaction's, by transaction and versioned
+        # hash: the same signed bytes on both nodes, so the same hashes.
+        ("anvil_getBlobByHash", ["0x01" + "00" * 31], {}),
+        ("anvil_getBlobsByTransactionHash", ["0x" + "00" * 31 + "01"], {}),
+        ("anvil_getBlobByHash", ["0x01"], {}),
+        # On a dev chain the URL is only kept (for a reset into a fork): both answer null.
+        ("anvil_setRpcUrl", ["http://127.0.0.1:1"], {}),
         # A sender's transaction by nonce: the deploy (nonce 0), the transfer (3), none yet (99).
         ("eth_getTransactionBySenderAndNonce", [A0, "0x0"], {"ignore": TX_IGNORE}),
         ("eth_getTransactionBySenderAndNonce", [A0, "0x3"], {"ignore": TX_IGNORE}),
         ("eth_getTransactionBySenderAndNonce", [A0, "0x63"], {}),
         balance_of("{bench}", A1),
         block("latest", full=True),
+        # (After the latest block was compared: the blob transaction's block, whose
+        # transactionsRoot anvil computes over the sidecar too, is not asked for whole.)
+        *blob_steps(),
         ("eth_sendTransaction", [send(A0, to=A1, value=hex(10**18), gas=21_000)], {"save": {"eth": "result"}}),
         ("eth_getTransactionReceipt", ["{eth}"], receipt),
         ("eth_getBalance", [A0, "latest"], {}),

@@ -39,6 +39,7 @@ pub use self::pool::{
 pub use self::validation::{SenderState, TxRules, Valid, check_against_state, check_stateless};
 
 pub mod blobs;
+pub mod kept_blobs;
 mod pool;
 pub mod validation;
 
@@ -185,6 +186,18 @@ impl Handler<hearth_messages::mempool::GetPooledByNonce> for MempoolActor {
     }
 }
 
+impl Handler<hearth_messages::mempool::GetBlobs> for MempoolActor {
+    type Result = Option<Vec<alloy_eips::eip4844::Blob>>;
+
+    fn handle(
+        &mut self,
+        msg: hearth_messages::mempool::GetBlobs,
+        _ctx: &mut Self::Context,
+    ) -> Self::Result {
+        self.pool.blobs(&msg)
+    }
+}
+
 impl Handler<PendingNonce> for MempoolActor {
     type Result = Result<u64, TxError>;
 
@@ -312,4 +325,4 @@ impl Handler<hearth_messages::mempool::IsImpersonated> for MempoolActor {
     }
 }
 
-hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, GetPooledTx, hearth_messages::mempool::GetPooledByNonce, PendingNonce, PoolSize, GetPoolCounters, hearth_messages::mempool::IsImpersonated);
+hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, GetPooledTx, hearth_messages::mempool::GetPooledByNonce, hearth_messages::mempool::GetBlobs, PendingNonce, PoolSize, GetPoolCounters, hearth_messages::mempool::IsImpersonated);

@@ -309,6 +309,22 @@ impl Message for RemoveSender {
     type Result = usize;
 }
 
+/// Blobs of a blob transaction the pool holds, or that a block included recently (the pool
+/// keeps their sidecars for a while, bounded). Serves `anvil_getBlobByHash` and
+/// `anvil_getBlobsByTransactionHash`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GetBlobs {
+    /// The one blob with this versioned hash.
+    Versioned(B256),
+    /// Every blob of the transaction with this hash, in order.
+    Transaction(B256),
+}
+
+impl Message for GetBlobs {
+    /// `None`: not known (or no longer kept).
+    type Result = Option<Vec<alloy_eips::eip4844::Blob>>;
+}
+
 crate::actor_client! {
     /// The `MempoolActor`'s client: how the RPC front submits, looks up and controls pooled
     /// transactions. Request-path messages are `ask`ed (a full mailbox answers -32005 at once);
@@ -324,6 +340,8 @@ crate::actor_client! {
         ask get_pooled_tx: GetPooledTx,
         /// Finds a sender's pending transaction by nonce.
         ask get_pooled_by_nonce: GetPooledByNonce,
+        /// Blobs of a pooled or recently mined blob transaction.
+        ask get_blobs: GetBlobs,
         /// The next nonce counting pending transactions.
         ask pending_nonce: PendingNonce,
         /// Whether an account without a dev key may send unsigned (it is impersonated).

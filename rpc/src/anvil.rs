@@ -3,6 +3,7 @@
 //! says about itself. A handler that serves several dialects is given the caller's
 //! [`Dialect`](crate::methods::Dialect) by the method table, never the method's name.
 
+pub(crate) mod blobs;
 pub(crate) mod dev;
 pub(crate) mod erc20;
 pub(crate) mod mined;

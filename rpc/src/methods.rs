@@ -15,7 +15,7 @@ use hearth_messages::subscriptions::ConnectionId;
 use serde_json::Value;
 
 use crate::anvil::dev::{BlockSetting, PatchKind};
-use crate::anvil::{dev, erc20, mined, node_info, reset, rewind, state_dump};
+use crate::anvil::{blobs, dev, erc20, mined, node_info, reset, rewind, state_dump};
 use crate::core::{Dialect, Params, Reply, RpcContext, RpcError, RpcMetrics};
 use crate::debug::{head, raw, storage_range, trace as debug_trace};
 use crate::eth::{
@@ -238,6 +238,8 @@ methods! {
     "anvil_getAutomine" read => dev::get_automine(ctx, p).await;
     "hardhat_getAutomine" read => dev::get_automine(ctx, p).await;
     "anvil_getIntervalMining" read => dev::get_interval_mining(ctx, p.decode()?).await;
+    "anvil_getBlobByHash" read => blobs::blob_by_hash(ctx, p).await;
+    "anvil_getBlobsByTransactionHash" read => blobs::blobs_by_transaction(ctx, p).await;
     "evm_setIntervalMining" write => dev::set_interval_mining(ctx, p).await;
     "anvil_setIntervalMining" write => dev::set_interval_mining_seconds(ctx, p).await;
     "evm_setNextBlockTimestamp" write =>

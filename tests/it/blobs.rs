@@ -340,3 +340,39 @@ async fn an_osaka_chain_takes_cell_proofs_and_six_blobs_a_transaction() {
         (-32000, "too many blobs in transaction: have 7, max 6 per transaction")
     );
 }
+
+#[actix::test]
+async fn blobs_of_pooled_and_mined_transactions_are_served_by_hash() {
+    let node = TestNode::start_with(manual());
+    let alice = node.signer(0);
+    let one = sidecar_of(b"first blob");
+    let two = sidecar_of(b"second blob");
+    let blobs = BlobTransactionSidecar {
+        blobs: vec![one.blobs[0], two.blobs[0]],
+        commitments: vec![one.commitments[0], two.commitments[0]],
+        proofs: vec![one.proofs[0], two.proofs[0]],
+    };
+    let tx = blob_tx(&alice, 0, GWEI, blobs.clone(), None);
+    let hash = node.ok("eth_sendRawTransaction", json!([raw(&tx)])).await;
+    let versioned: Vec<B256> = blobs.versioned_hashes().collect();
+    let expect_all = json!([blobs.blobs[0], blobs.blobs[1]]);
+    let by_tx = json!([hash]);
+    // Pooled, then mined (the block carries no sidecar; the pool kept it).
+    assert_eq!(node.ok("anvil_getBlobsByTransactionHash", by_tx.clone()).await, expect_all);
+    node.ok("evm_mine", json!([])).await;
+    assert_eq!(pool_status(&node).await, (0, 0));
+    assert_eq!(node.ok("anvil_getBlobsByTransactionHash", by_tx.clone()).await, expect_all);
+    for (i, versioned) in versioned.iter().enumerate() {
+        let blob = node.ok("anvil_getBlobByHash", json!([versioned])).await;
+        assert_eq!(blob, json!(blobs.blobs[i]));
+    }
+    // Unknown hashes are null; a hash that is not 32 bytes is -32602.
+    let unknown = B256::repeat_byte(1);
+    assert_eq!(node.ok("anvil_getBlobByHash", json!([unknown])).await, Value::Null);
+    assert_eq!(node.ok("anvil_getBlobsByTransactionHash", json!([unknown])).await, Value::Null);
+    let (code, _, _) = node.err("anvil_getBlobByHash", json!(["0x01"])).await;
+    assert_eq!(code, -32602);
+    // A reset replaces the chain: its blobs go with it.
+    node.ok("anvil_reset", json!([])).await;
+    assert_eq!(node.ok("anvil_getBlobsByTransactionHash", by_tx.clone()).await, Value::Null);
+}

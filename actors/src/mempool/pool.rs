@@ -9,17 +9,19 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 
 use alloy_consensus::{Transaction, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
+use alloy_eips::eip4844::Blob;
 use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{Address, B256, U256};
 use hearth_messages::ChainId;
 use hearth_messages::TxError;
 use hearth_messages::executor::{InvalidTx, PooledTx};
-use hearth_messages::mempool::{PoolContent, SignedBy, SubmitFilled};
+use hearth_messages::mempool::{GetBlobs, PoolContent, SignedBy, SubmitFilled};
 use hearth_storage::ChainDb;
 use revm::primitives::KECCAK_EMPTY;
 use revm::primitives::hardfork::SpecId;
 
 use super::blobs;
+use super::kept_blobs::{KeptBlobs, blob_in, blobs_of};
 use super::validation::{
     SenderState, Signer, TxRules, check_against_state, check_stateless_signed, recover_sender,
 };
@@ -162,6 +164,8 @@ pub struct Pool {
     arrival: HashMap<B256, u64>,
     /// The next admission's number.
     next_arrival: u64,
+    /// Sidecars of blob transactions blocks included (see `kept_blobs`).
+    kept: KeptBlobs,
 }
 
 impl Pool {
@@ -179,6 +183,7 @@ impl Pool {
             dropped_invalid: 0,
             arrival: HashMap::new(),
             next_arrival: 0,
+            kept: KeptBlobs::default(),
         }
     }
 
@@ -507,6 +512,7 @@ impl Pool {
     /// Removes every transaction; how many there were. Impersonation settings stay.
     pub fn drop_all(&mut self) -> usize {
         let count = self.by_hash.len();
+        self.kept.clear();
         self.by_hash.clear();
         self.by_sender.clear();
         self.spent.clear();
@@ -686,7 +692,9 @@ impl Pool {
     /// Drops mined transactions, and any whose nonce the chain has passed.
     pub fn remove_mined(&mut self, db: &ChainDb, hashes: impl IntoIterator<Item = B256>) {
         for hash in hashes {
-            self.remove(&hash);
+            if let Some(mined) = self.remove(&hash) {
+                self.kept.keep(hash, mined.tx);
+            }
         }
         let head = db.head_number().unwrap_or_default();
         let mut stale = Vec::new();
@@ -705,6 +713,22 @@ impl Pool {
                     state_nonce,
                     "dropped a pooled transaction whose nonce the chain has passed"
                 );
+            }
+        }
+    }
+
+    /// The blobs `query` names: of a pooled transaction, else of a mined one still kept.
+    pub fn blobs(&self, query: &GetBlobs) -> Option<Vec<Blob>> {
+        match query {
+            GetBlobs::Transaction(hash) => {
+                let tx = self.by_hash.get(hash).map(|p| p.tx.as_ref());
+                let blobs = blobs_of(tx.or_else(|| self.kept.transaction(hash))?);
+                (!blobs.is_empty()).then(|| blobs.to_vec())
+            }
+            GetBlobs::Versioned(versioned) => {
+                let pooled = self.by_hash.values().find_map(|p| blob_in(&p.tx, versioned));
+                let blob = pooled.or_else(|| blob_in(self.kept.holding(versioned)?, versioned))?;
+                Some(vec![blob])
             }
         }
     }
