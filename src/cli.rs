@@ -453,6 +453,12 @@ pub enum Command {
     Import(ImportArgs),
     /// Export canonical blocks as concatenated RLP blocks (geth's export format).
     Export(ExportArgs),
+    /// Print a completion script for SHELL (bash, elvish, fish, powershell, zsh), as anvil's
+    /// `completions`: e.g. `hearth completions bash > /etc/bash_completion.d/hearth`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Arguments of `hearth import`.

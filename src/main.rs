@@ -221,6 +221,11 @@ fn run_tool(command: Command) -> ExitCode {
         Command::Blocktest(args) => (args, blocktest::run),
         Command::Import(args) => return run_import(args),
         Command::Export(args) => return run_export(args),
+        Command::Completions { shell } => {
+            let mut command = <hearth::cli::Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "hearth", &mut std::io::stdout());
+            return ExitCode::SUCCESS;
+        }
     };
     let options = RunOptions {
         fork: args.fork,

@@ -569,3 +569,15 @@ fn ipc_serves_the_same_methods_on_a_unix_socket() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--ipc"), "{stderr}");
 }
+
+#[test]
+fn completions_print_a_script_for_each_shell_and_refuse_others() {
+    for shell in ["bash", "elvish", "fish", "powershell", "zsh"] {
+        let (code, out, err) = NodeProcess::run_to_exit(&["completions", shell]);
+        assert_eq!(code, 0, "{shell}: {err}");
+        assert!(out.contains("hearth") && out.contains("fork-url"), "{shell}: {out}");
+    }
+    let (code, _, err) = NodeProcess::run_to_exit(&["completions", "tcsh"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("possible values"), "{err}");
+}
