@@ -128,7 +128,9 @@ fn main() -> std::io::Result<()> {
         let (server, addr) = node.serve_rpc(extensions).map_err(std::io::Error::other)?;
         println!("tx_counter example: JSON-RPC on http://{addr} (hearth_txCountBySender)");
         // Ctrl-C stops it as it stops the node: requests answered, journal checkpointed.
-        hearth::shutdown::serve_until_signal(&node, server).await.map_err(std::io::Error::other)
+        hearth::shutdown::serve_until_signal(&node, server, &[])
+            .await
+            .map_err(std::io::Error::other)
     })
 }
 

@@ -247,6 +247,17 @@ pub struct Cli {
         default_missing_value = "/tmp/anvil.ipc"
     )]
     pub ipc: Option<PathBuf>,
+    /// Serve the Engine API (engine_*, with the eth_ subset the spec lists) on this address,
+    /// behind JWT authentication. Any --authrpc.* flag turns the port on.
+    #[arg(long = "authrpc.addr", value_name = "IP")]
+    pub authrpc_addr: Option<std::net::IpAddr>,
+    /// The Engine API's port (default 8551, as geth and reth; 0 picks a free one).
+    #[arg(long = "authrpc.port", value_name = "PORT")]
+    pub authrpc_port: Option<u16>,
+    /// The Engine API's JWT secret: a file of 32 bytes in hex. Created with a random secret
+    /// (mode 0600) when missing, as geth and reth do; default $HOME/.hearth/jwt.hex.
+    #[arg(long = "authrpc.jwtsecret", value_name = "FILE")]
+    pub authrpc_jwtsecret: Option<PathBuf>,
     /// Print no console.log lines (they are captured and printed by default, as in anvil).
     #[arg(long = "disable-console-log", visible_alias = "no-console-log")]
     pub disable_console_log: bool,

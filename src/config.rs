@@ -119,6 +119,8 @@ pub struct NodeConfig {
     pub artifacts: Vec<PathBuf>,
     /// Where JSON-RPC is also served on a Unix socket (`--ipc`).
     pub ipc: Option<PathBuf>,
+    /// The Engine API port (`--authrpc.*`), when any of its flags was given.
+    pub authrpc: Option<AuthRpc>,
     /// How often the state file is written while the node runs (`--state-interval`).
     pub state_interval: Option<Duration>,
     /// JSON-RPC worker threads.
@@ -409,6 +411,41 @@ fn show_settings(cli: &Cli) -> hearth_actors::Show {
         ..Default::default()
     }
 }
+
+/// The Engine API's port: where it listens and the file of its JWT secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthRpc {
+    /// `--authrpc.addr` (127.0.0.1) and `--authrpc.port` (8551).
+    pub addr: std::net::SocketAddr,
+    /// `--authrpc.jwtsecret` ($HOME/.hearth/jwt.hex).
+    pub jwt_secret: PathBuf,
+}
+
+/// The Engine API port, when any `--authrpc.*` flag asks for it.
+fn auth_rpc(
+    addr: Option<std::net::IpAddr>,
+    port: Option<u16>,
+    secret: Option<PathBuf>,
+) -> Result<Option<AuthRpc>, ConfigError> {
+    if addr.is_none() && port.is_none() && secret.is_none() {
+        return Ok(None);
+    }
+    let ip = addr.unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+    let jwt_secret = match secret {
+        Some(path) => path,
+        None => {
+            let home = std::env::var_os("HOME").ok_or(ConfigError::NoHome)?;
+            PathBuf::from(home).join(".hearth").join("jwt.hex")
+        }
+    };
+    Ok(Some(AuthRpc {
+        addr: std::net::SocketAddr::new(ip, port.unwrap_or(DEFAULT_AUTHRPC_PORT)),
+        jwt_secret,
+    }))
+}
+
+/// The Engine API's default port (geth's, reth's).
+pub const DEFAULT_AUTHRPC_PORT: u16 = 8551;
 
 /// `--ipc`'s path must fit a Unix socket address.
 fn check_ipc(path: Option<&std::path::Path>) -> Result<(), ConfigError> {
@@ -930,6 +967,7 @@ struct Resolved {
     state_interval: Option<Duration>,
     /// `--mnemonic`, or the one `--mnemonic-random` drew.
     mnemonic: String,
+    authrpc: Option<AuthRpc>,
 }
 
 /// The threads serving requests: the executor pool, the HTTP workers, and how much the pool
@@ -993,6 +1031,7 @@ impl TryFrom<Cli> for NodeConfig {
             interval,
             state_interval: state_interval(cli.state_interval, dump_state.is_some())?,
             mnemonic: mnemonic(&cli)?,
+            authrpc: auth_rpc(cli.authrpc_addr, cli.authrpc_port, cli.authrpc_jwtsecret.clone())?,
             dump_state,
             load_state,
         };
@@ -1041,6 +1080,7 @@ impl NodeConfig {
             show,
             artifacts: cli.artifacts,
             ipc: cli.ipc,
+            authrpc: resolved.authrpc,
             state_interval: resolved.state_interval,
             http_workers,
             admission,

@@ -12,6 +12,7 @@ pub mod conformance;
 pub mod fork;
 pub mod genesis;
 pub mod import;
+pub mod jwt;
 pub mod node;
 pub mod os;
 pub mod parallel_kit;

@@ -61,13 +61,22 @@ fn main() -> ExitCode {
             hearth_rpc::serve_ipc(path, node.rpc_context(Extensions::default()))
                 .map_err(|source| hearth::node::NodeError::Ipc { path: path.clone(), source })?;
         }
+        // The Engine API port (`--authrpc.*`): stopped with the JSON-RPC server.
+        let engine = match node.serve_engine()? {
+            Some((server, _)) => {
+                let handle = server.handle();
+                actix_rt::spawn(server);
+                vec![handle]
+            }
+            None => Vec::new(),
+        };
         announce(&node, addr)?;
         let accounts: Vec<String> = node.signers.iter().map(|s| s.address().to_string()).collect();
         tracing::info!(target: "node", %addr, chain_id = node.config().chain_id, ?accounts, "JSON-RPC listening on http://{addr} and ws://{addr}");
         // Until SIGINT/SIGTERM; then the clean stop (src/shutdown.rs): WebSockets closed, queued
         // calls answered, the miner's block committed, the server stopped, the state dumped
         // (--dump-state) and the journal checkpointed.
-        hearth::shutdown::serve_until_signal(&node, server).await?;
+        hearth::shutdown::serve_until_signal(&node, server, &engine).await?;
         Ok::<_, hearth::node::NodeError>(())
     });
     match result {

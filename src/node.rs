@@ -65,6 +65,14 @@ pub enum NodeError {
     /// `--fork-transaction-hash`'s earlier transactions could not be replayed.
     #[error(transparent)]
     ForkReplay(#[from] crate::fork::before_tx::ReplayError),
+    /// `--authrpc.jwtsecret` could not be read or created.
+    #[error("--authrpc.jwtsecret {}: {reason}", path.display())]
+    JwtSecret {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong, and what to do.
+        reason: String,
+    },
     /// `--ipc`'s socket could not be made.
     #[error("cannot serve JSON-RPC on --ipc {}: {source}", path.display())]
     Ipc {
@@ -423,6 +431,7 @@ impl Node {
             subscriptions: SubscriptionClient::new(&self.subscriptions),
             reset: self.reset.as_ref().map(|r| r.clone().recipient()),
             fork_url: self.reset.as_ref().map(|r| r.clone().recipient()),
+            surface: hearth_rpc::Surface::Public,
             metric_sources: hearth_rpc::MetricSources {
                 code_cache: CodeCacheClient::new(&self.code_cache),
                 restarts: self.restarts.clone(),
@@ -446,6 +455,21 @@ impl Node {
         }
         hearth_rpc::serve(addr, &self.config.more_http_ips, self.rpc_context(extensions), workers)
             .map_err(|source| NodeError::Bind { addr, source })
+    }
+
+    /// Binds the Engine API port (`--authrpc.*`), when configured: the same server with a
+    /// context that serves the engine methods and the spec's `eth_` subset, each request
+    /// checked for a JWT made with the secret in `--authrpc.jwtsecret` (created when missing).
+    pub fn serve_engine(&self) -> Result<Option<(actix_web::dev::Server, SocketAddr)>, NodeError> {
+        let Some(auth) = &self.config.authrpc else { return Ok(None) };
+        let secret = crate::jwt::load_or_create(&auth.jwt_secret)?;
+        let mut ctx = self.rpc_context(Extensions::default());
+        ctx.surface = hearth_rpc::Surface::Engine(std::sync::Arc::new(secret));
+        let workers = self.config.http_workers.get();
+        let served = hearth_rpc::serve(auth.addr, &[], ctx, workers)
+            .map_err(|source| NodeError::Bind { addr: auth.addr, source })?;
+        tracing::info!(target: "node", addr = %served.1, secret = %auth.jwt_secret.display(), "Engine API listening (JWT)");
+        Ok(Some(served))
     }
 
     /// The configuration the node runs with.

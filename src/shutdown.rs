@@ -4,7 +4,8 @@
 //!    graceful stop until its 30 s timeout.
 //! 2. Drain ([`Node::drain`]): executor calls still queued are answered with -32005 "the node is
 //!    shutting down", and the miner commits its block in progress and starts no other.
-//! 3. Stop the HTTP server gracefully: the requests it is serving are answered.
+//! 3. Stop the HTTP servers gracefully (the Engine API port first): the requests they are
+//!    serving are answered.
 //! 4. `--dump-state`: write the state file, which so holds every block committed above.
 //! 5. Checkpoint the journal (flush sled), so the next start has nothing to replay.
 //!
@@ -18,7 +19,11 @@ use crate::node::{Node, NodeError};
 
 /// Serves until SIGINT or SIGTERM (or until the server fails), then stops as the module docs
 /// say. A server that failed is the error returned, after the checkpoint still ran.
-pub async fn serve_until_signal(node: &Node, server: Server) -> Result<(), NodeError> {
+pub async fn serve_until_signal(
+    node: &Node,
+    server: Server,
+    others: &[actix_web::dev::ServerHandle],
+) -> Result<(), NodeError> {
     let addr = node.config().http_addr;
     let handle = server.handle();
     let mut running = actix_rt::spawn(server);
@@ -29,6 +34,9 @@ pub async fn serve_until_signal(node: &Node, server: Server) -> Result<(), NodeE
                 tracing::debug!(target: "node", "subscription actor already stopped");
             }
             node.drain().run().await;
+            for other in others {
+                other.stop(true).await;
+            }
             handle.stop(true).await;
             running.await
         }

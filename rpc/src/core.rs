@@ -18,6 +18,7 @@ mod namespaces;
 mod node_facts;
 mod params;
 mod reply;
+mod surface;
 mod tags;
 
 pub use access::*;
@@ -31,4 +32,5 @@ pub use namespaces::*;
 pub use node_facts::*;
 pub use params::*;
 pub(crate) use reply::*;
+pub use surface::*;
 pub(crate) use tags::*;

@@ -22,7 +22,7 @@ use crate::eth::{
     access_list, blocks, call, call_many, capabilities, config, fees, filters, headers, logs,
     proof, receipts, sign, simulate, state, subscriptions, tx,
 };
-use crate::{net, testing, trace, txpool};
+use crate::{engine, net, testing, trace, txpool};
 
 /// How a method runs, for the layers that decide before it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -328,6 +328,10 @@ methods! {
     "trace_filter" read => trace::trace_filter(ctx, p).await;
     "testing_buildBlockV1" read => testing::build_block(ctx, p).await;
 
+    // The Engine API, on its authenticated port only (`core::surface`).
+    "engine_exchangeCapabilities" read => engine::capabilities::exchange_capabilities(p);
+    "engine_getClientVersionV1" read => engine::capabilities::client_version_v1(p);
+
     "txpool_status" read => txpool::status(ctx, p).await;
     "txpool_content" read => txpool::content_method(ctx, p).await;
     "txpool_contentFrom" read => txpool::content_from(ctx, p).await;
@@ -389,7 +393,8 @@ pub(crate) async fn dispatch(
     let Some(row) = row else {
         return run_extension(ctx, method, params).await;
     };
-    if !ctx.api.serves(row.namespace) {
+    let public = matches!(ctx.surface, crate::core::Surface::Public);
+    if !ctx.surface.serves(row.name, row.namespace) || (public && !ctx.api.serves(row.namespace)) {
         return Err(RpcError::MethodNotFound(method));
     }
     let params = Params::new(params);
@@ -445,7 +450,8 @@ async fn run_extension(
     method: String,
     params: Option<Value>,
 ) -> Result<Reply, RpcError> {
-    if !ctx.api.allows(&method) {
+    // Extensions are served on the public port only.
+    if !matches!(ctx.surface, crate::core::Surface::Public) || !ctx.api.allows(&method) {
         return Err(RpcError::MethodNotFound(method));
     }
     match ctx.extensions.get(&method) {

@@ -466,6 +466,7 @@ fn fixture(max_queued: usize) -> Fixture {
         subscriptions: SubscriptionClient::new(&idle),
         reset: None,
         fork_url: None,
+        surface: Default::default(),
     };
     Fixture {
         ctx,

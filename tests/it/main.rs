@@ -22,6 +22,7 @@ mod cli;
 mod conformance;
 mod dev;
 mod dumpstate;
+mod engine;
 mod filters;
 mod fork;
 mod forks;

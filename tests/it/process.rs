@@ -183,10 +183,19 @@ impl Drop for NodeProcess {
 
 /// A minimal HTTP/1.1 POST of a JSON body; returns (status, body).
 pub(crate) fn post(addr: SocketAddr, body: &str) -> std::io::Result<(u16, String)> {
+    post_with(addr, "", body)
+}
+
+/// [`post`] with more header lines (`extra`: each ending in CRLF).
+pub(crate) fn post_with(
+    addr: SocketAddr,
+    extra: &str,
+    body: &str,
+) -> std::io::Result<(u16, String)> {
     let mut stream = TcpStream::connect(addr)?;
     write!(
         stream,
-        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
     read_response(stream)

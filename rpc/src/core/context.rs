@@ -186,6 +186,8 @@ pub struct RpcContext {
     /// The node's resetter (anvil_reset); `None` where the node cannot reset.
     pub reset:
         Option<actix::Recipient<hearth_messages::ask::Ask<hearth_messages::reset::ResetChain>>>,
+    /// The port this context serves: the public one, or the Engine API's (its JWT secret).
+    pub surface: crate::core::Surface,
     /// Where anvil_setRpcUrl goes (the resetter, which owns the fork settings); `None` where
     /// the node cannot reset.
     pub fork_url:

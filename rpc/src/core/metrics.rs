@@ -47,10 +47,16 @@ pub enum Refusal {
     Host = 1,
     /// A POST that is not `application/json` (415).
     ContentType = 2,
+    /// On the Engine API port, a request without a valid JWT (401).
+    Jwt = 3,
 }
 
-const REFUSALS: [(&str, Refusal); 3] =
-    [("origin", Refusal::Origin), ("host", Refusal::Host), ("content_type", Refusal::ContentType)];
+const REFUSALS: [(&str, Refusal); 4] = [
+    ("origin", Refusal::Origin),
+    ("host", Refusal::Host),
+    ("content_type", Refusal::ContentType),
+    ("jwt", Refusal::Jwt),
+];
 
 /// How many stripes: at least as many as RPC worker threads on any machine we run on.
 const STRIPES: usize = 16;

@@ -150,6 +150,11 @@ struct AllowedHost(RefCell<Option<HeaderValue>>);
 /// flag would allow it.
 fn refusal(ctx: &RpcContext, req: &HttpRequest) -> Option<(Refusal, StatusCode, String)> {
     let headers = req.headers();
+    // The Engine API port: every request (a WebSocket handshake too) carries a fresh JWT.
+    let authorization = headers.get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
+    if let Some(message) = ctx.surface.unauthorized(authorization) {
+        return Some((Refusal::Jwt, StatusCode::UNAUTHORIZED, message));
+    }
     if let Some(host) = headers.get(header::HOST) {
         let memo = req.conn_data::<AllowedHost>();
         let known = memo.is_some_and(|memo| memo.0.borrow().as_ref() == Some(host));

@@ -1,0 +1,108 @@
+//! The Engine API's authenticated port (`--authrpc.*`): every request needs a fresh JWT made
+//! with the node's secret (401 and nothing done otherwise), the port serves the engine methods
+//! and the spec's `eth_` subset only, and the public port never serves `engine_`.
+
+use std::net::SocketAddr;
+
+use alloy_rpc_types_engine::{Claims, JwtSecret};
+use serde_json::{Value, json};
+
+use crate::process::{NodeProcess, TempDir, post_with};
+
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs()
+}
+
+/// A node with the Engine API port on, its secret file in `dir`; the port's address and the
+/// secret (read from the file the node created).
+fn node_with_engine(dir: &TempDir) -> (NodeProcess, SocketAddr, JwtSecret) {
+    let path = dir.path().join("jwt.hex");
+    let path = path.to_str().expect("utf-8");
+    let node = NodeProcess::spawn(&[
+        "--http.port",
+        "0",
+        "--authrpc.port",
+        "0",
+        "--authrpc.jwtsecret",
+        path,
+    ]);
+    // Logged before the node listens on its public port.
+    let line = node
+        .log
+        .iter()
+        .find(|l| l.contains("Engine API listening"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no Engine API line in {:#?}", node.log));
+    let addr = line
+        .split("addr=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line}"));
+    let secret =
+        JwtSecret::from_hex(std::fs::read_to_string(path).expect("secret file")).expect("hex");
+    (node, addr, secret)
+}
+
+fn bearer(secret: &JwtSecret, iat: u64) -> String {
+    let token = secret.encode(&Claims { iat, exp: None }).expect("token");
+    format!("Authorization: Bearer {token}\r\n")
+}
+
+fn request(method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string()
+}
+
+#[test]
+fn the_engine_port_needs_a_fresh_jwt_of_its_secret_and_serves_its_methods_only() {
+    let dir = TempDir::new("engine-jwt");
+    let (node, engine, secret) = node_with_engine(&dir);
+    let capabilities = request("engine_exchangeCapabilities", json!([["engine_newPayloadV4"]]));
+    let send = |auth: &str, body: &str| post_with(engine, auth, body).expect("answered");
+
+    // Refused before anything runs: no header, another secret, iat 61 s off, garbage.
+    let head = node.ok("eth_blockNumber", json!([]));
+    let mine = request("evm_mine", json!([]));
+    for auth in [
+        String::new(),
+        bearer(&JwtSecret::random(), now()),
+        bearer(&secret, now() - 61),
+        bearer(&secret, now() + 61),
+        "Authorization: Bearer not-a-jwt\r\n".to_owned(),
+        "Authorization: Basic dXNlcjpwYXNz\r\n".to_owned(),
+    ] {
+        for body in [&capabilities, &mine] {
+            let (status, text) = send(&auth, body);
+            assert_eq!(status, 401, "{auth:?}: {text}");
+        }
+    }
+    assert_eq!(node.ok("eth_blockNumber", json!([])), head, "nothing was mined");
+
+    // A fresh token: the engine methods and the spec's eth_ subset, nothing else.
+    let ok = bearer(&secret, now());
+    let (status, text) = send(&ok, &capabilities);
+    assert_eq!(status, 200, "{text}");
+    let answer: Value = serde_json::from_str(&text).expect("json");
+    let served = answer["result"].as_array().expect("a list");
+    assert!(served.contains(&json!("engine_getClientVersionV1")), "{answer}");
+    assert!(!served.contains(&json!("engine_exchangeCapabilities")), "{answer}");
+    let version = request(
+        "engine_getClientVersionV1",
+        json!([{"code": "LH", "name": "Lighthouse", "version": "v7", "commit": "0x01020304"}]),
+    );
+    let answer: Value = serde_json::from_str(&send(&ok, &version).1).expect("json");
+    assert_eq!(answer["result"][0]["code"], "HE", "{answer}");
+    let chain_id: Value =
+        serde_json::from_str(&send(&ok, &request("eth_chainId", json!([]))).1).expect("json");
+    assert_eq!(chain_id["result"], "0x7a69");
+    for refused in ["eth_getBalance", "evm_mine", "anvil_setBalance"] {
+        let answer: Value =
+            serde_json::from_str(&send(&ok, &request(refused, json!([]))).1).expect("json");
+        assert_eq!(answer["error"]["code"], -32601, "{refused}: {answer}");
+    }
+    assert_eq!(node.ok("eth_blockNumber", json!([])), head);
+
+    // The public port never serves the engine namespace.
+    let public = node.call("engine_exchangeCapabilities", json!([[]]));
+    assert_eq!(public["error"]["code"], -32601, "{public}");
+}
