@@ -325,4 +325,4 @@ impl Handler<hearth_messages::mempool::IsImpersonated> for MempoolActor {
     }
 }
 
-hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, GetPooledTx, hearth_messages::mempool::GetPooledByNonce, hearth_messages::mempool::GetBlobs, PendingNonce, PoolSize, GetPoolCounters, hearth_messages::mempool::IsImpersonated);
+hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, GetPooledTx, hearth_messages::mempool::GetPooledByNonce, hearth_messages::mempool::GetBlobs, TakePending, PendingNonce, PoolSize, GetPoolCounters, hearth_messages::mempool::IsImpersonated);

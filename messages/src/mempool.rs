@@ -342,6 +342,8 @@ crate::actor_client! {
         ask get_pooled_by_nonce: GetPooledByNonce,
         /// Blobs of a pooled or recently mined blob transaction.
         ask get_blobs: GetBlobs,
+        /// What the next block would take from the pool (txpoolExt_getTxs); nothing leaves it.
+        ask pending_for_block: TakePending,
         /// The next nonce counting pending transactions.
         ask pending_nonce: PendingNonce,
         /// Whether an account without a dev key may send unsigned (it is impersonated).

@@ -181,7 +181,7 @@ impl Actor for Idle {
 }
 
 hearth_messages::answer_asks!(Stub: SubmitTx, mempool::SubmitFilled, GetPooledTx, PendingNonce, AutoMine);
-hearth_messages::answer_asks!(Idle: SubmitTx, mempool::SubmitFilled, GetPooledTx, mempool::GetPooledByNonce, mempool::GetBlobs, PendingNonce, AutoMine);
+hearth_messages::answer_asks!(Idle: SubmitTx, mempool::SubmitFilled, GetPooledTx, mempool::GetPooledByNonce, mempool::GetBlobs, mempool::TakePending, PendingNonce, AutoMine);
 hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::PoolSize, mempool::GetPoolCounters, hearth_messages::code_cache::GetCodeCacheStats, mempool::IsImpersonated);
 hearth_messages::answer_asks!(Idle: subs::Connect, subs::Subscribe, subs::Unsubscribe, subs::GetSubscriptionStats);
 hearth_messages::answer_asks!(Idle: hearth_messages::filters::InstallFilter, hearth_messages::filters::PollFilter, hearth_messages::filters::GetFilter, hearth_messages::filters::UninstallFilter);
@@ -203,6 +203,7 @@ idle_replies! {
     GetPooledTx => None,
     mempool::GetPooledByNonce => None,
     mempool::GetBlobs => None,
+    mempool::TakePending => Vec::new(),
     PendingNonce => Ok(0),
     AutoMine => Ok(None),
     MineBlocks => Ok(0),

@@ -8,9 +8,12 @@
 use std::collections::BTreeMap;
 
 use alloy_consensus::Transaction;
+use alloy_eips::eip2718::Encodable2718;
+use alloy_primitives::Bytes;
 use alloy_primitives::{Address, TxKind};
 use hearth_messages::executor::PooledTx;
-use hearth_messages::mempool::{GetPoolContent, PoolContent};
+use hearth_messages::mempool::{GetPoolContent, PoolContent, TakePending, without_sidecar};
+use hearth_messages::miner::GetMiningStatus;
 use serde_json::{Value, json};
 
 use crate::core::Params;
@@ -137,4 +140,26 @@ fn group(
         out.raw(b"}")?;
     }
     out.raw(b"}")
+}
+
+/// Most bytes of transactions one txpoolExt_getTxs answer holds (what a block takes, as the
+/// miner caps a block's transactions).
+pub(crate) const GET_TXS_MAX_BYTES: usize = 10 * 1024 * 1024;
+
+/// txpoolExt_getTxs (ev-reth's, which evstack's ev-node sequencer calls): `[]`; the pooled
+/// transactions the next block would take, in the order the miner would take them (fee, then
+/// nonce), as EIP-2718 bytes in the form a block holds (a blob transaction without its sidecar),
+/// capped by the next block's gas limit and by [`GET_TXS_MAX_BYTES`]. They stay pooled.
+pub(crate) async fn get_txs(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(0)?;
+    let number = crate::core::head(ctx)?;
+    let head =
+        ctx.chain.header(number)?.ok_or(RpcError::MissingRecord { number, what: "header" })?;
+    let gas_limit = ctx.miner.mining_status(GetMiningStatus).await?.gas_limit;
+    let base_fee = hearth_messages::base_fee::next_base_fee(&head).unwrap_or(0);
+    let take = TakePending { gas_limit, max_bytes: GET_TXS_MAX_BYTES, base_fee };
+    let pending = ctx.mempool.pending_for_block(take).await?;
+    let raw: Vec<Bytes> =
+        pending.iter().map(|p| Bytes::from(without_sidecar(&p.tx).encoded_2718())).collect();
+    Ok(json!(raw))
 }

@@ -242,3 +242,30 @@ async fn blocks_take_the_best_paying_first_and_what_does_not_fit_waits() {
     assert_eq!(block["transactions"], json!([cheap]), "and goes in the next block");
     assert_eq!(node.ok("txpool_status", json!([])).await["pending"], "0x0");
 }
+
+#[actix::test]
+async fn txpool_ext_get_txs_lists_what_the_next_block_takes_and_leaves_it_pooled() {
+    let node = TestNode::start_with(manual(100));
+    let (alice, bob) = (node.signer(0), node.signer(1));
+    // Bob's pays more, so it comes first; Alice's nonce 5 waits on a gap.
+    let sent = [
+        tipped(&alice, 0, 20 * GWEI, GWEI),
+        tipped(&bob, 0, 20 * GWEI, 3 * GWEI),
+        tipped(&alice, 1, 20 * GWEI, GWEI),
+        priced(&alice, 5, 20 * GWEI),
+    ];
+    for tx in &sent {
+        node.ok("eth_sendRawTransaction", json!([raw(tx)])).await;
+    }
+    let listed = node.ok("txpoolExt_getTxs", json!([])).await;
+    let expected = json!([raw(&sent[1]), raw(&sent[0]), raw(&sent[2])]);
+    assert_eq!(listed, expected);
+    assert_eq!(
+        node.ok("txpool_status", json!([])).await,
+        json!({"pending": "0x3", "queued": "0x1"})
+    );
+    let (code, _, _) = node.err("txpoolExt_getTxs", json!([1])).await;
+    assert_eq!(code, -32602);
+    node.ok("evm_mine", json!([])).await;
+    assert_eq!(node.ok("txpoolExt_getTxs", json!([])).await, json!([]));
+}
