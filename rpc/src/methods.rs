@@ -332,7 +332,7 @@ methods! {
     "engine_exchangeCapabilities" read => engine::capabilities::exchange_capabilities(p);
     "engine_getClientVersionV1" read => engine::capabilities::client_version_v1(p);
 
-    "txpoolExt_getTxs" read => txpool::get_txs(ctx, p).await;
+    "txpoolExt_getTxs" read in "txpool" => txpool::get_txs(ctx, p).await;
     "txpool_status" read => txpool::status(ctx, p).await;
     "txpool_content" read => txpool::content_method(ctx, p).await;
     "txpool_contentFrom" read => txpool::content_from(ctx, p).await;
