@@ -49,6 +49,7 @@ pub(crate) fn call_many(
         frame_stack: FrameStack::new_prealloc(8),
     };
     let mut block = BundleBlock::starting(&header, msg.env);
+    let (mut budget, mut output_bytes) = (msg.gas_budget, 0usize);
     let mut out = Vec::with_capacity(msg.bundles.len());
     for bundle in msg.bundles {
         if let Some(o) = bundle.block_overrides {
@@ -58,7 +59,7 @@ pub(crate) fn call_many(
         for mut request in bundle.calls {
             request.state_overrides = None;
             request.block_overrides = Some(block.fields);
-            let gas = request.gas.unwrap_or(cap).min(cap);
+            let gas = request.gas.unwrap_or(cap).min(cap).min(budget);
             let (cfg, block_env, tx) = call_env_under(config, &rules, &request, &header, gas);
             evm.ctx.cfg = cfg;
             evm.ctx.block = block_env;
@@ -67,6 +68,14 @@ pub(crate) fn call_many(
                 && let Some(timeout) = timeout
             {
                 return Err(ExecError::Timeout { timeout_ms: timeout.as_millis() as u64 });
+            }
+            let used = result.tx_gas_used();
+            budget = budget
+                .checked_sub(used)
+                .ok_or(ExecError::GasCapExhausted { need: used, remaining: budget })?;
+            output_bytes += result.output().map_or(0, |o| o.len());
+            if output_bytes > msg.max_output_bytes {
+                return Err(ExecError::OutputTooLarge { max_bytes: msg.max_output_bytes });
             }
             outcomes.push(outcome(result));
         }

@@ -80,6 +80,10 @@ pub struct ForkBackendActor {
     block: Option<u64>,
     /// The fork block's hash and transaction count for storage pages (`None`: not asked).
     storage_range: Option<(B256, u64)>,
+    /// The pinned fork block's hash and transaction count, as pinned: what `storage_range`
+    /// starts from (and comes back to when the upstream is switched), and the hash a new
+    /// upstream must have for that block.
+    pinned: Option<(B256, u64)>,
     /// Accounts whose storage page was asked for in this run.
     range_asked: HashSet<Address>,
     /// Slot keys of accounts whose page is on its way, held back (their waiters are in
@@ -155,6 +159,7 @@ impl ForkBackendActor {
                 counters,
                 block: None,
                 storage_range: None,
+                pinned: None,
                 range_asked: HashSet::new(),
                 parked: HashMap::new(),
                 account_info: true,
@@ -917,8 +922,7 @@ impl Handler<SwitchUpstream> for ForkBackendActor {
         let candidate = Upstream::new(msg.config, Arc::clone(&self.counters));
         // The upstream's chain id, when the fork asked it (`--fork-chain-id` may have spared it).
         let chain_id = self.cache.chain_id().ok().flatten();
-        let (Some(block), Some(hash)) = (self.block, self.storage_range.map(|(hash, _)| hash))
-        else {
+        let (Some(block), Some(hash)) = (self.block, self.pinned.map(|(hash, _)| hash)) else {
             return Box::pin(actix::fut::ready(Err(ForkError::Upstream(
                 "the fork has not started yet".to_owned(),
             ))));
@@ -954,6 +958,8 @@ impl Handler<SwitchUpstream> for ForkBackendActor {
             actor.account_info = true;
             actor.account_info_served = false;
             actor.account_fallback.clear();
+            // Pages are asked of the new endpoint again, even if the old one refused them.
+            actor.storage_range = actor.pinned;
             actor.range_refused = 0;
             actor.range_served = false;
             Ok(())
@@ -971,6 +977,7 @@ impl Handler<PinFork> for ForkBackendActor {
             .map(|()| {
                 self.block = Some(msg.block);
                 self.storage_range = msg.storage_range;
+                self.pinned = msg.storage_range;
                 self.range_asked.clear();
                 // Keys parked behind a page of the previous block go upstream at this one.
                 let parked: Vec<ForkKey> = self.parked.drain().flat_map(|(_, keys)| keys).collect();

@@ -48,6 +48,23 @@ pub enum ExecError {
         /// The response cap.
         max_bytes: usize,
     },
+    /// eth_callMany's outputs grew past the response cap.
+    #[error(
+        "response too large: the calls returned more than {max_bytes} bytes; send fewer calls or bundles"
+    )]
+    OutputTooLarge {
+        /// The response cap.
+        max_bytes: usize,
+    },
+    /// The calls of one request used up the RPC gas cap between them (`--rpc.gascap`), as
+    /// eth_simulateV1's calls share it.
+    #[error("RPC gas cap exhausted: need {need}, remaining {remaining}; send fewer calls")]
+    GasCapExhausted {
+        /// What the call used.
+        need: u64,
+        /// What was left of the cap.
+        remaining: u64,
+    },
     /// The tracer cannot run: its name or configuration is not one the executor knows.
     #[error("{0}")]
     Tracer(String),

@@ -120,6 +120,11 @@ pub struct CallMany {
     pub state_overrides: Option<std::sync::Arc<StateOverrides>>,
     /// The bundles, in order.
     pub bundles: Vec<CallBundle>,
+    /// The gas all calls may use together (the RPC gas cap, as eth_simulateV1's calls share it):
+    /// each call's limit is cut to what is left.
+    pub gas_budget: u64,
+    /// The most bytes of output the calls may return together (the response cap).
+    pub max_output_bytes: usize,
 }
 
 /// One bundle of [`CallMany`]: its calls run in a block of their own, the one after the

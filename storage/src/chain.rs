@@ -941,6 +941,27 @@ impl ChainDb {
         }
     }
 
+    /// Whether slot `slot` of the account's `incarnation` as of block `number` is read from a
+    /// fork's upstream: the account's storage is the one it had at the fork block (not wiped
+    /// since) and nothing here wrote the slot. The local storage trie does not hold it.
+    pub fn slot_is_upstream(
+        &self,
+        address: &Address,
+        incarnation: u64,
+        slot: &U256,
+        number: u64,
+    ) -> Result<bool, StorageError> {
+        let snapshot = self.snapshot();
+        let inherited =
+            snapshot.chain.fork.as_ref().is_some_and(|fork| incarnation == fork.block());
+        if !inherited {
+            return Ok(false);
+        }
+        let from = layout::storage_key(address, incarnation, slot, 0);
+        let to = layout::storage_key(address, incarnation, slot, number);
+        Ok(self.last_in(&snapshot, &from, &to)?.is_none())
+    }
+
     /// Contract code by its hash.
     pub fn code(&self, code_hash: &B256) -> Result<Option<Bytes>, StorageError> {
         let snapshot = self.snapshot();

@@ -60,6 +60,22 @@ impl StateView {
         self.db.has_local_account(address, self.number)
     }
 
+    /// The first of `slots` of `address` whose value is a fork upstream's that this store
+    /// never wrote (see [`ChainDb::slot_is_upstream`]): the local trie cannot prove it.
+    pub fn upstream_slot(
+        &self,
+        address: &Address,
+        slots: &[U256],
+    ) -> Result<Option<U256>, StorageError> {
+        let Some(account) = self.account(address)? else { return Ok(None) };
+        for slot in slots {
+            if self.db.slot_is_upstream(address, account.incarnation, slot, self.number)? {
+                return Ok(Some(*slot));
+            }
+        }
+        Ok(None)
+    }
+
     /// The underlying store.
     pub const fn db(&self) -> &ChainDb {
         &self.db

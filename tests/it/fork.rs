@@ -1157,7 +1157,19 @@ fn proofs_up_to_the_fork_block_are_the_upstream_s_and_local_ones_after_a_change(
     let proof = fork.ok("eth_getProof", json!([upstream.summer, ["0x3"], tag(local)]));
     assert_eq!(proof["storageProof"][0]["value"], "0x63");
     verify_against(&proof, local_root, address(&upstream.summer), true, &["0x3"], "local");
-    assert_eq!(proxy.count("eth_getProof"), asked, "local blocks are proven here");
+    assert_eq!(proxy.count("eth_getProof"), asked, "what was written here is proven here");
+    // A slot of that contract never written here holds the upstream's value, which the local
+    // trie cannot prove: refused, not answered with a proof that would not verify.
+    let mixed = fork.call("eth_getProof", json!([upstream.summer, ["0x3", "0x7"], tag(local)]));
+    assert_eq!(mixed["error"]["code"], -32000, "{mixed}");
+    // An account never written here is as it was at the fork block: the upstream's proof there.
+    let untouched = &accounts[9];
+    let proof = fork.ok("eth_getProof", json!([untouched, [], tag(local)]));
+    assert_eq!(proof, upstream.node.ok("eth_getProof", json!([untouched, [], tag(head)])));
+    verify_against(&proof, root(&upstream.node, head), address(untouched), true, &[], "head");
+    let token_at =
+        |node: &NodeProcess, n: u64| node.ok("eth_getAccount", json!([upstream.token, tag(n)]));
+    assert_eq!(token_at(&fork, local), token_at(&upstream.node, head), "its storage root too");
 }
 
 #[test]

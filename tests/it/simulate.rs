@@ -368,6 +368,15 @@ async fn call_many_runs_bundles_in_order_on_one_state_and_changes_nothing() {
         assert_eq!(code, -32602, "{params}");
         assert!(message.contains(says), "{params}: {message}");
     }
+    // The calls share the RPC gas cap: a second spinner finds nothing left of it.
+    let spinner = "0x00000000000000000000000000000000000c0c03";
+    let spin = json!({spinner: {"code": SPINNER}});
+    let two = json!([[{"transactions": [{"to": spinner}, {"to": spinner}]}], {}, spin]);
+    let (code, message, _) = node.err("eth_callMany", two).await;
+    assert_eq!(code, -32000, "{message}");
+    let one = json!([[{"transactions": [{"to": spinner}]}], {}, spin]);
+    let answer = node.ok("eth_callMany", one).await;
+    assert!(answer[0][0]["error"].is_string(), "{answer}");
     // A call that is no transaction (value beyond the sender's balance) fails the request.
     let broke = json!([[{"transactions": [{"from": counter, "to": clock, "value": "0x1"}]}]]);
     let (code, message, _) = node.err("eth_callMany", broke).await;

@@ -81,6 +81,19 @@ pub enum RpcError {
     /// The executor says the estimate failed but reports a successful run.
     #[error("internal error: the estimate failed with a successful outcome")]
     EstimateInconsistent,
+    /// eth_getProof on a fork for a slot of an upstream contract written here that was never
+    /// written here itself: its value is the upstream's, which the local trie does not hold.
+    #[error(
+        "slot {slot:#x} of {address} holds the fork upstream's value, which the local trie of \
+         an account changed here cannot prove: prove it at the fork block (the upstream's proof), \
+         or prove only slots written here"
+    )]
+    UnprovableSlot {
+        /// The account.
+        address: alloy_primitives::Address,
+        /// The slot.
+        slot: alloy_primitives::U256,
+    },
     /// A state query names a block after the head, or a hash we do not know.
     #[error("header not found")]
     HeaderNotFound,
@@ -273,6 +286,7 @@ impl RpcError {
             Self::Halted { .. }
             | Self::GasExceedsAllowance { .. }
             | Self::HeaderNotFound
+            | Self::UnprovableSlot { .. }
             | Self::UnknownBlock
             | Self::InvalidBlockRange
             | Self::Filter(hearth_messages::filters::FilterError::NotFound)
@@ -386,14 +400,16 @@ impl RpcError {
             ExecError::UnknownBlock
             | ExecError::Invalid(_)
             | ExecError::Rejected(_)
+            | ExecError::GasCapExhausted { .. }
             | ExecError::Override(_) => -32000,
             // The EVM time cap (or a tracer's timeout) stopped the call.
             ExecError::Timeout { .. } | ExecError::TraceTimeout { .. } => -32002,
             // A bound was hit (the pool, a trace's size): the caller may retry or narrow.
             // A shutting-down node runs nothing more: unavailable, like a full pool.
-            ExecError::Busy { .. } | ExecError::TraceTooLarge { .. } | ExecError::ShuttingDown => {
-                -32005
-            }
+            ExecError::Busy { .. }
+            | ExecError::TraceTooLarge { .. }
+            | ExecError::OutputTooLarge { .. }
+            | ExecError::ShuttingDown => -32005,
             // The fork's upstream did not answer in time.
             // Misses are fetched by the pool's client and the request run again; one that got
             // here anyway is a fork read that did not complete, as an upstream failure is.

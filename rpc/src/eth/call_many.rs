@@ -133,6 +133,8 @@ pub(crate) async fn call_many(ctx: &RpcContext, params: &Params) -> Result<Value
         env,
         state_overrides: state_overrides.filter(|o| !o.is_empty()).map(Arc::new),
         bundles,
+        gas_budget: ctx.limits.gas_cap,
+        max_output_bytes: ctx.limits.max_response_bytes,
     };
     let outcomes = ctx.executor.call_many(request).await?;
     let answers: Vec<Vec<Value>> =

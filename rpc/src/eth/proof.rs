@@ -117,8 +117,13 @@ pub(crate) fn get_proof(ctx: &RpcContext, params: &Params) -> Result<Value, RpcE
     let number = state_block(ctx, block_arg(params, 2)?)?;
     let slots: Vec<U256> = keys.iter().map(|k| k.slot).collect();
     let view = ctx.chain.state_at(number);
-    if let Some(proof) = upstream_proof(ctx, &view, &address, &keys)? {
+    if let Some(proof) = upstream_proof(&view, &address, &keys)? {
         return to_json(&proof);
+    }
+    // An upstream contract written here keeps the upstream's storage under the local one: a
+    // slot never written here reads the upstream's value, which the local trie cannot prove.
+    if let Some(slot) = view.upstream_slot(&address, &slots)? {
+        return Err(RpcError::UnprovableSlot { address, slot });
     }
     let proof = view.proof(&address, &slots)?;
     let storage_proof = keys
@@ -139,21 +144,22 @@ pub(crate) fn get_proof(ctx: &RpcContext, params: &Params) -> Result<Value, RpcE
 }
 
 /// On a fork, the upstream's proof of `address` and `keys` in `view`, when the state proven is
-/// the upstream's: up to the fork block, for an account this node never wrote. Its proof is
-/// against the upstream block's root, which the local trie (holding only what was written
-/// here) does not have. An account written here (a dev account, a patch) is proven from the
-/// local trie, whole (`None`): a proof never mixes the two. Fetched once, then cached like
-/// other fork reads; the keys are echoed as this node echoes them.
+/// the upstream's: below the fork block, the upstream's at that block; from the fork block on,
+/// for an account this node never wrote, the upstream's at the fork block (the account is as it
+/// was there). Its proof is against that upstream block's root, which the local trie (holding
+/// only what was written here) does not have. An account written here (a dev account, a patch,
+/// a local block) is proven from the local trie (`None`), never a mix of the two. Fetched once,
+/// then cached like other fork reads; the keys are echoed as this node echoes them.
 pub(crate) fn upstream_proof(
-    ctx: &RpcContext,
     view: &StateView,
     address: &Address,
     keys: &[ProofKey],
 ) -> Result<Option<AccountResult>, RpcError> {
-    let number = view.number();
-    let fork = match ctx.chain.fork() {
-        Some(fork) if number < fork.block() => fork,
-        Some(fork) if number == fork.block() && !view.is_local(address)? => fork,
+    // The fork of the snapshot the view reads (an anvil_reset may have replaced the chain since).
+    let Some(fork) = view.db().fork() else { return Ok(None) };
+    let number = match view.number() {
+        below if below < fork.block() => below,
+        _ if !view.is_local(address)? => fork.block(),
         _ => return Ok(None),
     };
     let slots = keys.iter().map(|k| k.slot).collect();

@@ -127,7 +127,7 @@ struct TrieAccount {
 
 /// eth_getAccount: `[address, block?]`; the account as the state trie holds it (`codeHash`,
 /// `storageRoot`, `balance`, `nonce`). An absent account answers the empty one, as geth does.
-/// On a fork, an account of the upstream's state (up to the fork block, never written here)
+/// On a fork, an account of the upstream's state (below the fork block, or never written here)
 /// is read from the upstream's proof, the one place its storage root is known.
 pub(crate) fn get_account(
     ctx: &RpcContext,
@@ -135,7 +135,7 @@ pub(crate) fn get_account(
 ) -> Result<Value, RpcError> {
     let number = state_block(ctx, block.unwrap_or(LATEST))?;
     let view = ctx.chain.state_at(number);
-    if let Some(proof) = crate::eth::proof::upstream_proof(ctx, &view, &address, &[])? {
+    if let Some(proof) = crate::eth::proof::upstream_proof(&view, &address, &[])? {
         return to_json(&TrieAccount {
             code_hash: proof.code_hash,
             storage_root: proof.storage_hash,
