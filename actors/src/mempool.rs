@@ -270,7 +270,10 @@ impl Handler<DropTx> for MempoolActor {
 impl Handler<DropAll> for MempoolActor {
     type Result = usize;
 
-    fn handle(&mut self, _msg: DropAll, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: DropAll, _ctx: &mut Self::Context) -> Self::Result {
+        if msg.chain_replaced {
+            self.pool.forget_mined();
+        }
         self.pool.drop_all()
     }
 }

@@ -291,10 +291,14 @@ impl Message for SetChainId {
     type Result = usize;
 }
 
-/// Removes every pooled transaction. Serves `anvil_dropAllTransactions`. Replies with how
-/// many there were.
+/// Removes every pooled transaction. Serves `anvil_dropAllTransactions` and `anvil_reset`.
+/// Replies with how many there were.
 #[derive(Debug, Clone, Copy)]
-pub struct DropAll;
+pub struct DropAll {
+    /// The chain was replaced (`anvil_reset`): the sidecars the pool kept of the old chain's
+    /// mined blob transactions go too. `anvil_dropAllTransactions` keeps them.
+    pub chain_replaced: bool,
+}
 
 impl Message for DropAll {
     type Result = usize;

@@ -17,8 +17,9 @@ use super::blobs::sidecar;
 /// Default bytes of mined blobs kept: 512 blobs, a few dozen full blocks.
 pub const KEPT_BLOB_BYTES: usize = 512 * BYTES_PER_BLOB;
 
-/// Mined blob transactions (in their network form, sidecar included), newest last.
-#[derive(Debug)]
+/// Mined blob transactions (in their network form, sidecar included), newest last. A clone
+/// shares the transactions (an `Arc` each).
+#[derive(Debug, Clone)]
 pub struct KeptBlobs {
     /// Transaction hashes, oldest first.
     order: VecDeque<B256>,

@@ -481,6 +481,7 @@ impl Pool {
         fresh.impersonated = self.impersonated.clone();
         fresh.auto_impersonate = self.auto_impersonate;
         fresh.dropped_invalid = self.dropped_invalid;
+        fresh.kept = self.kept.clone();
         let mut txs: Vec<&PooledTx> = self.by_hash.values().collect();
         txs.sort_by_key(|p| (p.sender, p.tx.nonce()));
         for pooled in txs {
@@ -512,12 +513,16 @@ impl Pool {
     /// Removes every transaction; how many there were. Impersonation settings stay.
     pub fn drop_all(&mut self) -> usize {
         let count = self.by_hash.len();
-        self.kept.clear();
         self.by_hash.clear();
         self.by_sender.clear();
         self.spent.clear();
         self.bytes = 0;
         count
+    }
+
+    /// Forgets the sidecars kept of mined blob transactions (the chain that mined them is gone).
+    pub fn forget_mined(&mut self) {
+        self.kept.clear();
     }
 
     /// Removes every transaction from `sender`; how many there were.

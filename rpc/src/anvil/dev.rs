@@ -528,7 +528,7 @@ pub(crate) async fn remove_timestamp_interval(
 /// anvil_dropAllTransactions: `[]`; empties the pool. `null`.
 pub(crate) async fn drop_all(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(0)?;
-    let dropped = ctx.mempool.drop_all(DropAll).await?;
+    let dropped = ctx.mempool.drop_all(DropAll { chain_replaced: false }).await?;
     tracing::debug!(target: "rpc::dev", dropped, "pool emptied");
     Ok(Value::Null)
 }
