@@ -11,7 +11,8 @@ use rand::RngCore;
 
 use crate::node::NodeError;
 
-/// The secret in `path`, created (mode 0600, its directory too) when the file does not exist.
+/// The secret in `path`, created (mode 0600; its directory too, with the default mode) when the
+/// file does not exist. Two processes creating it at once read the one that won.
 pub fn load_or_create(path: &Path) -> Result<JwtSecret, NodeError> {
     let fail = |reason: String| NodeError::JwtSecret { path: path.to_owned(), reason };
     match std::fs::read_to_string(path) {
@@ -25,12 +26,19 @@ pub fn load_or_create(path: &Path) -> Result<JwtSecret, NodeError> {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| fail(format!("cannot create its directory: {e}")))?;
             }
-            let mut file = std::fs::OpenOptions::new()
+            let mut file = match std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .mode(0o600)
                 .open(path)
-                .map_err(|e| fail(format!("cannot create it: {e}")))?;
+            {
+                Ok(file) => file,
+                // Another process created it meanwhile: its secret is the one.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    return load_or_create(path);
+                }
+                Err(e) => return Err(fail(format!("cannot create it: {e}"))),
+            };
             file.write_all(hex.as_bytes()).map_err(|e| fail(format!("cannot write it: {e}")))?;
             tracing::info!(target: "node", path = %path.display(), "created a new JWT secret for the Engine API");
             JwtSecret::from_hex(&hex).map_err(|e| fail(e.to_string()))

@@ -219,7 +219,8 @@ impl Handler<ResetChain> for Resetter {
         let switch = async move {
             let header = miner.send(ResetTo { chain }).await.map_err(MineError::from)??;
             // The chain has switched: what the other actors hold about the old one goes.
-            let dropped = mempool.send(DropAll { chain_replaced: true }).await.map_err(MineError::from)?;
+            let dropped =
+                mempool.send(DropAll { chain_replaced: true }).await.map_err(MineError::from)?;
             mempool.send(SetPoolGasLimit(header.gas_limit)).await.map_err(MineError::from)?;
             if let Some(id) = chain_id {
                 mempool.send(SetChainId(id)).await.map_err(MineError::from)?;

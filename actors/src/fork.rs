@@ -414,8 +414,7 @@ impl ForkBackendActor {
     /// Sends queued keys upstream while batches may go.
     fn flush(&mut self, ctx: &mut Context<Self>) {
         while self.in_flight < self.max_in_flight && !self.queue.is_empty() {
-            let take = self.queue.len().min(self.max_batch);
-            let keys: Vec<ForkKey> = self.queue.drain(..take).collect();
+            let keys = self.next_batch();
             let block = self.block.map_or_else(|| "latest".to_owned(), |b| format!("{b:#x}"));
             let mut calls = Vec::new();
             let mut spans = Vec::with_capacity(keys.len());
@@ -440,6 +439,18 @@ impl ForkBackendActor {
                 }
             }));
         }
+    }
+
+    /// The keys of the next batch, from the queue's front: up to `max_batch` light keys, or one
+    /// heavy key alone (a forwarded simulation or proof, which may take the upstream long to
+    /// answer and must not hold up, or time out with, the reads batched beside it).
+    fn next_batch(&mut self) -> Vec<ForkKey> {
+        let heavy = |key: &ForkKey| matches!(key, ForkKey::Simulate(_) | ForkKey::Proof(_));
+        if self.queue.front().is_some_and(heavy) {
+            return self.queue.pop_front().into_iter().collect();
+        }
+        let light = self.queue.iter().take(self.max_batch).take_while(|key| !heavy(key)).count();
+        self.queue.drain(..light).collect()
     }
 
     /// Decodes a batch's answers, caches them and replies to everyone waiting.
@@ -535,7 +546,12 @@ impl ForkBackendActor {
 
     /// The upstream answered `key` with something unusable: `what`.
     fn bad(&self, key: &ForkKey, what: &str) -> ForkError {
-        ForkError::Upstream(format!("{}: {what} for {key:?}", self.upstream_name()))
+        // A forwarded simulation is named by its base block, not by its (large) payload.
+        let named = match key {
+            ForkKey::Simulate(query) => format!("eth_simulateV1 on block {}", query.base),
+            other => format!("{other:?}"),
+        };
+        ForkError::Upstream(format!("{}: {what} for {named}", self.upstream_name()))
     }
 
     /// The chain id (cached) or the head number.

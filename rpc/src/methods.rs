@@ -394,8 +394,7 @@ pub(crate) async fn dispatch(
     let Some(row) = row else {
         return run_extension(ctx, method, params).await;
     };
-    let public = matches!(ctx.surface, crate::core::Surface::Public);
-    if !ctx.surface.serves(row.name, row.namespace) || (public && !ctx.api.serves(row.namespace)) {
+    if !ctx.serves(row.name, row.namespace) {
         return Err(RpcError::MethodNotFound(method));
     }
     let params = Params::new(params);

@@ -102,7 +102,35 @@ fn the_engine_port_needs_a_fresh_jwt_of_its_secret_and_serves_its_methods_only()
     }
     assert_eq!(node.ok("eth_blockNumber", json!([])), head);
 
+    // A batch is gated item by item.
+    let batch =
+        format!("[{},{}]", request("eth_chainId", json!([])), request("eth_getBalance", json!([])));
+    let answers: Value = serde_json::from_str(&send(&ok, &batch).1).expect("json");
+    assert_eq!(answers[0]["result"], "0x7a69", "{answers}");
+    assert_eq!(answers[1]["error"]["code"], -32601, "{answers}");
+    // A WebSocket handshake needs the token too.
+    assert!(handshake(engine, "").starts_with("HTTP/1.1 401"));
+    assert!(handshake(engine, &bearer(&secret, now())).starts_with("HTTP/1.1 101"));
+
     // The public port never serves the engine namespace.
     let public = node.call("engine_exchangeCapabilities", json!([[]]));
     assert_eq!(public["error"]["code"], -32601, "{public}");
+}
+
+/// Sends a WebSocket handshake (with the header lines `extra`) and returns the response head.
+fn handshake(addr: SocketAddr, extra: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connects");
+    write!(
+        stream,
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n"
+    )
+    .expect("sent");
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).expect("reads") == 1 {
+        head.push(byte[0]);
+    }
+    String::from_utf8(head).expect("ascii")
 }

@@ -194,6 +194,15 @@ pub struct RpcContext {
         Option<actix::Recipient<hearth_messages::ask::Ask<hearth_messages::reset::SetForkUrl>>>,
 }
 
+impl RpcContext {
+    /// Whether this port serves the method `name` of `namespace` (as the method table gates
+    /// it): the Engine API port its own methods, the public port what `--http.api` names.
+    pub(crate) fn serves(&self, name: &str, namespace: &str) -> bool {
+        let public = matches!(self.surface, crate::core::Surface::Public);
+        self.surface.serves(name, namespace) && (!public || self.api.serves(namespace))
+    }
+}
+
 /// The actors `GET /metrics` asks at scrape time.
 #[derive(Clone, Debug)]
 pub struct MetricSources {

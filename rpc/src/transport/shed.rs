@@ -229,10 +229,10 @@ impl<'de> serde::de::Visitor<'de> for CheckedVisitor {
     }
 }
 
-/// `Some` when `head` calls an executor method the API serves, with params of its shape.
+/// `Some` when `head` calls an executor method this port serves, with params of its shape.
 fn executor_call(ctx: &RpcContext, head: &Head<'_>) -> Option<()> {
     let row = executor_row(head)?;
-    ctx.api.serves(row.namespace).then_some(())
+    ctx.serves(row.name, row.namespace).then_some(())
 }
 
 /// Whether `head` calls an executor method with params of a shape it takes.
