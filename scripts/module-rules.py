@@ -20,7 +20,7 @@ import sys
 LAYERS = [
     {"core"},
     {"eth"},
-    {"net", "debug", "trace", "anvil", "txpool", "testing"},
+    {"net", "debug", "trace", "anvil", "txpool", "testing", "engine"},
     {"methods"},
     {"transport"},
     {""},  # lib.rs

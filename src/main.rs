@@ -62,14 +62,7 @@ fn main() -> ExitCode {
                 .map_err(|source| hearth::node::NodeError::Ipc { path: path.clone(), source })?;
         }
         // The Engine API port (`--authrpc.*`): stopped with the JSON-RPC server.
-        let engine = match node.serve_engine()? {
-            Some((server, _)) => {
-                let handle = server.handle();
-                actix_rt::spawn(server);
-                vec![handle]
-            }
-            None => Vec::new(),
-        };
+        let engine = spawn_engine(&node)?;
         announce(&node, addr)?;
         let accounts: Vec<String> = node.signers.iter().map(|s| s.address().to_string()).collect();
         tracing::info!(target: "node", %addr, chain_id = node.config().chain_id, ?accounts, "JSON-RPC listening on http://{addr} and ws://{addr}");
@@ -92,6 +85,18 @@ fn main() -> ExitCode {
             std::process::exit(code)
         }
     }
+}
+
+/// Starts the Engine API port when `--authrpc.*` asks for it; the handles to stop it with.
+fn spawn_engine(node: &Node) -> Result<Vec<actix_web::dev::ServerHandle>, hearth::node::NodeError> {
+    Ok(match node.serve_engine()? {
+        Some((server, _)) => {
+            let handle = server.handle();
+            actix_rt::spawn(server);
+            vec![handle]
+        }
+        None => Vec::new(),
+    })
 }
 
 /// Log lines go to stderr (stdout carries the banner, which scripts read), as text or, with

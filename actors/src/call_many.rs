@@ -19,22 +19,34 @@ use revm::context_interface::local::FrameStack;
 use revm::handler::instructions::EthInstructions;
 use revm::{InspectCommitEvm, MainContext};
 
-use crate::exec::{CallGuard, ConsoleTap, ExecDb, MovablePrecompiles, exec_error, outcome};
-use crate::executor::{ExecutorActor, call_env_under};
+use hearth_messages::trace::BlockForkRules;
+use hearth_storage::ChainDb;
 
-/// Runs `msg` (see the module docs) on `executor`'s state and code caches.
+use crate::exec::{
+    CallGuard, CodeL1, ConsoleTap, ExecConfig, ExecDb, MovablePrecompiles, call_env_under,
+    exec_error, outcome,
+};
+
+/// Where a request runs: the store (pinned to one snapshot), the block's header, its rules and
+/// the call gas cap under them.
+pub(crate) struct At<'a> {
+    pub(crate) db: &'a ChainDb,
+    pub(crate) header: &'a Header,
+    pub(crate) rules: BlockForkRules,
+    pub(crate) cap: u64,
+}
+
+/// Runs `msg` (see the module docs) at `at`, reading code through `codes`.
 pub(crate) fn call_many(
-    executor: &mut ExecutorActor,
+    at: At<'_>,
+    codes: &mut CodeL1,
+    config: &ExecConfig,
     msg: CallMany,
 ) -> Result<Vec<Vec<CallOutcome>>, ExecError> {
-    let pinned = executor.db.pinned();
-    let header = pinned.header(msg.block)?.ok_or(ExecError::UnknownBlock)?;
-    let rules = executor.rules_at(&header);
-    let cap = executor.call_gas_cap(rules.spec);
-    let timeout = executor.config.evm_timeout;
+    let At { db, header, rules, cap } = at;
+    let timeout = config.evm_timeout;
     let deadline = timeout.map(|timeout| Instant::now() + timeout);
-    let config = &executor.config;
-    let mut db: ExecDb<'_> = ExecDb::new(pinned.state_at(msg.block), &mut executor.codes);
+    let mut db: ExecDb<'_> = ExecDb::new(db.state_at(msg.block), codes);
     let mut precompiles = ConsoleTap::new(MovablePrecompiles::new(rules.spec));
     precompiles.capture(config.show.console_log);
     if let Some(overrides) = &msg.state_overrides {
@@ -48,7 +60,7 @@ pub(crate) fn call_many(
         precompiles,
         frame_stack: FrameStack::new_prealloc(8),
     };
-    let mut block = BundleBlock::starting(&header, msg.env);
+    let mut block = BundleBlock::starting(header, msg.env);
     let (mut budget, mut output_bytes) = (msg.gas_budget, 0usize);
     let mut out = Vec::with_capacity(msg.bundles.len());
     for bundle in msg.bundles {
@@ -60,7 +72,7 @@ pub(crate) fn call_many(
             request.state_overrides = None;
             request.block_overrides = Some(block.fields);
             let gas = request.gas.unwrap_or(cap).min(cap).min(budget);
-            let (cfg, block_env, tx) = call_env_under(config, &rules, &request, &header, gas);
+            let (cfg, block_env, tx) = call_env_under(config, &rules, &request, header, gas);
             evm.ctx.cfg = cfg;
             evm.ctx.block = block_env;
             let result = evm.inspect_tx_commit(tx).map_err(exec_error)?;

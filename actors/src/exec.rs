@@ -37,7 +37,7 @@ pub use config::{ExecConfig, MAX_EXEC_THREADS, ParallelConfig, ParallelMode, Sho
 pub use console_tap::ConsoleTap;
 pub(crate) use db::{AccountNow, BlockChanges, ExecDb};
 pub use db::{READ_CACHE_ENTRIES, ReadCache};
-pub(crate) use env::{apply_block_overrides, block_env_of, call_tx_env, tx_env};
+pub(crate) use env::{call_env_under, tx_env};
 pub(crate) use geth_errors::{exec_error, halt_message, outcome};
 pub(crate) use precompiles::MovablePrecompiles;
 pub(crate) use published::{Publish, PublishedValues, ReadLog, SlotRead};

@@ -47,8 +47,7 @@ use revm::primitives::hardfork::SpecId;
 
 use crate::exec::{
     CallGuard, CodeL1, CodeL2, ConsoleTap, EvmScratch, ExecConfig, ExecDb, MovablePrecompiles,
-    ReadCache, SCRATCH_RETAINED_BYTES, apply_block_overrides, blob_fraction, block_env_of,
-    call_tx_env, default_blob_params, exec_error, outcome,
+    ReadCache, SCRATCH_RETAINED_BYTES, call_env_under, default_blob_params, exec_error, outcome,
 };
 
 /// Gas of a plain value transfer.
@@ -360,7 +359,13 @@ impl ExecutorActor {
     /// Runs an eth_callMany request (see `call_many`). Public so that tests can drive an
     /// executor without an actor system.
     pub fn call_many(&mut self, msg: CallMany) -> Result<Vec<Vec<CallOutcome>>, ExecError> {
-        crate::call_many::call_many(self, msg)
+        // One snapshot for the header and the state (see `run_call_then`).
+        let pinned = self.db.pinned();
+        let header = pinned.header(msg.block)?.ok_or(ExecError::UnknownBlock)?;
+        let rules = self.rules_at(&header);
+        let cap = self.call_gas_cap(rules.spec);
+        let at = crate::call_many::At { db: &pinned, header: &header, rules, cap };
+        crate::call_many::call_many(at, &mut self.codes, &self.config, msg)
     }
 
     /// Builds a block and seals it with its state root, committing nothing
@@ -507,52 +512,6 @@ impl ExecutorActor {
             None => result,
         }
     }
-}
-
-/// The EVM configuration under `rules`: the fork, its blob schedule, the chain id and the code
-/// size limit.
-pub(crate) fn cfg_under(config: &ExecConfig, rules: &BlockForkRules) -> CfgEnv {
-    let mut cfg = CfgEnv::new_with_spec(rules.spec);
-    cfg.chain_id = config.chain_id.get();
-    cfg.limit_contract_code_size = config.code_size_limit;
-    if rules.spec.is_enabled_in(SpecId::CANCUN) {
-        cfg.max_blobs_per_tx = Some(rules.blob_params.max_blobs_per_tx);
-        cfg.blob_base_fee_update_fraction = Some(blob_fraction(&rules.blob_params));
-    }
-    cfg
-}
-
-/// The configuration, block environment and transaction eth_call runs `request` with (`gas`
-/// already capped) at block `header` under `rules`.
-pub(crate) fn call_env_under(
-    config: &ExecConfig,
-    rules: &BlockForkRules,
-    request: &CallRequest,
-    header: &Header,
-    gas: u64,
-) -> (CfgEnv, BlockEnv, TxEnv) {
-    let mut cfg = cfg_under(config, rules);
-    // eth_call semantics, as geth: no fee unless a price is given, no nonce check unless a
-    // nonce is given, calls may come from contract addresses, and the gas cap (not the block's
-    // gas limit) bounds the call.
-    let priced = request.gas_price.is_some() || request.max_fee_per_gas.is_some();
-    cfg.disable_base_fee = !priced;
-    cfg.disable_nonce_check = request.nonce.is_none();
-    cfg.disable_eip3607 = true;
-    cfg.disable_block_gas_limit = true;
-    // A call that names a chainId must name this chain's (geth, anvil); one that names none
-    // runs as this chain's.
-    cfg.tx_chain_id_check = request.chain_id.is_some();
-    let tx = call_tx_env(request, gas, cfg.chain_id);
-    let mut block_env = block_env_of(header, &rules.blob_params);
-    if !priced {
-        // geth runs an unpriced call with a zero base fee, so BASEFEE reads 0 there.
-        block_env.basefee = 0;
-    }
-    if let Some(o) = &request.block_overrides {
-        apply_block_overrides(&mut block_env, o);
-    }
-    (cfg, block_env, tx)
 }
 
 // Each handler marks its request begun (the queue delay and service time admission uses),

@@ -240,18 +240,20 @@ impl ForkBackendActor {
                 .location(LocationKind::Transaction, hash)
                 .map_err(fail)?
                 .map(ForkValue::Location),
-            ForkKey::Logs(query) => {
-                self.cache.logs(query).map_err(fail)?.map(|json| ForkValue::Json(Arc::new(json)))
+            ForkKey::Logs(_) | ForkKey::Proof(_) | ForkKey::Simulate(_) => {
+                self.cached_answer(key).map_err(fail)?.map(|json| ForkValue::Json(Arc::new(json)))
             }
-            ForkKey::Proof(query) => {
-                self.cache.proof(query).map_err(fail)?.map(|json| ForkValue::Json(Arc::new(json)))
-            }
-            ForkKey::Simulate(query) => self
-                .cache
-                .simulated(query)
-                .map_err(fail)?
-                .map(|json| ForkValue::Json(Arc::new(json))),
         })
+    }
+
+    /// An answer kept as the upstream's JSON, if the cache has it.
+    fn cached_answer(&self, key: &ForkKey) -> Result<Option<Vec<u8>>, cache::ForkCacheError> {
+        match key {
+            ForkKey::Logs(query) => self.cache.logs(query),
+            ForkKey::Proof(query) => self.cache.proof(query),
+            ForkKey::Simulate(query) => self.cache.simulated(query),
+            _ => Ok(None),
+        }
     }
 
     /// The JSON-RPC calls that fetch `key` at the fork block.

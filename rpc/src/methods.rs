@@ -79,6 +79,11 @@ impl IntoReply for Result<Reply, RpcError> {
     }
 }
 
+/// The core methods served under `namespace`, in the table's order.
+fn namespace_methods(namespace: &str) -> impl Iterator<Item = &'static str> + '_ {
+    TABLE.iter().filter(move |row| row.namespace == namespace).map(|row| row.name)
+}
+
 /// The namespace of `name`: the part before its first `_`.
 const fn prefix(name: &'static str) -> &'static str {
     let bytes = name.as_bytes();
@@ -154,7 +159,7 @@ methods! {
     "eth_getBalance" read => state::get_balance(ctx, p.decode()?);
     "eth_getTransactionCount" read => state::get_transaction_count(ctx, p).await;
     "eth_getCode" read => state::get_code(ctx, p.decode()?);
-    "eth_getAccount" read => state::get_account(ctx, p.decode()?);
+    "eth_getAccount" read => proof::get_account(ctx, p.decode()?);
     "eth_getAccountInfo" read => state::get_account_info(ctx, p.decode()?);
     "eth_getStorageAt" read => state::get_storage_at(ctx, p);
     "eth_getStorageValues" read => state::get_storage_values(ctx, p);
@@ -329,7 +334,8 @@ methods! {
     "testing_buildBlockV1" read => testing::build_block(ctx, p).await;
 
     // The Engine API, on its authenticated port only (`core::surface`).
-    "engine_exchangeCapabilities" read => engine::capabilities::exchange_capabilities(p);
+    "engine_exchangeCapabilities" read =>
+        engine::capabilities::exchange_capabilities(p, namespace_methods("engine"));
     "engine_getClientVersionV1" read => engine::capabilities::client_version_v1(p);
 
     "txpoolExt_getTxs" read in "txpool" => txpool::get_txs(ctx, p).await;

@@ -12,6 +12,10 @@ use revm::context_interface::block::BlobExcessGasAndPrice;
 use revm::context_interface::either::Either;
 use revm::primitives::hardfork::SpecId;
 
+use hearth_messages::trace::BlockForkRules;
+use revm::context::CfgEnv;
+
+use super::config::ExecConfig;
 use super::rules::blob_fraction;
 
 /// Applies an eth_call's block overrides to the environment it runs in.
@@ -143,4 +147,50 @@ pub(crate) fn block_env(env: &BlockEnvSpec, spec: SpecId, params: &BlobParams) -
         }),
         ..Default::default()
     }
+}
+
+/// The EVM configuration under `rules`: the fork, its blob schedule, the chain id and the code
+/// size limit.
+pub(crate) fn cfg_under(config: &ExecConfig, rules: &BlockForkRules) -> CfgEnv {
+    let mut cfg = CfgEnv::new_with_spec(rules.spec);
+    cfg.chain_id = config.chain_id.get();
+    cfg.limit_contract_code_size = config.code_size_limit;
+    if rules.spec.is_enabled_in(SpecId::CANCUN) {
+        cfg.max_blobs_per_tx = Some(rules.blob_params.max_blobs_per_tx);
+        cfg.blob_base_fee_update_fraction = Some(blob_fraction(&rules.blob_params));
+    }
+    cfg
+}
+
+/// The configuration, block environment and transaction eth_call runs `request` with (`gas`
+/// already capped) at block `header` under `rules`.
+pub(crate) fn call_env_under(
+    config: &ExecConfig,
+    rules: &BlockForkRules,
+    request: &CallRequest,
+    header: &Header,
+    gas: u64,
+) -> (CfgEnv, BlockEnv, TxEnv) {
+    let mut cfg = cfg_under(config, rules);
+    // eth_call semantics, as geth: no fee unless a price is given, no nonce check unless a
+    // nonce is given, calls may come from contract addresses, and the gas cap (not the block's
+    // gas limit) bounds the call.
+    let priced = request.gas_price.is_some() || request.max_fee_per_gas.is_some();
+    cfg.disable_base_fee = !priced;
+    cfg.disable_nonce_check = request.nonce.is_none();
+    cfg.disable_eip3607 = true;
+    cfg.disable_block_gas_limit = true;
+    // A call that names a chainId must name this chain's (geth, anvil); one that names none
+    // runs as this chain's.
+    cfg.tx_chain_id_check = request.chain_id.is_some();
+    let tx = call_tx_env(request, gas, cfg.chain_id);
+    let mut block_env = block_env_of(header, &rules.blob_params);
+    if !priced {
+        // geth runs an unpriced call with a zero base fee, so BASEFEE reads 0 there.
+        block_env.basefee = 0;
+    }
+    if let Some(o) = &request.block_overrides {
+        apply_block_overrides(&mut block_env, o);
+    }
+    (cfg, block_env, tx)
 }

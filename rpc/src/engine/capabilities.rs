@@ -4,15 +4,18 @@
 use serde_json::{Value, json};
 
 use crate::core::{Params, RpcError, json_kind};
-use crate::methods::TABLE;
 
 /// The client code Hearth gives itself in engine_getClientVersionV1 (two letters; the spec's
 /// registry has none for Hearth, and "HE" is no other client's).
 const CLIENT_CODE: &str = "HE";
 
 /// engine_exchangeCapabilities: `[consensusCapabilities]`; the engine methods this node
-/// serves, itself left out (as the spec says). What the consensus layer lists is not used.
-pub(crate) fn exchange_capabilities(params: &Params) -> Result<Value, RpcError> {
+/// serves (`served`: the method table's), itself left out (as the spec says). What the
+/// consensus layer lists is not used.
+pub(crate) fn exchange_capabilities(
+    params: &Params,
+    served: impl Iterator<Item = &'static str>,
+) -> Result<Value, RpcError> {
     params.at_most(1)?;
     let given: Value = params.required(0)?;
     let listed = given.as_array().is_some_and(|items| items.iter().all(Value::is_string));
@@ -22,11 +25,7 @@ pub(crate) fn exchange_capabilities(params: &Params) -> Result<Value, RpcError> 
             json_kind(&given)
         )));
     }
-    let served: Vec<&str> = TABLE
-        .iter()
-        .filter(|row| row.namespace == "engine" && row.name != "engine_exchangeCapabilities")
-        .map(|row| row.name)
-        .collect();
+    let served: Vec<&str> = served.filter(|name| *name != "engine_exchangeCapabilities").collect();
     Ok(json!(served))
 }
 

@@ -1,10 +1,12 @@
-//! eth_getProof: EIP-1186 account and storage proofs at any block, in geth's response shape.
+//! eth_getProof: EIP-1186 account and storage proofs at any block, in geth's response shape;
+//! and eth_getAccount, the account as the state trie holds it (what a proof proves).
 //!
 //! The proofs come from `StateView::proof`, which walks Hearth's own state and storage tries as
 //! of the requested block (every trie node is kept, so any past block can be proven). A
 //! non-existent account is proven absent and reported as geth does: zero balance and nonce,
 //! the empty code hash and the empty storage root, with an empty proof for each slot. On a
-//! fork, state up to the fork block that was never written here is proven by the upstream.
+//! fork, the upstream's state (below the fork block, or never written here) is proven by the
+//! upstream.
 
 use alloy_primitives::{Address, B256, Bytes, U64, U256};
 use hearth_messages::StateView;
@@ -17,7 +19,9 @@ use crate::core::RpcContext;
 use crate::core::RpcError;
 use crate::core::{FromParam, Params};
 use crate::core::{state_block, to_json};
-use crate::eth::state::block_arg;
+use alloy_rpc_types_eth::BlockId;
+
+use crate::eth::state::{LATEST, block_arg};
 
 /// Most storage keys one request may ask for: each costs a trie walk and a proof of up to a
 /// few KiB, so an unbounded list would let one request do unbounded work.
@@ -177,6 +181,43 @@ pub(crate) fn upstream_proof(
         slot.key = key.echo();
     }
     Ok(Some(proof))
+}
+
+/// The fields of an account in the state trie, as geth's eth_getAccount answers them.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TrieAccount {
+    code_hash: B256,
+    storage_root: B256,
+    balance: U256,
+    nonce: U64,
+}
+
+/// eth_getAccount: `[address, block?]`; the account as the state trie holds it (`codeHash`,
+/// `storageRoot`, `balance`, `nonce`). An absent account answers the empty one, as geth does.
+/// On a fork, an account of the upstream's state (below the fork block, or never written here)
+/// is read from the upstream's proof, the one place its storage root is known.
+pub(crate) fn get_account(
+    ctx: &RpcContext,
+    (address, block): (Address, Option<BlockId>),
+) -> Result<Value, RpcError> {
+    let number = state_block(ctx, block.unwrap_or(LATEST))?;
+    let view = ctx.chain.state_at(number);
+    if let Some(proof) = upstream_proof(&view, &address, &[])? {
+        return to_json(&TrieAccount {
+            code_hash: proof.code_hash,
+            storage_root: proof.storage_hash,
+            balance: proof.balance,
+            nonce: proof.nonce,
+        });
+    }
+    let account = view.proof(&address, &[])?.account;
+    to_json(&TrieAccount {
+        code_hash: account.as_ref().map_or(EMPTY_CODE_HASH, |a| a.code_hash),
+        storage_root: account.as_ref().map_or(EMPTY_ROOT, |a| a.storage_root),
+        balance: account.as_ref().map_or(U256::ZERO, |a| a.balance),
+        nonce: U64::from(account.map_or(0, |a| a.nonce)),
+    })
 }
 
 #[cfg(test)]

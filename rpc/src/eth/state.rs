@@ -7,13 +7,10 @@
 //! any past block (archive) and never see a half-written one. A block after the head is
 //! "header not found" (-32000).
 
-use alloy_primitives::{Address, B256, U64, U256};
+use alloy_primitives::{Address, B256, U256};
 use alloy_rpc_types_eth::{BlockId, BlockNumberOrTag};
 use alloy_signer_local::PrivateKeySigner;
 use hearth_messages::mempool::PendingNonce;
-use hearth_messages::storage::EMPTY_CODE_HASH;
-use hearth_messages::storage::trie::EMPTY_ROOT;
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::RpcContext;
@@ -48,7 +45,7 @@ pub(crate) fn syncing(params: &Params) -> Result<Value, RpcError> {
 }
 
 /// The block a state query reads when it names none.
-const LATEST: BlockId = BlockId::Number(BlockNumberOrTag::Latest);
+pub(crate) const LATEST: BlockId = BlockId::Number(BlockNumberOrTag::Latest);
 
 /// The block argument at `index` of a state query; "latest" when absent.
 pub(crate) fn block_arg(params: &Params, index: usize) -> Result<BlockId, RpcError> {
@@ -113,43 +110,6 @@ pub(crate) fn get_account_info(
         "nonce": quantity(account.map_or(0, |a| a.nonce)),
         "code": to_json(&code)?,
     }))
-}
-
-/// The fields of an account in the state trie, as geth's eth_getAccount answers them.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TrieAccount {
-    code_hash: B256,
-    storage_root: B256,
-    balance: U256,
-    nonce: U64,
-}
-
-/// eth_getAccount: `[address, block?]`; the account as the state trie holds it (`codeHash`,
-/// `storageRoot`, `balance`, `nonce`). An absent account answers the empty one, as geth does.
-/// On a fork, an account of the upstream's state (below the fork block, or never written here)
-/// is read from the upstream's proof, the one place its storage root is known.
-pub(crate) fn get_account(
-    ctx: &RpcContext,
-    (address, block): (Address, Option<BlockId>),
-) -> Result<Value, RpcError> {
-    let number = state_block(ctx, block.unwrap_or(LATEST))?;
-    let view = ctx.chain.state_at(number);
-    if let Some(proof) = crate::eth::proof::upstream_proof(&view, &address, &[])? {
-        return to_json(&TrieAccount {
-            code_hash: proof.code_hash,
-            storage_root: proof.storage_hash,
-            balance: proof.balance,
-            nonce: proof.nonce,
-        });
-    }
-    let account = view.proof(&address, &[])?.account;
-    to_json(&TrieAccount {
-        code_hash: account.as_ref().map_or(EMPTY_CODE_HASH, |a| a.code_hash),
-        storage_root: account.as_ref().map_or(EMPTY_ROOT, |a| a.storage_root),
-        balance: account.as_ref().map_or(U256::ZERO, |a| a.balance),
-        nonce: U64::from(account.map_or(0, |a| a.nonce)),
-    })
 }
 
 /// eth_getStorageAt: `[address, slot, block?]`; the value as 32 bytes of hex.
