@@ -59,3 +59,16 @@ fn metrics_count_requests_errors_and_rejections() {
     assert!(sample(&text, "hearth_code_cache_entries").is_some(), "{text}");
     assert!(text.contains("# TYPE hearth_rpc_request_duration_seconds histogram"));
 }
+
+#[test]
+fn health_answers_200_with_the_head_while_the_node_serves() {
+    let node = NodeProcess::spawn(&["--http.port", "0"]);
+    node.ok("evm_mine", json!([]));
+    let hash = node.ok("eth_getBlockByNumber", json!(["latest", false]))["hash"].clone();
+    for path in ["/health", "/readyz"] {
+        let (status, body) = get(node.addr, path).expect("answered");
+        assert_eq!(status, 200, "{path}: {body}");
+        let body: serde_json::Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(body, json!({"status": "ok", "head": 1, "hash": hash}));
+    }
+}

@@ -1,6 +1,6 @@
 //! The HTTP side: an actix-web server answering JSON-RPC on `POST /`, WebSocket JSON-RPC on
-//! `GET /` with `Upgrade` (see `ws`), Prometheus text on `GET /metrics`, and CORS preflights
-//! on `OPTIONS`.
+//! `GET /` with `Upgrade` (see `ws`), Prometheus text on `GET /metrics`, a health probe on
+//! `GET /health` (and `/readyz`), and CORS preflights on `OPTIONS`.
 //!
 //! Every request first passes [`guard`], which applies the web-access policy (`access`) before
 //! anything runs or any body is read: a `Host` name not in `--http.vhosts` gets 403; an
@@ -97,6 +97,8 @@ pub(crate) fn app(
         .route("/", web::post().to(endpoint))
         .route("/", web::get().to(crate::transport::ws::endpoint))
         .route("/metrics", web::get().to(metrics))
+        .route("/health", web::get().to(health))
+        .route("/readyz", web::get().to(health))
         .route("/", web::route().method(Method::OPTIONS).to(preflight))
         .route("/metrics", web::route().method(Method::OPTIONS).to(preflight))
 }
@@ -276,6 +278,23 @@ async fn endpoint(req: HttpRequest, ctx: web::Data<RpcContext>, body: web::Bytes
 
 /// GET `/metrics`: Prometheus text. Request counters come from the striped `RpcMetrics`; the
 /// gauges other actors own are asked for now, with `ask` (a busy actor is skipped, not waited on).
+/// `GET /health` and `GET /readyz`, for a load balancer or an orchestrator's probe: 200 with
+/// the head while the node serves its chain, 503 when it cannot read its head (the store is
+/// gone or the node is shutting down). A node that serves its own chain is never behind; a
+/// replica's lag (issue 36) will answer here too.
+async fn health(ctx: web::Data<RpcContext>) -> HttpResponse {
+    let head = ctx.chain.head_number();
+    let hash = head.and_then(|number| ctx.chain.block_hash(number).ok().flatten());
+    match (head, hash) {
+        (Some(number), Some(hash)) => HttpResponse::Ok()
+            .content_type(ContentType::json())
+            .body(format!(r#"{{"status":"ok","head":{number},"hash":"{hash}"}}"#)),
+        _ => HttpResponse::ServiceUnavailable()
+            .content_type(ContentType::json())
+            .body(r#"{"status":"unavailable","reason":"no head block to serve"}"#),
+    }
+}
+
 async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
     let mut out = String::with_capacity(16 * 1024);
     ctx.metrics.render(&mut out);
