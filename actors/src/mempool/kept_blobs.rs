@@ -84,13 +84,13 @@ impl KeptBlobs {
     }
 
     /// The kept transaction `hash`.
-    pub fn transaction(&self, hash: &B256) -> Option<&TxEnvelope> {
+    pub fn mined_tx(&self, hash: &B256) -> Option<&TxEnvelope> {
         self.by_tx.get(hash).map(Arc::as_ref)
     }
 
     /// The kept transaction holding the blob with versioned hash `versioned`.
     pub fn holding(&self, versioned: &B256) -> Option<&TxEnvelope> {
-        self.by_versioned.get(versioned).and_then(|hash| self.transaction(hash))
+        self.by_versioned.get(versioned).and_then(|hash| self.mined_tx(hash))
     }
 
     /// Drops everything (the chain was replaced).
@@ -136,18 +136,18 @@ mod tests {
         let (first, tx1) = blob_tx(0, b"first");
         let versioned = tx1.blob_versioned_hashes().expect("hashes")[0];
         kept.keep(first, Arc::clone(&tx1));
-        assert_eq!(blobs_of(kept.transaction(&first).expect("kept")).len(), 1);
+        assert_eq!(blobs_of(kept.mined_tx(&first).expect("kept")).len(), 1);
         let held = kept.holding(&versioned).expect("by versioned hash");
         assert_eq!(blob_in(held, &versioned), Some(blobs_of(&tx1)[0]));
         let (second, tx2) = blob_tx(1, b"second");
         let (third, tx3) = blob_tx(2, b"third");
         kept.keep(second, tx2);
         kept.keep(third, tx3);
-        assert!(kept.transaction(&first).is_none(), "the oldest went past the budget");
+        assert!(kept.mined_tx(&first).is_none(), "the oldest went past the budget");
         assert!(kept.holding(&versioned).is_none());
-        assert!(kept.transaction(&second).is_some() && kept.transaction(&third).is_some());
+        assert!(kept.mined_tx(&second).is_some() && kept.mined_tx(&third).is_some());
         assert_eq!(kept.bytes, 2 * BYTES_PER_BLOB);
         kept.clear();
-        assert!(kept.transaction(&third).is_none());
+        assert!(kept.mined_tx(&third).is_none());
     }
 }

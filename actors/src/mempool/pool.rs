@@ -727,7 +727,7 @@ impl Pool {
         match query {
             GetBlobs::Transaction(hash) => {
                 let tx = self.by_hash.get(hash).map(|p| p.tx.as_ref());
-                let blobs = blobs_of(tx.or_else(|| self.kept.transaction(hash))?);
+                let blobs = blobs_of(tx.or_else(|| self.kept.mined_tx(hash))?);
                 (!blobs.is_empty()).then(|| blobs.to_vec())
             }
             GetBlobs::Versioned(versioned) => {
