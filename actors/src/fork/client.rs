@@ -42,6 +42,27 @@ pub struct ForkClient {
 }
 
 impl ForkClient {
+    /// An answer kept as the upstream's JSON: `cached`, else fetched as `key`.
+    fn json_answer(&self, cached: Option<Vec<u8>>, key: ForkKey) -> Result<Vec<u8>, StorageError> {
+        if let Some(json) = cached {
+            self.counters.add_hit();
+            return Ok(json);
+        }
+        match self.fetch(key).map_err(storage_error)? {
+            ForkValue::Json(json) => Ok(json.to_vec()),
+            other => Err(storage_error(unexpected(&other))),
+        }
+    }
+
+    /// `what` of block `number` was asked of the upstream, which serves only blocks up to the
+    /// fork block (below it, for a simulation).
+    fn above_fork(&self, what: &str, number: u64) -> StorageError {
+        StorageError::Fork(format!(
+            "{what} {number} asked of the upstream, past what it serves for the fork block {}",
+            self.block
+        ))
+    }
+
     /// A client of the backend at `backend`, reading `cache` (the backend's), waiting at most
     /// `wait` for one value.
     pub fn new(
@@ -380,52 +401,25 @@ impl ForkSource for ForkClient {
 
     fn logs(&self, query: &LogQuery) -> Result<Vec<u8>, StorageError> {
         if query.to > self.block {
-            return Err(StorageError::Fork(format!(
-                "logs of block {} asked of the upstream, above the fork block {}",
-                query.to, self.block
-            )));
+            return Err(self.above_fork("logs of block", query.to));
         }
-        if let Some(json) = self.cache.logs(query).map_err(cache_error)? {
-            self.counters.add_hit();
-            return Ok(json);
-        }
-        match self.fetch(ForkKey::Logs(Box::new(query.clone()))).map_err(storage_error)? {
-            ForkValue::Json(json) => Ok(json.to_vec()),
-            other => Err(storage_error(unexpected(&other))),
-        }
+        let cached = self.cache.logs(query).map_err(cache_error)?;
+        self.json_answer(cached, ForkKey::Logs(Box::new(query.clone())))
     }
 
     fn proof(&self, query: &ProofQuery) -> Result<Vec<u8>, StorageError> {
         if query.number > self.block {
-            return Err(StorageError::Fork(format!(
-                "a proof of block {} asked of the upstream, above the fork block {}",
-                query.number, self.block
-            )));
+            return Err(self.above_fork("a proof of block", query.number));
         }
-        if let Some(json) = self.cache.proof(query).map_err(cache_error)? {
-            self.counters.add_hit();
-            return Ok(json);
-        }
-        match self.fetch(ForkKey::Proof(Box::new(query.clone()))).map_err(storage_error)? {
-            ForkValue::Json(json) => Ok(json.to_vec()),
-            other => Err(storage_error(unexpected(&other))),
-        }
+        let cached = self.cache.proof(query).map_err(cache_error)?;
+        self.json_answer(cached, ForkKey::Proof(Box::new(query.clone())))
     }
 
     fn simulate(&self, query: &SimulateQuery) -> Result<Vec<u8>, StorageError> {
         if query.base >= self.block {
-            return Err(StorageError::Fork(format!(
-                "a simulation on block {} asked of the upstream, not below the fork block {}",
-                query.base, self.block
-            )));
+            return Err(self.above_fork("a simulation on block", query.base));
         }
-        if let Some(json) = self.cache.simulated(query).map_err(cache_error)? {
-            self.counters.add_hit();
-            return Ok(json);
-        }
-        match self.fetch(ForkKey::Simulate(Box::new(query.clone()))).map_err(storage_error)? {
-            ForkValue::Json(json) => Ok(json.to_vec()),
-            other => Err(storage_error(unexpected(&other))),
-        }
+        let cached = self.cache.simulated(query).map_err(cache_error)?;
+        self.json_answer(cached, ForkKey::Simulate(Box::new(query.clone())))
     }
 }
