@@ -851,3 +851,33 @@ async fn a_call_that_missed_fork_state_holds_no_place_while_it_is_fetched_and_ru
     assert_eq!(runs.load(Ordering::Relaxed), 2);
     assert!(asked.try_recv().is_err(), "nothing else fetched");
 }
+
+/// One call that reads the code of more contracts than tokio's per-task budget (128 replies)
+/// through the shared code cache: each L1 miss asks the L2 and waits for its reply on the
+/// executor's thread. Before the wait ran outside the budget, the 129th reply was never seen
+/// and the executor hung for good.
+#[actix::test]
+async fn a_call_reading_hundreds_of_contracts_code_is_answered() {
+    let node = crate::support::TestNode::start();
+    let from = node.signer(0).address();
+    let mut probe = String::from("0x");
+    for i in 0..200u32 {
+        // Runtime `PUSH32 i; STOP`: a distinct code hash per contract.
+        let runtime = format!("7f{i:064x}00");
+        let init = format!("0x6021600c60003960216000f3{runtime}");
+        let hash =
+            node.ok("eth_sendTransaction", serde_json::json!([{"from": from, "data": init}])).await;
+        let receipt = node.ok("eth_getTransactionReceipt", serde_json::json!([hash])).await;
+        let address = receipt["contractAddress"].as_str().expect("a contract").to_lowercase();
+        // PUSH20 address; EXTCODESIZE; POP
+        probe.push_str(&format!("73{}3b50", &address[2..]));
+    }
+    probe.push_str("00");
+    let call = serde_json::json!([{"from": from, "data": probe}, "latest"]);
+    let answered = tokio::time::timeout(Duration::from_secs(30), node.ok("eth_call", call.clone()));
+    assert_eq!(answered.await.expect("answered, not hung"), "0x");
+    let estimate = serde_json::json!([{"from": from, "data": probe}]);
+    let answered =
+        tokio::time::timeout(Duration::from_secs(30), node.ok("eth_estimateGas", estimate));
+    assert!(answered.await.expect("answered, not hung").is_string());
+}

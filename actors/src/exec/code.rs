@@ -98,6 +98,12 @@ impl CodeL1 {
 /// Runs a future to completion on the current thread by parking it. An executor's arbiter
 /// runs nothing but that executor, whose handlers are synchronous, so parking its thread holds
 /// up nothing else; the only futures awaited here are other actors' replies.
+///
+/// The future runs outside tokio's cooperative budget (`unconstrained`). The handler calling
+/// this runs inside one poll of the arbiter's task, and each reply received spends that task's
+/// budget (128 units): once spent, tokio answers `Pending` and defers the wake-up to its
+/// scheduler, which never runs while this thread is parked here. A call that read more than
+/// about 128 distinct contracts' code through the L2 then hung for good, and so did its executor.
 fn block_on<F: Future>(future: F) -> F::Output {
     struct ThreadWaker(std::thread::Thread);
     impl Wake for ThreadWaker {
@@ -107,7 +113,7 @@ fn block_on<F: Future>(future: F) -> F::Output {
     }
     let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
     let mut cx = TaskContext::from_waker(&waker);
-    let mut future = pin!(future);
+    let mut future = pin!(tokio::task::unconstrained(future));
     loop {
         match future.as_mut().poll(&mut cx) {
             Poll::Ready(output) => return output,

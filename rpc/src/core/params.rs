@@ -345,9 +345,30 @@ impl FromParam for BlockNumberOrTag {
             "pending" => Self::Pending,
             "safe" => Self::Safe,
             "finalized" => Self::Finalized,
-            _ => Self::Number(u64::from_param(value)?),
+            _ => Self::Number(parse_block_number(s)?),
         })
     }
+}
+
+/// A block number as anvil and Hardhat take it: a hex quantity, leading zeros allowed (`0x08`:
+/// test suites written against them send such numbers; geth refuses them, and so do Hearth's
+/// other quantities).
+fn parse_block_number(s: &str) -> Result<u64, String> {
+    let digits = strip_hex_prefix(s)?;
+    if digits.is_empty() {
+        return Err("hex string \"0x\" has no digits".to_owned());
+    }
+    if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("invalid hex string".to_owned());
+    }
+    let significant = digits.trim_start_matches('0');
+    if significant.len() > 16 {
+        return Err("hex number > 64 bits".to_owned());
+    }
+    if significant.is_empty() {
+        return Ok(0);
+    }
+    u64::from_str_radix(significant, 16).map_err(|e| format!("invalid hex number: {e}"))
 }
 
 /// A block for a state query: a number or tag, a bare 32-byte hash (geth accepts it), or an
@@ -977,7 +998,7 @@ mod tests {
         assert_eq!(decode::<BlockNumberOrTag>(json!("finalized")), Ok(BlockNumberOrTag::Finalized));
         assert_eq!(decode::<BlockNumberOrTag>(json!("0x10")), Ok(BlockNumberOrTag::Number(16)));
         assert!(decode::<BlockNumberOrTag>(json!("Latest")).is_err());
-        assert!(decode::<BlockNumberOrTag>(json!("0x010")).is_err());
+        assert_eq!(decode::<BlockNumberOrTag>(json!("0x010")), Ok(BlockNumberOrTag::Number(16)));
         // A plain JSON integer, as anvil takes it (geth does not); never a negative or a
         // fraction.
         assert_eq!(decode::<BlockNumberOrTag>(json!(16)), Ok(BlockNumberOrTag::Number(16)));
@@ -1001,10 +1022,16 @@ mod tests {
         );
         assert!(decode::<BlockId>(json!({"blockHash": hash, "blockNumber": "0x1"})).is_err());
         assert!(decode::<BlockId>(json!({})).is_err());
-        assert_eq!(
-            decode::<BlockId>(json!({"blockNumber": "0x01"})),
-            Err("field blockNumber: hex number with leading zero digits".into())
-        );
+        // Block numbers take leading zeros, as anvil and Hardhat do (geth refuses them).
+        assert_eq!(decode::<BlockId>(json!({"blockNumber": "0x01"})), Ok(BlockId::number(1)));
+        assert_eq!(decode::<BlockId>(json!("0x08")), Ok(BlockId::number(8)));
+        assert_eq!(decode::<BlockNumberOrTag>(json!("0x000")), Ok(BlockNumberOrTag::Number(0)));
+        let long = format!("0x{}{}", "0".repeat(40), "ff");
+        assert_eq!(decode::<BlockNumberOrTag>(json!(long)), Ok(BlockNumberOrTag::Number(255)));
+        assert!(decode::<BlockNumberOrTag>(json!("0x1ffffffffffffffff")).is_err(), "past u64");
+        assert!(decode::<BlockNumberOrTag>(json!("0x")).is_err());
+        assert!(decode::<BlockNumberOrTag>(json!("0xg1")).is_err());
+        assert!(decode::<BlockNumberOrTag>(json!("12")).is_err(), "no 0x");
     }
 
     #[test]
