@@ -194,7 +194,8 @@ fn payload_json(built: &BuiltPayload) -> Value {
     let mut answer = json!({
         "executionPayload": payload,
         "blockValue": built.fees,
-        // Hearth's pool keeps no blob sidecars, and given transactions come without them.
+        // Not assembled yet: given transactions come without sidecars, and the pool's (which
+        // it keeps, `kept_blobs`) are not gathered here (issue 34's getPayload will).
         "blobsBundle": {"commitments": [], "proofs": [], "blobs": []},
         "shouldOverrideBuilder": false,
     });
