@@ -211,7 +211,7 @@ async fn bad_params_and_unknown_blocks_are_errors() {
         json!([alice, [format!("0x{}", "1".repeat(65))], "latest"]),
         json!([alice, "0x1", "latest"]),
         json!([alice, [], "latest", "extra"]),
-        json!([alice, [], "0x01"]),
+        json!([alice, [], "0x1g"]),
         json!([alice, vec!["0x1"; 1025], "latest"]),
     ] {
         let (code, _, _) = node.err("eth_getProof", params.clone()).await;
