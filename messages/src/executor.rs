@@ -101,10 +101,10 @@ impl Message for Call {
     type Result = Result<CallOutcome, ExecError>;
 }
 
-/// Most bundles one eth_callMany may hold (the bound eth_simulateV1 has on blocks).
-pub const MAX_CALL_BUNDLES: usize = 256;
-/// Most calls one eth_callMany may hold over all its bundles (eth_simulateV1's bound).
-pub const MAX_CALL_MANY_CALLS: usize = 10_000;
+/// Most bundles one eth_callMany may hold: eth_simulateV1's bound on blocks.
+pub const MAX_CALL_BUNDLES: usize = crate::simulate::MAX_SIMULATE_BLOCKS as usize;
+/// Most calls one eth_callMany may hold over all its bundles: eth_simulateV1's bound.
+pub const MAX_CALL_MANY_CALLS: usize = crate::simulate::MAX_SIMULATE_CALLS;
 
 /// Runs bundles of calls one after the other on the state after block `block`, each call
 /// seeing what the calls before it wrote. Serves `eth_callMany` (anvil's and reth's): nothing
