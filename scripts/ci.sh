@@ -31,6 +31,8 @@ echo "== cargo test --workspace (the README's test command)"
 cargo test --workspace --locked
 echo "== every EF blockchain test with every block through the parallel path (about 3 s)"
 cargo run --locked --quiet -- blocktest ../shared/conformance/blockchain --exec.parallel always --exec.threads 2
+echo "== the EF blockchain tests through the Engine API (hearth enginetest)"
+cargo run --locked --quiet -- enginetest ../shared/conformance/blockchain
 echo "== cargo doc --workspace --no-deps (warnings are errors)"
 RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --locked
 echo "== cargo bench --no-run"

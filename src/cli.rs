@@ -258,6 +258,10 @@ pub struct Cli {
     /// (mode 0600) when missing, as geth and reth do; default $HOME/.hearth/jwt.hex.
     #[arg(long = "authrpc.jwtsecret", value_name = "FILE")]
     pub authrpc_jwtsecret: Option<PathBuf>,
+    /// Take Engine API blocks (and payload attributes) whose timestamp equals the parent's, as
+    /// ev-reth does for a rollup sequencer's sub-second blocks. Turns the Engine API port on.
+    #[arg(long = "engine.same-second-blocks")]
+    pub engine_same_second_blocks: bool,
     /// Print no console.log lines (they are captured and printed by default, as in anvil).
     #[arg(long = "disable-console-log", visible_alias = "no-console-log")]
     pub disable_console_log: bool,
@@ -459,6 +463,10 @@ pub enum Command {
     /// Run Ethereum Foundation blockchain tests (files or directories of *.json) through
     /// Hearth's block import path.
     Blocktest(ConformanceArgs),
+    /// Run Ethereum Foundation blockchain tests (post-merge networks) through a node's Engine
+    /// API: each block sent as engine_newPayload over HTTP with a JWT, then
+    /// engine_forkchoiceUpdated; the same verdicts as `blocktest`.
+    Enginetest(ConformanceArgs),
     /// Import a chain: write the genesis of a geth-style genesis.json (or check it), then
     /// import blocks from files of concatenated RLP blocks, validating and executing each.
     Import(ImportArgs),

@@ -419,6 +419,8 @@ pub struct AuthRpc {
     pub addr: std::net::SocketAddr,
     /// `--authrpc.jwtsecret` ($HOME/.hearth/jwt.hex).
     pub jwt_secret: PathBuf,
+    /// `--engine.same-second-blocks`: a block may carry its parent's timestamp.
+    pub same_second_blocks: bool,
 }
 
 /// The Engine API port, when any `--authrpc.*` flag asks for it.
@@ -426,8 +428,9 @@ fn auth_rpc(
     addr: Option<std::net::IpAddr>,
     port: Option<u16>,
     secret: Option<PathBuf>,
+    same_second_blocks: bool,
 ) -> Result<Option<AuthRpc>, ConfigError> {
-    if addr.is_none() && port.is_none() && secret.is_none() {
+    if addr.is_none() && port.is_none() && secret.is_none() && !same_second_blocks {
         return Ok(None);
     }
     let ip = addr.unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
@@ -441,6 +444,7 @@ fn auth_rpc(
     Ok(Some(AuthRpc {
         addr: std::net::SocketAddr::new(ip, port.unwrap_or(DEFAULT_AUTHRPC_PORT)),
         jwt_secret,
+        same_second_blocks,
     }))
 }
 
@@ -1031,7 +1035,12 @@ impl TryFrom<Cli> for NodeConfig {
             interval,
             state_interval: state_interval(cli.state_interval, dump_state.is_some())?,
             mnemonic: mnemonic(&cli)?,
-            authrpc: auth_rpc(cli.authrpc_addr, cli.authrpc_port, cli.authrpc_jwtsecret.clone())?,
+            authrpc: auth_rpc(
+                cli.authrpc_addr,
+                cli.authrpc_port,
+                cli.authrpc_jwtsecret.clone(),
+                cli.engine_same_second_blocks,
+            )?,
             dump_state,
             load_state,
         };

@@ -9,6 +9,7 @@
 //! (`N passed, M failed, K skipped`).
 
 pub mod blocktest;
+pub mod enginetest;
 pub(crate) mod fixture;
 pub mod statetest;
 

@@ -257,6 +257,7 @@ impl ChainConfig {
                 .map(|(address, precompile)| (precompile.id().name().to_owned(), *address))
                 .collect();
                 hearth_rpc::TimeFork {
+                    name: (*name).to_owned(),
                     time: *time,
                     blob_schedule: blob_schedule.filter(|_| spec.is_enabled_in(SpecId::CANCUN)),
                     precompiles,

@@ -9,6 +9,7 @@ pub mod chainfile;
 pub mod cli;
 pub mod config;
 pub mod conformance;
+pub mod engine_api;
 pub mod fork;
 pub mod genesis;
 pub mod import;

@@ -229,10 +229,11 @@ fn run_export(args: ExportArgs) -> ExitCode {
 /// Runs a conformance tool; exit 0 when every case passed, 1 when any failed, 2 when the
 /// fixtures could not be read.
 fn run_tool(command: Command) -> ExitCode {
-    use hearth::conformance::{RunOptions, blocktest, report, statetest};
+    use hearth::conformance::{RunOptions, blocktest, enginetest, report, statetest};
     let (args, run): (_, fn(&[std::path::PathBuf], &RunOptions) -> _) = match command {
         Command::Statetest(args) => (args, statetest::run),
         Command::Blocktest(args) => (args, blocktest::run),
+        Command::Enginetest(args) => (args, enginetest::run),
         Command::Import(args) => return run_import(args),
         Command::Export(args) => return run_export(args),
         Command::Completions { shell } => {

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use actix::Addr;
 use alloy_primitives::Address;
 use alloy_signer_local::PrivateKeySigner;
+use hearth_actors::engine::{EngineActor, EngineConfig, EnginePeers};
 use hearth_actors::miner::{Clock, HeadWrites, system_clock};
 use hearth_actors::{
     CodeCacheActor, CodeL2, ExecConfig, ExecutorActor, FilterActor, MempoolActor, MempoolConfig,
@@ -23,6 +24,7 @@ use hearth_actors::{
 use hearth_messages::ChainId;
 use hearth_messages::code_cache::CodeCacheClient;
 use hearth_messages::console::ConsoleSink;
+use hearth_messages::engine::EngineClient;
 use hearth_messages::executor::ExecutorClient;
 use hearth_messages::filters::FilterClient;
 use hearth_messages::interest::Interest;
@@ -432,6 +434,7 @@ impl Node {
             reset: self.reset.as_ref().map(|r| r.clone().recipient()),
             fork_url: self.reset.as_ref().map(|r| r.clone().recipient()),
             surface: hearth_rpc::Surface::Public,
+            engine: None,
             metric_sources: hearth_rpc::MetricSources {
                 code_cache: CodeCacheClient::new(&self.code_cache),
                 restarts: self.restarts.clone(),
@@ -465,11 +468,25 @@ impl Node {
         let secret = crate::jwt::load_or_create(&auth.jwt_secret)?;
         let mut ctx = self.rpc_context(Extensions::default());
         ctx.surface = hearth_rpc::Surface::Engine(std::sync::Arc::new(secret));
+        ctx.engine = Some(EngineClient::new(&self.start_engine(auth.same_second_blocks)));
         let workers = self.config.http_workers.get();
         let served = hearth_rpc::serve(auth.addr, &[], ctx, workers)
             .map_err(|source| NodeError::Bind { addr: auth.addr, source })?;
         tracing::info!(target: "node", addr = %served.1, secret = %auth.jwt_secret.display(), "Engine API listening (JWT)");
         Ok(Some(served))
+    }
+
+    /// Starts the engine actor, which the Engine API port's calls go to.
+    fn start_engine(&self, same_second_blocks: bool) -> Addr<EngineActor> {
+        let peers = EnginePeers {
+            executor: self.executor.clone(),
+            miner: MinerClient::new(&self.miner),
+            take_pending: self.mempool.clone().recipient(),
+            txs_mined: self.mempool.clone().recipient(),
+            marks: self.state.clone().recipient(),
+        };
+        let config = EngineConfig { same_second_blocks };
+        EngineActor::new(self.chain.clone(), peers, config).start_bounded(self.config.mailbox)
     }
 
     /// The configuration the node runs with.

@@ -369,40 +369,69 @@ impl ExecutorActor {
     }
 
     /// Builds a block and seals it with its state root, committing nothing
-    /// (testing_buildBlockV1). The root is computed here, on the executor thread, like the
+    /// (testing_buildBlockV1, engine payloads), or checks a received one (`msg.received`,
+    /// engine_newPayload). The root is computed here, on the executor thread, like the
     /// block's execution: it is trie work the RPC front must not do.
     pub fn build_payload(&mut self, msg: BuildPayload) -> Result<BuiltPayload, ExecError> {
-        let BuildPayload(mut build) = msg;
+        let BuildPayload { mut build, received } = msg;
         // On a chain whose rules change along it, the block runs under the fork its number and
         // time fall in (a payload may cross a fork boundary the head has not).
-        if let Some(forks) = &self.forks
-            && build.env.spec.is_none()
-        {
-            let header = Header {
-                number: build.env.number,
-                timestamp: build.env.timestamp,
-                ..Default::default()
-            };
-            let rules = forks.rules_for(&header);
+        let at = Header {
+            number: build.env.number,
+            timestamp: build.env.timestamp,
+            ..Default::default()
+        };
+        let rules = self.rules_at(&at);
+        if self.forks.is_some() && build.env.spec.is_none() {
             build.env.spec = Some(rules.spec);
             build.env.blob_params = Some(rules.blob_params);
         }
+        if let Some(received) = &received {
+            let fork_rules = crate::block_check::ForkRules {
+                spec: rules.spec,
+                blob_params: rules.blob_params,
+                chain_id: self.config.chain_id.get(),
+            };
+            let body = (received.extras.ommers.len(), received.has_withdrawals);
+            let succession = if received.same_second {
+                crate::block_check::Succession::SameSecondAllowed
+            } else {
+                crate::block_check::Succession::Later
+            };
+            crate::block_check::validate_header_with(
+                &build.parent,
+                &received.header,
+                body,
+                &fork_rules,
+                succession,
+            )
+            .map_err(|why| ExecError::Invalid(format!("invalid header: {why}")))?;
+        }
         let withdrawals = build.env.withdrawals.clone();
         let number = build.env.number;
+        let parent_root =
+            self.db.state_root_at(build.parent.number)?.unwrap_or(hearth_storage::trie::EMPTY_ROOT);
         let BuiltBlock { draft, diff, requests, .. } = self.build_block(build)?;
-        let mut header = draft.header;
-        header.state_root = hearth_storage::state_root_after(&self.db, number, &diff)?;
+        let state_root = hearth_storage::state_root_after(&self.db, number, &diff)?;
+        let (header, extras) = match received {
+            Some(received) => {
+                crate::block_check::check_derived_fields(&received.header, &draft.header)
+                    .map_err(|mismatch| ExecError::Invalid(mismatch.to_string()))?;
+                if received.header.state_root != state_root {
+                    return Err(ExecError::Invalid(format!(
+                        "state root in the header is {}, execution gives {state_root}",
+                        received.header.state_root
+                    )));
+                }
+                (received.header, received.extras)
+            }
+            None => {
+                let header = Header { state_root, ..draft.header };
+                (header, hearth_storage::BlockExtras { ommers: Vec::new(), withdrawals })
+            }
+        };
         let hash = header.hash_slow();
-        let base_fee = header.base_fee_per_gas;
-        let mut fees = U256::ZERO;
-        let mut cumulative = 0;
-        for (tx, receipt) in draft.body.transactions.iter().zip(&draft.receipts) {
-            let used = alloy_consensus::TxReceipt::cumulative_gas_used(receipt) - cumulative;
-            cumulative += used;
-            let tip = tx.effective_tip_per_gas(base_fee.unwrap_or_default()).unwrap_or_default();
-            fees += U256::from(tip) * U256::from(used);
-        }
-        let extras = hearth_storage::BlockExtras { ommers: Vec::new(), withdrawals };
+        let fees = priority_fees(&draft.body, &draft.receipts, header.base_fee_per_gas);
         let block = hearth_storage::SealedBlock {
             header,
             hash,
@@ -410,7 +439,7 @@ impl ExecutorActor {
             receipts: draft.receipts,
             extras,
         };
-        Ok(BuiltPayload { block, requests, fees })
+        Ok(BuiltPayload { block, requests, fees, diff: std::sync::Arc::new(diff), parent_root })
     }
 
     /// Executes a block on top of its parent: the miner's candidates (`BuildMode::Pack`) or a
@@ -425,6 +454,23 @@ impl ExecutorActor {
             msg,
         )
     }
+}
+
+/// What a block's transactions pay its fee recipient above the base fee, in wei.
+fn priority_fees(
+    body: &hearth_storage::StoredBody,
+    receipts: &[alloy_consensus::ReceiptEnvelope],
+    base_fee: Option<u64>,
+) -> U256 {
+    let mut fees = U256::ZERO;
+    let mut cumulative = 0;
+    for (tx, receipt) in body.transactions.iter().zip(receipts) {
+        let used = alloy_consensus::TxReceipt::cumulative_gas_used(receipt) - cumulative;
+        cumulative += used;
+        let tip = tx.effective_tip_per_gas(base_fee.unwrap_or_default()).unwrap_or_default();
+        fees += U256::from(tip) * U256::from(used);
+    }
+    fees
 }
 
 impl actix::Actor for ExecutorActor {

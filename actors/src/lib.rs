@@ -7,6 +7,7 @@
 //! ARCHITECTURE.md for the message flow.
 
 mod access_list;
+pub mod block_check;
 pub mod block_exec;
 mod block_logs;
 mod bounded;
@@ -14,6 +15,7 @@ mod call_many;
 pub mod code_cache;
 pub mod console;
 pub mod dev;
+pub mod engine;
 pub mod exec;
 pub mod executor;
 pub mod filters;

@@ -198,6 +198,18 @@ impl Handler<hearth_messages::mempool::GetBlobs> for MempoolActor {
     }
 }
 
+impl Handler<hearth_messages::mempool::GetBlobTxs> for MempoolActor {
+    type Result = actix::MessageResult<hearth_messages::mempool::GetBlobTxs>;
+
+    fn handle(
+        &mut self,
+        msg: hearth_messages::mempool::GetBlobTxs,
+        _ctx: &mut Self::Context,
+    ) -> Self::Result {
+        actix::MessageResult(msg.0.iter().map(|versioned| self.pool.blob_tx(versioned)).collect())
+    }
+}
+
 impl Handler<PendingNonce> for MempoolActor {
     type Result = Result<u64, TxError>;
 
@@ -328,4 +340,4 @@ impl Handler<hearth_messages::mempool::IsImpersonated> for MempoolActor {
     }
 }
 
-hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, GetPooledTx, hearth_messages::mempool::GetPooledByNonce, hearth_messages::mempool::GetBlobs, TakePending, PendingNonce, PoolSize, GetPoolCounters, hearth_messages::mempool::IsImpersonated);
+hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, GetPooledTx, hearth_messages::mempool::GetPooledByNonce, hearth_messages::mempool::GetBlobs, hearth_messages::mempool::GetBlobTxs, TakePending, PendingNonce, PoolSize, GetPoolCounters, hearth_messages::mempool::IsImpersonated);

@@ -722,6 +722,21 @@ impl Handler<BetweenBlocks<RevertTo>> for MinerActor {
     }
 }
 
+impl Handler<BetweenBlocks<CommitBlock>> for MinerActor {
+    type Result = AtomicResponse<Self, Result<Arc<SealedBlock>, MineError>>;
+
+    /// Commits a block built or checked elsewhere (the Engine API's), between two of this
+    /// miner's: the state owner then checks it extends the head state it was executed on.
+    fn handle(
+        &mut self,
+        msg: BetweenBlocks<CommitBlock>,
+        _ctx: &mut Self::Context,
+    ) -> Self::Result {
+        let write = self.peers.commit.send(msg.0);
+        self.between_blocks(write, |_, _| {})
+    }
+}
+
 impl Handler<GetMiningStatus> for MinerActor {
     type Result = actix::MessageResult<GetMiningStatus>;
 

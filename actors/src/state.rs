@@ -29,8 +29,8 @@ use hearth_messages::StateError;
 use hearth_messages::interest::Interest;
 use hearth_messages::state::{
     AccountPatch, BlockCommitted, BlocksRemoved, CommitBlock, DumpState, HeadState, ListSnapshots,
-    LoadState, MAX_REMOVED_BLOCKS, PatchState, ReplaceChain, RevertTo, Rollback, SubscribeBlocks,
-    SubscribeRemovals, TakeSnapshot,
+    LoadState, MAX_REMOVED_BLOCKS, PatchState, ReplaceChain, RevertTo, Rollback, SetForkchoice,
+    SubscribeBlocks, SubscribeRemovals, TakeSnapshot,
 };
 use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{
@@ -221,6 +221,11 @@ impl StateActor {
             .db
             .header(target)?
             .ok_or(StateError::Storage(StorageError::Corrupt { what: "rollback target header" }))?;
+        // A safe or finalized block rewound away is no longer one.
+        let marks = self.db.reader().forkchoice_marks()?;
+        if marks.at_most(target) != marks {
+            self.db.set_forkchoice_marks(marks.at_most(target))?;
+        }
         info!(target: "actors::state", head = target, blocks = removed.blocks, txs = removed.transactions, "rolled back");
         self.tell_removed(undone, target);
         Ok(header)
@@ -289,7 +294,10 @@ impl StateActor {
             }
         }
         let keys = (!self.snapshots.is_empty()).then(|| BlockKeys::of(expected, &msg.diff));
-        let block = Arc::new(self.writer.write(msg.draft, &msg.diff)?);
+        let block = Arc::new(match msg.received {
+            Some(extras) => self.writer.import(msg.draft, &msg.diff, extras)?,
+            None => self.writer.write(msg.draft, &msg.diff)?,
+        });
         self.block_keys.extend(keys);
         info!(target: "actors::state", number = block.number(), hash = %block.hash, txs = block.body.transactions.len(), "block committed");
         let t = self.writer.last_timings();
@@ -428,6 +436,14 @@ impl Handler<Rollback> for StateActor {
         let result = guarded(|| self.rollback(msg.depth));
         stop_on_storage_error(&result, "rolling back");
         result
+    }
+}
+
+impl Handler<SetForkchoice> for StateActor {
+    type Result = Result<(), StateError>;
+
+    fn handle(&mut self, msg: SetForkchoice, _ctx: &mut Self::Context) -> Self::Result {
+        Ok(self.db.set_forkchoice_marks(msg.0)?)
     }
 }
 

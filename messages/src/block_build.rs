@@ -122,6 +122,21 @@ impl BlockEnvSpec {
     }
 }
 
+/// geth's `CalcGasLimit`: from `parent` toward `desired`, by at most parent / 1024 - 1.
+pub fn next_gas_limit(parent: u64, desired: u64) -> u64 {
+    /// The smallest gas limit the consensus rules allow.
+    const MIN_GAS_LIMIT: u64 = 5_000;
+    let delta = (parent / 1024).saturating_sub(1);
+    let desired = desired.max(MIN_GAS_LIMIT);
+    if parent < desired {
+        parent.saturating_add(delta).min(desired)
+    } else if parent > desired {
+        parent.saturating_sub(delta).max(desired)
+    } else {
+        parent
+    }
+}
+
 /// Which block-level rules apply around the transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BlockRules {
@@ -191,4 +206,20 @@ pub struct InvalidTx {
 
 impl Message for BuildBlock {
     type Result = Result<BuiltBlock, ExecError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gas_limit_moves_by_the_consensus_step() {
+        // geth's default ceiling from the hive chain's 200M: one step down.
+        assert_eq!(next_gas_limit(200_000_000, 60_000_000), 0xbe8c711);
+        assert_eq!(next_gas_limit(30_000_000, 30_000_000), 30_000_000);
+        assert_eq!(next_gas_limit(30_000_000, 30_010_000), 30_010_000);
+        assert_eq!(next_gas_limit(30_000_000, 40_000_000), 30_000_000 + 30_000_000 / 1024 - 1);
+        assert_eq!(next_gas_limit(6_000, 0), 5_996);
+        assert_eq!(next_gas_limit(5_003, 0), 5_000);
+    }
 }

@@ -19,6 +19,7 @@ pub use self::pool::{Admitted, ExecutorLane};
 use crate::ExecError;
 pub use crate::block_build::{
     BlockEnvSpec, BlockRules, BuildBlock, BuildMode, BuiltBlock, InvalidTx, PooledTx,
+    next_gas_limit,
 };
 pub use crate::request::{AccountOverride, BlockOverrides, CallRequest, StateOverrides};
 

@@ -15,6 +15,7 @@ pub mod chain_id;
 pub mod client;
 pub mod code_cache;
 pub mod console;
+pub mod engine;
 pub mod error;
 pub mod executor;
 pub mod filters;

@@ -329,6 +329,16 @@ impl Message for GetBlobs {
     type Result = Option<Vec<alloy_eips::eip4844::Blob>>;
 }
 
+/// The blob transactions (in their network form, sidecar included) holding the blobs with
+/// these versioned hashes, one answer per hash (`None`: neither pooled nor kept). Serves
+/// engine_getBlobsV1/V2 and the blobs bundle of engine_getPayload.
+#[derive(Debug, Clone)]
+pub struct GetBlobTxs(pub Vec<B256>);
+
+impl Message for GetBlobTxs {
+    type Result = Vec<Option<std::sync::Arc<alloy_consensus::TxEnvelope>>>;
+}
+
 crate::actor_client! {
     /// The `MempoolActor`'s client: how the RPC front submits, looks up and controls pooled
     /// transactions. Request-path messages are `ask`ed (a full mailbox answers -32005 at once);
@@ -346,6 +356,8 @@ crate::actor_client! {
         ask get_pooled_by_nonce: GetPooledByNonce,
         /// Blobs of a pooled or recently mined blob transaction.
         ask get_blobs: GetBlobs,
+        /// The transactions holding blobs, by versioned hash (engine_getBlobs).
+        ask get_blob_txs: GetBlobTxs,
         /// What the next block would take from the pool (txpoolExt_getTxs); nothing leaves it.
         ask pending_for_block: TakePending,
         /// The next nonce counting pending transactions.

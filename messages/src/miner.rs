@@ -320,8 +320,10 @@ crate::actor_client! {
         send revert_to: BetweenBlocks<RevertTo>,
         /// anvil_loadState.
         send load_state: BetweenBlocks<LoadState>,
-        /// anvil_rollback and anvil_reorg.
+        /// anvil_rollback and anvil_reorg (and an engine forkchoice update to an ancestor).
         send rewind: Rewind,
+        /// A block the Engine API built or checked, committed between the miner's blocks.
+        send commit_block: BetweenBlocks<crate::state::CommitBlock>,
         /// anvil_setTime, and the clock reset of anvil_rollback.
         send set_time: SetTime,
         /// anvil_setBlockTimestampInterval / anvil_removeBlockTimestampInterval.

@@ -8,7 +8,8 @@ use hearth_storage::{BlockDraft, SealedBlock, StateDiff};
 use crate::StateError;
 
 /// Writes a block on top of the head: applies `diff` to the tries, seals the header with the
-/// state root, and commits everything atomically. Replies once the block is durable.
+/// state root (or, for a `received` block, checks its own), and commits everything atomically.
+/// Replies once the block is durable.
 #[derive(Debug, Clone)]
 pub struct CommitBlock {
     /// The block without its state root.
@@ -19,6 +20,9 @@ pub struct CommitBlock {
     /// patches left). The state owner refuses the block when the head state has changed
     /// since: its diff carries whole accounts and would undo that change.
     pub parent_root: alloy_primitives::B256,
+    /// A block received from outside (engine_newPayload): its header is complete and stored
+    /// as it is (the root is checked, not set), with these ommers and withdrawals beside it.
+    pub received: Option<hearth_storage::BlockExtras>,
 }
 
 impl Message for CommitBlock {
@@ -147,6 +151,15 @@ pub struct Rollback {
 
 impl Message for Rollback {
     type Result = Result<alloy_consensus::Header, StateError>;
+}
+
+/// Records the safe and finalized blocks of an engine_forkchoiceUpdated (the block tags
+/// `safe` and `finalized` then answer them). A rollback below a mark drops it.
+#[derive(Debug, Clone, Copy)]
+pub struct SetForkchoice(pub hearth_storage::ForkchoiceMarks);
+
+impl Message for SetForkchoice {
+    type Result = Result<(), StateError>;
 }
 
 /// Publishes `0` in place of the whole chain (anvil_reset): its records, fork source, head and

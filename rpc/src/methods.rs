@@ -337,6 +337,25 @@ methods! {
     "engine_exchangeCapabilities" read =>
         engine::capabilities::exchange_capabilities(p, namespace_methods("engine"));
     "engine_getClientVersionV1" read => engine::capabilities::client_version_v1(p);
+    "engine_newPayloadV1" write => engine::payload::new_payload(ctx, p, 1).await;
+    "engine_newPayloadV2" write => engine::payload::new_payload(ctx, p, 2).await;
+    "engine_newPayloadV3" write => engine::payload::new_payload(ctx, p, 3).await;
+    "engine_newPayloadV4" write => engine::payload::new_payload(ctx, p, 4).await;
+    "engine_forkchoiceUpdatedV1" write =>
+        engine::forkchoice::forkchoice_updated(ctx, p, 1).await;
+    "engine_forkchoiceUpdatedV2" write =>
+        engine::forkchoice::forkchoice_updated(ctx, p, 2).await;
+    "engine_forkchoiceUpdatedV3" write =>
+        engine::forkchoice::forkchoice_updated(ctx, p, 3).await;
+    "engine_getPayloadV1" read => engine::payload::get_payload(ctx, p, 1).await;
+    "engine_getPayloadV2" read => engine::payload::get_payload(ctx, p, 2).await;
+    "engine_getPayloadV3" read => engine::payload::get_payload(ctx, p, 3).await;
+    "engine_getPayloadV4" read => engine::payload::get_payload(ctx, p, 4).await;
+    "engine_getPayloadV5" read => engine::payload::get_payload(ctx, p, 5).await;
+    "engine_getPayloadBodiesByHashV1" read => engine::bodies::by_hash(ctx, p);
+    "engine_getPayloadBodiesByRangeV1" read => engine::bodies::by_range(ctx, p);
+    "engine_getBlobsV1" read => engine::blobs::get_blobs(ctx, p, 1).await;
+    "engine_getBlobsV2" read => engine::blobs::get_blobs(ctx, p, 2).await;
 
     "txpoolExt_getTxs" read in "txpool" => txpool::get_txs(ctx, p).await;
     "txpool_status" read => txpool::status(ctx, p).await;

@@ -9,19 +9,20 @@
 //! is executed and sealed (state root and hash) on the executor pool and never committed.
 
 use alloy_consensus::transaction::SignerRecoverable;
-use alloy_eips::eip2718::Encodable2718;
 use alloy_eips::eip4895::Withdrawal;
 use alloy_primitives::{Address, B256, Bytes};
-use hearth_messages::executor::{BlockEnvSpec, BlockRules, BuildBlock, BuildMode, PooledTx};
+use hearth_messages::executor::{
+    BlockEnvSpec, BlockRules, BuildBlock, BuildMode, PooledTx, next_gas_limit,
+};
 use hearth_messages::mempool::{GetPoolContent, decode_tx};
 use hearth_messages::miner::GetMiningStatus;
 use hearth_messages::payload::{BuildPayload, BuiltPayload};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::core::RpcContext;
 use crate::core::RpcError;
+use crate::core::head;
 use crate::core::{FromParam, Params, json_kind};
-use crate::core::{head, quantity};
 
 /// The engine API's payload attributes (V3): what the consensus layer decides about a block.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,21 +88,6 @@ impl FromParam for RawTransactions {
     }
 }
 
-/// geth's `CalcGasLimit`: from `parent` toward `desired`, by at most parent / 1024 - 1.
-fn next_gas_limit(parent: u64, desired: u64) -> u64 {
-    /// The smallest gas limit the consensus rules allow.
-    const MIN_GAS_LIMIT: u64 = 5_000;
-    let delta = (parent / 1024).saturating_sub(1);
-    let desired = desired.max(MIN_GAS_LIMIT);
-    if parent < desired {
-        parent.saturating_add(delta).min(desired)
-    } else if parent > desired {
-        parent.saturating_sub(delta).max(desired)
-    } else {
-        parent
-    }
-}
-
 /// testing_buildBlockV1: `[parentHash, payloadAttributes, transactions | null, extraData?]`.
 pub(crate) async fn build_block(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
     params.at_most(4)?;
@@ -138,7 +124,7 @@ pub(crate) async fn build_block(ctx: &RpcContext, params: &Params) -> Result<Val
         )
     };
     let build = BuildBlock { parent, env, txs, mode };
-    let built = ctx.executor.build_payload(BuildPayload(build)).await?;
+    let built = ctx.executor.build_payload(BuildPayload::build(build)).await?;
     Ok(payload_json(&built))
 }
 
@@ -165,41 +151,15 @@ fn parent_at_head(
 /// The answer of testing_buildBlockV1: the execution payload, its value, an empty blobs
 /// bundle, and the execution requests after Prague.
 fn payload_json(built: &BuiltPayload) -> Value {
-    let block = &built.block;
-    let header = &block.header;
-    let transactions: Vec<Bytes> =
-        block.body.transactions.iter().map(|tx| Bytes::from(tx.encoded_2718())).collect();
-    let mut payload = Map::new();
-    payload.insert("parentHash".into(), json!(header.parent_hash));
-    payload.insert("feeRecipient".into(), json!(header.beneficiary));
-    payload.insert("stateRoot".into(), json!(header.state_root));
-    payload.insert("receiptsRoot".into(), json!(header.receipts_root));
-    payload.insert("logsBloom".into(), json!(header.logs_bloom));
-    payload.insert("prevRandao".into(), json!(header.mix_hash));
-    payload.insert("blockNumber".into(), quantity(header.number));
-    payload.insert("gasLimit".into(), quantity(header.gas_limit));
-    payload.insert("gasUsed".into(), quantity(header.gas_used));
-    payload.insert("timestamp".into(), quantity(header.timestamp));
-    payload.insert("extraData".into(), json!(header.extra_data));
-    payload.insert("baseFeePerGas".into(), quantity(header.base_fee_per_gas.unwrap_or_default()));
-    payload.insert("blockHash".into(), json!(block.hash));
-    payload.insert("transactions".into(), json!(transactions));
-    if header.withdrawals_root.is_some() {
-        payload.insert("withdrawals".into(), json!(block.extras.withdrawals));
-    }
-    if let (Some(used), Some(excess)) = (header.blob_gas_used, header.excess_blob_gas) {
-        payload.insert("blobGasUsed".into(), quantity(used));
-        payload.insert("excessBlobGas".into(), quantity(excess));
-    }
     let mut answer = json!({
-        "executionPayload": payload,
+        "executionPayload": crate::engine::payload::payload_json(built),
         "blockValue": built.fees,
-        // Not assembled yet: given transactions come without sidecars, and the pool's (which
-        // it keeps, `kept_blobs`) are not gathered here (issue 34's getPayload will).
+        // Given transactions come without sidecars: engine_getPayload assembles the bundle
+        // of pooled blob transactions.
         "blobsBundle": {"commitments": [], "proofs": [], "blobs": []},
         "shouldOverrideBuilder": false,
     });
-    if header.requests_hash.is_some()
+    if built.block.header.requests_hash.is_some()
         && let Some(fields) = answer.as_object_mut()
     {
         fields.insert("executionRequests".into(), json!(built.requests));
@@ -208,7 +168,7 @@ fn payload_json(built: &BuiltPayload) -> Value {
 }
 
 /// A given raw transaction, decoded and with its sender.
-fn recover(raw: &Bytes) -> Result<PooledTx, RpcError> {
+pub(crate) fn recover(raw: &Bytes) -> Result<PooledTx, RpcError> {
     // A block holds a blob transaction without its sidecar.
     let tx = decode_tx(raw).map_err(|e| RpcError::TxDecode(e.to_string()))?;
     let tx = hearth_messages::mempool::without_sidecar(&tx);
@@ -222,17 +182,6 @@ fn recover(raw: &Bytes) -> Result<PooledTx, RpcError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gas_limit_moves_by_the_consensus_step() {
-        // geth's default ceiling from the hive chain's 200M: one step down.
-        assert_eq!(next_gas_limit(200_000_000, 60_000_000), 0xbe8c711);
-        assert_eq!(next_gas_limit(30_000_000, 30_000_000), 30_000_000);
-        assert_eq!(next_gas_limit(30_000_000, 30_010_000), 30_010_000);
-        assert_eq!(next_gas_limit(30_000_000, 40_000_000), 30_000_000 + 30_000_000 / 1024 - 1);
-        assert_eq!(next_gas_limit(6_000, 0), 5_996);
-        assert_eq!(next_gas_limit(5_003, 0), 5_000);
-    }
 
     #[test]
     fn payload_attributes_are_strict() {

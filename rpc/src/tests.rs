@@ -468,6 +468,7 @@ fn fixture(max_queued: usize) -> Fixture {
         reset: None,
         fork_url: None,
         surface: Default::default(),
+        engine: None,
     };
     Fixture {
         ctx,

@@ -109,7 +109,7 @@ fn location(ctx: &RpcContext, hash: &B256) -> Result<Option<(u64, usize)>, RpcEr
 
 /// A stored block by number or tag, `None` when the chain does not have it.
 fn stored_block(ctx: &RpcContext, tag: BlockNumberOrTag) -> Result<Option<u64>, RpcError> {
-    let number = tag_number(tag, head(ctx)?);
+    let number = tag_number(ctx, tag, head(ctx)?)?;
     let stored = ctx.chain.header(number)?.map(|_| number);
     Ok(stored)
 }
@@ -272,8 +272,8 @@ pub(crate) async fn trace_filter(ctx: &RpcContext, p: &Params) -> Result<Reply, 
     p.at_most(1)?;
     let FilterArg { from, to, mut filter } = p.required(0)?;
     let head = head(ctx)?;
-    let from = from.map_or(0, |tag| tag_number(tag, head));
-    let to = to.map_or(head, |tag| tag_number(tag, head));
+    let from = from.map_or(Ok(0), |tag| tag_number(ctx, tag, head))?;
+    let to = to.map_or(Ok(head), |tag| tag_number(ctx, tag, head))?;
     // The same checks and cut as eth_getLogs.
     let Some((from, to)) = range_within(from, to, head)? else {
         return Ok(Reply::Encoded(b"[]".to_vec()));

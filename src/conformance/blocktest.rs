@@ -43,7 +43,7 @@ fn run_cases(cases: &serde_json::Map<String, Value>, options: &RunOptions) -> Su
 
 /// Why a case could not be set up.
 #[derive(Debug, thiserror::Error)]
-enum CaseError {
+pub(super) enum CaseError {
     #[error(transparent)]
     Fixture(#[from] FixtureError),
     #[error("storage: {0}")]
@@ -79,7 +79,7 @@ fn run_case(
 /// Writes `pre` and the genesis header as block 0, checking the header against its RLP form,
 /// `pre` against its state root and its hash against the fixture's; `Ok(Some(reason))` is a
 /// failure.
-fn write_genesis(db: &ChainWriter, case: &Value) -> Result<Option<String>, CaseError> {
+pub(super) fn write_genesis(db: &ChainWriter, case: &Value) -> Result<Option<String>, CaseError> {
     // The genesis header is built from its JSON fields (every fork field the fixture has), so
     // the hash check exercises our header encoding; the RLP form must agree with it.
     let header = fixture::header(&case["genesisBlockHeader"])?;

@@ -209,6 +209,51 @@ impl Schedule {
         }
     }
 
+    /// Whether every block of this schedule is after the merge (a payload can carry it).
+    pub(crate) fn after_merge(&self) -> bool {
+        self.before.1.is_enabled_in(SpecId::MERGE)
+    }
+
+    /// The schedule as a geth genesis `config` object (chain id, every block fork at 0, the
+    /// merge at 0, the timestamped forks at 0 and at the transition time), so a node started
+    /// on the fixture's genesis runs under the fixture's rules. Post-merge schedules only.
+    pub(crate) fn geth_config(&self, chain_id: u64) -> Value {
+        /// Timestamped forks in order, as fixtures and genesis configurations name them.
+        const TIMED: [(&str, &str); 9] = [
+            ("Shanghai", "shanghaiTime"),
+            ("Cancun", "cancunTime"),
+            ("Prague", "pragueTime"),
+            ("Osaka", "osakaTime"),
+            ("BPO1", "bpo1Time"),
+            ("BPO2", "bpo2Time"),
+            ("BPO3", "bpo3Time"),
+            ("BPO4", "bpo4Time"),
+            ("BPO5", "bpo5Time"),
+        ];
+        let rank = |name: &str| TIMED.iter().position(|(fork, _)| *fork == name);
+        let mut config = serde_json::json!({
+            "chainId": chain_id,
+            "homesteadBlock": 0, "eip150Block": 0, "eip155Block": 0, "eip158Block": 0,
+            "byzantiumBlock": 0, "constantinopleBlock": 0, "petersburgBlock": 0,
+            "istanbulBlock": 0, "berlinBlock": 0, "londonBlock": 0,
+            "mergeNetsplitBlock": 0, "terminalTotalDifficulty": 0,
+        });
+        let before = rank(&self.before.0);
+        let after = self.after.as_ref().and_then(|(name, _)| rank(name));
+        for (i, (_, key)) in TIMED.iter().enumerate() {
+            let time = match (before, after) {
+                (Some(b), _) if i <= b => 0,
+                (_, Some(a)) if i <= a => TRANSITION_TIME,
+                _ => continue,
+            };
+            config[*key] = serde_json::json!(time);
+        }
+        if let Some(schedule) = &self.blob_schedule {
+            config["blobSchedule"] = schedule.clone();
+        }
+        config
+    }
+
     /// The blob parameters in force at `timestamp`: the fixture's schedule entry for the fork,
     /// on top of the fork's defaults (max blobs per tx, blob base cost).
     pub(crate) fn blob_params(&self, timestamp: u64) -> Result<BlobParams, FixtureError> {

@@ -337,6 +337,15 @@ impl ChainWriter {
         Ok(())
     }
 
+    /// Records the safe and finalized blocks a consensus client named (engine_forkchoiceUpdated).
+    /// Not flushed here: they are hints the client sends again with every update, so a crash
+    /// may bring back the previous ones, never a wrong chain.
+    pub fn set_forkchoice_marks(&self, marks: ForkchoiceMarks) -> Result<(), StorageError> {
+        let chain = self.generation();
+        crate::KeyWrites::new(&chain.db).insert(layout::FORKCHOICE_KEY, marks.encode())?;
+        Ok(())
+    }
+
     /// A reader of this store, for the executors, the RPC front and the pool.
     pub fn reader(&self) -> ChainDb {
         self.reader.clone()
@@ -819,6 +828,16 @@ impl ChainDb {
     /// The chain configuration stored by an import (`None` for a dev chain).
     pub fn chain_config(&self) -> Result<Option<Vec<u8>>, StorageError> {
         Ok(self.snapshot().chain.db.get(layout::CHAIN_CONFIG_KEY)?.map(|v| v.to_vec()))
+    }
+
+    /// The safe and finalized blocks the consensus client last named (none on a chain no
+    /// engine drives: every block is then final).
+    pub fn forkchoice_marks(&self) -> Result<ForkchoiceMarks, StorageError> {
+        match self.snapshot().chain.db.get(layout::FORKCHOICE_KEY)? {
+            Some(bytes) => ForkchoiceMarks::decode(&bytes)
+                .ok_or(StorageError::Corrupt { what: "forkchoice marks" }),
+            None => Ok(ForkchoiceMarks::default()),
+        }
     }
 
     /// The genesis document (geth's genesis.json) block 0 was made from; `None` for a chain
@@ -1411,5 +1430,46 @@ mod tests {
         let next = temporary_store_dir();
         let name = next.file_name().unwrap().to_str().unwrap().to_owned();
         assert!(name.starts_with(&format!("hearth-mem-{}-", std::process::id())), "{name}");
+    }
+}
+
+/// The safe and finalized blocks of the last forkchoice update, each by number and hash.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ForkchoiceMarks {
+    /// The safe block, when one was named.
+    pub safe: Option<(u64, B256)>,
+    /// The finalized block, when one was named.
+    pub finalized: Option<(u64, B256)>,
+}
+
+impl ForkchoiceMarks {
+    /// Both marks cut back to `head` and below: a mark above it was rewound away.
+    #[must_use]
+    pub fn at_most(self, head: u64) -> Self {
+        let keep = |mark: Option<(u64, B256)>| mark.filter(|(number, _)| *number <= head);
+        Self { safe: keep(self.safe), finalized: keep(self.finalized) }
+    }
+
+    fn encode(self) -> [u8; 80] {
+        let mut bytes = [0u8; 80];
+        for (i, mark) in [self.safe, self.finalized].into_iter().enumerate() {
+            if let Some((number, hash)) = mark {
+                bytes[i * 40..i * 40 + 8].copy_from_slice(&number.to_be_bytes());
+                bytes[i * 40 + 8..i * 40 + 40].copy_from_slice(hash.as_slice());
+            }
+        }
+        bytes
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        if bytes.len() != 80 {
+            return None;
+        }
+        let mark = |i: usize| {
+            let number = u64::from_be_bytes(bytes[i * 40..i * 40 + 8].try_into().ok()?);
+            let hash = B256::from_slice(&bytes[i * 40 + 8..i * 40 + 40]);
+            Some((!hash.is_zero()).then_some((number, hash)))
+        };
+        Some(Self { safe: mark(0)?, finalized: mark(1)? })
     }
 }

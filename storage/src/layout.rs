@@ -41,6 +41,8 @@ pub(crate) const HEAD_KEY: &[u8] = b"mhead";
 pub(crate) const CHAIN_CONFIG_KEY: &[u8] = b"mchainconfig";
 /// The genesis.json block 0 was made from (JSON text).
 pub(crate) const GENESIS_DOCUMENT_KEY: &[u8] = b"mgenesisdoc";
+/// The engine's safe and finalized blocks (`ForkchoiceMarks`, 80 bytes).
+pub(crate) const FORKCHOICE_KEY: &[u8] = b"mforkchoice";
 /// The key of the last commit sled holds whole: its journal sequence number (`journal`).
 pub(crate) const COMMIT_SEQ_KEY: &[u8] = b"mcommitseq";
 /// The key of the marker a commit applied key by key writes first (`journal`).

@@ -32,7 +32,9 @@ mod state;
 pub mod trie;
 
 pub use buffers::ENCODE_BUFFER_RETAINED_BYTES;
-pub use chain::{ChainDb, ChainWriter, DEFAULT_PAGE_CACHE_BYTES, temporary_store_dir};
+pub use chain::{
+    ChainDb, ChainWriter, DEFAULT_PAGE_CACHE_BYTES, ForkchoiceMarks, temporary_store_dir,
+};
 pub use commit::{
     BlockDraft, BlockWriter, DEFAULT_NODE_CACHE_BYTES, WriteTimings, block_roots_beside,
     import_block, import_block_with, import_fork_base, receipts_root, state_root_after,

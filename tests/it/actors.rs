@@ -46,7 +46,7 @@ async fn state_actor_refuses_a_block_that_does_not_extend_the_head() {
         receipts: vec![],
     };
     let parent_root = node.node.chain.state_root_at(0).unwrap().unwrap();
-    let commit = CommitBlock { draft, diff: StateDiff::default(), parent_root };
+    let commit = CommitBlock { draft, diff: StateDiff::default(), parent_root, received: None };
     let reply = node.node.state.send(commit).await.unwrap();
     assert!(matches!(reply, Err(StateError::NotNext { head: 0, got: 5 })), "{reply:?}");
     assert_eq!(node.node.chain.head_number(), Some(0), "nothing was written");
@@ -67,7 +67,8 @@ async fn state_actor_refuses_a_block_built_before_the_head_state_changed() {
         body: StoredBody { transactions: vec![], senders: vec![] },
         receipts: vec![],
     };
-    let commit = CommitBlock { draft, diff: StateDiff::default(), parent_root: built_on };
+    let commit =
+        CommitBlock { draft, diff: StateDiff::default(), parent_root: built_on, received: None };
     let reply = node.node.state.send(commit).await.unwrap();
     let refused = matches!(
         reply,

@@ -93,6 +93,11 @@ impl KeptBlobs {
         self.by_versioned.get(versioned).and_then(|hash| self.mined_tx(hash))
     }
 
+    /// [`KeptBlobs::holding`], shared.
+    pub fn holding_shared(&self, versioned: &B256) -> Option<Arc<TxEnvelope>> {
+        self.by_versioned.get(versioned).and_then(|hash| self.by_tx.get(hash)).cloned()
+    }
+
     /// Drops everything (the chain was replaced).
     pub fn clear(&mut self) {
         *self = Self::new(self.limit);

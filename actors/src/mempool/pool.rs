@@ -738,6 +738,17 @@ impl Pool {
         }
     }
 
+    /// The transaction (pooled, else kept after mining) holding the blob `versioned`.
+    pub fn blob_tx(&self, versioned: &B256) -> Option<std::sync::Arc<TxEnvelope>> {
+        let holds = |tx: &TxEnvelope| {
+            tx.blob_versioned_hashes().is_some_and(|hashes| hashes.contains(versioned))
+                && blobs_of(tx).len() == tx.blob_versioned_hashes().map_or(0, <[B256]>::len)
+        };
+        let pooled =
+            self.by_hash.values().find(|p| holds(&p.tx)).map(|p| std::sync::Arc::clone(&p.tx));
+        pooled.or_else(|| self.kept.holding_shared(versioned))
+    }
+
     /// The next nonce for `sender`, counting consecutive pooled transactions.
     pub fn pending_nonce(&self, db: &ChainDb, sender: &Address) -> Result<u64, TxError> {
         let head = db.head_number().unwrap_or_default();

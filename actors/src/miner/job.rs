@@ -159,8 +159,12 @@ impl MineJob {
             return Ok(Mined::NONE);
         }
         let txs = included.len();
-        let commit =
-            CommitBlock { draft: built.draft, diff: built.diff, parent_root: base.parent_root };
+        let commit = CommitBlock {
+            draft: built.draft,
+            diff: built.diff,
+            parent_root: base.parent_root,
+            received: None,
+        };
         let block = self.peers.commit.send(commit).await??;
         let committed_at = Instant::now();
         let ran = crate::report::Ran { outputs: &built.outputs, halts: &built.halts };

@@ -243,6 +243,16 @@ pub enum RpcError {
     /// block); the chain is unchanged. anvil's code: -32603.
     #[error("{0}")]
     ResetFailed(String),
+    /// An Engine API call failed (a payload found invalid is an answer, not this).
+    #[error("{0}")]
+    Engine(#[from] hearth_messages::engine::EngineError),
+    /// An Engine API request asks for more items than one answer holds (-38004).
+    #[error("Too large request: {0}")]
+    EngineTooLarge(String),
+    /// An Engine API method version that does not serve the fork of the payload's timestamp
+    /// (-38005).
+    #[error("Unsupported fork: {0}")]
+    UnsupportedFork(String),
     /// An extension method failed with its own code.
     #[error("{message}")]
     Extension {
@@ -271,7 +281,18 @@ impl RpcError {
     /// The JSON-RPC `error.code` for this error.
     // long: the one exhaustive error -> code match (DESIGN.md's table), a row per variant.
     pub const fn code(&self) -> i32 {
+        use hearth_messages::engine::EngineError;
         match self {
+            Self::Engine(EngineError::UnknownPayload) => -38001,
+            Self::Engine(EngineError::InvalidForkchoiceState(_)) => -38002,
+            Self::Engine(EngineError::InvalidAttributes(_)) => -38003,
+            Self::EngineTooLarge(_) => -38004,
+            Self::UnsupportedFork(_) => -38005,
+            Self::Engine(EngineError::Exec(error) | EngineError::Mine(MineError::Exec(error))) => {
+                Self::exec_code(error)
+            }
+            Self::Engine(EngineError::Actor(ActorError::Full { .. })) => -32005,
+            Self::Engine(_) => -32603,
             Self::Parse(_) => -32700,
             Self::InvalidRequest(_) => -32600,
             // geth answers eth_subscribe over HTTP with -32601 "notifications not supported".

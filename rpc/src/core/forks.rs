@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 /// A fork activated by timestamp, as EIP-7910 describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimeFork {
+    /// Its name as genesis configurations spell it without `Time` (`cancun`, `bpo1`).
+    pub name: String,
     /// Activation timestamp.
     pub time: u64,
     /// The blob schedule in force under it, if any.
@@ -35,6 +37,11 @@ impl ChainForks {
     /// The index of the last timestamped fork active at `time`.
     pub(crate) fn active_at(&self, time: u64) -> Option<usize> {
         self.time_forks.iter().rposition(|f| f.time <= time)
+    }
+
+    /// The name of the last timestamped fork active at `time` (`None`: none is).
+    pub(crate) fn name_at(&self, time: u64) -> Option<&str> {
+        self.active_at(time).map(|index| self.time_forks[index].name.as_str())
     }
 
     /// The blob schedule in force at `time`, when the fork active then has one.

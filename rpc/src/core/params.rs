@@ -236,6 +236,13 @@ impl FromParam for B256 {
     }
 }
 
+impl FromParam for alloy_primitives::B64 {
+    fn from_param(value: &Value) -> Result<Self, String> {
+        parse_fixed::<8>(expect_str(value, "an 8-byte payload id string")?, "payload id")
+            .map(Self::from)
+    }
+}
+
 impl FromParam for B128 {
     fn from_param(value: &Value) -> Result<Self, String> {
         parse_fixed::<16>(expect_str(value, "a 16-byte subscription id string")?, "subscription id")

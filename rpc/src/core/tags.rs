@@ -2,7 +2,8 @@
 //! head, and reading whole blocks from the store.
 //!
 //! On a dev chain there are no reorgs and every block is final, so "pending", "safe" and
-//! "finalized" all mean the head. A state query for a block after the head is "header not
+//! "finalized" all mean the head, until a consensus client names safe and finalized blocks
+//! (engine_forkchoiceUpdated): those tags then answer them. A state query for a block after the head is "header not
 //! found"; a block lookup for one answers `null`.
 
 use alloy_primitives::B256;
@@ -31,16 +32,23 @@ pub(crate) const fn names_head(block: &BlockId) -> bool {
     )
 }
 
-/// The number a tag stands for, given the head (it may be above the head).
-pub(crate) const fn tag_number(tag: BlockNumberOrTag, head: u64) -> u64 {
-    match tag {
+/// The number a tag stands for, given the head (it may be above the head). The safe and
+/// finalized marks are read only for those tags.
+pub(crate) fn tag_number(
+    ctx: &RpcContext,
+    tag: BlockNumberOrTag,
+    head: u64,
+) -> Result<u64, RpcError> {
+    Ok(match tag {
         BlockNumberOrTag::Number(number) => number,
         BlockNumberOrTag::Earliest => 0,
-        BlockNumberOrTag::Latest
-        | BlockNumberOrTag::Pending
-        | BlockNumberOrTag::Safe
-        | BlockNumberOrTag::Finalized => head,
-    }
+        BlockNumberOrTag::Latest | BlockNumberOrTag::Pending => head,
+        BlockNumberOrTag::Safe | BlockNumberOrTag::Finalized => {
+            let marks = ctx.chain.forkchoice_marks()?.at_most(head);
+            let mark = if tag == BlockNumberOrTag::Safe { marks.safe } else { marks.finalized };
+            mark.map_or(head, |(number, _)| number)
+        }
+    })
 }
 
 /// The block a state query reads at: a number after the head or an unknown hash is
@@ -48,7 +56,7 @@ pub(crate) const fn tag_number(tag: BlockNumberOrTag, head: u64) -> u64 {
 pub(crate) fn state_block(ctx: &RpcContext, block: BlockId) -> Result<u64, RpcError> {
     let head = head(ctx)?;
     let number = match block {
-        BlockId::Number(tag) => tag_number(tag, head),
+        BlockId::Number(tag) => tag_number(ctx, tag, head)?,
         // Every stored block is canonical on a dev chain, so requireCanonical holds.
         BlockId::Hash(hash) => {
             ctx.chain.block_number(&hash.block_hash)?.ok_or(RpcError::HeaderNotFound)?
@@ -66,7 +74,7 @@ pub(crate) fn lookup_block(
     tag: BlockNumberOrTag,
 ) -> Result<Option<u64>, RpcError> {
     let head = head(ctx)?;
-    let number = tag_number(tag, head);
+    let number = tag_number(ctx, tag, head)?;
     Ok((number <= head).then_some(number))
 }
 

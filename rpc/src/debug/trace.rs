@@ -213,7 +213,7 @@ pub(crate) async fn trace_decoded(ctx: &RpcContext, p: &Params) -> Result<Reply,
 /// A stored block to trace, by number or tag: geth's errors for one after the head and for
 /// block 0.
 pub(crate) fn traceable_block(ctx: &RpcContext, tag: BlockNumberOrTag) -> Result<u64, RpcError> {
-    let number = tag_number(tag, head(ctx)?);
+    let number = tag_number(ctx, tag, head(ctx)?)?;
     if ctx.chain.header(number)?.is_none() {
         return Err(RpcError::BlockNotFound(format!("#{number}")));
     }

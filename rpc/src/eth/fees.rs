@@ -118,7 +118,7 @@ pub(crate) fn fee_history(ctx: &RpcContext, params: &Params) -> Result<Value, Rp
     let Percentiles(percentiles) = params.optional(2)?.unwrap_or_default();
 
     let head = head(ctx)?;
-    let newest = tag_number(newest_tag, head);
+    let newest = tag_number(ctx, newest_tag, head)?;
     if newest > head {
         return Err(RpcError::BeyondHead { requested: newest, head });
     }
@@ -274,6 +274,7 @@ mod tests {
 
         use crate::core::{ChainForks, TimeFork};
         let fork = |time, blob_schedule| TimeFork {
+            name: String::new(),
             time,
             blob_schedule,
             precompiles: Default::default(),

@@ -73,14 +73,19 @@ pub(crate) async fn get_filter_changes(
         FilterKind::Logs(filter) => {
             // Only the part of the new range that the filter's own fromBlock/toBlock allow.
             let (from, to) = match filter.block_option {
-                FilterBlockOption::Range { from_block, to_block } => (
-                    from_block.map_or(poll.from, |b| tag_number(b, head).max(poll.from)),
-                    to_block
-                        .filter(|b| {
-                            !matches!(b, BlockNumberOrTag::Latest | BlockNumberOrTag::Pending)
-                        })
-                        .map_or(poll.to, |b| tag_number(b, head).min(poll.to)),
-                ),
+                FilterBlockOption::Range { from_block, to_block } => {
+                    let from = match from_block {
+                        Some(tag) => tag_number(ctx, tag, head)?.max(poll.from),
+                        None => poll.from,
+                    };
+                    let to = match to_block.filter(|b| {
+                        !matches!(b, BlockNumberOrTag::Latest | BlockNumberOrTag::Pending)
+                    }) {
+                        Some(tag) => tag_number(ctx, tag, head)?.min(poll.to),
+                        None => poll.to,
+                    };
+                    (from, to)
+                }
                 FilterBlockOption::AtBlockHash(_) => (1, 0),
             };
             // Logs a rewind undid come first, `removed: true`, as geth sends them.

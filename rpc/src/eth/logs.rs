@@ -163,8 +163,8 @@ pub(crate) fn block_range(
             Ok(Some((number, number)))
         }
         FilterBlockOption::Range { from_block, to_block } => {
-            let from = tag_number(from_block.unwrap_or(BlockNumberOrTag::Latest), head);
-            let to = tag_number(to_block.unwrap_or(BlockNumberOrTag::Latest), head);
+            let from = tag_number(ctx, from_block.unwrap_or(BlockNumberOrTag::Latest), head)?;
+            let to = tag_number(ctx, to_block.unwrap_or(BlockNumberOrTag::Latest), head)?;
             range_within(from, to, head)
         }
     }
