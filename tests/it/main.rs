@@ -23,6 +23,7 @@ mod conformance;
 mod dev;
 mod dumpstate;
 mod engine;
+mod engine_driver;
 mod filters;
 mod fork;
 mod forks;
