@@ -465,6 +465,9 @@ impl Node {
     /// checked for a JWT made with the secret in `--authrpc.jwtsecret` (created when missing).
     pub fn serve_engine(&self) -> Result<Option<(actix_web::dev::Server, SocketAddr)>, NodeError> {
         let Some(auth) = &self.config.authrpc else { return Ok(None) };
+        if self.config.automine || self.config.interval.is_some() {
+            tracing::warn!(target: "node", "the node also makes blocks of its own (automine or --block-time) beside the Engine API's; start it with --no-mining so that only the consensus client or sequencer makes blocks");
+        }
         let secret = crate::jwt::load_or_create(&auth.jwt_secret)?;
         let mut ctx = self.rpc_context(Extensions::default());
         ctx.surface = hearth_rpc::Surface::Engine(std::sync::Arc::new(secret));

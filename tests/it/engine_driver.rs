@@ -199,7 +199,11 @@ async fn a_side_block_is_kept_until_chosen_and_a_choice_of_it_reorganises_the_ch
     let engine = EngineNode::start();
     let genesis = engine.block(json!("0x0")).await;
     let base = (hash_of(&genesis["hash"]), quantity(&genesis["timestamp"]));
-    let tx = fixtures::transfer(&engine.node.signer(1), 0, Address::repeat_byte(1), 5);
+    // A contract creation whose init code logs (PUSH1 0 PUSH1 0 LOG0), watched by a filter.
+    let init = alloy_primitives::Bytes::from_static(&[0x60, 0x00, 0x60, 0x00, 0xa0]);
+    let signer = engine.node.signer(1);
+    let tx = fixtures::eip1559(&signer, 0, None, alloy_primitives::U256::ZERO, init, 100_000);
+    let filter = engine.node.ok("eth_newFilter", json!([{}])).await;
     let (a, requests) = engine.build(base, json!([raw(&tx)])).await;
     let (b, _) = engine.build((base.0, base.1 + 1), json!([])).await;
     assert_ne!(a["blockHash"], b["blockHash"]);
@@ -211,6 +215,8 @@ async fn a_side_block_is_kept_until_chosen_and_a_choice_of_it_reorganises_the_ch
     let chosen = engine.choose(hash_of(&a["blockHash"]), B256::ZERO, Value::Null).await;
     assert_eq!(chosen["payloadStatus"]["status"], "VALID", "{chosen}");
     assert_eq!(engine.block(json!("latest")).await["hash"], a["blockHash"]);
+    let logged = engine.node.ok("eth_getFilterChanges", json!([filter])).await;
+    assert_eq!(logged[0]["removed"], false, "{logged}");
     // B's parent is the genesis too: choosing B drops A (a reorg) and B becomes block 1.
     let chosen = engine.choose(hash_of(&b["blockHash"]), B256::ZERO, Value::Null).await;
     assert_eq!(chosen["payloadStatus"]["status"], "VALID", "{chosen}");
@@ -218,6 +224,11 @@ async fn a_side_block_is_kept_until_chosen_and_a_choice_of_it_reorganises_the_ch
     assert_eq!((head["hash"].clone(), quantity(&head["number"])), (b["blockHash"].clone(), 1));
     let gone = engine.node.ok("eth_getTransactionByHash", json!([tx.tx_hash()])).await;
     assert!(gone.is_null() || gone["blockNumber"].is_null(), "{gone}");
+    // The log of the block the reorg dropped comes back removed, as geth sends it.
+    let removed = engine.node.ok("eth_getFilterChanges", json!([filter])).await;
+    assert_eq!(removed.as_array().map(Vec::len), Some(1), "{removed}");
+    assert_eq!(removed[0]["removed"], true, "{removed}");
+    assert_eq!(removed[0]["blockHash"], a["blockHash"], "{removed}");
 
     // A child of a side block that is itself not executed yet is ACCEPTED, and one of an
     // unknown block SYNCING; a choice of an unknown head is SYNCING and changes nothing.
@@ -334,4 +345,97 @@ async fn payload_bodies_and_blobs_are_served_to_the_consensus_layer() {
         engine.engine("engine_getBlobsV2", json!([[B256::repeat_byte(1)]])).await,
         Value::Null
     );
+}
+
+#[actix::test]
+async fn malformed_payloads_and_forkchoice_states_get_the_specs_answers_and_change_nothing() {
+    let engine = EngineNode::start();
+    let genesis = engine.block(json!("0x0")).await;
+    let base = (hash_of(&genesis["hash"]), quantity(&genesis["timestamp"]));
+    let tx = fixtures::transfer(&engine.node.signer(1), 0, Address::repeat_byte(1), 5);
+    let (good, requests) = engine.build(base, json!([raw(&tx)])).await;
+    let root = B256::repeat_byte(9);
+    let long = format!("0x{}", "ab".repeat(1024));
+    let odd_values = [
+        Value::Null,
+        json!(123),
+        json!("0x"),
+        json!("0xzz"),
+        json!([]),
+        json!({}),
+        json!(long),
+        json!(-1),
+    ];
+    // Every field removed, then given each odd value; then one unknown field; then lists far
+    // too long (transactions of garbage, withdrawals of nonsense).
+    let mut cases: Vec<Value> = Vec::new();
+    for field in good.as_object().expect("object").keys() {
+        let mut removed = good.clone();
+        removed.as_object_mut().map(|o| o.remove(field));
+        cases.push(removed);
+        for odd in &odd_values {
+            let mut changed = good.clone();
+            changed[field.as_str()] = odd.clone();
+            cases.push(changed);
+        }
+    }
+    let mut extra = good.clone();
+    extra["surprise"] = json!("0x01");
+    cases.push(extra);
+    let mut garbage = good.clone();
+    garbage["transactions"] = json!(vec!["0x00"; 20_000]);
+    cases.push(garbage);
+    let mut withdrawals = good.clone();
+    withdrawals["withdrawals"] = json!(vec![json!({"index": "0x0"}); 5_000]);
+    cases.push(withdrawals);
+    let statuses = ["VALID", "INVALID", "SYNCING", "ACCEPTED"];
+    for (i, case) in cases.iter().enumerate() {
+        let params = json!([case, [], root, requests]);
+        match engine.api.call("engine_newPayloadV4", params).await {
+            Ok(status) => {
+                let named = status["status"].as_str().unwrap_or_default();
+                assert!(statuses.contains(&named), "case {i}: {status}");
+                // Only the untouched payload (a field set to what it was) may be VALID.
+                if named == "VALID" {
+                    assert_eq!(status["latestValidHash"], good["blockHash"], "case {i}");
+                }
+            }
+            Err(EngineCallError::Rpc { code, .. }) => {
+                assert!([-32602, -38005].contains(&code), "case {i}: code {code}");
+            }
+            Err(e) => panic!("case {i}: {e}"),
+        }
+    }
+    // Odd forkchoice states and attributes: refused with the spec's codes.
+    let zero = B256::ZERO;
+    for (state, attributes) in [
+        (json!({}), Value::Null),
+        (json!({"headBlockHash": "0x12"}), Value::Null),
+        (json!([zero, zero, zero]), Value::Null),
+        (
+            json!({"headBlockHash": zero, "safeBlockHash": zero, "finalizedBlockHash": zero, "x": 1}),
+            Value::Null,
+        ),
+        (
+            json!({"headBlockHash": genesis["hash"], "safeBlockHash": zero, "finalizedBlockHash": zero}),
+            json!({"timestamp": "0xffffffffffffffffff"}),
+        ),
+        (
+            json!({"headBlockHash": genesis["hash"], "safeBlockHash": zero, "finalizedBlockHash": zero}),
+            json!("attributes"),
+        ),
+    ] {
+        let answer =
+            engine.api.call("engine_forkchoiceUpdatedV3", json!([state, attributes])).await;
+        match answer {
+            Err(EngineCallError::Rpc { code: -32602, .. }) => {}
+            other => panic!("{state} {attributes}: {other:?}"),
+        }
+    }
+    // A zero head is INVALID; the chain never moved.
+    let zeros = json!({"headBlockHash": zero, "safeBlockHash": zero, "finalizedBlockHash": zero});
+    let answer = engine.engine("engine_forkchoiceUpdatedV3", json!([zeros, null])).await;
+    assert_eq!(answer["payloadStatus"]["status"], "INVALID", "{answer}");
+    assert_eq!(engine.node.block_number().await, 0);
+    assert_eq!(engine.block(json!("latest")).await["hash"], genesis["hash"]);
 }
