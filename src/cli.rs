@@ -467,6 +467,10 @@ pub enum Command {
     /// API: each block sent as engine_newPayload over HTTP with a JWT, then
     /// engine_forkchoiceUpdated; the same verdicts as `blocktest`.
     Enginetest(ConformanceArgs),
+    /// Drive a node through its Engine API with a leader's blocks: each new block of the
+    /// leader (debug_getRawBlock) sent as engine_newPayload, then engine_forkchoiceUpdated to
+    /// it; the leader's rewinds are followed. Runs until stopped (or --until).
+    Drive(DriveArgs),
     /// Import a chain: write the genesis of a geth-style genesis.json (or check it), then
     /// import blocks from files of concatenated RLP blocks, validating and executing each.
     Import(ImportArgs),
@@ -518,6 +522,26 @@ pub struct ExportArgs {
     pub genesis_out: Option<PathBuf>,
     /// The output file.
     pub out: PathBuf,
+}
+
+/// Arguments of `hearth drive`.
+#[derive(Debug, Args)]
+pub struct DriveArgs {
+    /// The leader's JSON-RPC URL (its public port).
+    #[arg(long)]
+    pub leader: String,
+    /// The driven node's Engine API URL.
+    #[arg(long, default_value = "http://127.0.0.1:8551")]
+    pub engine: String,
+    /// The driven node's JWT secret file (hex, 32 bytes).
+    #[arg(long = "jwtsecret", value_name = "FILE")]
+    pub jwt_secret: PathBuf,
+    /// Milliseconds between asks once caught up (10 to 60000).
+    #[arg(long = "poll-ms", default_value_t = 250, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub poll_ms: u64,
+    /// Stop once the driven node's head reaches this block.
+    #[arg(long)]
+    pub until: Option<u64>,
 }
 
 /// Arguments of the conformance runners.

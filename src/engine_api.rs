@@ -6,7 +6,6 @@
 use alloy_consensus::{Block, TxEnvelope};
 use alloy_primitives::{B256, Bytes};
 use alloy_rpc_types_engine::{Claims, ExecutionPayload, JwtSecret};
-use revm::primitives::hardfork::SpecId;
 use serde_json::{Value, json};
 
 /// Largest answer read (a payload body list can be large).
@@ -88,25 +87,27 @@ impl EngineApi {
         }
     }
 
-    /// engine_newPayload for `block` under the rules `spec` (which choose the version), with
-    /// its EIP-7685 `requests` from Prague on. Answers the payload status object.
+    /// engine_newPayload for `block`, in the version its header's fork fields call for (V4
+    /// with a requests hash, V3 with a beacon root, V2 with withdrawals, else V1), with its
+    /// EIP-7685 `requests` from Prague on. Answers the payload status object.
     pub async fn new_payload(
         &self,
         block: &Block<TxEnvelope>,
-        spec: SpecId,
         requests: &[Bytes],
     ) -> Result<Value, EngineCallError> {
         let (payload, sidecar) = ExecutionPayload::from_block_slow(block);
         let hashes: Vec<B256> = sidecar.versioned_hashes().cloned().unwrap_or_default();
-        let root = block.header.parent_beacon_block_root.unwrap_or_default();
-        let (method, params) = if spec.is_enabled_in(SpecId::PRAGUE) {
-            ("engine_newPayloadV4", json!([payload_json(&payload), hashes, root, requests]))
-        } else if spec.is_enabled_in(SpecId::CANCUN) {
-            ("engine_newPayloadV3", json!([payload_json(&payload), hashes, root]))
-        } else if spec.is_enabled_in(SpecId::SHANGHAI) {
-            ("engine_newPayloadV2", json!([payload_json(&payload)]))
+        let header = &block.header;
+        let root = header.parent_beacon_block_root.unwrap_or_default();
+        let payload = payload_json(&payload);
+        let (method, params) = if header.requests_hash.is_some() {
+            ("engine_newPayloadV4", json!([payload, hashes, root, requests]))
+        } else if header.parent_beacon_block_root.is_some() {
+            ("engine_newPayloadV3", json!([payload, hashes, root]))
+        } else if header.withdrawals_root.is_some() {
+            ("engine_newPayloadV2", json!([payload]))
         } else {
-            ("engine_newPayloadV1", json!([payload_json(&payload)]))
+            ("engine_newPayloadV1", json!([payload]))
         };
         self.call(method, params).await
     }
@@ -125,6 +126,18 @@ impl EngineApi {
         let method = format!("engine_forkchoiceUpdatedV{version}");
         let answer = self.call(&method, json!([state, null])).await?;
         Ok(answer["payloadStatus"].clone())
+    }
+}
+
+/// The engine_forkchoiceUpdated version for a head with `header`'s fork fields (V3 from
+/// Cancun, V2 from Shanghai, else V1).
+pub const fn forkchoice_version(header: &alloy_consensus::Header) -> u8 {
+    if header.parent_beacon_block_root.is_some() {
+        3
+    } else if header.withdrawals_root.is_some() {
+        2
+    } else {
+        1
     }
 }
 

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod conformance;
 pub mod engine_api;
+pub mod follow;
 pub mod fork;
 pub mod genesis;
 pub mod import;

@@ -226,6 +226,36 @@ fn run_export(args: ExportArgs) -> ExitCode {
     }
 }
 
+/// `hearth drive`: follows the leader until stopped (or `--until`); exit 1 on an error.
+fn run_drive(args: hearth::cli::DriveArgs) -> ExitCode {
+    let secret =
+        match std::fs::read_to_string(&args.jwt_secret).map_err(|e| e.to_string()).and_then(|hex| {
+            alloy_rpc_types_engine::JwtSecret::from_hex(hex.trim()).map_err(|e| e.to_string())
+        }) {
+            Ok(secret) => secret,
+            Err(e) => {
+                eprintln!("error: the JWT secret {}: {e}", args.jwt_secret.display());
+                return ExitCode::from(2);
+            }
+        };
+    let settings = hearth::follow::DriveSettings {
+        leader: args.leader,
+        engine: hearth::engine_api::EngineApi::new(args.engine, secret),
+        poll: std::time::Duration::from_millis(args.poll_ms),
+        until: args.until,
+    };
+    match actix::System::new().block_on(hearth::follow::drive(settings)) {
+        Ok(head) => {
+            eprintln!("the driven node's head is block {head}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 /// Runs a conformance tool; exit 0 when every case passed, 1 when any failed, 2 when the
 /// fixtures could not be read.
 fn run_tool(command: Command) -> ExitCode {
@@ -235,6 +265,7 @@ fn run_tool(command: Command) -> ExitCode {
         Command::Blocktest(args) => (args, blocktest::run),
         Command::Enginetest(args) => (args, enginetest::run),
         Command::Import(args) => return run_import(args),
+        Command::Drive(args) => return run_drive(args),
         Command::Export(args) => return run_export(args),
         Command::Completions { shell } => {
             let mut command = <hearth::cli::Cli as clap::CommandFactory>::command();

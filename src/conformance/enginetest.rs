@@ -21,7 +21,6 @@ use alloy_primitives::{B256, Bytes};
 use alloy_rlp::Decodable;
 use alloy_rpc_types_engine::JwtSecret;
 use hearth_storage::ChainWriter;
-use revm::primitives::hardfork::SpecId;
 use serde_json::{Value, json};
 
 use super::blocktest::{CaseError, write_genesis};
@@ -125,7 +124,7 @@ async fn run_case(case: &Value, network: &str) -> Result<Verdict, RunError> {
     let handle = server.handle();
     actix_rt::spawn(server);
     let api = EngineApi::new(format!("http://{addr}"), secret);
-    let verdict = replay(&api, &schedule, blocks, case).await;
+    let verdict = replay(&api, blocks, case).await;
     handle.stop(false).await;
     Ok(verdict)
 }
@@ -173,20 +172,14 @@ fn reference_blocks(
 }
 
 /// Sends every block as a payload and checks each verdict, then the head.
-async fn replay(
-    api: &EngineApi,
-    schedule: &Schedule,
-    blocks: Vec<FixtureBlock>,
-    case: &Value,
-) -> Verdict {
+async fn replay(api: &EngineApi, blocks: Vec<FixtureBlock>, case: &Value) -> Verdict {
     for (i, FixtureBlock { block, expect_exception, requests }) in blocks.into_iter().enumerate() {
         let block = match (block, expect_exception) {
             (Ok(block), _) => block,
             (Err(_), true) => continue,
             (Err(why), false) => return Verdict::Failed(format!("block {i}: {why}")),
         };
-        let spec = schedule.at(block.header.timestamp).1;
-        let accepted = match api.new_payload(&block, spec, &requests).await {
+        let accepted = match api.new_payload(&block, &requests).await {
             Ok(status) if status["status"] == "VALID" => true,
             Ok(status) if status["status"] == "INVALID" => false,
             Ok(status) => {
@@ -204,13 +197,7 @@ async fn replay(
             (false, true) => continue,
             (true, false) => {}
         }
-        let version = if spec.is_enabled_in(SpecId::CANCUN) {
-            3
-        } else if spec.is_enabled_in(SpecId::SHANGHAI) {
-            2
-        } else {
-            1
-        };
+        let version = crate::engine_api::forkchoice_version(&block.header);
         let hash = block.header.hash_slow();
         match api.forkchoice(version, hash, B256::ZERO, B256::ZERO).await {
             Ok(status) if status["status"] == "VALID" => {}

@@ -16,16 +16,16 @@ fn now() -> u64 {
 /// A node with the Engine API port on, its secret file in `dir`; the port's address and the
 /// secret (read from the file the node created).
 fn node_with_engine(dir: &TempDir) -> (NodeProcess, SocketAddr, JwtSecret) {
+    node_with_engine_and(dir, &[])
+}
+
+/// [`node_with_engine`] with more flags.
+fn node_with_engine_and(dir: &TempDir, more: &[&str]) -> (NodeProcess, SocketAddr, JwtSecret) {
     let path = dir.path().join("jwt.hex");
     let path = path.to_str().expect("utf-8");
-    let node = NodeProcess::spawn(&[
-        "--http.port",
-        "0",
-        "--authrpc.port",
-        "0",
-        "--authrpc.jwtsecret",
-        path,
-    ]);
+    let mut args = vec!["--http.port", "0", "--authrpc.port", "0", "--authrpc.jwtsecret", path];
+    args.extend_from_slice(more);
+    let node = NodeProcess::spawn(&args);
     // Logged before the node listens on its public port.
     let line = node
         .log
@@ -135,4 +135,66 @@ fn handshake(addr: SocketAddr, extra: &str) -> String {
         head.push(byte[0]);
     }
     String::from_utf8(head).expect("ascii")
+}
+
+/// `hearth drive --until N` from `leader` into the node whose Engine API is `engine`.
+fn drive(leader: &NodeProcess, engine: SocketAddr, dir: &TempDir, until: u64) {
+    let secret = dir.path().join("jwt.hex");
+    let (leader_url, engine_url) = (format!("http://{}", leader.addr), format!("http://{engine}"));
+    let until = until.to_string();
+    let (code, _, stderr) = NodeProcess::run_to_exit(&[
+        "drive",
+        "--leader",
+        &leader_url,
+        "--engine",
+        &engine_url,
+        "--jwtsecret",
+        secret.to_str().expect("utf-8"),
+        "--poll-ms",
+        "10",
+        "--until",
+        &until,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn hearth_drive_feeds_a_leaders_blocks_and_rewinds_through_the_engine_api() {
+    // The same genesis on both: the same dev flags and genesis time.
+    let genesis = ["--timestamp", "1700000000"];
+    let leader = NodeProcess::spawn(&["--http.port", "0", genesis[0], genesis[1]]);
+    let dir = TempDir::new("engine-drive");
+    let (follower, engine, _) =
+        node_with_engine_and(&dir, &["--no-mining", genesis[0], genesis[1]]);
+    let from = leader.ok("eth_accounts", json!([]))[0].clone();
+    let send = |n: usize, value: &str| {
+        for _ in 0..n {
+            let tx = json!([{"from": from, "to": "0x00000000000000000000000000000000000000aa", "value": value}]);
+            leader.ok("eth_sendTransaction", tx);
+        }
+    };
+    let hash_at = |node: &NodeProcess, n: u64| {
+        node.ok("eth_getBlockByNumber", json!([format!("{n:#x}"), false]))["hash"].clone()
+    };
+    send(5, "0x1");
+    drive(&leader, engine, &dir, 5);
+    assert_eq!(hash_at(&follower, 5), hash_at(&leader, 5));
+    assert_eq!(
+        follower
+            .ok("eth_getBalance", json!(["0x00000000000000000000000000000000000000aa", "latest"])),
+        "0x5"
+    );
+
+    // The leader rewinds two blocks and makes three others: the follower goes back to block 3
+    // and takes the new ones.
+    let old_four = hash_at(&leader, 4);
+    leader.ok("anvil_rollback", json!([2]));
+    send(3, "0x2");
+    drive(&leader, engine, &dir, 6);
+    assert_ne!(hash_at(&follower, 4), old_four);
+    for n in [3, 4, 6] {
+        assert_eq!(hash_at(&follower, n), hash_at(&leader, n), "block {n}");
+    }
+    let balance = json!(["0x00000000000000000000000000000000000000aa", "latest"]);
+    assert_eq!(follower.ok("eth_getBalance", balance), "0x9");
 }

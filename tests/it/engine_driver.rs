@@ -439,3 +439,75 @@ async fn malformed_payloads_and_forkchoice_states_get_the_specs_answers_and_chan
     assert_eq!(engine.node.block_number().await, 0);
     assert_eq!(engine.block(json!("latest")).await["hash"], genesis["hash"]);
 }
+
+#[actix::test]
+async fn a_payload_built_from_the_pool_carries_its_blob_bundle_and_get_blobs_serves_it() {
+    use alloy_consensus::{
+        SidecarBuilder, SignableTransaction, Signed, SimpleCoder, TxEip4844, TxEip4844Variant,
+    };
+    use alloy_eips::eip4844::BlobTransactionSidecar;
+    use alloy_signer::SignerSync;
+
+    let engine = EngineNode::start();
+    let sidecar: BlobTransactionSidecar =
+        SidecarBuilder::<SimpleCoder>::from_slice(b"engine blob").build().expect("builds");
+    let versioned: Vec<B256> = sidecar.versioned_hashes().collect();
+    let tx = TxEip4844 {
+        chain_id: 31337,
+        nonce: 0,
+        gas_limit: 21_000,
+        max_fee_per_gas: 20_000_000_000,
+        max_priority_fee_per_gas: 1_000_000_000,
+        to: Address::repeat_byte(0xb0),
+        value: alloy_primitives::U256::ZERO,
+        access_list: Default::default(),
+        blob_versioned_hashes: versioned.clone(),
+        max_fee_per_blob_gas: 1_000_000_000,
+        input: Default::default(),
+    };
+    let signer = engine.node.signer(2);
+    let signature = signer.sign_hash_sync(&tx.signature_hash()).expect("signs");
+    let hash = *tx.clone().into_signed(signature).hash();
+    let variant: TxEip4844Variant = tx.with_sidecar(sidecar.clone()).into();
+    let network = TxEnvelope::Eip4844(Signed::new_unchecked(variant, signature, hash));
+    engine.node.ok("eth_sendRawTransaction", json!([raw(&network)])).await;
+
+    // Pooled: engine_getBlobsV1 has it (V2 converts it to cell proofs).
+    let blobs = engine.engine("engine_getBlobsV1", json!([[versioned[0]]])).await;
+    assert_eq!(blobs[0]["proof"], json!(sidecar.proofs[0]), "{}", blobs[0]["proof"]);
+    let cells = engine.engine("engine_getBlobsV2", json!([[versioned[0]]])).await;
+    assert_eq!(cells[0]["proofs"].as_array().map(Vec::len), Some(128));
+
+    // Attributes without `transactions`: the payload takes the pool's, with the bundle.
+    let genesis = engine.block(json!("0x0")).await;
+    let attributes = json!({
+        "timestamp": format!("{:#x}", quantity(&genesis["timestamp"]) + 1),
+        "prevRandao": B256::ZERO, "suggestedFeeRecipient": Address::ZERO,
+        "withdrawals": [], "parentBeaconBlockRoot": B256::ZERO,
+    });
+    let chosen = engine.choose(hash_of(&genesis["hash"]), B256::ZERO, attributes).await;
+    let built = engine.engine("engine_getPayloadV4", json!([chosen["payloadId"]])).await;
+    assert_eq!(built["executionPayload"]["transactions"].as_array().map(Vec::len), Some(1));
+    assert_eq!(built["executionPayload"]["blobGasUsed"], "0x20000");
+    let bundle = &built["blobsBundle"];
+    assert_eq!(bundle["commitments"], json!(sidecar.commitments), "{bundle}");
+    assert_eq!(bundle["proofs"], json!(sidecar.proofs));
+    assert_eq!(bundle["blobs"].as_array().map(Vec::len), Some(1));
+    // The V5 form is Osaka's: refused for a Prague payload.
+    let v5 = engine.api.call("engine_getPayloadV5", json!([chosen["payloadId"]])).await;
+    assert!(matches!(v5, Err(EngineCallError::Rpc { code: -38005, .. })), "{v5:?}");
+    // Once mined, the blob is still served (kept after mining).
+    let payload = &built["executionPayload"];
+    let root = B256::ZERO;
+    let status = engine
+        .engine(
+            "engine_newPayloadV4",
+            json!([payload, versioned, root, built["executionRequests"]]),
+        )
+        .await;
+    assert_eq!(status["status"], "VALID", "{status}");
+    engine.choose(hash_of(&payload["blockHash"]), B256::ZERO, Value::Null).await;
+    assert_eq!(engine.node.block_number().await, 1);
+    let blobs = engine.engine("engine_getBlobsV1", json!([[versioned[0]]])).await;
+    assert_eq!(blobs[0]["proof"], json!(sidecar.proofs[0]));
+}
