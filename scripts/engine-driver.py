@@ -5,12 +5,14 @@ pool flood beside it, and a table of what it measured.
 Per round, as ev-node's `execution/evm` client does: txpoolExt_getTxs (public port) ->
 engine_forkchoiceUpdatedV3 with attributes carrying those transactions and a gas limit ->
 engine_getPayloadV4 -> engine_newPayloadV4 -> engine_forkchoiceUpdatedV3 to the new block,
-finalized every 10 blocks. Every status must be VALID. The flood: threads sending
+finalized every 10 blocks. Every status must be VALID. Two floods beside it: threads sending
 eth_sendTransaction from the dev accounts as fast as the node takes them (a refused send,
--32005, is counted, not retried). Peak memory is the node's VmHWM.
+-32005, is counted, not retried), and with --ingest RATE `hearth-load --ingest` offering signed
+transactions at RATE per second from 8 senders (open loop; it reports what the pool refused).
+Peak memory is the node's VmHWM.
 
-    cargo build --release --bin hearth
-    python3 scripts/engine-driver.py --hearth target/release/hearth --rounds 1000
+    cargo build --release --bin hearth --bin hearth-load
+    python3 scripts/engine-driver.py --hearth target/release/hearth --rounds 1000 --ingest 5000
 
 Bounded: every run stops after --rounds rounds (or --max-seconds), the flood with it.
 Loopback only.
@@ -24,6 +26,7 @@ import json
 import os
 import sys
 import tempfile
+import subprocess
 import threading
 import time
 import urllib.error
@@ -81,7 +84,7 @@ def flood(url, accounts, stop, counts):
             counts[key] = counts.get(key, 0) + 1
 
 
-def run(hearth, rounds, flood_threads, max_seconds):
+def run(hearth, rounds, flood_threads, max_seconds, ingest=None):
     directory = tempfile.mkdtemp(prefix="hearth-engine-driver-")
     secret_path = os.path.join(directory, "jwt.hex")
     http, auth = free_port(), free_port()
@@ -103,6 +106,14 @@ def run(hearth, rounds, flood_threads, max_seconds):
             thread = threading.Thread(target=flood, args=(url, mine, stop, counts), daemon=True)
             thread.start()
             threads.append(thread)
+        loader = None
+        if ingest:
+            rate, load_bin = ingest
+            loader = subprocess.Popen(
+                [load_bin, "--target", f"hearth={url}", "--ingest", str(rate), "--senders", "8",
+                 "--duration", str(int(max_seconds)), "--drain-timeout", "1", "--pid", str(node.pid)],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            time.sleep(1)
         head, finalized, txs_total, done = genesis, genesis["hash"], 0, 0
         started = time.monotonic()
         for round_ in range(1, rounds + 1):
@@ -136,6 +147,12 @@ def run(hearth, rounds, flood_threads, max_seconds):
                 print(f"  round {round_}/{rounds}: {txs_total} txs so far", file=sys.stderr)
         elapsed = time.monotonic() - started
         stop.set()
+        if loader:
+            loader.terminate()
+            out = loader.communicate(timeout=30)[0].strip().splitlines()
+            # hearth-load's curve: "... offered N accepted N refused N ..." per second.
+            counts["sent"] = counts.get("sent", 0)
+            counts["ingest_last"] = out[-1] if out else ""
         for thread in threads:
             thread.join(timeout=10)
         peak = status_kib(node.pid, "VmHWM")
@@ -143,7 +160,7 @@ def run(hearth, rounds, flood_threads, max_seconds):
         assert tip["hash"] == head["hash"], "the head is the last block chosen"
         return {"rounds": done, "seconds": elapsed, "txs": txs_total,
                 "sent": counts.get("sent", 0), "refused": counts.get("refused", 0),
-                "peak_mib": peak / 1024}
+                "peak_mib": peak / 1024, "ingest_last": counts.get("ingest_last", "")}
     finally:
         node.kill()
         node.wait()
@@ -155,17 +172,25 @@ def main():
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--flood-threads", type=int, default=4)
     parser.add_argument("--max-seconds", type=float, default=300)
+    parser.add_argument("--ingest", type=int, help="also offer signed transactions at this rate")
+    parser.add_argument("--hearth-load", default="target/release/hearth-load")
     args = parser.parse_args()
     rows = []
-    for label, threads in (("quiet pool", 0), (f"flood ({args.flood_threads} senders)", args.flood_threads)):
+    runs = [("quiet pool", 0, None),
+            (f"flood ({args.flood_threads} senders)", args.flood_threads, None)]
+    if args.ingest:
+        runs.append((f"ingest {args.ingest}/s", 0, (args.ingest, args.hearth_load)))
+    for label, threads, ingest in runs:
         print(f"{label} ...", file=sys.stderr)
-        rows.append((label, run(args.hearth, args.rounds, threads, args.max_seconds)))
+        rows.append((label, run(args.hearth, args.rounds, threads, args.max_seconds, ingest)))
     print(f"{'run':<22} {'rounds':>7} {'blocks/s':>9} {'txs':>7} {'tx/block':>9} "
           f"{'flood sent':>11} {'refused':>8} {'peak MiB':>9}")
     for label, r in rows:
         print(f"{label:<22} {r['rounds']:>7} {r['rounds'] / r['seconds']:>9.1f} {r['txs']:>7} "
               f"{r['txs'] / max(r['rounds'], 1):>9.1f} {r['sent']:>11} {r['refused']:>8} "
               f"{r['peak_mib']:>9.1f}")
+        if r["ingest_last"]:
+            print(f"  hearth-load's last line: {r['ingest_last']}")
 
 
 if __name__ == "__main__":

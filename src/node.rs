@@ -472,6 +472,10 @@ impl Node {
         let mut ctx = self.rpc_context(Extensions::default());
         ctx.surface = hearth_rpc::Surface::Engine(std::sync::Arc::new(secret));
         ctx.engine = Some(EngineClient::new(&self.start_engine(auth.same_second_blocks)));
+        // Only authenticated requests are read (the JWT is checked before the body).
+        ctx.limits.max_body_bytes = hearth_rpc::ENGINE_MAX_BODY_BYTES;
+        ctx.limits.max_response_bytes =
+            ctx.limits.max_response_bytes.max(hearth_rpc::ENGINE_MAX_BODY_BYTES);
         let workers = self.config.http_workers.get();
         let served = hearth_rpc::serve(auth.addr, &[], ctx, workers)
             .map_err(|source| NodeError::Bind { addr: auth.addr, source })?;

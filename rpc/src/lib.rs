@@ -29,10 +29,11 @@ mod txpool;
 pub use crate::core::{
     ANVIL_DIALECT, ApiNamespaces, Arg, ChainForks, DEFAULT_ORIGINS, DEFAULT_VHOSTS,
     DEFAULT_WS_IDLE_TIMEOUT, DEFAULT_WS_PING_INTERVAL, DEV_NAMESPACES, EIP170_CODE_BYTES,
-    ENGINE_PORT_ETH_METHODS, ExtensionMethod, Extensions, FromParam, FromParams, HostPolicy,
-    KNOWN_NAMESPACES, LogSwitch, MAX_STATE_JSON_BYTES, MetricSources, NamespaceError, NodeFacts,
-    OriginPolicy, PatternError, Refusal, Rejection, RpcContext, RpcError, RpcLimits, RpcMetrics,
-    Surface, TimeFork, WebAccess, client_version, is_json_content_type,
+    ENGINE_MAX_BODY_BYTES, ENGINE_PORT_ETH_METHODS, ExtensionMethod, Extensions, FromParam,
+    FromParams, HostPolicy, KNOWN_NAMESPACES, LogSwitch, MAX_STATE_JSON_BYTES, MetricSources,
+    NamespaceError, NodeFacts, OriginPolicy, PatternError, Refusal, Rejection, RpcContext,
+    RpcError, RpcLimits, RpcMetrics, Surface, TimeFork, WebAccess, client_version,
+    is_json_content_type,
 };
 pub use anvil::state_dump::{
     LoadedState, StateFileError, StateLimits, decode as decode_state, document as state_document,

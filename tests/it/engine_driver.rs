@@ -511,3 +511,31 @@ async fn a_payload_built_from_the_pool_carries_its_blob_bundle_and_get_blobs_ser
     let blobs = engine.engine("engine_getBlobsV1", json!([[versioned[0]]])).await;
     assert_eq!(blobs[0]["proof"], json!(sidecar.proofs[0]));
 }
+
+#[actix::test]
+async fn a_payload_larger_than_the_public_ports_body_limit_goes_through_the_engine_port() {
+    let engine = EngineNode::start();
+    let genesis = engine.block(json!("0x0")).await;
+    let signer = engine.node.signer(3);
+    // 25 transactions of 110 KB of calldata: 2.75 MB, 5.5 MB as hex, over the public port's
+    // 5 MB, within one block's gas.
+    let txs: Vec<String> = (0..25)
+        .map(|nonce| {
+            let data = alloy_primitives::Bytes::from(vec![0u8; 110_000]);
+            let gas = 21_000 + 10 * 110_000;
+            raw(&fixtures::eip1559(
+                &signer,
+                nonce,
+                Some(Address::repeat_byte(2)),
+                Default::default(),
+                data,
+                gas,
+            ))
+        })
+        .collect();
+    let base = (hash_of(&genesis["hash"]), quantity(&genesis["timestamp"]));
+    let (payload, requests) = engine.build(base, json!(txs)).await;
+    assert_eq!(payload["transactions"].as_array().map(Vec::len), Some(25));
+    let status = engine.new_payload(&payload, &requests).await;
+    assert_eq!(status["status"], "VALID", "{status}");
+}

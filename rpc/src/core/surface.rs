@@ -22,6 +22,10 @@ pub const ENGINE_PORT_ETH_METHODS: [&str; 10] = [
     "web3_clientVersion",
 ];
 
+/// Largest request and response on the Engine API port: geth's limit there. A payload carries a
+/// whole block (a sequencer's attributes too), up to 10 MB of transactions written as hex.
+pub const ENGINE_MAX_BODY_BYTES: usize = 128 * 1024 * 1024;
+
 /// The port a request came in on.
 #[derive(Clone, Default)]
 pub enum Surface {
