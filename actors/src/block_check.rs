@@ -224,6 +224,8 @@ fn next_excess_blob_gas(parent: &Header, params: &BlobParams, spec: SpecId) -> u
 
 #[cfg(test)]
 mod tests {
+    use alloy_primitives::B256;
+
     use super::*;
 
     fn rules(spec: SpecId) -> ForkRules {

@@ -38,3 +38,104 @@ where
         actor
     })
 }
+
+/// How many messages in a row an actor that shares its thread handles before it lets the
+/// other actors on that thread run.
+const FAIR_SHARE_MESSAGES: u32 = 32;
+
+/// Makes an actor yield its thread every [`FAIR_SHARE_MESSAGES`] messages.
+///
+/// Why: actix handles an actor's mailbox in one loop for as long as messages are waiting, so an
+/// actor whose mailbox never empties (the mempool under a transaction flood) kept the miner,
+/// which shares its thread, from running at all: an Engine API commit waited for as long as
+/// the flood lasted. A wait on `yield_now` ends that loop and puts the actor behind the other
+/// ready tasks of the thread once.
+#[derive(Debug, Default)]
+pub(crate) struct FairShare {
+    handled: u32,
+}
+
+impl FairShare {
+    /// Counts one handled message; every [`FAIR_SHARE_MESSAGES`]th, yields.
+    pub(crate) fn handled<A>(&mut self, ctx: &mut Context<A>)
+    where
+        A: Actor<Context = Context<A>>,
+    {
+        self.handled += 1;
+        if self.handled >= FAIR_SHARE_MESSAGES {
+            self.handled = 0;
+            actix::AsyncContext::wait(
+                ctx,
+                actix::fut::wrap_future::<_, A>(tokio::task::yield_now()),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use actix::{Handler, Message};
+
+    use super::*;
+
+    #[derive(Message)]
+    #[rtype(result = "()")]
+    struct Work;
+
+    #[derive(Message)]
+    #[rtype(result = "u32")]
+    struct HowFar;
+
+    /// An actor with a long mailbox, counting what it handled.
+    struct Busy {
+        handled: Rc<Cell<u32>>,
+        fair: FairShare,
+    }
+
+    impl Actor for Busy {
+        type Context = Context<Self>;
+    }
+
+    impl Handler<Work> for Busy {
+        type Result = ();
+
+        fn handle(&mut self, _msg: Work, ctx: &mut Self::Context) {
+            self.handled.set(self.handled.get() + 1);
+            self.fair.handled(ctx);
+        }
+    }
+
+    /// An actor on the same thread that answers how far `Busy` got when it ran.
+    struct Probe {
+        busy_handled: Rc<Cell<u32>>,
+    }
+
+    impl Actor for Probe {
+        type Context = Context<Self>;
+    }
+
+    impl Handler<HowFar> for Probe {
+        type Result = u32;
+
+        fn handle(&mut self, _msg: HowFar, _ctx: &mut Self::Context) -> u32 {
+            self.busy_handled.get()
+        }
+    }
+
+    #[actix::test]
+    async fn an_actor_with_a_long_mailbox_lets_its_thread_neighbours_run() {
+        let handled = Rc::new(Cell::new(0));
+        let busy = Busy { handled: Rc::clone(&handled), fair: FairShare::default() }.start();
+        let probe = Probe { busy_handled: Rc::clone(&handled) }.start();
+        for _ in 0..1_000 {
+            busy.do_send(Work);
+        }
+        let seen = probe.send(HowFar).await.expect("answered");
+        // Without yielding, all 1,000 run before the probe: the neighbour starves.
+        assert!(seen < 1_000, "the probe ran only after {seen} messages");
+        assert!(seen >= FAIR_SHARE_MESSAGES, "{seen}");
+    }
+}

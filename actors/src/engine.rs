@@ -94,7 +94,12 @@ impl Handler<NewPayload> for EngineActor {
     fn handle(&mut self, msg: NewPayload, _ctx: &mut Self::Context) -> Self::Result {
         let work = self.work.clone();
         let plan = self.work.new_payload_plan(&self.kept, &msg.0);
-        self.run(async move { work.new_payload(plan, msg.0).await })
+        self.run(async move {
+            match plan {
+                Ok(plan) => work.new_payload(plan, msg.0).await,
+                Err(error) => (Err(error), Vec::new()),
+            }
+        })
     }
 }
 
@@ -102,6 +107,7 @@ impl Handler<ForkchoiceUpdate> for EngineActor {
     type Result = AtomicResponse<Self, Result<ForkchoiceAnswer, EngineError>>;
 
     fn handle(&mut self, msg: ForkchoiceUpdate, _ctx: &mut Self::Context) -> Self::Result {
+        tracing::debug!(target: "actors::engine", head = %msg.state.head, "forkchoice update");
         let work = self.work.clone();
         let plan: Result<Plan, EngineError> = self.work.head_plan(&self.kept, msg.state.head);
         self.run(async move {

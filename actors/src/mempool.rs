@@ -52,6 +52,8 @@ pub struct MempoolActor {
     /// actors); never waited on.
     admitted: Vec<(actix::Recipient<hearth_messages::mempool::TxsAdmitted>, Interest)>,
     restarts: RestartCounter,
+    /// Yields the thread (shared with the miner) during a flood of submissions.
+    fair: crate::bounded::FairShare,
 }
 
 impl MempoolActor {
@@ -62,6 +64,7 @@ impl MempoolActor {
             db,
             admitted: Vec::new(),
             restarts: RestartCounter::default(),
+            fair: crate::bounded::FairShare::default(),
         }
     }
 
@@ -125,7 +128,8 @@ impl Restart for MempoolActor {
 impl Handler<SubmitTx> for MempoolActor {
     type Result = Result<B256, TxError>;
 
-    fn handle(&mut self, msg: SubmitTx, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: SubmitTx, ctx: &mut Self::Context) -> Self::Result {
+        self.fair.handled(ctx);
         let hash = self.contained(|act| act.pool.admit(&act.db, msg.tx))?;
         self.announce(vec![hash]);
         Ok(hash)
@@ -230,7 +234,8 @@ impl Handler<PoolSize> for MempoolActor {
 impl Handler<SubmitTxs> for MempoolActor {
     type Result = Result<Vec<Result<B256, TxError>>, TxError>;
 
-    fn handle(&mut self, msg: SubmitTxs, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: SubmitTxs, ctx: &mut Self::Context) -> Self::Result {
+        self.fair.handled(ctx);
         let results = self.contained(|act| act.pool.admit_batch(&act.db, msg.txs))?;
         self.announce(results.iter().filter_map(|r| r.as_ref().ok().copied()).collect());
         Ok(results)
@@ -240,7 +245,8 @@ impl Handler<SubmitTxs> for MempoolActor {
 impl Handler<SubmitFilled> for MempoolActor {
     type Result = Result<B256, TxError>;
 
-    fn handle(&mut self, msg: SubmitFilled, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: SubmitFilled, ctx: &mut Self::Context) -> Self::Result {
+        self.fair.handled(ctx);
         let hash = self.contained(|act| act.pool.admit_filled(&act.db, msg))?;
         self.announce(vec![hash]);
         Ok(hash)

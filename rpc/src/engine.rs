@@ -9,3 +9,4 @@ pub(crate) mod capabilities;
 mod era;
 pub(crate) mod forkchoice;
 pub(crate) mod payload;
+mod port;

@@ -105,22 +105,19 @@ impl Work {
         let header = self
             .db
             .header(number)?
-            .ok_or(EngineError::State(StateError::NotNext { head: number, got: number }))?;
+            .ok_or(hearth_storage::StorageError::Corrupt { what: "the head header" })?;
         Ok((number, header))
     }
 
-    pub(super) fn new_payload_plan(&self, kept: &Kept, block: &ReceivedPayload) -> NewPlan {
-        let answer = |verdict| NewPlan::Answer(verdict, Vec::new());
+    pub(super) fn new_payload_plan(
+        &self,
+        kept: &Kept,
+        block: &ReceivedPayload,
+    ) -> Result<NewPlan, EngineError> {
+        let answer = |verdict| Ok(NewPlan::Answer(verdict, Vec::new()));
         let parent = block.header.parent_hash;
-        match self.canonical(&block.hash) {
-            Ok(Some(_)) => return answer(PayloadVerdict::Valid(block.hash)),
-            Ok(None) => {}
-            Err(error) => {
-                return answer(PayloadVerdict::Invalid {
-                    latest_valid_hash: None,
-                    error: error.to_string(),
-                });
-            }
+        if self.canonical(&block.hash)?.is_some() {
+            return answer(PayloadVerdict::Valid(block.hash));
         }
         if let Some(ancestor) = kept.invalid(&block.hash) {
             let error = "the block was found invalid before".to_owned();
@@ -129,26 +126,25 @@ impl Work {
         if let Some(ancestor) = kept.invalid(&parent) {
             let error = format!("its parent {parent} is invalid");
             let verdict = PayloadVerdict::Invalid { latest_valid_hash: ancestor, error };
-            return NewPlan::Answer(verdict, vec![Learned::Invalid(block.hash, ancestor)]);
+            return Ok(NewPlan::Answer(verdict, vec![Learned::Invalid(block.hash, ancestor)]));
         }
         if let Some(Side::Checked(_)) = kept.side(&block.hash) {
             return answer(PayloadVerdict::Valid(block.hash));
         }
-        let unchecked = || vec![Learned::Side(Side::Unchecked(Arc::new(block.clone())))];
-        match self.canonical(&parent).and_then(|n| match n {
-            Some(number) => Ok(self.db.header(number)?),
-            None => Ok(None),
-        }) {
-            Ok(Some(header)) => NewPlan::Check(header),
-            Ok(None) if kept.side(&parent).is_some() => {
-                NewPlan::Answer(PayloadVerdict::Accepted, unchecked())
-            }
-            Ok(None) => NewPlan::Answer(PayloadVerdict::Syncing, unchecked()),
-            Err(error) => answer(PayloadVerdict::Invalid {
-                latest_valid_hash: None,
-                error: error.to_string(),
-            }),
+        if let Some(number) = self.canonical(&parent)? {
+            let header = self.db.header(number)?.ok_or(hearth_storage::StorageError::Corrupt {
+                what: "the header of a canonical block",
+            })?;
+            return Ok(NewPlan::Check(header));
         }
+        // Kept unexecuted: it runs when a forkchoice update chooses it.
+        let keep = vec![Learned::Side(Side::Unchecked(Arc::new(block.clone())))];
+        let verdict = if kept.side(&parent).is_some() {
+            PayloadVerdict::Accepted
+        } else {
+            PayloadVerdict::Syncing
+        };
+        Ok(NewPlan::Answer(verdict, keep))
     }
 
     pub(super) async fn new_payload(
@@ -355,6 +351,7 @@ impl Work {
     /// Has the miner commit `built` between its blocks.
     async fn commit_checked(&self, built: &BuiltPayload) -> Result<(), EngineError> {
         let block = &built.block;
+        tracing::debug!(target: "actors::engine", number = block.header.number, hash = %block.hash, "committing");
         let draft = BlockDraft {
             header: block.header.clone(),
             body: block.body.clone(),
@@ -367,6 +364,7 @@ impl Work {
             received: Some(block.extras.clone()),
         };
         self.peers.miner.commit_block(BetweenBlocks(commit)).await??;
+        tracing::debug!(target: "actors::engine", number = block.header.number, "committed");
         Ok(())
     }
 

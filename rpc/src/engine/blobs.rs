@@ -15,7 +15,7 @@ use hearth_messages::mempool::GetBlobTxs;
 use hearth_messages::payload::BuiltPayload;
 use serde_json::{Value, json};
 
-use super::payload::engine;
+use super::port::engine;
 use crate::core::{Params, RpcContext, RpcError};
 
 /// Most versioned hashes one engine_getBlobs call asks for (the spec's 128).

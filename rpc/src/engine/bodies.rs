@@ -6,7 +6,7 @@ use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{B256, Bytes};
 use serde_json::{Value, json};
 
-use super::payload::engine;
+use super::port::engine;
 use crate::core::{Params, RpcContext, RpcError, head};
 
 /// Most bodies one call answers (geth's and reth's limit).

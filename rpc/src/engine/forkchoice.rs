@@ -11,7 +11,7 @@ use hearth_messages::executor::PooledTx;
 use serde_json::{Value, json};
 
 use super::era::Era;
-use super::payload::{engine, status_json};
+use super::port::{engine, status_json};
 use crate::core::{FromParam, Params, RpcContext, RpcError, json_kind};
 
 impl FromParam for ForkchoiceState {

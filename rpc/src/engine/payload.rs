@@ -15,34 +15,15 @@ use alloy_rpc_types_engine::{
     CancunPayloadFields, ExecutionPayload, ExecutionPayloadSidecar, ExecutionPayloadV1,
     ExecutionPayloadV2, ExecutionPayloadV3, PraguePayloadFields,
 };
-use hearth_messages::engine::{EngineClient, NewPayload, PayloadVerdict, ReceivedPayload};
+use hearth_messages::engine::{NewPayload, PayloadVerdict, ReceivedPayload};
 use hearth_messages::executor::PooledTx;
 use hearth_messages::payload::BuiltPayload;
 use hearth_messages::storage::BlockExtras;
 use serde_json::{Map, Value, json};
 
 use super::era::Era;
+use super::port::{engine, status_json};
 use crate::core::{Params, RpcContext, RpcError, json_kind, quantity};
-
-/// The engine actor's client, which only the Engine API port has.
-pub(crate) fn engine(ctx: &RpcContext) -> Result<&EngineClient, RpcError> {
-    ctx.engine.as_ref().ok_or_else(|| {
-        RpcError::MethodNotFound("the engine_ methods are served on the Engine API port".into())
-    })
-}
-
-/// A payload status as the Engine API writes it.
-pub(crate) fn status_json(verdict: &PayloadVerdict) -> Value {
-    let (status, latest, error) = match verdict {
-        PayloadVerdict::Valid(hash) => ("VALID", Some(*hash), None),
-        PayloadVerdict::Invalid { latest_valid_hash, error } => {
-            ("INVALID", *latest_valid_hash, Some(error.clone()))
-        }
-        PayloadVerdict::Syncing => ("SYNCING", None, None),
-        PayloadVerdict::Accepted => ("ACCEPTED", None, None),
-    };
-    json!({"status": status, "latestValidHash": latest, "validationError": error})
-}
 
 /// An INVALID verdict for a payload whose own content is wrong (before any execution).
 fn invalid(error: impl Into<String>) -> Value {
