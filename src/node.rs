@@ -187,6 +187,8 @@ pub struct Node {
     pub fork_counters: Arc<hearth_messages::fork::ForkCounters>,
     /// Serves anvil_reset (`None` for a node started on a given store: [`Node::start_on`]).
     pub reset: Option<Addr<crate::reset::Resetter>>,
+    /// What the node prints of committed blocks (the miner's, and the Engine API's).
+    show: hearth_actors::Show,
     config: NodeConfig,
 }
 
@@ -354,6 +356,7 @@ impl Node {
             restarts: vec![],
         };
         let Actors {
+            show,
             state,
             mempool,
             miner,
@@ -387,6 +390,7 @@ impl Node {
             fork: None,
             fork_counters: hearth_messages::fork::ForkCounters::shared(),
             reset: None,
+            show,
             config,
         })
     }
@@ -491,6 +495,7 @@ impl Node {
             take_pending: self.mempool.clone().recipient(),
             txs_mined: self.mempool.clone().recipient(),
             marks: self.state.clone().recipient(),
+            show: self.show.clone(),
         };
         let config = EngineConfig { same_second_blocks };
         EngineActor::new(self.chain.clone(), peers, config).start_bounded(self.config.mailbox)
@@ -658,6 +663,7 @@ fn load_state_dump(chain: &ChainWriter, config: &mut NodeConfig) -> Result<(), N
 
 /// Every actor of a node, as [`Wiring::start`] started them.
 struct Actors {
+    show: hearth_actors::Show,
     state: Addr<StateActor>,
     mempool: Addr<MempoolActor>,
     miner: Addr<MinerActor>,
@@ -716,7 +722,7 @@ impl Wiring<'_> {
         // again): on one thread those are task switches instead of thread wake-ups.
         let pool_and_miner = actix::Arbiter::new();
         let mempool = self.start_mempool(&pool_and_miner, &listeners);
-        let miner = self.start_miner(&pool_and_miner, &mempool, &executor, &state, show);
+        let miner = self.start_miner(&pool_and_miner, &mempool, &executor, &state, show.clone());
         info!(
             target: "node",
             threads = self.config.executor_threads.get(),
@@ -726,7 +732,17 @@ impl Wiring<'_> {
         );
         let Listeners { filters, subscriptions, .. } = listeners;
         let restarts = self.restarts;
-        Ok(Actors { state, mempool, miner, code_cache, executor, filters, subscriptions, restarts })
+        Ok(Actors {
+            show,
+            state,
+            mempool,
+            miner,
+            code_cache,
+            executor,
+            filters,
+            subscriptions,
+            restarts,
+        })
     }
 
     /// The code cache the executors share, and their handle to it.

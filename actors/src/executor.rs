@@ -411,7 +411,9 @@ impl ExecutorActor {
         let number = build.env.number;
         let parent_root =
             self.db.state_root_at(build.parent.number)?.unwrap_or(hearth_storage::trie::EMPTY_ROOT);
-        let BuiltBlock { draft, diff, requests, .. } = self.build_block(build)?;
+        let BuiltBlock { draft, diff, requests, outputs, console, halts, .. } =
+            self.build_block(build)?;
+        let ran = hearth_messages::payload::PayloadRun { outputs, halts, console };
         let state_root = hearth_storage::state_root_after(&self.db, number, &diff)?;
         let (header, extras) = match received {
             Some(received) => {
@@ -439,7 +441,14 @@ impl ExecutorActor {
             receipts: draft.receipts,
             extras,
         };
-        Ok(BuiltPayload { block, requests, fees, diff: std::sync::Arc::new(diff), parent_root })
+        Ok(BuiltPayload {
+            block,
+            requests,
+            fees,
+            diff: std::sync::Arc::new(diff),
+            parent_root,
+            ran,
+        })
     }
 
     /// Executes a block on top of its parent: the miner's candidates (`BuildMode::Pack`) or a

@@ -60,6 +60,21 @@ pub struct BuiltPayload {
     /// The state root `diff` applies to (the parent's, after any dev patch): the state owner
     /// refuses the commit if the head's is not this one.
     pub parent_root: B256,
+    /// What its transactions returned and printed, for the lines the node prints once the
+    /// block is committed (as the miner's blocks have).
+    pub ran: PayloadRun,
+}
+
+/// What a payload's transactions returned, why any halted, and what they printed with
+/// console.log (see [`crate::executor::BuiltBlock`]).
+#[derive(Debug, Clone, Default)]
+pub struct PayloadRun {
+    /// Return or revert data per transaction (`None`: halted).
+    pub outputs: Vec<Option<Bytes>>,
+    /// (position, reason) of the halted ones.
+    pub halts: Vec<(usize, revm::context::result::HaltReason)>,
+    /// (position, lines) of those that printed.
+    pub console: Vec<(usize, crate::console::ConsoleLines)>,
 }
 
 impl Message for BuildPayload {

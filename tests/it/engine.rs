@@ -178,6 +178,9 @@ fn hearth_drive_feeds_a_leaders_blocks_and_rewinds_through_the_engine_api() {
     };
     send(5, "0x1");
     drive(&leader, engine, &dir, 5);
+    // The follower prints the blocks the Engine API committed as it prints mined ones.
+    let printed = follower.log_until("transaction mined");
+    assert!(printed.iter().any(|l| l.contains("block=1")), "{printed:#?}");
     assert_eq!(hash_at(&follower, 5), hash_at(&leader, 5));
     assert_eq!(
         follower

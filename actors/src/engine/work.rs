@@ -38,6 +38,9 @@ pub struct EnginePeers {
     pub txs_mined: actix::Recipient<TxsMined>,
     /// The state owner's safe and finalized marks.
     pub marks: actix::Recipient<SetForkchoice>,
+    /// What the node prints of committed blocks (transaction lines, console.log output), as
+    /// for the miner's.
+    pub show: crate::exec::Show,
 }
 
 /// How the engine judges blocks.
@@ -363,8 +366,10 @@ impl Work {
             parent_root: built.parent_root,
             received: Some(block.extras.clone()),
         };
-        self.peers.miner.commit_block(BetweenBlocks(commit)).await??;
+        let committed = self.peers.miner.commit_block(BetweenBlocks(commit)).await??;
         tracing::debug!(target: "actors::engine", number = block.header.number, "committed");
+        let ran = crate::report::Ran { outputs: &built.ran.outputs, halts: &built.ran.halts };
+        crate::report::block_mined(&self.peers.show, &committed, ran, built.ran.console.clone());
         Ok(())
     }
 
