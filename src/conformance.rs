@@ -163,6 +163,18 @@ pub fn known_skips(paths: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
+/// The blockchain test cases of a file that `options` select (by `--fork`, the network), each
+/// with its name and network.
+pub(crate) fn selected_cases<'a>(
+    cases: &'a serde_json::Map<String, Value>,
+    options: &'a RunOptions,
+) -> impl Iterator<Item = (&'a String, &'a Value, &'a str)> {
+    cases.iter().filter_map(move |(name, case)| {
+        let network = case.get("network").and_then(Value::as_str).unwrap_or_default();
+        options.fork.as_deref().is_none_or(|fork| fork == network).then_some((name, case, network))
+    })
+}
+
 /// Reads one fixture file as a JSON object of test cases.
 pub(crate) fn read_cases(path: &Path) -> Result<serde_json::Map<String, Value>, FixtureError> {
     let text = std::fs::read_to_string(path)

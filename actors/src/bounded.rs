@@ -128,10 +128,12 @@ mod tests {
     #[actix::test]
     async fn an_actor_with_a_long_mailbox_lets_its_thread_neighbours_run() {
         let handled = Rc::new(Cell::new(0));
-        let busy = Busy { handled: Rc::clone(&handled), fair: FairShare::default() }.start();
+        let room = NonZeroUsize::new(2_000).expect("non-zero");
+        let busy =
+            start_here(Busy { handled: Rc::clone(&handled), fair: FairShare::default() }, room);
         let probe = Probe { busy_handled: Rc::clone(&handled) }.start();
         for _ in 0..1_000 {
-            busy.do_send(Work);
+            busy.try_send(Work).expect("room for it");
         }
         let seen = probe.send(HowFar).await.expect("answered");
         // Without yielding, all 1,000 run before the probe: the neighbour starves.

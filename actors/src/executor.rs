@@ -387,25 +387,7 @@ impl ExecutorActor {
             build.env.blob_params = Some(rules.blob_params);
         }
         if let Some(received) = &received {
-            let fork_rules = crate::block_check::ForkRules {
-                spec: rules.spec,
-                blob_params: rules.blob_params,
-                chain_id: self.config.chain_id.get(),
-            };
-            let body = (received.extras.ommers.len(), received.has_withdrawals);
-            let succession = if received.same_second {
-                crate::block_check::Succession::SameSecondAllowed
-            } else {
-                crate::block_check::Succession::Later
-            };
-            crate::block_check::validate_header_with(
-                &build.parent,
-                &received.header,
-                body,
-                &fork_rules,
-                succession,
-            )
-            .map_err(|why| ExecError::Invalid(format!("invalid header: {why}")))?;
+            self.check_received_header(&build.parent, received, rules)?;
         }
         let withdrawals = build.env.withdrawals.clone();
         let number = build.env.number;
@@ -449,6 +431,34 @@ impl ExecutorActor {
             parent_root,
             ran,
         })
+    }
+
+    /// The header rules a received block must meet against its parent, under `rules`.
+    fn check_received_header(
+        &self,
+        parent: &Header,
+        received: &hearth_messages::payload::ReceivedBlock,
+        rules: hearth_messages::trace::BlockForkRules,
+    ) -> Result<(), ExecError> {
+        let fork_rules = crate::block_check::ForkRules {
+            spec: rules.spec,
+            blob_params: rules.blob_params,
+            chain_id: self.config.chain_id.get(),
+        };
+        let body = (received.extras.ommers.len(), received.has_withdrawals);
+        let succession = if received.same_second {
+            crate::block_check::Succession::SameSecondAllowed
+        } else {
+            crate::block_check::Succession::Later
+        };
+        crate::block_check::validate_header_with(
+            parent,
+            &received.header,
+            body,
+            &fork_rules,
+            succession,
+        )
+        .map_err(|why| ExecError::Invalid(format!("invalid header: {why}")))
     }
 
     /// Executes a block on top of its parent: the miner's candidates (`BuildMode::Pack`) or a

@@ -181,7 +181,7 @@ impl Actor for Idle {
 }
 
 hearth_messages::answer_asks!(Stub: SubmitTx, mempool::SubmitFilled, GetPooledTx, PendingNonce, AutoMine);
-hearth_messages::answer_asks!(Idle: SubmitTx, mempool::SubmitFilled, GetPooledTx, mempool::GetPooledByNonce, mempool::GetBlobs, mempool::TakePending, PendingNonce, AutoMine);
+hearth_messages::answer_asks!(Idle: SubmitTx, mempool::SubmitFilled, GetPooledTx, mempool::GetPooledByNonce, mempool::GetBlobs, mempool::GetBlobTxs, mempool::TakePending, PendingNonce, AutoMine);
 hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::PoolSize, mempool::GetPoolCounters, hearth_messages::code_cache::GetCodeCacheStats, mempool::IsImpersonated);
 hearth_messages::answer_asks!(Idle: subs::Connect, subs::Subscribe, subs::Unsubscribe, subs::GetSubscriptionStats);
 hearth_messages::answer_asks!(Idle: hearth_messages::filters::InstallFilter, hearth_messages::filters::PollFilter, hearth_messages::filters::GetFilter, hearth_messages::filters::UninstallFilter);
@@ -203,6 +203,7 @@ idle_replies! {
     GetPooledTx => None,
     mempool::GetPooledByNonce => None,
     mempool::GetBlobs => None,
+    mempool::GetBlobTxs => Vec::new(),
     mempool::TakePending => Vec::new(),
     PendingNonce => Ok(0),
     AutoMine => Ok(None),
@@ -223,6 +224,7 @@ idle_replies! {
     miner::SetTimestampInterval => false,
     miner::MineDetailed => Ok(Vec::new()),
     miner::Rewind => Ok(0),
+    miner::BetweenBlocks<state::CommitBlock> => Err(hearth_messages::MineError::Setting("idle".into())),
     mempool::SetChainId => 0,
     mempool::DropAll => 0,
     mempool::RemoveSender => 0,

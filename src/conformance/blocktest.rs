@@ -27,11 +27,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions) -> Result<Summary, FixtureEr
 /// Runs the cases of one file.
 fn run_cases(cases: &serde_json::Map<String, Value>, options: &RunOptions) -> Summary {
     let mut summary = Summary::default();
-    for (name, case) in cases {
-        let network = case.get("network").and_then(Value::as_str).unwrap_or_default();
-        if options.fork.as_ref().is_some_and(|f| f != network) {
-            continue;
-        }
+    for (name, case, network) in super::selected_cases(cases, options) {
         match run_case(case, network, options.parallel) {
             Ok(None) => summary.passed += 1,
             Ok(Some(why)) => summary.fail(format!("FAIL {name} network={network}: {why}")),

@@ -38,11 +38,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions) -> Result<Summary, FixtureEr
 
 fn run_cases(cases: &serde_json::Map<String, Value>, options: &RunOptions) -> Summary {
     let mut summary = Summary::default();
-    for (name, case) in cases {
-        let network = case.get("network").and_then(Value::as_str).unwrap_or_default();
-        if options.fork.as_ref().is_some_and(|f| f != network) {
-            continue;
-        }
+    for (name, case, network) in super::selected_cases(cases, options) {
         let runner = actix::System::new();
         let outcome = runner.block_on(async {
             let outcome = run_case(case, network).await;

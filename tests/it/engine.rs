@@ -26,13 +26,13 @@ fn node_with_engine_and(dir: &TempDir, more: &[&str]) -> (NodeProcess, SocketAdd
     let mut args = vec!["--http.port", "0", "--authrpc.port", "0", "--authrpc.jwtsecret", path];
     args.extend_from_slice(more);
     let node = NodeProcess::spawn(&args);
-    // Logged before the node listens on its public port.
-    let line = node
-        .log
-        .iter()
-        .find(|l| l.contains("Engine API listening"))
-        .cloned()
-        .unwrap_or_else(|| panic!("no Engine API line in {:#?}", node.log));
+    // Logged before the node listens on its public port, but stderr may be read after the
+    // banner on stdout: in the lines before it, else in the next ones.
+    let needle = "Engine API listening";
+    let line = match node.log.iter().find(|l| l.contains(needle)) {
+        Some(line) => line.clone(),
+        None => node.log_until(needle).last().cloned().expect("the Engine API line"),
+    };
     let addr = line
         .split("addr=")
         .nth(1)

@@ -65,7 +65,7 @@ pub(super) enum NewPlan {
     /// Answered at once (known, known invalid, or unknown parent), keeping what is listed.
     Answer(PayloadVerdict, Vec<Learned>),
     /// Execute it on this canonical parent.
-    Check(Header),
+    Check(Box<Header>),
 }
 
 /// What engine_forkchoiceUpdated does to make the named block the head.
@@ -138,7 +138,7 @@ impl Work {
             let header = self.db.header(number)?.ok_or(hearth_storage::StorageError::Corrupt {
                 what: "the header of a canonical block",
             })?;
-            return Ok(NewPlan::Check(header));
+            return Ok(NewPlan::Check(Box::new(header)));
         }
         // Kept unexecuted: it runs when a forkchoice update chooses it.
         let keep = vec![Learned::Side(Side::Unchecked(Arc::new(block.clone())))];
@@ -161,7 +161,7 @@ impl Work {
         };
         let parent_hash = block.header.parent_hash;
         let hash = block.hash;
-        match self.check(parent, Arc::new(block)).await {
+        match self.check(*parent, Arc::new(block)).await {
             Ok(built) => {
                 (Ok(PayloadVerdict::Valid(hash)), vec![Learned::Side(Side::Checked(built))])
             }

@@ -88,7 +88,8 @@ fn payload_request(
     let era = Era::at(ctx, timestamp);
     let method = format!("engine_forkchoiceUpdatedV{version}");
     match version {
-        1 => {}
+        // geth's rule: V1 builds only before Shanghai (its attributes carry no withdrawals).
+        1 => era.served_by(&method, &[Era::Paris])?,
         2 => {
             era.served_by(&method, &[Era::Paris, Era::Shanghai])?;
             if withdrawals.is_some() != (era >= Era::Shanghai) {
@@ -149,6 +150,6 @@ pub(crate) async fn forkchoice_updated(
         }
     };
     let answer = engine.forkchoice_updated(ForkchoiceUpdate { state, attributes }).await??;
-    let payload_id = answer.payload_id.map(|id| alloy_primitives::B64::from(id));
+    let payload_id = answer.payload_id.map(alloy_primitives::B64::from);
     Ok(json!({"payloadStatus": status_json(&answer.status), "payloadId": payload_id}))
 }
