@@ -210,7 +210,13 @@ impl Handler<hearth_messages::mempool::GetBlobTxs> for MempoolActor {
         msg: hearth_messages::mempool::GetBlobTxs,
         _ctx: &mut Self::Context,
     ) -> Self::Result {
-        actix::MessageResult(msg.0.iter().map(|versioned| self.pool.blob_tx(versioned)).collect())
+        use hearth_messages::mempool::GetBlobTxs;
+        actix::MessageResult(match msg {
+            GetBlobTxs::Versioned(hashes) => hashes.iter().map(|h| self.pool.blob_tx(h)).collect(),
+            GetBlobTxs::Transactions(hashes) => {
+                hashes.iter().map(|h| self.pool.blob_tx_by_hash(h)).collect()
+            }
+        })
     }
 }
 

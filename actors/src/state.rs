@@ -195,6 +195,7 @@ impl StateActor {
             self.undo.clear();
             self.block_keys.clear();
         }
+        self.cut_marks(snapshot.head)?;
         info!(target: "actors::state", id, head = snapshot.head, "reverted to snapshot");
         self.tell_removed(removed, snapshot.head);
         Ok(true)
@@ -221,14 +222,19 @@ impl StateActor {
             .db
             .header(target)?
             .ok_or(StateError::Storage(StorageError::Corrupt { what: "rollback target header" }))?;
-        // A safe or finalized block rewound away is no longer one.
-        let marks = self.db.reader().forkchoice_marks()?;
-        if marks.at_most(target) != marks {
-            self.db.set_forkchoice_marks(marks.at_most(target))?;
-        }
+        self.cut_marks(target)?;
         info!(target: "actors::state", head = target, blocks = removed.blocks, txs = removed.transactions, "rolled back");
         self.tell_removed(undone, target);
         Ok(header)
+    }
+
+    /// Drops the safe and finalized marks above `head` (the chain went back below them).
+    fn cut_marks(&self, head: u64) -> Result<(), StateError> {
+        let marks = self.db.reader().forkchoice_marks()?;
+        if marks.at_most(head) != marks {
+            self.db.set_forkchoice_marks(marks.at_most(head))?;
+        }
+        Ok(())
     }
 
     /// The blocks after `target` up to the head, newest first (at most `MAX_REMOVED_BLOCKS`),
@@ -292,6 +298,14 @@ impl StateActor {
                     head_root,
                 });
             }
+        }
+        // A received block names its parent: it must be the head itself, not only a block with
+        // the head's number and state root (an empty sibling has the same root).
+        if msg.received.is_some()
+            && let Some(head) = head
+            && self.db.block_hash(head)? != Some(msg.draft.header.parent_hash)
+        {
+            return Err(StateError::NotNext { head, got: msg.draft.header.number });
         }
         let keys = (!self.snapshots.is_empty()).then(|| BlockKeys::of(expected, &msg.diff));
         let block = Arc::new(match msg.received {

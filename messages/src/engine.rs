@@ -140,6 +140,17 @@ pub enum EngineError {
     /// The payload attributes cannot build a block on the head.
     #[error("Invalid payload attributes: {0}")]
     InvalidAttributes(String),
+    /// The head is not the parent of the block being committed: the node made a block of its
+    /// own meanwhile (run it with `--no-mining` under a consensus client).
+    #[error(
+        "the head {head} moved while the update ran (the node made a block of its own; run it with --no-mining): block parent {parent}; send the update again"
+    )]
+    HeadMoved {
+        /// The head now.
+        head: B256,
+        /// The block's parent.
+        parent: B256,
+    },
     /// Executing failed for a reason that is the node's, not the block's.
     #[error(transparent)]
     Exec(#[from] ExecError),

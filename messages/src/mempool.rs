@@ -329,11 +329,17 @@ impl Message for GetBlobs {
     type Result = Option<Vec<alloy_eips::eip4844::Blob>>;
 }
 
-/// The blob transactions (in their network form, sidecar included) holding the blobs with
-/// these versioned hashes, one answer per hash (`None`: neither pooled nor kept). Serves
-/// engine_getBlobsV1/V2 and the blobs bundle of engine_getPayload.
+/// Blob transactions in their network form (sidecar included), pooled or kept after mining,
+/// one answer per key (`None`: not known). Serves engine_getBlobsV1/V2 (by versioned hash: any
+/// transaction holding that blob has the same blob and proof) and the blobs bundle of
+/// engine_getPayload (by transaction hash: exactly the block's transaction).
 #[derive(Debug, Clone)]
-pub struct GetBlobTxs(pub Vec<B256>);
+pub enum GetBlobTxs {
+    /// A transaction holding each blob, by versioned hash.
+    Versioned(Vec<B256>),
+    /// Each transaction, by its hash.
+    Transactions(Vec<B256>),
+}
 
 impl Message for GetBlobTxs {
     type Result = Vec<Option<std::sync::Arc<alloy_consensus::TxEnvelope>>>;

@@ -224,12 +224,24 @@ async fn a_side_block_is_kept_until_chosen_and_a_choice_of_it_reorganises_the_ch
     assert_eq!((head["hash"].clone(), quantity(&head["number"])), (b["blockHash"].clone(), 1));
     let gone = engine.node.ok("eth_getTransactionByHash", json!([tx.tx_hash()])).await;
     assert!(gone.is_null() || gone["blockNumber"].is_null(), "{gone}");
+    // A head whose safe or finalized block it would drop: -38002, and nothing moves.
+    let state = json!({"headBlockHash": genesis["hash"], "safeBlockHash": B256::ZERO,
+        "finalizedBlockHash": b["blockHash"]});
+    let refused = engine.api.call("engine_forkchoiceUpdatedV3", json!([state, null])).await;
+    assert!(matches!(refused, Err(EngineCallError::Rpc { code: -38002, .. })), "{refused:?}");
+    assert_eq!(engine.block(json!("latest")).await["hash"], b["blockHash"]);
     // The log of the block the reorg dropped comes back removed, as geth sends it.
     let removed = engine.node.ok("eth_getFilterChanges", json!([filter])).await;
     assert_eq!(removed.as_array().map(Vec::len), Some(1), "{removed}");
     assert_eq!(removed[0]["removed"], true, "{removed}");
     assert_eq!(removed[0]["blockHash"], a["blockHash"], "{removed}");
 
+    // A (was dropped by the reorg, and is kept): choosing it again switches back.
+    let back = engine.choose(hash_of(&a["blockHash"]), B256::ZERO, Value::Null).await;
+    assert_eq!(back["payloadStatus"]["status"], "VALID", "{back}");
+    assert_eq!(engine.block(json!("latest")).await["hash"], a["blockHash"]);
+    let again = engine.choose(hash_of(&b["blockHash"]), B256::ZERO, Value::Null).await;
+    assert_eq!(again["payloadStatus"]["status"], "VALID", "{again}");
     // A child of a side block that is itself not executed yet is ACCEPTED, and one of an
     // unknown block SYNCING; a choice of an unknown head is SYNCING and changes nothing.
     let (c, _) =

@@ -93,6 +93,7 @@ fn is_invalid_block(error: &ExecError) -> bool {
             | ExecError::Panicked(_)
             | ExecError::ShuttingDown
             | ExecError::ForkMisses(_)
+            | ExecError::UnknownBlock
     )
 }
 
@@ -142,12 +143,24 @@ impl Work {
         }
         // Kept unexecuted: it runs when a forkchoice update chooses it.
         let keep = vec![Learned::Side(Side::Unchecked(Arc::new(block.clone())))];
-        let verdict = if kept.side(&parent).is_some() {
+        let verdict = if self.reaches_canonical(kept, parent)? {
             PayloadVerdict::Accepted
         } else {
             PayloadVerdict::Syncing
         };
         Ok(NewPlan::Answer(verdict, keep))
+    }
+
+    /// Whether side block `hash` leads back through kept side blocks to the canonical chain.
+    fn reaches_canonical(&self, kept: &Kept, mut hash: B256) -> Result<bool, EngineError> {
+        for _ in 0..=super::kept::MAX_SIDE_BLOCKS {
+            let Some(side) = kept.side(&hash) else { return Ok(false) };
+            hash = side.parent_hash();
+            if self.canonical(&hash)?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     pub(super) async fn new_payload(
@@ -231,6 +244,10 @@ impl Work {
         update: ForkchoiceUpdate,
     ) -> (Result<ForkchoiceAnswer, EngineError>, Vec<Learned>) {
         let mut learned = Vec::new();
+        // Safe and finalized must be on the new head's chain: checked before anything moves.
+        if let Err(error) = self.check_marks(&plan, update.state) {
+            return (Err(error), learned);
+        }
         let status = match self.make_head(plan, &mut learned).await {
             Ok(status) => status,
             Err(error) => return (Err(error), learned),
@@ -255,6 +272,27 @@ impl Work {
         (Ok(ForkchoiceAnswer { status, payload_id }), learned)
     }
 
+    /// -38002 unless each of safe and finalized (when named) is on the chain the plan makes:
+    /// canonical at or below where it keeps the canonical chain, or a block of its branch.
+    fn check_marks(&self, plan: &Plan, state: ForkchoiceState) -> Result<(), EngineError> {
+        let (kept_to, branch): (u64, &[Side]) = match plan {
+            Plan::Canonical(number) => (*number, &[]),
+            Plan::Switch { ancestor, blocks } => (*ancestor, blocks),
+            Plan::Invalid(_) | Plan::Syncing => return Ok(()),
+        };
+        for (name, hash) in [("safe", state.safe), ("finalized", state.finalized)] {
+            if hash.is_zero() || branch.iter().any(|side| side.hash() == hash) {
+                continue;
+            }
+            if self.canonical(&hash)?.is_none_or(|number| number > kept_to) {
+                return Err(EngineError::InvalidForkchoiceState(format!(
+                    "the {name} block {hash} is not on the new head's chain"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Makes the planned block the head; answers its status.
     async fn make_head(
         &self,
@@ -268,22 +306,30 @@ impl Work {
             }),
             Plan::Syncing => Ok(PayloadVerdict::Syncing),
             Plan::Canonical(number) => {
-                self.rewind_to(number).await?;
+                self.rewind_to(number, learned).await?;
                 let hash = self.db.block_hash(number)?.unwrap_or_default();
                 Ok(PayloadVerdict::Valid(hash))
             }
             Plan::Switch { ancestor, blocks } => {
-                self.rewind_to(ancestor).await?;
+                self.rewind_to(ancestor, learned).await?;
                 self.commit_all(blocks, learned).await
             }
         }
     }
 
     /// Rewinds the chain to block `number` (durably, through the miner) when it is below the
-    /// head; the blocks dropped are told to log subscribers as removed.
-    async fn rewind_to(&self, number: u64) -> Result<(), EngineError> {
+    /// head; the blocks dropped are told to log subscribers as removed, and kept as side
+    /// blocks (the oldest `MAX_SIDE_BLOCKS` of them), so a later update can choose them again.
+    async fn rewind_to(&self, number: u64, learned: &mut Vec<Learned>) -> Result<(), EngineError> {
         let head = self.db.head_number().unwrap_or_default();
         if number < head {
+            let last = head.min(number.saturating_add(super::kept::MAX_SIDE_BLOCKS as u64));
+            for dropped in number + 1..=last {
+                if let Some(block) = self.db.sealed_block(dropped)? {
+                    let received = received_of(&block);
+                    learned.push(Learned::Side(Side::Unchecked(Arc::new(received))));
+                }
+            }
             let rewind = Rewind { depth: head - number, blocks: Vec::new() };
             self.peers.miner.rewind(rewind).await??;
         }
@@ -326,14 +372,20 @@ impl Work {
     /// one it was checked on, else checked again on the head first (once: a dev patch came
     /// between the check and the commit).
     async fn commit(&self, side: Side) -> Result<(), EngineError> {
-        let (_, head) = self.head()?;
+        let (number, head) = self.head()?;
+        let head_hash = self.db.block_hash(number)?.unwrap_or_default();
+        if side.parent_hash() != head_hash {
+            // The node made a block of its own since the rewind (automine, --block-time,
+            // evm_mine): not the block's fault.
+            return Err(EngineError::HeadMoved { head: head_hash, parent: side.parent_hash() });
+        }
         let built = match side {
             Side::Checked(built) => built,
             Side::Unchecked(received) => self.check(head.clone(), received).await?,
         };
         let built = match self.commit_checked(&built).await {
             Err(EngineError::Mine(MineError::State(StateError::HeadChanged { .. }))) => {
-                let again = self.check(head, Arc::new(received_of(&built))).await?;
+                let again = self.check(head, Arc::new(received_of(&built.block))).await?;
                 self.commit_checked(&again).await?;
                 again
             }
@@ -450,9 +502,8 @@ impl Work {
     }
 }
 
-/// A built payload as a received block, to check again.
-fn received_of(built: &BuiltPayload) -> ReceivedPayload {
-    let block = &built.block;
+/// A stored or built block as a received one, to check (again) on a parent.
+fn received_of(block: &hearth_storage::SealedBlock) -> ReceivedPayload {
     let txs = block
         .body
         .transactions

@@ -93,6 +93,11 @@ impl KeptBlobs {
         self.by_versioned.get(versioned).and_then(|hash| self.mined_tx(hash))
     }
 
+    /// [`KeptBlobs::mined_tx`], shared.
+    pub fn mined_shared(&self, hash: &B256) -> Option<Arc<TxEnvelope>> {
+        self.by_tx.get(hash).cloned()
+    }
+
     /// [`KeptBlobs::holding`], shared.
     pub fn holding_shared(&self, versioned: &B256) -> Option<Arc<TxEnvelope>> {
         self.by_versioned.get(versioned).and_then(|hash| self.by_tx.get(hash)).cloned()

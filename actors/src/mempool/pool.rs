@@ -738,6 +738,12 @@ impl Pool {
         }
     }
 
+    /// Blob transaction `hash` (pooled, else kept after mining), with its sidecar.
+    pub fn blob_tx_by_hash(&self, hash: &B256) -> Option<std::sync::Arc<TxEnvelope>> {
+        let pooled = self.by_hash.get(hash).map(|p| std::sync::Arc::clone(&p.tx));
+        pooled.or_else(|| self.kept.mined_shared(hash)).filter(|tx| !blobs_of(tx).is_empty())
+    }
+
     /// The transaction (pooled, else kept after mining) holding the blob `versioned`.
     pub fn blob_tx(&self, versioned: &B256) -> Option<std::sync::Arc<TxEnvelope>> {
         let holds = |tx: &TxEnvelope| {

@@ -52,7 +52,7 @@ pub(crate) async fn get_blobs(
             hashes.len()
         )));
     }
-    let holders = ctx.mempool.get_blob_txs(GetBlobTxs(hashes.clone())).await?;
+    let holders = ctx.mempool.get_blob_txs(GetBlobTxs::Versioned(hashes.clone())).await?;
     let mut answers = Vec::with_capacity(hashes.len());
     for (versioned, holder) in hashes.iter().zip(holders) {
         let sidecar = holder.as_deref().and_then(sidecar_of);
@@ -84,6 +84,17 @@ fn blob_answer(
     Some(json!({"blob": sidecar.blobs[index], "proofs": proofs}))
 }
 
+/// The hashes of a payload's blob transactions, in block order.
+fn blob_tx_hashes(built: &BuiltPayload) -> Vec<B256> {
+    let mut hashes = Vec::new();
+    for tx in &built.block.body.transactions {
+        if tx.blob_versioned_hashes().is_some_and(|h| !h.is_empty()) {
+            hashes.push(*tx.tx_hash());
+        }
+    }
+    hashes
+}
+
 /// The blobs bundle of a built payload: every blob of its blob transactions, in order, with
 /// commitments and proofs (`cells`: the 128 cell proofs per blob of getPayloadV5). A blob
 /// transaction whose sidecar is no longer known fails the call (-32603), since a bundle that
@@ -93,16 +104,11 @@ pub(crate) async fn bundle(
     built: &Arc<BuiltPayload>,
     cells: bool,
 ) -> Result<Value, RpcError> {
-    let firsts: Vec<B256> = built
-        .block
-        .body
-        .transactions
-        .iter()
-        .filter_map(|tx| tx.blob_versioned_hashes().and_then(|h| h.first().copied()))
-        .collect();
+    // By transaction hash: another transaction may share a blob and hold different ones.
+    let blob_txs = blob_tx_hashes(built);
     let (mut commitments, mut proofs, mut blobs) = (Vec::new(), Vec::new(), Vec::new());
-    if !firsts.is_empty() {
-        let holders = ctx.mempool.get_blob_txs(GetBlobTxs(firsts)).await?;
+    if !blob_txs.is_empty() {
+        let holders = ctx.mempool.get_blob_txs(GetBlobTxs::Transactions(blob_txs)).await?;
         for holder in holders {
             let sidecar = holder.as_deref().and_then(sidecar_of).ok_or_else(|| {
                 RpcError::Panicked("a blob transaction's sidecar is no longer kept".into())

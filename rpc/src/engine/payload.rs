@@ -169,14 +169,11 @@ fn received(
             ));
         }
     }
-    let parent = block.header.parent_hash;
     let mut txs = Vec::with_capacity(block.body.transactions.len());
     for (index, tx) in block.body.transactions.into_iter().enumerate() {
         let Ok(sender) = tx.recover_signer() else {
-            return Err(status_json(&PayloadVerdict::Invalid {
-                latest_valid_hash: Some(parent),
-                error: format!("transaction {index} has an invalid signature"),
-            }));
+            // Whether the parent is valid is not known here: null, as the spec allows.
+            return Err(invalid(format!("transaction {index} has an invalid signature")));
         };
         let hash = *tx.tx_hash();
         txs.push(PooledTx { tx: Arc::new(tx), sender, hash });
