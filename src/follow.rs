@@ -192,15 +192,8 @@ async fn rewind(leader: &Leader, engine: &EngineApi, from: u64) -> Result<(u64, 
         let ours = local_hash(engine, number).await?;
         if ours.is_some() && leader.hash(number).await? == ours {
             let hash = ours.unwrap_or_default();
-            let header =
-                engine.call("eth_getBlockByNumber", json!([format!("{number:#x}"), false])).await?;
-            let version = if header.get("parentBeaconBlockRoot").is_some_and(|v| !v.is_null()) {
-                3
-            } else if header.get("withdrawalsRoot").is_some_and(|v| !v.is_null()) {
-                2
-            } else {
-                1
-            };
+            // The shared block's fork fields choose the version, as for every block sent.
+            let version = forkchoice_version(&leader.block(number).await?.header);
             let chosen = engine.forkchoice(version, hash, hash, B256::ZERO).await?;
             if chosen["status"] != "VALID" {
                 return Err(DriveError::Refused {

@@ -320,6 +320,15 @@ async fn a_bad_payload_is_invalid_and_bad_calls_get_the_specs_codes() {
         engine.engine_err("engine_forkchoiceUpdatedV2", json!([state, stale])).await,
         -32602
     );
+    // ev-reth's gasLimit attribute: below the consensus minimum or above an i64, -38003.
+    for gas_limit in ["0x0", "0x1387", "0x8000000000000000", "0xffffffffffffffff"] {
+        let attributes = json!({"timestamp": "0xffffffff", "prevRandao": root,
+            "suggestedFeeRecipient": Address::ZERO, "withdrawals": [], "parentBeaconBlockRoot": root,
+            "gasLimit": gas_limit});
+        let code =
+            engine.engine_err("engine_forkchoiceUpdatedV3", json!([state, attributes])).await;
+        assert_eq!(code, -38003, "gasLimit {gas_limit}");
+    }
     assert_eq!(
         engine.engine_err("engine_getPayloadBodiesByRangeV1", json!(["0x1", "0x801"])).await,
         -38004

@@ -119,8 +119,24 @@ fn payload_request(
         withdrawals,
         parent_beacon_block_root,
         transactions,
-        gas_limit: attributes.get("gasLimit")?,
+        gas_limit: attributes.get::<u64>("gasLimit")?.map(checked_gas_limit).transpose()?,
     })
+}
+
+/// Lowest and highest gas limit an attribute may ask for: the consensus minimum, and geth's
+/// ceiling (a block gas limit must fit an `i64`).
+const GAS_LIMITS: std::ops::RangeInclusive<u64> = 5_000..=0x7fff_ffff_ffff_ffff;
+
+/// ev-reth's `gasLimit` attribute, within [`GAS_LIMITS`] (-38003 outside: no block can have it).
+fn checked_gas_limit(gas_limit: u64) -> Result<u64, RpcError> {
+    if GAS_LIMITS.contains(&gas_limit) {
+        return Ok(gas_limit);
+    }
+    Err(RpcError::Engine(hearth_messages::engine::EngineError::InvalidAttributes(format!(
+        "gasLimit {gas_limit} is outside {}..={}",
+        GAS_LIMITS.start(),
+        GAS_LIMITS.end()
+    ))))
 }
 
 /// A raw transaction of the attributes, decoded, with its sender (-32602 when it is not one).

@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 
 use super::era::Era;
 use super::port::{engine, status_json};
-use crate::core::{Params, RpcContext, RpcError, json_kind, quantity};
+use crate::core::{FromParam, Params, RpcContext, RpcError, json_kind, quantity};
 
 /// An INVALID verdict for a payload whose own content is wrong (before any execution).
 fn invalid(error: impl Into<String>) -> Value {
@@ -105,10 +105,8 @@ pub(crate) async fn new_payload(
     };
     params.at_most(arity)?;
     let raw: Value = params.required(0)?;
-    let timestamp = raw
-        .get("timestamp")
-        .and_then(Value::as_str)
-        .and_then(|t| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok());
+    // The params' own quantity rule; a bad timestamp is refused by the structure check below.
+    let timestamp = raw.get("timestamp").and_then(|t| u64::from_param(t).ok());
     let era = Era::at(ctx, timestamp.unwrap_or_default());
     let payload = decode_payload(&raw, version, era)?;
     let method = format!("engine_newPayloadV{version}");
