@@ -262,6 +262,46 @@ pub struct Cli {
     /// ev-reth does for a rollup sequencer's sub-second blocks. Turns the Engine API port on.
     #[arg(long = "engine.same-second-blocks")]
     pub engine_same_second_blocks: bool,
+    /// Run as a read replica of the node at URL (its JSON-RPC URL, http:// or ws://): import
+    /// each of its blocks (re-executed, every root checked), serve reads, forward writes to
+    /// it, refuse dev methods. The replica mines nothing; start it with the leader's chain
+    /// flags (--chain-id, --init, --accounts, --mnemonic, --hardfork, ...).
+    #[arg(
+        long = "follow",
+        value_name = "URL",
+        conflicts_with_all = [
+            "fork_url", "block_time", "load_state", "state", "authrpc_addr", "authrpc_port",
+            "authrpc_jwtsecret", "engine_same_second_blocks",
+        ]
+    )]
+    pub follow: Option<String>,
+    /// A replica's /health answers 503 when it is more than N blocks behind the leader.
+    #[arg(
+        long = "follow.max-lag",
+        value_name = "N",
+        default_value_t = 8,
+        requires = "follow",
+        value_parser = clap::value_parser!(u64).range(0..=1_000_000)
+    )]
+    pub follow_max_lag: u64,
+    /// A replica's /health answers 503 when the leader has not answered for this long (10s,
+    /// 500ms, ...); a forwarded write waits this long for the block holding it.
+    #[arg(
+        long = "follow.max-lag-time",
+        value_name = "DURATION",
+        default_value = "10s",
+        requires = "follow"
+    )]
+    pub follow_max_lag_time: String,
+    /// How often a caught-up replica asks the leader for a new head, in milliseconds.
+    #[arg(
+        long = "follow.poll-ms",
+        value_name = "MS",
+        default_value_t = 20,
+        requires = "follow",
+        value_parser = clap::value_parser!(u64).range(1..=60_000)
+    )]
+    pub follow_poll_ms: u64,
     /// Print no console.log lines (they are captured and printed by default, as in anvil).
     #[arg(long = "disable-console-log", visible_alias = "no-console-log")]
     pub disable_console_log: bool,

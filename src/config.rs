@@ -121,6 +121,8 @@ pub struct NodeConfig {
     pub ipc: Option<PathBuf>,
     /// The Engine API port (`--authrpc.*`), when any of its flags was given.
     pub authrpc: Option<AuthRpc>,
+    /// The leader this node is a read replica of (`--follow`).
+    pub follow: Option<FollowSettings>,
     /// How often the state file is written while the node runs (`--state-interval`).
     pub state_interval: Option<Duration>,
     /// JSON-RPC worker threads.
@@ -241,6 +243,9 @@ pub enum ConfigError {
         /// The longest allowed.
         max: Duration,
     },
+    /// `--follow` with a URL that is not http(s):// or ws(s)://.
+    #[error("--follow {0}: give the leader's JSON-RPC URL, http://HOST:PORT (or ws://HOST:PORT)")]
+    FollowUrl(String),
     /// No home directory to put the default datadir in.
     #[error("--datadir is required: $HOME is not set (or use --ephemeral)")]
     NoHome,
@@ -410,6 +415,52 @@ fn show_settings(cli: &Cli) -> hearth_actors::Show {
         artifacts: std::sync::Arc::new(hearth_actors::report::Artifacts::standard()),
         ..Default::default()
     }
+}
+
+/// A read replica's leader and limits (`--follow*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowSettings {
+    /// The leader's JSON-RPC URL over HTTP (a ws:// URL is read as the same address's http://:
+    /// Hearth and anvil serve both on one port).
+    pub leader: String,
+    /// `--follow.max-lag`: blocks behind the leader before /health answers 503.
+    pub max_lag: u64,
+    /// `--follow.max-lag-time`: silence of the leader before /health answers 503, and how long
+    /// a forwarded write waits for its block.
+    pub max_lag_time: Duration,
+    /// `--follow.poll-ms`: how often a caught-up replica asks for a new head.
+    pub poll: Duration,
+}
+
+/// Longest `--follow.max-lag-time`.
+pub const MAX_FOLLOW_LAG_TIME: Duration = Duration::from_secs(3600);
+
+/// `--follow` and its limits, checked.
+fn follow_settings(cli: &Cli) -> Result<Option<FollowSettings>, ConfigError> {
+    let Some(url) = &cli.follow else { return Ok(None) };
+    let leader = if let Some(rest) = url.strip_prefix("ws://") {
+        format!("http://{rest}")
+    } else if let Some(rest) = url.strip_prefix("wss://") {
+        format!("https://{rest}")
+    } else if url.starts_with("http://") || url.starts_with("https://") {
+        url.clone()
+    } else {
+        return Err(ConfigError::FollowUrl(url.clone()));
+    };
+    let max_lag_time =
+        duration_up_to("--follow.max-lag-time", &cli.follow_max_lag_time, MAX_FOLLOW_LAG_TIME)?;
+    if max_lag_time.is_zero() {
+        return Err(ConfigError::Duration {
+            flag: "--follow.max-lag-time",
+            value: cli.follow_max_lag_time.clone(),
+        });
+    }
+    Ok(Some(FollowSettings {
+        leader,
+        max_lag: cli.follow_max_lag,
+        max_lag_time,
+        poll: Duration::from_millis(cli.follow_poll_ms),
+    }))
 }
 
 /// The Engine API's port: where it listens and the file of its JWT secret.
@@ -972,6 +1023,7 @@ struct Resolved {
     /// `--mnemonic`, or the one `--mnemonic-random` drew.
     mnemonic: String,
     authrpc: Option<AuthRpc>,
+    follow: Option<FollowSettings>,
 }
 
 /// The threads serving requests: the executor pool, the HTTP workers, and how much the pool
@@ -1041,6 +1093,7 @@ impl TryFrom<Cli> for NodeConfig {
                 cli.authrpc_jwtsecret.clone(),
                 cli.engine_same_second_blocks,
             )?,
+            follow: follow_settings(&cli)?,
             dump_state,
             load_state,
         };
@@ -1058,7 +1111,9 @@ impl NodeConfig {
         let code_size_limit = resolved.code_size_limit;
         let interval = resolved.interval;
         // A block time alone means interval mining only, as anvil; --automine keeps both.
-        let automine = !cli.no_mining && (interval.is_none() || cli.automine);
+        // A replica makes no block of its own: each comes from the leader.
+        let automine =
+            !cli.no_mining && cli.follow.is_none() && (interval.is_none() || cli.automine);
         let balance = cli.balance.unwrap_or(DEFAULT_BALANCE_ETH);
         let show = show_settings(&cli);
         Self {
@@ -1090,6 +1145,7 @@ impl NodeConfig {
             artifacts: cli.artifacts,
             ipc: cli.ipc,
             authrpc: resolved.authrpc,
+            follow: resolved.follow,
             state_interval: resolved.state_interval,
             http_workers,
             admission,

@@ -18,6 +18,7 @@ pub mod jwt;
 pub mod node;
 pub mod os;
 pub mod parallel_kit;
+pub mod replica;
 pub mod reset;
 pub mod shutdown;
 pub mod state_file;

@@ -48,7 +48,19 @@ fn main() -> ExitCode {
 
     let system = actix_rt::System::new();
     let result = system.block_on(async move {
+        let mut config = config;
+        // A read replica reads its leader's genesis first (src/replica.rs).
+        let leader_genesis = match &config.follow {
+            Some(follow) => Some(hearth::replica::leader_genesis(&follow.leader).await?),
+            None => None,
+        };
+        if let Some(genesis) = &leader_genesis {
+            hearth::replica::adopt_genesis_time(&mut config, genesis);
+        }
         let mut node = Node::start(config)?;
+        if let Some(genesis) = &leader_genesis {
+            hearth::replica::check_genesis(&node, genesis)?;
+        }
         node.logging = logging;
         let (server, addr) = node.serve_rpc(Extensions::default())?;
         if let (Some(every), Some(path)) =
@@ -77,7 +89,11 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             // A flag that contradicts the existing chain is a usage error, like any bad flag.
-            let code = if matches!(e, hearth::node::NodeError::Mismatch { .. }) { 2 } else { 1 };
+            let code = match e {
+                hearth::node::NodeError::Mismatch { .. }
+                | hearth::node::NodeError::OtherChain { .. } => 2,
+                _ => 1,
+            };
             // Exit here: actors started before the failure would otherwise be torn down with
             // the runtime already gone (a panic instead of the exit code). Every block written
             // so far was journaled before it was acknowledged and is replayed at the next open,

@@ -61,6 +61,21 @@ pub enum NodeError {
     /// Genesis could not be written.
     #[error("cannot write genesis: {0}")]
     Genesis(StorageError),
+    /// A read replica's leader could not be reached or read (`--follow`).
+    #[error("--follow: {0}; start the leader first, or check the URL")]
+    Leader(#[from] hearth_actors::follow::leader::LeaderError),
+    /// A read replica's chain is not its leader's.
+    #[error(
+        "--follow {leader}: the leader's genesis block is {theirs}, this node's is {ours}: start the replica with the leader's chain flags (--chain-id, --init, --accounts, --balance, --mnemonic, --hardfork, --timestamp) and a new --datadir"
+    )]
+    OtherChain {
+        /// The leader's URL.
+        leader: String,
+        /// The leader's genesis hash.
+        theirs: alloy_primitives::B256,
+        /// This node's.
+        ours: alloy_primitives::B256,
+    },
     /// The chain to fork could not be reached or read (`--fork-url`).
     #[error(transparent)]
     Fork(#[from] crate::fork::ForkStartError),
@@ -187,6 +202,8 @@ pub struct Node {
     pub fork_counters: Arc<hearth_messages::fork::ForkCounters>,
     /// Serves anvil_reset (`None` for a node started on a given store: [`Node::start_on`]).
     pub reset: Option<Addr<crate::reset::Resetter>>,
+    /// A read replica's link to its leader (`--follow`): its follower and its gauges.
+    pub replica: Option<hearth_rpc::Replica>,
     /// What the node prints of committed blocks (the miner's, and the Engine API's).
     show: hearth_actors::Show,
     config: NodeConfig,
@@ -300,6 +317,7 @@ impl Node {
         };
         let mut node = Self::start_on(chain, config, Arc::clone(&clock))?;
         node.reset = Some(node.start_resetter(given, clock, None));
+        node.replica = node.config.follow.clone().map(|follow| node.start_follower(&follow));
         Ok(node)
     }
 
@@ -390,6 +408,7 @@ impl Node {
             fork: None,
             fork_counters: hearth_messages::fork::ForkCounters::shared(),
             reset: None,
+            replica: None,
             show,
             config,
         })
@@ -439,6 +458,7 @@ impl Node {
             fork_url: self.reset.as_ref().map(|r| r.clone().recipient()),
             surface: hearth_rpc::Surface::Public,
             engine: None,
+            replica: self.replica.clone(),
             metric_sources: hearth_rpc::MetricSources {
                 code_cache: CodeCacheClient::new(&self.code_cache),
                 restarts: self.restarts.clone(),
@@ -487,6 +507,30 @@ impl Node {
         Ok(Some(served))
     }
 
+    /// Starts a read replica's follower (`--follow`), which imports the leader's blocks through
+    /// an engine actor of its own; the link the RPC front forwards writes and reads health by.
+    fn start_follower(&self, follow: &crate::config::FollowSettings) -> hearth_rpc::Replica {
+        use hearth_actors::follow::{EngineTarget, FollowerActor, FollowerConfig};
+        let engine = EngineClient::new(&self.start_engine(false));
+        let gauges = Arc::new(hearth_messages::follow::FollowGauges::default());
+        let config = FollowerConfig {
+            leader: follow.leader.clone(),
+            poll: follow.poll,
+            max_wait: follow.max_lag_time,
+            timeout: LEADER_TIMEOUT,
+        };
+        let target = EngineTarget::new(engine, self.chain.clone());
+        let follower = FollowerActor::new(config, target, self.chain.clone(), Arc::clone(&gauges))
+            .start_bounded(self.config.mailbox);
+        hearth_rpc::Replica {
+            leader: follow.leader.clone(),
+            follower: hearth_messages::follow::FollowerClient::new(&follower),
+            gauges,
+            max_lag: follow.max_lag,
+            max_lag_time: follow.max_lag_time,
+        }
+    }
+
     /// Starts the engine actor, which the Engine API port's calls go to.
     fn start_engine(&self, same_second_blocks: bool) -> Addr<EngineActor> {
         let peers = EnginePeers {
@@ -506,6 +550,10 @@ impl Node {
         &self.config
     }
 }
+
+/// How long one request of a replica to its leader may take (a forwarded
+/// eth_sendRawTransactionSync waits for its block there).
+const LEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What opening the store found: its head, the rules it runs, and what the miner starts from.
 struct OpenedChain {

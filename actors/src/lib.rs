@@ -19,6 +19,7 @@ pub mod engine;
 pub mod exec;
 pub mod executor;
 pub mod filters;
+pub mod follow;
 pub mod fork;
 pub mod mempool;
 pub mod miner;

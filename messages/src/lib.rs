@@ -19,6 +19,7 @@ pub mod engine;
 pub mod error;
 pub mod executor;
 pub mod filters;
+pub mod follow;
 pub mod fork;
 pub mod interest;
 pub mod mempool;

@@ -21,6 +21,7 @@ mod engine;
 mod eth;
 mod methods;
 mod net;
+mod replica;
 mod testing;
 mod trace;
 mod transport;
@@ -40,6 +41,7 @@ pub use anvil::state_dump::{
     read_file as read_state_file, to_hex_gzip,
 };
 pub use eth::fees::SUGGESTED_TIP;
+pub use replica::Replica;
 pub use transport::envelope::RpcReply;
 pub use transport::handle_body;
 pub use transport::ipc::{MAX_IPC_CONNECTIONS, MAX_IPC_PATH_BYTES, serve_ipc};

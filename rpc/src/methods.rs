@@ -22,6 +22,7 @@ use crate::eth::{
     access_list, blocks, call, call_many, capabilities, config, fees, filters, headers, logs,
     proof, receipts, sign, simulate, state, subscriptions, tx,
 };
+use crate::replica::Route;
 use crate::{engine, net, testing, trace, txpool};
 
 /// How a method runs, for the layers that decide before it runs.
@@ -421,6 +422,16 @@ pub(crate) async fn dispatch(
     };
     if !ctx.serves(row.name, row.namespace) {
         return Err(RpcError::MethodNotFound(method));
+    }
+    if let Some(replica) = &ctx.replica {
+        match crate::replica::route(row) {
+            Route::Local => {}
+            Route::Forward => return crate::replica::forward(replica, row.name, params).await,
+            Route::Refuse => {
+                let leader = replica.leader.clone();
+                return Err(RpcError::ReplicaRefused { method, leader });
+            }
+        }
     }
     let params = Params::new(params);
     let read = row.kind.is_read();

@@ -471,6 +471,7 @@ fn fixture(max_queued: usize) -> Fixture {
         fork_url: None,
         surface: Default::default(),
         engine: None,
+        replica: None,
     };
     Fixture {
         ctx,

@@ -39,6 +39,7 @@ mod pool;
 mod process;
 mod proof;
 mod readme;
+mod replica;
 mod reset;
 mod rpc;
 mod rpc_compat;

@@ -132,6 +132,18 @@ impl Upstream {
         Err(self.reason(&format!("{last} (after {} attempts)", attempt + 1)))
     }
 
+    /// Sends the JSON-RPC `body` once, without retrying (a write sent twice could be taken
+    /// twice); the response as it came: one object, or an array for a batch.
+    pub(crate) async fn once(&self, body: String) -> Result<Value, String> {
+        self.counters.add_requests(1);
+        let timeout = self.config.timeout;
+        match tokio::time::timeout(timeout, self.post(&body, timeout)).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(Failure::Retry(reason) | Failure::Fatal(reason))) => Err(self.reason(&reason)),
+            Err(_) => Err(self.reason(&format!("no answer within {timeout:?}"))),
+        }
+    }
+
     fn reason(&self, what: &str) -> String {
         format!("{}: {what}", self.config.display_url())
     }

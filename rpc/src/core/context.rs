@@ -188,6 +188,8 @@ pub struct RpcContext {
         Option<actix::Recipient<hearth_messages::ask::Ask<hearth_messages::reset::ResetChain>>>,
     /// The port this context serves: the public one, or the Engine API's (its JWT secret).
     pub surface: crate::core::Surface,
+    /// A read replica's link to its leader (`--follow`; `None` on any other node).
+    pub replica: Option<crate::Replica>,
     /// The Engine API's state owner (on the Engine API port only; `None` elsewhere).
     pub engine: Option<hearth_messages::engine::EngineClient>,
     /// Where anvil_setRpcUrl goes (the resetter, which owns the fork settings); `None` where

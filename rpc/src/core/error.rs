@@ -253,6 +253,30 @@ pub enum RpcError {
     /// (-38005).
     #[error("Unsupported fork: {0}")]
     UnsupportedFork(String),
+    /// The leader answered a write this replica forwarded with an error: passed on as it
+    /// came (its code, message and data).
+    #[error("{message}")]
+    Leader {
+        /// The leader's code.
+        code: i32,
+        /// Its message.
+        message: String,
+        /// Its data, if any.
+        data: Option<Value>,
+    },
+    /// A read replica could not forward a write, or its block did not arrive in time.
+    #[error("{0}")]
+    Follow(hearth_messages::follow::FollowError),
+    /// A method that changes the chain or the node, sent to a read replica.
+    #[error(
+        "{method} changes the chain or the node, and this node is a read replica of {leader}: send it to the leader"
+    )]
+    ReplicaRefused {
+        /// The method.
+        method: String,
+        /// The leader's URL.
+        leader: String,
+    },
     /// An extension method failed with its own code.
     #[error("{message}")]
     Extension {
@@ -282,6 +306,7 @@ impl RpcError {
     // long: the one exhaustive error -> code match (DESIGN.md's table), a row per variant.
     pub const fn code(&self) -> i32 {
         use hearth_messages::engine::EngineError;
+        use hearth_messages::follow::FollowError;
         match self {
             Self::Engine(EngineError::UnknownPayload) => -38001,
             Self::Engine(EngineError::InvalidForkchoiceState(_)) => -38002,
@@ -406,7 +431,12 @@ impl RpcError {
             | Self::Simulate(SimulateError::TooManyBlocks) => -38026,
             Self::Simulate(error) => simulate_code(error),
             Self::Exec(error) => Self::exec_code(error),
-            Self::Extension { code, .. } => *code,
+            Self::Extension { code, .. } | Self::Leader { code, .. } => *code,
+            Self::Follow(FollowError::TooManyWaiting(_))
+            | Self::Follow(FollowError::Actor(ActorError::Full { .. })) => -32005,
+            Self::Follow(FollowError::Actor(_)) => -32603,
+            Self::Follow(FollowError::LeaderUnreachable { .. } | FollowError::NotImported { .. })
+            | Self::ReplicaRefused { .. } => -32000,
         }
     }
 
@@ -456,6 +486,7 @@ impl RpcError {
         match self {
             Self::Reverted { output } => Some(Value::String(output.to_string())),
             Self::NotConfirmed { hash } => Some(Value::String(hash.to_string())),
+            Self::Leader { data, .. } => data.clone(),
             _ => None,
         }
     }

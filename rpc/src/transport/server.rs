@@ -280,19 +280,27 @@ async fn endpoint(req: HttpRequest, ctx: web::Data<RpcContext>, body: web::Bytes
 /// gauges other actors own are asked for now, with `ask` (a busy actor is skipped, not waited on).
 /// `GET /health` and `GET /readyz`, for a load balancer or an orchestrator's probe: 200 with
 /// the head while the node serves its chain, 503 when it cannot read its head (the store is
-/// gone or the node is shutting down). A node that serves its own chain is never behind; a
-/// replica's lag (issue 36) will answer here too.
+/// gone or the node is shutting down). A read replica (`--follow`) answers 503 also while it
+/// is more than `--follow.max-lag` blocks behind its leader or has not heard from it within
+/// `--follow.max-lag-time`, with the lag in the body; it serves reads all the same.
 async fn health(ctx: web::Data<RpcContext>) -> HttpResponse {
     let head = ctx.chain.head_number();
     let hash = head.and_then(|number| ctx.chain.block_hash(number).ok().flatten());
-    match (head, hash) {
-        (Some(number), Some(hash)) => HttpResponse::Ok()
+    let (Some(number), Some(hash)) = (head, hash) else {
+        return HttpResponse::ServiceUnavailable()
             .content_type(ContentType::json())
-            .body(format!(r#"{{"status":"ok","head":{number},"hash":"{hash}"}}"#)),
-        _ => HttpResponse::ServiceUnavailable()
+            .body(r#"{"status":"unavailable","reason":"no head block to serve"}"#);
+    };
+    let Some(replica) = &ctx.replica else {
+        return HttpResponse::Ok()
             .content_type(ContentType::json())
-            .body(r#"{"status":"unavailable","reason":"no head block to serve"}"#),
-    }
+            .body(format!(r#"{{"status":"ok","head":{number},"hash":"{hash}"}}"#));
+    };
+    let (fit, mut body) = crate::replica::health(replica, number, std::time::SystemTime::now());
+    body["hash"] = serde_json::Value::String(hash.to_string());
+    let mut response =
+        if fit { HttpResponse::Ok() } else { HttpResponse::ServiceUnavailable() };
+    response.content_type(ContentType::json()).body(body.to_string())
 }
 
 async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
@@ -319,6 +327,9 @@ async fn metrics(ctx: web::Data<RpcContext>) -> HttpResponse {
     }
     if let Some(fork) = &ctx.metric_sources.fork {
         fork_metrics(&mut out, fork);
+    }
+    if let Some(replica) = &ctx.replica {
+        crate::replica::metrics(&mut out, replica, ctx.chain.head_number().unwrap_or_default());
     }
     crate::core::restart_metrics(&mut out, &ctx.metric_sources.restarts, ctx.metrics.panics());
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(out)

@@ -1,0 +1,188 @@
+//! Read replicas (`--follow URL`): a replica imports each leader block through its engine
+//! actor, forwards writes and answers them once it holds their block, refuses dev methods,
+//! follows the leader's rewinds, catches up from its own head after a kill -9, and says on
+//! `/health` and `/metrics` how far behind it is.
+//!
+//! Nothing here waits on a clock: a write sent through the replica is answered only once the
+//! replica imported the block holding it, which is the event every check waits for.
+
+use serde_json::{Value, json};
+
+use crate::process::{NodeProcess, TempDir, get};
+
+const SINK: &str = "0x00000000000000000000000000000000000000aa";
+
+fn url(node: &NodeProcess) -> String {
+    format!("http://{}", node.addr)
+}
+
+/// A replica of `leader` with `more` flags.
+fn replica_of(leader: &NodeProcess, more: &[&str]) -> NodeProcess {
+    let leader = url(leader);
+    let mut args = vec!["--http.port", "0", "--follow", leader.as_str()];
+    args.extend_from_slice(more);
+    NodeProcess::spawn(&args)
+}
+
+fn send(node: &NodeProcess, from: &Value, value: &str) -> Value {
+    node.ok("eth_sendTransaction", json!([{"from": from, "to": SINK, "value": value}]))
+}
+
+fn hash_at(node: &NodeProcess, n: u64) -> Value {
+    node.ok("eth_getBlockByNumber", json!([format!("{n:#x}"), false]))["hash"].clone()
+}
+
+fn head(node: &NodeProcess) -> u64 {
+    let head = node.ok("eth_blockNumber", json!([]));
+    u64::from_str_radix(head.as_str().expect("hex").trim_start_matches("0x"), 16).expect("number")
+}
+
+fn metric(node: &NodeProcess, name: &str) -> u64 {
+    let (status, text) = get(node.addr, "/metrics").expect("metrics");
+    assert_eq!(status, 200);
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+#[test]
+fn a_replica_forwards_writes_answers_them_once_imported_and_refuses_dev_methods() {
+    let leader = NodeProcess::spawn(&["--http.port", "0"]);
+    // No --timestamp: the replica takes the leader's genesis time.
+    let replica = replica_of(&leader, &[]);
+    let from = replica.ok("eth_accounts", json!([]))[0].clone();
+
+    // Each write is answered after the replica imported its block: read at once, it is there.
+    for n in 1..=3u64 {
+        let tx = send(&replica, &from, "0x1");
+        let receipt = replica.ok("eth_getTransactionReceipt", json!([tx]));
+        assert_eq!(receipt["blockNumber"], format!("{n:#x}"));
+        assert_eq!(hash_at(&replica, n), hash_at(&leader, n));
+    }
+    assert_eq!(replica.ok("eth_getBalance", json!([SINK, "latest"])), "0x3");
+    // A raw transaction too (signed by the replica, a read; taken by the leader).
+    let signed = replica.ok(
+        "eth_signTransaction",
+        json!([{"from": from, "to": SINK, "value": "0x2", "nonce": "0x3", "gas": "0x5208", "maxFeePerGas": "0x77359400", "maxPriorityFeePerGas": "0x1"}]),
+    );
+    let tx = replica.ok("eth_sendRawTransaction", json!([signed]));
+    assert_eq!(replica.ok("eth_getTransactionReceipt", json!([tx]))["status"], "0x1");
+    assert_eq!(replica.ok("eth_getBalance", json!([SINK, "latest"])), "0x5");
+
+    // The leader's refusal comes back as the leader gave it.
+    let again = replica.call("eth_sendRawTransaction", json!([signed]));
+    let direct = leader.call("eth_sendRawTransaction", json!([signed]));
+    assert_eq!(again["error"]["code"], direct["error"]["code"], "{again} / {direct}");
+    assert_eq!(again["error"]["message"], direct["error"]["message"]);
+
+    // Dev methods would make the replica's chain differ from the leader's: refused, naming it.
+    for (method, params) in [
+        ("anvil_setBalance", json!([SINK, "0x1"])),
+        ("evm_mine", json!([])),
+        ("evm_snapshot", json!([])),
+        ("anvil_rollback", json!([1])),
+    ] {
+        let refused = replica.call(method, params);
+        assert_eq!(refused["error"]["code"], -32000, "{method}: {refused}");
+        let message = refused["error"]["message"].as_str().expect("message");
+        assert!(message.contains(&url(&leader)) && message.contains(method), "{message}");
+    }
+    assert_eq!(head(&replica), 4);
+    assert_eq!(head(&leader), 4);
+
+    // The pool is the leader's: txpool_* is answered from there.
+    assert_eq!(replica.ok("txpool_status", json!([])), leader.ok("txpool_status", json!([])));
+
+    let (status, body) = get(replica.addr, "/health").expect("health");
+    let health: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!((health["status"].as_str(), health["lag"].as_u64()), (Some("ok"), Some(0)));
+    assert_eq!(health["leaderHead"], 4);
+    assert_eq!(metric(&replica, "hearth_follow_lag_blocks"), 0);
+    assert_eq!(metric(&replica, "hearth_follow_imported_blocks_total"), 4);
+    assert_eq!(metric(&replica, "hearth_follow_imported_transactions_total"), 4);
+}
+
+#[test]
+fn a_replica_follows_the_leaders_rewinds_to_the_common_block() {
+    let leader = NodeProcess::spawn(&["--http.port", "0"]);
+    let replica = replica_of(&leader, &[]);
+    let from = replica.ok("eth_accounts", json!([]))[0].clone();
+    for _ in 0..5 {
+        send(&replica, &from, "0x1");
+    }
+    let old_four = hash_at(&replica, 4);
+
+    // anvil_rollback on the leader: blocks 4 and 5 are gone, then two others are made.
+    leader.ok("anvil_rollback", json!([2]));
+    send(&leader, &from, "0x10");
+    // The next write through the replica finds the leader's chain changed, rewinds, imports.
+    send(&replica, &from, "0x100");
+    assert_eq!(head(&replica), 5);
+    assert_ne!(hash_at(&replica, 4), old_four);
+    for n in 1..=5 {
+        assert_eq!(hash_at(&replica, n), hash_at(&leader, n), "block {n}");
+    }
+    assert_eq!(replica.ok("eth_getBalance", json!([SINK, "latest"])), "0x113");
+
+    // evm_revert on the leader takes it back to a snapshot: the replica follows again.
+    let snapshot = leader.ok("evm_snapshot", json!([]));
+    send(&replica, &from, "0x1000");
+    leader.ok("evm_revert", json!([snapshot]));
+    send(&replica, &from, "0x2000");
+    for n in 1..=6 {
+        assert_eq!(hash_at(&replica, n), hash_at(&leader, n), "block {n}");
+    }
+    assert_eq!(replica.ok("eth_getBalance", json!([SINK, "latest"])), "0x2113");
+    assert!(metric(&replica, "hearth_follow_rewinds_total") >= 2);
+}
+
+#[test]
+fn a_replica_catches_up_from_its_own_head_after_kill_9() {
+    let leader = NodeProcess::spawn(&["--http.port", "0"]);
+    let dir = TempDir::new("replica-restart");
+    let datadir = dir.path().to_str().expect("utf-8").to_owned();
+    let replica = replica_of(&leader, &["--datadir", &datadir]);
+    let from = replica.ok("eth_accounts", json!([]))[0].clone();
+    leader.ok("anvil_mine", json!(["0x28"]));
+    send(&replica, &from, "0x1");
+    assert_eq!(head(&replica), 41);
+    replica.kill_9();
+
+    // The leader goes on; the replica restarts on its datadir and imports only what it lacks.
+    leader.ok("anvil_mine", json!(["0x32"]));
+    let replica = replica_of(&leader, &["--datadir", &datadir]);
+    send(&replica, &from, "0x1");
+    assert_eq!(head(&replica), 92);
+    assert_eq!(hash_at(&replica, 92), hash_at(&leader, 92));
+    assert_eq!(metric(&replica, "hearth_follow_imported_blocks_total"), 51);
+
+    // The leader gone, a write fails with a clear error and reads go on at the last head.
+    leader.kill_9();
+    let refused = replica.call("eth_sendTransaction", json!([{"from": from, "to": SINK}]));
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("did not answer"), "{refused}");
+    assert_eq!(replica.ok("eth_getBalance", json!([SINK, "latest"])), "0x2");
+}
+
+#[test]
+fn a_replica_of_another_chain_does_not_start() {
+    let leader = NodeProcess::spawn(&["--http.port", "0"]);
+    let leader_url = url(&leader);
+    let (code, _, stderr) = NodeProcess::run_to_exit(&[
+        "--http.port",
+        "0",
+        "--follow",
+        &leader_url,
+        "--balance",
+        "5",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("genesis") && stderr.contains("--balance"), "{stderr}");
+
+    let (code, _, stderr) = NodeProcess::run_to_exit(&["--follow", "ftp://x"]);
+    assert_eq!(code, 2, "{stderr}");
+    let (code, _, stderr) = NodeProcess::run_to_exit(&["--follow", &leader_url, "-b", "1"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--block-time") || stderr.contains("cannot be used"), "{stderr}");
+}
