@@ -170,10 +170,10 @@ impl Handler<ForwardWrite> for FollowerActor {
     fn handle(&mut self, msg: ForwardWrite, _: &mut Self::Context) -> Self::Result {
         let leader = self.leader.clone();
         Box::pin(async move {
-            let (response, automine) =
-                leader.forward(&msg.method, msg.params).await.map_err(|e| {
-                    FollowError::LeaderUnreachable { leader: e.url, why: e.why }
-                })?;
+            let (response, automine) = leader
+                .forward(&msg.method, msg.params)
+                .await
+                .map_err(|e| FollowError::LeaderUnreachable { leader: e.url, why: e.why })?;
             Ok(LeaderAnswer { response, automine })
         })
     }

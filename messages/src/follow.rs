@@ -140,7 +140,9 @@ pub enum FollowError {
         waited: Duration,
     },
     /// Too many writes wait for their blocks already.
-    #[error("limit exceeded: {0} writes already wait for their blocks on this replica; retry later")]
+    #[error(
+        "limit exceeded: {0} writes already wait for their blocks on this replica; retry later"
+    )]
     TooManyWaiting(usize),
     /// The follower did not answer.
     #[error(transparent)]

@@ -16,7 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use alloy_primitives::B256;
-use hearth_messages::follow::{AwaitImport, FollowGauges, FollowStats, FollowerClient, ForwardWrite};
+use hearth_messages::follow::{
+    AwaitImport, FollowGauges, FollowStats, FollowerClient, ForwardWrite,
+};
 use serde_json::{Value, json};
 
 use crate::core::{Reply, RpcError, counter, gauge};
@@ -158,7 +160,12 @@ pub(crate) fn metrics(out: &mut String, replica: &Replica, head: u64) {
         "Blocks the replica is behind its leader's head as last heard.",
         stats.leader_head.saturating_sub(head),
     );
-    gauge(out, "hearth_follow_leader_head", "The leader's head block as last heard.", stats.leader_head);
+    gauge(
+        out,
+        "hearth_follow_leader_head",
+        "The leader's head block as last heard.",
+        stats.leader_head,
+    );
     let silent = silence(&stats, SystemTime::now()).map_or(-1.0, |s| s.as_secs_f64());
     gauge(
         out,
@@ -178,7 +185,12 @@ pub(crate) fn metrics(out: &mut String, replica: &Replica, head: u64) {
         "Transactions in the leader blocks imported.",
         stats.imported_txs,
     );
-    counter(out, "hearth_follow_rewinds_total", "Times the replica rewound with its leader.", stats.rewinds);
+    counter(
+        out,
+        "hearth_follow_rewinds_total",
+        "Times the replica rewound with its leader.",
+        stats.rewinds,
+    );
     counter(
         out,
         "hearth_follow_errors_total",
@@ -211,9 +223,14 @@ mod tests {
         ] {
             assert_eq!(route_of(refused), Route::Refuse, "{refused}");
         }
-        for local in
-            ["eth_call", "eth_getBalance", "eth_getLogs", "eth_newFilter", "eth_subscribe", "eth_sign"]
-        {
+        for local in [
+            "eth_call",
+            "eth_getBalance",
+            "eth_getLogs",
+            "eth_newFilter",
+            "eth_subscribe",
+            "eth_sign",
+        ] {
             assert_eq!(route_of(local), Route::Local, "{local}");
         }
     }
@@ -249,7 +266,8 @@ mod tests {
 
     #[test]
     fn a_leader_error_keeps_its_code_message_and_data() {
-        let error = leader_error(&json!({"code": -32003, "message": "nonce too low", "data": "0x01"}));
+        let error =
+            leader_error(&json!({"code": -32003, "message": "nonce too low", "data": "0x01"}));
         assert_eq!(error.code(), -32003);
         assert_eq!(error.to_string(), "nonce too low");
         assert_eq!(error.data(), Some(json!("0x01")));

@@ -169,14 +169,8 @@ fn a_replica_catches_up_from_its_own_head_after_kill_9() {
 fn a_replica_of_another_chain_does_not_start() {
     let leader = NodeProcess::spawn(&["--http.port", "0"]);
     let leader_url = url(&leader);
-    let (code, _, stderr) = NodeProcess::run_to_exit(&[
-        "--http.port",
-        "0",
-        "--follow",
-        &leader_url,
-        "--balance",
-        "5",
-    ]);
+    let (code, _, stderr) =
+        NodeProcess::run_to_exit(&["--http.port", "0", "--follow", &leader_url, "--balance", "5"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("genesis") && stderr.contains("--balance"), "{stderr}");
 

@@ -60,14 +60,18 @@ impl Leader {
 
     /// Sends `calls` as one batch; each call's result, or the first error.
     async fn batch(&self, calls: Vec<(&'static str, Value)>) -> Result<Vec<Value>, LeaderError> {
-        let answers = Rc::clone(&self.upstream).batch(calls).await.map_err(|why| self.error(why))?;
+        let answers =
+            Rc::clone(&self.upstream).batch(calls).await.map_err(|why| self.error(why))?;
         answers.into_iter().map(|answer| answer.map_err(|why| self.error(why))).collect()
     }
 
     /// The leader's head, and the hash of its block `number` (`None`: it has no such block).
     pub async fn head_and_hash(&self, number: u64) -> Result<(u64, Option<B256>), LeaderError> {
         let answers = self
-            .batch(vec![("eth_blockNumber", json!([])), ("eth_getBlockByNumber", by_number(number))])
+            .batch(vec![
+                ("eth_blockNumber", json!([])),
+                ("eth_getBlockByNumber", by_number(number)),
+            ])
             .await?;
         let head = quantity(&answers[0]).ok_or_else(|| self.error("eth_blockNumber"))?;
         Ok((head, block_hash(&answers[1])))

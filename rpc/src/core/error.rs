@@ -435,7 +435,9 @@ impl RpcError {
             Self::Follow(FollowError::TooManyWaiting(_))
             | Self::Follow(FollowError::Actor(ActorError::Full { .. })) => -32005,
             Self::Follow(FollowError::Actor(_)) => -32603,
-            Self::Follow(FollowError::LeaderUnreachable { .. } | FollowError::NotImported { .. })
+            Self::Follow(
+                FollowError::LeaderUnreachable { .. } | FollowError::NotImported { .. },
+            )
             | Self::ReplicaRefused { .. } => -32000,
         }
     }

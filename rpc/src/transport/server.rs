@@ -298,8 +298,7 @@ async fn health(ctx: web::Data<RpcContext>) -> HttpResponse {
     };
     let (fit, mut body) = crate::replica::health(replica, number, std::time::SystemTime::now());
     body["hash"] = serde_json::Value::String(hash.to_string());
-    let mut response =
-        if fit { HttpResponse::Ok() } else { HttpResponse::ServiceUnavailable() };
+    let mut response = if fit { HttpResponse::Ok() } else { HttpResponse::ServiceUnavailable() };
     response.content_type(ContentType::json()).body(body.to_string())
 }
 
