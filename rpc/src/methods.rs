@@ -22,7 +22,6 @@ use crate::eth::{
     access_list, blocks, call, call_many, capabilities, config, fees, filters, headers, logs,
     proof, receipts, sign, simulate, state, subscriptions, tx,
 };
-use crate::replica::Route;
 use crate::{engine, net, testing, trace, txpool};
 
 /// How a method runs, for the layers that decide before it runs.
@@ -424,10 +423,12 @@ pub(crate) async fn dispatch(
         return Err(RpcError::MethodNotFound(method));
     }
     if let Some(replica) = &ctx.replica {
-        match crate::replica::route(row) {
-            Route::Local => {}
-            Route::Forward => return crate::replica::forward(replica, row.name, params).await,
-            Route::Refuse => {
+        match crate::replica::route(row.name, row.namespace, !row.kind.is_read()) {
+            crate::replica::Route::Local => {}
+            crate::replica::Route::Forward => {
+                return crate::replica::forward(replica, row.name, params).await;
+            }
+            crate::replica::Route::Refuse => {
                 let leader = replica.leader.clone();
                 return Err(RpcError::ReplicaRefused { method, leader });
             }
