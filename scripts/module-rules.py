@@ -20,7 +20,7 @@ import sys
 LAYERS = [
     {"core"},
     {"eth"},
-    {"net", "debug", "trace", "anvil", "txpool", "testing", "engine"},
+    {"net", "debug", "trace", "anvil", "txpool", "testing", "engine", "replica"},
     {"methods"},
     {"transport"},
     {""},  # lib.rs
