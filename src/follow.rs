@@ -135,6 +135,9 @@ pub async fn drive(settings: DriveSettings) -> Result<u64, DriveError> {
         }
         let round = chase::round(&leader, &target).await?;
         head = round.head;
+        if let Some(error) = round.stopped {
+            return Err(error);
+        }
         if round.caught_up() {
             actix_rt::time::sleep(settings.poll).await;
         } else if last_report.elapsed() >= Duration::from_secs(5) {

@@ -495,7 +495,9 @@ impl Node {
         let secret = crate::jwt::load_or_create(&auth.jwt_secret)?;
         let mut ctx = self.rpc_context(Extensions::default());
         ctx.surface = hearth_rpc::Surface::Engine(std::sync::Arc::new(secret));
-        ctx.engine = Some(EngineClient::new(&self.start_engine(auth.same_second_blocks)));
+        let config =
+            EngineConfig { same_second_blocks: auth.same_second_blocks, dev_leader: false };
+        ctx.engine = Some(EngineClient::new(&self.start_engine(config)));
         // Only authenticated requests are read (the JWT is checked before the body).
         ctx.limits.max_body_bytes = hearth_rpc::ENGINE_MAX_BODY_BYTES;
         ctx.limits.max_response_bytes =
@@ -511,7 +513,9 @@ impl Node {
     /// an engine actor of its own; the link the RPC front forwards writes and reads health by.
     fn start_follower(&self, follow: &crate::config::FollowSettings) -> hearth_rpc::Replica {
         use hearth_actors::follow::{EngineTarget, FollowerActor, FollowerConfig};
-        let engine = EngineClient::new(&self.start_engine(false));
+        let engine = EngineClient::new(
+            &self.start_engine(EngineConfig { same_second_blocks: false, dev_leader: true }),
+        );
         let gauges = Arc::new(hearth_messages::follow::FollowGauges::default());
         let config = FollowerConfig {
             leader: follow.leader.clone(),
@@ -532,7 +536,7 @@ impl Node {
     }
 
     /// Starts the engine actor, which the Engine API port's calls go to.
-    fn start_engine(&self, same_second_blocks: bool) -> Addr<EngineActor> {
+    fn start_engine(&self, config: EngineConfig) -> Addr<EngineActor> {
         let peers = EnginePeers {
             executor: self.executor.clone(),
             miner: MinerClient::new(&self.miner),
@@ -541,7 +545,6 @@ impl Node {
             marks: self.state.clone().recipient(),
             show: self.show.clone(),
         };
-        let config = EngineConfig { same_second_blocks };
         EngineActor::new(self.chain.clone(), peers, config).start_bounded(self.config.mailbox)
     }
 

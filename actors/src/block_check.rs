@@ -99,7 +99,24 @@ pub fn validate_header_with(
     check_sequence(parent, header, succession)
         .and_then(|()| check_gas_limit(parent, header, rules.spec))
         .and_then(|()| check_fork_fields(header, has_withdrawals, rules.spec))
-        .and_then(|()| check_fees_and_ommers(parent, header, ommers, rules))
+        .and_then(|()| check_base_fee(parent, header))
+        .and_then(|()| check_blobs_and_ommers(parent, header, ommers, rules))
+}
+
+/// The rules on a header a dev chain's leader made, as its read replica checks it: what the
+/// leader's dev methods choose is the leader's (the base fee `anvil_setNextBlockBaseFeePerGas`
+/// sets, the gas limit `evm_setBlockGasLimit` sets, a timestamp in the parent's second), and
+/// every other rule holds; everything execution derives is checked after it, as always.
+pub fn validate_dev_header(
+    parent: &Header,
+    header: &Header,
+    body: (usize, bool),
+    rules: &ForkRules,
+) -> Result<(), String> {
+    let (ommers, has_withdrawals) = body;
+    check_sequence(parent, header, Succession::SameSecondAllowed)
+        .and_then(|()| check_fork_fields(header, has_withdrawals, rules.spec))
+        .and_then(|()| check_blobs_and_ommers(parent, header, ommers, rules))
 }
 
 /// The header follows its parent: the next number, a later timestamp, short extra data, and
@@ -169,22 +186,26 @@ fn check_fork_fields(header: &Header, has_withdrawals: bool, spec: SpecId) -> Re
     presence("requests hash", header.requests_hash.is_some(), spec.is_enabled_in(SpecId::PRAGUE))
 }
 
-/// The fields that follow from the parent: the base fee, the excess blob gas; the blob gas
-/// under the block maximum; before the merge at most 2 ommers, after it no difficulty, nonce
-/// or ommers.
-fn check_fees_and_ommers(
-    parent: &Header,
-    header: &Header,
-    ommers: usize,
-    rules: &ForkRules,
-) -> Result<(), String> {
-    let spec = rules.spec;
+/// The base fee follows from the parent's (EIP-1559).
+fn check_base_fee(parent: &Header, header: &Header) -> Result<(), String> {
     if let Some(base_fee) = header.base_fee_per_gas {
         let expected = hearth_messages::base_fee::next_base_fee(parent).unwrap_or(INITIAL_BASE_FEE);
         if base_fee != expected {
             return Err(format!("base fee {base_fee}, expected {expected}"));
         }
     }
+    Ok(())
+}
+
+/// The excess blob gas follows from the parent; the blob gas is under the block maximum;
+/// before the merge at most 2 ommers, after it no difficulty, nonce or ommers.
+fn check_blobs_and_ommers(
+    parent: &Header,
+    header: &Header,
+    ommers: usize,
+    rules: &ForkRules,
+) -> Result<(), String> {
+    let spec = rules.spec;
     if spec.is_enabled_in(SpecId::MERGE) {
         if header.difficulty != U256::ZERO || !header.nonce.is_zero() || ommers != 0 {
             return Err("a post-merge block has difficulty, nonce or ommers".to_owned());

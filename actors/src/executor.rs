@@ -451,13 +451,12 @@ impl ExecutorActor {
         } else {
             crate::block_check::Succession::Later
         };
-        crate::block_check::validate_header_with(
-            parent,
-            &received.header,
-            body,
-            &fork_rules,
-            succession,
-        )
+        let header = &received.header;
+        if received.dev_leader {
+            crate::block_check::validate_dev_header(parent, header, body, &fork_rules)
+        } else {
+            crate::block_check::validate_header_with(parent, header, body, &fork_rules, succession)
+        }
         .map_err(|why| ExecError::Invalid(format!("invalid header: {why}")))
     }
 

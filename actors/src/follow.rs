@@ -110,30 +110,54 @@ impl FollowerActor {
     }
 
     /// Records what a round did; answers how long to wait before the next.
-    fn finish_round(&mut self, result: Result<Round, FollowFailure>) -> Duration {
-        let round = match result {
+    fn finish_round(&mut self, result: Result<Round<FollowFailure>, FollowFailure>) -> Duration {
+        let mut round = match result {
             Ok(round) => round,
-            Err(error) => {
-                self.gauges.failed();
-                let message = error.to_string();
-                if self.last_error.as_ref() != Some(&message) {
-                    tracing::warn!(target: "follow", leader = %self.leader.url(), retry_in = ?self.backoff, "following failed: {message}");
-                    self.last_error = Some(message);
-                }
-                let wait = self.backoff;
-                self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
-                return wait;
-            }
+            // The leader did not answer (or this node's chain could not be read).
+            Err(error) => return self.failed(&error),
         };
-        if self.last_error.take().is_some() {
-            tracing::info!(target: "follow", leader = %self.leader.url(), "the leader answers again");
-        }
-        self.backoff = FIRST_BACKOFF;
         self.gauges.heard(round.leader_head);
         if let Some(number) = round.rewound_to {
             self.gauges.rewound();
             tracing::info!(target: "follow", "the leader's chain went back: this replica rewound to block {number}");
         }
+        self.resolve_waiting(&round);
+        if let Some(error) = round.stopped.take() {
+            if let FollowFailure::Refused { number, .. } = &error {
+                self.gauges.diverged(*number);
+            }
+            return self.failed(&error);
+        }
+        if !round.imported.is_empty() || round.rewound_to.is_some() {
+            self.gauges.converged();
+        }
+        if self.last_error.take().is_some() {
+            tracing::info!(target: "follow", leader = %self.leader.url(), "following again");
+        }
+        self.backoff = FIRST_BACKOFF;
+        if !round.imported.is_empty() && self.last_progress.elapsed() >= PROGRESS_EVERY {
+            tracing::info!(target: "follow", "followed to block {} (the leader is at {})", round.head, round.leader_head);
+            self.last_progress = Instant::now();
+        }
+        if round.caught_up() { self.config.poll } else { Duration::ZERO }
+    }
+
+    /// Counts a failed round and logs it (once per distinct reason); the wait before the
+    /// next, doubled each time up to [`MAX_BACKOFF`].
+    fn failed(&mut self, error: &FollowFailure) -> Duration {
+        self.gauges.failed();
+        let message = error.to_string();
+        if self.last_error.as_ref() != Some(&message) {
+            tracing::warn!(target: "follow", leader = %self.leader.url(), retry_in = ?self.backoff, "following stopped: {message}");
+            self.last_error = Some(message);
+        }
+        let wait = self.backoff;
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+        wait
+    }
+
+    /// Counts the round's imports and answers the writes waiting for their transactions.
+    fn resolve_waiting(&mut self, round: &Round<FollowFailure>) {
         for block in &round.imported {
             self.gauges.imported(block.txs.len());
             for tx in &block.txs {
@@ -147,11 +171,6 @@ impl FollowerActor {
             waiters.retain(|w| !w.is_closed());
             !waiters.is_empty()
         });
-        if !round.imported.is_empty() && self.last_progress.elapsed() >= PROGRESS_EVERY {
-            tracing::info!(target: "follow", "followed to block {} (the leader is at {})", round.head, round.leader_head);
-            self.last_progress = Instant::now();
-        }
-        if round.caught_up() { self.config.poll } else { Duration::ZERO }
     }
 }
 

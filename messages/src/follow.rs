@@ -25,6 +25,8 @@ pub struct FollowGauges {
     imported_txs: AtomicU64,
     rewinds: AtomicU64,
     errors: AtomicU64,
+    /// The leader block this replica refused (0: none): it cannot follow past its parent.
+    diverged_at: AtomicU64,
 }
 
 /// A snapshot of [`FollowGauges`].
@@ -42,6 +44,9 @@ pub struct FollowStats {
     pub rewinds: u64,
     /// Rounds that failed (the leader unreachable or an answer that did not check).
     pub errors: u64,
+    /// The leader block this replica refused, if the last round stopped on one: it stays at
+    /// that block's parent until the leader's chain changes.
+    pub diverged_at: Option<u64>,
 }
 
 impl FollowGauges {
@@ -69,6 +74,16 @@ impl FollowGauges {
         self.errors.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records that the leader's block `number` does not check here.
+    pub fn diverged(&self, number: u64) {
+        self.diverged_at.store(number.max(1), Ordering::Relaxed);
+    }
+
+    /// Records that blocks import again.
+    pub fn converged(&self) {
+        self.diverged_at.store(0, Ordering::Relaxed);
+    }
+
     /// What the gauges hold now.
     pub fn stats(&self) -> FollowStats {
         let heard = self.heard_at_ms.load(Ordering::Relaxed);
@@ -79,6 +94,7 @@ impl FollowGauges {
             imported_txs: self.imported_txs.load(Ordering::Relaxed),
             rewinds: self.rewinds.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
+            diverged_at: Some(self.diverged_at.load(Ordering::Relaxed)).filter(|n| *n != 0),
         }
     }
 }

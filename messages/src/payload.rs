@@ -43,6 +43,9 @@ pub struct ReceivedBlock {
     pub has_withdrawals: bool,
     /// Whether its timestamp may equal its parent's (a rollup sequencer's sub-second blocks).
     pub same_second: bool,
+    /// Whether it is a dev chain leader's block that a read replica follows: the header fields
+    /// the leader's dev methods choose are taken as made (`block_check::validate_dev_header`).
+    pub dev_leader: bool,
 }
 
 /// A sealed block that was built and not committed, with what an execution payload reports

@@ -123,12 +123,14 @@ pub(crate) fn health(replica: &Replica, head: u64, now: SystemTime) -> (bool, Va
         "maxLag": replica.max_lag,
         "sinceLeaderMs": silent.map(|s| u64::try_from(s.as_millis()).unwrap_or(u64::MAX)),
         "maxLagTimeMs": u64::try_from(replica.max_lag_time.as_millis()).unwrap_or(u64::MAX),
+        "refusedBlock": stats.diverged_at,
     });
     (status == "ok", body)
 }
 
 /// `ok` while the replica at `head` is at most `max_lag` blocks behind the leader and heard
-/// from it within `max_lag_time` at `now`; else `leader-silent` or `behind`.
+/// from it within `max_lag_time` at `now`; else `diverged` (it refused a leader block and
+/// cannot go past it), `leader-silent` or `behind`.
 fn judge(
     stats: &FollowStats,
     head: u64,
@@ -137,7 +139,9 @@ fn judge(
     now: SystemTime,
 ) -> &'static str {
     let heard = silence(stats, now).is_some_and(|silent| silent <= max_lag_time);
-    if !heard {
+    if stats.diverged_at.is_some() {
+        "diverged"
+    } else if !heard {
         "leader-silent"
     } else if stats.leader_head.saturating_sub(head) > max_lag {
         "behind"
@@ -190,6 +194,12 @@ pub(crate) fn metrics(out: &mut String, replica: &Replica, head: u64) {
         "hearth_follow_rewinds_total",
         "Times the replica rewound with its leader.",
         stats.rewinds,
+    );
+    gauge(
+        out,
+        "hearth_follow_refused_block",
+        "The leader block this replica refused and cannot follow past (0: none).",
+        stats.diverged_at.unwrap_or_default(),
     );
     counter(
         out,
@@ -258,6 +268,12 @@ mod tests {
         assert_eq!(judge(&stats, 20, 0, limit, later), "ok");
         // Caught up but silent for longer than --follow.max-lag-time.
         assert_eq!(judge(&stats, 20, 8, limit, now + Duration::from_secs(12)), "leader-silent");
+        // A leader block that does not check here: not fit however small the lag, until
+        // blocks import again.
+        gauges.diverged(21);
+        assert_eq!(judge(&gauges.stats(), 20, 8, limit, later), "diverged");
+        gauges.converged();
+        assert_eq!(judge(&gauges.stats(), 20, 8, limit, later), "ok");
     }
 
     #[test]

@@ -180,3 +180,48 @@ fn a_replica_of_another_chain_does_not_start() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--block-time") || stderr.contains("cannot be used"), "{stderr}");
 }
+
+#[test]
+fn a_replica_follows_the_leaders_dev_choices_and_says_when_it_cannot() {
+    let leader = NodeProcess::spawn(&["--http.port", "0"]);
+    let replica = replica_of(&leader, &["--follow.max-lag-time", "1s"]);
+    let from = replica.ok("eth_accounts", json!([]))[0].clone();
+    // Header fields the leader's dev methods choose: a base fee off the EIP-1559 rule, a gas
+    // limit past the 1/1024 step, a jump in time.
+    leader.ok("anvil_setNextBlockBaseFeePerGas", json!(["0x0"]));
+    send(&replica, &from, "0x1");
+    leader.ok("evm_setBlockGasLimit", json!(["0x5f5e100"]));
+    send(&replica, &from, "0x1");
+    leader.ok("evm_increaseTime", json!([86_400]));
+    send(&replica, &from, "0x1");
+    // A transaction of an impersonated account (funded by a transfer, not a patch).
+    let whale = "0x00000000000000000000000000000000000000bb";
+    leader.ok(
+        "eth_sendTransaction",
+        json!([{"from": from, "to": whale, "value": "0xde0b6b3a7640000"}]),
+    );
+    leader.ok("anvil_impersonateAccount", json!([whale]));
+    send(&replica, &json!(whale), "0x1");
+    assert_eq!(head(&replica), 5);
+    for n in 1..=5 {
+        assert_eq!(hash_at(&replica, n), hash_at(&leader, n), "block {n}");
+    }
+    let (status, _) = get(replica.addr, "/health").expect("health");
+    assert_eq!(status, 200);
+
+    // A state patch is not in any block: the next block cannot be checked here. The write is
+    // taken by the leader, the replica says it has not imported it, and /health says why.
+    leader.ok("anvil_setBalance", json!([SINK, "0x64"]));
+    let answer =
+        replica.call("eth_sendTransaction", json!([{"from": from, "to": SINK, "value": "0x1"}]));
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("has not imported its block"), "{answer}");
+    let (status, body) = get(replica.addr, "/health").expect("health");
+    let health: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(health["status"], "diverged");
+    assert_eq!(health["refusedBlock"], 6);
+    assert_eq!(metric(&replica, "hearth_follow_refused_block"), 6);
+    // Reads go on at the last block both agree on.
+    assert_eq!(head(&replica), 5);
+}

@@ -49,6 +49,9 @@ pub struct EngineConfig {
     /// A block (or payload attributes) may carry its parent's timestamp: a rollup sequencer
     /// makes several blocks a second (`--engine.same-second-blocks`).
     pub same_second_blocks: bool,
+    /// The blocks come from a dev chain's leader, followed by this read replica (`--follow`):
+    /// the header fields its dev methods choose are taken as made.
+    pub dev_leader: bool,
 }
 
 /// What one call works with: the chain (read), the peers, the settings.
@@ -206,6 +209,7 @@ impl Work {
             extras: block.extras,
             has_withdrawals: block.has_withdrawals,
             same_second: self.config.same_second_blocks,
+            dev_leader: self.config.dev_leader,
         };
         let request = BuildPayload { build, received: Some(received) };
         Ok(Arc::new(self.peers.executor.build_payload(request).await?))

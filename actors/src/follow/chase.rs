@@ -48,8 +48,8 @@ pub struct Imported {
 }
 
 /// What one round did.
-#[derive(Debug, Clone, Default)]
-pub struct Round {
+#[derive(Debug, Clone)]
+pub struct Round<E> {
     /// The leader's head, as it answered.
     pub leader_head: u64,
     /// The target's head after the round.
@@ -58,31 +58,55 @@ pub struct Round {
     pub imported: Vec<Imported>,
     /// The block the target went back to, when the leader's chain no longer held its head.
     pub rewound_to: Option<u64>,
+    /// Why the round stopped before the leader's head, after the leader answered (a block the
+    /// target refused, the target failing); the blocks above were imported all the same.
+    pub stopped: Option<E>,
 }
 
-impl Round {
+impl<E> Round<E> {
     /// Whether the target had nothing to do: it holds the leader's head.
     pub fn caught_up(&self) -> bool {
-        self.imported.is_empty() && self.rewound_to.is_none() && self.head >= self.leader_head
+        self.imported.is_empty()
+            && self.rewound_to.is_none()
+            && self.stopped.is_none()
+            && self.head >= self.leader_head
     }
 }
 
-/// Runs one round of following `leader` with `target`.
-pub async fn round<T: FollowTarget>(leader: &Leader, target: &T) -> Result<Round, T::Error> {
-    let (mut head, mut head_hash) = target.head().await?;
+/// Runs one round of following `leader` with `target`. `Err` when nothing was learned (the
+/// target's head unreadable, the leader silent); a later failure is the round's `stopped`.
+pub async fn round<T: FollowTarget>(
+    leader: &Leader,
+    target: &T,
+) -> Result<Round<T::Error>, T::Error> {
+    let (head, head_hash) = target.head().await?;
     let (leader_head, leader_hash) = leader.head_and_hash(head).await?;
-    let mut round = Round { leader_head, head, ..Round::default() };
+    let mut round =
+        Round { leader_head, head, imported: Vec::new(), rewound_to: None, stopped: None };
     if leader_hash != Some(head_hash) {
         // The leader has no block at our height (it went back), or another one there.
-        round.head = rewind(leader, target, head).await?;
-        round.rewound_to = Some(round.head);
-        return Ok(round);
+        match rewind(leader, target, head).await {
+            Ok(common) => (round.head, round.rewound_to) = (common, Some(common)),
+            Err(error) => round.stopped = Some(error),
+        }
+    } else if leader_head > head {
+        if let Err(error) = import_next(leader, target, &mut round, head_hash).await {
+            round.stopped = Some(error);
+        }
     }
-    if leader_head <= head {
-        return Ok(round);
-    }
-    let count = (leader_head - head).min(MAX_BATCH);
-    for block in leader.blocks(head + 1, count).await? {
+    Ok(round)
+}
+
+/// Fetches the blocks after `round.head` (at most [`MAX_BATCH`]) and imports them in order,
+/// recording each in `round`.
+async fn import_next<T: FollowTarget>(
+    leader: &Leader,
+    target: &T,
+    round: &mut Round<T::Error>,
+    mut head_hash: B256,
+) -> Result<(), T::Error> {
+    let count = (round.leader_head - round.head).min(MAX_BATCH);
+    for block in leader.blocks(round.head + 1, count).await? {
         if block.header.parent_hash != head_hash {
             // The leader moved to another chain between the two requests: the next round
             // finds the common block.
@@ -93,10 +117,9 @@ pub async fn round<T: FollowTarget>(leader: &Leader, target: &T) -> Result<Round
         let txs = block.body.transactions.iter().map(|tx| *tx.tx_hash()).collect();
         target.import(block).await?;
         round.imported.push(Imported { number, hash, txs });
-        (head, head_hash) = (number, hash);
+        (round.head, head_hash) = (number, hash);
     }
-    round.head = head;
-    Ok(round)
+    Ok(())
 }
 
 /// Walks back from `from` to the newest block the leader and the target share and makes it

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use alloy_consensus::Header;
 use alloy_consensus::transaction::SignerRecoverable;
-use alloy_primitives::B256;
+use alloy_consensus::{Header, TxEnvelope};
+use alloy_primitives::{Address, B256, U256};
 use hearth_messages::client::ActorError;
 use hearth_messages::engine::{
     EngineClient, EngineError, ForkchoiceState, ForkchoiceUpdate, NewPayload, PayloadVerdict,
@@ -85,6 +85,17 @@ fn refused(number: u64, hash: B256, verdict: &PayloadVerdict) -> FollowFailure {
     FollowFailure::Refused { number, hash, verdict, why }
 }
 
+/// The sender of a transaction a dev leader mined for an impersonated account
+/// (`anvil_impersonateAccount`): its signature is Hearth's placeholder, which no key makes (r
+/// is the sender, s is 1). The leader's impersonation is its choice, as its blocks' other
+/// inputs are; the execution that follows is checked.
+fn impersonated_sender(tx: &TxEnvelope) -> Option<Address> {
+    let signature = tx.signature();
+    let r = signature.r();
+    (signature.s() == U256::from(1) && r < (U256::from(1) << 160))
+        .then(|| Address::from_word(B256::from(r)))
+}
+
 impl FollowTarget for EngineTarget {
     type Error = FollowFailure;
 
@@ -103,7 +114,7 @@ impl FollowTarget for EngineTarget {
         let has_withdrawals = block.body.withdrawals.is_some();
         let mut txs = Vec::with_capacity(block.body.transactions.len());
         for (index, tx) in block.body.transactions.into_iter().enumerate() {
-            let Ok(sender) = tx.recover_signer() else {
+            let Some(sender) = impersonated_sender(&tx).or_else(|| tx.recover_signer().ok()) else {
                 let why = format!("transaction {index} has an invalid signature");
                 return Err(FollowFailure::Refused { number, hash, verdict: "INVALID", why });
             };
