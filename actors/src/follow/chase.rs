@@ -89,10 +89,10 @@ pub async fn round<T: FollowTarget>(
             Ok(common) => (round.head, round.rewound_to) = (common, Some(common)),
             Err(error) => round.stopped = Some(error),
         }
-    } else if leader_head > head {
-        if let Err(error) = import_next(leader, target, &mut round, head_hash).await {
-            round.stopped = Some(error);
-        }
+    } else if leader_head > head
+        && let Err(error) = import_next(leader, target, &mut round, head_hash).await
+    {
+        round.stopped = Some(error);
     }
     Ok(round)
 }
