@@ -523,7 +523,7 @@ impl Node {
             max_wait: follow.max_lag_time,
             timeout: LEADER_TIMEOUT,
         };
-        let target = EngineTarget::new(engine, self.chain.clone());
+        let target = EngineTarget::new(engine, MinerClient::new(&self.miner), self.chain.clone());
         let follower = FollowerActor::new(config, target, self.chain.clone(), Arc::clone(&gauges))
             .start_bounded(self.config.mailbox);
         hearth_rpc::Replica {

@@ -123,8 +123,10 @@ impl FollowerActor {
         }
         self.resolve_waiting(&round);
         if let Some(error) = round.stopped.take() {
-            if let FollowFailure::Refused { number, .. } = &error {
-                self.gauges.diverged(*number);
+            match &error {
+                FollowFailure::Refused { number, .. } => self.gauges.diverged(*number),
+                FollowFailure::Patch { head, .. } => self.gauges.diverged(head + 1),
+                _ => {}
             }
             return self.failed(&error);
         }

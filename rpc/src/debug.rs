@@ -2,6 +2,7 @@
 //! ranges, geth's tracers (`debug_trace*`) and `debug_setHead`.
 
 pub(crate) mod head;
+pub(crate) mod patches;
 pub(crate) mod raw;
 pub(crate) mod storage_range;
 pub(crate) mod trace;

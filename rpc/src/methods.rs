@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::anvil::dev::{BlockSetting, PatchKind};
 use crate::anvil::{blobs, dev, erc20, mined, node_info, reset, rewind, state_dump};
 use crate::core::{Dialect, Params, Reply, RpcContext, RpcError, RpcMetrics};
-use crate::debug::{head, raw, storage_range, trace as debug_trace};
+use crate::debug::{head, patches, raw, storage_range, trace as debug_trace};
 use crate::eth::{
     access_list, blocks, call, call_many, capabilities, config, fees, filters, headers, logs,
     proof, receipts, sign, simulate, state, subscriptions, tx,
@@ -218,6 +218,8 @@ methods! {
     "debug_getRawReceipts" read => raw::get_raw_receipts(ctx, p);
     "debug_getRawTransaction" read => tx::get_raw_transaction(ctx, p.decode()?).await;
     "debug_storageRangeAt" read => storage_range::storage_range_at(ctx, p);
+    // The dev patches made while a block was the head, which read replicas replay.
+    "hearth_getPatches" read => patches::get_patches(ctx, p);
     // A rewind, gated with the dev methods (like anvil_rollback, it changes the chain outside
     // its rules).
     "debug_setHead" write in "anvil" => head::set_head(ctx, p.decode()?).await;

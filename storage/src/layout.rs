@@ -35,6 +35,10 @@ pub(crate) const TRIE_NODE: u8 = b'X';
 /// the header's root holds).
 pub(crate) const PATCHED_ROOT: u8 = b'P';
 
+/// `L` + number + sequence (u32): a dev patch made while that block was the head, for read
+/// replicas to replay (`patch_log`).
+pub(crate) const PATCH_LOG: u8 = b'L';
+
 /// The key of the head pointer.
 pub(crate) const HEAD_KEY: &[u8] = b"mhead";
 /// The key of the chain configuration an imported chain runs under (JSON, opaque here).

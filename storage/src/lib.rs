@@ -25,6 +25,7 @@ mod layout;
 mod node_cache;
 mod overlay;
 mod patch;
+mod patch_log;
 mod records;
 mod rewrites;
 mod slots;
@@ -49,6 +50,7 @@ pub use journal::WriteBatch;
 pub use key_writes::KeyWrites;
 pub use node_cache::NodeCache;
 pub use patch::{BlockKeys, PatchUndo, RolledBack, revert_blocks, rollback, write_patch};
+pub use patch_log::{PatchRecord, PatchedAccount, PatchedSlot};
 pub use records::{
     BlockExtras, Code, EMPTY_CODE_HASH, SealedBlock, StoredAccount, StoredBody, account_trie_key,
     storage_trie_key,

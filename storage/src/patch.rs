@@ -72,6 +72,10 @@ pub fn write_patch(db: &ChainWriter, diff: &StateDiff) -> Result<(B256, PatchUnd
     )?;
     // The next block builds on this root instead of the head header's.
     staged.record(db, &layout::number_key(layout::PATCHED_ROOT, head), root.as_slice())?;
+    // Read replicas replay it (`patch_log`); undone with the patch by a revert.
+    let seq = crate::patch_log::count(db, head)?;
+    let record = alloy_rlp::encode(crate::patch_log::PatchRecord::of(&sets, root));
+    staged.record(db, &crate::patch_log::key(head, seq), &record)?;
     let (batch, undo) = staged.into_parts();
     db.commit_batch(batch, head)?;
     Ok((root, undo))
@@ -141,6 +145,10 @@ fn remove_block_records(
     }
     for prefix in [layout::HEADER, layout::HASH_BY_NUMBER, layout::PATCHED_ROOT, layout::EXTRAS] {
         batch.remove(&layout::number_key(prefix, number)[..]);
+    }
+    // The patches made while it was the head (`patch_log`).
+    for key in db.keys_with_prefix(&layout::number_key(layout::PATCH_LOG, number))? {
+        batch.remove(key);
     }
     Ok(transactions)
 }
@@ -304,6 +312,38 @@ mod tests {
         let next = |db: &ChainWriter| write_block(db, draft(6, 2), &diff(8)).expect("block 6");
         assert_eq!(next(&rolled).header.state_root, next(&short).header.state_root);
         assert_eq!(records(&rolled), records(&short));
+    }
+
+    /// Each patch is logged at the head it patched, with the accounts it set and the root it
+    /// left; a revert that undoes a patch removes its record too.
+    #[test]
+    fn the_patch_log_holds_each_patch_at_its_head_until_undone() {
+        let db = ChainWriter::in_memory().expect("store");
+        history(&db, 3);
+        patch(&db, 5);
+        let mut diff = StateDiff::default();
+        diff.accounts.insert(Address::repeat_byte(8), set(4, 77, &[(3, 9)]));
+        let (root, undo) = write_patch(&db, &diff).expect("patch");
+
+        assert_eq!(db.patches_at(2).expect("read").len(), 1);
+        let logged = db.patches_at(3).expect("read");
+        assert_eq!(logged.len(), 2);
+        assert_eq!(logged[1].root, root);
+        assert_eq!(db.state_root_at(3).expect("read"), Some(root));
+        let account = &logged[1].accounts[0];
+        assert_eq!(
+            (account.address, account.nonce, account.balance),
+            (Address::repeat_byte(8), 4, U256::from(77))
+        );
+        assert_eq!(
+            account.storage,
+            vec![crate::PatchedSlot { slot: U256::from(3), value: U256::from(9) }]
+        );
+
+        revert_blocks(&db, 3, &[], &[undo]).expect("revert");
+        let logged = db.patches_at(3).expect("read");
+        assert_eq!(logged.len(), 1);
+        assert_eq!(db.state_root_at(3).expect("read"), Some(logged[0].root));
     }
 
     #[test]

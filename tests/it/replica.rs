@@ -149,20 +149,31 @@ fn a_replica_catches_up_from_its_own_head_after_kill_9() {
     assert_eq!(head(&replica), 41);
     replica.kill_9();
 
-    // The leader goes on; the replica restarts on its datadir and imports only what it lacks.
-    leader.ok("anvil_mine", json!(["0x32"]));
+    // The leader goes on, with dev patches between its blocks; the replica restarts on its
+    // datadir and imports only what it lacks, replaying each patch before the next block.
+    leader.ok("anvil_mine", json!(["0x19"]));
+    leader.ok("anvil_setBalance", json!([SINK, "0x500"]));
+    leader.ok("anvil_mine", json!(["0x19"]));
+    leader.ok(
+        "anvil_setStorageAt",
+        json!([SINK, "0x1", "0x0000000000000000000000000000000000000000000000000000000000000009"]),
+    );
     let replica = replica_of(&leader, &["--datadir", &datadir]);
     send(&replica, &from, "0x1");
     assert_eq!(head(&replica), 92);
     assert_eq!(hash_at(&replica, 92), hash_at(&leader, 92));
     assert_eq!(metric(&replica, "hearth_follow_imported_blocks_total"), 51);
+    assert_eq!(
+        replica.ok("eth_getStorageAt", json!([SINK, "0x1", "latest"])),
+        leader.ok("eth_getStorageAt", json!([SINK, "0x1", "latest"]))
+    );
 
     // The leader gone, a write fails with a clear error and reads go on at the last head.
     leader.kill_9();
     let refused = replica.call("eth_sendTransaction", json!([{"from": from, "to": SINK}]));
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("did not answer"), "{refused}");
-    assert_eq!(replica.ok("eth_getBalance", json!([SINK, "latest"])), "0x2");
+    assert_eq!(replica.ok("eth_getBalance", json!([SINK, "latest"])), "0x501");
 }
 
 #[test]
@@ -182,9 +193,11 @@ fn a_replica_of_another_chain_does_not_start() {
 }
 
 #[test]
-fn a_replica_follows_the_leaders_dev_choices_and_says_when_it_cannot() {
+fn a_replica_follows_the_leaders_dev_choices_and_replays_its_patches() {
     let leader = NodeProcess::spawn(&["--http.port", "0"]);
-    let replica = replica_of(&leader, &["--follow.max-lag-time", "1s"]);
+    // A patch of the genesis state, before any block.
+    leader.ok("anvil_setBalance", json!([SINK, "0x64"]));
+    let replica = replica_of(&leader, &["--follow.max-lag-time", "2s"]);
     let from = replica.ok("eth_accounts", json!([]))[0].clone();
     // Header fields the leader's dev methods choose: a base fee off the EIP-1559 rule, a gas
     // limit past the 1/1024 step, a jump in time.
@@ -206,22 +219,42 @@ fn a_replica_follows_the_leaders_dev_choices_and_says_when_it_cannot() {
     for n in 1..=5 {
         assert_eq!(hash_at(&replica, n), hash_at(&leader, n), "block {n}");
     }
-    let (status, _) = get(replica.addr, "/health").expect("health");
-    assert_eq!(status, 200);
+    assert_eq!(replica.ok("eth_getBalance", json!([SINK, "latest"])), "0x68");
 
-    // A state patch is not in any block: the next block cannot be checked here. The write is
-    // taken by the leader, the replica says it has not imported it, and /health says why.
-    leader.ok("anvil_setBalance", json!([SINK, "0x64"]));
-    let answer =
-        replica.call("eth_sendTransaction", json!([{"from": from, "to": SINK, "value": "0x1"}]));
-    let message = answer["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("has not imported its block"), "{answer}");
+    // Patches of every kind at block 5, then a block on top: replayed before it, so the
+    // block's state root checks.
+    let other = "0x00000000000000000000000000000000000000cc";
+    leader.ok("anvil_setBalance", json!([other, "0x1000"]));
+    leader.ok("anvil_setNonce", json!([other, "0x7"]));
+    leader.ok("anvil_setCode", json!([other, "0x6001600055"]));
+    let slot = "0x0000000000000000000000000000000000000000000000000000000000000002";
+    leader.ok("anvil_setStorageAt", json!([other, slot, slot]));
+    send(&replica, &from, "0x1");
+    assert_eq!(hash_at(&replica, 6), hash_at(&leader, 6));
+    for (method, params) in [
+        ("eth_getBalance", json!([other, "latest"])),
+        ("eth_getTransactionCount", json!([other, "latest"])),
+        ("eth_getCode", json!([other, "latest"])),
+        ("eth_getStorageAt", json!([other, slot, "latest"])),
+    ] {
+        assert_eq!(replica.ok(method, params.clone()), leader.ok(method, params), "{method}");
+    }
+
+    // A patch undone by evm_revert before the next block: the replica, which may have replayed
+    // it, takes block 6 again without it.
+    let snapshot = leader.ok("evm_snapshot", json!([]));
+    leader.ok("anvil_setBalance", json!([other, "0x1"]));
+    send(&replica, &from, "0x1");
+    leader.ok("evm_revert", json!([snapshot]));
+    leader.ok("anvil_setBalance", json!([other, "0x2"]));
+    send(&replica, &from, "0x1");
+    assert_eq!(head(&replica), 7);
+    assert_eq!(hash_at(&replica, 7), hash_at(&leader, 7));
+    assert_eq!(replica.ok("eth_getBalance", json!([other, "latest"])), "0x2");
     let (status, body) = get(replica.addr, "/health").expect("health");
-    let health: Value = serde_json::from_str(&body).expect("JSON");
-    assert_eq!(status, 503, "{body}");
-    assert_eq!(health["status"], "diverged");
-    assert_eq!(health["refusedBlock"], 6);
-    assert_eq!(metric(&replica, "hearth_follow_refused_block"), 6);
-    // Reads go on at the last block both agree on.
-    assert_eq!(head(&replica), 5);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(metric(&replica, "hearth_follow_refused_block"), 0);
+    // The replica logs the patches it replayed as the leader does: another replica can follow it.
+    let patches = |node: &NodeProcess| node.ok("hearth_getPatches", json!(["0x6", true]));
+    assert_eq!(patches(&replica), patches(&leader));
 }

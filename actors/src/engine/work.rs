@@ -126,11 +126,14 @@ impl Work {
         if self.canonical(&block.hash)?.is_some() {
             return answer(PayloadVerdict::Valid(block.hash));
         }
-        if let Some(ancestor) = kept.invalid(&block.hash) {
+        // A dev leader's block is judged again each time: whether it checks depends on the dev
+        // patches replayed before it (`follow::chase`), not on the block alone.
+        let remembered = |hash| if self.config.dev_leader { None } else { kept.invalid(hash) };
+        if let Some(ancestor) = remembered(&block.hash) {
             let error = "the block was found invalid before".to_owned();
             return answer(PayloadVerdict::Invalid { latest_valid_hash: ancestor, error });
         }
-        if let Some(ancestor) = kept.invalid(&parent) {
+        if let Some(ancestor) = remembered(&parent) {
             let error = format!("its parent {parent} is invalid");
             let verdict = PayloadVerdict::Invalid { latest_valid_hash: ancestor, error };
             return Ok(NewPlan::Answer(verdict, vec![Learned::Invalid(block.hash, ancestor)]));

@@ -9,7 +9,7 @@
 use alloy_consensus::Header;
 use alloy_primitives::B256;
 
-use super::leader::{Leader, LeaderBlock, LeaderError};
+use super::leader::{Leader, LeaderBlock, LeaderError, LeaderPatch};
 
 /// Most blocks fetched in one request, and so held at once.
 pub const MAX_BATCH: u64 = 32;
@@ -34,6 +34,21 @@ pub trait FollowTarget {
 
     /// Makes the target's canonical block `header` (hashing to `hash`) its head again.
     async fn rewind_to(&self, header: &Header, hash: B256) -> Result<(), Self::Error>;
+
+    /// The root of the target's state at its head `number`, dev patches included (`None`:
+    /// the target does not replay patches, and they are not compared).
+    async fn patched_root(&self, number: u64) -> Result<Option<B256>, Self::Error> {
+        let _ = number;
+        Ok(None)
+    }
+
+    /// Sets `patch`'s accounts in the target's head state, as the leader's dev patch did,
+    /// and checks that it leaves the leader's root.
+    async fn apply_patch(&self, patch: LeaderPatch) -> Result<(), Self::Error> {
+        let _ = patch;
+        Err(LeaderError { url: String::new(), why: "this target does not replay patches".into() }
+            .into())
+    }
 }
 
 /// A block a round imported.
@@ -80,25 +95,82 @@ pub async fn round<T: FollowTarget>(
     target: &T,
 ) -> Result<Round<T::Error>, T::Error> {
     let (head, head_hash) = target.head().await?;
-    let (leader_head, leader_hash) = leader.head_and_hash(head).await?;
-    let mut round =
-        Round { leader_head, head, imported: Vec::new(), rewound_to: None, stopped: None };
-    if leader_hash != Some(head_hash) {
+    let view = leader.view(head).await?;
+    let mut round = Round {
+        leader_head: view.head,
+        head,
+        imported: Vec::new(),
+        rewound_to: None,
+        stopped: None,
+    };
+    let result = if view.hash != Some(head_hash) {
         // The leader has no block at our height (it went back), or another one there.
-        match rewind(leader, target, head).await {
-            Ok(common) => (round.head, round.rewound_to) = (common, Some(common)),
-            Err(error) => round.stopped = Some(error),
+        rewind(leader, target, head).await.map(|common| {
+            (round.head, round.rewound_to) = (common, Some(common));
+        })
+    } else {
+        let roots = view.patch_roots.as_deref().zip(view.state_root);
+        match replay_patches(leader, target, roots, head).await {
+            Ok(Some(parent)) => {
+                (round.head, round.rewound_to) = (parent, Some(parent));
+                Ok(())
+            }
+            Ok(None) if view.head > head => {
+                import_next(leader, target, &mut round, head_hash).await
+            }
+            other => other.map(drop),
         }
-    } else if leader_head > head
-        && let Err(error) = import_next(leader, target, &mut round, head_hash).await
-    {
-        round.stopped = Some(error);
-    }
+    };
+    round.stopped = result.err();
     Ok(round)
 }
 
+/// Brings the target's head state to the leader's: replays the dev patches the leader made
+/// while block `number` was its head and the target lacks. When the target holds patches the
+/// leader has since undone (an `evm_revert` back to before them), it goes back to the parent
+/// instead, to take the block again without them: answers that parent.
+/// `roots` are the leader's patch roots at `number` and the block's header root (`None`: the
+/// leader does not log patches).
+async fn replay_patches<T: FollowTarget>(
+    leader: &Leader,
+    target: &T,
+    roots: Option<(&[B256], B256)>,
+    number: u64,
+) -> Result<Option<u64>, T::Error> {
+    let Some((roots, header_root)) = roots else { return Ok(None) };
+    let Some(ours) = target.patched_root(number).await? else { return Ok(None) };
+    if ours == roots.last().copied().unwrap_or(header_root) {
+        return Ok(None);
+    }
+    // How many of the leader's patches the target holds: none, or up to the one that left
+    // its root.
+    let held = if ours == header_root {
+        Some(0)
+    } else {
+        roots.iter().position(|root| *root == ours).map(|i| i + 1)
+    };
+    let Some(held) = held else {
+        let undone = |why: &str| LeaderError { url: leader.url().to_owned(), why: why.into() };
+        let Some(parent) = number.checked_sub(1) else {
+            return Err(undone(
+                "the genesis state here holds dev patches the leader undid; start this replica on a new datadir",
+            )
+            .into());
+        };
+        let block = leader.blocks(parent, 1).await?;
+        let header = &block.first().ok_or_else(|| undone("no parent block"))?.header;
+        target.rewind_to(header, header.hash_slow()).await?;
+        return Ok(Some(parent));
+    };
+    for patch in leader.patches(number).await?.into_iter().skip(held) {
+        target.apply_patch(patch).await?;
+    }
+    Ok(None)
+}
+
 /// Fetches the blocks after `round.head` (at most [`MAX_BATCH`]) and imports them in order,
-/// recording each in `round`.
+/// each followed by the dev patches the leader made on it before the next, recording each in
+/// `round`.
 async fn import_next<T: FollowTarget>(
     leader: &Leader,
     target: &T,
@@ -106,18 +178,23 @@ async fn import_next<T: FollowTarget>(
     mut head_hash: B256,
 ) -> Result<(), T::Error> {
     let count = (round.leader_head - round.head).min(MAX_BATCH);
-    for block in leader.blocks(round.head + 1, count).await? {
+    for (block, roots) in leader.blocks_and_patches(round.head + 1, count).await? {
         if block.header.parent_hash != head_hash {
             // The leader moved to another chain between the two requests: the next round
             // finds the common block.
             break;
         }
         let hash = block.header.hash_slow();
-        let number = block.header.number;
+        let (number, header_root) = (block.header.number, block.header.state_root);
         let txs = block.body.transactions.iter().map(|tx| *tx.tx_hash()).collect();
         target.import(block).await?;
         round.imported.push(Imported { number, hash, txs });
         (round.head, head_hash) = (number, hash);
+        let patched = roots.as_deref().filter(|roots| !roots.is_empty());
+        if let Some(roots) = patched {
+            // A fresh block holds none of them: each is replayed (never a rewind).
+            replay_patches(leader, target, Some((roots, header_root)), number).await?;
+        }
     }
     Ok(())
 }

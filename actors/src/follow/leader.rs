@@ -7,9 +7,10 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use alloy_consensus::{Block, TxEnvelope};
-use alloy_primitives::{B256, Bytes};
+use alloy_primitives::{B256, Bytes, U256};
 use alloy_rlp::Decodable;
 use hearth_messages::fork::ForkCounters;
+use hearth_storage::WholeAccount;
 use serde_json::{Value, json};
 
 use crate::fork::upstream::{Upstream, UpstreamConfig};
@@ -65,16 +66,50 @@ impl Leader {
         answers.into_iter().map(|answer| answer.map_err(|why| self.error(why))).collect()
     }
 
-    /// The leader's head, and the hash of its block `number` (`None`: it has no such block).
-    pub async fn head_and_hash(&self, number: u64) -> Result<(u64, Option<B256>), LeaderError> {
-        let answers = self
-            .batch(vec![
-                ("eth_blockNumber", json!([])),
-                ("eth_getBlockByNumber", by_number(number)),
-            ])
-            .await?;
-        let head = quantity(&answers[0]).ok_or_else(|| self.error("eth_blockNumber"))?;
-        Ok((head, block_hash(&answers[1])))
+    /// The leader's head; its block `number` (hash, header state root) and the roots of the
+    /// dev patches made while that block was its head (`None`: the leader does not log them,
+    /// it is not Hearth).
+    pub async fn view(&self, number: u64) -> Result<LeaderView, LeaderError> {
+        let calls = vec![
+            ("eth_blockNumber", json!([])),
+            ("eth_getBlockByNumber", by_number(number)),
+            ("hearth_getPatches", json!([format!("{number:#x}"), false])),
+        ];
+        let answers =
+            Rc::clone(&self.upstream).batch(calls).await.map_err(|why| self.error(why))?;
+        let mut answers = answers.into_iter();
+        let mut next = || answers.next().unwrap_or_else(|| Err("missing".into()));
+        let head = next().map_err(|why| self.error(why))?;
+        let head = quantity(&head).ok_or_else(|| self.error("eth_blockNumber"))?;
+        let block = next().map_err(|why| self.error(why))?;
+        let patch_roots = next().ok().and_then(|answer| patch_roots(&answer));
+        Ok(LeaderView {
+            head,
+            hash: block_hash(&block),
+            state_root: block["stateRoot"].as_str().and_then(|r| r.parse().ok()),
+            patch_roots,
+        })
+    }
+
+    /// The dev patches made while the leader's block `number` was its head, in order: each
+    /// patch's accounts and the root it left.
+    pub async fn patches(&self, number: u64) -> Result<Vec<LeaderPatch>, LeaderError> {
+        let call = ("hearth_getPatches", json!([format!("{number:#x}"), true]));
+        let answer = self.batch(vec![call]).await?.pop().unwrap_or_default();
+        let patches = answer["patches"].as_array().cloned().unwrap_or_default();
+        patches
+            .iter()
+            .map(|patch| {
+                let root = patch["stateRoot"].as_str().and_then(|r| r.parse().ok());
+                let accounts = patch["accounts"]
+                    .as_array()
+                    .map(|list| list.iter().map(whole_account).collect::<Option<Vec<_>>>());
+                match (root, accounts) {
+                    (Some(root), Some(Some(accounts))) => Ok(LeaderPatch { root, accounts }),
+                    _ => Err(self.error(format!("hearth_getPatches {number}: a malformed patch"))),
+                }
+            })
+            .collect()
     }
 
     /// The hashes of the leader's blocks `numbers` (`None` where it has none).
@@ -89,21 +124,45 @@ impl Leader {
             .map(|n| ("debug_getRawBlock", json!([format!("{n:#x}")])))
             .collect();
         let answers = self.batch(calls).await?;
-        let mut blocks = Vec::with_capacity(answers.len());
-        for (number, raw) in (from..).zip(answers) {
-            let bytes: Bytes = serde_json::from_value(raw)
-                .map_err(|e| self.error(format!("debug_getRawBlock {number}: {e}")))?;
-            let block = LeaderBlock::decode(&mut bytes.as_ref())
-                .map_err(|e| self.error(format!("block {number} does not decode: {e}")))?;
-            if block.header.number != number {
-                return Err(self.error(format!(
-                    "asked for block {number}, got block {}",
-                    block.header.number
-                )));
-            }
-            blocks.push(block);
+        (from..).zip(answers).map(|(number, raw)| self.decode_block(number, raw)).collect()
+    }
+
+    /// [`Self::blocks`], each with the roots of the dev patches made while it was the head
+    /// (`None`: the leader does not log them).
+    pub async fn blocks_and_patches(
+        &self,
+        from: u64,
+        count: u64,
+    ) -> Result<Vec<(LeaderBlock, Option<Vec<B256>>)>, LeaderError> {
+        let mut calls = Vec::new();
+        for n in from..from.saturating_add(count) {
+            calls.push(("debug_getRawBlock", json!([format!("{n:#x}")])));
+            calls.push(("hearth_getPatches", json!([format!("{n:#x}"), false])));
+        }
+        let answers =
+            Rc::clone(&self.upstream).batch(calls).await.map_err(|why| self.error(why))?;
+        let mut blocks = Vec::with_capacity(answers.len() / 2);
+        let mut answers = answers.into_iter();
+        for number in from..from.saturating_add(count) {
+            let raw = answers.next().unwrap_or_else(|| Err("missing".into()));
+            let block = self.decode_block(number, raw.map_err(|why| self.error(why))?)?;
+            let roots = answers.next().and_then(Result::ok).and_then(|answer| patch_roots(&answer));
+            blocks.push((block, roots));
         }
         Ok(blocks)
+    }
+
+    fn decode_block(&self, number: u64, raw: Value) -> Result<LeaderBlock, LeaderError> {
+        let bytes: Bytes = serde_json::from_value(raw)
+            .map_err(|e| self.error(format!("debug_getRawBlock {number}: {e}")))?;
+        let block = LeaderBlock::decode(&mut bytes.as_ref())
+            .map_err(|e| self.error(format!("block {number} does not decode: {e}")))?;
+        if block.header.number != number {
+            return Err(
+                self.error(format!("asked for block {number}, got block {}", block.header.number))
+            );
+        }
+        Ok(block)
     }
 
     /// Sends the write `method(params)` once, with `anvil_getAutomine` in the same batch;
@@ -132,6 +191,51 @@ impl Leader {
         let response = response.ok_or_else(|| self.error("no answer to the write in the batch"))?;
         Ok((response, automine))
     }
+}
+
+/// What the leader says of its head and of one of its blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderView {
+    /// Its head block's number.
+    pub head: u64,
+    /// The hash of the block asked about (`None`: it has no such block).
+    pub hash: Option<B256>,
+    /// That block's header state root.
+    pub state_root: Option<B256>,
+    /// The roots its dev patches left while that block was the head, in order (`None`: the
+    /// leader does not serve `hearth_getPatches`).
+    pub patch_roots: Option<Vec<B256>>,
+}
+
+/// A dev patch of the leader's head state: the accounts it set and the root it left.
+#[derive(Debug, Clone)]
+pub struct LeaderPatch {
+    /// The root the patch left.
+    pub root: B256,
+    /// The accounts it set.
+    pub accounts: Vec<WholeAccount>,
+}
+
+/// The patch roots of a `hearth_getPatches` answer.
+fn patch_roots(answer: &Value) -> Option<Vec<B256>> {
+    let patches = answer["patches"].as_array()?;
+    patches.iter().map(|p| p["stateRoot"].as_str()?.parse().ok()).collect()
+}
+
+/// An account of a `hearth_getPatches` answer.
+fn whole_account(account: &Value) -> Option<WholeAccount> {
+    let storage = account["storage"]
+        .as_object()?
+        .iter()
+        .map(|(slot, value)| Some((slot.parse().ok()?, value.as_str()?.parse().ok()?)))
+        .collect::<Option<Vec<(U256, U256)>>>()?;
+    Some(WholeAccount {
+        address: account["address"].as_str()?.parse().ok()?,
+        nonce: quantity(&account["nonce"])?,
+        balance: account["balance"].as_str()?.parse().ok()?,
+        code: account["code"].as_str()?.parse().ok()?,
+        storage,
+    })
 }
 
 fn by_number(number: u64) -> Value {

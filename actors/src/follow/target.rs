@@ -13,10 +13,12 @@ use hearth_messages::engine::{
     ReceivedPayload,
 };
 use hearth_messages::executor::PooledTx;
+use hearth_messages::miner::{BetweenBlocks, MinerClient};
+use hearth_messages::state::LoadState;
 use hearth_storage::{BlockExtras, ChainDb, StorageError};
 
 use super::chase::FollowTarget;
-use super::leader::{LeaderBlock, LeaderError};
+use super::leader::{LeaderBlock, LeaderError, LeaderPatch};
 
 /// Why a round of following failed.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +41,18 @@ pub enum FollowFailure {
         /// Why, when the node said.
         why: String,
     },
+    /// A dev patch of the leader's, replayed here, left another state root.
+    #[error(
+        "the leader's dev patch at block {head} leaves state root {theirs} there and {ours} here; this replica stays at block {head}"
+    )]
+    Patch {
+        /// The head the patch was made at.
+        head: u64,
+        /// The leader's root after it.
+        theirs: B256,
+        /// This node's.
+        ours: B256,
+    },
     /// The engine actor failed for a reason of this node's.
     #[error(transparent)]
     Engine(#[from] EngineError),
@@ -48,19 +62,24 @@ pub enum FollowFailure {
     /// Reading this node's chain failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// Replaying a dev patch failed for a reason of this node's.
+    #[error(transparent)]
+    Mine(#[from] hearth_messages::MineError),
 }
 
-/// This node, reached through its engine actor.
+/// This node, reached through its engine actor (blocks) and its miner (dev patches, between
+/// blocks as every dev change).
 #[derive(Debug, Clone)]
 pub struct EngineTarget {
     engine: EngineClient,
+    miner: MinerClient,
     db: ChainDb,
 }
 
 impl EngineTarget {
-    /// The node whose engine is `engine` and whose chain `db` reads.
-    pub const fn new(engine: EngineClient, db: ChainDb) -> Self {
-        Self { engine, db }
+    /// The node whose engine is `engine`, whose miner is `miner` and whose chain `db` reads.
+    pub const fn new(engine: EngineClient, miner: MinerClient, db: ChainDb) -> Self {
+        Self { engine, miner, db }
     }
 
     async fn choose(&self, hash: B256, number: u64) -> Result<(), FollowFailure> {
@@ -137,5 +156,20 @@ impl FollowTarget for EngineTarget {
 
     async fn rewind_to(&self, header: &Header, hash: B256) -> Result<(), FollowFailure> {
         self.choose(hash, header.number).await
+    }
+
+    async fn patched_root(&self, number: u64) -> Result<Option<B256>, FollowFailure> {
+        Ok(self.db.state_root_at(number)?)
+    }
+
+    async fn apply_patch(&self, patch: LeaderPatch) -> Result<(), FollowFailure> {
+        let head = self.db.head_number().unwrap_or_default();
+        let load = LoadState { accounts: patch.accounts };
+        let root = self.miner.load_state(BetweenBlocks(load)).await??;
+        if root != patch.root {
+            return Err(FollowFailure::Patch { head, theirs: patch.root, ours: root });
+        }
+        tracing::info!(target: "follow", block = head, %root, "replayed a dev patch of the leader's");
+        Ok(())
     }
 }

@@ -1,0 +1,68 @@
+//! hearth_getPatches: the dev patches made while a block was the head (anvil_setBalance,
+//! anvil_setCode, anvil_setStorageAt, anvil_loadState, ...), in order, each with the state root
+//! it left. A read replica replays them (`--follow`): they change state outside any block, so
+//! the next block's state root cannot be checked without them.
+//!
+//! `[block, full]`: with `full` false (the default) each patch is its root only, which a
+//! replica compares every round; with `full` true, each also lists the accounts it set (whole
+//! fields, code included, and the slots it set).
+
+use alloy_primitives::{B256, Bytes};
+use alloy_rpc_types_eth::BlockNumberOrTag;
+use hearth_messages::storage::PatchRecord;
+use serde_json::{Map, Value, json};
+
+use crate::core::{Params, RpcContext, RpcError, lookup_block};
+
+/// hearth_getPatches: `[block, full?]`; `null` for a block after the head.
+pub(crate) fn get_patches(ctx: &RpcContext, params: &Params) -> Result<Value, RpcError> {
+    params.at_most(2)?;
+    let tag: BlockNumberOrTag = params.required(0)?;
+    let full: bool = params.optional(1)?.unwrap_or(false);
+    let Some(number) = lookup_block(ctx, tag)? else { return Ok(Value::Null) };
+    let Some(header) = ctx.chain.header(number)? else { return Ok(Value::Null) };
+    let mut patches = Vec::new();
+    for record in ctx.chain.patches_at(number)? {
+        patches.push(if full {
+            patch_json(ctx, &record)?
+        } else {
+            json!({"stateRoot": record.root})
+        });
+    }
+    Ok(json!({
+        "number": format!("{number:#x}"),
+        "stateRoot": header.state_root,
+        "patches": patches,
+    }))
+}
+
+/// One patch with the accounts it set.
+fn patch_json(ctx: &RpcContext, record: &PatchRecord) -> Result<Value, RpcError> {
+    let mut accounts = Vec::with_capacity(record.accounts.len());
+    for account in &record.accounts {
+        let code = code(ctx, account.code_hash)?;
+        let storage: Map<String, Value> = account
+            .storage
+            .iter()
+            .map(|slot| (format!("{:#x}", slot.slot), json!(format!("{:#x}", slot.value))))
+            .collect();
+        accounts.push(json!({
+            "address": account.address,
+            "nonce": format!("{:#x}", account.nonce),
+            "balance": format!("{:#x}", account.balance),
+            "code": code,
+            "storage": storage,
+        }));
+    }
+    Ok(json!({"stateRoot": record.root, "accounts": accounts}))
+}
+
+/// The code of `hash` (empty for the empty code's hash).
+fn code(ctx: &RpcContext, hash: B256) -> Result<Bytes, RpcError> {
+    if hash == alloy_primitives::KECCAK256_EMPTY {
+        return Ok(Bytes::new());
+    }
+    ctx.chain.code(&hash)?.ok_or(RpcError::Storage(
+        hearth_messages::storage::StorageError::Corrupt { what: "the code of a patched account" },
+    ))
+}
