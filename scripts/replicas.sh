@@ -2,11 +2,11 @@
 # Read replicas end to end (scripts/replicas.py): a leader (--datadir), two replicas
 # (--follow, each on its own --datadir) and HAProxy in front, configured as deploy/haproxy.cfg with
 # this run's ports. Phases: 1 correctness, 2 lag at ~1,000 tx/s, 3 faults (kill -9 a replica,
-# SIGTERM the leader), 4 scale (full runs only). One table and a PASS/FAIL line per phase; exits
-# non-zero when any phase failed.
+# SIGTERM the leader), 4 scale (full runs only), 5 dev methods through the balancer. One table
+# and a PASS/FAIL line per phase; exits non-zero when any phase failed.
 #
 #   cargo build --release --bin hearth --bin hearth-load
-#   bash scripts/replicas.sh [--quick] [--phases 1,2,3,4]
+#   bash scripts/replicas.sh [--quick] [--phases 1,2,3,4,5]
 #   HEARTH=... LOAD=... (binaries; default target/release), KEEP=1 keeps the work dir (logs)
 #
 # Everything listens on 127.0.0.1 on free ports; the processes started are killed at exit (the

@@ -7,7 +7,8 @@
 //!   `eth_sendTransaction` (the leader signs with the same dev accounts), answered with the
 //!   leader's answer; when the leader automines, only once this replica has imported the block
 //!   holding the transaction, so a client that stays on one replica reads its own writes.
-//!   `txpool_*` too: the pool is the leader's (read-only, so forwarding is safe).
+//!   `txpool_*` too: the pool is the leader's (read-only, so forwarding is safe); and the
+//!   getters of the mining mode, which is the leader's.
 //! - **Refused:** every other method that changes the chain or the node (`anvil_*`, `evm_*`,
 //!   `hardhat_*`, `debug_setHead`, ...), with an error naming the leader: a dev change made
 //!   on one replica would make its chain differ from the leader's.
@@ -49,9 +50,16 @@ pub(crate) enum Route {
     Refuse,
 }
 
-/// The writes a replica forwards.
-const FORWARDED: [&str; 3] =
-    ["eth_sendRawTransaction", "eth_sendRawTransactionSync", "eth_sendTransaction"];
+/// The writes a replica forwards, and the reads of the leader's mining mode (a replica mines
+/// nothing; a replica following a replica reads the leader's automine through it).
+const FORWARDED: [&str; 6] = [
+    "eth_sendRawTransaction",
+    "eth_sendRawTransactionSync",
+    "eth_sendTransaction",
+    "anvil_getAutomine",
+    "hardhat_getAutomine",
+    "anvil_getIntervalMining",
+];
 
 /// How a replica handles the method `name`, gated under `namespace`, which changes something
 /// when `writes` (the method table's `Kind::Write`).
@@ -229,6 +237,7 @@ mod tests {
         assert_eq!(route_of("eth_sendTransaction"), Route::Forward);
         assert_eq!(route_of("eth_sendRawTransactionSync"), Route::Forward);
         assert_eq!(route_of("txpool_content"), Route::Forward);
+        assert_eq!(route("anvil_getAutomine", "anvil", false), Route::Forward);
         for refused in [
             "anvil_setBalance",
             "evm_mine",
