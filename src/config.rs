@@ -1103,6 +1103,7 @@ impl TryFrom<Cli> for NodeConfig {
 
 impl NodeConfig {
     /// The config of `cli` with its `resolved` flags.
+    // long: one field of the config per line, each from its flag or its resolved value.
     fn assemble(cli: Cli, resolved: Resolved) -> Self {
         let Resolved { web, api, chain, fork, reset_fork, storage, threads, sizes, actors, .. } =
             resolved;

@@ -48,19 +48,7 @@ fn main() -> ExitCode {
 
     let system = actix_rt::System::new();
     let result = system.block_on(async move {
-        let mut config = config;
-        // A read replica reads its leader's genesis first (src/replica.rs).
-        let leader_genesis = match &config.follow {
-            Some(follow) => Some(hearth::replica::leader_genesis(&follow.leader).await?),
-            None => None,
-        };
-        if let Some(genesis) = &leader_genesis {
-            hearth::replica::adopt_genesis_time(&mut config, genesis);
-        }
-        let mut node = Node::start(config)?;
-        if let Some(genesis) = &leader_genesis {
-            hearth::replica::check_genesis(&node, genesis)?;
-        }
+        let mut node = hearth::replica::start(config).await?;
         node.logging = logging;
         let (server, addr) = node.serve_rpc(Extensions::default())?;
         if let (Some(every), Some(path)) =

@@ -11,6 +11,17 @@ use hearth_actors::follow::leader::{Leader, LeaderError};
 use crate::config::NodeConfig;
 use crate::node::{Node, NodeError};
 
+/// Starts the node of `config`: for a read replica, on its leader's genesis (taken for a new
+/// chain, checked for an existing one).
+pub async fn start(mut config: NodeConfig) -> Result<Node, NodeError> {
+    let Some(follow) = config.follow.clone() else { return Node::start(config) };
+    let genesis = leader_genesis(&follow.leader).await?;
+    adopt_genesis_time(&mut config, &genesis);
+    let node = Node::start(config)?;
+    check_genesis(&node, &genesis)?;
+    Ok(node)
+}
+
 /// The leader's genesis header.
 pub async fn leader_genesis(leader: &str) -> Result<Header, NodeError> {
     let client = Leader::new(leader, Duration::from_secs(10), 2);

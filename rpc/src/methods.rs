@@ -409,7 +409,7 @@ pub(crate) async fn dispatch(
     ctx: &RpcContext,
     method: String,
     row: Option<&'static Method>,
-    params: Option<Value>,
+    mut params: Option<Value>,
     connection: Option<ConnectionId>,
 ) -> Result<Reply, RpcError> {
     // The slot's row is the method's while the metrics count the table's names (they do: its
@@ -425,15 +425,11 @@ pub(crate) async fn dispatch(
         return Err(RpcError::MethodNotFound(method));
     }
     if let Some(replica) = &ctx.replica {
-        match crate::replica::route(row.name, row.namespace, !row.kind.is_read()) {
-            crate::replica::Route::Local => {}
-            crate::replica::Route::Forward => {
-                return crate::replica::forward(replica, row.name, params).await;
-            }
-            crate::replica::Route::Refuse => {
-                let leader = replica.leader.clone();
-                return Err(RpcError::ReplicaRefused { method, leader });
-            }
+        let writes = !row.kind.is_read();
+        if let Some(answer) =
+            crate::replica::divert(replica, row.name, row.namespace, writes, &mut params).await
+        {
+            return answer;
         }
     }
     let params = Params::new(params);

@@ -41,7 +41,7 @@ pub struct Replica {
 
 /// What a replica does with a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Route {
+enum Route {
     /// Served by this node.
     Local,
     /// Sent to the leader, its answer passed on.
@@ -63,7 +63,7 @@ const FORWARDED: [&str; 6] = [
 
 /// How a replica handles the method `name`, gated under `namespace`, which changes something
 /// when `writes` (the method table's `Kind::Write`).
-pub(crate) fn route(name: &str, namespace: &str, writes: bool) -> Route {
+fn route(name: &str, namespace: &str, writes: bool) -> Route {
     if FORWARDED.contains(&name) || namespace == "txpool" {
         Route::Forward
     } else if writes && namespace != "eth" {
@@ -74,9 +74,28 @@ pub(crate) fn route(name: &str, namespace: &str, writes: bool) -> Route {
     }
 }
 
+/// What a replica does with the method `name` (see [`route`]) instead of serving it: `None`
+/// to serve it here, else its answer (forwarded, taking `params`, or refused).
+pub(crate) async fn divert(
+    replica: &Replica,
+    name: &'static str,
+    namespace: &str,
+    writes: bool,
+    params: &mut Option<Value>,
+) -> Option<Result<Reply, RpcError>> {
+    match route(name, namespace, writes) {
+        Route::Local => None,
+        Route::Forward => Some(forward(replica, name, params.take()).await),
+        Route::Refuse => Some(Err(RpcError::ReplicaRefused {
+            method: name.to_owned(),
+            leader: replica.leader.clone(),
+        })),
+    }
+}
+
 /// Sends `method(params)` to the leader and passes its answer on; for a transaction the
 /// leader mines at once, answers once this replica has imported its block.
-pub(crate) async fn forward(
+async fn forward(
     replica: &Replica,
     method: &str,
     params: Option<Value>,
