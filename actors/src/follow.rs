@@ -13,8 +13,8 @@
 //!   write's caller waits for the block holding it).
 //! - **Mailbox:** `--actors.mailbox`; a round runs beside the calls, never blocking them.
 //!
-//! Why an actor and not a task: the waiting writes are resolved by the rounds' imports, and
-//! one owner of both needs no lock.
+//! Why an actor and not a task: the waiting writes are resolved by the rounds, and one owner of
+//! both needs no lock.
 
 pub mod chase;
 pub mod leader;
@@ -67,7 +67,11 @@ pub struct FollowerActor {
     db: ChainDb,
     gauges: Arc<FollowGauges>,
     config: FollowerConfig,
-    waiting: HashMap<B256, Vec<oneshot::Sender<()>>>,
+    /// Forwarded writes waiting for their blocks: each with the first round that may answer
+    /// it (one started after the leader answered the write).
+    waiting: HashMap<B256, Vec<(u64, oneshot::Sender<()>)>>,
+    /// Rounds started so far.
+    rounds: u64,
     backoff: Duration,
     last_error: Option<String>,
     last_progress: Instant,
@@ -89,6 +93,7 @@ impl FollowerActor {
             gauges,
             config,
             waiting: HashMap::new(),
+            rounds: 0,
             backoff: FIRST_BACKOFF,
             last_error: None,
             last_progress: Instant::now(),
@@ -101,16 +106,22 @@ impl FollowerActor {
     }
 
     fn run_round(&mut self, ctx: &mut Context<Self>) {
+        self.rounds += 1;
+        let number = self.rounds;
         let (leader, target) = (self.leader.clone(), self.target.clone());
         let round = async move { chase::round(&leader, &target).await };
-        ctx.spawn(round.into_actor(self).map(|result, act, ctx| {
-            let next = act.finish_round(result);
+        ctx.spawn(round.into_actor(self).map(move |result, act, ctx| {
+            let next = act.finish_round(result, number);
             ctx.run_later(next, Self::run_round);
         }));
     }
 
     /// Records what a round did; answers how long to wait before the next.
-    fn finish_round(&mut self, result: Result<Round<FollowFailure>, FollowFailure>) -> Duration {
+    fn finish_round(
+        &mut self,
+        result: Result<Round<FollowFailure>, FollowFailure>,
+        number: u64,
+    ) -> Duration {
         let mut round = match result {
             Ok(round) => round,
             // The leader did not answer (or this node's chain could not be read).
@@ -121,7 +132,10 @@ impl FollowerActor {
             self.gauges.rewound();
             tracing::info!(target: "follow", "the leader's chain went back: this replica rewound to block {number}");
         }
-        self.resolve_waiting(&round);
+        for block in &round.imported {
+            self.gauges.imported(block.txs.len());
+        }
+        self.resolve_waiting(number);
         if let Some(error) = round.stopped.take() {
             match &error {
                 FollowFailure::Refused { number, .. } => self.gauges.diverged(*number),
@@ -158,19 +172,24 @@ impl FollowerActor {
         wait
     }
 
-    /// Counts the round's imports and answers the writes waiting for their transactions.
-    fn resolve_waiting(&mut self, round: &Round<FollowFailure>) {
-        for block in &round.imported {
-            self.gauges.imported(block.txs.len());
-            for tx in &block.txs {
-                for waiter in self.waiting.remove(tx).unwrap_or_default() {
+    /// Answers the writes waiting for their transactions that round `number` may answer and
+    /// this node's chain now holds. Only a round started after the leader answered a write can:
+    /// before it, the chain here may hold the same transaction in a block the leader has since
+    /// undone (a revert, then the same transaction sent again).
+    fn resolve_waiting(&mut self, number: u64) {
+        let db = &self.db;
+        self.waiting.retain(|tx, waiters| {
+            let held = || matches!(db.tx_location(tx), Ok(Some(_)));
+            if waiters.iter().any(|(first, _)| *first <= number) && held() {
+                let (ready, later): (Vec<_>, Vec<_>) =
+                    waiters.drain(..).partition(|(first, _)| *first <= number);
+                for (_, waiter) in ready {
                     let _ = waiter.send(());
                 }
+                *waiters = later;
             }
-        }
-        // Writes whose callers stopped waiting (their deadline passed) are forgotten.
-        self.waiting.retain(|_, waiters| {
-            waiters.retain(|w| !w.is_closed());
+            // Writes whose callers stopped waiting (their deadline passed) are forgotten.
+            waiters.retain(|(_, w)| !w.is_closed());
             !waiters.is_empty()
         });
     }
@@ -204,16 +223,13 @@ impl Handler<AwaitImport> for FollowerActor {
     type Result = ResponseFuture<Result<(), FollowError>>;
 
     fn handle(&mut self, AwaitImport(tx): AwaitImport, _: &mut Self::Context) -> Self::Result {
-        // Already imported: its block was committed before this call came.
-        if matches!(self.db.tx_location(&tx), Ok(Some(_))) {
-            return Box::pin(async { Ok(()) });
-        }
         let waiting: usize = self.waiting.values().map(Vec::len).sum();
         if waiting >= MAX_WAITING {
             return Box::pin(async move { Err(FollowError::TooManyWaiting(waiting)) });
         }
         let (sender, receiver) = oneshot::channel();
-        self.waiting.entry(tx).or_default().push(sender);
+        // The next round to start is the first that sees the leader's chain with the write.
+        self.waiting.entry(tx).or_default().push((self.rounds + 1, sender));
         let max_wait = self.config.max_wait;
         Box::pin(async move {
             match tokio::time::timeout(max_wait, receiver).await {

@@ -7,8 +7,9 @@
 //!   `eth_sendTransaction` (the leader signs with the same dev accounts), answered with the
 //!   leader's answer; when the leader automines, only once this replica has imported the block
 //!   holding the transaction, so a client that stays on one replica reads its own writes.
-//!   `txpool_*` too: the pool is the leader's (read-only, so forwarding is safe); and the
-//!   getters of the mining mode, which is the leader's.
+//!   `txpool_*` too: the pool is the leader's (read-only, so forwarding is safe); so is
+//!   `eth_getTransactionCount` at `pending`, which counts the leader's pool; and the getters of
+//!   the mining mode, which is the leader's.
 //! - **Refused:** every other method that changes the chain or the node (`anvil_*`, `evm_*`,
 //!   `hardhat_*`, `debug_setHead`, ...), with an error naming the leader: a dev change made
 //!   on one replica would make its chain differ from the leader's.
@@ -83,7 +84,11 @@ pub(crate) async fn divert(
     writes: bool,
     params: &mut Option<Value>,
 ) -> Option<Result<Reply, RpcError>> {
-    match route(name, namespace, writes) {
+    // The pending nonce counts the leader's pool: a client that numbers its own transactions
+    // asks it before each send.
+    let pending = name == "eth_getTransactionCount"
+        && params.as_ref().and_then(|p| p.get(1)).and_then(Value::as_str) == Some("pending");
+    match if pending { Route::Forward } else { route(name, namespace, writes) } {
         Route::Local => None,
         Route::Forward => Some(forward(replica, name, params.take()).await),
         Route::Refuse => Some(Err(RpcError::ReplicaRefused {

@@ -90,17 +90,26 @@ fn a_replica_forwards_writes_answers_them_once_imported_and_refuses_dev_methods(
     assert_eq!(head(&replica), 4);
     assert_eq!(head(&leader), 4);
 
-    // The pool is the leader's: txpool_* is answered from there.
+    // The pool is the leader's: txpool_* and the pending nonce are answered from there.
     assert_eq!(replica.ok("txpool_status", json!([])), leader.ok("txpool_status", json!([])));
+    leader.ok("evm_setAutomine", json!([false]));
+    leader.ok("eth_sendTransaction", json!([{"from": from, "to": SINK, "value": "0x1"}]));
+    let nonce =
+        |node: &NodeProcess, tag: &str| node.ok("eth_getTransactionCount", json!([from, tag]));
+    assert_eq!(nonce(&replica, "pending"), "0x5");
+    assert_eq!(nonce(&replica, "latest"), "0x4");
+    leader.ok("evm_mine", json!([]));
+    leader.ok("evm_setAutomine", json!([true]));
+    send(&replica, &from, "0x1");
 
     let (status, body) = get(replica.addr, "/health").expect("health");
     let health: Value = serde_json::from_str(&body).expect("JSON");
     assert_eq!(status, 200, "{body}");
     assert_eq!((health["status"].as_str(), health["lag"].as_u64()), (Some("ok"), Some(0)));
-    assert_eq!(health["leaderHead"], 4);
+    assert_eq!(health["leaderHead"], 6);
     assert_eq!(metric(&replica, "hearth_follow_lag_blocks"), 0);
-    assert_eq!(metric(&replica, "hearth_follow_imported_blocks_total"), 4);
-    assert_eq!(metric(&replica, "hearth_follow_imported_transactions_total"), 4);
+    assert_eq!(metric(&replica, "hearth_follow_imported_blocks_total"), 6);
+    assert_eq!(metric(&replica, "hearth_follow_imported_transactions_total"), 6);
 }
 
 #[test]
