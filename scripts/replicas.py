@@ -315,22 +315,23 @@ class Counters:
         return self.n.get(key, 0)
 
 
-def send_transactions(port, senders, total, counters, recipients):
-    """`total` eth_sendTransaction calls to `port`, spread over `senders` (one thread each,
-    sequential per sender); returns (elapsed s, per-sender ok counts)."""
-    per = [total // len(senders) + (1 if i < total % len(senders) else 0) for i in range(len(senders))]
+def send_counted(c, tx, ok, i, counters):
+    """One eth_sendTransaction on `c`, counted in `ok[i]` or as a failed send."""
+    try:
+        c.call("eth_sendTransaction", tx)
+        ok[i] += 1
+    except Exception as e:  # noqa: BLE001 - counted and reported
+        counters.add("failed sends", example=short(e))
+
+
+def per_sender(port, senders, body, join_s):
+    """Runs `body(i, conn)` on a thread per sender, each with its own connection to `port`;
+    returns (elapsed s from the start, per-sender ok counts that `body` fills)."""
     ok = [0] * len(senders)
 
     def run(i):
         c = Conn(port, 30.0)
-        for k in range(per[i]):
-            tx = {"from": senders[i], "to": recipients[(i + k) % len(recipients)],
-                  "value": hex(1 + k % 5), "gas": TX_GAS}
-            try:
-                c.call("eth_sendTransaction", tx)
-                ok[i] += 1
-            except Exception as e:  # noqa: BLE001 - counted and reported
-                counters.add("failed sends", example=short(e))
+        body(i, c, ok)
         c.close()
 
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(senders))]
@@ -338,8 +339,22 @@ def send_transactions(port, senders, total, counters, recipients):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(600)
+        t.join(join_s)
     return now() - t0, ok
+
+
+def send_transactions(port, senders, total, counters, recipients):
+    """`total` eth_sendTransaction calls to `port`, spread over `senders` (one thread each,
+    sequential per sender); returns (elapsed s, per-sender ok counts)."""
+    per = [total // len(senders) + (1 if i < total % len(senders) else 0) for i in range(len(senders))]
+
+    def body(i, c, ok):
+        for k in range(per[i]):
+            tx = {"from": senders[i], "to": recipients[(i + k) % len(recipients)],
+                  "value": hex(1 + k % 5), "gas": TX_GAS}
+            send_counted(c, tx, ok, i, counters)
+
+    return per_sender(port, senders, body, 600)
 
 
 def nonces(port, addrs):
@@ -577,12 +592,10 @@ def send_at_rate(port, senders, rate, secs, counters, recipients):
     schedule sends at once, so the achieved rate is min(rate, what the node and senders
     sustain)). Returns (elapsed s, per-sender ok counts)."""
     tickets = itertools.count()
-    ok = [0] * len(senders)
     t0 = now() + 0.05
     stop_at = t0 + secs
 
-    def run(i):
-        c = Conn(port, 30.0)
+    def body(i, c, ok):
         k = 0
         while True:
             due = t0 + next(tickets) / rate
@@ -593,19 +606,10 @@ def send_at_rate(port, senders, rate, secs, counters, recipients):
                 time.sleep(delay)
             tx = {"from": senders[i], "to": recipients[k % len(recipients)], "value": "0x1", "gas": TX_GAS}
             k += 1
-            try:
-                c.call("eth_sendTransaction", tx)
-                ok[i] += 1
-            except Exception as e:  # noqa: BLE001 - counted and reported
-                counters.add("failed sends", example=short(e))
-        c.close()
+            send_counted(c, tx, ok, i, counters)
 
-    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(senders))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(secs + 60)
-    return now() - t0, ok
+    elapsed, ok = per_sender(port, senders, body, secs + 60)
+    return elapsed - 0.05, ok
 
 
 def phase_lag(ctx, secs, rate=1000):
