@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use alloy_consensus::Header;
 use alloy_eips::eip7685::EMPTY_REQUESTS_HASH;
 use alloy_primitives::B256;
-use hearth_actors::follow::chase::{self, FollowTarget};
+use hearth_actors::follow::chase::{self, Diverged, FollowTarget, Reach};
 use hearth_actors::follow::leader::{Leader, LeaderBlock, LeaderError};
 use serde_json::{Value, json};
 
@@ -42,6 +42,9 @@ pub enum DriveError {
     /// The driven node refused a call.
     #[error("the driven node: {0}")]
     Engine(#[from] EngineCallError),
+    /// The driven node's chain shares no block with the leader's.
+    #[error(transparent)]
+    Diverged(#[from] Diverged),
     /// The driven node did not take a block the leader has.
     #[error("block {number} ({hash}) was {status} on the driven node: {why}")]
     Refused {
@@ -133,7 +136,8 @@ pub async fn drive(settings: DriveSettings) -> Result<u64, DriveError> {
         if settings.until.is_some_and(|until| head >= until) {
             return Ok(head);
         }
-        let round = chase::round(&leader, &target).await?;
+        let until = settings.until.unwrap_or(u64::MAX);
+        let round = chase::round(&leader, &target, Reach { until, ..Reach::default() }).await?;
         head = round.head;
         if let Some(error) = round.stopped {
             return Err(error);

@@ -12,14 +12,32 @@ use crate::config::NodeConfig;
 use crate::node::{Node, NodeError};
 
 /// Starts the node of `config`: for a read replica, on its leader's genesis (taken for a new
-/// chain, checked for an existing one).
+/// chain, checked for an existing one). A replica whose datadir holds a chain starts while its
+/// leader is down, serving its last head; its rounds check the chain once the leader answers.
 pub async fn start(mut config: NodeConfig) -> Result<Node, NodeError> {
     let Some(follow) = config.follow.clone() else { return Node::start(config) };
-    let genesis = leader_genesis(&follow.leader).await?;
+    let genesis = match leader_genesis(&follow.leader).await {
+        Ok(genesis) => genesis,
+        Err(error) if holds_chain(&config) => {
+            tracing::warn!(target: "follow", "{error}; serving the chain in the datadir until the leader answers");
+            return Node::start(config);
+        }
+        Err(error) => return Err(error),
+    };
     adopt_genesis_time(&mut config, &genesis);
     let node = Node::start(config)?;
     check_genesis(&node, &genesis)?;
     Ok(node)
+}
+
+/// Whether the node's datadir holds a chain already (anything in it).
+fn holds_chain(config: &NodeConfig) -> bool {
+    match &config.storage {
+        crate::config::StorageMode::Disk(path) => {
+            std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_some())
+        }
+        crate::config::StorageMode::Ephemeral => false,
+    }
 }
 
 /// The leader's genesis header.

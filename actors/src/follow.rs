@@ -72,6 +72,9 @@ pub struct FollowerActor {
     waiting: HashMap<B256, Vec<(u64, oneshot::Sender<()>)>>,
     /// Rounds started so far.
     rounds: u64,
+    /// How many blocks the next round fetches per request: halved after a failed round,
+    /// doubled after a good one, between 1 and `chase::MAX_BATCH`.
+    batch: u64,
     backoff: Duration,
     last_error: Option<String>,
     last_progress: Instant,
@@ -94,6 +97,7 @@ impl FollowerActor {
             config,
             waiting: HashMap::new(),
             rounds: 0,
+            batch: chase::MAX_BATCH,
             backoff: FIRST_BACKOFF,
             last_error: None,
             last_progress: Instant::now(),
@@ -109,7 +113,8 @@ impl FollowerActor {
         self.rounds += 1;
         let number = self.rounds;
         let (leader, target) = (self.leader.clone(), self.target.clone());
-        let round = async move { chase::round(&leader, &target).await };
+        let reach = chase::Reach { batch: self.batch, ..chase::Reach::default() };
+        let round = async move { chase::round(&leader, &target, reach).await };
         ctx.spawn(round.into_actor(self).map(move |result, act, ctx| {
             let next = act.finish_round(result, number);
             ctx.run_later(next, Self::run_round);
@@ -140,10 +145,12 @@ impl FollowerActor {
             match &error {
                 FollowFailure::Refused { number, .. } => self.gauges.diverged(*number),
                 FollowFailure::Patch { head, .. } => self.gauges.diverged(head + 1),
+                FollowFailure::Diverged(diverged) => self.gauges.diverged(diverged.block),
                 _ => {}
             }
             return self.failed(&error);
         }
+        self.batch = (self.batch * 2).min(chase::MAX_BATCH);
         if !round.imported.is_empty() || round.rewound_to.is_some() {
             self.gauges.converged();
         }
@@ -162,6 +169,8 @@ impl FollowerActor {
     /// next, doubled each time up to [`MAX_BACKOFF`].
     fn failed(&mut self, error: &FollowFailure) -> Duration {
         self.gauges.failed();
+        // A batch of large blocks may not fit one answer: the next rounds ask for fewer.
+        self.batch = (self.batch / 2).max(1);
         let message = error.to_string();
         if self.last_error.as_ref() != Some(&message) {
             tracing::warn!(target: "follow", leader = %self.leader.url(), retry_in = ?self.backoff, "following stopped: {message}");
@@ -223,6 +232,11 @@ impl Handler<AwaitImport> for FollowerActor {
     type Result = ResponseFuture<Result<(), FollowError>>;
 
     fn handle(&mut self, AwaitImport(tx): AwaitImport, _: &mut Self::Context) -> Self::Result {
+        // Callers that stopped waiting (their deadline passed) free their places.
+        self.waiting.retain(|_, waiters| {
+            waiters.retain(|(_, w)| !w.is_closed());
+            !waiters.is_empty()
+        });
         let waiting: usize = self.waiting.values().map(Vec::len).sum();
         if waiting >= MAX_WAITING {
             return Box::pin(async move { Err(FollowError::TooManyWaiting(waiting)) });

@@ -25,7 +25,8 @@ pub struct FollowGauges {
     imported_txs: AtomicU64,
     rewinds: AtomicU64,
     errors: AtomicU64,
-    /// The leader block this replica refused (0: none): it cannot follow past its parent.
+    /// One more than the leader block this replica refused or whose state differs here (0:
+    /// none): it cannot follow past it.
     diverged_at: AtomicU64,
 }
 
@@ -74,9 +75,10 @@ impl FollowGauges {
         self.errors.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Records that the leader's block `number` does not check here.
+    /// Records that the leader's block `number` does not check here (or, for the genesis, that
+    /// its state differs).
     pub fn diverged(&self, number: u64) {
-        self.diverged_at.store(number.max(1), Ordering::Relaxed);
+        self.diverged_at.store(number.saturating_add(1), Ordering::Relaxed);
     }
 
     /// Records that blocks import again.
@@ -94,7 +96,7 @@ impl FollowGauges {
             imported_txs: self.imported_txs.load(Ordering::Relaxed),
             rewinds: self.rewinds.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
-            diverged_at: Some(self.diverged_at.load(Ordering::Relaxed)).filter(|n| *n != 0),
+            diverged_at: self.diverged_at.load(Ordering::Relaxed).checked_sub(1),
         }
     }
 }

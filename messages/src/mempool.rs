@@ -394,3 +394,17 @@ crate::actor_client! {
         send remove_sender: RemoveSender,
     }
 }
+
+/// The sender an impersonated transaction's placeholder signature names: Hearth seals a
+/// transaction of an impersonated account with r = the sender's address and s = 1, which no
+/// key makes (a real signature's s is a random 256-bit number). `None`: not a placeholder.
+/// The RPC front refuses a raw transaction of this shape, so that a placeholder in a block
+/// always means the leader's impersonation (a read replica reads the sender from it).
+pub fn placeholder_sender(
+    signature: &alloy_primitives::Signature,
+) -> Option<alloy_primitives::Address> {
+    use alloy_primitives::{Address, B256, U256};
+    let r = signature.r();
+    (signature.s() == U256::from(1) && r < (U256::from(1) << 160))
+        .then(|| Address::from_word(B256::from(r)))
+}

@@ -230,8 +230,8 @@ pub(crate) fn metrics(out: &mut String, replica: &Replica, head: u64) {
     gauge(
         out,
         "hearth_follow_refused_block",
-        "The leader block this replica refused and cannot follow past (0: none).",
-        stats.diverged_at.unwrap_or_default(),
+        "One more than the leader block this replica refused and cannot follow past (0: none).",
+        stats.diverged_at.map_or(0, |n| n + 1),
     );
     counter(
         out,

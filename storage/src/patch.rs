@@ -329,6 +329,8 @@ mod tests {
         let logged = db.patches_at(3).expect("read");
         assert_eq!(logged.len(), 2);
         assert_eq!(logged[1].root, root);
+        let roots = db.patch_roots_at(3).expect("read");
+        assert_eq!(roots, logged.iter().map(|r| r.root).collect::<Vec<_>>());
         assert_eq!(db.state_root_at(3).expect("read"), Some(root));
         let account = &logged[1].accounts[0];
         assert_eq!(

@@ -90,12 +90,33 @@ pub(crate) fn count(db: &ChainDb, number: u64) -> Result<u32, StorageError> {
 impl ChainDb {
     /// The patches made while block `number` was the head, in order.
     pub fn patches_at(&self, number: u64) -> Result<Vec<PatchRecord>, StorageError> {
+        self.patch_records(number)?
+            .iter()
+            .map(|bytes| {
+                alloy_rlp::Decodable::decode(&mut bytes.as_slice())
+                    .map_err(|_| StorageError::Corrupt { what: "patch log record" })
+            })
+            .collect()
+    }
+
+    /// The roots the patches made while block `number` was the head left, in order, read
+    /// without decoding their accounts (a replica asks for them every round).
+    pub fn patch_roots_at(&self, number: u64) -> Result<Vec<B256>, StorageError> {
+        let corrupt = |_| StorageError::Corrupt { what: "patch log record" };
+        self.patch_records(number)?
+            .iter()
+            .map(|bytes| {
+                let mut rest = bytes.as_slice();
+                alloy_rlp::Header::decode(&mut rest).map_err(corrupt)?;
+                alloy_rlp::Decodable::decode(&mut rest).map_err(corrupt)
+            })
+            .collect()
+    }
+
+    fn patch_records(&self, number: u64) -> Result<Vec<Vec<u8>>, StorageError> {
         let mut records = Vec::new();
         for key in self.keys_with_prefix(&layout::number_key(layout::PATCH_LOG, number))? {
-            let Some(bytes) = self.raw_get(&key)? else { continue };
-            let record = alloy_rlp::Decodable::decode(&mut bytes.as_ref())
-                .map_err(|_| StorageError::Corrupt { what: "patch log record" })?;
-            records.push(record);
+            records.extend(self.raw_get(&key)?);
         }
         Ok(records)
     }

@@ -177,12 +177,66 @@ fn a_replica_catches_up_from_its_own_head_after_kill_9() {
         leader.ok("eth_getStorageAt", json!([SINK, "0x1", "latest"]))
     );
 
-    // The leader gone, a write fails with a clear error and reads go on at the last head.
+    // The leader gone, a write fails with a clear error and reads go on at the last head,
+    // also after the replica restarts while the leader is down.
+    let leader_url = url(&leader);
     leader.kill_9();
     let refused = replica.call("eth_sendTransaction", json!([{"from": from, "to": SINK}]));
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("did not answer"), "{refused}");
     assert_eq!(replica.ok("eth_getBalance", json!([SINK, "latest"])), "0x501");
+    replica.kill_9();
+    let replica =
+        NodeProcess::spawn(&["--http.port", "0", "--follow", &leader_url, "--datadir", &datadir]);
+    assert_eq!(head(&replica), 92);
+    assert_eq!(replica.ok("eth_getBalance", json!([SINK, "latest"])), "0x501");
+}
+
+#[test]
+fn a_replica_whose_genesis_patches_the_leader_undid_says_it_diverged() {
+    let leader = NodeProcess::spawn(&["--http.port", "0"]);
+    let snapshot = leader.ok("evm_snapshot", json!([]));
+    leader.ok("anvil_setBalance", json!([SINK, "0x64"]));
+    let replica = replica_of(&leader, &["--follow.max-lag-time", "1s"]);
+    let from = replica.ok("eth_accounts", json!([]))[0].clone();
+    send(&replica, &from, "0x1");
+    assert_eq!(replica.ok("eth_getBalance", json!([SINK, "latest"])), "0x65");
+    // Back to before the genesis patch: the replica's genesis state keeps it (a rewind keeps
+    // a block's own state), so it cannot follow from its datadir and says so.
+    leader.ok("evm_revert", json!([snapshot]));
+    let answer =
+        replica.call("eth_sendTransaction", json!([{"from": from, "to": SINK, "value": "0x1"}]));
+    assert!(
+        answer["error"]["message"].as_str().unwrap_or_default().contains("not imported"),
+        "{answer}"
+    );
+    let (status, body) = get(replica.addr, "/health").expect("health");
+    let health: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(
+        (health["status"].as_str(), health["refusedBlock"].as_u64()),
+        (Some("diverged"), Some(0))
+    );
+}
+
+#[test]
+fn a_raw_transaction_shaped_as_the_impersonation_placeholder_is_refused() {
+    use alloy_consensus::{SignableTransaction, TxEnvelope, TxLegacy};
+    use alloy_eips::eip2718::Encodable2718;
+    use alloy_primitives::{Address, Signature, U256};
+    let node = NodeProcess::spawn(&["--http.port", "0"]);
+    let sender = Address::repeat_byte(0x42);
+    let tx = TxLegacy {
+        chain_id: Some(31337),
+        gas_limit: 21_000,
+        gas_price: 2_000_000_000,
+        ..Default::default()
+    };
+    let signature = Signature::new(U256::from_be_slice(sender.as_slice()), U256::from(1), false);
+    let raw = TxEnvelope::from(tx.into_signed(signature)).encoded_2718();
+    let answer =
+        node.call("eth_sendRawTransaction", json!([alloy_primitives::hex::encode_prefixed(raw)]));
+    assert_eq!(answer["error"]["message"], "invalid transaction signature", "{answer}");
 }
 
 #[test]

@@ -222,7 +222,10 @@ impl Work {
         if head.is_zero() {
             return Ok(Plan::Invalid(None));
         }
-        if let Some(ancestor) = kept.invalid(&head) {
+        // A dev leader's block is judged again (see `new_payload_plan`).
+        if !self.config.dev_leader
+            && let Some(ancestor) = kept.invalid(&head)
+        {
             return Ok(Plan::Invalid(ancestor));
         }
         if let Some(number) = self.canonical(&head)? {

@@ -14,6 +14,33 @@ use super::leader::{Leader, LeaderBlock, LeaderError, LeaderPatch};
 /// Most blocks fetched in one request, and so held at once.
 pub const MAX_BATCH: u64 = 32;
 
+/// How far one round may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reach {
+    /// Most blocks fetched in one request (1..=[`MAX_BATCH`]): a follower halves it after a
+    /// failed round, so that blocks too large for one answer together still come one by one.
+    pub batch: u64,
+    /// The last block to import (`hearth drive --until`).
+    pub until: u64,
+}
+
+impl Default for Reach {
+    fn default() -> Self {
+        Self { batch: MAX_BATCH, until: u64::MAX }
+    }
+}
+
+/// The target's chain cannot follow the leader's from where it is: no block in common, or
+/// genesis state the leader has since changed back. Following again needs a new datadir.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{why}; this node cannot follow the leader from its datadir: start it on a new one")]
+pub struct Diverged {
+    /// The block whose state differs from the leader's.
+    pub block: u64,
+    /// How.
+    pub why: String,
+}
+
 /// How far back a rewind looks per request to the leader.
 const REWIND_STRIDE: u64 = 64;
 
@@ -21,7 +48,7 @@ const REWIND_STRIDE: u64 = 64;
 #[allow(async_fn_in_trait, reason = "used with concrete types on one thread, never as dyn")]
 pub trait FollowTarget {
     /// Why the target failed.
-    type Error: From<LeaderError>;
+    type Error: From<LeaderError> + From<Diverged>;
 
     /// The target's head: its number and hash.
     async fn head(&self) -> Result<(u64, B256), Self::Error>;
@@ -88,11 +115,13 @@ impl<E> Round<E> {
     }
 }
 
-/// Runs one round of following `leader` with `target`. `Err` when nothing was learned (the
-/// target's head unreadable, the leader silent); a later failure is the round's `stopped`.
+/// Runs one round of following `leader` with `target`, as far as `reach` says. `Err` when
+/// nothing was learned (the target's head unreadable, the leader silent); a later failure is
+/// the round's `stopped`.
 pub async fn round<T: FollowTarget>(
     leader: &Leader,
     target: &T,
+    reach: Reach,
 ) -> Result<Round<T::Error>, T::Error> {
     let (head, head_hash) = target.head().await?;
     let view = leader.view(head).await?;
@@ -115,8 +144,9 @@ pub async fn round<T: FollowTarget>(
                 (round.head, round.rewound_to) = (parent, Some(parent));
                 Ok(())
             }
-            Ok(None) if view.head > head => {
-                import_next(leader, target, &mut round, head_hash).await
+            Ok(None) if view.head > head && reach.until > head => {
+                let logs_patches = view.patch_roots.is_some();
+                import_next(leader, target, &mut round, (head_hash, logs_patches), reach).await
             }
             other => other.map(drop),
         }
@@ -126,9 +156,10 @@ pub async fn round<T: FollowTarget>(
 }
 
 /// Brings the target's head state to the leader's: replays the dev patches the leader made
-/// while block `number` was its head and the target lacks. When the target holds patches the
-/// leader has since undone (an `evm_revert` back to before them), it goes back to the parent
-/// instead, to take the block again without them: answers that parent.
+/// while block `number` was its head and the target lacks, each checked against the root the
+/// leader listed for it before it is applied. When the target holds patches the leader has
+/// since undone (an `evm_revert` back to before them), it goes back to the parent instead, to
+/// take the block again without them: answers that parent.
 /// `roots` are the leader's patch roots at `number` and the block's header root (`None`: the
 /// leader does not log patches).
 async fn replay_patches<T: FollowTarget>(
@@ -150,34 +181,43 @@ async fn replay_patches<T: FollowTarget>(
         roots.iter().position(|root| *root == ours).map(|i| i + 1)
     };
     let Some(held) = held else {
-        let undone = |why: &str| LeaderError { url: leader.url().to_owned(), why: why.into() };
         let Some(parent) = number.checked_sub(1) else {
-            return Err(undone(
-                "the genesis state here holds dev patches the leader undid; start this replica on a new datadir",
-            )
-            .into());
+            let why = "the genesis state here holds dev patches the leader has undone".into();
+            return Err(Diverged { block: 0, why }.into());
         };
         let block = leader.blocks(parent, 1).await?;
-        let header = &block.first().ok_or_else(|| undone("no parent block"))?.header;
-        target.rewind_to(header, header.hash_slow()).await?;
+        let header = &block.first().ok_or_else(|| LeaderError {
+            url: leader.url().to_owned(),
+            why: format!("no block {parent}"),
+        })?;
+        target.rewind_to(&header.header, header.header.hash_slow()).await?;
         return Ok(Some(parent));
     };
-    for patch in leader.patches(number).await?.into_iter().skip(held) {
-        target.apply_patch(patch).await?;
+    for (index, root) in roots.iter().enumerate().skip(held) {
+        // The list may have changed since it was read (a revert, other patches): a patch
+        // whose root is not the one listed waits for the next round's list.
+        match leader.patch(number, index).await? {
+            Some(patch) if patch.root == *root => target.apply_patch(patch).await?,
+            _ => break,
+        }
     }
     Ok(None)
 }
 
-/// Fetches the blocks after `round.head` (at most [`MAX_BATCH`]) and imports them in order,
-/// each followed by the dev patches the leader made on it before the next, recording each in
-/// `round`.
+/// Fetches the blocks after `round.head` (at most `reach.batch`, none past `reach.until`) and
+/// imports them in order, each followed by the dev patches the leader made on it before the
+/// next, recording each in `round`. `from` is the head's hash and whether the leader logs
+/// patches.
 async fn import_next<T: FollowTarget>(
     leader: &Leader,
     target: &T,
     round: &mut Round<T::Error>,
-    mut head_hash: B256,
+    from: (B256, bool),
+    reach: Reach,
 ) -> Result<(), T::Error> {
-    let count = (round.leader_head - round.head).min(MAX_BATCH);
+    let (mut head_hash, logs_patches) = from;
+    let last = round.leader_head.min(reach.until);
+    let count = (last - round.head).min(reach.batch.clamp(1, MAX_BATCH));
     for (block, roots) in leader.blocks_and_patches(round.head + 1, count).await? {
         if block.header.parent_hash != head_hash {
             // The leader moved to another chain between the two requests: the next round
@@ -190,10 +230,17 @@ async fn import_next<T: FollowTarget>(
         target.import(block).await?;
         round.imported.push(Imported { number, hash, txs });
         (round.head, head_hash) = (number, hash);
-        let patched = roots.as_deref().filter(|roots| !roots.is_empty());
-        if let Some(roots) = patched {
+        let Some(roots) = roots else {
+            // The answer about this block's patches failed: the next round looks at them
+            // before going on (a leader that logs none has none to look at).
+            if logs_patches {
+                break;
+            }
+            continue;
+        };
+        if !roots.is_empty() {
             // A fresh block holds none of them: each is replayed (never a rewind).
-            replay_patches(leader, target, Some((roots, header_root)), number).await?;
+            replay_patches(leader, target, Some((&roots, header_root)), number).await?;
         }
     }
     Ok(())
@@ -221,13 +268,10 @@ async fn rewind<T: FollowTarget>(leader: &Leader, target: &T, from: u64) -> Resu
             }
         }
         if bottom == 0 {
-            return Err(LeaderError {
-                url: leader.url().to_owned(),
-                why: "no block in common, not even the genesis: the leader runs another chain \
-                      (start the follower with the leader's genesis flags)"
-                    .into(),
-            }
-            .into());
+            let why = "no block in common with the leader, not even the genesis: it runs \
+                       another chain (a reset, or other genesis flags)"
+                .into();
+            return Err(Diverged { block: 0, why }.into());
         }
         top = bottom - 1;
     }

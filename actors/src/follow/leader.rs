@@ -91,25 +91,27 @@ impl Leader {
         })
     }
 
-    /// The dev patches made while the leader's block `number` was its head, in order: each
-    /// patch's accounts and the root it left.
-    pub async fn patches(&self, number: u64) -> Result<Vec<LeaderPatch>, LeaderError> {
-        let call = ("hearth_getPatches", json!([format!("{number:#x}"), true]));
+    /// The `index`-th dev patch made while the leader's block `number` was its head: its
+    /// accounts and the root it left (`None`: it has no such patch now). One per request, so
+    /// that an answer holds one patch.
+    pub async fn patch(
+        &self,
+        number: u64,
+        index: usize,
+    ) -> Result<Option<LeaderPatch>, LeaderError> {
+        let call = ("hearth_getPatches", json!([format!("{number:#x}"), true, index]));
         let answer = self.batch(vec![call]).await?.pop().unwrap_or_default();
-        let patches = answer["patches"].as_array().cloned().unwrap_or_default();
-        patches
-            .iter()
-            .map(|patch| {
-                let root = patch["stateRoot"].as_str().and_then(|r| r.parse().ok());
-                let accounts = patch["accounts"]
-                    .as_array()
-                    .map(|list| list.iter().map(whole_account).collect::<Option<Vec<_>>>());
-                match (root, accounts) {
-                    (Some(root), Some(Some(accounts))) => Ok(LeaderPatch { root, accounts }),
-                    _ => Err(self.error(format!("hearth_getPatches {number}: a malformed patch"))),
-                }
-            })
-            .collect()
+        let Some(patch) = answer["patches"].as_array().and_then(|p| p.first()) else {
+            return Ok(None);
+        };
+        let root = patch["stateRoot"].as_str().and_then(|r| r.parse().ok());
+        let accounts = patch["accounts"]
+            .as_array()
+            .and_then(|list| list.iter().map(whole_account).collect::<Option<Vec<_>>>());
+        match (root, accounts) {
+            (Some(root), Some(accounts)) => Ok(Some(LeaderPatch { root, accounts })),
+            _ => Err(self.error(format!("hearth_getPatches {number}: a malformed patch"))),
+        }
     }
 
     /// The hashes of the leader's blocks `numbers` (`None` where it has none).
@@ -177,7 +179,10 @@ impl Leader {
         let items = match answer {
             Value::Array(items) => items,
             // One error object: the leader refused the batch whole (its own reason).
-            single => return Ok((single, false)),
+            single if single.get("error").is_some_and(|e| !e.is_null()) => {
+                return Ok((single, false));
+            }
+            _ => return Err(self.error("the answer to a batch is neither a batch nor an error")),
         };
         let mut response = None;
         let mut automine = false;
@@ -188,7 +193,9 @@ impl Leader {
                 _ => {}
             }
         }
-        let response = response.ok_or_else(|| self.error("no answer to the write in the batch"))?;
+        let response = response
+            .filter(|r| r.get("result").is_some() || r.get("error").is_some_and(|e| !e.is_null()))
+            .ok_or_else(|| self.error("no result or error for the write in the batch"))?;
         Ok((response, automine))
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Header, TxEnvelope};
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256};
 use hearth_messages::client::ActorError;
 use hearth_messages::engine::{
     EngineClient, EngineError, ForkchoiceState, ForkchoiceUpdate, NewPayload, PayloadVerdict,
@@ -17,7 +17,7 @@ use hearth_messages::miner::{BetweenBlocks, MinerClient};
 use hearth_messages::state::LoadState;
 use hearth_storage::{BlockExtras, ChainDb, StorageError};
 
-use super::chase::FollowTarget;
+use super::chase::{Diverged, FollowTarget};
 use super::leader::{LeaderBlock, LeaderError, LeaderPatch};
 
 /// Why a round of following failed.
@@ -26,6 +26,9 @@ pub enum FollowFailure {
     /// The leader did not answer, or answered something unusable.
     #[error(transparent)]
     Leader(#[from] LeaderError),
+    /// This node's chain cannot follow the leader's from where it is.
+    #[error(transparent)]
+    Diverged(#[from] Diverged),
     /// A leader block did not check on this node: the replica stops at its parent.
     #[error(
         "the leader's block {number} ({hash}) is {verdict} here: {why}; this replica stays at block {}",
@@ -105,14 +108,11 @@ fn refused(number: u64, hash: B256, verdict: &PayloadVerdict) -> FollowFailure {
 }
 
 /// The sender of a transaction a dev leader mined for an impersonated account
-/// (`anvil_impersonateAccount`): its signature is Hearth's placeholder, which no key makes (r
-/// is the sender, s is 1). The leader's impersonation is its choice, as its blocks' other
-/// inputs are; the execution that follows is checked.
+/// (`anvil_impersonateAccount`): its signature is Hearth's placeholder, which names it. The
+/// leader's impersonation is its choice, as its blocks' other inputs are (its RPC refuses a
+/// raw transaction of that shape); the execution that follows is checked.
 fn impersonated_sender(tx: &TxEnvelope) -> Option<Address> {
-    let signature = tx.signature();
-    let r = signature.r();
-    (signature.s() == U256::from(1) && r < (U256::from(1) << 160))
-        .then(|| Address::from_word(B256::from(r)))
+    hearth_messages::mempool::placeholder_sender(tx.signature())
 }
 
 impl FollowTarget for EngineTarget {

@@ -33,7 +33,17 @@ use crate::eth::fees::{SUGGESTED_TIP, latest_base_fee};
 fn decode_raw(params: &Params) -> Result<TxEnvelope, RpcError> {
     params.at_most(1)?;
     let raw: Bytes = params.required(0)?;
-    decode_tx(&raw).map_err(|e| RpcError::TxDecode(e.to_string()))
+    decode_signed(&raw)
+}
+
+/// A raw transaction, decoded; one sealed with the impersonation placeholder's shape is
+/// refused (`mempool::placeholder_sender`: only the node makes those).
+fn decode_signed(raw: &Bytes) -> Result<TxEnvelope, RpcError> {
+    let tx = decode_tx(raw).map_err(|e| RpcError::TxDecode(e.to_string()))?;
+    if hearth_messages::mempool::placeholder_sender(tx.signature()).is_some() {
+        return Err(RpcError::Tx(hearth_messages::TxError::InvalidSignature));
+    }
+    Ok(tx)
 }
 
 /// eth_sendRawTransaction: `[signedTxBytes]`; the transaction hash.
@@ -63,7 +73,7 @@ pub(crate) async fn send_raw_transaction_sync(
         _ => SYNC_TIMEOUT,
     };
     let raw: Bytes = params.required(0)?;
-    let tx = decode_tx(&raw).map_err(|e| RpcError::TxDecode(e.to_string()))?;
+    let tx = decode_signed(&raw)?;
     let hash = submit_and_mine(ctx, tx).await?;
     // Looked up in the chain's index, which a committed block updates: at once with automine;
     // otherwise every few milliseconds (a read of memory) until a block holds it.
@@ -246,7 +256,8 @@ fn sign(secret: B256, hash: B256) -> Result<Signature, alloy_signer::Error> {
         .map_err(alloy_signer::Error::other)
 }
 
-/// A signature no key made: it only has to make the hash unique per sender (r is the sender).
+/// A signature no key made: it only has to make the hash unique per sender (r is the sender;
+/// `mempool::placeholder_sender` reads it back).
 /// Such a transaction reaches the pool only as an impersonated `SubmitFilled`, which takes the
 /// sender as given; eth_sendRawTransaction always recovers the signer, so it cannot use it.
 fn placeholder_signature(sender: Address) -> Signature {
