@@ -56,7 +56,10 @@ impl Leader {
     }
 
     fn error(&self, why: impl Into<String>) -> LeaderError {
-        LeaderError { url: self.url.clone(), why: why.into() }
+        let why = why.into();
+        // The HTTP client's reasons name the URL already.
+        let why = why.strip_prefix(&format!("{}: ", self.url)).map_or(why.clone(), str::to_owned);
+        LeaderError { url: self.url.clone(), why }
     }
 
     /// Sends `calls` as one batch; each call's result, or the first error.
