@@ -395,6 +395,24 @@ def same_block(ctx, port, number):
     return mine["hash"] == theirs["hash"], mine["stateRoot"] == theirs["stateRoot"]
 
 
+def until_health(ports, wanted, deadline):
+    """Polls each port's /health every 50 ms until `wanted(status, body)` holds for every port or
+    `deadline` passes; {index: (time first seen, body)} for those it held for."""
+    seen = {}
+    while now() < deadline and len(seen) < len(ports):
+        for i, p in enumerate(ports):
+            if i in seen:
+                continue
+            try:
+                status, body = health_of(p)
+            except Exception:  # noqa: BLE001 - a node down counts as not yet
+                continue
+            if wanted(status, body):
+                seen[i] = (now(), body)
+        time.sleep(0.05)
+    return seen
+
+
 def metric(port, name):
     c = Conn(port, 5.0)
     try:
@@ -748,21 +766,9 @@ def phase_faults(ctx, n_tx):
     exited = ctx.leader.term(15)
     rows.append(("leader exits on SIGTERM", f"{'yes' if exited else 'NO (killed)'} in {now() - t_term:.2f} s"))
     checks.append(("leader did not exit on SIGTERM within 15 s", exited))
-    turned = {}
-    statuses = {}
-    deadline = t_term + MAX_LAG_TIME_S + 2 + 3
-    while now() < deadline and len(turned) < 2:
-        for i, p in enumerate(ctx.r_ports):
-            if i in turned:
-                continue
-            try:
-                status, body = health_of(p)
-            except Exception as e:  # noqa: BLE001
-                status, body = None, {"status": short(e, 40)}
-            if status == 503:
-                turned[i] = now() - t_term
-                statuses[i] = body.get("status")
-        time.sleep(0.05)
+    seen = until_health(ctx.r_ports, lambda status, body: status == 503, t_term + MAX_LAG_TIME_S + 2 + 3)
+    turned = {i: t - t_term for i, (t, _) in seen.items()}
+    statuses = {i: body.get("status") for i, (_, body) in seen.items()}
     for i in range(2):
         t = turned.get(i)
         rows.append((f"replica{i + 1} /health 503 after leader SIGTERM (limit {MAX_LAG_TIME_S + 2:.0f} s)",
@@ -809,19 +815,10 @@ def phase_faults(ctx, n_tx):
                  f"{t_lup:.2f} s / {int(before['number'], 16)} -> {int(after['number'], 16)}"
                  f" ({'same hash' if kept else 'DIFFERENT'})"))
     checks.append(("leader lost blocks or changed its head across the restart", kept))
-    healthy = {}
-    deadline = now() + 60
-    while now() < deadline and len(healthy) < 2:
-        for i, p in enumerate(ctx.r_ports):
-            if i in healthy:
-                continue
-            try:
-                status, body = health_of(p)
-                if status == 200 and body.get("head") == int(after["number"], 16):
-                    healthy[i] = now() - t_lstart
-            except Exception:  # noqa: BLE001
-                pass
-        time.sleep(0.05)
+    at_head = int(after["number"], 16)
+    seen = until_health(ctx.r_ports, lambda status, body: status == 200 and body.get("head") == at_head,
+                        now() + 60)
+    healthy = {i: t - t_lstart for i, (t, _) in seen.items()}
     for i, p in enumerate(ctx.r_ports):
         same_hash, same_root = same_block(ctx, p, int(after["number"], 16))
         t = healthy.get(i)

@@ -395,11 +395,17 @@ crate::actor_client! {
     }
 }
 
-/// The sender an impersonated transaction's placeholder signature names: Hearth seals a
-/// transaction of an impersonated account with r = the sender's address and s = 1, which no
-/// key makes (a real signature's s is a random 256-bit number). `None`: not a placeholder.
-/// The RPC front refuses a raw transaction of this shape, so that a placeholder in a block
-/// always means the leader's impersonation (a read replica reads the sender from it).
+/// The signature Hearth seals a transaction of an impersonated account with: no key made it,
+/// it only makes the hash unique per sender (r is the sender's address, s is 1; a real
+/// signature's s is a random 256-bit number). [`placeholder_sender`] reads it back.
+pub fn placeholder_signature(sender: alloy_primitives::Address) -> alloy_primitives::Signature {
+    use alloy_primitives::U256;
+    alloy_primitives::Signature::new(U256::from_be_slice(sender.as_slice()), U256::from(1), false)
+}
+
+/// The sender a [`placeholder_signature`] names (`None`: not one). The RPC front refuses a raw
+/// transaction of this shape, so that a placeholder in a block always means the leader's
+/// impersonation (a read replica reads the sender from it).
 pub fn placeholder_sender(
     signature: &alloy_primitives::Signature,
 ) -> Option<alloy_primitives::Address> {
@@ -407,4 +413,21 @@ pub fn placeholder_sender(
     let r = signature.r();
     (signature.s() == U256::from(1) && r < (U256::from(1) << 160))
         .then(|| Address::from_word(B256::from(r)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_placeholder_names_its_sender_and_a_real_signature_none() {
+        let sender = alloy_primitives::Address::repeat_byte(0xab);
+        assert_eq!(placeholder_sender(&placeholder_signature(sender)), Some(sender));
+        let real = alloy_primitives::Signature::new(
+            alloy_primitives::U256::from(7) << 200,
+            alloy_primitives::U256::from(1),
+            false,
+        );
+        assert_eq!(placeholder_sender(&real), None);
+    }
 }

@@ -205,7 +205,11 @@ impl Sealer {
                     .map_err(|e| TxError::Signing(e.to_string()))?;
                 Ok(filled.seal(signature))
             }
-            Self::Impersonated | Self::Unsigned => Ok(filled.seal(placeholder_signature(from))),
+            // Such a transaction reaches the pool only as an impersonated `SubmitFilled`, which
+            // takes the sender as given; eth_sendRawTransaction refuses the placeholder's shape.
+            Self::Impersonated | Self::Unsigned => {
+                Ok(filled.seal(hearth_messages::mempool::placeholder_signature(from)))
+            }
         }
     }
 
@@ -254,14 +258,6 @@ async fn submit_filled(
 fn sign(secret: B256, hash: B256) -> Result<Signature, alloy_signer::Error> {
     alloy_consensus::crypto::secp256k1::sign_message(secret, hash)
         .map_err(alloy_signer::Error::other)
-}
-
-/// A signature no key made: it only has to make the hash unique per sender (r is the sender;
-/// `mempool::placeholder_sender` reads it back).
-/// Such a transaction reaches the pool only as an impersonated `SubmitFilled`, which takes the
-/// sender as given; eth_sendRawTransaction always recovers the signer, so it cannot use it.
-fn placeholder_signature(sender: Address) -> Signature {
-    Signature::new(U256::from_be_slice(sender.as_slice()), U256::from(1), false)
 }
 
 /// A filled, unsigned transaction of one of the types eth_sendTransaction makes.
