@@ -442,11 +442,13 @@ fn follow_settings(cli: &Cli) -> Result<Option<FollowSettings>, ConfigError> {
         format!("http://{rest}")
     } else if let Some(rest) = url.strip_prefix("wss://") {
         format!("https://{rest}")
-    } else if url.starts_with("http://") || url.starts_with("https://") {
-        url.clone()
     } else {
-        return Err(ConfigError::FollowUrl(url.clone()));
+        url.clone()
     };
+    // Checked as an upstream is: http(s) with a host.
+    if check_fork_url(&leader).is_err() {
+        return Err(ConfigError::FollowUrl(url.clone()));
+    }
     let max_lag_time =
         duration_up_to("--follow.max-lag-time", &cli.follow_max_lag_time, MAX_FOLLOW_LAG_TIME)?;
     if max_lag_time.is_zero() {
@@ -1704,6 +1706,12 @@ mod tests {
         let off = parse(&["--disable-code-size-limit", "--code-size-limit", "100"]).expect("ok");
         assert_eq!(off.code_size_limit, Some(usize::MAX));
         assert_eq!(parse(&["--timestamp", "0"]).unwrap().genesis.timestamp, Some(0));
+        let leader = |url: &str| parse(&["--follow", url]).map(|c| c.follow.unwrap().leader);
+        assert_eq!(leader("ws://127.0.0.1:8545").unwrap(), "http://127.0.0.1:8545");
+        assert_eq!(leader("https://node.example/rpc").unwrap(), "https://node.example/rpc");
+        for bad in ["http://", "ftp://x", "127.0.0.1:8545", "ws:// x"] {
+            assert!(matches!(leader(bad), Err(ConfigError::FollowUrl(_))), "{bad}");
+        }
         assert_eq!(
             parse(&["--timestamp", "9223372036854775807"]).unwrap().genesis.timestamp,
             Some(MAX_TIMESTAMP)
