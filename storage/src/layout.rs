@@ -171,6 +171,20 @@ pub(crate) fn storage_key(
     key
 }
 
+/// The address, incarnation, slot and block of a storage-version key ([`storage_key`]);
+/// `None` for any other.
+pub(crate) fn storage_key_parts(key: &[u8]) -> Option<(Address, u64, U256, u64)> {
+    if key.len() != 69 || key[0] != STORAGE {
+        return None;
+    }
+    Some((
+        Address::from_slice(&key[1..21]),
+        be_u64(&key[21..29])?,
+        U256::from_be_slice(&key[29..61]),
+        be_u64(&key[61..])?,
+    ))
+}
+
 /// Decodes a big-endian u64 stored as a value.
 pub(crate) fn be_u64(bytes: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(bytes.get(..8)?.try_into().ok()?))

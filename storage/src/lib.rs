@@ -11,7 +11,6 @@
 //! snapshot the writer swaps in atomically, so readers take no lock the writer takes; trie
 //! nodes are addressed by hash and never deleted (archive).
 
-mod account_versions;
 mod buffers;
 mod chain;
 mod commit;
@@ -31,6 +30,7 @@ mod rewrites;
 mod slots;
 mod state;
 pub mod trie;
+mod versions;
 
 pub use buffers::ENCODE_BUFFER_RETAINED_BYTES;
 pub use chain::{

@@ -88,10 +88,12 @@ impl MineJob {
             return Err(MineError::Exec(ExecError::ShuttingDown));
         }
         let base = self.base(kind)?;
+        let take_started = Instant::now();
         let txs = match txs {
             Txs::Given(txs) => txs,
             Txs::Pool => self.take_pending(base.base_fee).await?,
         };
+        let take_us = take_started.elapsed().as_micros() as u64;
         if txs.is_empty() && kind.skips_empty() {
             return Ok(Mined::NONE);
         }
@@ -107,7 +109,7 @@ impl MineJob {
             base.base_fee,
             prevrandao,
         );
-        self.build_and_commit(kind, base, env, txs).await
+        self.build_and_commit(kind, base, env, txs, take_us).await
     }
 
     /// The head the block goes on, the state root the state owner checks it against, and its
@@ -145,6 +147,7 @@ impl MineJob {
         base: Base,
         env: BlockEnvSpec,
         txs: Vec<PooledTx>,
+        take_us: u64,
     ) -> Result<Mined, MineError> {
         let build_started = Instant::now();
         let build = BuildBlock { parent: base.parent, env, txs, mode: BuildMode::Pack };
@@ -179,6 +182,7 @@ impl MineJob {
         debug!(
             target: "actors::miner",
             txs,
+            take_us,
             build_us = (built_at - build_started).as_micros() as u64,
             commit_us = (committed_at - built_at).as_micros() as u64,
             pool_us = committed_at.elapsed().as_micros() as u64,

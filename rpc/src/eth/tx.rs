@@ -242,13 +242,24 @@ async fn submit_filled(
 ) -> Result<Value, RpcError> {
     let seal: Seal = Box::new(move |nonce| sealer.seal(from, filled, nonce));
     let submit = SubmitFilled { sender: from, nonce, signed_by: sealer.signed_by(), seal };
+    let started = std::time::Instant::now();
     let hash = match ctx.mempool.submit_filled(submit).await? {
         Ok(hash) => hash,
         // Impersonation stopped after the check above: the account is unknown to this node.
         Err(TxError::NotImpersonated(_)) => return Err(RpcError::UnknownAccount),
         Err(e) => return Err(e.into()),
     };
+    let submitted = std::time::Instant::now();
     automine_after_submit(ctx).await;
+    // Where a sequential send's time goes (`scripts/mine-e2e.py`, issue 38): the pool's
+    // admission (nonce, signature, checks) with its hop, then automine's whole run with its hop
+    // (the miner's "block timings" line splits the run).
+    tracing::debug!(
+        target: "rpc::eth_tx",
+        submit_us = (submitted - started).as_micros() as u64,
+        mine_us = submitted.elapsed().as_micros() as u64,
+        "send timings"
+    );
     to_json(&hash)
 }
 

@@ -76,7 +76,7 @@ pub(super) fn apply_parallel(
         return Ok(None);
     }
     stage_lanes(staged, outs);
-    stage_codes(staged, diff);
+    stage_codes(db, staged, diff)?;
     let root = lanes_of_block[0].state.commit(&mut |hash, rlp| staged.node(hash, rlp));
     staged.timings.tries += merge_started.elapsed();
     staged.timings.node_store_reads += nodes.store_reads.get();

@@ -12,7 +12,7 @@ use crate::patch::PatchUndo;
 use crate::records::{
     BlockExtras, SealedBlock, StoredAccount, StoredBody, account_trie_key, storage_trie_key,
 };
-use crate::state::{AccountChange, StateDiff};
+use crate::state::{AccountChange, AccountFields, StateDiff};
 use crate::trie::{EMPTY_ROOT, Trie};
 use crate::{ChainDb, ChainWriter, StorageError};
 
@@ -408,7 +408,7 @@ pub(crate) fn apply_diff_on(
         let key = account_trie_key(address);
         apply_account(db, &nodes, lane, staged, base, number, &key, address, change)?;
     }
-    stage_codes(staged, diff);
+    stage_codes(db, staged, diff)?;
     let root = lane.state.commit(&mut |hash, rlp| staged.node(hash, rlp));
     staged.timings.state = started.elapsed();
     staged.timings.lanes = 1;
@@ -442,11 +442,17 @@ impl Stage for Staged {
     }
 }
 
-/// Stages the block's new contract code.
-fn stage_codes(staged: &mut Staged, diff: &StateDiff) {
+/// Stages the block's new contract code. Code is stored once per hash and never removed, so
+/// the code of a contract the block only ran (every Prague block runs three system contracts)
+/// is already there: a read of its key is far cheaper than writing it again.
+fn stage_codes(db: &ChainDb, staged: &mut Staged, diff: &StateDiff) -> Result<(), StorageError> {
     for (hash, code) in &diff.codes {
-        staged.batch.insert(&layout::hash_key(layout::CODE, hash)[..], code.as_ref());
+        let key = layout::hash_key(layout::CODE, hash);
+        if !db.holds(&key)? {
+            staged.batch.insert(&key[..], code.as_ref());
+        }
     }
+    Ok(())
 }
 
 /// Applies one account's change: reads its previous version, runs its slots through its
@@ -478,6 +484,9 @@ fn apply_account(
         }
         return Ok(());
     };
+    if unchanged(previous.as_ref(), change, &fields) {
+        return Ok(());
+    }
     // Storage continues only when the account existed and was not wiped; otherwise the
     // account starts a new incarnation with an empty storage trie.
     let (incarnation, storage_root) = match &previous {
@@ -515,6 +524,23 @@ fn apply_account(
         previous_leaf.as_deref(),
     )?;
     Ok(())
+}
+
+/// Whether `change` leaves the account as its `previous` version: touched but not changed (a
+/// system contract a block's system call only read, a call that moved no value). A new version
+/// equal to the last would cost a record and trie work and tell a reader nothing; every Prague
+/// block touches two such contracts.
+fn unchanged(
+    previous: Option<&StoredAccount>,
+    change: &AccountChange,
+    fields: &AccountFields,
+) -> bool {
+    previous.is_some_and(|prev| {
+        !change.storage_wiped
+            && change.storage.is_empty()
+            && (prev.nonce, prev.balance, prev.code_hash)
+                == (fields.nonce, fields.balance, fields.code_hash)
+    })
 }
 
 /// Adds the header, body, receipts and indexes to `batch` and commits it as block `number`.
