@@ -92,14 +92,14 @@ fn measure(
     let call = || Call { request: request.clone(), block: 0 };
     // Warm the code cache, the read cache and the scratch; then measure.
     for _ in 0..50 {
-        let outcome = executor.call(call()).expect("call runs");
+        let outcome = executor.call(&call()).expect("call runs");
         assert!(matches!(outcome, CallOutcome::Success { .. }), "call failed: {outcome:?}");
     }
     let (allocs0, bytes0) = counting_alloc::allocated();
     let start = Instant::now();
     let mut calls = 0u64;
     while start.elapsed() < duration {
-        std::hint::black_box(executor.call(call()).expect("call runs"));
+        std::hint::black_box(executor.call(&call()).expect("call runs"));
         calls += 1;
     }
     let elapsed = start.elapsed().as_secs_f64();

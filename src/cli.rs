@@ -23,6 +23,10 @@ pub const DEFAULT_BASE_FEE: u64 = 1_000_000_000;
 pub const DEFAULT_RPC_GAS_CAP: u64 = 50_000_000;
 /// Default EVM time cap of eth_call and eth_estimateGas.
 pub const DEFAULT_EVM_TIMEOUT: &str = "5s";
+/// Default `--executor.inline-budget`: a `balanceOf` takes about 5 µs, and a call still
+/// running at 200 µs is better off on an executor thread.
+pub const DEFAULT_INLINE_BUDGET: &str = "200us";
+
 /// Default `--executor.max-queue-delay` (`hearth_messages::admission::DEFAULT_MAX_QUEUE_DELAY`).
 pub const DEFAULT_MAX_QUEUE_DELAY: &str = "100ms";
 /// Default capacity of every actor mailbox.
@@ -331,7 +335,8 @@ pub struct Cli {
     /// executor threads / cores).
     #[arg(long = "exec.threads")]
     pub exec_threads: Option<usize>,
-    /// JSON-RPC worker threads (default: half the cores, at least 1).
+    /// JSON-RPC worker threads (default: the cores; half the cores, at least 1, with
+    /// `--executor.inline-budget 0`).
     #[arg(long = "http.workers")]
     pub http_workers: Option<usize>,
     /// Longest expected wait for an executor thread a call is admitted with, e.g. 100ms or
@@ -343,6 +348,11 @@ pub struct Cli {
     /// with -32005. Bounds memory; the queue delay is what normally refuses.
     #[arg(long = "executor.max-queued", default_value_t = hearth_messages::admission::DEFAULT_MAX_QUEUED)]
     pub executor_max_queued: usize,
+    /// Longest an eth_call runs on the RPC worker's own thread before it is handed to the
+    /// executor pool, e.g. 200us (at most 10ms); 0 sends every call to the pool. Cheap calls
+    /// then skip the trip to an executor thread; a call handed on runs again there.
+    #[arg(long = "executor.inline-budget", default_value = DEFAULT_INLINE_BUDGET)]
+    pub executor_inline_budget: String,
     /// Gas cap of eth_call and eth_estimateGas.
     #[arg(long = "rpc.gascap", default_value_t = DEFAULT_RPC_GAS_CAP)]
     pub rpc_gascap: u64,

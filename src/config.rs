@@ -10,6 +10,10 @@ use std::time::Duration;
 use alloy_primitives::{Address, U256};
 use hearth_actors::mempool::TxOrder;
 use hearth_messages::admission::{AdmissionLimits, MAX_QUEUE_DELAY, MAX_QUEUED};
+
+/// Most `--executor.inline-budget`: an RPC worker busy longer than this on one call delays
+/// every other request on its connections.
+const MAX_INLINE_BUDGET: Duration = Duration::from_millis(10);
 use hearth_messages::miner::{IntervalMining, MAX_TIMESTAMP};
 use hearth_messages::subscriptions::SubscriptionLimits;
 use hearth_rpc::{ApiNamespaces, HostPolicy, OriginPolicy, RpcLimits, WebAccess};
@@ -129,6 +133,9 @@ pub struct NodeConfig {
     pub http_workers: NonZeroUsize,
     /// What the executor pool admits: the queue-delay budget and the queue cap.
     pub admission: AdmissionLimits,
+    /// How long an eth_call may run on the RPC worker's thread (`--executor.inline-budget`);
+    /// `None`: every call goes to the executor pool.
+    pub inline_budget: Option<Duration>,
     /// Block gas limit.
     pub gas_limit: u64,
     /// Capacity of every actor mailbox.
@@ -1034,6 +1041,7 @@ struct ThreadSettings {
     executor_threads: NonZeroUsize,
     http_workers: NonZeroUsize,
     admission: AdmissionLimits,
+    inline_budget: Option<Duration>,
 }
 
 /// The actors' mailboxes and sizes, and how the executors run.
@@ -1110,7 +1118,7 @@ impl NodeConfig {
         let Resolved { web, api, chain, fork, reset_fork, storage, threads, sizes, actors, .. } =
             resolved;
         let ChainSettings { chain_id, spec, genesis, given, gas_limit } = chain;
-        let ThreadSettings { executor_threads, http_workers, admission } = threads;
+        let ThreadSettings { executor_threads, http_workers, admission, inline_budget } = threads;
         let code_size_limit = resolved.code_size_limit;
         let interval = resolved.interval;
         // A block time alone means interval mining only, as anvil; --automine keeps both.
@@ -1152,6 +1160,7 @@ impl NodeConfig {
             state_interval: resolved.state_interval,
             http_workers,
             admission,
+            inline_budget,
             gas_limit,
             mailbox: actors.mailbox,
             code_cache_entries: actors.code_cache_entries,
@@ -1198,9 +1207,14 @@ fn storage_mode(cli: &Cli) -> Result<StorageMode, ConfigError> {
 fn thread_settings(cli: &Cli) -> Result<ThreadSettings, ConfigError> {
     let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
     let executor_threads = non_zero("--executor.threads", cli.executor_threads.unwrap_or(cores))?;
-    // The front's work per request is microseconds: half the cores keep it ahead of the
-    // executors, and on 2 cores a second worker only added context switches (ARCHITECTURE.md).
-    let http_workers = non_zero("--http.workers", cli.http_workers.unwrap_or((cores / 2).max(1)))?;
+    let inline_budget =
+        duration_up_to("--executor.inline-budget", &cli.executor_inline_budget, MAX_INLINE_BUDGET)?;
+    let inline_budget = (!inline_budget.is_zero()).then_some(inline_budget);
+    // With cheap calls run on the workers themselves, a worker per core; without, the front's
+    // work per request is microseconds: half the cores keep it ahead of the executors, and on
+    // 2 cores a second worker only added context switches (ARCHITECTURE.md).
+    let default_workers = if inline_budget.is_some() { cores } else { (cores / 2).max(1) };
+    let http_workers = non_zero("--http.workers", cli.http_workers.unwrap_or(default_workers))?;
     in_range("--executor.max-queued", cli.executor_max_queued as u64, 0, MAX_QUEUED as u64)?;
     let admission = AdmissionLimits {
         max_queue_delay: duration_up_to(
@@ -1210,7 +1224,7 @@ fn thread_settings(cli: &Cli) -> Result<ThreadSettings, ConfigError> {
         )?,
         max_queued: cli.executor_max_queued,
     };
-    Ok(ThreadSettings { executor_threads, http_workers, admission })
+    Ok(ThreadSettings { executor_threads, http_workers, admission, inline_budget })
 }
 
 /// The range checks of flags used as given.
@@ -1541,6 +1555,8 @@ mod tests {
             (&["--rpc.evm-timeout", "soon"], "--rpc.evm-timeout"),
             (&["--rpc.evm-timeout=-1"], "--rpc.evm-timeout"),
             (&["--executor.max-queue-delay", "11s"], "--executor.max-queue-delay"),
+            (&["--executor.inline-budget", "11ms"], "--executor.inline-budget"),
+            (&["--executor.inline-budget", "fast"], "--executor.inline-budget"),
             (&["--executor.max-queue-delay", "soon"], "--executor.max-queue-delay"),
             (&["--executor.max-queue-delay=-1ms"], "--executor.max-queue-delay"),
             (&["--txpool.max-bytes", "12XB"], "--txpool.max-bytes"),
@@ -1888,6 +1904,22 @@ mod tests {
             parse(&["--ephemeral", "--rpc.evm-timeout", "250us"]).unwrap().evm_timeout,
             Duration::from_micros(250)
         );
+    }
+
+    #[test]
+    fn inline_calls_default_to_200us_with_a_worker_per_core_and_zero_turns_them_off() {
+        let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+        let on = parse(&["--ephemeral"]).unwrap();
+        assert_eq!(on.inline_budget, Some(Duration::from_micros(200)));
+        assert_eq!(on.http_workers.get(), cores);
+        let off = parse(&["--ephemeral", "--executor.inline-budget", "0"]).unwrap();
+        assert_eq!(off.inline_budget, None);
+        assert_eq!(off.http_workers.get(), (cores / 2).max(1));
+        let given =
+            parse(&["--ephemeral", "--executor.inline-budget", "10ms", "--http.workers", "3"]);
+        let given = given.unwrap();
+        assert_eq!(given.inline_budget, Some(Duration::from_millis(10)));
+        assert_eq!(given.http_workers.get(), 3);
     }
 
     #[test]

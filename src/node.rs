@@ -834,17 +834,32 @@ impl Wiring<'_> {
                 .expect("a mailbox for one thread and a block is at least 2");
         let executor_restarts = hearth_messages::restarts::RestartCounter::default();
         self.restarts.push(("executor", executor_restarts.clone()));
-        let lanes = hearth_actors::executor::start_pool(threads, executor_mailbox, move || {
-            crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
-            let executor =
-                ExecutorActor::new(exec_chain.clone(), exec_config.clone(), Some(l2.clone()))
-                    .with_restart_counter(executor_restarts.clone());
+        // Every executor reads the same chain under the same rules; `l2` is the shared code
+        // cache, which the pool's executors use.
+        let make = std::sync::Arc::new(move |l2: Option<CodeL2>| {
+            let executor = ExecutorActor::new(exec_chain.clone(), exec_config.clone(), l2);
             match &forks {
                 Some(forks) => executor.with_fork_schedule(std::sync::Arc::clone(forks)),
                 None => executor,
             }
         });
-        ExecutorClient::with_lanes(lanes, config.admission)
+        // The RPC workers' own executors for cheap calls (`executor::inline`), made on each
+        // worker's first call, without the shared code cache: asking it means waiting for
+        // another actor's reply, which an RPC worker never does (its own requests, or the cache
+        // itself on a test's single thread, would wait behind it).
+        let inline = config.inline_budget.map(|budget| {
+            let make = std::sync::Arc::clone(&make);
+            hearth_actors::executor::InlineExecutors::new(budget, move || make(None))
+        });
+        let lanes = hearth_actors::executor::start_pool(threads, executor_mailbox, move || {
+            crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);
+            make(Some(l2.clone())).with_restart_counter(executor_restarts.clone())
+        });
+        let client = ExecutorClient::with_lanes(lanes, config.admission);
+        match inline {
+            Some(inline) => client.with_inline(Box::new(inline)),
+            None => client,
+        }
     }
 
     /// The filter and subscription actors, the latter subscribed to `state`'s blocks.

@@ -81,7 +81,13 @@ pub struct ExecutorActor {
     pub(crate) forks: Option<Arc<dyn ForkSchedule>>,
     /// Restarts after a panic (shared by the pool's executors, for `/metrics`).
     restarts: crate::supervise::RestartCounter,
+    /// A call that runs out of time is run again elsewhere (an inline executor's, `inline`):
+    /// it prints nothing, so its console output appears once, from the run that finishes.
+    retried_on_expiry: bool,
 }
+
+mod inline;
+pub use inline::InlineExecutors;
 
 /// Whether a call prints its console.log output, under which RPC method's name.
 type Console = Option<&'static str>;
@@ -103,6 +109,7 @@ impl ExecutorActor {
             scratch: EvmScratch::new(SCRATCH_RETAINED_BYTES),
             forks: None,
             restarts: Default::default(),
+            retried_on_expiry: false,
         }
     }
 
@@ -235,7 +242,9 @@ impl ExecutorActor {
         let result = evm.inspect_tx(tx).map(pick).map_err(exec_error);
         let Evm { ctx, inspector, frame_stack, mut precompiles, .. } = evm;
         self.scratch.keep(frame_stack, ctx.local, inspector.max_depth);
-        if let Some(method) = console {
+        if let Some(method) = console
+            && !(inspector.expired && self.retried_on_expiry)
+        {
             crate::report::call_printed(&self.config.show, method, precompiles.take());
         }
         if inspector.expired
@@ -247,7 +256,7 @@ impl ExecutorActor {
     }
 
     /// Runs an eth_call. Public so that benches can drive an executor without an actor system.
-    pub fn call(&mut self, msg: Call) -> Result<CallOutcome, ExecError> {
+    pub fn call(&mut self, msg: &Call) -> Result<CallOutcome, ExecError> {
         let result = self.run_call_then(
             &msg.request,
             msg.block,
@@ -588,7 +597,7 @@ impl actix::Handler<Admitted<Call>> for ExecutorActor {
     fn handle(&mut self, mut msg: Admitted<Call>, _ctx: &mut Self::Context) -> Self::Result {
         msg.begin()?;
         let collect = msg.collects_misses();
-        self.contained(collect, |executor| executor.call(msg.request))
+        self.contained(collect, |executor| executor.call(&msg.request))
     }
 }
 
@@ -741,7 +750,7 @@ mod tests {
 
     fn call(executor: &mut ExecutorActor, to: Address) -> Bytes {
         let request = CallRequest { to: Some(to), ..Default::default() };
-        match executor.call(Call { request, block: 0 }).expect("call runs") {
+        match executor.call(&Call { request, block: 0 }).expect("call runs") {
             CallOutcome::Success { output, .. } => output,
             other => panic!("call to {to} failed: {other:?}"),
         }

@@ -9,12 +9,14 @@
 //! where other crates name them.
 
 mod client;
+mod inline;
 mod pool;
 
 use actix::Message;
 use alloy_primitives::{Address, Bytes, U256};
 
 pub use self::client::{ExecutorClient, among_others, current_arrival};
+pub use self::inline::InlineCalls;
 pub use self::pool::{Admitted, ExecutorLane};
 use crate::ExecError;
 pub use crate::block_build::{

@@ -224,3 +224,38 @@ async fn a_transaction_block_building_refuses_is_reported_and_its_nonce_freed() 
     }
     handle.stop(false).await;
 }
+
+/// Cheap eth_calls are answered on the RPC worker's own thread and counted there; with
+/// `--executor.inline-budget 0` every call goes to the pool and no counter is shown.
+#[actix::test]
+async fn cheap_calls_are_answered_on_the_rpc_worker_and_counted() {
+    for inline in [true, false] {
+        let mut config = NodeConfig::for_tests();
+        if !inline {
+            config.inline_budget = None;
+        }
+        let node = TestNode::start_with(config);
+        let (server, addr) = node.node.serve_rpc(Extensions::default()).expect("binds");
+        let handle = server.handle();
+        actix_web::rt::spawn(server);
+        // The identity precompile echoes its input: a call with an answer to check.
+        let call =
+            json!([{"to": "0x0000000000000000000000000000000000000004", "data": "0x2a"}, "latest"]);
+        for _ in 0..3 {
+            assert_eq!(node.ok("eth_call", call.clone()).await, "0x2a");
+        }
+        let (_, metrics) =
+            tokio::task::spawn_blocking(move || crate::process::get(addr, "/metrics"))
+                .await
+                .expect("joins")
+                .expect("GET /metrics");
+        let answered = "\nhearth_executor_inline_calls_total{outcome=\"answered\"} 3\n";
+        let handed_on = "\nhearth_executor_inline_calls_total{outcome=\"handed_on\"} 0\n";
+        if inline {
+            assert!(metrics.contains(answered) && metrics.contains(handed_on), "{metrics}");
+        } else {
+            assert!(!metrics.contains("hearth_executor_inline_calls_total"), "{metrics}");
+        }
+        handle.stop(false).await;
+    }
+}

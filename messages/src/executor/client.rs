@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use actix::{Message, Recipient};
 
+use super::inline::{Inline, InlineCalls};
 use super::pool::{Admitted, ExecutorLane, Pool, Slot};
 use super::{
     Call, CallMany, CallOutcome, EstimateGas, EstimateOutcome, GetTouchedSlots, TouchedSlots,
@@ -61,6 +62,9 @@ pub fn current_arrival() -> Arrival {
 #[derive(Debug, Clone)]
 pub struct ExecutorClient {
     pool: Arc<Pool>,
+    /// Where calls are tried first, on the caller's thread (`inline`); `None`: every call goes
+    /// to the pool.
+    inline: Option<Arc<Inline>>,
 }
 
 impl ExecutorClient {
@@ -84,7 +88,21 @@ impl ExecutorClient {
     /// When `lanes` is empty: a pool has at least one executor.
     pub fn with_lanes(lanes: Vec<ExecutorLane>, limits: AdmissionLimits) -> Self {
         assert!(!lanes.is_empty(), "an executor pool needs at least one executor");
-        Self { pool: Arc::new(Pool::new(lanes.into(), limits)) }
+        Self { pool: Arc::new(Pool::new(lanes.into(), limits)), inline: None }
+    }
+
+    /// This client, trying every call on `runner` first, on the caller's thread: only calls it
+    /// hands on reach the pool (see [`InlineCalls`]).
+    #[must_use]
+    pub fn with_inline(mut self, runner: Box<dyn InlineCalls>) -> Self {
+        self.inline = Some(Arc::new(Inline::new(runner)));
+        self
+    }
+
+    /// Calls answered on the caller's thread, and calls the inline runner handed on to the
+    /// pool; `None` without a runner.
+    pub fn inline_counts(&self) -> Option<[u64; 2]> {
+        self.inline.as_ref().map(|inline| inline.counts())
     }
 
     /// The mailbox each of `threads` executors needs under `limits`: every request the pool
@@ -349,8 +367,14 @@ impl ExecutorClient {
         self.pool.closing.load(Ordering::Acquire)
     }
 
-    /// Runs `call` on the pool, or fails at once with [`ExecError::Busy`].
+    /// Runs `call` on the caller's thread when the inline runner finishes it within its
+    /// budget, else on the pool, or fails at once with [`ExecError::Busy`].
     pub async fn call(&self, call: Call) -> Result<CallOutcome, ExecError> {
+        if let Some(inline) = &self.inline
+            && let Some(outcome) = inline.try_call(&call)
+        {
+            return outcome;
+        }
         self.run(true, |lane| Some(&lane.calls), call).await?
     }
 

@@ -357,6 +357,20 @@ pub(crate) fn counter(out: &mut String, name: &str, help: &str, value: u64) {
     let _ = writeln!(out, "{name} {value}");
 }
 
+/// The calls the RPC workers ran themselves (`--executor.inline-budget`), when they do.
+fn inline_metrics(out: &mut String, executor: &hearth_messages::executor::ExecutorClient) {
+    if let Some([answered, handed_on]) = executor.inline_counts() {
+        let name = "hearth_executor_inline_calls_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} eth_calls tried on the RPC worker's thread (--executor.inline-budget): answered there, or handed on to the pool."
+        );
+        let _ = writeln!(out, "# TYPE {name} counter");
+        let _ = writeln!(out, "{name}{{outcome=\"answered\"}} {answered}");
+        let _ = writeln!(out, "{name}{{outcome=\"handed_on\"}} {handed_on}");
+    }
+}
+
 /// Appends the executor pool's admission figures: the limits, what is in the pool, the
 /// refusals by reason, each thread's service time and the queue-delay histogram.
 pub(crate) fn executor_metrics(
@@ -392,6 +406,7 @@ pub(crate) fn executor_metrics(
     for (reason, count) in Refusal::REASONS.iter().zip(executor.refusals()) {
         let _ = writeln!(out, "hearth_executor_refusals_total{{reason=\"{reason}\"}} {count}");
     }
+    inline_metrics(out, executor);
     let _ = writeln!(
         out,
         "# HELP hearth_executor_service_time_seconds Moving average of one call's run time, per executor thread."

@@ -1,0 +1,211 @@
+//! The executors' call path run on the RPC worker's own thread (`InlineCalls`): a cheap call
+//! answers without the trip to an executor thread and back.
+//!
+//! Each RPC worker thread gets its own [`ExecutorActor`] (not started as an actor: its call
+//! method only), made on the thread's first call, so nothing is shared or locked. A call runs
+//! there under a short time cap (`--executor.inline-budget`); one that hits it is handed to
+//! the pool, which runs it again from the start under the node's own cap, and its target and
+//! selector are remembered on that thread so that the next such call goes to the pool at once
+//! (a contract whose getters are heavy wastes the budget once, not on every call). What an
+//! RPC worker may not do is wait: a fork's reads may wait on the upstream, so on a fork every
+//! call goes to the pool, and so does every call under `--print-traces` (a traced replay is
+//! not cheap); and its executor keeps code in its own small cache only, reading what it lacks
+//! from the store, never asking the shared code cache (an actor) and waiting for the reply.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::Duration;
+
+use alloy_primitives::Address;
+use hearth_messages::ExecError;
+use hearth_messages::executor::{Call, CallOutcome, InlineCalls};
+
+use super::ExecutorActor;
+
+/// Calls a thread remembers as too slow to run inline; past this many it forgets them all
+/// (a bound on memory, and a second chance for contracts whose state changed).
+const HEAVY_REMEMBERED: usize = 4096;
+
+/// Runners a thread keeps executors for; past this many (tests start nodes by the dozen on one
+/// thread) it drops them all.
+const RUNNERS_PER_THREAD: usize = 8;
+
+/// How a call is recognised as "the same call" for [`HEAVY_REMEMBERED`]: its target (none for
+/// a creation) and the first four bytes of its input (the selector).
+type CallShape = (Option<Address>, [u8; 4]);
+
+/// The inline runner of one node: how to make a thread's executor, and the time cap.
+pub struct InlineExecutors {
+    /// This runner's key in each thread's executors (several nodes may share a thread).
+    id: usize,
+    make: Arc<dyn Fn() -> ExecutorActor + Send + Sync>,
+}
+
+/// One thread's executor for one runner, with the call shapes that ran out of time there.
+struct Here {
+    executor: ExecutorActor,
+    heavy: HashSet<CallShape>,
+}
+
+thread_local! {
+    static EXECUTORS: RefCell<HashMap<usize, Here>> = RefCell::new(HashMap::new());
+}
+
+impl InlineExecutors {
+    /// A runner whose threads each get the executor `make` returns, with its EVM time cap
+    /// replaced by `budget`. `make` runs on each RPC worker thread at its first call, and must
+    /// make an executor without the shared code cache (see the module docs).
+    pub fn new(budget: Duration, make: impl Fn() -> ExecutorActor + Send + Sync + 'static) -> Self {
+        static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
+        let make = move || {
+            let mut executor = make();
+            executor.config.evm_timeout = Some(budget);
+            executor.retried_on_expiry = true;
+            executor
+        };
+        Self { id: NEXT_ID.fetch_add(1, Relaxed), make: Arc::new(make) }
+    }
+}
+
+impl std::fmt::Debug for InlineExecutors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InlineExecutors").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+impl InlineCalls for InlineExecutors {
+    fn try_call(&self, call: &Call) -> Option<Result<CallOutcome, ExecError>> {
+        let shape = shape(call);
+        EXECUTORS.with(|executors| {
+            let mut executors = executors.borrow_mut();
+            if !executors.contains_key(&self.id) && executors.len() >= RUNNERS_PER_THREAD {
+                executors.clear();
+            }
+            let here = executors
+                .entry(self.id)
+                .or_insert_with(|| Here { executor: (self.make)(), heavy: HashSet::new() });
+            if here.heavy.contains(&shape)
+                || here.executor.config.show.traces
+                || here.executor.db.fork().is_some()
+            {
+                return None;
+            }
+            match here.executor.contained(false, |executor| executor.call(call)) {
+                Err(ExecError::Timeout { .. }) => {
+                    if here.heavy.len() >= HEAVY_REMEMBERED {
+                        here.heavy.clear();
+                    }
+                    here.heavy.insert(shape);
+                    None
+                }
+                // The pool answers a panic as it would (and its executor says so in the log).
+                Err(ExecError::Panicked(_)) => None,
+                outcome => Some(outcome),
+            }
+        })
+    }
+}
+
+fn shape(call: &Call) -> CallShape {
+    let input = call.request.input.as_ref();
+    let mut selector = [0u8; 4];
+    let n = input.len().min(4);
+    selector[..n].copy_from_slice(&input[..n]);
+    (call.request.to, selector)
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_consensus::Header;
+    use alloy_primitives::{Bytes, U256, address, hex, keccak256};
+    use hearth_messages::executor::CallRequest;
+    use hearth_storage::{
+        AccountChange, AccountFields, BlockDraft, StateDiff, StoredBody, write_block,
+    };
+    use revm::primitives::hardfork::SpecId;
+
+    use super::*;
+    use crate::exec::ExecConfig;
+
+    const CHEAP: Address = address!("00000000000000000000000000000000000000c1");
+    const ENDLESS: Address = address!("00000000000000000000000000000000000000c2");
+
+    /// Code that returns 32 bytes of `byte`.
+    fn returning(byte: u8) -> String {
+        format!("7f{}60005260206000f3", hex::encode([byte; 32]))
+    }
+
+    /// A chain whose `CHEAP` returns 32 bytes of `byte` and whose `ENDLESS` loops until its
+    /// gas runs out, with its inline runner.
+    fn runner(budget: Duration, byte: u8) -> InlineExecutors {
+        let db = hearth_storage::ChainWriter::in_memory().expect("store");
+        let mut diff = StateDiff::default();
+        // JUMPDEST, then a jump back to it.
+        for (address, code) in [(CHEAP, returning(byte)), (ENDLESS, "5b600056".to_owned())] {
+            let code = Bytes::from(hex::decode(code).expect("hex"));
+            let code_hash = keccak256(&code);
+            diff.codes.insert(code_hash, code);
+            let info = AccountFields { nonce: 1, balance: U256::ZERO, code_hash };
+            let change = AccountChange {
+                info: Some(info),
+                storage_wiped: false,
+                storage: Default::default(),
+            };
+            diff.accounts.insert(address, change);
+        }
+        let header = Header { gas_limit: 30_000_000, ..Default::default() };
+        let body = StoredBody { transactions: vec![], senders: vec![] };
+        write_block(&db, BlockDraft { header, body, receipts: vec![] }, &diff).expect("genesis");
+        let config = ExecConfig {
+            chain_id: hearth_messages::ChainId::new(1),
+            spec: SpecId::PRAGUE,
+            gas_cap: 1_000_000_000,
+            evm_timeout: Some(Duration::from_secs(5)),
+            blob_params: None,
+            code_size_limit: None,
+            parallel: crate::exec::ParallelConfig::default(),
+            show: crate::exec::Show::default(),
+        };
+        let reader = db.reader();
+        InlineExecutors::new(budget, move || {
+            ExecutorActor::new(reader.clone(), config.clone(), None)
+        })
+    }
+
+    fn call(to: Address) -> Call {
+        Call { request: CallRequest { to: Some(to), ..Default::default() }, block: 0 }
+    }
+
+    fn output(outcome: Option<Result<CallOutcome, ExecError>>) -> Bytes {
+        match outcome {
+            Some(Ok(CallOutcome::Success { output, .. })) => output,
+            other => panic!("expected an answer inline, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cheap_calls_answer_inline_and_slow_ones_are_handed_on_then_remembered() {
+        let inline = runner(Duration::from_millis(2), 0x2a);
+        assert_eq!(output(inline.try_call(&call(CHEAP))), Bytes::from([0x2a; 32]));
+        let first = std::time::Instant::now();
+        assert!(inline.try_call(&call(ENDLESS)).is_none(), "over the budget: to the pool");
+        let first = first.elapsed();
+        assert!(first >= Duration::from_millis(2), "it ran until the cap: {first:?}");
+        let again = std::time::Instant::now();
+        assert!(inline.try_call(&call(ENDLESS)).is_none(), "remembered: to the pool");
+        assert!(again.elapsed() < first, "at once: {:?} against {first:?}", again.elapsed());
+        assert_eq!(output(inline.try_call(&call(CHEAP))), Bytes::from([0x2a; 32]));
+    }
+
+    #[test]
+    fn runners_of_two_nodes_on_one_thread_keep_their_own_executors() {
+        let a = runner(Duration::from_millis(50), 0xaa);
+        let b = runner(Duration::from_millis(50), 0xbb);
+        for _ in 0..2 {
+            assert_eq!(output(a.try_call(&call(CHEAP))), Bytes::from([0xaa; 32]));
+            assert_eq!(output(b.try_call(&call(CHEAP))), Bytes::from([0xbb; 32]));
+        }
+    }
+}
