@@ -693,12 +693,46 @@ impl actix::Handler<Admitted<BuildBlock>> for ExecutorActor {
     }
 }
 
+/// A chain whose genesis holds `contracts` (address and code in hex, spaces allowed), read
+/// under Prague with a 50M gas cap and a 5 s time cap, for the executors' tests.
 #[cfg(test)]
-mod tests {
-    use alloy_primitives::{Address, Bytes, address, hex, keccak256};
+fn test_chain<'a>(
+    contracts: impl IntoIterator<Item = (alloy_primitives::Address, &'a str)>,
+) -> (ChainDb, ExecConfig) {
+    use alloy_primitives::{Bytes, U256, hex, keccak256};
     use hearth_storage::{
         AccountChange, AccountFields, BlockDraft, StateDiff, StoredBody, write_block,
     };
+    let db = hearth_storage::ChainWriter::in_memory().expect("store");
+    let mut diff = StateDiff::default();
+    for (address, code) in contracts {
+        let code = Bytes::from(hex::decode(code.replace(' ', "")).expect("hex"));
+        let code_hash = keccak256(&code);
+        diff.codes.insert(code_hash, code);
+        let info = AccountFields { nonce: 1, balance: U256::ZERO, code_hash };
+        let change =
+            AccountChange { info: Some(info), storage_wiped: false, storage: Default::default() };
+        diff.accounts.insert(address, change);
+    }
+    let header = alloy_consensus::Header { gas_limit: 30_000_000, ..Default::default() };
+    let body = StoredBody { transactions: vec![], senders: vec![] };
+    write_block(&db, BlockDraft { header, body, receipts: vec![] }, &diff).expect("genesis");
+    let config = ExecConfig {
+        chain_id: hearth_messages::ChainId::new(1),
+        spec: SpecId::PRAGUE,
+        gas_cap: 50_000_000,
+        evm_timeout: Some(std::time::Duration::from_secs(5)),
+        blob_params: None,
+        code_size_limit: None,
+        parallel: crate::exec::ParallelConfig::default(),
+        show: crate::exec::Show::default(),
+    };
+    (db.reader(), config)
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::{Address, Bytes, address};
 
     use super::*;
 
@@ -716,36 +750,8 @@ mod tests {
             address!("00000000000000000000000000000000000000f2"),
             address!("0000000000000000000000000000000000000b16"),
         ];
-        let db = hearth_storage::ChainWriter::in_memory().expect("store");
-        let mut diff = StateDiff::default();
-        for (address, code) in contracts.iter().zip([DIRTY, FRESH, HUGE]) {
-            let code = Bytes::from(hex::decode(code.replace(' ', "")).expect("hex"));
-            let code_hash = keccak256(&code);
-            diff.codes.insert(code_hash, code);
-            let info = AccountFields { nonce: 1, balance: U256::ZERO, code_hash };
-            diff.accounts.insert(
-                *address,
-                AccountChange {
-                    info: Some(info),
-                    storage_wiped: false,
-                    storage: Default::default(),
-                },
-            );
-        }
-        let header = Header { gas_limit: 30_000_000, ..Default::default() };
-        let body = StoredBody { transactions: vec![], senders: vec![] };
-        write_block(&db, BlockDraft { header, body, receipts: vec![] }, &diff).expect("genesis");
-        let config = ExecConfig {
-            chain_id: hearth_messages::ChainId::new(1),
-            spec: SpecId::PRAGUE,
-            gas_cap: 50_000_000,
-            evm_timeout: Some(std::time::Duration::from_secs(5)),
-            blob_params: None,
-            code_size_limit: None,
-            parallel: crate::exec::ParallelConfig::default(),
-            show: crate::exec::Show::default(),
-        };
-        (ExecutorActor::new(db.reader(), config, None), contracts)
+        let (db, config) = test_chain(contracts.iter().copied().zip([DIRTY, FRESH, HUGE]));
+        (ExecutorActor::new(db, config, None), contracts)
     }
 
     fn call(executor: &mut ExecutorActor, to: Address) -> Bytes {

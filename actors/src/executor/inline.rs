@@ -118,16 +118,10 @@ fn shape(call: &Call) -> CallShape {
 
 #[cfg(test)]
 mod tests {
-    use alloy_consensus::Header;
-    use alloy_primitives::{Bytes, U256, address, hex, keccak256};
+    use alloy_primitives::{Bytes, address, hex};
     use hearth_messages::executor::CallRequest;
-    use hearth_storage::{
-        AccountChange, AccountFields, BlockDraft, StateDiff, StoredBody, write_block,
-    };
-    use revm::primitives::hardfork::SpecId;
 
     use super::*;
-    use crate::exec::ExecConfig;
 
     const CHEAP: Address = address!("00000000000000000000000000000000000000c1");
     const ENDLESS: Address = address!("00000000000000000000000000000000000000c2");
@@ -138,37 +132,12 @@ mod tests {
     }
 
     /// A chain whose `CHEAP` returns 32 bytes of `byte` and whose `ENDLESS` loops until its
-    /// gas runs out, with its inline runner.
+    /// gas runs out (a JUMPDEST, then a jump back to it), with its inline runner.
     fn runner(budget: Duration, byte: u8) -> InlineExecutors {
-        let db = hearth_storage::ChainWriter::in_memory().expect("store");
-        let mut diff = StateDiff::default();
-        // JUMPDEST, then a jump back to it.
-        for (address, code) in [(CHEAP, returning(byte)), (ENDLESS, "5b600056".to_owned())] {
-            let code = Bytes::from(hex::decode(code).expect("hex"));
-            let code_hash = keccak256(&code);
-            diff.codes.insert(code_hash, code);
-            let info = AccountFields { nonce: 1, balance: U256::ZERO, code_hash };
-            let change = AccountChange {
-                info: Some(info),
-                storage_wiped: false,
-                storage: Default::default(),
-            };
-            diff.accounts.insert(address, change);
-        }
-        let header = Header { gas_limit: 30_000_000, ..Default::default() };
-        let body = StoredBody { transactions: vec![], senders: vec![] };
-        write_block(&db, BlockDraft { header, body, receipts: vec![] }, &diff).expect("genesis");
-        let config = ExecConfig {
-            chain_id: hearth_messages::ChainId::new(1),
-            spec: SpecId::PRAGUE,
-            gas_cap: 1_000_000_000,
-            evm_timeout: Some(Duration::from_secs(5)),
-            blob_params: None,
-            code_size_limit: None,
-            parallel: crate::exec::ParallelConfig::default(),
-            show: crate::exec::Show::default(),
-        };
-        let reader = db.reader();
+        let cheap = returning(byte);
+        let (reader, mut config) =
+            super::super::test_chain([(CHEAP, cheap.as_str()), (ENDLESS, "5b600056")]);
+        config.gas_cap = 1_000_000_000;
         InlineExecutors::new(budget, move || {
             ExecutorActor::new(reader.clone(), config.clone(), None)
         })
