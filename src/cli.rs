@@ -23,10 +23,9 @@ pub const DEFAULT_BASE_FEE: u64 = 1_000_000_000;
 pub const DEFAULT_RPC_GAS_CAP: u64 = 50_000_000;
 /// Default EVM time cap of eth_call and eth_estimateGas.
 pub const DEFAULT_EVM_TIMEOUT: &str = "5s";
-/// Default `--executor.inline-budget`: a `balanceOf` takes about 5 µs, and a call still
+/// Default `--executor.inline-budget`: a `balanceOf` takes microseconds, and a call still
 /// running at 200 µs is better off on an executor thread.
 pub const DEFAULT_INLINE_BUDGET: &str = "200us";
-
 /// Default `--executor.max-queue-delay` (`hearth_messages::admission::DEFAULT_MAX_QUEUE_DELAY`).
 pub const DEFAULT_MAX_QUEUE_DELAY: &str = "100ms";
 /// Default capacity of every actor mailbox.

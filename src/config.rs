@@ -10,10 +10,6 @@ use std::time::Duration;
 use alloy_primitives::{Address, U256};
 use hearth_actors::mempool::TxOrder;
 use hearth_messages::admission::{AdmissionLimits, MAX_QUEUE_DELAY, MAX_QUEUED};
-
-/// Most `--executor.inline-budget`: an RPC worker busy longer than this on one call delays
-/// every other request on its connections.
-const MAX_INLINE_BUDGET: Duration = Duration::from_millis(10);
 use hearth_messages::miner::{IntervalMining, MAX_TIMESTAMP};
 use hearth_messages::subscriptions::SubscriptionLimits;
 use hearth_rpc::{ApiNamespaces, HostPolicy, OriginPolicy, RpcLimits, WebAccess};
@@ -23,6 +19,10 @@ use serde_json::Value;
 use crate::cli::{Cli, DEFAULT_BALANCE_ETH, DEFAULT_BASE_FEE, DEFAULT_CHAIN_ID, DEFAULT_GAS_LIMIT};
 use crate::cli::{Hardfork, LogFormat, Order};
 use crate::genesis::InitGenesis;
+
+/// Most `--executor.inline-budget`: an RPC worker busy longer than this on one call delays
+/// every other request on its connections.
+const MAX_INLINE_BUDGET: Duration = Duration::from_millis(10);
 
 /// Where the chain lives.
 #[derive(Debug, Clone, PartialEq, Eq)]

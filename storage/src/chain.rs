@@ -1029,13 +1029,13 @@ impl ChainDb {
         }
     }
 
-    /// A raw record by key (patches and reverts record what they overwrite).
     /// Whether this store itself holds `key` (the deferred block or sled; never a fork's
     /// upstream).
     pub(crate) fn holds(&self, key: &[u8]) -> Result<bool, StorageError> {
         Ok(self.get(key)?.is_some())
     }
 
+    /// A raw record by key (patches and reverts record what they overwrite).
     pub(crate) fn raw_get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
         Ok(self.get(key)?.map(|v| v.to_vec()))
     }

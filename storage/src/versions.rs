@@ -6,11 +6,10 @@
 //! which in sled copies a whole leaf node and often seeks its predecessor. After 50,000 blocks
 //! that was ~36 µs of every sequential transfer (the pool's nonce check, the executor's three
 //! reads, the block writer's previous versions), nearly all of it for accounts the previous
-//! block had just written; under Prague every block's system calls read about ten slots the
-//! blocks before wrote (issue 38), and a test suite's contracts read back the slots its last
-//! transactions wrote. So every commit records what it writes: the newest version of an
-//! account or slot is block `v`'s, and a read at any N ≥ v is answered from memory. Reads at
-//! older blocks, and of keys not written since the store was opened, go to the store.
+//! block had just written; slots came later (issue 38): a test suite's contracts read back
+//! the slots its last transactions wrote. So every commit records what it writes: the newest
+//! version of an account or slot is block `v`'s, and a read at any N ≥ v is answered from
+//! memory. Reads at older blocks, and of keys not written since the store was opened, go to the store.
 //!
 //! The value is immutable: the writer builds the next one from the last (`with`) and publishes
 //! it inside the readers' snapshot, so readers take no lock and never write to it. Building is
@@ -22,9 +21,8 @@
 //! version the store holds after it, read back by the writer, or "unknown" (ask the store);
 //! a removed slot version is always "unknown".
 
-use std::sync::Arc;
-
 use std::hash::Hash;
+use std::sync::Arc;
 
 use alloy_primitives::map::HashMap;
 use alloy_primitives::{Address, U256};
@@ -117,15 +115,15 @@ impl<K: Hash + Eq + Clone, V: Clone> Versions<K, V> {
         (newest.block <= number).then(|| newest.value.clone())
     }
 
-    fn lookup(&self, address: &K) -> Option<&Known<V>> {
+    fn lookup(&self, key: &K) -> Option<&Known<V>> {
         let mut layer = self.recent.as_deref();
         while let Some(current) = layer {
-            if let Some(known) = current.changes.get(address) {
+            if let Some(known) = current.changes.get(key) {
                 return Some(known);
             }
             layer = current.below.as_deref();
         }
-        self.mid.get(address).or_else(|| self.hot.get(address)).or_else(|| self.cold.get(address))
+        self.mid.get(key).or_else(|| self.hot.get(key)).or_else(|| self.cold.get(key))
     }
 
     /// These versions with `changes` (one commit's, in order) on top.
@@ -136,8 +134,8 @@ impl<K: Hash + Eq + Clone, V: Clone> Versions<K, V> {
         }
         let mut next = self.clone();
         let mut layer = HashMap::default();
-        for (address, known) in changes.0 {
-            layer.insert(address, known);
+        for (key, known) in changes.0 {
+            layer.insert(key, known);
         }
         next.recent = Some(Arc::new(Layer { changes: layer, below: self.recent.clone() }));
         next.depth += 1;

@@ -225,7 +225,8 @@ async fn a_transaction_block_building_refuses_is_reported_and_its_nonce_freed() 
     handle.stop(false).await;
 }
 
-/// Cheap eth_calls are answered on the RPC worker's own thread and counted there; with
+/// Cheap eth_calls an HTTP connection sends on their own are answered on the RPC worker's own
+/// thread and counted there; a batch's items go to the pool (its admission governs them); with
 /// `--executor.inline-budget 0` every call goes to the pool and no counter is shown.
 #[actix::test]
 async fn cheap_calls_are_answered_on_the_rpc_worker_and_counted() {
@@ -239,16 +240,29 @@ async fn cheap_calls_are_answered_on_the_rpc_worker_and_counted() {
         let handle = server.handle();
         actix_web::rt::spawn(server);
         // The identity precompile echoes its input: a call with an answer to check.
-        let call =
-            json!([{"to": "0x0000000000000000000000000000000000000004", "data": "0x2a"}, "latest"]);
-        for _ in 0..3 {
-            assert_eq!(node.ok("eth_call", call.clone()).await, "0x2a");
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_call",
+            "params": [{"to": "0x0000000000000000000000000000000000000004", "data": "0x2a"}, "latest"]});
+        let batch = json!([call, call]);
+        let (sole, batch, metrics) = tokio::task::spawn_blocking(move || {
+            let sole: Vec<_> = (0..3)
+                .map(|_| crate::process::post(addr, &call.to_string()).expect("POST"))
+                .collect();
+            let batch = crate::process::post(addr, &batch.to_string()).expect("POST batch");
+            (sole, batch, crate::process::get(addr, "/metrics").expect("GET /metrics").1)
+        })
+        .await
+        .expect("joins");
+        for (status, body) in sole {
+            assert_eq!(
+                (status, serde_json::from_str::<Value>(&body).unwrap()["result"].clone()),
+                (200, json!("0x2a")),
+                "{body}"
+            );
         }
-        let (_, metrics) =
-            tokio::task::spawn_blocking(move || crate::process::get(addr, "/metrics"))
-                .await
-                .expect("joins")
-                .expect("GET /metrics");
+        let answers: Value = serde_json::from_str(&batch.1).unwrap();
+        assert_eq!(answers[0]["result"], "0x2a", "{answers}");
+        assert_eq!(answers[1]["result"], "0x2a", "{answers}");
+        // The batch's two calls are in neither count: they never reached the inline runner.
         let answered = "\nhearth_executor_inline_calls_total{outcome=\"answered\"} 3\n";
         let handed_on = "\nhearth_executor_inline_calls_total{outcome=\"handed_on\"} 0\n";
         if inline {

@@ -368,9 +368,13 @@ impl ExecutorClient {
     }
 
     /// Runs `call` on the caller's thread when the inline runner finishes it within its
-    /// budget, else on the pool, or fails at once with [`ExecError::Busy`].
+    /// budget, else on the pool, or fails at once with [`ExecError::Busy`]. Only a request that
+    /// is its connection's sole one runs inline: a batch's items (up to a thousand) or a
+    /// WebSocket's would hold the worker for each item's budget in turn, where on the pool they
+    /// run side by side under admission.
     pub async fn call(&self, call: Call) -> Result<CallOutcome, ExecError> {
         if let Some(inline) = &self.inline
+            && current_arrival() == Arrival::Sole
             && let Some(outcome) = inline.try_call(&call)
         {
             return outcome;

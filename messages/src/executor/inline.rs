@@ -2,7 +2,8 @@
 //!
 //! A cheap eth_call (a balance, a getter) spends more on its trip to an executor thread and
 //! back (two wake-ups, a context switch each way) than in the EVM. The node may give the pool's
-//! client an [`InlineCalls`] runner: every call is first tried there with a short time budget,
+//! client an [`InlineCalls`] runner: every call an HTTP connection sends on its own (not in a
+//! batch, not over a WebSocket) is first tried there with a short time budget,
 //! and only a call that is not done within it goes to the pool, where it runs again from the
 //! start (a call is read-only and deterministic, so the second run answers what the first
 //! would have). The runner itself is the executors' code (`actors::executor::inline`).
@@ -22,7 +23,7 @@ pub trait InlineCalls: Send + Sync {
 
 /// A runner and what it did, for `/metrics`.
 pub(super) struct Inline {
-    pub(super) runner: Box<dyn InlineCalls>,
+    runner: Box<dyn InlineCalls>,
     answered: AtomicU64,
     handed_on: AtomicU64,
 }
