@@ -70,7 +70,8 @@ fn chain() -> ChainWriter {
         ..Default::default()
     };
     let body = StoredBody { transactions: vec![], senders: vec![] };
-    write_block(&db, BlockDraft { header, body, receipts: vec![] }, &diff).expect("genesis");
+    write_block(&db, BlockDraft { header, body, receipts: vec![], touched: Vec::new() }, &diff)
+        .expect("genesis");
     db
 }
 

@@ -132,7 +132,8 @@ pub fn write_genesis(db: &ChainWriter, genesis: &Genesis) -> Result<B256, ChainF
         Some(_) => {}
         None => {
             db.set_genesis_document(genesis.document().to_string().as_bytes())?;
-            let draft = BlockDraft { header, body: empty_body(), receipts: vec![] };
+            let draft =
+                BlockDraft { header, body: empty_body(), receipts: vec![], touched: Vec::new() };
             import_block(db, draft, &genesis.diff())?;
         }
     }

@@ -280,7 +280,7 @@ fn write_base(
         );
     }
     // Its ommers and withdrawals are read from the fork cache (`ChainDb::extras`).
-    let draft = BlockDraft { header, body, receipts };
+    let draft = BlockDraft { header, body, receipts, touched: Vec::new() };
     hearth_storage::import_fork_base(chain, draft, diff)?;
     Ok(())
 }

@@ -123,7 +123,12 @@ pub fn import_with_requests(
             computed: mismatch.computed,
         }
     })?;
-    let draft = BlockDraft { header, body: built.draft.body, receipts: built.draft.receipts };
+    let draft = BlockDraft {
+        header,
+        body: built.draft.body,
+        receipts: built.draft.receipts,
+        touched: built.draft.touched,
+    };
     Ok((import_block_with(db, draft, &built.diff, extras)?, built.requests))
 }
 

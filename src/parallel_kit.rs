@@ -194,6 +194,7 @@ impl Kit {
             header,
             body: StoredBody { transactions: vec![], senders: vec![] },
             receipts: vec![],
+            touched: Vec::new(),
         };
         let genesis = write_block(&db, draft, &diff).expect("genesis writes").header;
         Self { db, genesis, senders: accounts, gas_limit: 1_000_000_000_000, console_log: false }

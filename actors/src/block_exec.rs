@@ -84,6 +84,8 @@ struct Included {
     console: BlockConsole,
     /// Why included transactions halted, by position (what the node prints of them).
     halts: Vec<(usize, HaltReason)>,
+    /// The accounts each included transaction touched, for the address index.
+    touched: Vec<Vec<Address>>,
 }
 
 impl Included {
@@ -100,6 +102,7 @@ impl Included {
             deposit_logs: Vec::new(),
             console: BlockConsole::default(),
             halts: Vec::new(),
+            touched: Vec::with_capacity(room),
         }
     }
 }
@@ -172,9 +175,9 @@ pub(crate) fn execute_block(
     let (roots, diff, transactions) = roots_beside(&txs, &included, known, defaults, changes);
     log_split(txs.len(), included.indexes.len(), loop_started - started, loop_started, loop_time);
     let header = sealed_header(&parent, &env, setup.spec, roots, &included, &requests);
-    let Included { senders, receipts, invalid, outputs, console, halts, .. } = included;
+    let Included { senders, receipts, invalid, outputs, console, halts, touched, .. } = included;
     Ok(BuiltBlock {
-        draft: BlockDraft { header, body: StoredBody { transactions, senders }, receipts },
+        draft: BlockDraft { header, body: StoredBody { transactions, senders }, receipts, touched },
         diff,
         invalid,
         requests: requests.take().into_iter().filter(|r| r.len() > 1).collect(),
@@ -245,6 +248,8 @@ impl<'x> BlockLoop<'x> {
                 if let Some(ahead) = board.and_then(|board| board.read_ahead()) {
                     evm.ctx.journaled_state.database.read_ahead(ahead, index);
                 }
+                // What the system calls or a left-out transaction touched is not this one's.
+                evm.ctx.journaled_state.database.take_touched().clear();
                 let executed = match committer.as_mut() {
                     Some(committer) => committer.run(evm, index, candidate),
                     None => evm.transact_commit(tx_env(candidate)).map(|result| (result, None)),
@@ -361,6 +366,7 @@ impl<'x> BlockLoop<'x> {
         out.receipts.push(receipt);
         out.senders.push(candidate.sender);
         out.indexes.push(index);
+        out.touched.push(evm.ctx.journaled_state.database.take_touched());
         Ok(())
     }
 }
@@ -641,7 +647,8 @@ mod tests {
             ..Default::default()
         };
         let body = StoredBody { transactions: vec![], senders: vec![] };
-        let draft = BlockDraft { header: header.clone(), body, receipts: vec![] };
+        let draft =
+            BlockDraft { header: header.clone(), body, receipts: vec![], touched: Vec::new() };
         write_block(&db, draft, &diff).expect("genesis");
         let config = ExecConfig {
             chain_id: hearth_messages::ChainId::new(1),

@@ -402,9 +402,10 @@ impl ExecutorActor {
         let number = build.env.number;
         let parent_root =
             self.db.state_root_at(build.parent.number)?.unwrap_or(hearth_storage::trie::EMPTY_ROOT);
-        let BuiltBlock { draft, diff, requests, outputs, console, halts, .. } =
+        let BuiltBlock { mut draft, diff, requests, outputs, console, halts, .. } =
             self.build_block(build)?;
-        let ran = hearth_messages::payload::PayloadRun { outputs, halts, console };
+        let touched = std::mem::take(&mut draft.touched);
+        let ran = hearth_messages::payload::PayloadRun { outputs, halts, console, touched };
         let state_root = hearth_storage::state_root_after(&self.db, number, &diff)?;
         let (header, extras) = match received {
             Some(received) => {
@@ -716,7 +717,8 @@ fn test_chain<'a>(
     }
     let header = alloy_consensus::Header { gas_limit: 30_000_000, ..Default::default() };
     let body = StoredBody { transactions: vec![], senders: vec![] };
-    write_block(&db, BlockDraft { header, body, receipts: vec![] }, &diff).expect("genesis");
+    write_block(&db, BlockDraft { header, body, receipts: vec![], touched: Vec::new() }, &diff)
+        .expect("genesis");
     let config = ExecConfig {
         chain_id: hearth_messages::ChainId::new(1),
         spec: SpecId::PRAGUE,

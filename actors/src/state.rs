@@ -567,6 +567,7 @@ pub fn init_genesis(db: &ChainWriter, spec: &GenesisSpec) -> Result<u64, Storage
         header,
         body: StoredBody { transactions: vec![], senders: vec![] },
         receipts: vec![],
+        touched: Vec::new(),
     };
     let block = write_block(db, draft, &diff)?;
     info!(target: "actors::state", hash = %block.hash, state_root = %block.header.state_root, "genesis written");

@@ -78,6 +78,8 @@ pub struct PayloadRun {
     pub halts: Vec<(usize, revm::context::result::HaltReason)>,
     /// (position, lines) of those that printed.
     pub console: Vec<(usize, crate::console::ConsoleLines)>,
+    /// The accounts each transaction touched, for the address index (`BlockDraft::touched`).
+    pub touched: Vec<Vec<alloy_primitives::Address>>,
 }
 
 impl Message for BuildPayload {

@@ -348,7 +348,8 @@ fn fixture(max_queued: usize) -> Fixture {
         ..Default::default()
     };
     let empty = StoredBody { transactions: vec![], senders: vec![] };
-    let draft = BlockDraft { header: genesis_header, body: empty, receipts: vec![] };
+    let draft =
+        BlockDraft { header: genesis_header, body: empty, receipts: vec![], touched: Vec::new() };
     let genesis = write_block(&db, draft, &genesis_diff).expect("genesis written");
 
     let transfer = sign(
@@ -419,7 +420,8 @@ fn fixture(max_queued: usize) -> Fixture {
         senders: vec![alice.address(); 2],
     };
     let block1 =
-        write_block(&db, BlockDraft { header, body, receipts }, &diff).expect("block 1 written");
+        write_block(&db, BlockDraft { header, body, receipts, touched: Vec::new() }, &diff)
+            .expect("block 1 written");
 
     let stub = Stub::default().start();
     let executor = ExecutorClient::new(

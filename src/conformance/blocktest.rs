@@ -86,7 +86,7 @@ pub(super) fn write_genesis(db: &ChainWriter, case: &Value) -> Result<Option<Str
         Err(e) => return Ok(Some(format!("genesisRLP does not decode as a block: {e}"))),
     }
     let pre = fixture::alloc(&case["pre"])?;
-    let draft = BlockDraft { header, body: empty_body(), receipts: vec![] };
+    let draft = BlockDraft { header, body: empty_body(), receipts: vec![], touched: Vec::new() };
     // `import_block` checks that our trie's root of `pre` is the header's state root.
     let genesis = match import_block(db, draft, &fixture::alloc_diff(&pre)) {
         Ok(block) => block,

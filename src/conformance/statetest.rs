@@ -134,7 +134,7 @@ fn write_pre(case: &Value) -> Result<(ChainWriter, Header), EntryError> {
     };
     let genesis = write_block(
         &db,
-        BlockDraft { header: genesis, body: empty_body(), receipts: vec![] },
+        BlockDraft { header: genesis, body: empty_body(), receipts: vec![], touched: Vec::new() },
         &fixture::alloc_diff(&pre),
     )?
     .header;

@@ -189,6 +189,7 @@ fn write(
         header: Header { number, timestamp: number, ..Header::default() },
         body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
         receipts: Vec::new(),
+        touched: Vec::new(),
     };
     writer.write(draft, &diff).expect("the block is written").header.state_root
 }

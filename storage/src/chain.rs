@@ -1244,6 +1244,7 @@ mod tests {
             header: Header { number, parent_hash, timestamp: stamp, ..Header::default() },
             body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
             receipts: Vec::new(),
+            touched: Vec::new(),
         };
 
         let writer = ChainWriter::in_memory().unwrap();
@@ -1342,6 +1343,7 @@ mod tests {
             header: Header::default(),
             body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
             receipts: Vec::new(),
+            touched: Vec::new(),
         };
         blocks.write(draft, &moved(0)).unwrap();
         let stop = AtomicBool::new(false);
@@ -1409,6 +1411,7 @@ mod tests {
                     header: Header { number, parent_hash: parent, ..Header::default() },
                     body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
                     receipts: Vec::new(),
+                    touched: Vec::new(),
                 };
                 parent = block_writer.write(draft, &diff).unwrap().hash;
             }
@@ -1433,6 +1436,7 @@ mod tests {
             header: Header { number: 1, parent_hash: parent, ..Header::default() },
             body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
             receipts: Vec::new(),
+            touched: Vec::new(),
         };
         blocks.write(draft, &StateDiff::default()).unwrap();
         assert_eq!(reader.head_number(), Some(1));

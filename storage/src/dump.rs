@@ -199,6 +199,7 @@ mod tests {
             header: alloy_consensus::Header::default(),
             body: StoredBody { transactions: vec![], senders: vec![] },
             receipts: vec![],
+            touched: Vec::new(),
         };
         write_block(db, draft, diff).expect("genesis");
     }
@@ -267,6 +268,7 @@ mod tests {
             header: alloy_consensus::Header { number: 1, ..Default::default() },
             body: StoredBody { transactions: vec![], senders: vec![] },
             receipts: vec![],
+            touched: Vec::new(),
         };
         write_block(&db, draft, &next).expect("block 1");
         let (head, dumped) = head_accounts(&db, usize::MAX).expect("dump").expect("in budget");

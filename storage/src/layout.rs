@@ -39,6 +39,13 @@ pub(crate) const PATCHED_ROOT: u8 = b'P';
 /// replicas to replay (`patch_log`).
 pub(crate) const PATCH_LOG: u8 = b'L';
 
+/// `I` + address + number + index (u32): the address appears in that transaction
+/// (`address_index`).
+pub(crate) const ADDRESS_INDEX: u8 = b'I';
+/// `W` + number: the (index, address) pairs block `number` added to the address index, so that
+/// removing the block removes them (`address_index`).
+pub(crate) const BLOCK_APPEARANCES: u8 = b'W';
+
 /// The key of the head pointer.
 pub(crate) const HEAD_KEY: &[u8] = b"mhead";
 /// The key of the chain configuration an imported chain runs under (JSON, opaque here).
@@ -51,6 +58,9 @@ pub(crate) const FORKCHOICE_KEY: &[u8] = b"mforkchoice";
 pub(crate) const COMMIT_SEQ_KEY: &[u8] = b"mcommitseq";
 /// The key of the marker a commit applied key by key writes first (`journal`).
 pub(crate) const PENDING_KEY: &[u8] = b"mpending";
+/// The first block the address index covers (8 bytes, big-endian): written with a store's
+/// first block; absent in a store written before the index existed (`address_index`).
+pub(crate) const ADDRESS_INDEX_FROM_KEY: &[u8] = b"maddrindex";
 
 /// Whether `key` holds a record of one block only (a version or record under that block's
 /// number, or an index entry pointing at that block): a block commit cut short may delete it.
@@ -67,7 +77,9 @@ pub(crate) fn belongs_to_one_block(key: &[u8]) -> bool {
                 | HASH_BY_NUMBER
                 | NUMBER_BY_HASH
                 | TX_LOOKUP
-                | EXTRAS)
+                | EXTRAS
+                | ADDRESS_INDEX
+                | BLOCK_APPEARANCES)
         )
     )
 }

@@ -11,6 +11,7 @@
 //! snapshot the writer swaps in atomically, so readers take no lock the writer takes; trie
 //! nodes are addressed by hash and never deleted (archive).
 
+mod address_index;
 mod buffers;
 mod chain;
 mod commit;
@@ -32,6 +33,7 @@ mod state;
 pub mod trie;
 mod versions;
 
+pub use address_index::{Appearance, Direction};
 pub use buffers::ENCODE_BUFFER_RETAINED_BYTES;
 pub use chain::{
     ChainDb, ChainWriter, DEFAULT_PAGE_CACHE_BYTES, ForkchoiceMarks, temporary_store_dir,

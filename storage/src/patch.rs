@@ -121,7 +121,7 @@ pub fn revert_blocks(
 
 /// Adds the removal of block `number`'s own records to `batch`: header, hash and both hash
 /// indexes, body and receipts (every chunk), ommers and withdrawals, patched root, and the
-/// lookup entries of its transactions. Returns how many transactions the block held.
+/// lookup and address index entries of its transactions. Returns how many transactions the block held.
 fn remove_block_records(
     db: &ChainDb,
     batch: &mut crate::WriteBatch,
@@ -146,6 +146,7 @@ fn remove_block_records(
     for prefix in [layout::HEADER, layout::HASH_BY_NUMBER, layout::PATCHED_ROOT, layout::EXTRAS] {
         batch.remove(&layout::number_key(prefix, number)[..]);
     }
+    crate::address_index::remove_block(db, batch, number)?;
     // The patches made while it was the head (`patch_log`).
     for key in db.keys_with_prefix(&layout::number_key(layout::PATCH_LOG, number))? {
         batch.remove(key);
@@ -221,6 +222,7 @@ mod tests {
             header: Header { number, timestamp: number, ..Header::default() },
             body: StoredBody { transactions, senders },
             receipts: Vec::new(),
+            touched: Vec::new(),
         }
     }
 

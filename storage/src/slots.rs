@@ -104,6 +104,7 @@ mod tests {
             header: Header { number, ..Header::default() },
             body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
             receipts: Vec::new(),
+            touched: Vec::new(),
         }
     }
 

@@ -44,6 +44,7 @@ async fn state_actor_refuses_a_block_that_does_not_extend_the_head() {
         header: alloy_consensus::Header { number: 5, ..Default::default() },
         body: StoredBody { transactions: vec![], senders: vec![] },
         receipts: vec![],
+        touched: Vec::new(),
     };
     let parent_root = node.node.chain.state_root_at(0).unwrap().unwrap();
     let commit = CommitBlock { draft, diff: StateDiff::default(), parent_root, received: None };
@@ -66,6 +67,7 @@ async fn state_actor_refuses_a_block_built_before_the_head_state_changed() {
         header: alloy_consensus::Header { number: 1, ..Default::default() },
         body: StoredBody { transactions: vec![], senders: vec![] },
         receipts: vec![],
+        touched: Vec::new(),
     };
     let commit =
         CommitBlock { draft, diff: StateDiff::default(), parent_root: built_on, received: None };

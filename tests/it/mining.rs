@@ -37,6 +37,7 @@ fn built(msg: &BuildBlock) -> BuiltBlock {
             header,
             body: StoredBody { transactions: vec![], senders: vec![] },
             receipts: vec![],
+            touched: Vec::new(),
         },
         diff: StateDiff::default(),
         invalid: vec![],

@@ -421,6 +421,7 @@ impl Work {
             header: block.header.clone(),
             body: block.body.clone(),
             receipts: block.receipts.clone(),
+            touched: built.ran.touched.clone(),
         };
         let commit = CommitBlock {
             draft,

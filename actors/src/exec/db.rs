@@ -184,6 +184,9 @@ pub(crate) struct ExecDb<'a, P: PublishedValues = ()> {
     /// A parallel block's accounts read ahead by its helpers, and the index of the
     /// transaction executing: read before the store.
     read_ahead: Option<(&'a P, usize)>,
+    /// The accounts the commits since `take_touched` touched, in commit order: a block's
+    /// transaction's, for the address index (`hearth_storage::BlockDraft::touched`).
+    touched: Vec<Address>,
 }
 
 /// Most snapshot accounts one block database keeps (about 150 bytes each).
@@ -203,7 +206,14 @@ impl<'a, P: PublishedValues> ExecDb<'a, P> {
             published: None,
             base_accounts: AddressMap::default(),
             read_ahead: None,
+            touched: Vec::new(),
         }
+    }
+
+    /// The accounts committed as touched since the last call (a block's transaction's: the
+    /// block loop takes them after each one, and drops what the system calls touched).
+    pub(crate) fn take_touched(&mut self) -> Vec<Address> {
+        std::mem::take(&mut self.touched)
     }
 
     /// Reads the snapshot accounts that `ahead` holds for transaction `index` (about to
@@ -558,6 +568,7 @@ impl<'a, P: PublishedValues> ExecDb<'a, P> {
         if !account.is_touched() {
             return None;
         }
+        self.touched.push(address);
         if account.is_selfdestructed() {
             self.changes.accounts.insert(address, None);
             self.changes.wiped.insert(address);
@@ -859,7 +870,8 @@ mod tests {
     fn a_key_reads_from_the_snapshot_until_the_block_writes_it() {
         let store = ChainWriter::in_memory().expect("store");
         let body = StoredBody { transactions: vec![], senders: vec![] };
-        let draft = BlockDraft { header: Default::default(), body, receipts: vec![] };
+        let draft =
+            BlockDraft { header: Default::default(), body, receipts: vec![], touched: Vec::new() };
         write_block(&store, draft, &StateDiff::default()).expect("genesis");
         let mut codes = CodeL1::new(None);
         let mut db = ExecDb::new(store.state_at(0), &mut codes);

@@ -29,6 +29,10 @@ pub struct BlockDraft {
     pub body: StoredBody,
     /// One receipt per transaction.
     pub receipts: Vec<ReceiptEnvelope>,
+    /// Per transaction, the accounts its execution touched (calls, payments, changes), for the
+    /// address index (`address_index`); empty for a block not executed here, whose index then
+    /// holds each transaction's sender and recipient (or created contract) only.
+    pub touched: Vec<Vec<Address>>,
 }
 
 /// Applies `diff` on top of the parent state, seals the header with the new state root and
@@ -77,15 +81,13 @@ pub fn import_fork_base(
     draft: BlockDraft,
     diff: &StateDiff,
 ) -> Result<SealedBlock, StorageError> {
-    let BlockDraft { header, body, receipts } = draft;
-    let number = header.number;
+    let number = draft.header.number;
     let cache = NodeCache::new(0);
     let mut tries = Tries::default();
     let mut staged = Staged::default();
     let root = apply_diff_on(db, &cache, &mut tries, &mut staged, None, number, diff)?;
     let Staged { batch, .. } = staged;
-    let (block, _) =
-        finish_block(db, batch, header, body, receipts, BlockExtras::default(), false)?;
+    let (block, _) = finish_block(db, batch, draft, BlockExtras::default(), false)?;
     let mut patched = crate::WriteBatch::default();
     patched.insert(&layout::number_key(layout::PATCHED_ROOT, number)[..], root.as_slice());
     db.commit_batch(patched, number)?;
@@ -243,16 +245,17 @@ impl BlockWriter {
         draft: BlockDraft,
         diff: &StateDiff,
     ) -> Result<SealedBlock, StorageError> {
-        let BlockDraft { mut header, body, receipts } = draft;
+        let mut draft = draft;
         let mut staged = Staged {
             keep: self.cache.is_enabled(),
             threads: self.threads,
             per_lane: self.per_lane,
             ..Staged::default()
         };
-        header.state_root =
-            apply_diff(&self.db, &self.cache, &mut self.tries, &mut staged, header.number, diff)?;
-        self.finish(staged, header, body, receipts, BlockExtras::default())
+        let number = draft.header.number;
+        draft.header.state_root =
+            apply_diff(&self.db, &self.cache, &mut self.tries, &mut staged, number, diff)?;
+        self.finish(staged, draft, BlockExtras::default())
     }
 
     /// [`import_block_with`] through this writer's cache.
@@ -262,13 +265,13 @@ impl BlockWriter {
         diff: &StateDiff,
         extras: BlockExtras,
     ) -> Result<SealedBlock, StorageError> {
-        let BlockDraft { header, body, receipts } = draft;
         let mut staged = Staged {
             keep: self.cache.is_enabled(),
             threads: self.threads,
             per_lane: self.per_lane,
             ..Staged::default()
         };
+        let header = &draft.header;
         let computed =
             apply_diff(&self.db, &self.cache, &mut self.tries, &mut staged, header.number, diff)?;
         if computed != header.state_root {
@@ -278,21 +281,18 @@ impl BlockWriter {
                 computed,
             });
         }
-        self.finish(staged, header, body, receipts, extras)
+        self.finish(staged, draft, extras)
     }
 
     /// Commits the block and, once it is durable, caches the nodes it wrote.
     fn finish(
         &mut self,
         staged: Staged,
-        header: Header,
-        body: StoredBody,
-        receipts: Vec<ReceiptEnvelope>,
+        draft: BlockDraft,
         extras: BlockExtras,
     ) -> Result<SealedBlock, StorageError> {
         let Staged { batch, emitted, mut timings, .. } = staged;
-        let (block, (apply, flush)) =
-            finish_block(&self.db, batch, header, body, receipts, extras, self.defer)?;
+        let (block, (apply, flush)) = finish_block(&self.db, batch, draft, extras, self.defer)?;
         timings.apply = apply;
         timings.flush = flush;
         self.timings = timings;
@@ -548,13 +548,19 @@ fn unchanged(
 fn finish_block(
     db: &ChainWriter,
     mut batch: crate::WriteBatch,
-    header: Header,
-    body: StoredBody,
-    receipts: Vec<ReceiptEnvelope>,
+    draft: BlockDraft,
     extras: BlockExtras,
     defer: bool,
 ) -> Result<(SealedBlock, (Duration, Duration)), StorageError> {
+    let BlockDraft { header, body, receipts, touched } = draft;
     let number = header.number;
+    // The address index, in the block's own batch (`address_index`); a store's first block
+    // says the index covers the store from there.
+    let pairs = crate::address_index::block_pairs(&body, &touched, header.beneficiary);
+    crate::address_index::add_block(&mut batch, number, &pairs);
+    if db.head_number().is_none() {
+        batch.insert(layout::ADDRESS_INDEX_FROM_KEY, &number.to_be_bytes()[..]);
+    }
     // The header's RLP, its hash and the records below go through the thread's encode
     // buffer (`buffers`): the batch copies what it keeps.
     let hash = crate::buffers::with_rlp(&header, |rlp| alloy_primitives::keccak256(rlp));
@@ -651,6 +657,7 @@ mod tests {
             header: Header { number, ..Header::default() },
             body: StoredBody { transactions: Vec::new(), senders: Vec::new() },
             receipts: Vec::new(),
+            touched: Vec::new(),
         }
     }
 
