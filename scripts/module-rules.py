@@ -8,7 +8,7 @@ any `crate::` / `super::` / `self::` path naming it; edges to a module's own anc
 ignored). That tool checks cycles and that `rpc/src/core` names nothing outside it; this script
 adds the order of the layers above it:
 
-    core  <-  eth  <-  net, debug, trace, anvil, txpool, testing  <-  methods  <-  transport  <-  lib
+    core  <-  eth  <-  net, debug, trace, anvil, txpool, testing, ots  <-  methods  <-  transport  <-  lib
 
 A module may name modules of its own layer or of layers before it, never after; `eth` is a
 layer of its own, so no other namespace folder is ever imported by it. Test-only modules
@@ -20,7 +20,7 @@ import sys
 LAYERS = [
     {"core"},
     {"eth"},
-    {"net", "debug", "trace", "anvil", "txpool", "testing", "engine", "replica"},
+    {"net", "debug", "trace", "anvil", "txpool", "testing", "engine", "replica", "ots"},
     {"methods"},
     {"transport"},
     {""},  # lib.rs

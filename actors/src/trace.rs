@@ -52,6 +52,8 @@ use crate::exec::{
 use crate::executor::ExecutorActor;
 use revm::context_interface::local::FrameStack;
 
+mod otterscan;
+
 /// The fewest bytes one struct log encodes to: `{"pc":0,"op":"LT","gas":0,"gasCost":0,
 /// "depth":1,"refund":0}` and its separating comma. With the stack, memory and storage left
 /// out and every number at its shortest, a real step is never smaller.
@@ -116,6 +118,9 @@ impl ExecutorActor {
                     tree = Some(crate::report::decode::arena_json(&arena));
                 })?;
                 out.value(&tree)?;
+            }
+            TraceJob::Otterscan { block, index, view } => {
+                self.otterscan(&mut out, (block, index), view, bounds)?;
             }
             TraceJob::PrintBlock { block } => {
                 let replay = self.stored_block(block)?;

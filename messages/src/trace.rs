@@ -112,6 +112,16 @@ pub enum TraceJob {
         /// Its position in the block.
         index: usize,
     },
+    /// Otterscan's views of transaction `index` of stored block `block`
+    /// (ots_traceTransaction, ots_getInternalOperations, ots_getTransactionError).
+    Otterscan {
+        /// The block holding the transaction.
+        block: u64,
+        /// Its position in the block.
+        index: usize,
+        /// Which view.
+        view: OtsView,
+    },
     /// `--print-traces`: the named call tree of every transaction of stored block `block`,
     /// printed to the log (target `trace`); answers `null`.
     PrintBlock {
@@ -128,6 +138,18 @@ pub enum TraceJob {
         /// Addresses, mode and paging.
         filter: Box<TraceFilter>,
     },
+}
+
+/// Otterscan's views of one transaction, each an answer shaped as Erigon's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtsView {
+    /// ots_traceTransaction: every call frame (and self-destruct) in order, flat, with depth.
+    Trace,
+    /// ots_getInternalOperations: the value transfers, creates and self-destructs below the
+    /// top frame.
+    Operations,
+    /// ots_getTransactionError: what a reverted transaction returned (`0x` otherwise).
+    Error,
 }
 
 /// Bounds on one trace request.

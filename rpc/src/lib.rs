@@ -21,6 +21,7 @@ mod engine;
 mod eth;
 mod methods;
 mod net;
+mod ots;
 mod replica;
 mod testing;
 mod trace;

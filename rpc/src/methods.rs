@@ -22,7 +22,8 @@ use crate::eth::{
     access_list, blocks, call, call_many, capabilities, config, fees, filters, headers, logs,
     proof, receipts, sign, simulate, state, subscriptions, tx,
 };
-use crate::{engine, net, testing, trace, txpool};
+use crate::{engine, net, ots, testing, trace, txpool};
+use hearth_messages::trace::OtsView;
 
 /// How a method runs, for the layers that decide before it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,6 +221,19 @@ methods! {
     "debug_storageRangeAt" read => storage_range::storage_range_at(ctx, p);
     // The dev patches made while a block was the head, which read replicas replay.
     "hearth_getPatches" read => patches::get_patches(ctx, p);
+    "ots_getApiLevel" read => ots::api_level(p);
+    "ots_hasCode" read => ots::has_code(ctx, p);
+    "ots_getTransactionBySenderAndNonce" read => ots::tx_by_sender_and_nonce(ctx, p);
+    "ots_getContractCreator" read => ots::contract_creator(ctx, p).await;
+    "ots_traceTransaction" read => ots::transaction_view(ctx, p, OtsView::Trace).await;
+    "ots_getInternalOperations" read => ots::transaction_view(ctx, p, OtsView::Operations).await;
+    "ots_getTransactionError" read => ots::transaction_view(ctx, p, OtsView::Error).await;
+    "ots_getBlockDetails" read => ots::block_details(ctx, p);
+    "ots_getBlockDetailsByHash" read => ots::block_details_by_hash(ctx, p);
+    "ots_getBlockTransactions" read => ots::block_transactions(ctx, p);
+    "ots_searchTransactionsBefore" read => ots::search_before(ctx, p);
+    "ots_searchTransactionsAfter" read => ots::search_after(ctx, p);
+    "erigon_getHeaderByNumber" read => ots::header_by_number(ctx, p);
     // A rewind, gated with the dev methods (like anvil_rollback, it changes the chain outside
     // its rules).
     "debug_setHead" write in "anvil" => head::set_head(ctx, p.decode()?).await;

@@ -33,6 +33,7 @@ mod hostile;
 mod metrics;
 mod mining;
 mod origin;
+mod ots;
 mod parallel;
 mod persistence;
 mod pool;

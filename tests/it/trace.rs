@@ -18,24 +18,24 @@ use serde_json::{Value, json};
 use crate::support::{TestNode, fixtures, quantity};
 
 /// Callee: stores its calldata word in slot 0, logs it (topic = the word) and returns it + 1.
-const CALLEE: &str = "600035 80600055 80600052 8060206000a1 600101 600052 60206000f3";
+pub(crate) const CALLEE: &str = "600035 80600055 80600052 8060206000a1 600101 600052 60206000f3";
 /// Caller: CALLs the address in its calldata with 42 (keeping the answer), then STATICCALLs
 /// it with 10,000 gas (the SSTORE there halts: write protection), and returns the answer.
-const NESTER: &str = "602a60005260206000602060006000600035 5af150\
+pub(crate) const NESTER: &str = "602a60005260206000602060006000600035 5af150\
                       602060206020600060003561 2710fa50 60206000f3";
 /// Factory: CREATE2 (salt 1) of the init code in its calldata; returns the new address.
-const FACTORY: &str = "3660006000376001366000 6000f5 60005260206000f3";
+pub(crate) const FACTORY: &str = "3660006000376001366000 6000f5 60005260206000f3";
 /// Init code that self-destructs to its creator while being created.
-const SELF_DESTRUCTING_INIT: &str = "33ff";
+pub(crate) const SELF_DESTRUCTING_INIT: &str = "33ff";
 /// Returns NUMBER (for block overrides).
 const NUMBER: &str = "4360005260206000f3";
 
-fn code(text: &str) -> Vec<u8> {
+pub(crate) fn code(text: &str) -> Vec<u8> {
     hex::decode(text.replace(' ', "")).expect("hex")
 }
 
 /// Init code that deploys `runtime` as is.
-fn deploy_code(runtime: &[u8]) -> Bytes {
+pub(crate) fn deploy_code(runtime: &[u8]) -> Bytes {
     let len = u8::try_from(runtime.len()).expect("a short runtime");
     let mut init = vec![0x60, len, 0x80, 0x60, 0x0b, 0x60, 0x00, 0x39, 0x60, 0x00, 0xf3];
     init.extend_from_slice(runtime);
@@ -43,7 +43,7 @@ fn deploy_code(runtime: &[u8]) -> Bytes {
 }
 
 /// A word of calldata holding `address`.
-fn address_word(address: Address) -> Bytes {
+pub(crate) fn address_word(address: Address) -> Bytes {
     let mut word = [0u8; 32];
     word[12..].copy_from_slice(address.as_slice());
     Bytes::from(word.to_vec())
@@ -51,16 +51,16 @@ fn address_word(address: Address) -> Bytes {
 
 /// A dev chain with the callee, the nester and the factory deployed, and the hash of a
 /// nested call (nester -> callee) mined alone in its block.
-struct Chain {
-    node: TestNode,
-    callee: Address,
-    nester: Address,
-    factory: Address,
-    nested: String,
+pub(crate) struct Chain {
+    pub(crate) node: TestNode,
+    pub(crate) callee: Address,
+    pub(crate) nester: Address,
+    pub(crate) factory: Address,
+    pub(crate) nested: String,
 }
 
 impl Chain {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::with(NodeConfig::for_tests()).await
     }
 
@@ -78,14 +78,14 @@ impl Chain {
     }
 }
 
-async fn deploy(node: &TestNode, runtime: &[u8]) -> Address {
+pub(crate) async fn deploy(node: &TestNode, runtime: &[u8]) -> Address {
     let hash = send(node, None, deploy_code(runtime), 200_000).await;
     let receipt = node.ok("eth_getTransactionReceipt", json!([hash])).await;
     receipt["contractAddress"].as_str().expect("created").parse().expect("address")
 }
 
 /// eth_sendTransaction from account 0 with a fixed gas (a reverting one is mined too).
-async fn send(node: &TestNode, to: Option<Address>, data: Bytes, gas: u64) -> String {
+pub(crate) async fn send(node: &TestNode, to: Option<Address>, data: Bytes, gas: u64) -> String {
     let from = node.signer(0).address();
     let mut tx = json!({"from": from, "data": data, "gas": format!("{gas:#x}")});
     if let Some(to) = to {
@@ -94,7 +94,7 @@ async fn send(node: &TestNode, to: Option<Address>, data: Bytes, gas: u64) -> St
     node.ok("eth_sendTransaction", json!([tx])).await.as_str().expect("hash").to_owned()
 }
 
-fn address_of(value: &Value) -> Address {
+pub(crate) fn address_of(value: &Value) -> Address {
     value.as_str().expect("an address").parse().expect("address")
 }
 

@@ -13,11 +13,11 @@ use alloy_consensus::{
 use alloy_eips::eip2718::Encodable2718;
 use alloy_eips::eip2930::AccessList;
 use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
-use hearth_messages::TxError;
 use hearth_messages::mempool::{
     GetPooledTx, IsImpersonated, Seal, SignedBy, SubmitFilled, SubmitTx, SubmitTxs, decode_tx,
 };
 use hearth_messages::miner::AutoMine;
+use hearth_messages::{SealedBlock, TxError};
 use serde_json::Value;
 
 use crate::core::RpcContext;
@@ -524,11 +524,8 @@ pub(crate) fn get_transaction_receipt(
     Ok(Reply::typed(block.and_then(|b| rpc_receipt(&b, index as usize, &ctx.forks))))
 }
 
-/// eth_getTransactionBySenderAndNonce (anvil's, Otterscan's): `[sender, nonce]`; the pooled
-/// transaction with that nonce, else the mined one, else `null`. The sender's nonce only
-/// grows from block to block, so the block holding it is the first whose state has a higher
-/// one: a binary search over the archive's states (log2 of the chain's length reads), then
-/// one block's transactions, as anvil finds it.
+/// eth_getTransactionBySenderAndNonce (anvil's): `[sender, nonce]`; the pooled transaction
+/// with that nonce, else the mined one ([`mined_by_sender_and_nonce`]), else `null`.
 pub(crate) async fn get_transaction_by_sender_and_nonce(
     ctx: &RpcContext,
     (sender, nonce): (Address, u64),
@@ -537,12 +534,25 @@ pub(crate) async fn get_transaction_by_sender_and_nonce(
     if let Some(pooled) = ctx.mempool.get_pooled_by_nonce(pooled).await? {
         return to_json(&pending_transaction(&pooled));
     }
+    let found = mined_by_sender_and_nonce(ctx, sender, nonce)?;
+    to_json(&found.and_then(|(block, index)| rpc_transaction(&block, index)))
+}
+
+/// The mined transaction of `sender` with `nonce`: its block and position, or `None`. The
+/// sender's nonce only grows from block to block, so the block holding it is the first whose
+/// state has a higher one: a binary search over the archive's states (log2 of the chain's
+/// length reads), then one block's transactions, as anvil finds it.
+pub(crate) fn mined_by_sender_and_nonce(
+    ctx: &RpcContext,
+    sender: Address,
+    nonce: u64,
+) -> Result<Option<(SealedBlock, usize)>, RpcError> {
     let head = ctx.chain.head_number().unwrap_or_default();
     let nonce_at = |number: u64| -> Result<u64, RpcError> {
         Ok(ctx.chain.state_at(number).account(&sender)?.map_or(0, |a| a.nonce))
     };
     if head == 0 || nonce >= nonce_at(head)? {
-        return Ok(Value::Null);
+        return Ok(None);
     }
     // The first block after which the sender's nonce is past `nonce`.
     let (mut low, mut high) = (1, head);
@@ -554,14 +564,14 @@ pub(crate) async fn get_transaction_by_sender_and_nonce(
             low = mid + 1;
         }
     }
-    let Some(block) = read_block(ctx, low)? else { return Ok(Value::Null) };
+    let Some(block) = read_block(ctx, low)? else { return Ok(None) };
     let found = block
         .body
         .transactions
         .iter()
         .zip(&block.body.senders)
         .position(|(tx, from)| *from == sender && tx.nonce() == nonce);
-    to_json(&found.and_then(|index| rpc_transaction(&block, index)))
+    Ok(found.map(|index| (block, index)))
 }
 
 /// eth_getRawTransactionByHash (and geth's debug_getRawTransaction): `[hash]`; the
