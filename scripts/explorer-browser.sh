@@ -70,20 +70,20 @@ EOF
 
 "$HEARTH_BIN" --ephemeral --http.port 0 --artifacts "$WORK/out" >"$WORK/node.log" 2>&1 &
 NODE_PID=$!
-for _ in $(seq 1 300); do
+for _ in $(seq 1 200); do
   grep -q 'listening on http://' "$WORK/node.log" && break
   kill -0 "$NODE_PID" 2>/dev/null || { cat "$WORK/node.log"; echo "FAIL: hearth exited on start" >&2; exit 1; }
   sleep 0.1
 done
 URL=$(grep -o 'listening on http://[0-9.:]*' "$WORK/node.log" | head -1 | sed 's/listening on //')
 [ -n "$URL" ] || { cat "$WORK/node.log"; echo "FAIL: hearth did not say where it listens" >&2; exit 1; }
-export NODE_URL="$URL/"
+export NODE_URL="$URL/" EXPLORER_ARTIFACTS=1
 echo "== hearth at $NODE_URL ($HEARTH_BIN)"
 
 # The chain the page shows: two contracts, transfers, a revert, a nested call, a queued tx.
 export SEED_FILE="$WORK/seed.json"
-timeout 60 python3 - "$NODE_URL" "$ROOT/tests/contracts" "$SEED_FILE" <<'EOF'
-import json, os, sys, urllib.request
+timeout 30 python3 - "$NODE_URL" "$ROOT/tests/contracts" "$SEED_FILE" <<'EOF'
+import json, os, sys, time, urllib.request
 url, src, seed_file = sys.argv[1:4]
 def rpc(method, params=()):
     req = urllib.request.Request(url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}).encode(),
@@ -98,7 +98,12 @@ word = lambda v: format(v, "064x")
 addr_word = lambda a: a[2:].lower().rjust(64, "0")
 def send(tx):
     h = rpc("eth_sendTransaction", [tx])
-    return h, rpc("eth_getTransactionReceipt", [h])
+    for _ in range(100):  # mined before the answer (automine); a moment later on other nodes
+        receipt = rpc("eth_getTransactionReceipt", [h])
+        if receipt:
+            return h, receipt
+        time.sleep(0.05)
+    sys.exit(f"FAIL: seeding: {h} was not mined")
 accounts = rpc("eth_accounts")
 a0, a1, a2, a3, a4, a5 = accounts[:6]
 token_json = json.load(open(os.path.join(src, "DevTokens.json")))["DevToken"]
@@ -126,4 +131,4 @@ EOF
 
 mkdir -p "$SCREENSHOT_DIR"
 export CHROMIUM
-timeout 150 "$NODE" "$ROOT/scripts/explorer-browser.mjs"
+timeout 120 "$NODE" "$ROOT/scripts/explorer-browser.mjs"

@@ -4,6 +4,7 @@
 //! starts a [`node::Node`] inside an actix `System`. Tests and examples start a `Node` the same
 //! way, on in-memory storage.
 
+pub mod address_index;
 pub mod banner;
 pub mod chainfile;
 pub mod cli;

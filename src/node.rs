@@ -79,6 +79,9 @@ pub enum NodeError {
     /// The chain to fork could not be reached or read (`--fork-url`).
     #[error(transparent)]
     Fork(#[from] crate::fork::ForkStartError),
+    /// A store written before the address index existed could not be indexed.
+    #[error(transparent)]
+    AddressIndex(#[from] crate::address_index::IndexError),
     /// `--fork-transaction-hash`'s earlier transactions could not be replayed.
     #[error(transparent)]
     ForkReplay(#[from] crate::fork::before_tx::ReplayError),
@@ -754,6 +757,7 @@ impl Wiring<'_> {
         mut self,
         forks: Option<Arc<dyn hearth_messages::trace::ForkSchedule>>,
     ) -> Result<Actors, NodeError> {
+        self.index_old_store(forks.as_ref())?;
         let (code_cache, l2) = self.start_code_cache();
         let state = StateActor::new(self.chain.clone())
             .with_commit_threads(self.config.parallel.threads.get())
@@ -807,15 +811,10 @@ impl Wiring<'_> {
         (code_cache, l2)
     }
 
-    /// The executor pool: `--executor.threads` executors, bounded by admission.
-    fn start_executor_pool(
-        &mut self,
-        l2: CodeL2,
-        forks: Option<Arc<dyn hearth_messages::trace::ForkSchedule>>,
-        show: hearth_actors::Show,
-    ) -> ExecutorClient {
+    /// What every executor runs under.
+    fn exec_config(&self, show: hearth_actors::Show) -> ExecConfig {
         let config = self.config;
-        let exec_config = ExecConfig {
+        ExecConfig {
             chain_id: self.chain_id.clone(),
             spec: self.opened.spec,
             gas_cap: config.rpc.gas_cap,
@@ -824,7 +823,38 @@ impl Wiring<'_> {
             code_size_limit: config.code_size_limit,
             parallel: config.parallel,
             show,
+        }
+    }
+
+    /// Indexes the addresses of a store an older Hearth wrote (`address_index`), with an
+    /// executor of its own, before any actor can write to the store.
+    fn index_old_store(
+        &self,
+        forks: Option<&Arc<dyn hearth_messages::trace::ForkSchedule>>,
+    ) -> Result<(), NodeError> {
+        if self.chain.head_number().is_none()
+            || self.chain.address_index_from().ok().flatten().is_some()
+        {
+            return Ok(());
+        }
+        let show = hearth_actors::Show::default();
+        let executor = ExecutorActor::new(self.chain.reader(), self.exec_config(show), None);
+        let mut executor = match forks {
+            Some(forks) => executor.with_fork_schedule(Arc::clone(forks)),
+            None => executor,
         };
+        Ok(crate::address_index::index_old_store(&self.chain, &mut executor)?)
+    }
+
+    /// The executor pool: `--executor.threads` executors, bounded by admission.
+    fn start_executor_pool(
+        &mut self,
+        l2: CodeL2,
+        forks: Option<Arc<dyn hearth_messages::trace::ForkSchedule>>,
+        show: hearth_actors::Show,
+    ) -> ExecutorClient {
+        let config = self.config;
+        let exec_config = self.exec_config(show);
         let exec_chain = self.chain.reader();
         // `make` runs on each executor thread as it starts. Admission caps what the pool holds
         // over all lanes, so a mailbox of that size is never full.

@@ -622,6 +622,14 @@ mod tests {
         parallel: ParallelConfig,
         show: crate::exec::Show,
     ) -> (ExecutorActor, Header) {
+        let (db, header) = chain_on(accounts);
+        (ExecutorActor::new(db.reader(), exec_config(parallel, show), None), header)
+    }
+
+    /// A chain whose genesis holds `accounts` (address, balance, code), and its genesis header.
+    fn chain_on(
+        accounts: &[(Address, U256, Option<Bytes>)],
+    ) -> (hearth_storage::ChainWriter, Header) {
         let db = hearth_storage::ChainWriter::in_memory().expect("store");
         let mut diff = StateDiff::default();
         for (address, balance, code) in accounts {
@@ -650,7 +658,11 @@ mod tests {
         let draft =
             BlockDraft { header: header.clone(), body, receipts: vec![], touched: Vec::new() };
         write_block(&db, draft, &diff).expect("genesis");
-        let config = ExecConfig {
+        (db, header)
+    }
+
+    fn exec_config(parallel: ParallelConfig, show: crate::exec::Show) -> ExecConfig {
+        ExecConfig {
             chain_id: hearth_messages::ChainId::new(1),
             spec: SpecId::PRAGUE,
             gas_cap: 50_000_000,
@@ -659,8 +671,29 @@ mod tests {
             code_size_limit: None,
             parallel,
             show,
-        };
-        (ExecutorActor::new(db.reader(), config, None), header)
+        }
+    }
+
+    /// The address index of an older store is built from replays: a replay of a stored block
+    /// finds the accounts each transaction touched exactly as building the block did.
+    #[test]
+    fn a_replay_finds_what_each_transaction_touched_when_the_block_was_built() {
+        let recurse = Bytes::from(hex::decode("60006000600060006000305af100").expect("hex"));
+        let (db, genesis) = chain_on(&[
+            (SENDER, U256::from(10u128.pow(20)), None),
+            (RECURSE, U256::ZERO, Some(recurse)),
+        ]);
+        let config = exec_config(ParallelConfig::default(), crate::exec::Show::default());
+        let mut executor = ExecutorActor::new(db.reader(), config, None);
+        let built = build(&mut executor, &genesis, RECURSE, 1_000_000);
+        let mut built_touched = built.draft.touched.clone();
+        assert!(built_touched[0].contains(&RECURSE) && built_touched[0].contains(&SENDER));
+        write_block(&db, built.draft, &built.diff).expect("block 1");
+        let mut replayed = executor.touched_accounts(1).expect("replay");
+        for list in built_touched.iter_mut().chain(replayed.iter_mut()) {
+            list.sort();
+        }
+        assert_eq!(replayed, built_touched);
     }
 
     /// Builds block 1 (not committed) with one transaction of `gas` from SENDER to `to`.

@@ -19,7 +19,7 @@ use alloy_consensus::Transaction as _;
 use alloy_primitives::{Address, TxKind};
 
 use crate::records::StoredBody;
-use crate::{ChainDb, StorageError, layout};
+use crate::{ChainDb, ChainWriter, StorageError, layout};
 
 /// `I` + address + number + index: the address appears in that transaction.
 const ENTRY_LEN: usize = 1 + 20 + 8 + 4;
@@ -120,6 +120,34 @@ pub(crate) fn remove_block(
     Ok(())
 }
 
+impl ChainWriter {
+    /// Indexes blocks written before the address index existed (a store of an older Hearth):
+    /// each of `blocks` as (number, the accounts each of its transactions touched, from a
+    /// replay), in one journaled commit. With `complete_from`, also records that the index now
+    /// covers the store from that block, so the next open does not index again. Indexing a
+    /// block twice writes the same keys: a rebuild cut short is simply run again.
+    pub fn index_old_blocks(
+        &self,
+        blocks: &[(u64, Vec<Vec<Address>>)],
+        complete_from: Option<u64>,
+    ) -> Result<(), StorageError> {
+        let head =
+            self.head_number().ok_or(StorageError::Corrupt { what: "head before indexing" })?;
+        let mut batch = crate::WriteBatch::default();
+        for (number, touched) in blocks {
+            let body = self
+                .body(*number)?
+                .unwrap_or(StoredBody { transactions: Vec::new(), senders: Vec::new() });
+            let coinbase = self.header(*number)?.map(|h| h.beneficiary).unwrap_or_default();
+            add_block(&mut batch, *number, &block_pairs(&body, touched, coinbase));
+        }
+        if let Some(first) = complete_from {
+            batch.insert(layout::ADDRESS_INDEX_FROM_KEY, &first.to_be_bytes()[..]);
+        }
+        self.commit_batch(batch, head)
+    }
+}
+
 /// Which way [`ChainDb::appearances`] walks an address's history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -131,7 +159,7 @@ pub enum Direction {
 
 impl ChainDb {
     /// The first block the address index covers: every block from it to the head is indexed.
-    /// `None` for a store written before the index existed (`ChainWriter::rebuild_...`).
+    /// `None` for a store written before the index existed ([`ChainWriter::index_old_blocks`]).
     pub fn address_index_from(&self) -> Result<Option<u64>, StorageError> {
         Ok(self.raw_get(layout::ADDRESS_INDEX_FROM_KEY)?.and_then(|v| {
             let bytes: [u8; 8] = v.as_slice().try_into().ok()?;
@@ -305,5 +333,42 @@ mod tests {
         assert!(entry_key(&a, u64::MAX, u32::MAX) < entry_key(&Address::repeat_byte(2), 0, 0));
         assert_eq!(appearance_of(&entry_key(&a, 7, 3)), Some(Appearance { block: 7, index: 3 }));
         assert_eq!(appearance_of(&address_prefix(&a)), None);
+    }
+
+    /// The index keys and the marker, as sled holds them.
+    fn index_records(db: &ChainWriter) -> Vec<(Vec<u8>, Vec<u8>)> {
+        db.checkpoint().expect("checkpoint");
+        db.sled()
+            .iter()
+            .map(|entry| entry.expect("entry"))
+            .filter(|(key, _)| {
+                matches!(key.first(), Some(&(layout::ADDRESS_INDEX | layout::BLOCK_APPEARANCES)))
+                    || key.as_ref() == layout::ADDRESS_INDEX_FROM_KEY
+            })
+            .map(|(key, value)| (key.to_vec(), value.to_vec()))
+            .collect()
+    }
+
+    /// A store without the index (an older Hearth's), indexed from its blocks and what their
+    /// replays touched, holds what a store indexed as it was written holds.
+    #[test]
+    fn indexing_an_older_store_writes_what_indexing_as_written_does() {
+        let db = ChainWriter::in_memory().expect("store");
+        let mut writer = BlockWriter::new(db.clone(), 0);
+        let blocks = [(0, 0), (1, 2), (2, 0), (3, 3)];
+        for (number, count) in blocks {
+            writer.write(block(number, count), &StateDiff::default()).expect("block");
+        }
+        let whole = index_records(&db);
+        assert!(whole.len() > 5, "{whole:?}");
+        for (key, _) in &whole {
+            db.sled().remove(key).expect("remove");
+        }
+        assert_eq!(db.address_index_from().expect("read"), None);
+        let touched: Vec<_> = blocks.iter().map(|(n, c)| (*n, block(*n, *c).touched)).collect();
+        db.index_old_blocks(&touched[..2], None).expect("first part");
+        assert_eq!(db.address_index_from().expect("read"), None, "not complete yet");
+        db.index_old_blocks(&touched, Some(0)).expect("all, once more");
+        assert_eq!(index_records(&db), whole);
     }
 }

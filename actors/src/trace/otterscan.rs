@@ -8,7 +8,7 @@
 
 use alloy_primitives::{Address, Bytes, U256};
 use hearth_messages::ExecError;
-use hearth_messages::trace::OtsView;
+use hearth_messages::trace::{OtsView, TraceBudget};
 use revm::context::result::ExecutionResult;
 use revm_inspectors::tracing::types::{CallKind, CallTraceNode};
 use revm_inspectors::tracing::{CallTraceArena, TracingInspectorConfig};
@@ -75,6 +75,36 @@ impl ExecutorActor {
                 }
             },
         )
+    }
+}
+
+impl ExecutorActor {
+    /// The accounts each transaction of stored block `block` touched, as its execution in the
+    /// block committed them: what `BlockDraft::touched` held when the block was made, for the
+    /// address index of a store written before the index existed. The block is replayed on its
+    /// parent's state, without a time cap.
+    pub fn touched_accounts(&mut self, block: u64) -> Result<Vec<Vec<Address>>, ExecError> {
+        let replay = self.stored_block(block)?;
+        let budget = TraceBudget { max_bytes: usize::MAX, timeout: None };
+        let bounds = Bounds::new(budget, None);
+        let mut touched = Vec::with_capacity(replay.txs.len());
+        self.replay(
+            &replay,
+            replay.all(),
+            || parity_tracer(TracingInspectorConfig::none(), bounds),
+            |step| {
+                let state = &step.result.state;
+                touched.push(
+                    state
+                        .iter()
+                        .filter(|(_, a)| a.is_touched())
+                        .map(|(address, _)| *address)
+                        .collect(),
+                );
+                Ok(())
+            },
+        )?;
+        Ok(touched)
     }
 }
 

@@ -217,7 +217,10 @@
     },
     stopPolling() { clearInterval(this.pollTimer); this.pollTimer = null; },
     async poll() {
-      try { this.update(big(await rpc('eth_blockNumber'))); } catch { /* shown by the views */ }
+      let n;
+      try { n = big(await rpc('eth_blockNumber')); } catch { this.mode('node unreachable', 'bad'); return; }
+      if ($('#live').dataset.mode === 'bad') this.mode(this.live ? 'live' : 'polling', this.live ? 'on' : 'poll');
+      this.update(n);
     },
     update(n) {
       if (n === null || n === this.number) return;
@@ -246,6 +249,7 @@
       return sums;
     },
     async sample() {
+      if (document.hidden && this.state === 'ok') return; // rates span the gap
       let s;
       try {
         const r = await fetch(EP.metrics, { cache: 'no-store', credentials: 'omit' });
@@ -663,7 +667,7 @@
       let call;
       if (create) call = ['new ', name || '', name ? '@' : '', addrLink(nd.to, nd.to)];
       else {
-        const target = name ? [h('span', { title: nd.to }, name), muted('@'), addrLink(nd.to)] : addrLink(nd.to, nd.to);
+        const target = name ? [h('span', { title: nd.to }, name), muted('@'), addrLink(nd.to)] : addrLink(nd.to);
         const data = isHex(nd.input) && nd.input.length > 10 ? nd.input.slice(10) : '';
         const args = Array.isArray(nd.args) ? ['(', nd.args.map((a, i) => [i ? ', ' : '', valueNode(a)]), ')']
           : data ? ['(', h('code', { title: `${data.length / 2} bytes` }, data.length > 72 ? data.slice(0, 72) + '…' : data), ')'] : '()';
@@ -804,8 +808,23 @@
     };
     let timer = null;
     ctx.onLeave(() => clearTimeout(timer));
+    // A big pool is counted (txpool_status) but listed only when asked: txpool_content is
+    // megabytes then.
+    let force = false;
+    const note = h('p', { class: 'muted', hidden: true }, 'The pool is large: ',
+      h('button', { type: 'button', testid: 'mempool-load', onclick: () => { force = true; note.hidden = true; clearTimeout(timer); refresh(false); } }, 'list its transactions'));
+    main.append(note);
     const refresh = async (first) => {
       try {
+        const st = await rpc('txpool_status');
+        if (!ctx.live()) return;
+        const n = Number(big(st && st.pending) || 0n) + Number(big(st && st.queued) || 0n);
+        if (n > 5000 && !force) {
+          pc.textContent = `(${big(st.pending)})`; qc.textContent = `(${big(st.queued)})`;
+          fill(pend); fill(queued); note.hidden = false;
+          timer = setTimeout(() => refresh(false), 3000);
+          return;
+        }
         const c = await rpc('txpool_content');
         if (!ctx.live()) return;
         const [np, tp] = table(c && c.pending), [nq, tq] = table(c && c.queued);
