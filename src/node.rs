@@ -843,7 +843,7 @@ impl Wiring<'_> {
             Some(forks) => executor.with_fork_schedule(Arc::clone(forks)),
             None => executor,
         };
-        Ok(crate::address_index::index_old_store(&self.chain, &mut executor)?)
+        Ok(crate::address_index::index_old_store(self.chain, &mut executor)?)
     }
 
     /// The executor pool: `--executor.threads` executors, bounded by admission.
