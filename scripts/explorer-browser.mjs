@@ -192,6 +192,7 @@ async function main() {
   };
   const shot = async (name) => {
     const file = path.join(SHOTS, `${name}.png`);
+    await page.evaluate(() => window.scrollTo(0, 0)); // else the sticky header lands mid-page
     await page.screenshot({ path: file, fullPage: true });
     console.log(`   screenshot ${file}`);
   };
@@ -258,6 +259,24 @@ async function main() {
   await expectContains('block-gas-used', fmtInt(block.gasUsed), 'block gas used');
   await page.getByTestId(`tx-link-${tx}`).first().waitFor().catch(() => fail(`block ${blockNum} does not list ${tx}`));
   await shot('block');
+
+  // A block of 30 transactions: two pages, every transaction on one of them.
+  if (seed && seed.bigBlock) {
+    step(`block ${seed.bigBlock}: paging`);
+    await page.evaluate((n) => { location.hash = `#/block/${n}`; }, seed.bigBlock);
+    await ready('block');
+    const want = (await rpc('eth_getBlockByNumber', [`0x${seed.bigBlock.toString(16)}`, false])).transactions;
+    const rowsNow = async () => page.getByTestId('block-txs').locator('tbody tr').evaluateAll((trs) => trs.map((tr) => tr.dataset.testid.replace('tx-row-', '')));
+    const prev = page.getByTestId('block-txs-prev'), next = page.getByTestId('block-txs-next');
+    for (let i = 0; i < 5 && await prev.isEnabled(); i++) { const before = await rowsNow(); await prev.click(); await page.waitForFunction((b) => document.querySelector('[data-testid="block-txs"] tbody tr')?.dataset.testid !== `tx-row-${b}`, before[0]); }
+    const seen = await rowsNow();
+    check(seen[0] === want[0], `the first page of block ${seed.bigBlock} does not start with its first transaction`);
+    for (let i = 0; i < 5 && await next.isEnabled(); i++) { const before = await rowsNow(); await next.click(); await page.waitForFunction((b) => document.querySelector('[data-testid="block-txs"] tbody tr')?.dataset.testid !== `tx-row-${b}`, before[0]); seen.push(...await rowsNow()); }
+    check(JSON.stringify(seen) === JSON.stringify(want), `the pages of block ${seed.bigBlock} list ${seen.length} transactions, not its ${want.length} in order`);
+    await shot('block-paged');
+    await page.goBack();
+    await ready('block');
+  }
 
   // 3. Transaction: fields, decoded call tree and events.
   step(`transaction ${tx}`);

@@ -122,11 +122,20 @@ assert r["status"] == "0x0", "the over-balance transfer should revert"
 seed["nested"], r = send({"from": a0, "to": console, "gas": hex(2_000_000),
                           "data": selector("nested(bytes[],bytes[])") + word(64) + word(96) + word(0) + word(0)})
 assert r["status"] == "0x1", "nested() should succeed"
+# A block of 30 transfers (two pages in the block view), mined at once.
+rpc("evm_setAutomine", [False])
+many = [rpc("eth_sendTransaction", [{"from": accounts[7 + i % 2], "to": a3, "value": hex(i + 1)}]) for i in range(30)]
+rpc("evm_mine")
+rpc("evm_setAutomine", [True])
+big_block = rpc("eth_getTransactionReceipt", [many[0]])["blockNumber"]
+assert all(rpc("eth_getTransactionReceipt", [h])["blockNumber"] == big_block for h in many), "the 30 transfers should share a block"
+seed["bigBlock"] = int(big_block, 16)
 # A nonce gap: stays queued in the pool.
 nonce = int(rpc("eth_getTransactionCount", [a5, "latest"]), 16)
 seed["queued"] = rpc("eth_sendTransaction", [{"from": a5, "to": a3, "value": "0x1", "nonce": hex(nonce + 3)}])
 json.dump(seed, open(seed_file, "w"), indent=1)
-print(f"== seeded: DevToken at {token}, ConsoleLog at {console}, head {int(rpc('eth_blockNumber'), 16)}, 1 queued transaction")
+print(f"== seeded: DevToken at {token}, ConsoleLog at {console}, 30 transfers in block {seed['bigBlock']}, "
+      f"head {int(rpc('eth_blockNumber'), 16)}, 1 queued transaction")
 EOF
 
 mkdir -p "$SCREENSHOT_DIR"

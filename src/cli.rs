@@ -428,6 +428,10 @@ pub struct Cli {
     /// --http.vhosts and --ws.origins default to *.
     #[arg(long = "http.corsdomain", visible_alias = "allow-origin")]
     pub http_corsdomain: Option<String>,
+    /// Serve the built-in block explorer to a browser at / on the RPC port (JSON-RPC clients
+    /// are unaffected): true or false (default: true when every --http.addr is loopback).
+    #[arg(long = "http.explorer", value_name = "BOOL")]
+    pub http_explorer: Option<bool>,
     /// Web origins allowed to open a WebSocket; same syntax and default as --http.corsdomain.
     #[arg(long = "ws.origins")]
     pub ws_origins: Option<String>,

@@ -2,7 +2,7 @@
 //! the flag so the user knows what to change.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -632,7 +632,11 @@ fn web_access(cli: &Cli) -> Result<WebAccess, ConfigError> {
             reason,
         })?,
     };
-    Ok(WebAccess { cors, ws_origins, vhosts })
+    // The page reads the chain with the RPC's own methods; off by default where the port is
+    // reachable from other machines, which can still turn it on.
+    let explorer =
+        cli.http_explorer.unwrap_or_else(|| cli.http_addr.iter().all(IpAddr::is_loopback));
+    Ok(WebAccess { cors, ws_origins, vhosts, explorer })
 }
 
 /// The datadir of `hearth import` and `hearth export` when `--datadir` is not given:

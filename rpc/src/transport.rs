@@ -6,6 +6,7 @@
 //! request, under a panic guard, counted in the metrics.
 
 pub(crate) mod envelope;
+pub(crate) mod explorer;
 pub(crate) mod ipc;
 pub(crate) mod out_buffer;
 pub(crate) mod server;

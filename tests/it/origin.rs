@@ -543,3 +543,54 @@ fn a_malformed_access_flag_stops_startup_with_exit_code_2() {
         assert!(stderr.starts_with(&format!("error: {flag} ")), "{stderr}");
     }
 }
+
+/// What a browser's address bar sends for a page.
+const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+
+#[actix::test]
+async fn a_browser_gets_the_explorer_and_json_rpc_clients_do_not() {
+    let served = Served::start(config(&["--http.explorer", "true"]));
+    let page = request(served.addr, "GET", "/", &[("Accept", BROWSER_ACCEPT)], "").await;
+    assert_eq!(page.status, 200);
+    assert!(page.header("content-type").is_some_and(|t| t.starts_with("text/html")));
+    assert!(page.body.contains("/explorer/app.js"), "{}", page.body);
+    let policy = page.header("content-security-policy").expect("a policy");
+    assert!(policy.contains("connect-src 'self'") && policy.contains("frame-ancestors 'none'"));
+    for (path, kind) in
+        [("/explorer/app.js", "text/javascript"), ("/explorer/style.css", "text/css")]
+    {
+        let asset = request(served.addr, "GET", path, &[], "").await;
+        assert_eq!(asset.status, 200, "{path}");
+        assert!(asset.header("content-type").is_some_and(|t| t.starts_with(kind)), "{path}");
+    }
+    assert_eq!(request(served.addr, "GET", "/explorer/../Cargo.toml", &[], "").await.status, 404);
+    // JSON-RPC and a GET that is not a browser's are what they were.
+    let answer =
+        post(served.addr, &[("Content-Type", "application/json")], &rpc("eth_chainId", json!([])))
+            .await;
+    assert!(answer.json()["result"].is_string(), "{}", answer.body);
+    let plain = request(served.addr, "GET", "/", &[("Accept", "application/json")], "").await;
+    assert_ne!(plain.status, 200, "no page without text/html");
+    // The host check covers the page as every route.
+    let rebinding = request(
+        served.addr,
+        "GET",
+        "/",
+        &[("Host", "evil.example"), ("Accept", BROWSER_ACCEPT)],
+        "",
+    )
+    .await;
+    assert_eq!(rebinding.status, 403);
+}
+
+#[actix::test]
+async fn the_explorer_can_be_turned_off() {
+    let served = Served::start(config(&["--http.explorer", "false"]));
+    let page = request(served.addr, "GET", "/", &[("Accept", BROWSER_ACCEPT)], "").await;
+    assert_ne!(page.status, 200);
+    assert!(!page.body.contains("<html"));
+    assert_eq!(request(served.addr, "GET", "/explorer/app.js", &[], "").await.status, 404);
+    let defaults = config(&[]);
+    assert!(defaults.web.explorer, "on by default on loopback");
+    assert!(!config(&["--http.addr", "0.0.0.0"]).web.explorer, "off when reachable from outside");
+}

@@ -386,6 +386,8 @@ pub struct WebAccess {
     pub ws_origins: OriginPolicy,
     /// Host names the node answers (`--http.vhosts`).
     pub vhosts: HostPolicy,
+    /// Whether a browser's `GET /` gets the built-in explorer page (`--http.explorer`).
+    pub explorer: bool,
 }
 
 /// Whether a `Content-Type` value is `application/json`, with or without parameters, in any

@@ -95,12 +95,25 @@ pub(crate) fn app(
         .app_data(web::PayloadConfig::new(body_limit))
         .wrap(from_fn(guard))
         .route("/", web::post().to(endpoint))
-        .route("/", web::get().to(crate::transport::ws::endpoint))
+        .route("/", web::get().to(get_root))
+        .route("/explorer/{file}", web::get().to(crate::transport::explorer::file))
         .route("/metrics", web::get().to(metrics))
         .route("/health", web::get().to(health))
         .route("/readyz", web::get().to(health))
         .route("/", web::route().method(Method::OPTIONS).to(preflight))
         .route("/metrics", web::route().method(Method::OPTIONS).to(preflight))
+}
+
+/// `GET /`: the explorer page for a browser (`explorer`), else the WebSocket endpoint.
+async fn get_root(
+    req: HttpRequest,
+    body: web::Payload,
+    ctx: web::Data<RpcContext>,
+) -> HttpResponse {
+    if crate::transport::explorer::wants_page(&ctx, &req) {
+        return crate::transport::explorer::page();
+    }
+    crate::transport::ws::endpoint(req, body, ctx).await
 }
 
 /// Applies the web-access policy before the route runs (see the module docs), and marks
@@ -202,7 +215,7 @@ fn refusal(ctx: &RpcContext, req: &HttpRequest) -> Option<(Refusal, StatusCode, 
 }
 
 /// Whether the request asks for a WebSocket.
-fn is_upgrade(headers: &HeaderMap) -> bool {
+pub(crate) fn is_upgrade(headers: &HeaderMap) -> bool {
     headers.get(header::UPGRADE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
         v.split(',').any(|protocol| protocol.trim().eq_ignore_ascii_case("websocket"))
     })

@@ -405,6 +405,7 @@
     };
     let shown = null, busy = false, again = false;
     async function load(head, fresh) {
+      if (head == null) return;
       if (busy) { again = true; return; }
       busy = true;
       try {
@@ -445,7 +446,7 @@
     if (/^\d{1,19}$/.test(id)) return { num: BigInt(id) };
     if (/^0x[0-9a-fA-F]{1,16}$/.test(id)) return { num: BigInt(id) };
     if (isHash(id)) return { hash: id.toLowerCase() };
-    if (['latest', 'earliest', 'pending', 'safe', 'finalized'].includes(id)) return { tag: id };
+    if (['latest', 'earliest', 'safe', 'finalized'].includes(id)) return { tag: id };
     return null;
   }
   async function viewBlock(ctx, main, id) {
@@ -456,6 +457,7 @@
     if (!ctx.live()) return;
     if (!b) { add(main, h('h1', null, `Block ${id}`), panel('Not found', 'view-block', h('p', { testid: 'not-found' }, 'The node has no such block.'))); return; }
     const n = big(b.number);
+    if (n === null) throw new Error(`block ${id} has no number`);
     const txCount = Array.isArray(b.transactions) ? b.transactions.length : 0;
     const nav = h('div', { class: 'row' }, n > 0n ? h('a', { href: `#/block/${n - 1n}`, testid: 'block-prev' }, '← previous') : null,
       h('a', { href: `#/block/${n + 1n}`, testid: 'block-next' }, 'next →'));
@@ -482,13 +484,21 @@
     if (!txCount) { list.append(h('p', { class: 'empty' }, 'No transactions.')); return; }
 
     let all = null; // the fallback's whole block, paged here
+    const pages = Math.ceil(txCount / PAGE);
+    // Otterscan's pages count from the block's end on Erigon and Hearth, from its start on
+    // anvil: the first answer tells. `p` counts from the start.
+    let fromEnd = null;
     async function page(p) {
       let txs, receipts = [];
       if (!missing.has('ots_getBlockTransactions')) {
         try {
-          const r = await rpc('ots_getBlockTransactions', [Number(n), p, PAGE]);
-          txs = (r && r.fullblock && r.fullblock.transactions) || [];
-          receipts = (r && r.receipts) || [];
+          const r = await rpc('ots_getBlockTransactions', [Number(n), fromEnd ? pages - 1 - p : p, PAGE]);
+          txs = arr(r && r.fullblock && r.fullblock.transactions);
+          receipts = arr(r && r.receipts);
+          if (fromEnd === null) {
+            fromEnd = pages > 1 && !txs.some((t) => big(t && t.transactionIndex) === 0n);
+            if (fromEnd) p = pages - 1;
+          }
         } catch (e) { if (e.code !== -32601) showError(e); }
       }
       if (!txs) {
@@ -502,7 +512,8 @@
       }
       if (!ctx.live()) return;
       const byHash = receiptMap(txs, receipts);
-      const pages = Math.ceil(txCount / PAGE);
+      const ix = (t) => Number(big(t.transactionIndex) ?? 0n);
+      txs = txs.filter(Boolean).sort((a, b) => ix(a) - ix(b));
       fill(list, txTable(txs, byHash, true), pages > 1 ? h('div', { class: 'pager' },
         h('button', { type: 'button', disabled: p === 0, testid: 'block-txs-prev', onclick: () => page(p - 1).catch(showError) }, '← previous'),
         muted(`page ${p + 1} of ${pages}`),
@@ -859,7 +870,7 @@
   // ---------------------------------------------------------------- search and routing
   async function search(q) {
     q = q.trim();
-    if (/^\d{1,19}$/.test(q) || ['latest', 'earliest', 'pending'].includes(q)) return `#/block/${q}`;
+    if (/^\d{1,19}$/.test(q) || ['latest', 'earliest'].includes(q)) return `#/block/${q}`;
     if (isAddr(q)) return `#/address/${q.toLowerCase()}`;
     if (isHash(q)) {
       const [tx, b] = await batch([['eth_getTransactionByHash', [q]], ['eth_getBlockByHash', [q, false]]]);
