@@ -114,8 +114,10 @@ impl ExecutorActor {
                 let replay = self.stored_block(block)?;
                 check_index(&replay, index)?;
                 let mut tree = None;
-                self.named_traces(&replay, index..=index, bounds, |_, arena| {
-                    tree = Some(crate::report::decode::arena_json(&arena));
+                self.named_traces(&replay, index..=index, bounds, |_, arena, console| {
+                    let mut json = crate::report::decode::arena_json(&arena);
+                    json["console"] = serde_json::json!(console.decode().lines);
+                    tree = Some(json);
                 })?;
                 out.value(&tree)?;
             }
@@ -124,7 +126,7 @@ impl ExecutorActor {
             }
             TraceJob::PrintBlock { block } => {
                 let replay = self.stored_block(block)?;
-                self.named_traces(&replay, replay.all(), bounds, |index, arena| {
+                self.named_traces(&replay, replay.all(), bounds, |index, arena, _| {
                     let text = crate::report::decode::arena_text(&arena, false);
                     let hash = replay.txs[index].hash;
                     tracing::info!(target: "trace", tx = %hash, "call tree of {hash}\n{}", text.trim_end());
@@ -368,7 +370,7 @@ impl ExecutorActor {
         replay: &ReplayBlock,
         range: RangeInclusive<usize>,
         bounds: Bounds,
-        mut each: impl FnMut(usize, CallTraceArena),
+        mut each: impl FnMut(usize, CallTraceArena, crate::console::Captured),
     ) -> Result<(), ExecError> {
         let config = TracingInspectorConfig::default_parity().set_record_logs(true);
         let artifacts = Arc::clone(&self.config.show.artifacts);
@@ -384,7 +386,7 @@ impl ExecutorActor {
                 crate::report::decode::decode_arena(&mut arena, &artifacts, |address| {
                     after.code_of(&address).ok().filter(|code| !code.is_empty())
                 });
-                each(step.index, arena);
+                each(step.index, arena, step.console);
                 Ok(())
             },
         )
@@ -500,6 +502,9 @@ impl ExecutorActor {
         // contract's transaction (see `execute_block`), which EIP-3607 would refuse.
         evm.ctx.cfg.disable_eip3607 = true;
         pre_block_calls(&mut evm, &replay.env, &replay.parent, setup.spec)?;
+        // What the traced transactions send to console.log, for the views that show it (the
+        // tap records calls to the console address only; execution is the same).
+        evm.precompiles.capture(true);
         let first = *traced.start();
         for (index, pooled) in replay.txs.iter().enumerate().take(traced.end() + 1) {
             let tx = tx_env(pooled);
@@ -510,7 +515,10 @@ impl ExecutorActor {
             if index > first {
                 evm.inspector = make()?;
             }
+            // What the transactions before it printed is not its own.
+            drop(evm.precompiles.take());
             let result = run_traced(&mut evm, tx.clone())?;
+            let console = evm.precompiles.take();
             each(TracedTx {
                 index,
                 inspector: &mut evm.inspector.0,
@@ -518,6 +526,7 @@ impl ExecutorActor {
                 block: &evm.ctx.block,
                 tx: &tx,
                 result: &result,
+                console,
             })?;
             evm.commit(result.state);
         }
@@ -596,6 +605,7 @@ impl ExecutorActor {
                     block: &evm.ctx.block,
                     tx: &tx,
                     result: &result,
+                    console: crate::console::Captured::default(),
                 },
                 spec,
             )?;
@@ -723,6 +733,8 @@ struct TracedTx<'e, 'db, T> {
     tx: &'e TxEnv,
     /// What it did.
     result: &'e ResultAndState,
+    /// What it sent to console.log (empty for calls, which print as eth_call does instead).
+    console: crate::console::Captured,
 }
 
 // ---- geth ------------------------------------------------------------------------------------

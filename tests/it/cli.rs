@@ -529,6 +529,10 @@ fn print_traces_names_a_nested_calls_contract_functions_and_events_from_a_foundr
     assert_eq!(calls[0]["function"], "log(string,uint256)");
     assert_eq!(calls[0]["args"], json!(["\"nested: depth 0, a has\"", "1"]));
     assert!(calls.iter().any(|c| c["function"] == "relay(bytes[])"), "{decoded}");
+    // What it printed (shown by the explorer), whatever the node prints to its log.
+    let console = decoded["console"].as_array().expect("console lines");
+    assert_eq!(console.first(), Some(&json!("nested: depth 0, a has 1")), "{console:?}");
+    assert!(console.contains(&json!("inner")), "{console:?}");
     node.stop();
 }
 
