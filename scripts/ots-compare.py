@@ -359,23 +359,28 @@ def keccak256(data):
 
 
 def position_names(node, head):
-    names = {}
+    """Names by position for what differs between the two chains: block hashes (wherever they
+    appear), and each block's stateRoot and mixHash (only under those keys: an empty trie's root
+    is also every empty block's transactionsRoot)."""
+    names = {"*": {}, "stateRoot": {}, "mixHash": {}}
     for n in range(head + 1):
         block = node.rpc("eth_getBlockByNumber", [q(n), False])
-        names[block["hash"]] = f"<hash {n}>"
-        names[block["stateRoot"]] = f"<stateRoot {n}>"
-        if block.get("mixHash") and int(block["mixHash"], 16):
-            names[block["mixHash"]] = f"<mixHash {n}>"
+        names["*"][block["hash"]] = f"<hash {n}>"
+        names["stateRoot"][block["stateRoot"]] = f"<stateRoot {n}>"
+        if block.get("mixHash"):
+            names["mixHash"][block["mixHash"]] = f"<mixHash {n}>"
     return names
 
 
-def normalize(value, names):
+def normalize(value, names, key=None):
     if isinstance(value, dict):
-        return {k: normalize(v, names) for k, v in value.items()}
+        return {k: normalize(v, names, k) for k, v in value.items()}
     if isinstance(value, list):
         return [normalize(v, names) for v in value]
     if isinstance(value, str):
-        return names.get(value, value)
+        if key in names and value in names[key]:
+            return names[key][value]
+        return names["*"].get(value, value)
     return value
 
 
@@ -644,7 +649,7 @@ KNOWN = [
     (r".", r"\.totalDifficulty$", "anvil reports totalDifficulty 0x0; Hearth, as geth since the merge, leaves it out", "hearth"),
     (r".", r"\.blockTimestamp$", "anvil adds blockTimestamp to transactions and receipts; Hearth, as geth, does not", "hearth"),
     (r".", r"\.blobGasPrice$", "anvil adds blobGasPrice to every receipt; Hearth, as geth, to blob transactions' only", "hearth"),
-    (r"ots_getBlockDetails|erigon_getHeaderByNumber", r"\.baseFeePerGas$",
+    (r".", r"\.baseFeePerGas$",
      "genesis base fee: anvil runs --base-fee 875000000 so that block 1 matches (trace-compare.sh); Hearth's genesis holds 1 gwei", "-"),
     # erigon_getHeaderByNumber
     (r"^erigon_getHeaderByNumber$", r"^\.(transactions|uncles|withdrawals)$",
@@ -692,8 +697,8 @@ KNOWN = [
     (r"^ots_searchTransactionsAfter$", r"^\.firstPage$",
      "firstPage: Erigon when no newer match remains; anvil only when it scanned up to the head", "hearth"),
     (r"^ots_search", r"^\.(txs|receipts)(\.length|\[\d+\].*)?$",
-     "matches: Erigon counts a SELFDESTRUCT's beneficiary, a failed creation's address and the precompiles "
-     "called; anvil does not; After: anvil orders one block's matches oldest first, Erigon newest first", "hearth"),
+     "matches: Erigon counts a SELFDESTRUCT's beneficiary, anvil does not; After: anvil orders one block's "
+     "matches oldest first, Erigon newest first (and the page shifts with firstPage/lastPage)", "hearth"),
     # ots_getContractCreator
     (r"^ots_getContractCreator$", r"^$",
      "an address without code now (a contract that self-destructed while created): Erigon null, anvil its creator", "hearth"),
@@ -814,7 +819,7 @@ def compare(hearth, anvil, cast, model_from, quiet, simulate):
     head = scenario.build()
     print(f"scenario: {len(scenario.txs)} transactions in {head} blocks")
     names = {n.name: position_names(n, head) for n in (hearth, anvil)}
-    own_hashes = {n.name: {int(v.split()[1][:-1]): k for k, v in names[n.name].items() if v.startswith("<hash ")}
+    own_hashes = {n.name: {int(v.split()[1][:-1]): k for k, v in names[n.name]["*"].items()}
                   for n in (hearth, anvil)}
     model_node = hearth if model_from == "hearth" else anvil
     model = Model(model_node, scenario, head)
@@ -900,15 +905,19 @@ def build_history(node, raws, blocks):
         tx_blocks.append(int(node.receipt(tx)["blockNumber"], 16))
         if gap > 1:
             node.rpc("hardhat_mine", [hex(gap - 1)])
+        if (i + 1) % 100 == 0 and time.time() - start > 30:
+            print(f"  {node.name}: {i + 1} transactions, block {tx_blocks[-1]} ({time.time() - start:.0f} s)",
+                  flush=True)
     rest = blocks - int(node.rpc("eth_blockNumber", []), 16)
     if rest > 0:
         node.rpc("hardhat_mine", [hex(rest)])
     print(f"{node.name}: {len(raws)} transactions in {int(node.rpc('eth_blockNumber', []), 16)} blocks "
-          f"({time.time() - start:.1f} s)")
+          f"({time.time() - start:.1f} s)", flush=True)
     return tx_blocks
 
 
 def timed(node, method, params, rounds=20):
+    """(median, p95) in ms of `rounds` calls, and what the answer held."""
     kind, value = node.answer(method, params)
     if kind == "error":
         return None, f"error {value.get('code')}"
@@ -922,31 +931,39 @@ def timed(node, method, params, rounds=20):
     return (statistics.median(times), p95), f"{len(value['txs'])} txs"
 
 
-def latency(hearth, anvil, cast, blocks, count):
-    print(f"signing {count} transactions with cast")
+CASES = [("Before", "newest"), ("Before", "middle"), ("Before", "oldest"),
+         ("After", "oldest"), ("After", "middle"), ("After", "newest")]
+
+
+def latency(nodes, cast, blocks, count):
+    """Each node in turn: its chain, then its timings (so a long anvil build can be cut short
+    with Hearth's figures already printed)."""
+    print(f"signing {count} transactions with cast", flush=True)
     raws = sign_many(cast, count)
-    tx_blocks = {}
-    for node in (hearth, anvil):
-        tx_blocks[node.name] = build_history(node, raws, blocks)
-    rows = []
-    for node in (hearth, anvil):
-        b = tx_blocks[node.name]
-        cases = [("Before", "newest", 0), ("Before", "middle", b[count // 2]), ("Before", "oldest", b[25]),
-                 ("After", "oldest", 0), ("After", "middle", b[count // 2]), ("After", "newest", b[count - 26])]
-        for direction, page, block in cases:
-            stats, note = timed(node, f"ots_searchTransactions{direction}", [CAROL, block, 25])
-            rows.append((direction, page, block, node.name, stats, note))
+    results = {}
+    for node in nodes:
+        b = build_history(node, raws, blocks)
+        at = {("Before", "newest"): 0, ("Before", "middle"): b[count // 2], ("Before", "oldest"): b[25],
+              ("After", "oldest"): 0, ("After", "middle"): b[count // 2], ("After", "newest"): b[count - 26]}
+        for direction, page in CASES:
+            results[(node.name, direction, page)] = timed(
+                node, f"ots_searchTransactions{direction}", [CAROL, at[(direction, page)], 25])
+            stats, note = results[(node.name, direction, page)]
+            shown = f"median {stats[0]:.2f} ms, p95 {stats[1]:.2f} ms" if stats else "-"
+            print(f"  {node.name} {direction} {page}: {shown} ({note})", flush=True)
     print(f"\nots_searchTransactions*, page size 25, 20 calls each, {count} matching transactions "
           f"in {blocks} blocks (ms)")
-    print(f"{'method':<8} {'page':<7} {'hearth median':>14} {'p95':>9} {'':<12} {'anvil median':>13} {'p95':>9}")
-    for direction, page, _ in [(r[0], r[1], None) for r in rows if r[3] == hearth.name]:
-        cells = []
-        for node in (hearth, anvil):
-            row = next(r for r in rows if r[0] == direction and r[1] == page and r[3] == node.name)
-            stats, note = row[4], row[5]
-            cells.append((f"{stats[0]:.2f}", f"{stats[1]:.2f}", note) if stats else ("-", "-", note))
-        print(f"{direction:<8} {page:<7} {cells[0][0]:>14} {cells[0][1]:>9} {cells[0][2]:<12} "
-              f"{cells[1][0]:>13} {cells[1][1]:>9} {cells[1][2]}")
+    header = f"{'method':<8} {'page':<7}"
+    for node in nodes:
+        header += f" {node.name + ' median':>14} {'p95':>9} {'':<13}"
+    print(header)
+    for direction, page in CASES:
+        line = f"{direction:<8} {page:<7}"
+        for node in nodes:
+            stats, note = results[(node.name, direction, page)]
+            cells = (f"{stats[0]:.2f}", f"{stats[1]:.2f}") if stats else ("-", "-")
+            line += f" {cells[0]:>14} {cells[1]:>9} {note:<13}"
+        print(line.rstrip())
     return 0
 
 
@@ -964,10 +981,14 @@ def main():
     parser.add_argument("--latency", action="store_true", help="time the searches on a long chain instead")
     parser.add_argument("--blocks", type=int, default=int(os.environ.get("OTS_LATENCY_BLOCKS", 100_000)))
     parser.add_argument("--txs", type=int, default=int(os.environ.get("OTS_LATENCY_TXS", 1_000)))
+    parser.add_argument("--latency-nodes", default=os.environ.get("OTS_LATENCY_NODES", "hearth,anvil"),
+                        help="which nodes --latency builds and times, in order (anvil mines about "
+                             "50 empty blocks a second: 100,000 take it half an hour)")
     args = parser.parse_args()
     hearth, anvil = Node("hearth", args.hearth), Node("anvil", args.anvil)
     if args.latency:
-        sys.exit(latency(hearth, anvil, args.cast, args.blocks, args.txs))
+        chosen = [{"hearth": hearth, "anvil": anvil}[name] for name in args.latency_nodes.split(",")]
+        sys.exit(latency(chosen, args.cast, args.blocks, args.txs))
     sys.exit(compare(hearth, anvil, args.cast, args.model_from, args.quiet, args.simulate_erigon))
 
 

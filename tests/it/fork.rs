@@ -283,6 +283,20 @@ fn a_fork_reads_the_upstream_s_state_and_runs_local_blocks_over_it() {
     };
     assert_eq!(holder_tokens(&fork), format!("0x{:064x}", 1000 - 100));
     assert_eq!(holder_tokens(&upstream.node), format!("0x{:064x}", 1000));
+    // The holder's history: the local block's transaction, then what the fork block itself
+    // (stored with the fork) sent it, and a word that the index starts at the fork block: the
+    // upstream's older history is not searched.
+    let history = fork.ok("ots_searchTransactionsBefore", json!([HOLDER, 0, 25]));
+    assert_eq!(history["txs"][0]["hash"], tx, "{history}");
+    let blocks: Vec<u64> = history["txs"]
+        .as_array()
+        .expect("txs")
+        .iter()
+        .map(|t| crate::support::quantity(&t["blockNumber"]))
+        .collect();
+    assert!(blocks[1..].iter().all(|b| *b == head), "{blocks:?}");
+    assert_eq!(history["lastPage"], json!(true));
+    assert_eq!(history["indexedFrom"], json!(head), "{history}");
     let parent = fork.ok("eth_getBlockByNumber", json!([format!("{:#x}", head + 1), false]));
     assert_eq!(parent["parentHash"], block(&upstream.node)["hash"]);
     fork.ok("anvil_setBalance", json!([HOLDER, "0x1"]));
