@@ -12,12 +12,13 @@
 #
 #   bash scripts/explorer-paint.sh                       # target/release/hearth; never builds
 #   HEARTH_BIN=/tmp/paint-hearth PAINT_RUNS=20 bash scripts/explorer-paint.sh
-#   PAINT_PROFILE=1 bash scripts/explorer-paint.sh       # + a traced cold load (always on FAIL)
+#   PAINT_PROFILE=1 bash scripts/explorer-paint.sh       # + where the time goes (always on FAIL)
 #
 # Environment: HEARTH_BIN, NODE (node 18+), CHROMIUM (/usr/bin/chromium), EXPLORER_NPM_DIR
 # (playwright-core, /tmp/hearth-explorer-npm, as scripts/explorer-browser.sh installs it),
 # PAINT_BLOCKS (10000), PAINT_TXS (200), PAINT_RUNS (10), PAINT_BUDGET_MS (300), PAINT_PROFILE.
-# Bounded: seeding 60 s, the browser part 150 s; the node and the browser are stopped on exit.
+# Bounded (< 3 min): the node's start 20 s, seeding 40 s, the browser part 100 s (PAINT_DEADLINE_S;
+# killed at 115 s); the node and the browser are stopped on exit, also on Ctrl-C or SIGTERM.
 # The machine's load average is printed: timings on a busy 2-core machine are not a verdict.
 set -euo pipefail
 
@@ -32,7 +33,7 @@ export EXPLORER_NPM_DIR=${EXPLORER_NPM_DIR:-/tmp/hearth-explorer-npm}
 PLAYWRIGHT_VERSION=1.64.1
 PAINT_BLOCKS=${PAINT_BLOCKS:-10000}
 PAINT_TXS=${PAINT_TXS:-200}
-export PAINT_RUNS=${PAINT_RUNS:-10} PAINT_BUDGET_MS=${PAINT_BUDGET_MS:-300} PAINT_PROFILE=${PAINT_PROFILE:-}
+export PAINT_RUNS=${PAINT_RUNS:-10} PAINT_BUDGET_MS=${PAINT_BUDGET_MS:-300} PAINT_PROFILE=${PAINT_PROFILE:-} PAINT_DEADLINE_S=${PAINT_DEADLINE_S:-100}
 
 [ -x "$HEARTH_BIN" ] || { echo "FAIL: no hearth binary at $HEARTH_BIN (cargo build --release --bin hearth; this script never builds)" >&2; exit 2; }
 [ -x "$CHROMIUM" ] || { echo "FAIL: no Chromium at $CHROMIUM (apt-get install chromium; or run scripts/explorer-browser.sh once as root)" >&2; exit 2; }
@@ -46,9 +47,11 @@ fi
   { echo "FAIL: PAINT_BLOCKS ($PAINT_BLOCKS) and PAINT_TXS ($PAINT_TXS): at least 10 each, fewer transfers than blocks" >&2; exit 2; }
 
 WORK=$(mktemp -d /tmp/hearth-paint.XXXXXX)
-NODE_PID=
+NODE_PID= MJS_PID=
 export PAINT_PIDS_FILE="$WORK/browser.pids"
 cleanup() {
+  # The .mjs (under timeout, which passes the signal on) closes its browser on SIGTERM.
+  if [ -n "$MJS_PID" ]; then kill "$MJS_PID" 2>/dev/null || true; wait "$MJS_PID" 2>/dev/null || true; fi
   # The browser's process groups, as the .mjs recorded them (it closes the browser itself;
   # this is for a .mjs killed before it could).
   if [ -s "$PAINT_PIDS_FILE" ]; then
@@ -65,7 +68,7 @@ echo "== $(date -u +%FT%TZ) load average: $(cut -d' ' -f1-3 /proc/loadavg) ($(np
 "$HEARTH_BIN" --ephemeral --http.addr 127.0.0.1 --http.port 0 >"$WORK/node.log" 2>&1 &
 NODE_PID=$!
 for _ in $(seq 1 200); do
-  grep -q 'listening on http://' "$WORK/node.log" && break
+  grep -q 'listening on http://' "$WORK/node.log" 2>/dev/null && break
   kill -0 "$NODE_PID" 2>/dev/null || { cat "$WORK/node.log"; echo "FAIL: hearth exited on start" >&2; exit 2; }
   sleep 0.1
 done
@@ -76,7 +79,7 @@ echo "== hearth at $NODE_URL ($HEARTH_BIN)"
 
 # The chain: transfers spread over PAINT_BLOCKS blocks (automine: one block each), the gaps
 # filled with hardhat_mine; the last ten blocks hold one transfer each.
-timeout 60 python3 - "$NODE_URL" "$PAINT_BLOCKS" "$PAINT_TXS" <<'EOF'
+timeout 40 python3 - "$NODE_URL" "$PAINT_BLOCKS" "$PAINT_TXS" <<'EOF'
 import http.client, json, sys, time, urllib.parse
 url, blocks, txs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 u = urllib.parse.urlsplit(url)
@@ -124,9 +127,12 @@ print(f"== chain: head {n}, {len(sent)} transfers ({spread} spread, one in each 
 EOF
 
 export CHROMIUM
-set +e
-timeout -k 5 150 "$NODE" "$ROOT/scripts/explorer-paint.mjs"
-rc=$?
-set -e
+# In the background, so that a signal to this script stops it at once (cleanup, above).
+timeout -k 5 110 "$NODE" "$ROOT/scripts/explorer-paint.mjs" &
+MJS_PID=$!
+rc=0
+wait "$MJS_PID" || rc=$?
+MJS_PID=
+[ "$rc" -le 2 ] || echo "FAIL: scripts/explorer-paint.mjs ended with status $rc (timed out or killed)" >&2
 echo "== $(date -u +%FT%TZ) load average: $(cut -d' ' -f1-3 /proc/loadavg); whole run $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $T0 }") s"
 exit $rc

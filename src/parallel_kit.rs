@@ -217,6 +217,16 @@ impl Kit {
                 outputs: block.outputs,
                 invalid: format!("{:?}", block.invalid),
                 included: block.draft.body.transactions.len(),
+                touched: block
+                    .draft
+                    .touched
+                    .into_iter()
+                    .map(|mut accounts| {
+                        accounts.sort_unstable();
+                        accounts.dedup();
+                        accounts
+                    })
+                    .collect(),
             },
             Err(e) => Digest::Failed(e.to_string()),
         };
@@ -284,6 +294,8 @@ pub enum Digest {
         invalid: String,
         /// How many transactions it holds.
         included: usize,
+        /// The accounts each transaction touched or called (the address index's), unique.
+        touched: Vec<Vec<alloy_primitives::Address>>,
     },
     /// The block was refused, with this error.
     Failed(String),

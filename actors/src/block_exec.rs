@@ -692,6 +692,7 @@ mod tests {
         let mut replayed = executor.touched_accounts(1).expect("replay");
         for list in built_touched.iter_mut().chain(replayed.iter_mut()) {
             list.sort();
+            list.dedup();
         }
         assert_eq!(replayed, built_touched);
     }

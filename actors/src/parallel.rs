@@ -172,6 +172,8 @@ pub(crate) struct Speculated {
     helper: usize,
     /// What it sent to the console (nothing unless the block captures console output).
     console: Captured,
+    /// The accounts its call instructions named, for the address index.
+    called: Vec<Address>,
 }
 
 /// Where one transaction stands on the board.
@@ -222,6 +224,7 @@ impl Speculated {
             observes_coinbase: true,
             helper,
             console: Captured::new(),
+            called: Vec::new(),
         }
     }
 }
@@ -240,8 +243,11 @@ fn speculate(
         || pooled.tx.authorization_list().is_some_and(|list| !list.is_empty());
     forget_coinbase_seen();
     evm.ctx.journaled_state.database.start_log(log);
+    // What an earlier run on this helper named is not this one's.
+    evm.ctx.journaled_state.database.take_touched().clear();
     let outcome = evm.transact(tx_env(pooled)).ok();
     let console = evm.precompiles.take();
+    let called = evm.ctx.journaled_state.database.take_touched();
     let log = evm.ctx.journaled_state.database.take_log();
     let remade = outcome
         .as_ref()
@@ -257,6 +263,7 @@ fn speculate(
         observes_coinbase,
         helper,
         console,
+        called,
     }
 }
 
@@ -1077,12 +1084,15 @@ impl<'b, 'a> Committer<'b, 'a> {
             let bloom = run.bloom;
             let helper = run.helper;
             let console = std::mem::take(&mut run.console);
+            let called = std::mem::take(&mut run.called);
             let validated = self.validate(db, &mut run).map_err(EVMError::Database);
             locked(&board.spent[helper]).runs.push(run);
             if let Some(outcome) = validated? {
                 // The block loop takes the console output from the committer's tap, which
                 // did not run this one: it gets the helper's.
                 evm.precompiles.put(console);
+                // And the accounts its calls named (the commit adds the ones it touched).
+                evm.ctx.journaled_state.database.put_touched(called);
                 self.streak = 0;
                 // One run that validates among frequent conflicts (a hot contract, where a
                 // helper's run now and then lands right after the commit it needed) must not

