@@ -85,6 +85,11 @@ async fn searches_page_through_an_address_history_newest_first_and_follow_a_reve
     assert_eq!(node.ok("evm_revert", json!([snapshot])).await, json!(true));
     let after = node.ok("ots_searchTransactionsBefore", json!([target, 0, 25])).await;
     assert_eq!(hashes(&after), newest);
+    // ... and so does one dropped by anvil_rollback.
+    transfer(&node, 3, target).await;
+    node.ok("anvil_rollback", json!([1])).await;
+    let rolled = node.ok("ots_searchTransactionsBefore", json!([target, 0, 25])).await;
+    assert_eq!(hashes(&rolled), newest);
 
     // A library whose code runs by DELEGATECALL appears in the transaction, as in Erigon.
     let library = deploy(&node, &code(LIBRARY)).await;
