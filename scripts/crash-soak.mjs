@@ -20,7 +20,9 @@
 // their receipts imply: each tracked account's nonce is the number of its transactions on chain
 // and its balance is the genesis balance minus value and gas paid plus value received (and
 // priority fees for the coinbase); each deployed contract's code hash is that of the code it
-// was created with.
+// was created with. And the address index agrees with those blocks: each dev sender's
+// transactions are all in its Otterscan search (ots_searchTransactionsBefore, paged), and
+// everything a search lists is a transaction of the chain (none of a block the kill cut off).
 //
 // SEED fixes the schedule: each cycle's mode and kill delay, and the sequence of values, targets
 // and code each sender draws. Where exactly the kill lands inside the node, and so how many
@@ -191,6 +193,8 @@ const seenBlocks = new Map(); // number -> hash, as served during a load or walk
 const ackedByKind = new Map();
 let walkedTo = 0; // blocks 0..walkedTo are in the ledger
 const chainHashes = new Map(); // number -> hash of every walked block
+const chainTxs = new Set(); // hash of every transaction of the walked blocks
+const sentBy = new Map(); // lowercase sender -> hashes of its walked transactions
 const balances = new Map(); // lowercase address -> expected balance (bigint)
 const nonces = new Map(); // lowercase address -> transactions on chain
 const contracts = new Map(); // lowercase address -> expected code hash, for every contract created
@@ -489,6 +493,9 @@ const verify = async () => {
         const r = receiptOf.get(t.hash);
         if (!r) { problem("mismatch", `transaction ${t.hash} of block ${n} has no receipt`); continue; }
         const from = lower(t.from);
+        chainTxs.add(t.hash);
+        if (!sentBy.has(from)) sentBy.set(from, new Set());
+        sentBy.get(from).add(t.hash);
         await track(t.from);
         if (Number(t.nonce) !== nonces.get(from)) {
           problem("mismatch", `block ${n}: ${t.hash} from ${t.from} has nonce ${Number(t.nonce)}, expected ${nonces.get(from)}`);
@@ -532,6 +539,24 @@ const verify = async () => {
       problem("mismatch", `code hash of ${addrs[k]} is ${p.codeHash}, it was created with ${contracts.get(addrs[k])}`);
     }
   });
+  // 5. The address index: every walked transaction of each dev sender is listed, and what is
+  // listed is a transaction of the chain.
+  for (const sender of dev) {
+    const found = new Set();
+    let before = 0;
+    for (let pages = 0; pages < 10_000; pages++) {
+      const page = await rpc("ots_searchTransactionsBefore", [sender, before, 100]);
+      for (const t of page.txs) {
+        if (!t || !chainTxs.has(t.hash)) problem("mismatch", `the address index lists ${t && t.hash} for ${sender}: not a transaction of the chain`);
+        else found.add(t.hash);
+      }
+      if (page.lastPage || page.txs.length === 0) break;
+      before = Number(page.txs[page.txs.length - 1].blockNumber);
+    }
+    for (const h of sentBy.get(lower(sender)) ?? []) {
+      if (!found.has(h)) problem("mismatch", `the address index misses ${h} sent by ${sender}`);
+    }
+  }
   return { head, blocks: numbers.length, receipts: hashes.length, accounts: accounts.length, contracts: addrs.length };
 };
 
@@ -582,7 +607,7 @@ const failed = [...acked.values()].filter((e) => e.receipt && e.receipt.status !
 const wall = ((Date.now() - t0) / 1000).toFixed(0);
 console.log(`seed ${SEED}, wall time ${wall} s, ${CYCLES} cycles (${Math.ceil(CYCLES / 2)} automine, ${Math.floor(CYCLES / 2)} interval 0.2 s)`);
 console.log(`acknowledged by kind: ${[...ackedByKind].map(([k, n]) => `${k} ${n}`).join(", ")}`);
-console.log(`state checks: ${mismatches} balance, nonce or code mismatches`);
+console.log(`state checks: ${mismatches} balance, nonce, code or address index mismatches`);
 if (problems.length) console.log(`first problems:\n  ${problems.join("\n  ")}`);
 if (quiet.length) console.log(`no acknowledged transactions of: ${quiet.join(", ")} (the load did not run as meant)`);
 if (failed.length) {

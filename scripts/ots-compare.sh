@@ -23,7 +23,14 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$ROOT/scripts/peer-lib.sh"
 ensure_foundry
-ANVIL_HOME=${ANVIL_HOME:-/tmp/peers/anvil-home}  # anvil's HOME (its ~/.foundry)
+# anvil's HOME (its ~/.foundry): a fresh one per run, removed on exit. anvil keeps the states
+# of a long chain under ~/.foundry/anvil/tmp and leaves them there: two latency runs (10,000
+# blocks, then 10,000 of 100,000) left 25 GB and filled this machine's disk.
+OWN_ANVIL_HOME=
+if [ -z "${ANVIL_HOME:-}" ]; then
+  ANVIL_HOME=$(mktemp -d /tmp/hearth-ots-anvil.XXXXXX)
+  OWN_ANVIL_HOME=$ANVIL_HOME
+fi
 mkdir -p "$ANVIL_HOME"
 HEARTH_BIN=${HEARTH_BIN:-$ROOT/target/release/hearth}
 GENESIS_TIME=1700000000  # GENESIS_TIME in ots-compare.py
@@ -44,6 +51,7 @@ cleanup() {
     wait "$pid" 2>/dev/null || true
   done
   rm -f "$HEARTH_LOG" "$ANVIL_LOG"
+  [ -z "$OWN_ANVIL_HOME" ] || rm -rf "$OWN_ANVIL_HOME"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

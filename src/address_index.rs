@@ -8,9 +8,8 @@
 use std::time::{Duration, Instant};
 
 use hearth_actors::ExecutorActor;
-use hearth_messages::ExecError;
 use hearth_storage::{ChainWriter, StorageError};
-use tracing::info;
+use tracing::{info, warn};
 
 /// Blocks indexed per journaled commit.
 const BLOCKS_PER_COMMIT: u64 = 1_000;
@@ -20,16 +19,6 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// Why the address index of an older store could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
-    /// A stored block did not replay.
-    #[error(
-        "cannot index block {number} for the address index: {source}; start once with a new --datadir, or the version that wrote this one"
-    )]
-    Replay {
-        /// The block.
-        number: u64,
-        /// Why.
-        source: ExecError,
-    },
     /// The store failed.
     #[error("cannot write the address index: {0}")]
     Storage(#[from] StorageError),
@@ -49,9 +38,12 @@ pub fn index_old_store(db: &ChainWriter, executor: &mut ExecutorActor) -> Result
     let mut said = started;
     let mut chunk = vec![(first, Vec::new())];
     for number in first + 1..=head {
-        let touched = executor
-            .touched_accounts(number)
-            .map_err(|source| IndexError::Replay { number, source })?;
+        // A block that does not replay (a fork's upstream unreachable, say) is indexed from
+        // its body: senders, recipients and created contracts, still every transaction.
+        let touched = executor.touched_accounts(number).unwrap_or_else(|error| {
+            warn!(target: "node", number, %error, "indexed from the block's body alone: it did not replay");
+            Vec::new()
+        });
         chunk.push((number, touched));
         if chunk.len() as u64 >= BLOCKS_PER_COMMIT {
             db.index_old_blocks(&chunk, None)?;

@@ -675,19 +675,36 @@ mod tests {
     }
 
     /// The address index of an older store is built from replays: a replay of a stored block
-    /// finds the accounts each transaction touched exactly as building the block did.
+    /// finds the accounts each transaction touched and the callees of its frames exactly as
+    /// building the block did, for a recursion of 1,024 frames and for a CALL the instruction
+    /// refuses (out of gas expanding memory: no frame opens, so its address is not listed).
     #[test]
     fn a_replay_finds_what_each_transaction_touched_when_the_block_was_built() {
         let recurse = Bytes::from(hex::decode("60006000600060006000305af100").expect("hex"));
-        let (db, genesis) = chain_on(&[
-            (SENDER, U256::from(10u128.pow(20)), None),
-            (RECURSE, U256::ZERO, Some(recurse)),
-        ]);
+        replayed_as_built(RECURSE, recurse, Some(RECURSE));
+        // CALL(gas, 0x42.., 0, argsOffset 2^255, argsSize 1, 0, 0).
+        let refused = [
+            "600060006001",
+            "7f8000000000000000000000000000000000000000000000000000000000000000",
+            "6000734242424242424242424242424242424242424242",
+            "5af100",
+        ];
+        let refused = hex::decode(refused.concat()).expect("hex");
+        replayed_as_built(RECURSE, Bytes::from(refused), None);
+    }
+
+    /// Builds a block of one transaction to `to` (holding `code`), stores it, replays it, and
+    /// checks both lists agree (and hold `listed` when given, never 0x42..42).
+    fn replayed_as_built(to: Address, code: Bytes, listed: Option<Address>) {
+        let (db, genesis) =
+            chain_on(&[(SENDER, U256::from(10u128.pow(20)), None), (to, U256::ZERO, Some(code))]);
         let config = exec_config(ParallelConfig::default(), crate::exec::Show::default());
         let mut executor = ExecutorActor::new(db.reader(), config, None);
-        let built = build(&mut executor, &genesis, RECURSE, 1_000_000);
+        let built = build(&mut executor, &genesis, to, 1_000_000);
         let mut built_touched = built.draft.touched.clone();
-        assert!(built_touched[0].contains(&RECURSE) && built_touched[0].contains(&SENDER));
+        assert!(built_touched[0].contains(&SENDER));
+        assert!(listed.is_none_or(|a| built_touched[0].contains(&a)), "{built_touched:?}");
+        assert!(!built_touched[0].contains(&Address::repeat_byte(0x42)), "{built_touched:?}");
         write_block(&db, built.draft, &built.diff).expect("block 1");
         let mut replayed = executor.touched_accounts(1).expect("replay");
         for list in built_touched.iter_mut().chain(replayed.iter_mut()) {

@@ -64,6 +64,10 @@ pub(crate) async fn transaction_view(
     p.at_most(1)?;
     let hash: B256 = p.required(0)?;
     let (block, index) = locate(ctx, &hash)?;
-    let budget = TraceBudget { max_bytes: ctx.limits.max_response_bytes, timeout: None };
+    // The tracers' default time cap: a replay of a heavy block holds an executor thread.
+    let budget = TraceBudget {
+        max_bytes: ctx.limits.max_response_bytes,
+        timeout: Some(crate::debug::trace::DEFAULT_TRACER_TIMEOUT),
+    };
     run(ctx, TraceJob::Otterscan { block, index, view }, budget).await
 }

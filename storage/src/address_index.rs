@@ -1,11 +1,14 @@
 //! The address index: for every address, the transactions it appears in, by block and position.
 //!
-//! An address appears in a transaction when it sent it, received it, or was touched by it: an
-//! account the transaction called (CALL or STATICCALL, in a frame that did not revert), paid,
-//! changed, created or destroyed (what the executor saw committed; `BlockDraft::touched`). The
+//! An address appears in a transaction when it sent it, received it or was created by it, when
+//! a frame of the transaction ran its code (any CALL kind, a DELEGATECALL's library too, frames
+//! that reverted included), or when the transaction's committed state touched it (paid,
+//! changed, created or destroyed it): what the executor noted (`BlockDraft::touched`). The
 //! block's coinbase counts only as sender or recipient: every transaction pays it a fee. That
-//! is what Otterscan's address pages list (`ots_searchTransactionsBefore/After`), and reading
-//! it is a range scan over one address's keys instead of a scan of every block.
+//! is Erigon's index but for two cases: the address of a CREATE and the beneficiary of a
+//! SELFDESTRUCT in a frame that reverted. Otterscan's address pages read it
+//! (`ots_searchTransactionsBefore/After`): a range scan over one address's keys instead of a
+//! scan of every block.
 //!
 //! Layout: `I` + address + number + index (empty value) per appearance, and `W` + number with
 //! the block's (index, address) pairs, so that a revert or rollback removes exactly the keys
@@ -100,7 +103,9 @@ pub(crate) fn add_block(batch: &mut crate::WriteBatch, number: u64, pairs: &[(u3
         record.extend_from_slice(&index.to_be_bytes());
         record.extend_from_slice(address.as_slice());
     }
-    batch.insert(&layout::number_key(layout::BLOCK_APPEARANCES, number)[..], record);
+    // In chunks: a big block's record (24 bytes a pair) would pass sled's blob threshold.
+    let key = layout::number_key(layout::BLOCK_APPEARANCES, number);
+    layout::chunks::insert(batch, &key, &record);
 }
 
 /// Adds the removal of block `number`'s index entries to `batch` (what [`add_block`] wrote).
@@ -109,14 +114,19 @@ pub(crate) fn remove_block(
     batch: &mut crate::WriteBatch,
     number: u64,
 ) -> Result<(), StorageError> {
-    let key = layout::number_key(layout::BLOCK_APPEARANCES, number);
-    let Some(record) = db.raw_get(&key)? else { return Ok(()) };
+    let keys = db.keys_with_prefix(&layout::number_key(layout::BLOCK_APPEARANCES, number))?;
+    let mut record = Vec::new();
+    for key in &keys {
+        record.extend(db.raw_get(key)?.unwrap_or_default());
+    }
     for pair in record.chunks_exact(PAIR_LEN) {
         let index = u32::from_be_bytes(pair[..4].try_into().expect("four bytes"));
         let address = Address::from_slice(&pair[4..]);
         batch.remove(&entry_key(&address, number, index)[..]);
     }
-    batch.remove(&key[..]);
+    for key in keys {
+        batch.remove(key);
+    }
     Ok(())
 }
 

@@ -42,8 +42,8 @@ pub(crate) const PATCH_LOG: u8 = b'L';
 /// `I` + address + number + index (u32): the address appears in that transaction
 /// (`address_index`).
 pub(crate) const ADDRESS_INDEX: u8 = b'I';
-/// `W` + number: the (index, address) pairs block `number` added to the address index, so that
-/// removing the block removes them (`address_index`).
+/// `W` + number + chunk: the (index, address) pairs block `number` added to the address index,
+/// so that removing the block removes them (`address_index`), in chunks (see `chunks`).
 pub(crate) const BLOCK_APPEARANCES: u8 = b'W';
 
 /// The key of the head pointer.

@@ -139,6 +139,21 @@ async fn transaction_views_show_frames_operations_and_revert_data() {
         "{frames}"
     );
 
+    // A contract that calls out, then self-destructs: Erigon puts the SELFDESTRUCT one level
+    // below the entry before it (the call), not below its own frame.
+    let out = Address::repeat_byte(0x42);
+    let caller_then_gone = format!("6000600060006000600073{out:x}5af150 33ff");
+    let doomed = deploy(node, &code(&caller_then_gone)).await;
+    let hash = send(node, Some(doomed), Bytes::new(), 200_000).await;
+    let frames = node.ok("ots_traceTransaction", json!([hash])).await;
+    let shape: Vec<(&str, u64)> = frames
+        .as_array()
+        .expect("frames")
+        .iter()
+        .map(|f| (f["type"].as_str().expect("type"), f["depth"].as_u64().expect("depth")))
+        .collect();
+    assert_eq!(shape, [("CALL", 0), ("CALL", 1), ("SELFDESTRUCT", 2)], "{frames}");
+
     let reverter = deploy(node, &code(REVERTER)).await;
     let reverted = send(node, Some(reverter), Bytes::new(), 100_000).await;
     let data = node.ok("ots_getTransactionError", json!([reverted])).await;

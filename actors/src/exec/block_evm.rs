@@ -161,6 +161,8 @@ pub(crate) fn instrument<P: PublishedValues>(evm: &mut BlockEvm<'_, (), P>) {
     };
     use revm::interpreter::instructions::contract::{call, create};
     use revm::interpreter::instructions::host;
+    use revm::interpreter::interpreter_types::LoopControl as _;
+    use revm::interpreter::{FrameInput, InterpreterAction};
 
     type Ctx<'c, 'a, P> = InstructionContext<'c, MainnetContext<ExecDb<'a, P>>, EthInterpreter>;
     /// The frame a call or create from the current frame gets: journal depth `d` runs frame
@@ -183,11 +185,20 @@ pub(crate) fn instrument<P: PublishedValues>(evm: &mut BlockEvm<'_, (), P>) {
         note(&mut ctx);
         // CALL*(gas, address, ...): the callee or the code's account.
         watch(&ctx, 1);
-        // The address index lists it, whether or not the call succeeds (as Erigon's does).
-        if let Ok(word) = ctx.interpreter.stack.peek(1) {
-            ctx.host.journaled_state.database.note_called(Address::from_word(B256::from(word)));
+        let result = call::<KIND, _, _>(InstructionContext {
+            interpreter: &mut *ctx.interpreter,
+            host: &mut *ctx.host,
+        });
+        // The address index lists the account whose code a new frame runs (a DELEGATECALL's
+        // library too), whether or not the frame then succeeds, as Erigon's lists a frame's
+        // `to`; not a call the instruction itself refused (out of gas), which opens no frame.
+        if let Some(InterpreterAction::NewFrame(FrameInput::Call(inputs))) =
+            ctx.interpreter.bytecode.action()
+        {
+            let callee = inputs.bytecode_address;
+            ctx.host.journaled_state.database.note_called(callee);
         }
-        call::<KIND, _, _>(ctx)
+        result
     }
     fn noted_create<P: PublishedValues, const IS_CREATE2: bool>(
         mut ctx: Ctx<'_, '_, P>,

@@ -216,14 +216,15 @@ impl<'a, P: PublishedValues> ExecDb<'a, P> {
         }
     }
 
-    /// The accounts committed as touched or named by a call instruction since the last call
-    /// (a block's transaction's: the block loop takes them after each one, and drops what the
-    /// system calls touched).
+    /// The accounts committed as touched or named by a call instruction since the last
+    /// `take_touched` (a block's transaction's: the block loop takes them after each one, and
+    /// drops what the system calls touched).
     pub(crate) fn take_touched(&mut self) -> Vec<Address> {
         std::mem::take(&mut self.touched)
     }
 
-    /// Notes the account a call instruction names (its callee, or a DELEGATECALL's code).
+    /// Notes the account whose code a call instruction's new frame runs (its callee, or a
+    /// DELEGATECALL's library).
     /// A loop calling one contract notes it once; past [`TOUCHED_COMPACT_AT`] entries the
     /// list is made unique, so a transaction of a million calls keeps one entry per account.
     pub(crate) fn note_called(&mut self, address: Address) {

@@ -3,8 +3,9 @@
 //! records while the transaction is replayed in its block.
 //!
 //! Frames come in the order they opened (the arena's), a self-destruct right after the
-//! frames its contract opened, one level below its frame, as Erigon's tracer sees the
-//! SELFDESTRUCT instruction; frames that reverted are kept, as in Erigon.
+//! frames its contract opened, one level below the entry before it (Erigon's tracer gives the
+//! SELFDESTRUCT instruction the depth of the last entry plus one); frames that reverted are
+//! kept, and precompile calls left out, as in Erigon.
 
 use alloy_primitives::{Address, Bytes, U256};
 use hearth_messages::ExecError;
@@ -58,7 +59,15 @@ impl ExecutorActor {
     ) -> Result<(), ExecError> {
         let replay = self.stored_block(block)?;
         check_index(&replay, index)?;
-        let config = TracingInspectorConfig::default_parity();
+        let config = match view {
+            // Erigon's trace leaves precompile calls out (the tracer then keeps them off the
+            // tree); its operations count a value sent to one like any call.
+            OtsView::Trace => {
+                TracingInspectorConfig::default_parity().set_exclude_precompile_calls(true)
+            }
+            OtsView::Operations => TracingInspectorConfig::default_parity(),
+            OtsView::Error => TracingInspectorConfig::none(),
+        };
         self.replay(
             &replay,
             index..=index,
@@ -146,9 +155,12 @@ fn trace_entries(arena: &CallTraceArena) -> Vec<TraceEntry> {
                 output: trace.output.clone(),
             });
         } else if let Some(beneficiary) = trace.selfdestruct_refund_target {
+            // Erigon's depth: one below the entry appended last (the frame's own, or its last
+            // descendant's when it called out before self-destructing).
+            let depth = entries.last().map_or(trace.depth, |last| last.depth) + 1;
             entries.push(TraceEntry {
                 kind: "SELFDESTRUCT",
-                depth: trace.depth + 1,
+                depth,
                 from: trace.selfdestruct_address.unwrap_or(trace.address),
                 to: beneficiary,
                 value: Some(trace.selfdestruct_transferred_value.unwrap_or_default()),

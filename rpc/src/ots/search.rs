@@ -51,12 +51,14 @@ fn search(ctx: &RpcContext, p: &Params, direction: Direction) -> Result<Value, R
     let mut blocks = found.iter().map(|a| a.block).collect::<Vec<_>>();
     blocks.dedup();
     for number in blocks {
-        let block = read_block(ctx, number)?
-            .ok_or(RpcError::MissingRecord { number, what: "block the address index names" })?;
+        // A revert may take a block away between the index's read and this one: what is gone
+        // is left out, as if the search had come a moment later.
+        let Some(block) = read_block(ctx, number)? else { continue };
         let timestamp = block.header.timestamp;
         for appearance in found.iter().filter(|a| a.block == number) {
             let index = appearance.index as usize;
-            txs.push(to_json(&crate::core::rpc_transaction(&block, index))?);
+            let Some(tx) = crate::core::rpc_transaction(&block, index) else { continue };
+            txs.push(to_json(&tx)?);
             let mut receipt = to_json(&rpc_receipt(&block, index, &ctx.forks))?;
             if let Value::Object(fields) = &mut receipt {
                 // Erigon's is a JSON number (Otterscan reads either).
@@ -74,7 +76,11 @@ fn search(ctx: &RpcContext, p: &Params, direction: Direction) -> Result<Value, R
     // The index starts at the store's first block: a fork's fork block, whose upstream
     // history the node does not hold. A search that reached it says so.
     let from = ctx.chain.address_index_from()?.unwrap_or(0);
-    if from > 0 && (direction == Direction::Before && !more || direction == Direction::After) {
+    let reached = match direction {
+        Direction::Before => !more,
+        Direction::After => block < from,
+    };
+    if from > 0 && reached {
         answer["indexedFrom"] = Value::from(from);
     }
     Ok(answer)

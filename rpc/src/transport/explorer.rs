@@ -5,7 +5,8 @@
 //! a WebSocket handshake); every other `GET /` goes on to the WebSocket endpoint as before, and
 //! JSON-RPC (`POST /`) never sees the page. The page reads the chain with the node's own
 //! methods, from its own origin: the access guard's host checks apply to it as to every route,
-//! and its Content-Security-Policy lets it load nothing and talk to nothing else. It never
+//! and its Content-Security-Policy lets it load nothing and talk to nothing else (so the page's
+//! `?rpc=` option, for working on the page from another server, does nothing here). It never
 //! sends a transaction (ARCHITECTURE.md, "The explorer").
 
 use actix_web::http::header::{self, HeaderValue};
