@@ -541,6 +541,7 @@ const verify = async () => {
   });
   // 5. The address index: every walked transaction of each dev sender is listed, and what is
   // listed is a transaction of the chain.
+  let indexed = 0;
   for (const sender of dev) {
     const found = new Set();
     let before = 0;
@@ -556,8 +557,9 @@ const verify = async () => {
     for (const h of sentBy.get(lower(sender)) ?? []) {
       if (!found.has(h)) problem("mismatch", `the address index misses ${h} sent by ${sender}`);
     }
+    indexed += found.size;
   }
-  return { head, blocks: numbers.length, receipts: hashes.length, accounts: accounts.length, contracts: addrs.length };
+  return { head, blocks: numbers.length, receipts: hashes.length, accounts: accounts.length, contracts: addrs.length, indexed };
 };
 
 // ---- the campaign -------------------------------------------------------------------------------
@@ -596,7 +598,7 @@ for (let c = 1; c <= CYCLES; c++) {
   log(`cycle ${c}/${CYCLES} ${p.interval ? "interval 0.2s" : "automine"}: kill -9 at ${(p.killAfterMs / 1000).toFixed(2)} s ` +
     `(landed ${(load.killMs / 1000).toFixed(2)} s), ` +
     `${load.acks} acknowledged${late}${busy}${errs}; restart ${restartMs} ms, head ${v.head}; checked ${v.receipts} receipts, ` +
-    `${v.blocks} blocks, ${v.accounts} accounts, ${v.contracts} contracts in ${verifyMs} ms: ${lost} lost, ${changed} changed, ${mismatches} mismatches`);
+    `${v.blocks} blocks, ${v.accounts} accounts, ${v.contracts} contracts, ${v.indexed} indexed transactions in ${verifyMs} ms: ${lost} lost, ${changed} changed, ${mismatches} mismatches`);
 }
 stopNode("SIGTERM");
 await node.exited;
