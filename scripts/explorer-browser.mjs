@@ -22,6 +22,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { rpcClient } from './explorer-lib.mjs';
 
 const T0 = Date.now();
 const DEADLINE_MS = 1000 * Number(process.env.EXPLORER_DEADLINE_S || 100);
@@ -64,16 +65,7 @@ if (!['auto', 'node', 'proxy'].includes(SERVE)) report(`EXPLORER_SERVE is auto, 
 const step = (msg) => console.log(`-- ${msg} (${((Date.now() - T0) / 1000).toFixed(1)} s)`);
 
 // ---------------------------------------------------------------- the node's answers
-let id = 0;
-async function rpc(method, params = []) {
-  const res = await fetch(NODE_URL, {
-    method: 'POST', headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method, params }), signal: AbortSignal.timeout(20_000),
-  });
-  const j = await res.json();
-  if (j.error) throw Object.assign(new Error(`${method}: ${j.error.message}`), { code: j.error.code });
-  return j.result;
-}
+const rpc = rpcClient(NODE_URL);
 const hasMethod = async (method, params) => rpc(method, params).then(() => true, (e) => e.code !== -32601);
 // The page's own formatting (app.js), to compare text.
 const fmtInt = (x) => BigInt(x).toLocaleString('en-US');

@@ -24,25 +24,12 @@ HEARTH_BIN=${HEARTH_BIN:-$ROOT/target/release/hearth}
 NODE=${NODE:-node}
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 export EXPLORER_NPM_DIR=${EXPLORER_NPM_DIR:-/tmp/hearth-explorer-npm}
-PLAYWRIGHT_VERSION=1.64.1
 export SCREENSHOT_DIR=${SCREENSHOT_DIR:-/tmp/hearth-explorer-shots}
 export EXPLORER_SERVE=${EXPLORER_SERVE:-auto}
 
 [ -x "$HEARTH_BIN" ] || { echo "FAIL: no hearth binary at $HEARTH_BIN (build it first: cargo build --release --bin hearth; this script never builds)" >&2; exit 2; }
-if ! [ -x "$CHROMIUM" ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "== installing Debian's chromium"
-    apt-get update -q >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null
-  fi
-  [ -x "$CHROMIUM" ] || { echo "FAIL: no Chromium at $CHROMIUM (apt-get install chromium)" >&2; exit 2; }
-fi
-if [ "$(cd "$EXPLORER_NPM_DIR" 2>/dev/null && "$NODE" -p 'require("playwright-core/package.json").version' 2>/dev/null)" != "$PLAYWRIGHT_VERSION" ]; then
-  echo "== installing playwright-core $PLAYWRIGHT_VERSION from npm into $EXPLORER_NPM_DIR"
-  mkdir -p "$EXPLORER_NPM_DIR"
-  ( cd "$EXPLORER_NPM_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --no-audit --no-fund --loglevel=error "playwright-core@$PLAYWRIGHT_VERSION" )
-fi
+. "$ROOT/scripts/explorer-lib.sh"
+explorer_browser_ready
 
 WORK=$(mktemp -d /tmp/hearth-explorer.XXXXXX)
 NODE_PID=

@@ -26,6 +26,7 @@
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
+import { rpcClient } from './explorer-lib.mjs';
 
 const T0 = Date.now();
 const NODE_URL = process.env.NODE_URL;
@@ -57,16 +58,7 @@ const step = (msg) => console.log(`-- ${msg} (${((Date.now() - T0) / 1000).toFix
 if (!NODE_URL) report('set NODE_URL to the node\'s JSON-RPC URL (scripts/explorer-paint.sh does)');
 else if (!['127.0.0.1', 'localhost', '[::1]'].includes(new URL(NODE_URL).hostname)) report(`NODE_URL ${NODE_URL} is not on loopback`);
 
-let id = 0;
-async function rpc(method, params = []) {
-  const res = await fetch(NODE_URL, {
-    method: 'POST', headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method, params }), signal: AbortSignal.timeout(20_000),
-  });
-  const j = await res.json();
-  if (j.error) throw new Error(`${method}: ${j.error.message}`);
-  return j.result;
-}
+const rpc = rpcClient(NODE_URL);
 
 // The page's markers, installed before any of its scripts: when the home view is in the DOM
 // (head number, the recent-blocks rows, #app[data-ready=home]) and the frame after it.

@@ -30,19 +30,13 @@ if [ -z "${NODE:-}" ]; then
 fi
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 export EXPLORER_NPM_DIR=${EXPLORER_NPM_DIR:-/tmp/hearth-explorer-npm}
-PLAYWRIGHT_VERSION=1.64.1
 PAINT_BLOCKS=${PAINT_BLOCKS:-10000}
 PAINT_TXS=${PAINT_TXS:-200}
 export PAINT_RUNS=${PAINT_RUNS:-10} PAINT_BUDGET_MS=${PAINT_BUDGET_MS:-300} PAINT_PROFILE=${PAINT_PROFILE:-} PAINT_DEADLINE_S=${PAINT_DEADLINE_S:-100}
 
 [ -x "$HEARTH_BIN" ] || { echo "FAIL: no hearth binary at $HEARTH_BIN (cargo build --release --bin hearth; this script never builds)" >&2; exit 2; }
-[ -x "$CHROMIUM" ] || { echo "FAIL: no Chromium at $CHROMIUM (apt-get install chromium; or run scripts/explorer-browser.sh once as root)" >&2; exit 2; }
-if [ "$(cd "$EXPLORER_NPM_DIR" 2>/dev/null && "$NODE" -p 'require("playwright-core/package.json").version' 2>/dev/null)" != "$PLAYWRIGHT_VERSION" ]; then
-  echo "== installing playwright-core $PLAYWRIGHT_VERSION from npm into $EXPLORER_NPM_DIR"
-  mkdir -p "$EXPLORER_NPM_DIR"
-  ( cd "$EXPLORER_NPM_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --no-audit --no-fund --loglevel=error "playwright-core@$PLAYWRIGHT_VERSION" )
-fi
+. "$ROOT/scripts/explorer-lib.sh"
+explorer_browser_ready
 [ "$PAINT_BLOCKS" -ge 10 ] && [ "$PAINT_TXS" -ge 10 ] && [ "$PAINT_TXS" -lt "$PAINT_BLOCKS" ] ||
   { echo "FAIL: PAINT_BLOCKS ($PAINT_BLOCKS) and PAINT_TXS ($PAINT_TXS): at least 10 each, fewer transfers than blocks" >&2; exit 2; }
 

@@ -64,6 +64,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from evm_code import deploy_code, word  # noqa: E402
 from jsonrpc_client import post  # noqa: E402
 
 KEYS = [
@@ -120,16 +121,6 @@ REVERTING_INIT = "60006000fd"
 
 PAGE_SIZES = [1, 2, 3, 25]
 
-
-def deploy_code(runtime):
-    """Init code that deploys `runtime` (hex, no 0x) as is."""
-    size = len(runtime) // 2
-    assert size < 256
-    return f"60{size:02x}80600b6000396000f3" + runtime
-
-
-def word(hex_value):
-    return hex_value.lower().replace("0x", "").rjust(64, "0")
 
 
 def q(n):

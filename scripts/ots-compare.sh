@@ -39,6 +39,8 @@ GENESIS_TIME=1700000000  # GENESIS_TIME in ots-compare.py
 # same genesis timestamp; the script sets each block's timestamp.
 ANVIL_ARGS=(--host 127.0.0.1 --hardfork prague --gas-limit 30000000 --base-fee 875000000
   --timestamp "$GENESIS_TIME")
+# A latency run keeps anvil's states off the disk (searches read no state).
+case " $* " in *" --latency "*) ANVIL_ARGS+=(--max-persisted-states 0) ;; esac
 
 HEARTH_LOG=$(mktemp) ANVIL_LOG=$(mktemp)
 HEARTH_PORT=$(free_port) ANVIL_PORT=$(free_port)

@@ -26,6 +26,8 @@ import sys
 import time
 import urllib.request
 
+from evm_code import deploy_code, word
+
 KEYS = [
     "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
     "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
@@ -90,16 +92,6 @@ def receipt(url, tx):
         time.sleep(0.02)
     raise RuntimeError(f"{tx} was not mined by {url}")
 
-
-def deploy_code(runtime):
-    """Init code that deploys `runtime` (hex, no 0x) as is."""
-    size = len(runtime) // 2
-    assert size < 256
-    return f"60{size:02x}80600b6000396000f3" + runtime
-
-
-def word(hex_value):
-    return hex_value.lower().replace("0x", "").rjust(64, "0")
 
 
 class Sender:

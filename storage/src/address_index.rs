@@ -177,6 +177,21 @@ impl ChainDb {
         }))
     }
 
+    /// The deferred block's entries under `prefix` with keys in `low..high`, in key order.
+    fn deferred_appearances(
+        &self,
+        prefix: &[u8],
+        low: &[u8],
+        high: &[u8],
+    ) -> Result<Vec<Appearance>, StorageError> {
+        Ok(self
+            .deferred_keys(prefix)?
+            .iter()
+            .filter(|key| key.as_slice() >= low && key.as_slice() < high)
+            .filter_map(|key| appearance_of(key))
+            .collect())
+    }
+
     /// The transactions `address` appears in, in blocks strictly before `bound` (`Before`,
     /// newest first) or strictly after it (`After`, oldest first), up to the head this reader
     /// sees. `visit` is called for each and says whether to go on: a page is whole blocks,
@@ -198,12 +213,7 @@ impl ChainDb {
             }
         };
         // The deferred block (at most one) is merged in; sled holds every other entry.
-        let mut deferred: Vec<Appearance> = self
-            .deferred_keys(&prefix)?
-            .iter()
-            .filter(|key| key.as_slice() >= &low[..] && key.as_slice() < &high[..])
-            .filter_map(|key| appearance_of(key))
-            .collect();
+        let mut deferred = self.deferred_appearances(&prefix, &low, &high)?;
         let sled = self.sled();
         let range = sled.range(&low[..]..&high[..]);
         let mut stored = range.keys().map(|key| key.map(|k| appearance_of(&k)));

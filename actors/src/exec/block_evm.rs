@@ -21,7 +21,7 @@ use revm::context_interface::local::FrameStack;
 use revm::handler::instructions::EthInstructions;
 use revm::handler::{EthFrame, EthPrecompiles, MainnetContext, SystemCallCommitEvm};
 use revm::interpreter::interpreter::EthInterpreter;
-use revm::interpreter::{Instruction, InstructionContext, InstructionExecResult};
+use revm::interpreter::{Instruction, InstructionContext, InstructionExecResult, Interpreter};
 use revm::primitives::hardfork::SpecId;
 
 use super::code::CodeL1;
@@ -147,6 +147,23 @@ pub(crate) fn coinbase_seen() -> bool {
     COINBASE_SEEN.with(Cell::get)
 }
 
+/// Notes, for the address index, the account whose code the new frame a call instruction just
+/// opened runs (a DELEGATECALL's library too), whether or not the frame then succeeds, as
+/// Erigon's index lists a frame's `to`; not a call the instruction itself refused (out of gas),
+/// which opens no frame.
+fn note_callee<P: PublishedValues>(
+    interpreter: &mut Interpreter<EthInterpreter>,
+    db: &mut ExecDb<'_, P>,
+) {
+    use revm::interpreter::interpreter_types::LoopControl as _;
+    use revm::interpreter::{FrameInput, InterpreterAction};
+    if let Some(InterpreterAction::NewFrame(FrameInput::Call(inputs))) =
+        interpreter.bytecode.action()
+    {
+        db.note_called(inputs.bytecode_address);
+    }
+}
+
 /// Makes the block EVM's call and create instructions note the call depth they run at in its
 /// database before they run: the deepest frame a block used, which bounds how many frames
 /// (32 KiB of stack each) its frame pool grew to, so the executor knows what keeping it costs
@@ -161,8 +178,6 @@ pub(crate) fn instrument<P: PublishedValues>(evm: &mut BlockEvm<'_, (), P>) {
     };
     use revm::interpreter::instructions::contract::{call, create};
     use revm::interpreter::instructions::host;
-    use revm::interpreter::interpreter_types::LoopControl as _;
-    use revm::interpreter::{FrameInput, InterpreterAction};
 
     type Ctx<'c, 'a, P> = InstructionContext<'c, MainnetContext<ExecDb<'a, P>>, EthInterpreter>;
     /// The frame a call or create from the current frame gets: journal depth `d` runs frame
@@ -185,19 +200,9 @@ pub(crate) fn instrument<P: PublishedValues>(evm: &mut BlockEvm<'_, (), P>) {
         note(&mut ctx);
         // CALL*(gas, address, ...): the callee or the code's account.
         watch(&ctx, 1);
-        let result = call::<KIND, _, _>(InstructionContext {
-            interpreter: &mut *ctx.interpreter,
-            host: &mut *ctx.host,
-        });
-        // The address index lists the account whose code a new frame runs (a DELEGATECALL's
-        // library too), whether or not the frame then succeeds, as Erigon's lists a frame's
-        // `to`; not a call the instruction itself refused (out of gas), which opens no frame.
-        if let Some(InterpreterAction::NewFrame(FrameInput::Call(inputs))) =
-            ctx.interpreter.bytecode.action()
-        {
-            let callee = inputs.bytecode_address;
-            ctx.host.journaled_state.database.note_called(callee);
-        }
+        let interpreter = &mut *ctx.interpreter;
+        let result = call::<KIND, _, _>(InstructionContext { interpreter, host: &mut *ctx.host });
+        note_callee(ctx.interpreter, &mut ctx.host.journaled_state.database);
         result
     }
     fn noted_create<P: PublishedValues, const IS_CREATE2: bool>(

@@ -378,7 +378,7 @@ impl Default for HostPolicy {
 }
 
 /// The web-facing policies, fixed at startup.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebAccess {
     /// Origins allowed over HTTP (`--http.corsdomain`), answered in CORS preflights.
     pub cors: OriginPolicy,
@@ -388,6 +388,18 @@ pub struct WebAccess {
     pub vhosts: HostPolicy,
     /// Whether a browser's `GET /` gets the built-in explorer page (`--http.explorer`).
     pub explorer: bool,
+}
+
+/// The flags' defaults on a loopback address (the explorer is served there).
+impl Default for WebAccess {
+    fn default() -> Self {
+        Self {
+            cors: OriginPolicy::default(),
+            ws_origins: OriginPolicy::default(),
+            vhosts: HostPolicy::default(),
+            explorer: true,
+        }
+    }
 }
 
 /// Whether a `Content-Type` value is `application/json`, with or without parameters, in any

@@ -25,7 +25,7 @@ const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; i
 /// Whether `req` is a browser asking for a page at `/`.
 pub(crate) fn wants_page(ctx: &RpcContext, req: &HttpRequest) -> bool {
     ctx.web.explorer
-        && !super::server::is_upgrade(req.headers())
+        && !super::ws::is_upgrade(req.headers())
         && req
             .headers()
             .get(header::ACCEPT)

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{Server, ServiceFactory, ServiceRequest, ServiceResponse};
-use actix_web::http::header::{self, ContentType, HeaderMap, HeaderName, HeaderValue};
+use actix_web::http::header::{self, ContentType, HeaderName, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
@@ -134,7 +134,11 @@ async fn guard(
         return Ok(req.into_response(response).map_into_boxed_body());
     }
     let origin = req.headers().get(header::ORIGIN).cloned();
-    let policy = if is_upgrade(req.headers()) { &ctx.web.ws_origins } else { &ctx.web.cors };
+    let policy = if crate::transport::ws::is_upgrade(req.headers()) {
+        &ctx.web.ws_origins
+    } else {
+        &ctx.web.cors
+    };
     let allow = origin.as_ref().and_then(|o| o.to_str().ok()).map(|o| {
         HeaderValue::from_str(policy.allow_origin_value(o)).unwrap_or(HeaderValue::from_static("*"))
     });
@@ -188,7 +192,7 @@ fn refusal(ctx: &RpcContext, req: &HttpRequest) -> Option<(Refusal, StatusCode, 
         }
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let (policy, flag) = if is_upgrade(headers) {
+        let (policy, flag) = if crate::transport::ws::is_upgrade(headers) {
             (&ctx.web.ws_origins, "--ws.origins")
         } else {
             (&ctx.web.cors, "--http.corsdomain")
@@ -212,13 +216,6 @@ fn refusal(ctx: &RpcContext, req: &HttpRequest) -> Option<(Refusal, StatusCode, 
         }
     }
     None
-}
-
-/// Whether the request asks for a WebSocket.
-pub(crate) fn is_upgrade(headers: &HeaderMap) -> bool {
-    headers.get(header::UPGRADE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
-        v.split(',').any(|protocol| protocol.trim().eq_ignore_ascii_case("websocket"))
-    })
 }
 
 /// OPTIONS `/` and `/metrics`: a CORS preflight from an allowed origin (the guard refused the others)

@@ -53,6 +53,14 @@ pub const MAX_IN_FLIGHT_PER_CONNECTION: usize = 32;
 /// connection is dropped without it.
 const CLOSE_GRACE: Duration = Duration::from_secs(10);
 
+/// Whether the request asks for a WebSocket.
+pub(crate) fn is_upgrade(headers: &actix_web::http::header::HeaderMap) -> bool {
+    let upgrade = headers.get(actix_web::http::header::UPGRADE).and_then(|v| v.to_str().ok());
+    upgrade.is_some_and(|v| {
+        v.split(',').any(|protocol| protocol.trim().eq_ignore_ascii_case("websocket"))
+    })
+}
+
 /// GET `/`: upgrades to a WebSocket and serves JSON-RPC and subscriptions on it. Without an
 /// `Upgrade` header it answers as actix does (400); at `--ws.max-connections` it answers 503.
 /// The origin and host were checked before (`server::guard`).
