@@ -29,7 +29,7 @@ case "$STORE" in disk|memory) ;; *) echo "STORE is disk or memory, not $STORE" >
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 P=; D=
-cleanup() { [ -n "$P" ] && kill "$P" 2>/dev/null || true; [ -n "$D" ] && rm -rf "$D"; }
+cleanup() { [ -n "$P" ] && kill "$P" 2>/dev/null || true; [ -z "$D" ] || rm -rf "$D"; }
 trap cleanup EXIT
 for round in $(seq 1 "$ROUNDS"); do
   for side in A B; do

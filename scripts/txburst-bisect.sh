@@ -24,28 +24,30 @@ export CARGO_TARGET_DIR=$BISECT_DIR/target
 
 WORKTREES=()
 cleanup() {
-  for tree in "${WORKTREES[@]}"; do git -C "$ROOT" worktree remove --force "$tree" 2>/dev/null || true; done
+  for tree in "${WORKTREES[@]+"${WORKTREES[@]}"}"; do
+    git -C "$ROOT" worktree remove --force "$tree" 2>/dev/null || true
+  done
 }
 trap cleanup EXIT
 
-# The release binary of commit $1, built unless kept from an earlier run; prints its path.
-binary_of() {
-  local sha bin tree
+# Sets BIN to the release binary of commit $1, built unless kept from an earlier run (in this
+# shell, not a subshell: the worktree list is what the exit trap removes).
+build_commit() {
+  local sha tree
   sha=$(git -C "$ROOT" rev-parse --short=10 "$1^{commit}")
-  bin=$BISECT_DIR/bin/hearth-$sha
-  if ! [ -x "$bin" ]; then
+  BIN=$BISECT_DIR/bin/hearth-$sha
+  if ! [ -x "$BIN" ]; then
     tree=$BISECT_DIR/tree-$sha
     git -C "$ROOT" worktree add --detach --force "$tree" "$sha" >&2
     WORKTREES+=("$tree")
     echo "== building $1 ($sha)" >&2
     ( cd "$tree" && cargo build --release --locked --bin hearth >&2 )
-    cp "$CARGO_TARGET_DIR/release/hearth" "$bin"
+    cp "$CARGO_TARGET_DIR/release/hearth" "$BIN"
   fi
-  echo "$bin"
 }
 
-BIN_A=$(binary_of "$A")
-BIN_B=$(binary_of "$B")
+build_commit "$A"; BIN_A=$BIN
+build_commit "$B"; BIN_B=$BIN
 OUT=$(mktemp)
 bash "$HERE/txburst-ab.sh" "$BIN_A" "$BIN_B" "$ROUNDS" "$SENDERS" | tee "$OUT"
 median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
