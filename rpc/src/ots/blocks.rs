@@ -1,6 +1,7 @@
 //! Otterscan's block methods: ots_getBlockDetails(ByHash), ots_getBlockTransactions and
 //! erigon_getHeaderByNumber, each eth_getBlockByNumber's block reshaped as Erigon reshapes it.
 
+use alloy_consensus::Transaction as _;
 use alloy_primitives::{B256, U256};
 use alloy_rpc_types_eth::BlockNumberOrTag;
 use hearth_messages::SealedBlock;
@@ -33,7 +34,7 @@ fn block_object(block: &SealedBlock, full: bool) -> Result<Map<String, Value>, R
 pub(crate) fn block_details(ctx: &RpcContext, p: &Params) -> Result<Value, RpcError> {
     p.at_most(1)?;
     let block = block_at(ctx, p.required(0)?)?;
-    details(ctx, &block)
+    details(&block)
 }
 
 /// ots_getBlockDetailsByHash: `[hash]`.
@@ -42,23 +43,27 @@ pub(crate) fn block_details_by_hash(ctx: &RpcContext, p: &Params) -> Result<Valu
     let hash: B256 = p.required(0)?;
     let block =
         read_block_by_hash(ctx, &hash)?.ok_or_else(|| RpcError::BlockNotFound(hash.to_string()))?;
-    details(ctx, &block)
+    details(&block)
 }
 
 /// The block without its transactions but with their count, its bloom `null`; the issuance
 /// (none on a chain past the merge, and none on a dev chain: Hearth pays no block reward); and
 /// what its transactions paid in fees (gas used times the effective price, burnt part
 /// included).
-fn details(ctx: &RpcContext, block: &SealedBlock) -> Result<Value, RpcError> {
+fn details(block: &SealedBlock) -> Result<Value, RpcError> {
     let mut object = block_object(block, false)?;
     object.remove("transactions");
     object.insert("transactionCount".into(), Value::from(block.body.transactions.len()));
     object.insert("logsBloom".into(), Value::Null);
+    // Each transaction's gas from the cumulative counts, in one pass (`rpc_receipt` would sum
+    // the logs of every earlier receipt for each one).
     let mut fees = U256::ZERO;
-    for index in 0..block.receipts.len() {
-        let receipt = rpc_receipt(block, index, &ctx.forks)
-            .ok_or(RpcError::MissingRecord { number: block.number(), what: "receipt" })?;
-        fees += U256::from(receipt.gas_used) * U256::from(receipt.effective_gas_price);
+    let mut before = 0;
+    for (tx, receipt) in block.body.transactions.iter().zip(&block.receipts) {
+        let cumulative = receipt.cumulative_gas_used();
+        let price = tx.effective_gas_price(block.header.base_fee_per_gas);
+        fees += U256::from(cumulative.saturating_sub(before)) * U256::from(price);
+        before = cumulative;
     }
     Ok(json!({
         "block": object,
@@ -83,7 +88,8 @@ pub(crate) fn block_transactions(ctx: &RpcContext, p: &Params) -> Result<Value, 
     let count = block.body.transactions.len() as u64;
     let end = count.saturating_sub(page.saturating_mul(size));
     let start = end.saturating_sub(size);
-    let mut object = block_object(&block, true)?;
+    // Hashes only: the page's transactions replace them below.
+    let mut object = block_object(&block, false)?;
     let mut transactions = Vec::new();
     let mut receipts = Vec::new();
     for index in start as usize..end as usize {
