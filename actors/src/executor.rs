@@ -37,7 +37,7 @@ use hearth_messages::payload::{BuildPayload, BuiltPayload};
 use hearth_messages::simulate::{Simulate, SimulateError, SimulatedBlock};
 use hearth_messages::trace::{BlockForkRules, ForkSchedule, Trace, TraceOutput};
 use hearth_storage::ChainDb;
-use revm::InspectEvm;
+use revm::ExecuteEvm;
 use revm::context::evm::Evm;
 use revm::context::result::{ExecResultAndState, ExecutionResult};
 use revm::context::{BlockEnv, CfgEnv, Context, TxEnv};
@@ -46,8 +46,8 @@ use revm::handler::instructions::EthInstructions;
 use revm::primitives::hardfork::SpecId;
 
 use crate::exec::{
-    CallGuard, CodeL1, CodeL2, ConsoleTap, EvmScratch, ExecConfig, ExecDb, MovablePrecompiles,
-    ReadCache, SCRATCH_RETAINED_BYTES, call_env_under, default_blob_params, exec_error, outcome,
+    CodeL1, CodeL2, ConsoleTap, EvmScratch, ExecConfig, ExecDb, MovablePrecompiles, ReadCache,
+    SCRATCH_RETAINED_BYTES, call_env_under, clocked, default_blob_params, exec_error, outcome,
 };
 
 /// Gas of a plain value transfer.
@@ -209,7 +209,10 @@ impl ExecutorActor {
         let view = pinned.state_at(block);
         let root = pinned.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
         self.reads.use_root(root, pinned.generation());
-        let mut db = ExecDb::new(view, &mut self.codes).with_read_cache(&mut self.reads);
+        let deadline = self.config.evm_timeout.map(|t| std::time::Instant::now() + t);
+        let mut db = ExecDb::new(view, &mut self.codes)
+            .with_read_cache(&mut self.reads)
+            .with_deadline(deadline);
         let spec = cfg.spec;
         let mut precompiles = ConsoleTap::new(MovablePrecompiles::new(spec));
         precompiles.capture(console.is_some() && self.config.show.console_log);
@@ -230,26 +233,30 @@ impl ExecutorActor {
             error: Ok(()),
         }
         .with_cfg(cfg);
-        // Built field by field rather than with `build_mainnet`, which would allocate eight
-        // fresh frames (a 32 KiB stack each) for every call; these come from the scratch.
+        // No inspector: the time cap is kept by the jump and call instructions
+        // (`exec::clocked`), so the call runs on revm's plain loop. Built field by field
+        // rather than with `build_mainnet`, which would allocate eight fresh frames (a 32 KiB
+        // stack each) for every call; these come from the scratch.
+        let mut instruction = EthInstructions::new_mainnet_with_spec(spec);
+        clocked(&mut instruction);
         let mut evm = Evm {
             ctx,
-            inspector: CallGuard::new(self.config.evm_timeout),
-            instruction: EthInstructions::new_mainnet_with_spec(spec),
+            inspector: (),
+            instruction,
             precompiles,
             frame_stack: self.scratch.take_frames(),
         };
-        let result = evm.inspect_tx(tx).map(pick).map_err(exec_error);
-        let Evm { ctx, inspector, frame_stack, mut precompiles, .. } = evm;
-        self.scratch.keep(frame_stack, ctx.local, inspector.max_depth);
+        let result = evm.transact(tx).map(pick).map_err(exec_error);
+        let Evm { ctx, frame_stack, mut precompiles, .. } = evm;
+        let db = &ctx.journaled_state.database;
+        let (expired, max_depth) = (db.expired(), db.max_call_depth());
+        self.scratch.keep(frame_stack, ctx.local, max_depth);
         if let Some(method) = console
-            && !(inspector.expired && self.retried_on_expiry)
+            && !(expired && self.retried_on_expiry)
         {
             crate::report::call_printed(&self.config.show, method, precompiles.take());
         }
-        if inspector.expired
-            && let Some(timeout) = self.config.evm_timeout
-        {
+        if expired && let Some(timeout) = self.config.evm_timeout {
             return Err(ExecError::Timeout { timeout_ms: timeout.as_millis() as u64 });
         }
         result

@@ -522,6 +522,27 @@ async fn a_call_past_the_evm_time_cap_is_stopped_with_32002() {
     assert!(node.ok("eth_call", json!([{"to": token, "data": short}, "latest"])).await.is_string());
 }
 
+/// The time cap without an inspector is kept by the jump and call instructions: code with no
+/// jump at all, which calls itself fifty times in a row (a tree of millions of frames within
+/// the gas), is stopped by the call instructions' clock.
+#[actix::test]
+async fn a_call_tree_without_jumps_is_stopped_by_the_evm_time_cap() {
+    let mut config = NodeConfig::for_tests();
+    config.evm_timeout = std::time::Duration::from_millis(20);
+    config.rpc.gas_cap = 2_000_000_000;
+    let node = TestNode::start_with(config);
+    // PUSH0 x5 (no value, no data), ADDRESS, GAS, CALL, POP: a call to itself with all its gas.
+    let code = format!("0x{}00", "5f5f5f5f5f305af150".repeat(50));
+    let target = "0x00000000000000000000000000000000000c0de1";
+    node.ok("anvil_setCode", json!([target, code])).await;
+    let started = std::time::Instant::now();
+    let (code, message, _) =
+        node.err("eth_call", json!([{"to": target, "gas": "0x77359400"}, "latest"])).await;
+    assert_eq!(code, -32002, "{message}");
+    assert!(message.contains("timeout"), "{message}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+}
+
 /// The executors' read cache is keyed by state root: a dev patch or a revert changes what a
 /// call sees at once, with no stale read from a warm cache.
 #[actix::test]

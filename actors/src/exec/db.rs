@@ -21,6 +21,7 @@ use revm::bytecode::{Bytecode, JumpTable};
 use revm::database_interface::{Database, DatabaseCommit, DatabaseRef};
 use revm::state::{Account, AccountInfo, EvmState};
 
+use super::call_clock::CallClock;
 use super::code::CodeL1;
 use super::published::{Publish, PublishedValues, ReadLog, SlotRead};
 
@@ -189,6 +190,9 @@ pub(crate) struct ExecDb<'a, P: PublishedValues = ()> {
     /// in frames that reverted): a block's transaction's, for the address index
     /// (`hearth_storage::BlockDraft::touched`).
     touched: Vec<Address>,
+    /// The time cap of a call on revm's plain loop, which its jump and call instructions
+    /// consult (`call_clock::clocked`); never set for a block.
+    pub(super) clock: CallClock,
 }
 
 /// How long the list of accounts a transaction named grows before it is made unique (and
@@ -213,7 +217,19 @@ impl<'a, P: PublishedValues> ExecDb<'a, P> {
             base_accounts: AddressMap::default(),
             read_ahead: None,
             touched: Vec::new(),
+            clock: CallClock::until(None),
         }
+    }
+
+    /// This database with the call's time cap (`deadline`; `None`: none).
+    pub(crate) fn with_deadline(mut self, deadline: Option<std::time::Instant>) -> Self {
+        self.clock = CallClock::until(deadline);
+        self
+    }
+
+    /// Whether the call's time cap was reached.
+    pub(crate) const fn expired(&self) -> bool {
+        self.clock.expired()
     }
 
     /// The accounts committed as touched or named by a call instruction since the last

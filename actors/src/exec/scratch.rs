@@ -1,7 +1,8 @@
-//! What an executor thread reuses from one call to the next, and the inspector every call
-//! runs under: [`EvmScratch`] (revm's call frames and memory buffer, kept within
+//! What an executor thread reuses from one call to the next, and the inspector the calls that
+//! need one run under: [`EvmScratch`] (revm's call frames and memory buffer, kept within
 //! [`SCRATCH_RETAINED_BYTES`]) and [`CallGuard`] (the EVM time cap, and the depth that bounds
-//! what the scratch keeps).
+//! what the scratch keeps). eth_call and eth_estimateGas need no inspector: their time cap is
+//! `call_clock`'s.
 
 use revm::context::LocalContext;
 use revm::context_interface::LocalContextTr;
@@ -74,7 +75,8 @@ impl EvmScratch {
     }
 }
 
-/// The inspector every call runs under. It stops a call that runs past its time cap: revm has
+/// The inspector of the calls that run under one (access lists, eth_callMany,
+/// eth_simulateV1). It stops a call that runs past its time cap: revm has
 /// no clock of its own, so it looks at the time every `CHECK_EVERY` instructions (an
 /// `Instant::now` per instruction would cost more than most instructions); once the cap has
 /// passed it halts every frame it sees, so the whole call unwinds at once. It also records the
@@ -91,10 +93,6 @@ pub(crate) struct CallGuard {
 
 impl CallGuard {
     const CHECK_EVERY: u32 = 4096;
-
-    pub(crate) fn new(timeout: Option<std::time::Duration>) -> Self {
-        Self::until(timeout.map(|t| std::time::Instant::now() + t))
-    }
 
     /// A guard that halts whatever still runs at `deadline` (`None`: never), so that several
     /// transactions can share one time cap (eth_simulateV1).
