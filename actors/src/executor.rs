@@ -184,6 +184,18 @@ impl ExecutorActor {
         self.run_call_then(request, block, CallGas::Exactly(gas), console, |done| done.result)
     }
 
+    /// The gas a call runs with at `header`: as given, or the request's capped by the node's
+    /// call gas cap.
+    fn resolved_gas(&self, gas: CallGas, request: &CallRequest, header: &Header) -> u64 {
+        match gas {
+            CallGas::Exactly(gas) => gas,
+            CallGas::Requested => {
+                let cap = self.call_gas_cap(self.rules_at(header).spec);
+                request.gas.unwrap_or(cap).min(cap)
+            }
+        }
+    }
+
     /// [`run_call`](Self::run_call), handing `pick` the result with the state the call read
     /// and wrote (accounts and the slots it touched).
     fn run_call_then<T>(
@@ -198,13 +210,7 @@ impl ExecutorActor {
         // reads would otherwise mix two chains (and key one chain's reads by another's root).
         let pinned = self.db.pinned();
         let header = pinned.header(block)?.ok_or(ExecError::UnknownBlock)?;
-        let gas = match gas {
-            CallGas::Exactly(gas) => gas,
-            CallGas::Requested => {
-                let cap = self.call_gas_cap(self.rules_at(&header).spec);
-                request.gas.unwrap_or(cap).min(cap)
-            }
-        };
+        let gas = self.resolved_gas(gas, request, &header);
         let (cfg, block_env, tx) = self.call_env(request, &header, gas);
         let view = pinned.state_at(block);
         let root = pinned.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;

@@ -1,5 +1,5 @@
-//! The time cap of a call that runs on revm's plain loop (eth_call, eth_estimateGas): a clock
-//! the jump and call instructions consult, kept in the call's database ([`ExecDb::clock`]).
+//! The time cap of a call that runs on revm's plain loop (eth_call, eth_estimateGas): the jump
+//! and call instructions consult a clock (`scratch::CallClock`) kept in the call's database.
 //!
 //! An inspector would do the same from its `step` hook, but it puts every instruction of the
 //! call on revm's inspecting loop; an EVM-heavy call ran measurably slower there. Only the
@@ -7,8 +7,6 @@
 //! its code once, so every unbounded amount of work passes through a jump, a call or a create.
 //! Once the cap has passed those instructions halt (out of gas), so the whole call unwinds
 //! after at most one frame's straight-line code.
-
-use std::time::Instant;
 
 use revm::context_interface::JournalTr;
 use revm::handler::MainnetContext;
@@ -21,52 +19,11 @@ use revm::interpreter::{
 use super::db::ExecDb;
 use super::published::PublishedValues;
 
-/// A call's time cap as its instructions see it.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct CallClock {
-    /// When the call must stop (`None`: no cap).
-    at: Option<Instant>,
-    /// Jumps, calls and creates counted since the start: the clock is read every
-    /// `CHECK_EVERY` of them (an `Instant::now` per jump would cost more than the jump).
-    ticks: u32,
-    /// Whether the cap was reached; every later tick halts.
-    expired: bool,
-}
-
-impl CallClock {
-    /// About 3,000-4,000 instructions of compiled Solidity between two readings of the clock:
-    /// tens of microseconds, fine against the smallest cap (the inline budget, 200 µs).
-    const CHECK_EVERY: u32 = 512;
-
-    /// A clock that expires at `deadline` (`None`: never).
-    pub(crate) const fn until(deadline: Option<Instant>) -> Self {
-        Self { at: deadline, ticks: 0, expired: false }
-    }
-
-    /// Counts one jump, call or create; whether the call must stop now.
-    #[inline]
-    fn tick(&mut self) -> bool {
-        let Some(at) = self.at else { return false };
-        if !self.expired {
-            self.ticks = self.ticks.wrapping_add(1);
-            if self.ticks.is_multiple_of(Self::CHECK_EVERY) && Instant::now() >= at {
-                self.expired = true;
-            }
-        }
-        self.expired
-    }
-
-    /// Whether the cap was reached during the call.
-    pub(crate) const fn expired(&self) -> bool {
-        self.expired
-    }
-}
-
 /// The instructions of a call's EVM over an [`ExecDb`].
 type CallCtx<'a, P> = MainnetContext<ExecDb<'a, P>>;
 
 /// Makes JUMP, JUMPI and the call and create instructions of `instructions` consult the
-/// database's [`CallClock`] first, and the call and create instructions note the frame depth
+/// database's clock (`scratch::CallClock`) first, and the call and create instructions note the frame depth
 /// they open (which bounds what the executor's scratch keeps, `EvmScratch::keep`).
 pub(crate) fn clocked<'a, P: PublishedValues>(
     instructions: &mut EthInstructions<EthInterpreter, CallCtx<'a, P>>,

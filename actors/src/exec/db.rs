@@ -21,9 +21,9 @@ use revm::bytecode::{Bytecode, JumpTable};
 use revm::database_interface::{Database, DatabaseCommit, DatabaseRef};
 use revm::state::{Account, AccountInfo, EvmState};
 
-use super::call_clock::CallClock;
 use super::code::CodeL1;
 use super::published::{Publish, PublishedValues, ReadLog, SlotRead};
+use super::scratch::CallClock;
 
 /// What the transactions of a block executed so far have changed.
 #[derive(Debug, Default, Clone)]
