@@ -14,11 +14,9 @@
 //!   values it reads before the store, implemented in `parallel`, generic and never `dyn`).
 //! - **Running** (`block_evm.rs`, `scratch.rs`, `precompiles.rs`, `geth_errors.rs`): the
 //!   block EVM and its instruction hooks, the thread's reused frames and memory and the time
-//!   cap, precompiles that state overrides move, and revm's errors in geth's words;
-//!   `call_clock.rs`, the time cap of calls run without an inspector.
+//!   cap, precompiles that state overrides move, and revm's errors in geth's words.
 
 mod block_evm;
-mod call_clock;
 mod code;
 mod config;
 mod console_tap;
@@ -34,7 +32,6 @@ pub(crate) use block_evm::{
     BlockEvm, BlockSetup, block_evm, block_evm_in, coinbase_seen, evm_over, forget_coinbase_seen,
     instrument, pre_block_calls, resolved_blob_params,
 };
-pub(crate) use call_clock::clocked;
 pub use code::{CODE_L1_ENTRIES, CodeL1, CodeL2};
 pub use config::{ExecConfig, MAX_EXEC_THREADS, ParallelConfig, ParallelMode, Show};
 pub use console_tap::ConsoleTap;

@@ -37,7 +37,7 @@ use hearth_messages::payload::{BuildPayload, BuiltPayload};
 use hearth_messages::simulate::{Simulate, SimulateError, SimulatedBlock};
 use hearth_messages::trace::{BlockForkRules, ForkSchedule, Trace, TraceOutput};
 use hearth_storage::ChainDb;
-use revm::ExecuteEvm;
+use revm::InspectEvm;
 use revm::context::evm::Evm;
 use revm::context::result::{ExecResultAndState, ExecutionResult};
 use revm::context::{BlockEnv, CfgEnv, Context, TxEnv};
@@ -46,8 +46,8 @@ use revm::handler::instructions::EthInstructions;
 use revm::primitives::hardfork::SpecId;
 
 use crate::exec::{
-    CodeL1, CodeL2, ConsoleTap, EvmScratch, ExecConfig, ExecDb, MovablePrecompiles, ReadCache,
-    SCRATCH_RETAINED_BYTES, call_env_under, clocked, default_blob_params, exec_error, outcome,
+    CallGuard, CodeL1, CodeL2, ConsoleTap, EvmScratch, ExecConfig, ExecDb, MovablePrecompiles,
+    ReadCache, SCRATCH_RETAINED_BYTES, call_env_under, default_blob_params, exec_error, outcome,
 };
 
 /// Gas of a plain value transfer.
@@ -184,18 +184,6 @@ impl ExecutorActor {
         self.run_call_then(request, block, CallGas::Exactly(gas), console, |done| done.result)
     }
 
-    /// The gas a call runs with at `header`: as given, or the request's capped by the node's
-    /// call gas cap.
-    fn resolved_gas(&self, gas: CallGas, request: &CallRequest, header: &Header) -> u64 {
-        match gas {
-            CallGas::Exactly(gas) => gas,
-            CallGas::Requested => {
-                let cap = self.call_gas_cap(self.rules_at(header).spec);
-                request.gas.unwrap_or(cap).min(cap)
-            }
-        }
-    }
-
     /// [`run_call`](Self::run_call), handing `pick` the result with the state the call read
     /// and wrote (accounts and the slots it touched).
     fn run_call_then<T>(
@@ -210,15 +198,18 @@ impl ExecutorActor {
         // reads would otherwise mix two chains (and key one chain's reads by another's root).
         let pinned = self.db.pinned();
         let header = pinned.header(block)?.ok_or(ExecError::UnknownBlock)?;
-        let gas = self.resolved_gas(gas, request, &header);
+        let gas = match gas {
+            CallGas::Exactly(gas) => gas,
+            CallGas::Requested => {
+                let cap = self.call_gas_cap(self.rules_at(&header).spec);
+                request.gas.unwrap_or(cap).min(cap)
+            }
+        };
         let (cfg, block_env, tx) = self.call_env(request, &header, gas);
         let view = pinned.state_at(block);
         let root = pinned.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
         self.reads.use_root(root, pinned.generation());
-        let deadline = self.config.evm_timeout.map(|t| std::time::Instant::now() + t);
-        let mut db = ExecDb::new(view, &mut self.codes)
-            .with_read_cache(&mut self.reads)
-            .with_deadline(deadline);
+        let mut db = ExecDb::new(view, &mut self.codes).with_read_cache(&mut self.reads);
         let spec = cfg.spec;
         let mut precompiles = ConsoleTap::new(MovablePrecompiles::new(spec));
         precompiles.capture(console.is_some() && self.config.show.console_log);
@@ -239,30 +230,26 @@ impl ExecutorActor {
             error: Ok(()),
         }
         .with_cfg(cfg);
-        // No inspector: the time cap is kept by the jump and call instructions
-        // (`exec::clocked`), so the call runs on revm's plain loop. Built field by field
-        // rather than with `build_mainnet`, which would allocate eight fresh frames (a 32 KiB
-        // stack each) for every call; these come from the scratch.
-        let mut instruction = EthInstructions::new_mainnet_with_spec(spec);
-        clocked(&mut instruction);
+        // Built field by field rather than with `build_mainnet`, which would allocate eight
+        // fresh frames (a 32 KiB stack each) for every call; these come from the scratch.
         let mut evm = Evm {
             ctx,
-            inspector: (),
-            instruction,
+            inspector: CallGuard::new(self.config.evm_timeout),
+            instruction: EthInstructions::new_mainnet_with_spec(spec),
             precompiles,
             frame_stack: self.scratch.take_frames(),
         };
-        let result = evm.transact(tx).map(pick).map_err(exec_error);
-        let Evm { ctx, frame_stack, mut precompiles, .. } = evm;
-        let db = &ctx.journaled_state.database;
-        let (expired, max_depth) = (db.expired(), db.max_call_depth());
-        self.scratch.keep(frame_stack, ctx.local, max_depth);
+        let result = evm.inspect_tx(tx).map(pick).map_err(exec_error);
+        let Evm { ctx, inspector, frame_stack, mut precompiles, .. } = evm;
+        self.scratch.keep(frame_stack, ctx.local, inspector.max_depth);
         if let Some(method) = console
-            && !(expired && self.retried_on_expiry)
+            && !(inspector.expired && self.retried_on_expiry)
         {
             crate::report::call_printed(&self.config.show, method, precompiles.take());
         }
-        if expired && let Some(timeout) = self.config.evm_timeout {
+        if inspector.expired
+            && let Some(timeout) = self.config.evm_timeout
+        {
             return Err(ExecError::Timeout { timeout_ms: timeout.as_millis() as u64 });
         }
         result

@@ -23,7 +23,6 @@ use revm::state::{Account, AccountInfo, EvmState};
 
 use super::code::CodeL1;
 use super::published::{Publish, PublishedValues, ReadLog, SlotRead};
-use super::scratch::CallClock;
 
 /// What the transactions of a block executed so far have changed.
 #[derive(Debug, Default, Clone)]
@@ -190,9 +189,6 @@ pub(crate) struct ExecDb<'a, P: PublishedValues = ()> {
     /// in frames that reverted): a block's transaction's, for the address index
     /// (`hearth_storage::BlockDraft::touched`).
     touched: Vec<Address>,
-    /// The time cap of a call on revm's plain loop, which its jump and call instructions
-    /// consult (`call_clock::clocked`); never set for a block.
-    pub(super) clock: CallClock,
 }
 
 /// How long the list of accounts a transaction named grows before it is made unique (and
@@ -217,19 +213,7 @@ impl<'a, P: PublishedValues> ExecDb<'a, P> {
             base_accounts: AddressMap::default(),
             read_ahead: None,
             touched: Vec::new(),
-            clock: CallClock::until(None),
         }
-    }
-
-    /// This database with the call's time cap (`deadline`; `None`: none).
-    pub(crate) fn with_deadline(mut self, deadline: Option<std::time::Instant>) -> Self {
-        self.clock = CallClock::until(deadline);
-        self
-    }
-
-    /// Whether the call's time cap was reached.
-    pub(crate) const fn expired(&self) -> bool {
-        self.clock.expired()
     }
 
     /// The accounts committed as touched or named by a call instruction since the last

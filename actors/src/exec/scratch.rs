@@ -1,8 +1,7 @@
-//! What an executor thread reuses from one call to the next, and the inspector the calls that
-//! need one run under: [`EvmScratch`] (revm's call frames and memory buffer, kept within
+//! What an executor thread reuses from one call to the next, and the inspector every call
+//! runs under: [`EvmScratch`] (revm's call frames and memory buffer, kept within
 //! [`SCRATCH_RETAINED_BYTES`]) and [`CallGuard`] (the EVM time cap, and the depth that bounds
-//! what the scratch keeps). eth_call and eth_estimateGas need no inspector: their time cap is
-//! a [`CallClock`] that `call_clock`'s instructions consult.
+//! what the scratch keeps).
 
 use revm::context::LocalContext;
 use revm::context_interface::LocalContextTr;
@@ -75,8 +74,7 @@ impl EvmScratch {
     }
 }
 
-/// The inspector of the calls that run under one (access lists, eth_callMany,
-/// eth_simulateV1). It stops a call that runs past its time cap: revm has
+/// The inspector every call runs under. It stops a call that runs past its time cap: revm has
 /// no clock of its own, so it looks at the time every `CHECK_EVERY` instructions (an
 /// `Instant::now` per instruction would cost more than most instructions); once the cap has
 /// passed it halts every frame it sees, so the whole call unwinds at once. It also records the
@@ -93,6 +91,10 @@ pub(crate) struct CallGuard {
 
 impl CallGuard {
     const CHECK_EVERY: u32 = 4096;
+
+    pub(crate) fn new(timeout: Option<std::time::Duration>) -> Self {
+        Self::until(timeout.map(|t| std::time::Instant::now() + t))
+    }
 
     /// A guard that halts whatever still runs at `deadline` (`None`: never), so that several
     /// transactions can share one time cap (eth_simulateV1).
@@ -138,46 +140,5 @@ impl<CTX> revm::Inspector<CTX> for CallGuard {
 
     fn create_end(&mut self, _context: &mut CTX, _inputs: &CreateInputs, _out: &mut CreateOutcome) {
         self.depth = self.depth.saturating_sub(1);
-    }
-}
-
-/// A call's time cap as its instructions see it.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct CallClock {
-    /// When the call must stop (`None`: no cap).
-    at: Option<std::time::Instant>,
-    /// Jumps, calls and creates counted since the start: the clock is read every
-    /// `CHECK_EVERY` of them (an `Instant::now` per jump would cost more than the jump).
-    ticks: u32,
-    /// Whether the cap was reached; every later tick halts.
-    expired: bool,
-}
-
-impl CallClock {
-    /// About 3,000-4,000 instructions of compiled Solidity between two readings of the clock:
-    /// tens of microseconds, fine against the smallest cap (the inline budget, 200 µs).
-    const CHECK_EVERY: u32 = 512;
-
-    /// A clock that expires at `deadline` (`None`: never).
-    pub(crate) const fn until(deadline: Option<std::time::Instant>) -> Self {
-        Self { at: deadline, ticks: 0, expired: false }
-    }
-
-    /// Counts one jump, call or create; whether the call must stop now.
-    #[inline]
-    pub(super) fn tick(&mut self) -> bool {
-        let Some(at) = self.at else { return false };
-        if !self.expired {
-            self.ticks = self.ticks.wrapping_add(1);
-            if self.ticks.is_multiple_of(Self::CHECK_EVERY) && std::time::Instant::now() >= at {
-                self.expired = true;
-            }
-        }
-        self.expired
-    }
-
-    /// Whether the cap was reached during the call.
-    pub(crate) const fn expired(&self) -> bool {
-        self.expired
     }
 }
