@@ -27,8 +27,8 @@ case "$SECS" in ''|*[!0-9]*|0) echo "SECS is a positive whole number, not '$SECS
   echo "build first: cargo build --release --bin hearth --bin hearth-load" >&2; exit 2; }
 [ -x "$ANVIL" ] || { echo "install the peers first: bash ../shared/peers/bench.sh install" >&2; exit 2; }
 
-. "$(dirname "${BASH_SOURCE[0]}")/node-lib.sh"
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+. "$(dirname "${BASH_SOURCE[0]}")/node-lib.sh"   # PIDS, cleanup, wait_up
+. "$(dirname "${BASH_SOURCE[0]}")/peer-lib.sh"   # free_port
 PORT_H=$(free_port); PORT_A=$(free_port)
 # anvil keeps state files under $HOME/.foundry: a throwaway home keeps them out of the real one.
 ANVIL_HOME=$(mktemp -d)

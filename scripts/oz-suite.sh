@@ -53,6 +53,7 @@ if [ -z "${OZ_REPO:-}" ]; then
 fi
 CONFIG=hardhat.oz-suite.config.js
 RUN_CAP=${RUN_CAP:-1200}
+case "$RUN_CAP" in ''|*[!0-9]*|0) echo "RUN_CAP is a positive number of seconds, not '$RUN_CAP'" >&2; exit 2 ;; esac
 OUT=${OZ_OUT:-/tmp/oz-suite-out}
 # The same command line for both (Hearth takes anvil's): the suite's contracts are osaka code
 # and its exposed mocks are over 24 KB; 20 accounts because some tests sign with up to 20.
@@ -251,6 +252,7 @@ cmd_one() { # name bin
 
 cmd_run() { # hearth [anvil] [rounds]
   local hearth=${1:?usage: oz-suite.sh run HEARTH_BIN [ANVIL_BIN] [ROUNDS]} anvil=${2:-} rounds=${3:-1}
+  case "$rounds" in ''|*[!0-9]*|0) fail "ROUNDS is a positive number, not '$rounds'" ;; esac
   if [ -z "$anvil" ]; then ensure_foundry; anvil=$ANVIL; fi
   [ -x "$hearth" ] || fail "not executable: $hearth"
   [ -x "$anvil" ] || fail "not executable: $anvil"
