@@ -970,6 +970,17 @@ impl ChainDb {
         }
     }
 
+    /// Whether storage of an account's `incarnation` as of block `number` may be a fork
+    /// upstream's (below the fork block, or never wiped since it): its slots are not all in the
+    /// local storage trie, so an empty local storage root does not mean empty storage.
+    pub(crate) fn storage_is_inherited(&self, incarnation: u64, number: u64) -> bool {
+        self.snapshot()
+            .chain
+            .fork
+            .as_ref()
+            .is_some_and(|fork| number < fork.block() || incarnation == fork.block())
+    }
+
     /// Whether slot `slot` of the account's `incarnation` as of block `number` is read from a
     /// fork's upstream: the account's storage is the one it had at the fork block (not wiped
     /// since) and nothing here wrote the slot. The local storage trie does not hold it.

@@ -39,6 +39,15 @@ impl StateView {
     /// A storage slot (zero when absent or when the account does not exist).
     pub fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StorageError> {
         match self.account(address)? {
+            // An empty storage trie holds no slot: no version to look up (a range scan each).
+            // Every Prague block's request system calls read such contracts' slots. Not for
+            // storage a fork's upstream holds: the local trie only has what was written here.
+            Some(account)
+                if account.storage_root == crate::trie::EMPTY_ROOT
+                    && !self.db.storage_is_inherited(account.incarnation, self.number) =>
+            {
+                Ok(U256::ZERO)
+            }
             Some(account) => self.db.storage(address, account.incarnation, slot, self.number),
             None => Ok(U256::ZERO),
         }

@@ -762,6 +762,57 @@ mod tests {
         }
     }
 
+    /// A slot read through a state view skips the store when the account's storage root is
+    /// empty: what it reads must still be what was written, across a slot set, a slot zeroed
+    /// (the root empty again while versions remain), a deletion and a re-creation (a new
+    /// incarnation over the old one's slots).
+    #[test]
+    fn slots_read_through_a_view_follow_the_storage_root() {
+        let db = ChainWriter::in_memory().expect("store");
+        let mut writer = BlockWriter::new(db.clone(), 1 << 20);
+        let address = Address::repeat_byte(0x42);
+        let slot = U256::from(7);
+        let info =
+            |nonce| AccountFields { nonce, balance: U256::from(1), code_hash: EMPTY_CODE_HASH };
+        let live = |nonce, value: u64| AccountChange {
+            info: Some(info(nonce)),
+            storage_wiped: false,
+            storage: BTreeMap::from([(slot, U256::from(value))]),
+        };
+        let blocks = [
+            (live(1, 5), 5u64),
+            (live(2, 0), 0),
+            (live(3, 9), 9),
+            (AccountChange { info: None, storage_wiped: true, storage: BTreeMap::new() }, 0),
+            (
+                AccountChange {
+                    info: Some(info(4)),
+                    storage_wiped: true,
+                    storage: BTreeMap::new(),
+                },
+                0,
+            ),
+            (live(5, 3), 3),
+        ];
+        for (number, (change, expected)) in (0u64..).zip(blocks) {
+            let mut diff = StateDiff::default();
+            diff.accounts.insert(address, change);
+            writer.write(draft(number), &diff).expect("write");
+            let view = db.state_at(number);
+            assert_eq!(
+                view.storage(&address, &slot).expect("read"),
+                U256::from(expected),
+                "block {number}"
+            );
+            let empty =
+                view.account(&address).expect("read").is_none_or(|a| a.storage_root == EMPTY_ROOT);
+            assert_eq!(empty, expected == 0, "block {number}: the storage root follows the slot");
+        }
+        // Older blocks read their own values, not the head's.
+        assert_eq!(db.state_at(0).storage(&address, &slot).unwrap(), U256::from(5));
+        assert_eq!(db.state_at(2).storage(&address, &slot).unwrap(), U256::from(9));
+    }
+
     /// Block `number` with two transactions whose calldata spans several body chunks.
     fn draft_with_txs(number: u64) -> BlockDraft {
         let transactions: Vec<alloy_consensus::TxEnvelope> = (0..2u64)
