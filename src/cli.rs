@@ -382,8 +382,9 @@ pub struct Cli {
     /// Analysed contracts kept in the shared code cache (1..=1048576).
     #[arg(long = "cache.code-entries", default_value_t = DEFAULT_CODE_CACHE_ENTRIES)]
     pub cache_code_entries: usize,
-    /// Most bytes the store's page cache (sled) holds in memory, e.g. 128MiB or 1GiB. A larger
-    /// cache speeds up commits on a large state; it is most of the node's memory beyond the pool.
+    /// Most bytes the page cache (sled) of a store on disk (--datadir, --dev) holds in memory,
+    /// e.g. 128MiB or 1GiB. A larger cache speeds up commits on a large state; it is most of
+    /// such a node's memory beyond the pool. A node without a datadir keeps its chain in memory.
     #[arg(long = "cache.db", default_value = DEFAULT_DB_CACHE)]
     pub cache_db: String,
     /// Most transactions the pool holds.

@@ -79,8 +79,6 @@ pub struct ForkHandle {
 /// at the fork block) and, on anvil_reset, what the node's earlier fork leaves to reuse.
 #[derive(Debug, Clone)]
 pub struct ForkStart<'a> {
-    /// The chain's sled page cache (`--cache.db`).
-    pub cache_bytes: u64,
     /// Funded at the fork block.
     pub dev_accounts: &'a [Address],
     /// Their balance.
@@ -96,7 +94,7 @@ pub fn open_fork(
     settings: &ForkSettings,
     start: ForkStart<'_>,
 ) -> Result<(ChainWriter, ForkHandle), ForkStartError> {
-    let ForkStart { cache_bytes, dev_accounts, balance, cache, counters } = start;
+    let ForkStart { dev_accounts, balance, cache, counters } = start;
     let url = settings.upstream.display_url();
     let upstream_err = |source| ForkStartError::Upstream { url: url.clone(), source };
     let cache = match cache.map(|open| open.for_endpoint(&settings.upstream.url)) {
@@ -115,7 +113,7 @@ pub fn open_fork(
     client.pin(chain_id, block, storage_range).map_err(upstream_err)?;
     let diff = fund_dev_accounts(&client, dev_accounts, balance).map_err(upstream_err)?;
     let cache = client.cache().clone();
-    let chain = ChainWriter::in_memory_with_cache(cache_bytes)?.with_fork(Arc::new(client));
+    let chain = ChainWriter::in_memory()?.with_fork(Arc::new(client));
     write_base(&chain, fork_block, receipts, &diff)?;
     info!(target: "node::fork", %url, block, %block_hash, chain_id, "forked");
     Ok((chain, ForkHandle { counters, cache, block, block_hash, chain_id, replay, backend }))

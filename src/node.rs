@@ -285,7 +285,6 @@ impl Node {
             let addresses: Vec<Address> =
                 dev_signers(&config)?.iter().map(|s| s.address()).collect();
             let start = crate::fork::ForkStart {
-                cache_bytes: config.db_cache_bytes,
                 dev_accounts: &addresses,
                 balance: config.balance_wei,
                 cache: None,
@@ -315,7 +314,7 @@ impl Node {
                     NodeError::OpenStorage { path: path.display().to_string(), source }
                 })?
             }
-            StorageMode::Ephemeral => ChainWriter::in_memory_with_cache(config.db_cache_bytes)
+            StorageMode::Ephemeral => ChainWriter::in_memory()
                 .map_err(|source| NodeError::OpenStorage { path: "memory".into(), source })?,
         };
         let mut node = Self::start_on(chain, config, Arc::clone(&clock))?;

@@ -141,7 +141,7 @@ impl Resetter {
         let start = |e: String| ResetError::Start(e);
         match target {
             ResetTarget::Dev => {
-                let chain = ChainWriter::in_memory_with_cache(self.config.db_cache_bytes)
+                let chain = ChainWriter::in_memory()
                     .map_err(|e| start(format!("cannot create the new chain: {e}")))?;
                 // anvil keeps the chain id it runs (anvil_setChainId's, or a fork's).
                 let chain_id = self.chain_id.get();
@@ -175,7 +175,6 @@ impl Resetter {
                 };
                 settings.block = block.map_or(ForkBlock::Head, ForkBlock::Number);
                 let start_from = ForkStart {
-                    cache_bytes: self.config.db_cache_bytes,
                     dev_accounts: &self.dev_accounts,
                     balance: self.config.balance_wei,
                     cache: self.fork.as_ref().map(|f| f.cache.clone()),

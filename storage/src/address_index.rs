@@ -214,7 +214,7 @@ impl ChainDb {
         };
         // The deferred block (at most one) is merged in; sled holds every other entry.
         let mut deferred = self.deferred_appearances(&prefix, &low, &high)?;
-        let sled = self.sled();
+        let sled = self.tree();
         let range = sled.range(&low[..]..&high[..]);
         let mut stored = range.keys().map(|key| key.map(|k| appearance_of(&k)));
         let mut next_stored = |backwards: bool| -> Result<Option<Appearance>, StorageError> {
@@ -358,7 +358,7 @@ mod tests {
     /// The index keys and the marker, as sled holds them.
     fn index_records(db: &ChainWriter) -> Vec<(Vec<u8>, Vec<u8>)> {
         db.checkpoint().expect("checkpoint");
-        db.sled()
+        db.tree()
             .iter()
             .map(|entry| entry.expect("entry"))
             .filter(|(key, _)| {
@@ -382,7 +382,7 @@ mod tests {
         let whole = index_records(&db);
         assert!(whole.len() > 5, "{whole:?}");
         for (key, _) in &whole {
-            db.sled().remove(key).expect("remove");
+            db.tree().remove(key).expect("remove");
         }
         assert_eq!(db.address_index_from().expect("read"), None);
         let touched: Vec<_> = blocks.iter().map(|(n, c)| (*n, block(*n, *c).touched)).collect();

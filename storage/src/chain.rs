@@ -32,6 +32,7 @@ use alloy_rlp::Decodable;
 use arc_swap::ArcSwap;
 
 use crate::journal::{Journal, Recovery};
+use crate::kv::Kv;
 use crate::layout::{self, be_u64};
 use crate::overlay::Overlay;
 use crate::records::{BlockExtras, SealedBlock, StoredAccount, StoredBody};
@@ -63,7 +64,7 @@ impl std::fmt::Debug for ChainDb {
     }
 }
 
-/// The chain itself: the sled tree holding its records and, for a fork, the upstream state
+/// The chain itself: the tree holding its records (`kv`) and, for a fork, the upstream state
 /// under them. Published inside every [`Snapshot`], so that replacing the whole chain
 /// (anvil_reset, [`ChainWriter::replace_chain`]) is one swap like a commit: a request pinned
 /// to an older snapshot finishes on the chain it started on, the next one sees the new chain.
@@ -71,13 +72,13 @@ pub(crate) struct Generation {
     /// Unique in this process: tells chains apart whose state roots are equal (two forks of
     /// one upstream at different blocks have the same local root).
     id: u64,
-    db: sled::Db,
+    db: Kv,
     /// The upstream state under a forked chain, read where no local record exists.
     fork: Option<Arc<dyn crate::ForkSource>>,
 }
 
 impl Generation {
-    fn new(db: sled::Db, fork: Option<Arc<dyn crate::ForkSource>>) -> Self {
+    fn new(db: Kv, fork: Option<Arc<dyn crate::ForkSource>>) -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         Self { id: NEXT.fetch_add(1, Ordering::Relaxed), db, fork }
     }
@@ -165,9 +166,10 @@ const NO_HEAD: u64 = u64::MAX;
 /// allocation (a small state uses what it needs). sled's own default is 1 GiB; a state of a
 /// million accounts is a ~2 GB store, and with 1 GiB its block writes spend a third of their
 /// time reading evicted pages back (1,000-account block: 118 ms with 1 GiB, 78 ms with 4 GiB;
-/// BENCHMARKS.md). Stores larger than the cache still work, they only read more. The node
-/// itself opens with `--cache.db` (128 MiB by default), which keeps a dev node's memory flat
-/// under sustained ingest; import, export and the benches use this default.
+/// BENCHMARKS.md). Stores larger than the cache still work, they only read more. A node on
+/// disk opens with `--cache.db` (128 MiB by default), which keeps its memory flat under
+/// sustained ingest; import, export and the benches use this default. A store in memory has
+/// no page cache (`kv`).
 pub const DEFAULT_PAGE_CACHE_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 
 /// Where the next in-memory store keeps its files: `hearth-mem-PID-N` in `/dev/shm` (RAM) when
@@ -245,6 +247,7 @@ impl ChainWriter {
             .mode(sled::Mode::HighThroughput)
             .cache_capacity(cache_bytes)
             .open()?;
+        let db = Kv::Sled(db);
         let (journal, replayed) = Journal::open(path, &db)?;
         if replayed > 0 {
             tracing::info!(target: "storage", replayed, "replayed commits the journal held after an unclean stop");
@@ -252,24 +255,15 @@ impl ChainWriter {
         Self::from_db(db, journal)
     }
 
-    /// A store that lives in memory only (tests), with the default page cache.
+    /// A store that lives in this process only (a node without `--datadir`, the tests): a map
+    /// in memory rather than sled (`kv`), with nothing to journal.
     pub fn in_memory() -> Result<Self, StorageError> {
-        Self::in_memory_with_cache(DEFAULT_PAGE_CACHE_BYTES)
-    }
-
-    /// A store that lives in memory only (`--ephemeral`), whose page cache holds up to
-    /// `cache_bytes`.
-    pub fn in_memory_with_cache(cache_bytes: u64) -> Result<Self, StorageError> {
-        let db = sled::Config::new()
-            .path(temporary_store_dir())
-            .temporary(true)
-            .cache_capacity(cache_bytes)
-            .open()?;
+        let db = Kv::memory();
         let journal = Journal::in_memory(&db)?;
         Self::from_db(db, journal)
     }
 
-    fn from_db(db: sled::Db, journal: Journal) -> Result<Self, StorageError> {
+    fn from_db(db: Kv, journal: Journal) -> Result<Self, StorageError> {
         let head = match db.get(layout::HEAD_KEY)? {
             Some(v) => be_u64(&v).ok_or(StorageError::Corrupt { what: "head pointer" })?,
             None => NO_HEAD,
@@ -326,7 +320,7 @@ impl ChainWriter {
     /// Stores the chain configuration the node must run this chain under, durably.
     pub fn set_chain_config(&self, config: &[u8]) -> Result<(), StorageError> {
         let chain = self.generation();
-        crate::KeyWrites::new(&chain.db).insert(layout::CHAIN_CONFIG_KEY, config)?;
+        chain.db.insert(layout::CHAIN_CONFIG_KEY, config)?;
         chain.db.flush()?;
         Ok(())
     }
@@ -335,7 +329,7 @@ impl ChainWriter {
     /// a block 0 has its document too (a document without block 0 is replaced at next start).
     pub fn set_genesis_document(&self, document: &[u8]) -> Result<(), StorageError> {
         let chain = self.generation();
-        crate::KeyWrites::new(&chain.db).insert(layout::GENESIS_DOCUMENT_KEY, document)?;
+        chain.db.insert(layout::GENESIS_DOCUMENT_KEY, document)?;
         chain.db.flush()?;
         Ok(())
     }
@@ -345,7 +339,7 @@ impl ChainWriter {
     /// may bring back the previous ones, never a wrong chain.
     pub fn set_forkchoice_marks(&self, marks: ForkchoiceMarks) -> Result<(), StorageError> {
         let chain = self.generation();
-        crate::KeyWrites::new(&chain.db).insert(layout::FORKCHOICE_KEY, marks.encode())?;
+        chain.db.insert(layout::FORKCHOICE_KEY, marks.encode())?;
         Ok(())
     }
 
@@ -1095,7 +1089,7 @@ impl ChainDb {
             .unwrap_or_default();
         let mut keys: std::collections::BTreeSet<sled::IVec> =
             deferred.into_iter().map(|(key, _)| key.into()).collect();
-        for key in self.sled().scan_prefix(prefix).keys() {
+        for key in self.tree().scan_prefix(prefix).keys() {
             keys.insert(key?);
         }
         Ok(keys.into_iter().collect())
@@ -1122,7 +1116,7 @@ impl ChainDb {
         let mut found = Vec::new();
         let Some(first) = after.checked_add(1) else { return Ok(found) };
         let key_len = 1 + ident_len + 8;
-        let db = self.sled();
+        let db = self.tree();
         let mut from = vec![prefix];
         while let Some(key) = db.range(from.as_slice()..).keys().next() {
             let key = key?;
@@ -1150,9 +1144,9 @@ impl ChainDb {
         Ok(found)
     }
 
-    /// The sled tree itself: what has been applied to it (tests; `slots`, which seeks by key;
+    /// The tree itself: what has been applied to it (tests; `slots`, which seeks by key;
     /// the state dump, which settles the deferred block first).
-    pub(crate) fn sled(&self) -> sled::Db {
+    pub(crate) fn tree(&self) -> Kv {
         self.snapshot().chain.db.clone()
     }
 
@@ -1455,9 +1449,7 @@ mod tests {
     }
 
     #[test]
-    fn an_in_memory_store_lives_under_a_name_the_sweep_knows() {
-        let db = ChainWriter::in_memory().unwrap();
-        drop(db);
+    fn a_temporary_store_lives_under_a_name_the_sweep_knows() {
         let next = temporary_store_dir();
         let name = next.file_name().unwrap().to_str().unwrap().to_owned();
         assert!(name.starts_with(&format!("hearth-mem-{}-", std::process::id())), "{name}");

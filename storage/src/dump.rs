@@ -57,7 +57,7 @@ pub fn head_accounts(
 ) -> Result<Option<(u64, Vec<WholeAccount>)>, StorageError> {
     let head = db.head_number().ok_or(StorageError::Corrupt { what: "head before a dump" })?;
     db.settle()?;
-    let sled = db.sled();
+    let sled = db.tree();
     let mut accounts = Vec::new();
     let mut json_bytes = 0usize;
     let mut from = vec![layout::ACCOUNT];
@@ -115,7 +115,7 @@ pub fn head_accounts(
 /// The non-zero slots of `address`'s storage `incarnation` as of block `head`, in slot order;
 /// `None` when there are more than `most`.
 fn slots_at(
-    sled: &sled::Db,
+    sled: &crate::kv::Kv,
     address: &Address,
     incarnation: u64,
     head: u64,

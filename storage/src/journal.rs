@@ -50,7 +50,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::StorageError;
-use crate::key_writes::KeyWrites;
+use crate::kv::Kv;
 use crate::layout;
 use crate::overlay::Overlay;
 
@@ -154,13 +154,13 @@ impl WriteBatch {
     /// lock (`key_writes`) and never seals sled's IO buffer, which costs two wake-ups of every
     /// idle sled IO thread per batch (sled 0.34's `pin_log`); a reader may see the first keys
     /// before the last, so writers put the keys that make a record reachable last.
-    pub(crate) fn apply(&self, writes: &KeyWrites) -> sled::Result<()> {
+    pub(crate) fn apply(&self, writes: &Kv) -> sled::Result<()> {
         apply_ops(ops(&self.record[HEADER_LEN + SEQ_LEN..]), writes)
     }
 
     /// Applies the first `count` operations only: a commit cut short (crash tests).
     #[cfg(test)]
-    pub(crate) fn apply_first(&self, writes: &KeyWrites, count: usize) -> sled::Result<()> {
+    pub(crate) fn apply_first(&self, writes: &Kv, count: usize) -> sled::Result<()> {
         apply_ops(self.ops().take(count), writes)
     }
 
@@ -179,7 +179,7 @@ impl WriteBatch {
 }
 
 /// Applies `ops` in order, each an idempotent insert or remove.
-fn apply_ops<'a>(ops: impl Iterator<Item = Op<'a>>, writes: &KeyWrites) -> sled::Result<()> {
+fn apply_ops<'a>(ops: impl Iterator<Item = Op<'a>>, writes: &Kv) -> sled::Result<()> {
     for op in ops {
         match op {
             Op::Insert(key, value) => writes.insert(key, value)?,
@@ -227,7 +227,7 @@ fn push_bytes(record: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// The sequence number of the last commit sled holds whole (0 for none).
-fn committed_seq(db: &sled::Db) -> Result<u64, StorageError> {
+fn committed_seq(db: &Kv) -> Result<u64, StorageError> {
     match db.get(layout::COMMIT_SEQ_KEY)? {
         None => Ok(0),
         Some(v) => Ok(layout::be_u64(&v).ok_or(StorageError::Corrupt { what: "commit sequence" })?),
@@ -253,9 +253,8 @@ pub(crate) enum Recovery {
 pub(crate) struct Journal {
     /// The journal file (`None` for a store in memory, which has nothing to make durable).
     file: Option<JournalFile>,
-    db: sled::Db,
-    /// The only way the journal writes to sled (`key_writes`).
-    writes: KeyWrites,
+    /// The tree it applies commits to (on sled, through `KeyWrites`: never a batch).
+    db: Kv,
     /// The last commit's sequence number.
     seq: u64,
     /// Set while a journaled batch is being applied. Still set after a failure or a panic
@@ -303,7 +302,7 @@ impl Journal {
     /// Opens the journal in `dir`: replays the commits it holds that `db` lacks, removes what
     /// a commit cut short by a crash left behind, makes that durable and empties the journal.
     /// Returns the journal and how many records were replayed.
-    pub(crate) fn open(dir: &Path, db: &sled::Db) -> Result<(Self, usize), StorageError> {
+    pub(crate) fn open(dir: &Path, db: &Kv) -> Result<(Self, usize), StorageError> {
         let path = dir.join(JOURNAL_FILE);
         let mut file =
             File::options().read(true).append(true).create(true).open(&path).map_err(io(&path))?;
@@ -325,15 +324,14 @@ impl Journal {
     }
 
     /// The writer of a store in memory: no file, nothing to replay.
-    pub(crate) fn in_memory(db: &sled::Db) -> Result<Self, StorageError> {
+    pub(crate) fn in_memory(db: &Kv) -> Result<Self, StorageError> {
         Ok(Self::new(None, db, committed_seq(db)?))
     }
 
-    fn new(file: Option<JournalFile>, db: &sled::Db, seq: u64) -> Self {
+    fn new(file: Option<JournalFile>, db: &Kv, seq: u64) -> Self {
         Self {
             file,
             db: db.clone(),
-            writes: KeyWrites::new(db),
             seq,
             applying: false,
             deferred: None,
@@ -396,14 +394,14 @@ impl Journal {
         let started = Instant::now();
         self.applying = true;
         if recovery == Recovery::Block && self.file.is_some() {
-            self.writes.insert(layout::PENDING_KEY, batch.pending_marker(seq))?;
+            self.db.insert(layout::PENDING_KEY, batch.pending_marker(seq))?;
         }
         #[cfg(test)]
         if let Some(count) = self.fail_after.take() {
-            batch.apply_first(&self.writes, count)?;
+            batch.apply_first(&self.db, count)?;
             return Err(StorageError::Corrupt { what: "commit cut short by a test" });
         }
-        batch.apply(&self.writes)?;
+        batch.apply(&self.db)?;
         self.applying = false;
         Ok(started.elapsed())
     }
@@ -491,8 +489,7 @@ impl Drop for Journal {
 /// Applies, in order, the whole records in `held` whose commits come after `committed` (the
 /// last one sled holds whole); stops at a gap or at the first torn or corrupt record. Returns
 /// how many were applied and the last commit now whole.
-fn replay(held: &[u8], db: &sled::Db, committed: u64) -> Result<(usize, u64), StorageError> {
-    let writes = KeyWrites::new(db);
+fn replay(held: &[u8], db: &Kv, committed: u64) -> Result<(usize, u64), StorageError> {
     let mut rest = held;
     let mut seq = committed;
     let mut applied = 0;
@@ -510,7 +507,7 @@ fn replay(held: &[u8], db: &sled::Db, committed: u64) -> Result<(usize, u64), St
         }
         if record_seq == seq + 1 {
             // Key by key, like the first time: a crash here replays the record again.
-            apply_ops(ops(operations), &writes)?;
+            apply_ops(ops(operations), db)?;
             seq = record_seq;
             applied += 1;
         } else if record_seq > seq + 1 {
@@ -533,7 +530,7 @@ fn replay(held: &[u8], db: &sled::Db, committed: u64) -> Result<(usize, u64), St
 /// Deletes what a block commit cut short left in sled: its marker names a commit after
 /// `committed` (the last whole one). Returns whether there was such a commit. Key by key, the
 /// marker last, so a crash in here leaves the marker for the next open to finish the job.
-fn remove_partial_commit(db: &sled::Db, committed: u64) -> Result<bool, StorageError> {
+fn remove_partial_commit(db: &Kv, committed: u64) -> Result<bool, StorageError> {
     let Some(marker) = db.get(layout::PENDING_KEY)? else { return Ok(false) };
     let corrupt = || StorageError::Corrupt { what: "pending commit marker" };
     let (seq, mut keys) = marker.split_at_checked(8).ok_or_else(corrupt)?;
@@ -541,10 +538,9 @@ fn remove_partial_commit(db: &sled::Db, committed: u64) -> Result<bool, StorageE
     if seq <= committed {
         return Ok(false);
     }
-    let writes = KeyWrites::new(db);
     let mut removed = 0;
     while !keys.is_empty() {
-        writes.remove(field(&mut keys).ok_or_else(corrupt)?)?;
+        db.remove(field(&mut keys).ok_or_else(corrupt)?)?;
         removed += 1;
     }
     // The head pointer is written after the block's records: it may name the block just
@@ -555,11 +551,11 @@ fn remove_partial_commit(db: &sled::Db, committed: u64) -> Result<bool, StorageE
         let from = layout::number_key(layout::HEADER, 0);
         let to = layout::number_key(layout::HEADER, head);
         match db.range(from..=to).keys().next_back().transpose()? {
-            Some(key) => writes.insert(layout::HEAD_KEY, &key[1..])?,
-            None => writes.remove(layout::HEAD_KEY)?,
+            Some(key) => db.insert(layout::HEAD_KEY, &key[1..])?,
+            None => db.remove(layout::HEAD_KEY)?,
         }
     }
-    writes.remove(layout::PENDING_KEY)?;
+    db.remove(layout::PENDING_KEY)?;
     tracing::warn!(
         target: "storage",
         commit = seq,
@@ -615,8 +611,8 @@ mod tests {
         TempDir(dir)
     }
 
-    fn store() -> sled::Db {
-        sled::Config::new().temporary(true).open().expect("sled")
+    fn store() -> Kv {
+        Kv::Sled(sled::Config::new().temporary(true).open().expect("sled"))
     }
 
     fn batch(ops: &[(&[u8], Option<&[u8]>)]) -> WriteBatch {
@@ -630,18 +626,18 @@ mod tests {
         batch
     }
 
-    fn get(db: &sled::Db, key: &[u8]) -> Option<Vec<u8>> {
+    fn get(db: &Kv, key: &[u8]) -> Option<Vec<u8>> {
         db.get(key).expect("read").map(|v| v.to_vec())
     }
 
-    fn open(dir: &Path, db: &sled::Db) -> Result<(Journal, usize), StorageError> {
+    fn open(dir: &Path, db: &Kv) -> Result<(Journal, usize), StorageError> {
         Journal::open(dir, db)
     }
 
     /// Commits `batches` through a journal in `dir` over `db` (synced, as a block, or a
     /// deferred block, in turn), then "crashes": nothing is checkpointed and the last deferred
     /// commit never reaches sled.
-    fn commit_and_crash(dir: &Path, db: &sled::Db, batches: Vec<WriteBatch>) {
+    fn commit_and_crash(dir: &Path, db: &Kv, batches: Vec<WriteBatch>) {
         let (mut journal, _) = open(dir, db).expect("journal");
         for (i, batch) in batches.into_iter().enumerate() {
             let recovery = if i % 3 == 0 { Recovery::Synced } else { Recovery::Block };
@@ -766,8 +762,8 @@ mod tests {
         db.insert(layout::number_key(layout::HEADER, 0), &b"genesis"[..]).unwrap();
         db.insert(layout::HEAD_KEY, &0u64.to_be_bytes()).unwrap();
         db.insert(layout::PENDING_KEY, block.pending_marker(1)).unwrap();
-        KeyWrites::new(&db).insert(layout::COMMIT_SEQ_KEY, 0u64.to_be_bytes()).unwrap();
-        block.apply_first(&KeyWrites::new(&db), 4).unwrap();
+        db.insert(layout::COMMIT_SEQ_KEY, 0u64.to_be_bytes()).unwrap();
+        block.apply_first(&db, 4).unwrap();
         assert_eq!(get(&db, layout::HEAD_KEY).as_deref(), Some(&1u64.to_be_bytes()[..]));
         open(&dir, &db).expect("journal");
         assert_eq!(get(&db, &header), None);
@@ -822,13 +818,13 @@ mod tests {
         for (key, value) in before {
             db.insert(key, *value).unwrap();
         }
-        batch(ops).apply(&KeyWrites::new(&db)).unwrap();
+        batch(ops).apply(&db).unwrap();
         contents(&db)
     }
 
     /// Everything but the journal's bookkeeping.
-    fn contents(db: &sled::Db) -> Vec<(Vec<u8>, Vec<u8>)> {
-        db.iter()
+    fn contents(db: &Kv) -> Vec<(Vec<u8>, Vec<u8>)> {
+        db.range::<&[u8], _>(..)
             .map(|entry| entry.unwrap())
             .filter(|(key, _)| {
                 key.as_ref() != layout::COMMIT_SEQ_KEY && key.as_ref() != layout::PENDING_KEY

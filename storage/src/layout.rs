@@ -116,7 +116,7 @@ pub(crate) mod chunks {
     /// The value stored as the chunks of `key`, or as one value under `key` itself (stores
     /// written before chunking); `None` when neither exists.
     #[cfg(test)]
-    pub(crate) fn get(db: &sled::Db, key: &[u8]) -> sled::Result<Option<Vec<u8>>> {
+    pub(crate) fn get(db: &crate::kv::Kv, key: &[u8]) -> sled::Result<Option<Vec<u8>>> {
         let entries: Vec<_> = db.scan_prefix(key).collect::<sled::Result<_>>()?;
         Ok(assemble(key, entries))
     }
@@ -206,8 +206,8 @@ pub(crate) fn be_u64(bytes: &[u8]) -> Option<u64> {
 mod tests {
     use super::chunks;
 
-    fn tree() -> sled::Db {
-        sled::Config::new().temporary(true).open().expect("temporary sled")
+    fn tree() -> crate::kv::Kv {
+        crate::kv::Kv::Sled(sled::Config::new().temporary(true).open().expect("temporary sled"))
     }
 
     #[test]
@@ -220,7 +220,7 @@ mod tests {
         chunks::insert(&mut batch, &key, &value);
         chunks::insert(&mut batch, &neighbour, b"next block");
         chunks::insert(&mut batch, &super::number_key(super::BODY, 9), b"");
-        batch.apply(&crate::KeyWrites::new(&db)).expect("batch");
+        batch.apply(&db).expect("batch");
         assert_eq!(chunks::get(&db, &key).expect("read"), Some(value));
         assert_eq!(chunks::get(&db, &neighbour).expect("read"), Some(b"next block".to_vec()));
         assert_eq!(
@@ -228,7 +228,7 @@ mod tests {
             Some(vec![])
         );
         assert_eq!(chunks::get(&db, &super::number_key(super::BODY, 10)).expect("read"), None);
-        assert!(db.iter().values().all(|v| v.expect("value").len() <= chunks::CHUNK_BYTES));
+        assert!(db.iter().all(|entry| entry.expect("value").1.len() <= chunks::CHUNK_BYTES));
         assert_eq!(db.scan_prefix(key).count(), 4, "3 full chunks and a tail");
     }
 
@@ -251,8 +251,8 @@ mod tests {
             batch.remove(chunk);
         }
         store.commit_batch(batch, 0).expect("commit");
-        assert_eq!(chunks::get(&store.sled(), &key).expect("read"), None);
-        let kept = chunks::get(&store.sled(), &neighbour).expect("read");
+        assert_eq!(chunks::get(&store.tree(), &key).expect("read"), None);
+        let kept = chunks::get(&store.tree(), &neighbour).expect("read");
         assert_eq!(kept, Some(b"next block".to_vec()));
     }
 

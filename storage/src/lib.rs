@@ -21,6 +21,7 @@ mod error;
 mod fork;
 mod journal;
 mod key_writes;
+mod kv;
 mod layout;
 mod node_cache;
 mod overlay;

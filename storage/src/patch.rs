@@ -279,7 +279,7 @@ mod tests {
     /// content, nor the journal's bookkeeping), as sled holds them once applied.
     fn records(db: &ChainWriter) -> Vec<(Vec<u8>, Vec<u8>)> {
         db.checkpoint().expect("checkpoint");
-        db.sled()
+        db.tree()
             .iter()
             .map(|entry| entry.expect("entry"))
             .filter(|(key, _)| {

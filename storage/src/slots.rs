@@ -45,7 +45,7 @@ pub fn storage_slots(
     for key in chain.deferred_keys(prefix)? {
         slots.extend(slot_of(&key));
     }
-    let db = chain.sled();
+    let db = chain.tree();
     let mut from = prefix.to_vec();
     while let Some(key) = db.range(from.as_slice()..).keys().next() {
         let key = key.map_err(StorageError::from)?;

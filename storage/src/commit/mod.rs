@@ -882,12 +882,12 @@ mod tests {
             let b = writer.write(draft_with_txs(number), &diff(number)).expect("deferred write");
             assert_eq!(a.header.state_root, b.header.state_root, "block {number}");
             assert_eq!(db.head_number(), Some(number));
-            assert!(db.sled().get(header_key(number)).unwrap().is_none(), "not in sled yet");
+            assert!(db.tree().get(header_key(number)).unwrap().is_none(), "not in sled yet");
             same(&plain, number);
             // Every other block is settled by the next write instead.
             if number % 2 == 0 {
                 db.settle().expect("settle");
-                assert!(db.sled().get(header_key(number)).unwrap().is_some(), "applied");
+                assert!(db.tree().get(header_key(number)).unwrap().is_some(), "applied");
                 same(&plain, number);
             }
         }
@@ -992,7 +992,7 @@ mod tests {
 
     /// Every record of `db`'s block records, in key order.
     fn records(db: &ChainDb) -> Vec<(sled::IVec, sled::IVec)> {
-        db.sled().iter().collect::<Result<_, _>>().expect("read the store")
+        db.tree().iter().collect::<Result<_, _>>().expect("read the store")
     }
 
     proptest::proptest! {
