@@ -713,22 +713,22 @@ mod tests {
 
         // sled kept commits 1 and 2 (and its own later writes): only 3 is replayed.
         let db = store();
-        db.insert(layout::COMMIT_SEQ_KEY, &2u64.to_be_bytes()).unwrap();
+        db.insert(layout::COMMIT_SEQ_KEY, 2u64.to_be_bytes()).unwrap();
         assert_eq!(open(&dir, &db).expect("journal").1, 1);
         assert_eq!(get(&db, b"k").as_deref(), Some(&[3u8][..]));
 
         // sled kept all three: an older record never overwrites newer state.
         std::fs::write(dir.join(JOURNAL_FILE), &bytes).unwrap();
         let db = store();
-        db.insert(layout::COMMIT_SEQ_KEY, &3u64.to_be_bytes()).unwrap();
-        db.insert(b"k", &[9u8]).unwrap();
+        db.insert(layout::COMMIT_SEQ_KEY, 3u64.to_be_bytes()).unwrap();
+        db.insert(b"k", [9u8]).unwrap();
         assert_eq!(open(&dir, &db).expect("journal").1, 0);
         assert_eq!(get(&db, b"k").as_deref(), Some(&[9u8][..]));
 
         // A journal that starts after a commit sled lacks cannot be replayed in order.
         let dir = temp_dir("gap");
         let ahead = store();
-        ahead.insert(layout::COMMIT_SEQ_KEY, &5u64.to_be_bytes()).unwrap();
+        ahead.insert(layout::COMMIT_SEQ_KEY, 5u64.to_be_bytes()).unwrap();
         commit_and_crash(&dir, &ahead, vec![batch(&[(b"k", Some(b"6"))])]);
         let db = store();
         assert_eq!(open(&dir, &db).expect("journal").1, 0);
@@ -760,7 +760,7 @@ mod tests {
         // ... and every key up to the head pointer: the head goes back to block 0.
         let db = store();
         db.insert(layout::number_key(layout::HEADER, 0), &b"genesis"[..]).unwrap();
-        db.insert(layout::HEAD_KEY, &0u64.to_be_bytes()).unwrap();
+        db.insert(layout::HEAD_KEY, 0u64.to_be_bytes()).unwrap();
         db.insert(layout::PENDING_KEY, block.pending_marker(1)).unwrap();
         db.insert(layout::COMMIT_SEQ_KEY, 0u64.to_be_bytes()).unwrap();
         block.apply_first(&db, 4).unwrap();
@@ -773,7 +773,7 @@ mod tests {
         let db = store();
         db.insert(layout::PENDING_KEY, block.pending_marker(1)).unwrap();
         db.insert(&account, &b"version"[..]).unwrap();
-        db.insert(layout::COMMIT_SEQ_KEY, &1u64.to_be_bytes()).unwrap();
+        db.insert(layout::COMMIT_SEQ_KEY, 1u64.to_be_bytes()).unwrap();
         open(&dir, &db).expect("journal");
         assert!(get(&db, &account).is_some());
     }
