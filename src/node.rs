@@ -364,7 +364,15 @@ impl Node {
             warn_genesis_only_flags(&config, &where_);
         }
         config.spec = opened.spec;
-        info!(target: "node", head = opened.head, db_cache_bytes = config.db_cache_bytes, "chain opened");
+        match &config.storage {
+            StorageMode::Disk(_) => {
+                info!(target: "node", head = opened.head, db_cache_bytes = config.db_cache_bytes, "chain opened");
+            }
+            // No page cache: the chain is a map in memory (`--cache.db` applies to datadirs).
+            StorageMode::Ephemeral => {
+                info!(target: "node", head = opened.head, "chain opened in memory")
+            }
+        }
         load_state_dump(&chain, &mut config)?;
         let fork_table = Arc::new(chain_forks(&chain)?);
         let chain_id = ChainId::new(config.chain_id);

@@ -214,8 +214,8 @@ impl ChainDb {
         };
         // The deferred block (at most one) is merged in; sled holds every other entry.
         let mut deferred = self.deferred_appearances(&prefix, &low, &high)?;
-        let sled = self.tree();
-        let range = sled.range(&low[..]..&high[..]);
+        let tree = self.tree();
+        let range = tree.range(&low[..]..&high[..]);
         let mut stored = range.keys().map(|key| key.map(|k| appearance_of(&k)));
         let mut next_stored = |backwards: bool| -> Result<Option<Appearance>, StorageError> {
             loop {

@@ -181,13 +181,22 @@ pub const DEFAULT_PAGE_CACHE_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 /// path; a chain in memory is a map since session 20, `kv`) is placed here, so one sweep covers
 /// them all.
 pub fn temporary_store_dir() -> std::path::PathBuf {
-    static SWEPT: std::sync::Once = std::sync::Once::new();
     static NEXT: AtomicU64 = AtomicU64::new(0);
+    let base = sweep_temporary_stores();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    base.join(format!("hearth-mem-{}-{n}", std::process::id()))
+}
+
+/// Removes, once per process, the temporary stores of processes that no longer run, and
+/// returns the directory they live in. Every in-memory chain calls it too, though it opens no
+/// files: a node without a fork cache path would otherwise never sweep what killed processes
+/// (older builds among them) left in `/dev/shm`.
+fn sweep_temporary_stores() -> std::path::PathBuf {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
     let shm = Path::new("/dev/shm");
     let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
     SWEPT.call_once(|| sweep_dead_stores(&base));
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    base.join(format!("hearth-mem-{}-{n}", std::process::id()))
+    base
 }
 
 /// Removes the in-memory stores under `base` whose process has exited (Linux: no `/proc/PID`).
@@ -259,7 +268,18 @@ impl ChainWriter {
     /// A store that lives in this process only (a node without `--datadir`, the tests): a map
     /// in memory rather than sled (`kv`), with nothing to journal.
     pub fn in_memory() -> Result<Self, StorageError> {
+        sweep_temporary_stores();
         let db = Kv::memory();
+        let journal = Journal::in_memory(&db)?;
+        Self::from_db(db, journal)
+    }
+
+    /// A store in memory on a temporary sled tree, as a store on disk reads and writes it but
+    /// without a journal: tests run the readers' guarantees on both kinds of tree.
+    #[cfg(test)]
+    pub(crate) fn temporary_sled() -> Result<Self, StorageError> {
+        let db = sled::Config::new().path(temporary_store_dir()).temporary(true).open()?;
+        let db = Kv::Sled(db);
         let journal = Journal::in_memory(&db)?;
         Self::from_db(db, journal)
     }
@@ -1190,6 +1210,10 @@ impl NodeSource for ChainDb {
 mod tests {
     use super::*;
 
+    /// The two kinds of tree a chain lives in (`kv`): the readers' guarantees must hold on both.
+    const STORES: [fn() -> Result<ChainWriter, StorageError>; 2] =
+        [ChainWriter::in_memory, ChainWriter::temporary_sled];
+
     #[test]
     fn stores_of_dead_processes_are_swept_and_live_ones_kept() {
         let base = std::env::temp_dir().join(format!("hearth-sweep-test-{}", std::process::id()));
@@ -1237,6 +1261,12 @@ mod tests {
     /// hash and state root.
     #[test]
     fn readers_see_whole_blocks_while_the_writer_commits_and_reverts() {
+        for store in STORES {
+            readers_see_whole_blocks_while_the_writer_commits_and_reverts_on(store().unwrap());
+        }
+    }
+
+    fn readers_see_whole_blocks_while_the_writer_commits_and_reverts_on(writer: ChainWriter) {
         use std::sync::atomic::AtomicBool;
 
         use crate::{BlockDraft, BlockKeys, BlockWriter, revert_blocks};
@@ -1253,7 +1283,6 @@ mod tests {
             touched: Vec::new(),
         };
 
-        let writer = ChainWriter::in_memory().unwrap();
         let mut blocks = BlockWriter::new(writer.clone(), 0);
         blocks.set_deferred_apply(true);
         let genesis = blocks.write(draft(0, B256::ZERO, 0), &moved(0)).unwrap();
@@ -1336,6 +1365,12 @@ mod tests {
     /// both twice.
     #[test]
     fn a_request_reads_none_of_the_patches_made_while_it_runs() {
+        for store in STORES {
+            a_request_reads_none_of_the_patches_made_while_it_runs_on(store().unwrap());
+        }
+    }
+
+    fn a_request_reads_none_of_the_patches_made_while_it_runs_on(writer: ChainWriter) {
         use std::sync::atomic::AtomicBool;
 
         use crate::{BlockDraft, BlockWriter, revert_blocks, write_patch};
@@ -1343,7 +1378,6 @@ mod tests {
         const TOTAL: u64 = 1_000_000;
         let (p, q) = (Address::repeat_byte(0x33), Address::repeat_byte(0x44));
         let moved = |to_q: u64| balances([(p, TOTAL - to_q), (q, to_q)]);
-        let writer = ChainWriter::in_memory().unwrap();
         let mut blocks = BlockWriter::new(writer.clone(), 0);
         let draft = BlockDraft {
             header: Header::default(),

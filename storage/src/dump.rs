@@ -57,11 +57,11 @@ pub fn head_accounts(
 ) -> Result<Option<(u64, Vec<WholeAccount>)>, StorageError> {
     let head = db.head_number().ok_or(StorageError::Corrupt { what: "head before a dump" })?;
     db.settle()?;
-    let sled = db.tree();
+    let tree = db.tree();
     let mut accounts = Vec::new();
     let mut json_bytes = 0usize;
     let mut from = vec![layout::ACCOUNT];
-    while let Some(key) = sled.range(from.as_slice()..).keys().next() {
+    while let Some(key) = tree.range(from.as_slice()..).keys().next() {
         let key = key?;
         if key.first() != Some(&layout::ACCOUNT) {
             break;
@@ -77,7 +77,7 @@ pub fn head_accounts(
         from.push(0);
         let first = layout::account_key(&address, 0);
         let at_head = layout::account_key(&address, head);
-        let Some((_, value)) = sled.range(first..=at_head).next_back().transpose()? else {
+        let Some((_, value)) = tree.range(first..=at_head).next_back().transpose()? else {
             continue;
         };
         if value.is_empty() {
@@ -99,7 +99,7 @@ pub fn head_accounts(
         };
         json_bytes = json_bytes.saturating_add(account.json_bytes());
         let budget = max_json_bytes.saturating_sub(json_bytes) / SLOT_JSON_BYTES;
-        let Some(storage) = slots_at(&sled, &address, stored.incarnation, head, budget)? else {
+        let Some(storage) = slots_at(&tree, &address, stored.incarnation, head, budget)? else {
             return Ok(None);
         };
         json_bytes = json_bytes.saturating_add(SLOT_JSON_BYTES * storage.len());
@@ -115,7 +115,7 @@ pub fn head_accounts(
 /// The non-zero slots of `address`'s storage `incarnation` as of block `head`, in slot order;
 /// `None` when there are more than `most`.
 fn slots_at(
-    sled: &crate::kv::Kv,
+    tree: &crate::kv::Kv,
     address: &Address,
     incarnation: u64,
     head: u64,
@@ -125,7 +125,7 @@ fn slots_at(
     let prefix = &layout::storage_key(address, incarnation, &U256::ZERO, 0)[..29];
     let mut slots = Vec::new();
     let mut from = prefix.to_vec();
-    while let Some(key) = sled.range(from.as_slice()..).keys().next() {
+    while let Some(key) = tree.range(from.as_slice()..).keys().next() {
         let key = key?;
         if !key.starts_with(prefix) {
             break;
@@ -140,7 +140,7 @@ fn slots_at(
         from.push(0);
         let first = layout::storage_key(address, incarnation, &slot, 0);
         let at_head = layout::storage_key(address, incarnation, &slot, head);
-        let Some((_, value)) = sled.range(first..=at_head).next_back().transpose()? else {
+        let Some((_, value)) = tree.range(first..=at_head).next_back().transpose()? else {
             continue;
         };
         let value = U256::try_from_be_slice(&value).unwrap_or_default();

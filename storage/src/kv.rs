@@ -85,8 +85,11 @@ impl Kv {
         match self {
             Self::Sled(db) => KeyWrites::new(db).insert(key, value),
             Self::Memory(tree) => {
-                let value = IVec::from(value.as_ref());
-                tree.write().insert(key.as_ref().to_vec(), value);
+                // Allocated, and the old value freed, outside the lock: readers wait for the
+                // map's own work only.
+                let (key, value) = (key.as_ref().to_vec(), IVec::from(value.as_ref()));
+                let old = tree.write().insert(key, value);
+                drop(old);
                 Ok(())
             }
         }
@@ -97,7 +100,8 @@ impl Kv {
         match self {
             Self::Sled(db) => KeyWrites::new(db).remove(key),
             Self::Memory(tree) => {
-                tree.write().remove(key.as_ref());
+                let old = tree.write().remove_entry(key.as_ref());
+                drop(old);
                 Ok(())
             }
         }

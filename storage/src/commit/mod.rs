@@ -1002,8 +1002,8 @@ mod tests {
             ..proptest::prelude::ProptestConfig::default()
         })]
 
-        /// A block written in k lanes gives the same state root and the same records (accounts,
-        /// slots, trie nodes) as the block written on one thread, for random histories of many
+        /// A block written in k lanes (on a sled tree) gives the same state root and the same
+        /// records (accounts, slots, trie nodes) as the block written on one thread (in a map), for random histories of many
         /// accounts with storage, wipes and deletions, including a block that deletes nearly
         /// everything (the lanes fall back to one thread) and one built on the tiny state left.
         #[test]
@@ -1014,8 +1014,9 @@ mod tests {
             changes in 60usize..400,
             keep in 0usize..4,
         ) {
+            // One in a map, the other on sled (`kv`): their records must agree too.
             let one = ChainWriter::in_memory().expect("store");
-            let lanes = ChainWriter::in_memory().expect("store");
+            let lanes = ChainWriter::temporary_sled().expect("store");
             let mut single = BlockWriter::new(one.clone(), 1 << 20);
             single.set_threads(1);
             let mut split = BlockWriter::new(lanes.clone(), 1 << 20);
