@@ -61,7 +61,7 @@ for round in $(seq 1 "$ROUNDS"); do
     # rate on a busy machine, and what the other senders' and clients' cores are left with.
     cpu_us=$(( ($(cpu_ticks "$P") - cpu_before) * 1000000 / $(getconf CLK_TCK) / TXS ))
     rss_mb=$(( $(awk '/^VmRSS/ {print $2}' "/proc/$P/status") / 1024 ))
-    shm_mb=$(( $(du -sk /dev/shm/hearth-mem-"$P"-* 2>/dev/null | awk '{s += $1} END {print s + 0}') / 1024 ))
+    shm_mb=$(( $({ du -sk /dev/shm/hearth-mem-"$P"-* 2>/dev/null || true; } | awk '{s += $1} END {print s + 0}') / 1024 ))
     echo "round $round  $side $bin ($STORE, after $blocks blocks)  mined ${rate:-?} tx/s  node CPU ${cpu_us} us/tx  RSS ${rss_mb} MB  /dev/shm ${shm_mb} MB"
     kill "$P"; wait "$P" 2>/dev/null || true; P=; rm -rf "$D"; D=
   done
