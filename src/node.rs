@@ -364,15 +364,7 @@ impl Node {
             warn_genesis_only_flags(&config, &where_);
         }
         config.spec = opened.spec;
-        match &config.storage {
-            StorageMode::Disk(_) => {
-                info!(target: "node", head = opened.head, db_cache_bytes = config.db_cache_bytes, "chain opened");
-            }
-            // No page cache: the chain is a map in memory (`--cache.db` applies to datadirs).
-            StorageMode::Ephemeral => {
-                info!(target: "node", head = opened.head, "chain opened in memory")
-            }
-        }
+        log_chain_opened(&config, opened.head);
         load_state_dump(&chain, &mut config)?;
         let fork_table = Arc::new(chain_forks(&chain)?);
         let chain_id = ChainId::new(config.chain_id);
@@ -692,6 +684,17 @@ impl OpenedChain {
         info!(target: "node", head, chain_id = config.chain_id, spec = %fork_name(spec), "dev chain opened");
         let coinbase = genesis.beneficiary;
         Ok(Self { head, spec, blob_params: None, coinbase, new_chain: false, clock })
+    }
+}
+
+/// Says the chain is open, with the page cache where there is one: a chain in memory is a map
+/// (`--cache.db` applies to datadirs only).
+fn log_chain_opened(config: &NodeConfig, head: u64) {
+    match &config.storage {
+        StorageMode::Disk(_) => {
+            info!(target: "node", head, db_cache_bytes = config.db_cache_bytes, "chain opened");
+        }
+        StorageMode::Ephemeral => info!(target: "node", head, "chain opened in memory"),
     }
 }
 
