@@ -35,5 +35,8 @@ echo "== the EF blockchain tests through the Engine API (hearth enginetest)"
 cargo run --locked --quiet -- enginetest ../shared/conformance/blockchain
 echo "== cargo doc --workspace --no-deps (warnings are errors)"
 RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --locked
-echo "== cargo bench --no-run"
-cargo bench --workspace --no-run --locked
+echo "== cargo bench --no-run (dev profile)"
+# Built and linked with the dev profile the tests already built: under the release profile
+# (which benches inherit, so that what they measure is built as the node is) each of the dozen
+# bench binaries would take a fat-LTO link of minutes.
+cargo bench --workspace --no-run --locked --profile dev

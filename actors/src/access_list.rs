@@ -7,56 +7,17 @@
 use alloy_eips::eip2930::AccessList;
 use hearth_messages::ExecError;
 use hearth_messages::access_list::{AccessListOutcome, CreateAccessList};
+use revm::context::Context;
 use revm::context::evm::Evm;
 use revm::context::result::ExecutionResult;
-use revm::context::{Context, ContextTr};
 use revm::context_interface::local::FrameStack;
-use revm::handler::instructions::EthInstructions;
-use revm::inspector::JournalExt;
-use revm::interpreter::Interpreter;
-use revm::interpreter::interpreter_action::{CallInputs, CallOutcome, CreateInputs, CreateOutcome};
-use revm::{InspectEvm, Inspector, MainContext};
+use revm::{InspectEvm, MainContext};
 use revm_inspectors::access_list::AccessListInspector;
 
-use crate::exec::{CallGuard, ConsoleTap, ExecDb, MovablePrecompiles, exec_error, halt_message};
+use crate::exec::{
+    ConsoleTap, ExecDb, MovablePrecompiles, TimeCap, capped_instructions, exec_error, halt_message,
+};
 use crate::executor::ExecutorActor;
-
-/// The time cap and the access-list collector, side by side.
-#[derive(Debug)]
-struct Collect {
-    guard: CallGuard,
-    list: AccessListInspector,
-}
-
-impl<CTX: ContextTr<Journal: JournalExt>> Inspector<CTX> for Collect {
-    fn step(&mut self, interp: &mut Interpreter, context: &mut CTX) {
-        self.guard.step(interp, context);
-        self.list.step(interp, context);
-    }
-
-    fn call(&mut self, context: &mut CTX, inputs: &mut CallInputs) -> Option<CallOutcome> {
-        self.guard.call(context, inputs);
-        self.list.call(context, inputs)
-    }
-
-    fn call_end(&mut self, context: &mut CTX, inputs: &CallInputs, outcome: &mut CallOutcome) {
-        self.guard.call_end(context, inputs, outcome);
-    }
-
-    fn create(&mut self, context: &mut CTX, inputs: &mut CreateInputs) -> Option<CreateOutcome> {
-        self.guard.create(context, inputs);
-        self.list.create(context, inputs)
-    }
-
-    fn create_end(
-        &mut self,
-        context: &mut CTX,
-        inputs: &CreateInputs,
-        outcome: &mut CreateOutcome,
-    ) {
-        self.guard.create_end(context, inputs, outcome);
-    }
-}
 
 impl ExecutorActor {
     /// Serves eth_createAccessList (see the module docs). Public so that tests can drive an
@@ -83,20 +44,19 @@ impl ExecutorActor {
             // eth_call semantics, as for eth_call: unpriced unless a price is given, the
             // nonce unchecked unless given, contract senders allowed, the gas cap bounding.
             let (cfg, block_env, tx) = self.call_env(&request, &header, gas);
-            let mut db: ExecDb<'_> = ExecDb::new(self.db.state_at(block), &mut self.codes);
+            let mut db: ExecDb<'_> = ExecDb::new(self.db.state_at(block), &mut self.codes)
+                .with_time_cap(TimeCap::until(deadline));
             let mut precompiles = ConsoleTap::new(MovablePrecompiles::new(spec));
             precompiles.capture(first && self.config.show.console_log);
             if let Some(overrides) = &request.state_overrides {
                 precompiles.inner.apply(overrides)?;
                 db.apply_overrides(overrides)?;
             }
+            let instruction = capped_instructions(spec);
             let mut evm = Evm {
                 ctx: Context::mainnet().with_db(db).with_cfg(cfg).with_block(block_env),
-                inspector: Collect {
-                    guard: CallGuard::until(deadline),
-                    list: AccessListInspector::new(previous.clone()),
-                },
-                instruction: EthInstructions::new_mainnet_with_spec(spec),
+                inspector: AccessListInspector::new(previous.clone()),
+                instruction,
                 precompiles,
                 frame_stack: FrameStack::new_prealloc(8),
             };
@@ -105,12 +65,11 @@ impl ExecutorActor {
             crate::report::call_printed(&self.config.show, "eth_createAccessList", printed);
             first = false;
             let result = result?;
-            let Collect { guard, list } = evm.inspector;
-            if guard.expired {
+            if evm.ctx.journaled_state.database.time_cap_expired() {
                 let timeout_ms = self.config.evm_timeout.unwrap_or_default().as_millis() as u64;
                 return Err(ExecError::Timeout { timeout_ms });
             }
-            let found: AccessList = list.into_access_list();
+            let found: AccessList = evm.inspector.into_access_list();
             if found == previous {
                 return Ok(AccessListOutcome {
                     access_list: found,

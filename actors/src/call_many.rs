@@ -16,15 +16,14 @@ use hearth_messages::executor::{BlockOverrides, CallMany, CallOutcome};
 use revm::context::evm::Evm;
 use revm::context::{CfgEnv, Context};
 use revm::context_interface::local::FrameStack;
-use revm::handler::instructions::EthInstructions;
-use revm::{InspectCommitEvm, MainContext};
+use revm::{ExecuteCommitEvm, MainContext};
 
 use hearth_messages::trace::BlockForkRules;
 use hearth_storage::ChainDb;
 
 use crate::exec::{
-    CallGuard, CodeL1, ConsoleTap, ExecConfig, ExecDb, MovablePrecompiles, call_env_under,
-    exec_error, outcome,
+    CodeL1, ConsoleTap, ExecConfig, ExecDb, MovablePrecompiles, TimeCap, call_env_under,
+    capped_instructions, exec_error, outcome,
 };
 
 /// Where a request runs: the store (pinned to one snapshot), the block's header, its rules and
@@ -46,17 +45,19 @@ pub(crate) fn call_many(
     let At { db, header, rules, cap } = at;
     let timeout = config.evm_timeout;
     let deadline = timeout.map(|timeout| Instant::now() + timeout);
-    let mut db: ExecDb<'_> = ExecDb::new(db.state_at(msg.block), codes);
+    let mut db: ExecDb<'_> =
+        ExecDb::new(db.state_at(msg.block), codes).with_time_cap(TimeCap::until(deadline));
     let mut precompiles = ConsoleTap::new(MovablePrecompiles::new(rules.spec));
     precompiles.capture(config.show.console_log);
     if let Some(overrides) = &msg.state_overrides {
         precompiles.inner.apply(overrides)?;
         db.apply_overrides(overrides)?;
     }
+    let instruction = capped_instructions(rules.spec);
     let mut evm = Evm {
         ctx: Context::mainnet().with_db(db).with_cfg(CfgEnv::new_with_spec(rules.spec)),
-        inspector: CallGuard::until(deadline),
-        instruction: EthInstructions::new_mainnet_with_spec(rules.spec),
+        inspector: (),
+        instruction,
         precompiles,
         frame_stack: FrameStack::new_prealloc(8),
     };
@@ -75,8 +76,8 @@ pub(crate) fn call_many(
             let (cfg, block_env, tx) = call_env_under(config, &rules, &request, header, gas);
             evm.ctx.cfg = cfg;
             evm.ctx.block = block_env;
-            let result = evm.inspect_tx_commit(tx).map_err(exec_error)?;
-            if evm.inspector.expired
+            let result = evm.transact_commit(tx).map_err(exec_error)?;
+            if evm.ctx.journaled_state.database.time_cap_expired()
                 && let Some(timeout) = timeout
             {
                 return Err(ExecError::Timeout { timeout_ms: timeout.as_millis() as u64 });

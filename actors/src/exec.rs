@@ -12,9 +12,10 @@
 //!   block's changes, the thread's read cache and its code L1 ([`CodeL1`]) in front of the
 //!   shared L2 actor; `published.rs` is its interface to a parallel block (the published
 //!   values it reads before the store, implemented in `parallel`, generic and never `dyn`).
-//! - **Running** (`block_evm.rs`, `scratch.rs`, `precompiles.rs`, `geth_errors.rs`): the
-//!   block EVM and its instruction hooks, the thread's reused frames and memory and the time
-//!   cap, precompiles that state overrides move, and revm's errors in geth's words.
+//! - **Running** (`block_evm.rs`, `scratch.rs`, `time_cap.rs`, `precompiles.rs`,
+//!   `geth_errors.rs`): the block EVM and its instruction hooks, the thread's reused frames
+//!   and memory, the calls' time cap (capped instructions), precompiles that state overrides
+//!   move, and revm's errors in geth's words.
 
 mod block_evm;
 mod code;
@@ -27,6 +28,7 @@ mod precompiles;
 mod published;
 mod rules;
 mod scratch;
+mod time_cap;
 
 pub(crate) use block_evm::{
     BlockEvm, BlockSetup, block_evm, block_evm_in, coinbase_seen, evm_over, forget_coinbase_seen,
@@ -43,5 +45,6 @@ pub(crate) use precompiles::MovablePrecompiles;
 pub(crate) use published::{Publish, PublishedValues, ReadLog, SlotRead};
 pub(crate) use rules::{blob_fraction, deposit_requests, excess_blob_gas, withdrawals_root};
 pub use rules::{block_reward, default_blob_params};
+pub(crate) use scratch::EvmScratch;
 pub use scratch::SCRATCH_RETAINED_BYTES;
-pub(crate) use scratch::{CallGuard, EvmScratch};
+pub(crate) use time_cap::{TimeCap, capped_instructions};

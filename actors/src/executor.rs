@@ -37,17 +37,17 @@ use hearth_messages::payload::{BuildPayload, BuiltPayload};
 use hearth_messages::simulate::{Simulate, SimulateError, SimulatedBlock};
 use hearth_messages::trace::{BlockForkRules, ForkSchedule, Trace, TraceOutput};
 use hearth_storage::ChainDb;
-use revm::InspectEvm;
+use revm::ExecuteEvm;
 use revm::context::evm::Evm;
 use revm::context::result::{ExecResultAndState, ExecutionResult};
 use revm::context::{BlockEnv, CfgEnv, Context, TxEnv};
 use revm::context_interface::JournalTr;
-use revm::handler::instructions::EthInstructions;
 use revm::primitives::hardfork::SpecId;
 
 use crate::exec::{
-    CallGuard, CodeL1, CodeL2, ConsoleTap, EvmScratch, ExecConfig, ExecDb, MovablePrecompiles,
-    ReadCache, SCRATCH_RETAINED_BYTES, call_env_under, default_blob_params, exec_error, outcome,
+    CodeL1, CodeL2, ConsoleTap, EvmScratch, ExecConfig, ExecDb, MovablePrecompiles, ReadCache,
+    SCRATCH_RETAINED_BYTES, TimeCap, call_env_under, capped_instructions, default_blob_params,
+    exec_error, outcome,
 };
 
 /// Gas of a plain value transfer.
@@ -209,7 +209,9 @@ impl ExecutorActor {
         let view = pinned.state_at(block);
         let root = pinned.state_root_at(block)?.ok_or(ExecError::UnknownBlock)?;
         self.reads.use_root(root, pinned.generation());
-        let mut db = ExecDb::new(view, &mut self.codes).with_read_cache(&mut self.reads);
+        let mut db = ExecDb::new(view, &mut self.codes)
+            .with_read_cache(&mut self.reads)
+            .with_time_cap(TimeCap::new(self.config.evm_timeout));
         let spec = cfg.spec;
         let mut precompiles = ConsoleTap::new(MovablePrecompiles::new(spec));
         precompiles.capture(console.is_some() && self.config.show.console_log);
@@ -230,26 +232,29 @@ impl ExecutorActor {
             error: Ok(()),
         }
         .with_cfg(cfg);
+        // Capped instructions keep the time cap (`capped_instructions`), so the call runs on revm's plain loop, not
+        // its inspecting one (exec/time_cap.rs).
+        let instruction = capped_instructions(spec);
         // Built field by field rather than with `build_mainnet`, which would allocate eight
         // fresh frames (a 32 KiB stack each) for every call; these come from the scratch.
         let mut evm = Evm {
             ctx,
-            inspector: CallGuard::new(self.config.evm_timeout),
-            instruction: EthInstructions::new_mainnet_with_spec(spec),
+            inspector: (),
+            instruction,
             precompiles,
             frame_stack: self.scratch.take_frames(),
         };
-        let result = evm.inspect_tx(tx).map(pick).map_err(exec_error);
-        let Evm { ctx, inspector, frame_stack, mut precompiles, .. } = evm;
-        self.scratch.keep(frame_stack, ctx.local, inspector.max_depth);
+        let result = evm.transact(tx).map(pick).map_err(exec_error);
+        let Evm { ctx, frame_stack, mut precompiles, .. } = evm;
+        let db = &ctx.journaled_state.database;
+        let (expired, max_depth) = (db.time_cap_expired(), db.max_call_depth());
+        self.scratch.keep(frame_stack, ctx.local, max_depth);
         if let Some(method) = console
-            && !(inspector.expired && self.retried_on_expiry)
+            && !(expired && self.retried_on_expiry)
         {
             crate::report::call_printed(&self.config.show, method, precompiles.take());
         }
-        if inspector.expired
-            && let Some(timeout) = self.config.evm_timeout
-        {
+        if expired && let Some(timeout) = self.config.evm_timeout {
             return Err(ExecError::Timeout { timeout_ms: timeout.as_millis() as u64 });
         }
         result

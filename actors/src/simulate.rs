@@ -55,7 +55,6 @@ use revm::context_interface::either::Either;
 use revm::context_interface::local::FrameStack;
 use revm::handler::SystemCallCommitEvm;
 use revm::handler::instructions::EthInstructions;
-use revm::interpreter::Interpreter;
 use revm::interpreter::interpreter_action::{
     CallInputs, CallOutcome, CallScheme, CallValue, CreateInputs, CreateOutcome,
 };
@@ -63,9 +62,9 @@ use revm::primitives::hardfork::SpecId;
 use revm::{InspectCommitEvm, Inspector, MainContext};
 
 use crate::exec::{
-    CallGuard, CodeL1, ConsoleTap, ExecConfig, ExecDb, MovablePrecompiles, blob_fraction,
-    block_reward, default_blob_params, deposit_requests, excess_blob_gas, exec_error, halt_message,
-    withdrawals_root,
+    CodeL1, ConsoleTap, ExecConfig, ExecDb, MovablePrecompiles, TimeCap, blob_fraction,
+    block_reward, capped_instructions, default_blob_params, deposit_requests, excess_blob_gas,
+    exec_error, halt_message, withdrawals_root,
 };
 
 /// ERC-7528: the address ether `Transfer` logs are attributed to.
@@ -76,14 +75,13 @@ const TRANSFER_TOPIC: B256 =
 /// One gwei in wei (withdrawal amounts are in gwei).
 const GWEI: u64 = 1_000_000_000;
 
-/// The inspector simulated calls run under: the EVM time cap (`CallGuard`), and geth's
-/// simulate log tracer: each frame's logs are kept until the frame ends and dropped if it
+/// The inspector simulated calls run under (their time cap is kept by capped instructions,
+/// `exec::capped_instructions`): geth's simulate log tracer: each frame's logs are kept until the frame ends and dropped if it
 /// failed, and with `trace_transfers` every ether movement (call value, create endowment,
 /// self-destruct balance) is logged as an ERC-7528 `Transfer` where it happens. Log indexes
 /// count every log captured in the block, dropped ones included, as geth's do.
 #[derive(Debug)]
 pub(crate) struct SimInspector {
-    guard: CallGuard,
     trace_transfers: bool,
     /// The logs of each open frame; the first is the transaction's.
     frames: Vec<Vec<SimLog>>,
@@ -95,8 +93,8 @@ pub(crate) struct SimInspector {
 }
 
 impl SimInspector {
-    fn new(guard: CallGuard, trace_transfers: bool) -> Self {
-        Self { guard, trace_transfers, frames: Vec::new(), creates: Vec::new(), count: 0 }
+    fn new(trace_transfers: bool) -> Self {
+        Self { trace_transfers, frames: Vec::new(), creates: Vec::new(), count: 0 }
     }
 
     /// Starts a new block: log indexes start again at 0.
@@ -140,16 +138,11 @@ impl SimInspector {
 }
 
 impl<CTX> Inspector<CTX> for SimInspector {
-    fn step(&mut self, interp: &mut Interpreter, context: &mut CTX) {
-        self.guard.step(interp, context);
-    }
-
     fn log(&mut self, _context: &mut CTX, log: Log) {
         self.capture(log);
     }
 
-    fn call(&mut self, context: &mut CTX, inputs: &mut CallInputs) -> Option<CallOutcome> {
-        self.guard.call(context, inputs);
+    fn call(&mut self, _context: &mut CTX, inputs: &mut CallInputs) -> Option<CallOutcome> {
         self.frames.push(Vec::new());
         // geth logs value moved by CALL only: DELEGATECALL moves none and CALLCODE moves it
         // from the caller to itself.
@@ -163,13 +156,11 @@ impl<CTX> Inspector<CTX> for SimInspector {
         None
     }
 
-    fn call_end(&mut self, context: &mut CTX, inputs: &CallInputs, outcome: &mut CallOutcome) {
-        self.guard.call_end(context, inputs, outcome);
+    fn call_end(&mut self, _context: &mut CTX, _inputs: &CallInputs, outcome: &mut CallOutcome) {
         self.end_frame(outcome.result.is_ok());
     }
 
-    fn create(&mut self, context: &mut CTX, inputs: &mut CreateInputs) -> Option<CreateOutcome> {
-        self.guard.create(context, inputs);
+    fn create(&mut self, _context: &mut CTX, inputs: &mut CreateInputs) -> Option<CreateOutcome> {
         self.frames.push(Vec::new());
         let mut pending = None;
         if self.trace_transfers && !inputs.value().is_zero() {
@@ -183,11 +174,10 @@ impl<CTX> Inspector<CTX> for SimInspector {
 
     fn create_end(
         &mut self,
-        context: &mut CTX,
+        _context: &mut CTX,
         inputs: &CreateInputs,
         outcome: &mut CreateOutcome,
     ) {
-        self.guard.create_end(context, inputs, outcome);
         if let Some(Some(position)) = self.creates.pop()
             && let (Some(created), Some(frame)) = (outcome.address, self.frames.last_mut())
             && let Some(entry) = frame.get_mut(position)
@@ -522,11 +512,12 @@ pub(crate) fn simulate(
     let planned = plan(&base, msg.blocks)?;
     let deadline = config.evm_timeout.map(|timeout| Instant::now() + timeout);
     let spec = config.spec;
-    let exec_db = ExecDb::new(db.state_at(msg.base), codes);
+    let exec_db = ExecDb::new(db.state_at(msg.base), codes).with_time_cap(TimeCap::until(deadline));
+    let instruction = capped_instructions(spec);
     let mut evm: SimEvm<'_> = Evm {
         ctx: Context::mainnet().with_db(exec_db).with_cfg(CfgEnv::new_with_spec(spec)),
-        inspector: SimInspector::new(CallGuard::until(deadline), msg.trace_transfers),
-        instruction: EthInstructions::new_mainnet_with_spec(spec),
+        inspector: SimInspector::new(msg.trace_transfers),
+        instruction,
         precompiles: ConsoleTap::new(MovablePrecompiles::new(spec)),
         frame_stack: FrameStack::new_prealloc(8),
     };
@@ -559,7 +550,7 @@ pub(crate) fn simulate(
             o.difficulty.unwrap_or(if merged { U256::ZERO } else { carried.2 }),
         );
         // The block's own rules: its EVM's instructions and state-clearing rule follow them.
-        evm.instruction = EthInstructions::new_mainnet_with_spec(spec);
+        evm.instruction = capped_instructions(spec);
         evm.ctx
             .journaled_state
             .database
@@ -798,7 +789,7 @@ impl Run<'_> {
             Err(other) => return Err(exec_error(other).into()),
         };
         let logs = evm.inspector.take_logs();
-        if evm.inspector.guard.expired {
+        if evm.ctx.journaled_state.database.time_cap_expired() {
             let timeout_ms = self.deadline_ms.unwrap_or_default();
             return Err(ExecError::Timeout { timeout_ms }.into());
         }

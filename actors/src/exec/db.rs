@@ -23,6 +23,7 @@ use revm::state::{Account, AccountInfo, EvmState};
 
 use super::code::CodeL1;
 use super::published::{Publish, PublishedValues, ReadLog, SlotRead};
+use super::time_cap::TimeCap;
 
 /// What the transactions of a block executed so far have changed.
 #[derive(Debug, Default, Clone)]
@@ -173,6 +174,9 @@ pub(crate) struct ExecDb<'a, P: PublishedValues = ()> {
     /// The deepest call frame a call or create instruction opened (0: the top frame only),
     /// when the EVM notes it (a block's: `block_exec::note_call_depths`).
     max_call_depth: usize,
+    /// The EVM time cap of a call, kept by its capped instructions (`capped_instructions`);
+    /// never reached in a block's database.
+    time_cap: TimeCap,
     /// A parallel block's committed values, read before `changes` (a helper's database, whose
     /// `changes` stay the block's start).
     published: Option<&'a P>,
@@ -209,6 +213,7 @@ impl<'a, P: PublishedValues> ExecDb<'a, P> {
             block_hashes: BTreeMap::new(),
             log: None,
             max_call_depth: 0,
+            time_cap: TimeCap::default(),
             published: None,
             base_accounts: AddressMap::default(),
             read_ahead: None,
@@ -338,6 +343,23 @@ impl<'a, P: PublishedValues> ExecDb<'a, P> {
     /// The deepest frame noted so far.
     pub(crate) const fn max_call_depth(&self) -> usize {
         self.max_call_depth
+    }
+
+    /// Runs the call over this database under `cap` (its instructions capped by
+    /// `capped_instructions`).
+    pub(crate) fn with_time_cap(mut self, cap: TimeCap) -> Self {
+        self.time_cap = cap;
+        self
+    }
+
+    /// The call's time cap, which its capped instructions count on.
+    pub(crate) fn time_cap(&mut self) -> &mut TimeCap {
+        &mut self.time_cap
+    }
+
+    /// Whether the call's time cap stopped it.
+    pub(crate) const fn time_cap_expired(&self) -> bool {
+        self.time_cap.expired()
     }
 
     /// Starts this database from `changes` (a copy of another block database's changes so

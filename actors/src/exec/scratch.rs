@@ -1,14 +1,10 @@
-//! What an executor thread reuses from one call to the next, and the inspector every call
-//! runs under: [`EvmScratch`] (revm's call frames and memory buffer, kept within
-//! [`SCRATCH_RETAINED_BYTES`]) and [`CallGuard`] (the EVM time cap, and the depth that bounds
-//! what the scratch keeps).
+//! What an executor thread reuses from one call to the next: [`EvmScratch`] (revm's call
+//! frames and memory buffer, kept within [`SCRATCH_RETAINED_BYTES`]).
 
 use revm::context::LocalContext;
 use revm::context_interface::LocalContextTr;
 use revm::context_interface::local::FrameStack;
 use revm::handler::EthFrame;
-use revm::interpreter::interpreter_action::{CallInputs, CallOutcome as FrameCallOutcome};
-use revm::interpreter::interpreter_action::{CreateInputs, CreateOutcome};
 
 /// Most bytes of EVM stacks and memory an executor thread keeps between calls, so that the
 /// next call allocates no stacks or memory buffer: its pooled call frames (a 1024-word stack, 32 KiB, each; revm
@@ -71,74 +67,5 @@ impl EvmScratch {
         } else {
             self.frames_held = 0;
         }
-    }
-}
-
-/// The inspector every call runs under. It stops a call that runs past its time cap: revm has
-/// no clock of its own, so it looks at the time every `CHECK_EVERY` instructions (an
-/// `Instant::now` per instruction would cost more than most instructions); once the cap has
-/// passed it halts every frame it sees, so the whole call unwinds at once. It also records the
-/// deepest frame, which bounds what `EvmScratch` keeps.
-#[derive(Debug)]
-pub(crate) struct CallGuard {
-    at: Option<std::time::Instant>,
-    steps: u32,
-    /// Whether the cap was reached (every frame since has been halted).
-    pub(crate) expired: bool,
-    depth: usize,
-    pub(crate) max_depth: usize,
-}
-
-impl CallGuard {
-    const CHECK_EVERY: u32 = 4096;
-
-    pub(crate) fn new(timeout: Option<std::time::Duration>) -> Self {
-        Self::until(timeout.map(|t| std::time::Instant::now() + t))
-    }
-
-    /// A guard that halts whatever still runs at `deadline` (`None`: never), so that several
-    /// transactions can share one time cap (eth_simulateV1).
-    pub(crate) const fn until(deadline: Option<std::time::Instant>) -> Self {
-        Self { at: deadline, steps: 0, expired: false, depth: 0, max_depth: 0 }
-    }
-
-    fn enter(&mut self) {
-        // `call` / `create` run for the top frame too, so depth 1 is the top frame.
-        self.depth += 1;
-        self.max_depth = self.max_depth.max(self.depth.saturating_sub(1));
-    }
-}
-
-impl<CTX> revm::Inspector<CTX> for CallGuard {
-    fn step(&mut self, interp: &mut revm::interpreter::Interpreter, _context: &mut CTX) {
-        let Some(at) = self.at else { return };
-        self.steps = self.steps.wrapping_add(1);
-        if !self.expired
-            && self.steps.is_multiple_of(Self::CHECK_EVERY)
-            && std::time::Instant::now() >= at
-        {
-            self.expired = true;
-        }
-        if self.expired {
-            interp.halt(revm::interpreter::InstructionResult::OutOfGas);
-        }
-    }
-
-    fn call(&mut self, _context: &mut CTX, _inputs: &mut CallInputs) -> Option<FrameCallOutcome> {
-        self.enter();
-        None
-    }
-
-    fn call_end(&mut self, _context: &mut CTX, _inputs: &CallInputs, _out: &mut FrameCallOutcome) {
-        self.depth = self.depth.saturating_sub(1);
-    }
-
-    fn create(&mut self, _context: &mut CTX, _inputs: &mut CreateInputs) -> Option<CreateOutcome> {
-        self.enter();
-        None
-    }
-
-    fn create_end(&mut self, _context: &mut CTX, _inputs: &CreateInputs, _out: &mut CreateOutcome) {
-        self.depth = self.depth.saturating_sub(1);
     }
 }
