@@ -76,10 +76,11 @@ const TRANSFER_TOPIC: B256 =
 const GWEI: u64 = 1_000_000_000;
 
 /// The inspector simulated calls run under (their time cap is kept by capped instructions,
-/// `exec::capped_instructions`): geth's simulate log tracer: each frame's logs are kept until the frame ends and dropped if it
-/// failed, and with `trace_transfers` every ether movement (call value, create endowment,
-/// self-destruct balance) is logged as an ERC-7528 `Transfer` where it happens. Log indexes
-/// count every log captured in the block, dropped ones included, as geth's do.
+/// `exec::capped_instructions`): geth's simulate log tracer: each frame's logs are kept until
+/// the frame ends and dropped if it failed, and with `trace_transfers` every ether movement
+/// (call value, create endowment, self-destruct balance) is logged as an ERC-7528 `Transfer`
+/// where it happens. Log indexes count every log captured in the block, dropped ones included,
+/// as geth's do.
 #[derive(Debug)]
 pub(crate) struct SimInspector {
     trace_transfers: bool,
@@ -558,6 +559,14 @@ pub(crate) fn simulate(
         let (coinbase, gas_limit, difficulty) = carried;
         let place = Place { number, time, coinbase, gas_limit, difficulty, spec, blob_params };
         let sealed = run.block(&mut evm, &parent, block, &place)?;
+        // The block's system calls run under the cap too; one it stopped reports no error of
+        // its own (a halted system call leaves its writes or requests out), so the cap is
+        // asked here as well as after each call.
+        if evm.ctx.journaled_state.database.time_cap_expired() {
+            return Err(
+                ExecError::Timeout { timeout_ms: run.deadline_ms.unwrap_or_default() }.into()
+            );
+        }
         evm.ctx.journaled_state.database.set_block_hash(number, sealed.block.hash);
         parent = sealed.block.header.clone();
         out.push(sealed);

@@ -172,7 +172,8 @@ pub(crate) struct ExecDb<'a, P: PublishedValues = ()> {
     /// What revm read, when recording (a speculative transaction of a parallel block).
     log: Option<ReadLog>,
     /// The deepest call frame a call or create instruction opened (0: the top frame only),
-    /// when the EVM notes it (a block's: `block_exec::note_call_depths`).
+    /// when the EVM notes it (a block's: `block_evm::instrument`; a call's:
+    /// `capped_instructions`).
     max_call_depth: usize,
     /// The EVM time cap of a call, kept by its capped instructions (`capped_instructions`);
     /// never reached in a block's database.
