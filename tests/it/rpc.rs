@@ -543,23 +543,26 @@ async fn a_call_tree_without_jumps_is_stopped_by_the_evm_time_cap() {
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
 }
 
-/// ... and for straight-line code with neither a jump nor a call: 1,500 hashes of 128 KiB of
-/// memory (37M gas, a few hundred milliseconds of work) are stopped by a 20 ms cap, because
-/// KECCAK256 is one of the instructions that count towards it.
+/// ... and for straight-line code with neither a jump nor a call, where each instruction is
+/// heavy: 200 hashes of 4 MiB of memory (190M gas, over a second of work here) are stopped by
+/// a 20 ms cap, because a hash counts towards it by its size. (A cap that read the clock every
+/// 4,096 instructions, as the inspector before it did, never read it in these 800.)
 #[actix::test]
 async fn straight_line_hashing_is_stopped_by_the_evm_time_cap() {
     let mut config = NodeConfig::for_tests();
     config.evm_timeout = std::time::Duration::from_millis(20);
     config.rpc.gas_cap = 2_000_000_000;
     let node = TestNode::start_with(config);
-    // PUSH3 0x020000, PUSH0, KECCAK256, POP: hash the first 128 KiB of memory, drop the hash.
-    let code = format!("0x{}00", "620200005f2050".repeat(1_500));
+    // PUSH4 0x00400000, PUSH0, KECCAK256, POP: hash the first 4 MiB of memory, drop the hash.
+    let code = format!("0x{}00", "63004000005f2050".repeat(200));
     let target = "0x00000000000000000000000000000000000c0de2";
     node.ok("anvil_setCode", json!([target, code])).await;
+    let started = std::time::Instant::now();
     let (code, message, _) =
         node.err("eth_call", json!([{"to": target, "gas": "0x77359400"}, "latest"])).await;
     assert_eq!(code, -32002, "{message}");
     assert!(message.contains("timeout"), "{message}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
 }
 
 /// The executors' read cache is keyed by state root: a dev patch or a revert changes what a
