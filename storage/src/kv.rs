@@ -45,10 +45,77 @@ impl std::fmt::Debug for Kv {
 /// The entries of a store in memory.
 #[derive(Debug, Default)]
 pub(crate) struct MemoryTree {
-    entries: RwLock<BTreeMap<Vec<u8>, IVec>>,
+    entries: RwLock<Entries>,
 }
 
-type Entries = BTreeMap<Vec<u8>, IVec>;
+type Entries = BTreeMap<MapKey, IVec>;
+
+/// Bytes a [`MapKey`] holds in place: the layout's longest common key, a storage version
+/// (`layout::storage_key`, 69 bytes).
+const INLINE_KEY: usize = 70;
+
+/// A key of the map, held in place up to [`INLINE_KEY`] bytes. A search compares the key
+/// against up to eleven keys per node of the tree: kept in the node, they are read from the
+/// node's own memory, where a `Vec` key cost one more cache miss each (the map's inserts were
+/// 10% of a one-sender node's time, most of it in those comparisons; BENCHMARKS.md, session 21).
+/// Ordered as its bytes are.
+#[derive(Clone)]
+enum MapKey {
+    Inline(u8, [u8; INLINE_KEY]),
+    Heap(Box<[u8]>),
+}
+
+impl MapKey {
+    fn new(key: &[u8]) -> Self {
+        match u8::try_from(key.len()) {
+            Ok(len) if key.len() <= INLINE_KEY => {
+                let mut bytes = [0; INLINE_KEY];
+                bytes[..key.len()].copy_from_slice(key);
+                Self::Inline(len, bytes)
+            }
+            _ => Self::Heap(key.into()),
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Self::Inline(len, bytes) => &bytes[..usize::from(*len)],
+            Self::Heap(bytes) => bytes,
+        }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for MapKey {
+    fn borrow(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for MapKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for MapKey {}
+
+impl PartialOrd for MapKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for MapKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_slice().cmp(other.as_slice())
+    }
+}
+
+impl std::fmt::Debug for MapKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MapKey({})", alloy_primitives::hex::encode(self.as_slice()))
+    }
+}
 
 impl MemoryTree {
     /// The entries, for reading. A panic while the lock was held cannot have left the map
@@ -87,7 +154,7 @@ impl Kv {
             Self::Memory(tree) => {
                 // Allocated, and the old value freed, outside the lock: readers wait for the
                 // map's own work only.
-                let (key, value) = (key.as_ref().to_vec(), IVec::from(value.as_ref()));
+                let (key, value) = (MapKey::new(key.as_ref()), IVec::from(value.as_ref()));
                 let old = tree.write().insert(key, value);
                 drop(old);
                 Ok(())
@@ -254,6 +321,31 @@ mod tests {
     use super::*;
 
     type KeyRange<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
+
+    /// Map keys sort as their bytes do, held in place or not (either side of 70 bytes, keys
+    /// that are prefixes of others, `0x00` and `0xff` tails).
+    #[test]
+    fn map_keys_sort_as_their_bytes() {
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for len in [0, 1, 9, 29, 69, 70, 71, 100] {
+            for fill in [0x00, 0x7f, 0xff] {
+                let mut key = vec![fill; len];
+                keys.push(key.clone());
+                key.push(0x00);
+                keys.push(key);
+            }
+        }
+        let mut bytes = keys.clone();
+        bytes.sort();
+        bytes.dedup();
+        let mut mapped: Vec<MapKey> = keys.iter().map(|key| MapKey::new(key)).collect();
+        mapped.sort();
+        mapped.dedup();
+        let back: Vec<&[u8]> = mapped.iter().map(MapKey::as_slice).collect();
+        assert_eq!(back, bytes.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        assert!(matches!(MapKey::new(&[1; 70]), MapKey::Inline(70, _)));
+        assert!(matches!(MapKey::new(&[1; 71]), MapKey::Heap(_)));
+    }
 
     /// Both kinds of tree, filled alike.
     fn trees(entries: &[(&[u8], &[u8])]) -> [Kv; 2] {
