@@ -34,8 +34,8 @@ fn calldata(name: &str) -> Bytes {
 }
 
 /// A time cap kept by an inspector, a clock check every 4,096 instructions: what eth_call ran
-/// under until session 21 (now capped instructions, `actors/src/exec/time_cap.rs`). Its column
-/// is the cost of revm's inspecting loop, which traces still pay.
+/// under until session 21 (now capped instructions, `actors/src/exec/time_cap.rs`). Its column,
+/// "inspecting loop", is the cost of revm's inspecting loop, which traces still pay.
 struct Deadline {
     at: Instant,
     steps: u32,
@@ -124,7 +124,7 @@ fn main() {
     println!("bare revm, BenchToken {call}, {secs} s per row, {cores} cores");
     println!();
     println!(
-        "| threads | calls/s | per thread | speed-up | spin-loop speed-up | on the inspecting loop (a clock inspector) |"
+        "| threads | calls/s | per thread | speed-up | spin-loop speed-up | inspecting loop |"
     );
     println!("|---:|---:|---:|---:|---:|---:|");
     let mut base = (0.0, 0.0);

@@ -232,15 +232,12 @@ impl ExecutorActor {
             error: Ok(()),
         }
         .with_cfg(cfg);
-        // Capped instructions keep the time cap (`capped_instructions`), so the call runs on
-        // revm's plain loop, not its inspecting one (exec/time_cap.rs).
-        let instruction = capped_instructions(spec);
-        // Built field by field rather than with `build_mainnet`, which would allocate eight
-        // fresh frames (a 32 KiB stack each) for every call; these come from the scratch.
+        // Not `build_mainnet`, which allocates eight 32 KiB frames a call: they come from the
+        // scratch. No inspector: the capped instructions keep the time cap (exec/time_cap.rs).
         let mut evm = Evm {
             ctx,
             inspector: (),
-            instruction,
+            instruction: capped_instructions(spec),
             precompiles,
             frame_stack: self.scratch.take_frames(),
         };

@@ -559,14 +559,6 @@ pub(crate) fn simulate(
         let (coinbase, gas_limit, difficulty) = carried;
         let place = Place { number, time, coinbase, gas_limit, difficulty, spec, blob_params };
         let sealed = run.block(&mut evm, &parent, block, &place)?;
-        // The block's system calls run under the cap too; one it stopped reports no error of
-        // its own (a halted system call leaves its writes or requests out), so the cap is
-        // asked here as well as after each call.
-        if evm.ctx.journaled_state.database.time_cap_expired() {
-            return Err(
-                ExecError::Timeout { timeout_ms: run.deadline_ms.unwrap_or_default() }.into()
-            );
-        }
         evm.ctx.journaled_state.database.set_block_hash(number, sealed.block.hash);
         parent = sealed.block.header.clone();
         out.push(sealed);
@@ -671,7 +663,19 @@ impl Run<'_> {
             self.record(evm, place, plan, ran?, &mut out)?;
         }
         let requests = after_calls(evm, place, &opening.withdrawals, &out.all_logs)?;
+        // The system calls run under the cap too, and one it stopped reports no error of its
+        // own (its writes or requests are left out): the cap is asked before sealing.
+        self.within_cap(evm)?;
         self.seal(evm, place, opening, out, &requests)
+    }
+
+    /// An error when the time cap stopped what ran (`exec::capped_instructions`).
+    fn within_cap(&self, evm: &SimEvm<'_>) -> Result<(), SimulateError> {
+        if evm.ctx.journaled_state.database.time_cap_expired() {
+            let timeout_ms = self.deadline_ms.unwrap_or_default();
+            return Err(ExecError::Timeout { timeout_ms }.into());
+        }
+        Ok(())
     }
 
     /// The header fields the block at `place` takes from `parent` and its overrides `o`.
@@ -798,10 +802,7 @@ impl Run<'_> {
             Err(other) => return Err(exec_error(other).into()),
         };
         let logs = evm.inspector.take_logs();
-        if evm.ctx.journaled_state.database.time_cap_expired() {
-            let timeout_ms = self.deadline_ms.unwrap_or_default();
-            return Err(ExecError::Timeout { timeout_ms }.into());
-        }
+        self.within_cap(evm)?;
         // geth increments a nonce with wrap-around where revm saturates: a call from an
         // account at the highest nonce leaves it at zero there.
         if state_nonce == u64::MAX && plan.tx.kind.is_call() {

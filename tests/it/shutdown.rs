@@ -36,10 +36,11 @@ async fn drain_answers_queued_calls_and_lets_the_block_in_progress_commit() {
     node.ok("anvil_setCode", json!([SPINNER, SPIN])).await;
     let ctx = node.ctx.clone();
 
-    // A transaction that spins for 5M gas, automined: its block is being built while the
-    // calls queue and the drain starts.
+    // A transaction that spins for 15M gas, automined: its block is being built while the
+    // calls queue and the drain starts. (At 5M the build once ended, on a loaded machine,
+    // before the drain closed the pool, and the first queued call ran.)
     let tx =
-        fixtures::eip1559(&node.signer(0), 0, Some(SPINNER), U256::ZERO, Bytes::new(), 5_000_000);
+        fixtures::eip1559(&node.signer(0), 0, Some(SPINNER), U256::ZERO, Bytes::new(), 15_000_000);
     let raw = alloy_primitives::hex::encode_prefixed(tx.encoded_2718());
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_sendRawTransaction",
                       "params": [raw]})
