@@ -24,6 +24,11 @@ use crate::genesis::InitGenesis;
 /// every other request on its connections.
 const MAX_INLINE_BUDGET: Duration = Duration::from_millis(10);
 
+/// Longest `--rpc.evm-timeout`: an hour of one call is past any use, and it keeps every
+/// deadline computed from it (`Instant::now() + timeout`, which panics past the clock's range)
+/// well inside that range.
+const MAX_EVM_TIMEOUT: Duration = Duration::from_secs(3600);
+
 /// Where the chain lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StorageMode {
@@ -550,6 +555,15 @@ fn duration(flag: &'static str, value: &str) -> Result<Duration, ConfigError> {
     parse_duration(value)
         .filter(|d| !d.is_zero())
         .ok_or_else(|| ConfigError::Duration { flag, value: value.to_owned() })
+}
+
+/// Parses a positive duration (see [`duration`]) up to `max`.
+fn positive_up_to(flag: &'static str, value: &str, max: Duration) -> Result<Duration, ConfigError> {
+    let parsed = duration(flag, value)?;
+    if parsed > max {
+        return Err(ConfigError::DurationRange { flag, value: value.to_owned(), max });
+    }
+    Ok(parsed)
 }
 
 /// Parses a duration (see [`parse_duration`]) from zero up to `max`.
@@ -1316,7 +1330,7 @@ fn actor_settings(cli: &Cli, executor_threads: NonZeroUsize) -> Result<ActorSett
         mailbox: non_zero("--actors.mailbox", cli.actors_mailbox)?,
         code_cache_entries: non_zero("--cache.code-entries", cli.cache_code_entries)?,
         txpool_max_count: non_zero("--txpool.max-count", cli.txpool_max_count)?,
-        evm_timeout: duration("--rpc.evm-timeout", &cli.rpc_evm_timeout)?,
+        evm_timeout: positive_up_to("--rpc.evm-timeout", &cli.rpc_evm_timeout, MAX_EVM_TIMEOUT)?,
         subscriptions: SubscriptionLimits {
             max_connections: non_zero("--ws.max-connections", cli.ws_max_connections)?,
             max_per_connection: non_zero("--ws.max-subscriptions", cli.ws_max_subscriptions)?,
@@ -1908,6 +1922,12 @@ mod tests {
             parse(&["--ephemeral", "--rpc.evm-timeout", "250us"]).unwrap().evm_timeout,
             Duration::from_micros(250)
         );
+        let longest = parse(&["--ephemeral", "--rpc.evm-timeout", "3600"]).unwrap();
+        assert_eq!(longest.evm_timeout, MAX_EVM_TIMEOUT);
+        for bad in ["0", "0ms", "3600.5", "1e19", "inf", "NaN", "5x"] {
+            let err = parse(&["--ephemeral", "--rpc.evm-timeout", bad]).unwrap_err().to_string();
+            assert!(err.contains("--rpc.evm-timeout"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -558,6 +558,20 @@ async fn straight_line_hashing_is_stopped_by_the_evm_time_cap() {
     assert_stopped_by_the_time_cap(format!("0x{}00", "63004000005f2050".repeat(200))).await;
 }
 
+/// A size operand no memory could hold (2^256 - 1 bytes to hash) is counted towards the time cap
+/// without overflow, and the call fails out of gas as any EVM's does: no executor panic.
+#[actix::test]
+async fn a_hash_of_an_impossible_size_is_out_of_gas() {
+    let node = TestNode::start();
+    // PUSH32 2^256-1 (the size), PUSH0 (the offset), KECCAK256, STOP.
+    let code = format!("0x7f{}5f2000", "ff".repeat(32));
+    let target = "0x00000000000000000000000000000000000c0de3";
+    node.ok("anvil_setCode", json!([target, code])).await;
+    let (code, message, _) = node.err("eth_call", json!([{"to": target}, "latest"])).await;
+    assert_eq!((code, message.as_str()), (-32000, "out of gas"));
+    assert_eq!(node.ok("eth_blockNumber", json!([])).await, "0x0", "the node still answers");
+}
+
 /// The executors' read cache is keyed by state root: a dev patch or a revert changes what a
 /// call sees at once, with no stale read from a warm cache.
 #[actix::test]

@@ -130,9 +130,10 @@ fn counts(op: u8, ctx: &Ctx<'_, '_>) -> u32 {
         EXTCODECOPY => 3,
         _ => return 1,
     };
-    // An unreadable or huge size fails the instruction itself (stack underflow, out of gas).
+    // An unreadable or huge size fails the instruction itself (stack underflow, out of gas);
+    // the count saturates (a size of 2^256 - 1 is a request's to give).
     let size = ctx.interpreter.stack.peek(depth).map_or(0, |size| size.saturating_to::<u64>());
-    1 + u32::try_from(size >> 15).unwrap_or(u32::MAX)
+    u32::try_from(size >> 15).unwrap_or(u32::MAX).saturating_add(1)
 }
 
 /// Counts the instruction, halting its frame once the cap has passed; then runs revm's own.
@@ -170,8 +171,10 @@ fn capped<const OP: u8>(ctx: Ctx<'_, '_>) -> InstructionExecResult {
     }
 }
 
-/// A call or create: counted like the others, and its frame's depth noted (journal depth `d`
-/// runs frame `d - 1`, so the new frame is frame `d`).
+/// A call or create: counted like the others, and the depth of the frame it opens noted as a
+/// block's instruments note it (`block_evm::instrument`; not shared, which would close an
+/// import cycle between `db`, `time_cap` and `block_evm` for two lines): journal depth `d`
+/// runs frame `d - 1`, so the new frame is frame `d`.
 fn capped_frame<const OP: u8>(ctx: Ctx<'_, '_>) -> InstructionExecResult {
     use revm::bytecode::opcode::{CALL, CALLCODE, CREATE, CREATE2, DELEGATECALL, STATICCALL};
     use revm::interpreter::instructions::contract::{call, create};
