@@ -350,7 +350,8 @@ pub struct Cli {
     pub executor_max_queued: usize,
     /// Longest an eth_call runs on the RPC worker's own thread before it is handed to the
     /// executor pool, e.g. 200us (at most 10ms); 0 sends every call to the pool. Cheap calls
-    /// then skip the trip to an executor thread; a call handed on runs again there.
+    /// then skip the trip to an executor thread; a call handed on runs again there. Unless 0,
+    /// automine also builds blocks of at most 1M gas on the miner's own thread.
     #[arg(long = "executor.inline-budget", default_value = DEFAULT_INLINE_BUDGET)]
     pub executor_inline_budget: String,
     /// Gas cap of eth_call and eth_estimateGas.

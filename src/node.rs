@@ -769,9 +769,20 @@ impl Wiring<'_> {
     ) -> Result<Actors, NodeError> {
         self.index_old_store(forks.as_ref())?;
         let (code_cache, l2) = self.start_code_cache();
+        // The mempool and the miner exchange three messages per block (take, mined, take
+        // again): on one thread those are task switches instead of thread wake-ups. A chain in
+        // memory has no durable write to wait for, so its state owner joins them and a block's
+        // commit is one more task switch; a store on disk keeps its writer on a thread of its
+        // own, so admission never waits behind a flush.
+        let pool_and_miner = actix::Arbiter::new();
         let state = StateActor::new(self.chain.clone())
-            .with_commit_threads(self.config.parallel.threads.get())
-            .start_bounded(self.config.mailbox);
+            .with_commit_threads(self.config.parallel.threads.get());
+        let state = match self.config.storage {
+            StorageMode::Ephemeral => {
+                hearth_actors::start_on(&pool_and_miner.handle(), state, self.config.mailbox)
+            }
+            StorageMode::Disk(_) => state.start_bounded(self.config.mailbox),
+        };
         let listeners = self.start_listeners(&state)?;
         // The executors print calls' console output and the miner mined transactions'; both
         // hand it to the subscription actor too.
@@ -783,9 +794,6 @@ impl Wiring<'_> {
             ..self.config.show.clone()
         };
         let executor = self.start_executor_pool(l2, forks, show.clone());
-        // The mempool and the miner exchange three messages per block (take, mined, take
-        // again): on one thread those are task switches instead of thread wake-ups.
-        let pool_and_miner = actix::Arbiter::new();
         let mempool = self.start_mempool(&pool_and_miner, &listeners);
         let miner = self.start_miner(&pool_and_miner, &mempool, &executor, &state, show.clone());
         info!(

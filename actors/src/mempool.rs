@@ -4,13 +4,15 @@
 //!   transaction with its indexes, bounds and counters; and the one write side of the shared
 //!   chain id (`hearth_messages::ChainId`): `SetChainId` publishes the new id and drops what
 //!   was signed for the old one in one handler.
-//! - **Takes:** `SubmitTx`, `SubmitTxs`, `SubmitFilled`, `GetPooledTx`, `PendingNonce`,
+//! - **Takes:** `SubmitTx`, `SubmitTxs`, `SubmitFilled` (each also in `ThenMine`, which
+//!   asks the miner's `AutoMine` before answering), `GetPooledTx`, `PendingNonce`,
 //!   `IsImpersonated`, `PoolSize`, `GetPoolCounters` (also as `Ask`, from `MempoolClient`);
 //!   `GetPoolContent`, `DropTx`, `DropAll`, `RemoveSender`, `SetImpersonated`,
 //!   `SetAutoImpersonate`, `SetPoolGasLimit`, `SetChainId`, `Revalidate` (dev controls); and
 //!   `TakePending` / `TxsMined` from the miner.
 //! - **Sends:** `TxsAdmitted` to its subscribers (filters, subscriptions) with `try_send`: a
-//!   full subscriber misses one notification (logged), admission never waits.
+//!   full subscriber misses one notification (logged), admission never waits; `AutoMine`
+//!   (`ask`) to the miner a `ThenMine` names, after admitting.
 //! - **Mailbox:** `--actors.mailbox` (default 1024); the RPC front's `ask` answers -32005 when
 //!   it is full.
 //! - **Restart:** `Restart` (`supervise`): a panic in a handler fails that request (-32603)
@@ -22,13 +24,16 @@
 use actix::{Actor, Context, Handler};
 use alloy_primitives::B256;
 use hearth_messages::TxError;
+use hearth_messages::ask::Ask;
 use hearth_messages::executor::PooledTx;
 use hearth_messages::interest::Interest;
+use hearth_messages::mempool::Admits;
 use hearth_messages::mempool::{
     DropAll, DropTx, GetPoolContent, GetPoolCounters, GetPooledTx, PendingNonce, PoolCounters,
     PoolSize, RemoveSender, Revalidate, SetAutoImpersonate, SetChainId, SetImpersonated,
-    SetPoolGasLimit, SubmitFilled, SubmitTx, SubmitTxs, TakePending, TxsMined,
+    SetPoolGasLimit, SubmitFilled, SubmitTx, SubmitTxs, TakePending, ThenMine, TxsMined,
 };
+use hearth_messages::miner::AutoMine;
 use hearth_storage::ChainDb;
 
 use crate::supervise::{Restart, RestartCounter, contain};
@@ -259,6 +264,46 @@ impl Handler<SubmitFilled> for MempoolActor {
     }
 }
 
+/// Admits in this visit, then asks the miner (on this thread) to mine, and answers once it
+/// has: the caller's one hop to this thread covers both. (A macro: a generic impl over every
+/// `M` the pool handles sends the trait solver round `ThenMine<ThenMine<..>>`.)
+macro_rules! then_mine {
+    ($($msg:ty),+) => {$(
+        impl Handler<ThenMine<$msg>> for MempoolActor {
+            type Result = actix::ResponseFuture<<$msg as actix::Message>::Result>;
+
+            fn handle(&mut self, msg: ThenMine<$msg>, ctx: &mut Self::Context) -> Self::Result {
+                let admitted = <Self as Handler<$msg>>::handle(self, msg.submit, ctx);
+                let miner = msg.miner;
+                Box::pin(async move {
+                    if admitted.admitted_any() {
+                        automine(&miner).await;
+                    }
+                    admitted
+                })
+            }
+        }
+    )+};
+}
+
+then_mine!(SubmitTx, SubmitFilled, SubmitTxs);
+
+/// One automine run after an admission. The transaction is admitted whatever happens next, so
+/// a failure is logged, not answered. A full miner mailbox means blocks are already being
+/// built back to back, and the miner mines until nothing executable is left, so what was just
+/// admitted is picked up without this nudge.
+async fn automine(miner: &actix::Recipient<Ask<AutoMine>>) {
+    match hearth_messages::ask::ask(miner, AutoMine).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => {
+            tracing::warn!(target: "actors::mempool", %error, "automine after submit failed");
+        }
+        Err(error) => {
+            tracing::warn!(target: "actors::mempool", %error, "miner unavailable after submit");
+        }
+    }
+}
+
 impl Handler<SetImpersonated> for MempoolActor {
     type Result = ();
 
@@ -352,4 +397,4 @@ impl Handler<hearth_messages::mempool::IsImpersonated> for MempoolActor {
     }
 }
 
-hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, GetPooledTx, hearth_messages::mempool::GetPooledByNonce, hearth_messages::mempool::GetBlobs, hearth_messages::mempool::GetBlobTxs, TakePending, PendingNonce, PoolSize, GetPoolCounters, hearth_messages::mempool::IsImpersonated);
+hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, ThenMine<SubmitTx>, ThenMine<SubmitFilled>, ThenMine<SubmitTxs>, GetPooledTx, hearth_messages::mempool::GetPooledByNonce, hearth_messages::mempool::GetBlobs, hearth_messages::mempool::GetBlobTxs, TakePending, PendingNonce, PoolSize, GetPoolCounters, hearth_messages::mempool::IsImpersonated);

@@ -105,6 +105,46 @@ impl Message for SubmitTxs {
     type Result = Result<Vec<Result<B256, TxError>>, TxError>;
 }
 
+/// Admits `submit`, then has `miner` automine before the answer goes back: the receipt
+/// exists when the caller is answered, as with a submission followed by `AutoMine`, but the
+/// request visits the pool's thread (which the miner shares) once instead of twice. The
+/// answer is the submission's; automine's outcome is the miner's to report (the
+/// transaction is admitted whatever happens next, and failing the request would make the
+/// caller resend it).
+#[derive(Debug)]
+pub struct ThenMine<M> {
+    /// What to admit.
+    pub submit: M,
+    /// The miner to ask for an automine run once something was admitted.
+    pub miner: actix::Recipient<crate::ask::Ask<crate::miner::AutoMine>>,
+}
+
+impl<M> Message for ThenMine<M>
+where
+    M: Message,
+    M::Result: Admits,
+{
+    type Result = M::Result;
+}
+
+/// Whether a submission's answer admitted anything (so whether there is something to mine).
+pub trait Admits {
+    /// At least one transaction went into the pool.
+    fn admitted_any(&self) -> bool;
+}
+
+impl Admits for Result<B256, TxError> {
+    fn admitted_any(&self) -> bool {
+        self.is_ok()
+    }
+}
+
+impl Admits for Result<Vec<Result<B256, TxError>>, TxError> {
+    fn admitted_any(&self) -> bool {
+        self.as_ref().is_ok_and(|items| items.iter().any(Result::is_ok))
+    }
+}
+
 /// Starts (`true`) or stops impersonating `address`. Serves `anvil_impersonateAccount` and
 /// `anvil_stopImpersonatingAccount`.
 #[derive(Debug, Clone, Copy)]
@@ -350,12 +390,15 @@ crate::actor_client! {
     /// transactions. Request-path messages are `ask`ed (a full mailbox answers -32005 at once);
     /// dev-chain controls wait for room.
     pub struct MempoolClient for "mempool" {
-        /// Admits a signed transaction (eth_sendRawTransaction).
-        ask submit_tx: SubmitTx,
-        /// Admits what eth_sendTransaction filled, choosing its nonce.
-        ask submit_filled: SubmitFilled,
-        /// Admits a JSON-RPC batch of raw transactions as one pool batch.
-        ask submit_txs: SubmitTxs,
+        /// Admits a signed transaction (eth_sendRawTransaction), then automines before
+        /// answering.
+        ask submit_tx_then_mine: ThenMine<SubmitTx>,
+        /// Admits what eth_sendTransaction filled, choosing its nonce, then automines before
+        /// answering.
+        ask submit_filled_then_mine: ThenMine<SubmitFilled>,
+        /// Admits a JSON-RPC batch of raw transactions as one pool batch, then automines
+        /// before answering.
+        ask submit_txs_then_mine: ThenMine<SubmitTxs>,
         /// Finds a pending transaction by hash.
         ask get_pooled_tx: GetPooledTx,
         /// Finds a sender's pending transaction by nonce.

@@ -125,6 +125,26 @@ impl Handler<mempool::SubmitFilled> for Stub {
     }
 }
 
+/// Admits as the plain message, then asks the given miner as the pool does (here the stub
+/// itself, which counts it).
+macro_rules! stub_then_mine {
+    ($($msg:ty),+) => {$(
+        impl Handler<mempool::ThenMine<$msg>> for Stub {
+            type Result = <$msg as Message>::Result;
+            fn handle(&mut self, msg: mempool::ThenMine<$msg>, ctx: &mut Context<Self>) -> Self::Result {
+                let admitted = <Self as Handler<$msg>>::handle(self, msg.submit, ctx);
+                if mempool::Admits::admitted_any(&admitted) {
+                    let (reply, _) = tokio::sync::oneshot::channel();
+                    msg.miner.do_send(hearth_messages::ask::Ask { msg: AutoMine, reply });
+                }
+                admitted
+            }
+        }
+    )+};
+}
+
+stub_then_mine!(SubmitTx, mempool::SubmitFilled);
+
 /// Finds what was submitted (the stub never mines it into the store).
 impl Handler<GetPooledTx> for Stub {
     type Result = Option<PooledTx>;
@@ -180,9 +200,9 @@ impl Actor for Idle {
     type Context = Context<Self>;
 }
 
-hearth_messages::answer_asks!(Stub: SubmitTx, mempool::SubmitFilled, GetPooledTx, PendingNonce, AutoMine);
-hearth_messages::answer_asks!(Idle: SubmitTx, mempool::SubmitFilled, GetPooledTx, mempool::GetPooledByNonce, mempool::GetBlobs, mempool::GetBlobTxs, mempool::TakePending, PendingNonce, AutoMine);
-hearth_messages::answer_asks!(Idle: mempool::SubmitTxs, mempool::PoolSize, mempool::GetPoolCounters, hearth_messages::code_cache::GetCodeCacheStats, mempool::IsImpersonated);
+hearth_messages::answer_asks!(Stub: mempool::ThenMine<SubmitTx>, mempool::ThenMine<mempool::SubmitFilled>, GetPooledTx, PendingNonce, AutoMine);
+hearth_messages::answer_asks!(Idle: mempool::ThenMine<SubmitTx>, mempool::ThenMine<mempool::SubmitFilled>, GetPooledTx, mempool::GetPooledByNonce, mempool::GetBlobs, mempool::GetBlobTxs, mempool::TakePending, PendingNonce, AutoMine);
+hearth_messages::answer_asks!(Idle: mempool::ThenMine<mempool::SubmitTxs>, mempool::PoolSize, mempool::GetPoolCounters, hearth_messages::code_cache::GetCodeCacheStats, mempool::IsImpersonated);
 hearth_messages::answer_asks!(Idle: subs::Connect, subs::Subscribe, subs::Unsubscribe, subs::GetSubscriptionStats);
 hearth_messages::answer_asks!(Idle: hearth_messages::filters::InstallFilter, hearth_messages::filters::PollFilter, hearth_messages::filters::GetFilter, hearth_messages::filters::UninstallFilter);
 
@@ -198,8 +218,8 @@ macro_rules! idle_replies {
 }
 
 idle_replies! {
-    SubmitTx => Err(TxError::PoolFull),
-    mempool::SubmitFilled => Err(TxError::PoolFull),
+    mempool::ThenMine<SubmitTx> => Err(TxError::PoolFull),
+    mempool::ThenMine<mempool::SubmitFilled> => Err(TxError::PoolFull),
     GetPooledTx => None,
     mempool::GetPooledByNonce => None,
     mempool::GetBlobs => None,
@@ -208,7 +228,7 @@ idle_replies! {
     PendingNonce => Ok(0),
     AutoMine => Ok(None),
     MineBlocks => Ok(0),
-    mempool::SubmitTxs => Err(TxError::PoolFull),
+    mempool::ThenMine<mempool::SubmitTxs> => Err(TxError::PoolFull),
     mempool::SetImpersonated => (),
     mempool::SetAutoImpersonate => (),
     mempool::GetPoolContent => mempool::PoolContent::default(),
@@ -254,8 +274,8 @@ idle_replies! {
 fn clients(stub: &Addr<Stub>) -> (MempoolClient, MinerClient, StateClient) {
     let idle = Idle.start();
     let mempool = MempoolClient {
-        submit_tx: stub.clone().recipient(),
-        submit_filled: stub.clone().recipient(),
+        submit_tx_then_mine: stub.clone().recipient(),
+        submit_filled_then_mine: stub.clone().recipient(),
         get_pooled_tx: stub.clone().recipient(),
         pending_nonce: stub.clone().recipient(),
         ..MempoolClient::new(&idle)

@@ -12,12 +12,15 @@ use hearth_actors::{MinerActor, MinerConfig, MinerPeers};
 use hearth_messages::admission::{
     AdmissionLimits, QUEUE_DELAY_BUCKETS_MICROS, Refusal, WARM_UP_CALLS,
 };
+use hearth_messages::ask::Ask;
 use hearth_messages::executor::{
     Admitted, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, ExecutorClient, ExecutorLane,
     PooledTx,
 };
 use hearth_messages::interest::Interest;
-use hearth_messages::mempool::{PendingNonce, PoolSize, SubmitTx, TakePending, TxsMined};
+use hearth_messages::mempool::{
+    PendingNonce, PoolSize, SubmitTx, SubmitTxs, TakePending, ThenMine, TxsMined,
+};
 use hearth_messages::miner::{AutoMine, BetweenBlocks, MineBlocks};
 use hearth_messages::state::{
     AccountPatch, BlockCommitted, CommitBlock, ListSnapshots, PatchState, SubscribeBlocks,
@@ -326,6 +329,68 @@ async fn a_replacement_with_a_ten_percent_bump_replaces() {
         .await
         .unwrap();
     assert_eq!(pending.iter().map(|t| t.hash).collect::<Vec<_>>(), vec![hash]);
+}
+
+/// Stands in for the miner behind `ThenMine`: hands each automine request to the test, which
+/// answers it when it chooses.
+struct HeldMiner(mpsc::UnboundedSender<Ask<AutoMine>>);
+
+impl actix::Actor for HeldMiner {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<Ask<AutoMine>> for HeldMiner {
+    type Result = ();
+    fn handle(&mut self, ask: Ask<AutoMine>, _: &mut Self::Context) {
+        let _ = self.0.send(ask);
+    }
+}
+
+/// `ThenMine` admits in the pool's visit, then asks the miner once, and answers only after the
+/// miner has; what admits nothing asks nothing.
+#[actix::test]
+async fn then_mine_answers_after_the_miner_and_asks_only_when_something_was_admitted() {
+    let node = TestNode::start_with(manual_mining());
+    let alice = node.signer(0);
+    let bob = node.signer(1).address();
+    let pool = &node.node.mempool;
+    let (asks, mut asked) = mpsc::unbounded_channel();
+    let miner = actix::Actor::start(HeldMiner(asks)).recipient();
+
+    let tx = fixtures::transfer(&alice, 0, bob, 1);
+    let mut answer =
+        Box::pin(pool.send(ThenMine { submit: SubmitTx { tx: tx.clone() }, miner: miner.clone() }));
+    let ask = tokio::select! {
+        ask = asked.recv() => ask.expect("the miner is asked"),
+        answer = &mut answer => panic!("answered before the miner was asked: {answer:?}"),
+    };
+    assert_eq!(pool.send(PoolSize).await.unwrap(), (1, 0), "admitted before the miner's run");
+    assert!(futures_util::poll!(&mut answer).is_pending(), "the answer waits for the miner");
+    ask.reply.send(Ok(Some(1))).unwrap();
+    assert_eq!(answer.await.unwrap(), Ok(*tx.tx_hash()));
+
+    // A refusal asks nothing; a batch asks once if any item went in, and not at all if none did.
+    let refused = pool
+        .send(ThenMine { submit: SubmitTx { tx: tx.clone() }, miner: miner.clone() })
+        .await
+        .unwrap();
+    assert_eq!(refused, Err(TxError::AlreadyKnown));
+    let next = fixtures::transfer(&alice, 1, bob, 1);
+    let batch = pool.send(ThenMine {
+        submit: SubmitTxs { txs: vec![tx.clone(), next.clone()] },
+        miner: miner.clone(),
+    });
+    let batch = tokio::spawn(batch);
+    asked.recv().await.expect("asked once for the batch").reply.send(Ok(None)).unwrap();
+    let answers = batch.await.unwrap().unwrap().unwrap();
+    assert_eq!(answers, vec![Err(TxError::AlreadyKnown), Ok(*next.tx_hash())]);
+    let nothing = pool
+        .send(ThenMine { submit: SubmitTxs { txs: vec![next] }, miner })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(nothing, vec![Err(TxError::AlreadyKnown)]);
+    assert!(asked.try_recv().is_err(), "asked exactly twice in all");
 }
 
 /// The miner, with a probe in place of the mempool: it asks for pending transactions, builds

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use alloy_primitives::Address;
 use hearth_messages::ExecError;
-use hearth_messages::executor::{Call, CallOutcome, InlineCalls};
+use hearth_messages::executor::{BuildBlock, BuiltBlock, Call, CallOutcome, InlineCalls};
 
 use super::ExecutorActor;
 
@@ -31,6 +31,13 @@ const HEAVY_REMEMBERED: usize = 4096;
 /// Runners a thread keeps executors for; past this many (tests start nodes by the dozen on one
 /// thread) it drops them all.
 const RUNNERS_PER_THREAD: usize = 8;
+
+/// The most gas a block's transactions may be given for it to be built on the caller's thread
+/// (the miner's, which the mempool shares): an automined block of a few transactions, whose
+/// trip to an executor thread and back cost more than running it. A bound on how long a build
+/// there can hold the pool's admissions (1M gas runs in a few milliseconds at worst); a block
+/// given more goes to the pool.
+const INLINE_BLOCK_GAS: u64 = 1_000_000;
 
 /// How a call is recognised as "the same call" for [`HEAVY_REMEMBERED`]: its target (none for
 /// a creation) and the first four bytes of its input (the selector).
@@ -78,14 +85,7 @@ impl std::fmt::Debug for InlineExecutors {
 impl InlineCalls for InlineExecutors {
     fn try_call(&self, call: &Call) -> Option<Result<CallOutcome, ExecError>> {
         let shape = shape(call);
-        EXECUTORS.with(|executors| {
-            let mut executors = executors.borrow_mut();
-            if !executors.contains_key(&self.id) && executors.len() >= RUNNERS_PER_THREAD {
-                executors.clear();
-            }
-            let here = executors
-                .entry(self.id)
-                .or_insert_with(|| Here { executor: (self.make)(), heavy: HashSet::new() });
+        self.with_here(|here| {
             if here.heavy.contains(&shape)
                 || here.executor.config.show.traces
                 || here.executor.db.fork().is_some()
@@ -104,6 +104,37 @@ impl InlineCalls for InlineExecutors {
                 Err(ExecError::Panicked(_)) => None,
                 outcome => Some(outcome),
             }
+        })
+    }
+
+    fn try_build(&self, build: BuildBlock) -> Result<Result<BuiltBlock, ExecError>, BuildBlock> {
+        let gas = build.txs.iter().try_fold(0u64, |sum, tx| {
+            sum.checked_add(alloy_consensus::Transaction::gas_limit(&*tx.tx))
+        });
+        if gas.is_none_or(|gas| gas > INLINE_BLOCK_GAS) {
+            return Err(build);
+        }
+        self.with_here(|here| {
+            if here.executor.db.fork().is_some() {
+                return Err(build);
+            }
+            Ok(here.executor.contained(false, |executor| executor.build_block(build)))
+        })
+    }
+}
+
+impl InlineExecutors {
+    /// Runs `work` with this thread's executor for this runner, made on first use.
+    fn with_here<T>(&self, work: impl FnOnce(&mut Here) -> T) -> T {
+        EXECUTORS.with(|executors| {
+            let mut executors = executors.borrow_mut();
+            if !executors.contains_key(&self.id) && executors.len() >= RUNNERS_PER_THREAD {
+                executors.clear();
+            }
+            let here = executors
+                .entry(self.id)
+                .or_insert_with(|| Here { executor: (self.make)(), heavy: HashSet::new() });
+            work(here)
         })
     }
 }
@@ -166,6 +197,59 @@ mod tests {
         assert!(inline.try_call(&call(ENDLESS)).is_none(), "remembered: to the pool");
         assert!(again.elapsed() < first, "at once: {:?} against {first:?}", again.elapsed());
         assert_eq!(output(inline.try_call(&call(CHEAP))), Bytes::from([0x2a; 32]));
+    }
+
+    /// A block on the test chain's genesis of transfers from an unfunded sender (the
+    /// executor leaves them out as invalid) whose gas limits are `gas`.
+    fn block(reader: &hearth_storage::ChainDb, gas: &[u64]) -> BuildBlock {
+        use alloy_consensus::{SignableTransaction, TxEip1559};
+        use alloy_primitives::{B256, Signature, TxKind, U256};
+        use hearth_messages::executor::{BlockEnvSpec, BuildMode, PooledTx};
+        let sender = Address::repeat_byte(0x5e);
+        let txs = (0u64..)
+            .zip(gas)
+            .map(|(nonce, &gas_limit)| {
+                let tx = TxEip1559 {
+                    chain_id: 1,
+                    nonce,
+                    gas_limit,
+                    max_fee_per_gas: 2_000_000_000,
+                    to: TxKind::Call(CHEAP),
+                    value: U256::from(1),
+                    ..Default::default()
+                };
+                let signed = tx.into_signed(Signature::test_signature());
+                let hash = *signed.hash();
+                PooledTx { tx: std::sync::Arc::new(signed.into()), sender, hash }
+            })
+            .collect();
+        let parent = reader.header(0).expect("store").expect("genesis");
+        let env = BlockEnvSpec::dev(1, 12, Address::ZERO, 30_000_000, 1_000_000_000, B256::ZERO);
+        BuildBlock { parent, env, txs, mode: BuildMode::Pack }
+    }
+
+    #[test]
+    fn small_blocks_are_built_on_the_caller_s_thread_and_larger_ones_handed_back() {
+        let (reader, config) = super::super::test_chain([(CHEAP, returning(1).as_str())]);
+        let make = {
+            let (reader, config) = (reader.clone(), config.clone());
+            move || ExecutorActor::new(reader.clone(), config.clone(), None)
+        };
+        let inline = InlineExecutors::new(Duration::from_millis(2), make);
+        let half = INLINE_BLOCK_GAS / 2;
+        let here = inline.try_build(block(&reader, &[half, half]));
+        let here = here.ok().expect("built here").expect("builds");
+        // What the pool's executor (no time budget) makes of the same block.
+        let mut pool = ExecutorActor::new(reader.clone(), config, None);
+        let there = pool.build_block(block(&reader, &[half, half])).expect("builds");
+        assert_eq!(here.draft.header, there.draft.header);
+        assert!(here.draft.body.transactions.is_empty(), "an unfunded sender's are left out");
+        assert_eq!(here.invalid.len(), there.invalid.len());
+        for over in [vec![INLINE_BLOCK_GAS + 1], vec![half, half, 1], vec![u64::MAX, 2]] {
+            let handed = inline.try_build(block(&reader, &over));
+            let back = handed.err().unwrap_or_else(|| panic!("{over:?}: not handed back"));
+            assert_eq!(back.txs.len(), over.len(), "handed back whole");
+        }
     }
 
     #[test]

@@ -426,10 +426,19 @@ impl ExecutorClient {
         self.dispatch(slot, |lane| lane.payloads.as_ref(), request, false).await?
     }
 
-    /// Builds a block. Block building is never refused: the miner must not drop a block
-    /// because calls are busy. It queues behind the calls already admitted to its lane and
-    /// counts in the pool like any request (the miner builds one block at a time).
+    /// Builds a block: a small one on the caller's thread when there is an inline runner
+    /// (see [`InlineCalls::try_build`]), else on the pool. Block building is never refused:
+    /// the miner must not drop a block because calls are busy. On the pool it queues behind
+    /// the calls already admitted to its lane and counts like any request (the miner builds
+    /// one block at a time).
     pub async fn build_block(&self, build: BuildBlock) -> Result<BuiltBlock, ExecError> {
+        let build = match &self.inline {
+            Some(inline) => match inline.try_build(build) {
+                Ok(built) => return built,
+                Err(build) => build,
+            },
+            None => build,
+        };
         self.pool.count.enter();
         let slot = self.place(false);
         self.dispatch_to_end(slot, |lane| Some(&lane.builds), build).await?

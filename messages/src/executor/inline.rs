@@ -7,11 +7,17 @@
 //! and only a call that is not done within it goes to the pool, where it runs again from the
 //! start (a call is read-only and deterministic, so the second run answers what the first
 //! would have). The runner itself is the executors' code (`actors::executor::inline`).
+//!
+//! The same runner builds small blocks on the miner's thread ([`InlineCalls::try_build`]): an
+//! automined block of a few transactions took longer to reach an executor thread and come back
+//! than to execute, and the executor threads' lower priority made that trip longest on a busy
+//! machine.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use super::{Call, CallOutcome};
 use crate::ExecError;
+use crate::block_build::{BuildBlock, BuiltBlock};
 
 /// Runs calls on the calling thread within a time budget.
 pub trait InlineCalls: Send + Sync {
@@ -19,6 +25,14 @@ pub trait InlineCalls: Send + Sync {
     /// budget, or it is of a kind this runner leaves to the pool (a fork's reads may wait on
     /// the upstream, which no RPC worker may do).
     fn try_call(&self, call: &Call) -> Option<Result<CallOutcome, ExecError>>;
+
+    /// The block built on the calling thread, or `build` handed back for the pool: a runner
+    /// builds only blocks small enough to hold its caller's thread briefly, and never a
+    /// fork's (its reads may wait on the upstream). A block build is read-only until its
+    /// commit, so where it runs changes nothing in what it makes.
+    fn try_build(&self, build: BuildBlock) -> Result<Result<BuiltBlock, ExecError>, BuildBlock> {
+        Err(build)
+    }
 }
 
 /// A runner and what it did, for `/metrics`.
@@ -39,6 +53,14 @@ impl Inline {
         let counter = if outcome.is_some() { &self.answered } else { &self.handed_on };
         counter.fetch_add(1, Relaxed);
         outcome
+    }
+
+    /// The block built by the runner, or `build` back for the pool.
+    pub(super) fn try_build(
+        &self,
+        build: BuildBlock,
+    ) -> Result<Result<BuiltBlock, ExecError>, BuildBlock> {
+        self.runner.try_build(build)
     }
 
     /// Calls answered inline, and calls handed on to the pool.

@@ -2,9 +2,10 @@
 //! (anvil's: sent as `from` whether or not it is impersonated), eth_getTransactionByHash,
 //! eth_getTransactionReceipt.
 //!
-//! Sending admits the transaction to the mempool (`SubmitTx`), then asks the miner to mine
-//! what is pending (`AutoMine`) before answering, so with automine on the receipt exists when
-//! the hash comes back. A transaction that reverts is still mined: its hash is returned and its
+//! Sending admits the transaction to the mempool in a `ThenMine` (`SubmitTx`, `SubmitFilled`,
+//! `SubmitTxs`): the pool admits it, then asks the miner, which shares its thread, to mine what
+//! is pending (`AutoMine`) before answering, so with automine on the receipt exists when the
+//! hash comes back. A transaction that reverts is still mined: its hash is returned and its
 //! receipt has status 0.
 
 use alloy_consensus::{
@@ -14,9 +15,9 @@ use alloy_eips::eip2718::Encodable2718;
 use alloy_eips::eip2930::AccessList;
 use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256};
 use hearth_messages::mempool::{
-    GetPooledTx, IsImpersonated, Seal, SignedBy, SubmitFilled, SubmitTx, SubmitTxs, decode_tx,
+    GetPooledTx, IsImpersonated, Seal, SignedBy, SubmitFilled, SubmitTx, SubmitTxs, ThenMine,
+    decode_tx,
 };
-use hearth_messages::miner::AutoMine;
 use hearth_messages::{SealedBlock, TxError};
 use serde_json::Value;
 
@@ -108,12 +109,12 @@ pub(crate) async fn send_raw_batch(
     let admitted = if txs.is_empty() {
         Ok(Vec::new())
     } else {
-        match ctx.mempool.submit_txs(SubmitTxs { txs }).await {
+        let submit = ThenMine { submit: SubmitTxs { txs }, miner: ctx.miner.auto_mine.clone() };
+        match ctx.mempool.submit_txs_then_mine(submit).await {
             Ok(result) => result.map_err(RpcError::Tx),
             Err(e) => Err(e.into()),
         }
     };
-    let any_admitted = admitted.as_ref().is_ok_and(|r| r.iter().any(Result::is_ok));
     let mut answers = admitted.as_ref().ok().map(|r| r.iter());
     let results = decoded
         .into_iter()
@@ -127,9 +128,6 @@ pub(crate) async fn send_raw_batch(
             }
         })
         .collect();
-    if any_admitted {
-        automine_after_submit(ctx).await;
-    }
     results
 }
 
@@ -242,22 +240,20 @@ async fn submit_filled(
 ) -> Result<Value, RpcError> {
     let seal: Seal = Box::new(move |nonce| sealer.seal(from, filled, nonce));
     let submit = SubmitFilled { sender: from, nonce, signed_by: sealer.signed_by(), seal };
+    let submit = ThenMine { submit, miner: ctx.miner.auto_mine.clone() };
     let started = std::time::Instant::now();
-    let hash = match ctx.mempool.submit_filled(submit).await? {
+    let hash = match ctx.mempool.submit_filled_then_mine(submit).await? {
         Ok(hash) => hash,
         // Impersonation stopped after the check above: the account is unknown to this node.
         Err(TxError::NotImpersonated(_)) => return Err(RpcError::UnknownAccount),
         Err(e) => return Err(e.into()),
     };
-    let submitted = std::time::Instant::now();
-    automine_after_submit(ctx).await;
-    // Where a sequential send's time goes (`scripts/mine-e2e.py`, issue 38): the pool's
-    // admission (nonce, signature, checks) with its hop, then automine's whole run with its hop
-    // (the miner's "block timings" line splits the run).
+    // Where a sequential send's time goes (issue 38): the pool's admission (nonce, signature,
+    // checks) and automine's whole run, with the one hop there and back (the miner's "block
+    // timings" line splits the run).
     tracing::debug!(
         target: "rpc::eth_tx",
-        submit_us = (submitted - started).as_micros() as u64,
-        mine_us = submitted.elapsed().as_micros() as u64,
+        submit_and_mine_us = started.elapsed().as_micros() as u64,
         "send timings"
     );
     to_json(&hash)
@@ -471,26 +467,8 @@ fn dynamic_fees(
 /// Admits `tx` to the mempool, then lets the miner mine what is pending.
 async fn submit_and_mine(ctx: &RpcContext, tx: TxEnvelope) -> Result<B256, RpcError> {
     crate::eth::fork_warm::sender(ctx, &tx).await?;
-    let hash = ctx.mempool.submit_tx(SubmitTx { tx }).await??;
-    automine_after_submit(ctx).await;
-    Ok(hash)
-}
-
-/// Lets the miner mine what is pending (a no-op unless automine is on).
-async fn automine_after_submit(ctx: &RpcContext) {
-    // The transaction is admitted whatever happens next: failing the request now would make
-    // the caller resend it ("already known"). A mining failure is the miner's to report.
-    // A full miner mailbox means blocks are already being built back to back; the miner mines
-    // until nothing executable is left, so this transaction is picked up without our nudge.
-    match ctx.miner.auto_mine(AutoMine).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(error)) => {
-            tracing::warn!(target: "rpc::eth_tx", %error, "automine after submit failed");
-        }
-        Err(error) => {
-            tracing::warn!(target: "rpc::eth_tx", %error, "miner unavailable after submit");
-        }
-    }
+    let submit = ThenMine { submit: SubmitTx { tx }, miner: ctx.miner.auto_mine.clone() };
+    Ok(ctx.mempool.submit_tx_then_mine(submit).await??)
 }
 
 /// eth_getTransactionByHash: `[hash]`; a mined transaction, else a pending one (block fields
