@@ -16,7 +16,7 @@ use actix::Message;
 use alloy_primitives::{Address, Bytes, U256};
 
 pub use self::client::{ExecutorClient, among_others, current_arrival};
-pub use self::inline::InlineCalls;
+pub use self::inline::{BuildHere, InlineCalls};
 pub use self::pool::{Admitted, ExecutorLane};
 use crate::ExecError;
 pub use crate::block_build::{

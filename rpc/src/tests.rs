@@ -135,7 +135,7 @@ macro_rules! stub_then_mine {
                 let admitted = <Self as Handler<$msg>>::handle(self, msg.submit, ctx);
                 if mempool::Admits::admitted_any(&admitted) {
                     let (reply, _) = tokio::sync::oneshot::channel();
-                    msg.miner.do_send(hearth_messages::ask::Ask { msg: AutoMine, reply });
+                    let _ = msg.miner.try_send(hearth_messages::ask::Ask { msg: AutoMine, reply });
                 }
                 admitted
             }

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use alloy_primitives::Address;
 use hearth_messages::ExecError;
-use hearth_messages::executor::{BuildBlock, BuiltBlock, Call, CallOutcome, InlineCalls};
+use hearth_messages::executor::{BuildBlock, BuildHere, Call, CallOutcome, InlineCalls};
 
 use super::ExecutorActor;
 
@@ -107,18 +107,18 @@ impl InlineCalls for InlineExecutors {
         })
     }
 
-    fn try_build(&self, build: BuildBlock) -> Result<Result<BuiltBlock, ExecError>, BuildBlock> {
+    fn try_build(&self, build: BuildBlock) -> BuildHere {
         let gas = build.txs.iter().try_fold(0u64, |sum, tx| {
             sum.checked_add(alloy_consensus::Transaction::gas_limit(&*tx.tx))
         });
         if gas.is_none_or(|gas| gas > INLINE_BLOCK_GAS) {
-            return Err(build);
+            return BuildHere::HandedBack(build);
         }
         self.with_here(|here| {
             if here.executor.db.fork().is_some() {
-                return Err(build);
+                return BuildHere::HandedBack(build);
             }
-            Ok(here.executor.contained(false, |executor| executor.build_block(build)))
+            BuildHere::Built(here.executor.contained(false, |executor| executor.build_block(build)))
         })
     }
 }
@@ -237,8 +237,10 @@ mod tests {
         };
         let inline = InlineExecutors::new(Duration::from_millis(2), make);
         let half = INLINE_BLOCK_GAS / 2;
-        let here = inline.try_build(block(&reader, &[half, half]));
-        let here = here.ok().expect("built here").expect("builds");
+        let BuildHere::Built(here) = inline.try_build(block(&reader, &[half, half])) else {
+            panic!("handed back");
+        };
+        let here = here.expect("builds");
         // What the pool's executor (no time budget) makes of the same block.
         let mut pool = ExecutorActor::new(reader.clone(), config, None);
         let there = pool.build_block(block(&reader, &[half, half])).expect("builds");
@@ -246,8 +248,9 @@ mod tests {
         assert!(here.draft.body.transactions.is_empty(), "an unfunded sender's are left out");
         assert_eq!(here.invalid.len(), there.invalid.len());
         for over in [vec![INLINE_BLOCK_GAS + 1], vec![half, half, 1], vec![u64::MAX, 2]] {
-            let handed = inline.try_build(block(&reader, &over));
-            let back = handed.err().unwrap_or_else(|| panic!("{over:?}: not handed back"));
+            let BuildHere::HandedBack(back) = inline.try_build(block(&reader, &over)) else {
+                panic!("{over:?}: not handed back");
+            };
             assert_eq!(back.txs.len(), over.len(), "handed back whole");
         }
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use actix::{Message, Recipient};
 
-use super::inline::{Inline, InlineCalls};
+use super::inline::{BuildHere, Inline, InlineCalls};
 use super::pool::{Admitted, ExecutorLane, Pool, Slot};
 use super::{
     Call, CallMany, CallOutcome, EstimateGas, EstimateOutcome, GetTouchedSlots, TouchedSlots,
@@ -434,8 +434,8 @@ impl ExecutorClient {
     pub async fn build_block(&self, build: BuildBlock) -> Result<BuiltBlock, ExecError> {
         let build = match &self.inline {
             Some(inline) => match inline.try_build(build) {
-                Ok(built) => return built,
-                Err(build) => build,
+                BuildHere::Built(built) => return built,
+                BuildHere::HandedBack(build) => build,
             },
             None => build,
         };

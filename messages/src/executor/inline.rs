@@ -30,9 +30,18 @@ pub trait InlineCalls: Send + Sync {
     /// builds only blocks small enough to hold its caller's thread briefly, and never a
     /// fork's (its reads may wait on the upstream). A block build is read-only until its
     /// commit, so where it runs changes nothing in what it makes.
-    fn try_build(&self, build: BuildBlock) -> Result<Result<BuiltBlock, ExecError>, BuildBlock> {
-        Err(build)
+    fn try_build(&self, build: BuildBlock) -> BuildHere {
+        BuildHere::HandedBack(build)
     }
+}
+
+/// What [`InlineCalls::try_build`] did with a block.
+#[derive(Debug)]
+pub enum BuildHere {
+    /// Built it on the calling thread (or failed to, as the pool would have).
+    Built(Result<BuiltBlock, ExecError>),
+    /// Left it to the pool, whole.
+    HandedBack(BuildBlock),
 }
 
 /// A runner and what it did, for `/metrics`.
@@ -56,10 +65,7 @@ impl Inline {
     }
 
     /// The block built by the runner, or `build` back for the pool.
-    pub(super) fn try_build(
-        &self,
-        build: BuildBlock,
-    ) -> Result<Result<BuiltBlock, ExecError>, BuildBlock> {
+    pub(super) fn try_build(&self, build: BuildBlock) -> BuildHere {
         self.runner.try_build(build)
     }
 

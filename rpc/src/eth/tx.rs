@@ -116,7 +116,7 @@ pub(crate) async fn send_raw_batch(
         }
     };
     let mut answers = admitted.as_ref().ok().map(|r| r.iter());
-    let results = decoded
+    decoded
         .into_iter()
         .map(|item| {
             item?;
@@ -127,8 +127,7 @@ pub(crate) async fn send_raw_batch(
                 (Ok(_), None) => Err(RpcError::Tx(TxError::Mailbox("missing answer".into()))),
             }
         })
-        .collect();
-    results
+        .collect()
 }
 
 /// The error shared by every item of a refused batch.
