@@ -2,9 +2,11 @@
 //! actor with a bounded mailbox, and hands the RPC front its clients.
 //!
 //! Message flow for a transaction (see ARCHITECTURE.md):
-//! RPC -> MempoolActor (SubmitTx) -> RPC -> MinerActor (AutoMine) -> MempoolActor (TakePending)
-//! -> executor pool (BuildBlock) -> StateActor (CommitBlock) -> subscribers (BlockCommitted)
-//! -> MempoolActor (TxsMined) -> reply. New blocks and admitted transactions also reach the
+//! RPC -> MempoolActor (ThenMine: admit, then) -> MinerActor (AutoMine) -> MempoolActor
+//! (TakePending) -> BuildBlock (a small block on the miner's thread, else the executor pool)
+//! -> StateActor (CommitBlock) -> subscribers (BlockCommitted) -> MempoolActor (TxsMined)
+//! -> MempoolActor's answer -> reply. The mempool, the miner and, for a chain in memory that
+//! is not a fork, the state owner share one thread. New blocks and admitted transactions also reach the
 //! SubscriptionActor (BlockCommitted, TxsAdmitted), which queues notifications for each
 //! WebSocket connection that subscribed.
 
@@ -772,16 +774,22 @@ impl Wiring<'_> {
         // The mempool and the miner exchange three messages per block (take, mined, take
         // again): on one thread those are task switches instead of thread wake-ups. A chain in
         // memory has no durable write to wait for, so its state owner joins them and a block's
-        // commit is one more task switch; a store on disk keeps its writer on a thread of its
-        // own, so admission never waits behind a flush.
+        // commit is one more task switch (it applies a block to the store a moment after
+        // answering it, so the miner answers first). A store on disk keeps its writer on a
+        // thread of its own, so admission never waits behind a flush, and so does a fork,
+        // whose state reads may wait on the upstream.
         let pool_and_miner = actix::Arbiter::new();
         let state = StateActor::new(self.chain.clone())
             .with_commit_threads(self.config.parallel.threads.get());
         let state = match self.config.storage {
-            StorageMode::Ephemeral => {
-                hearth_actors::start_on(&pool_and_miner.handle(), state, self.config.mailbox)
+            StorageMode::Ephemeral if self.config.fork.is_none() => hearth_actors::start_on(
+                &pool_and_miner.handle(),
+                state.sharing_a_thread(),
+                self.config.mailbox,
+            ),
+            StorageMode::Ephemeral | StorageMode::Disk(_) => {
+                state.start_bounded(self.config.mailbox)
             }
-            StorageMode::Disk(_) => state.start_bounded(self.config.mailbox),
         };
         let listeners = self.start_listeners(&state)?;
         // The executors print calls' console output and the miner mined transactions'; both
@@ -891,13 +899,17 @@ impl Wiring<'_> {
                 None => executor,
             }
         });
-        // The RPC workers' own executors for cheap calls (`executor::inline`), made on each
-        // worker's first call, without the shared code cache: asking it means waiting for
-        // another actor's reply, which an RPC worker never does (its own requests, or the cache
-        // itself on a test's single thread, would wait behind it).
+        // The RPC workers' own executors for cheap calls (`executor::inline`), and the miner's
+        // for small blocks, made on each thread's first use, without the shared code cache:
+        // asking it means waiting for another actor's reply, which neither thread does (its own
+        // requests, or the cache itself on a test's single thread, would wait behind it). A
+        // panic there counts among the executors' restarts.
         let inline = config.inline_budget.map(|budget| {
             let make = std::sync::Arc::clone(&make);
-            hearth_actors::executor::InlineExecutors::new(budget, move || make(None))
+            let restarts = executor_restarts.clone();
+            hearth_actors::executor::InlineExecutors::new(budget, move || {
+                make(None).with_restart_counter(restarts.clone())
+            })
         });
         let lanes = hearth_actors::executor::start_pool(threads, executor_mailbox, move || {
             crate::os::lower_this_thread_priority(crate::os::EXECUTOR_NICE);

@@ -18,7 +18,7 @@ where
 }
 
 /// Starts `actor` on an arbiter (an OS thread) of its own, for actors whose work must not wait
-/// behind others' (the state writer, the mempool, the miner's timer).
+/// behind others' (a store on disk's state writer, the code cache, the filters).
 pub(crate) fn start_on_own_thread<A>(actor: A, mailbox: NonZeroUsize) -> Addr<A>
 where
     A: Actor<Context = Context<A>> + Send,

@@ -4,17 +4,18 @@
 //!   both, or manual), the block gas limit and coinbase, the clock that stamps blocks with its
 //!   offset, one-block overrides (next timestamp, base fee, prevrandao), the timestamp interval
 //!   (anvil_setBlockTimestampInterval) and the clocks saved with evm_snapshot.
-//! - **Takes:** `AutoMine` (as `Ask`), `MineBlocks`, `MineDetailed`, `MineSpaced`, `Rewind`
+//! - **Takes:** `AutoMine` (as `Ask`, from the mempool after an admission, `ThenMine`), `MineBlocks`, `MineDetailed`, `MineSpaced`, `Rewind`
 //!   (anvil_rollback / anvil_reorg: the state owner's `Rollback`, then the new blocks, as one
 //!   run), `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `SetTime`,
 //!   `SetTimestampInterval`, `GetMiningStatus`, and `BetweenBlocks` of `PatchState`,
 //!   `TakeSnapshot`, `RevertTo` and `LoadState` (the head-state writes outside a block, passed
-//!   on between two blocks; a snapshot saves the miner's clock, a revert turns it back), all
-//!   from `MinerClient`; `ResetTo` (anvil_reset: the state owner's `ReplaceChain` between two
+//!   on between two blocks; a snapshot saves the miner's clock, a revert turns it back);
+//!   `ResetTo` (anvil_reset: the state owner's `ReplaceChain` between two
 //!   blocks); and `StopMining` (shutdown: once the executor pool is closed no block starts, and
-//!   the answer comes after the block in progress).
-//! - **Sends:** `TakePending` and `TxsMined` to the mempool, `BuildBlock` to the executor pool
-//!   (through `ExecutorClient`, never refused), `CommitBlock`, `Rollback`, `ReplaceChain` and
+//!   the answer comes after the block in progress). The other messages come from `MinerClient`.
+//! - **Sends:** `TakePending` and `TxsMined` to the mempool, `BuildBlock` through
+//!   `ExecutorClient` (never refused: a small block is built on this thread by the inline
+//!   runner, any other on the executor pool), `CommitBlock`, `Rollback`, `ReplaceChain` and
 //!   the `BetweenBlocks` writes to the state owner.
 //! - **Mailbox:** `--actors.mailbox` (default 1024). One block at a time: handlers are atomic
 //!   futures, so a second request waits in the mailbox until the first block is committed.
@@ -31,8 +32,10 @@
 //! decides; `job.rs` runs a block with the peers.
 //!
 //! The interval timer runs on the tokio clock (`run_later`), so paused-time tests drive it.
-//! Execution never runs here: the miner only sequences, so its mailbox keeps moving while a
-//! block executes.
+//! The miner only sequences: a block's run is a future apart from the handler, so the mailbox
+//! keeps moving while a large block executes on the pool. A small one (at most 1M gas, see
+//! `executor::inline`) executes on this thread, which the mempool shares, because its trip to
+//! an executor thread cost more than running it.
 
 mod block;
 mod clock;

@@ -9,8 +9,11 @@
 //!   `RevertTo` and `LoadState` (passed on by the miner between blocks, `HeadWrites`);
 //!   `ListSnapshots` and `DumpState` (from `StateClient`); `ReplaceChain` (anvil_reset, from
 //!   the miner); `SubscribeBlocks` (at startup); and
-//!   `Settle`, which it sends itself to apply a committed block to sled once the commit is
-//!   answered (`BlockWriter::set_deferred_apply`).
+//!   `Settle`, which it sends itself to apply a committed block to the store once the commit
+//!   is answered (`BlockWriter::set_deferred_apply`): at once on a thread of its own, 1 ms
+//!   later when it shares the miner's thread (a chain in memory, `sharing_a_thread`).
+//! - **Thread:** its own for a store on disk (a flush must not hold up admission); the mempool
+//!   and miner's for a chain in memory (a commit is then a task switch, not a wake-up).
 //! - **Sends:** `BlockCommitted` to subscribers with `try_send` (a full subscriber misses one
 //!   notification and it is counted; a commit never waits on a subscriber).
 //! - **Mailbox:** `--actors.mailbox` (default 1024).
@@ -72,14 +75,23 @@ pub struct StateActor {
     /// Threads a block's state root is spread over (`--exec.threads`; see
     /// `BlockWriter::set_threads`).
     commit_threads: Option<usize>,
+    /// How long after answering a commit the block is applied to the store (`Settle`): at
+    /// once on a thread of its own, later when sharing one (see [`StateActor::sharing_a_thread`]).
+    settle_after: Option<std::time::Duration>,
 }
+
+/// How long a state owner that shares its thread waits before applying a committed block to
+/// the store. Applied at once, a 2,000-transaction block's apply (~9 ms) ran before the miner,
+/// on the same thread, could answer the block; a commit that comes sooner applies the previous
+/// block first, as always, so one sender's blocks lose nothing to the wait.
+const SHARED_SETTLE_DELAY: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl StateActor {
     /// The owner of `db`, the store's writer.
     pub fn new(db: ChainWriter) -> Self {
         let mut writer = BlockWriter::new(db.clone(), DEFAULT_NODE_CACHE_BYTES);
-        // A block is applied to sled after its commit is answered (`Settle`): the miner and
-        // the RPC front move on while this thread spends the apply.
+        // A block is applied to the store after its commit is answered (`Settle`): the miner
+        // and the RPC front move on before this thread spends the apply.
         writer.set_deferred_apply(true);
         Self {
             db,
@@ -92,7 +104,17 @@ impl StateActor {
             block_keys: Vec::new(),
             undo: Vec::new(),
             commit_threads: None,
+            settle_after: None,
         }
+    }
+
+    /// For a state owner started on a thread it shares with the miner (a chain in memory): a
+    /// committed block is applied to the store a moment after its commit is answered, once the
+    /// miner has answered the block, not in the same turn of the thread.
+    #[must_use]
+    pub fn sharing_a_thread(mut self) -> Self {
+        self.settle_after = Some(SHARED_SETTLE_DELAY);
+        self
     }
 
     /// Spreads each large block's state root over up to `threads` threads (the node passes
@@ -339,7 +361,12 @@ impl Handler<CommitBlock> for StateActor {
         let result = guarded(|| self.commit(msg));
         stop_on_storage_error(&result, "committing");
         if result.is_ok() {
-            ctx.notify(Settle);
+            match self.settle_after {
+                None => ctx.notify(Settle),
+                Some(delay) => {
+                    ctx.notify_later(Settle, delay);
+                }
+            }
         }
         result
     }

@@ -10,8 +10,8 @@ use crate::state::{LoadState, PatchState, RevertTo, TakeSnapshot};
 
 /// In automine mode, mines blocks until no executable transaction is left, then replies with
 /// the last block mined (or `None` when there was nothing to mine or automine is off).
-/// The RPC front sends it after each admitted transaction, so the receipt exists when
-/// `eth_sendTransaction` returns.
+/// The mempool asks it after each admission of a `ThenMine`, and answers the sender after the
+/// miner has, so the receipt exists when `eth_sendTransaction` returns.
 #[derive(Debug, Clone, Copy)]
 pub struct AutoMine;
 

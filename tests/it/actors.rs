@@ -370,10 +370,10 @@ async fn then_mine_answers_after_the_miner_and_asks_only_when_something_was_admi
     assert_eq!(answer.await.unwrap(), Ok(*tx.tx_hash()));
 
     // A refusal asks nothing; a batch asks once if any item went in, and not at all if none did.
-    let refused = pool
-        .send(ThenMine { submit: SubmitTx { tx: tx.clone() }, miner: miner.clone() })
-        .await
-        .unwrap();
+    // The held miner never answers: were it asked here, the answer would never come.
+    let unasked = Duration::from_secs(5);
+    let refused = pool.send(ThenMine { submit: SubmitTx { tx: tx.clone() }, miner: miner.clone() });
+    let refused = tokio::time::timeout(unasked, refused).await.expect("answered at once").unwrap();
     assert_eq!(refused, Err(TxError::AlreadyKnown));
     let next = fixtures::transfer(&alice, 1, bob, 1);
     let batch = pool.send(ThenMine {
@@ -384,11 +384,9 @@ async fn then_mine_answers_after_the_miner_and_asks_only_when_something_was_admi
     asked.recv().await.expect("asked once for the batch").reply.send(Ok(None)).unwrap();
     let answers = batch.await.unwrap().unwrap().unwrap();
     assert_eq!(answers, vec![Err(TxError::AlreadyKnown), Ok(*next.tx_hash())]);
-    let nothing = pool
-        .send(ThenMine { submit: SubmitTxs { txs: vec![next] }, miner })
-        .await
-        .unwrap()
-        .unwrap();
+    let nothing = pool.send(ThenMine { submit: SubmitTxs { txs: vec![next] }, miner });
+    let nothing = tokio::time::timeout(unasked, nothing).await.expect("answered at once");
+    let nothing = nothing.unwrap().unwrap();
     assert_eq!(nothing, vec![Err(TxError::AlreadyKnown)]);
     assert!(asked.try_recv().is_err(), "asked exactly twice in all");
 }

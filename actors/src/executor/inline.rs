@@ -11,6 +11,12 @@
 //! call goes to the pool, and so does every call under `--print-traces` (a traced replay is
 //! not cheap); and its executor keeps code in its own small cache only, reading what it lacks
 //! from the store, never asking the shared code cache (an actor) and waiting for the reply.
+//!
+//! The same runner builds small blocks (`try_build`) on the thread that asks, which is the
+//! miner's: a block whose transactions are given at most [`INLINE_BLOCK_GAS`] in all, never a
+//! fork's. A build has no time cap, so the bound is on gas: a few transfers or token calls,
+//! well under a millisecond; at worst (1M gas of the slowest opcodes and precompiles) tens of
+//! milliseconds, which the pool's admissions on that thread then wait.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -35,8 +41,8 @@ const RUNNERS_PER_THREAD: usize = 8;
 /// The most gas a block's transactions may be given for it to be built on the caller's thread
 /// (the miner's, which the mempool shares): an automined block of a few transactions, whose
 /// trip to an executor thread and back cost more than running it. A bound on how long a build
-/// there can hold the pool's admissions (1M gas runs in a few milliseconds at worst); a block
-/// given more goes to the pool.
+/// there can hold the pool's admissions (see the module docs); a block given more goes to the
+/// pool.
 const INLINE_BLOCK_GAS: u64 = 1_000_000;
 
 /// How a call is recognised as "the same call" for [`HEAVY_REMEMBERED`]: its target (none for
@@ -62,8 +68,9 @@ thread_local! {
 
 impl InlineExecutors {
     /// A runner whose threads each get the executor `make` returns, with its EVM time cap
-    /// replaced by `budget`. `make` runs on each RPC worker thread at its first call, and must
-    /// make an executor without the shared code cache (see the module docs).
+    /// replaced by `budget` (calls only: a block build has no time cap). `make` runs on each
+    /// thread at its first call or build, and must make an executor without the shared code
+    /// cache (see the module docs).
     pub fn new(budget: Duration, make: impl Fn() -> ExecutorActor + Send + Sync + 'static) -> Self {
         static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
         let make = move || {
@@ -199,11 +206,11 @@ mod tests {
         assert_eq!(output(inline.try_call(&call(CHEAP))), Bytes::from([0x2a; 32]));
     }
 
-    /// A block on the test chain's genesis of transfers from an unfunded sender (the
-    /// executor leaves them out as invalid) whose gas limits are `gas`.
+    /// A block on the test chain's genesis of calls to `CHEAP` whose gas limits are `gas`,
+    /// from an account that holds nothing: the base fee and the fee cap are zero.
     fn block(reader: &hearth_storage::ChainDb, gas: &[u64]) -> BuildBlock {
         use alloy_consensus::{SignableTransaction, TxEip1559};
-        use alloy_primitives::{B256, Signature, TxKind, U256};
+        use alloy_primitives::{B256, Signature, TxKind};
         use hearth_messages::executor::{BlockEnvSpec, BuildMode, PooledTx};
         let sender = Address::repeat_byte(0x5e);
         let txs = (0u64..)
@@ -213,9 +220,7 @@ mod tests {
                     chain_id: 1,
                     nonce,
                     gas_limit,
-                    max_fee_per_gas: 2_000_000_000,
                     to: TxKind::Call(CHEAP),
-                    value: U256::from(1),
                     ..Default::default()
                 };
                 let signed = tx.into_signed(Signature::test_signature());
@@ -224,7 +229,7 @@ mod tests {
             })
             .collect();
         let parent = reader.header(0).expect("store").expect("genesis");
-        let env = BlockEnvSpec::dev(1, 12, Address::ZERO, 30_000_000, 1_000_000_000, B256::ZERO);
+        let env = BlockEnvSpec::dev(1, 12, Address::ZERO, 30_000_000, 0, B256::ZERO);
         BuildBlock { parent, env, txs, mode: BuildMode::Pack }
     }
 
@@ -244,9 +249,12 @@ mod tests {
         // What the pool's executor (no time budget) makes of the same block.
         let mut pool = ExecutorActor::new(reader.clone(), config, None);
         let there = pool.build_block(block(&reader, &[half, half])).expect("builds");
+        assert_eq!(here.draft.body.transactions.len(), 2, "both ran: {:?}", here.invalid);
+        assert_eq!(here.outputs, vec![Some(Bytes::from([1; 32])); 2], "CHEAP's answer, twice");
         assert_eq!(here.draft.header, there.draft.header);
-        assert!(here.draft.body.transactions.is_empty(), "an unfunded sender's are left out");
-        assert_eq!(here.invalid.len(), there.invalid.len());
+        assert_eq!(here.draft.receipts, there.draft.receipts);
+        assert_eq!(here.outputs, there.outputs);
+        assert_eq!(here.diff, there.diff);
         for over in [vec![INLINE_BLOCK_GAS + 1], vec![half, half, 1], vec![u64::MAX, 2]] {
             let BuildHere::HandedBack(back) = inline.try_build(block(&reader, &over)) else {
                 panic!("{over:?}: not handed back");

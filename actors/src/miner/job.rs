@@ -1,7 +1,8 @@
 //! The shell's side of mining: a `MineJob` carries one run out with the peers (take the pool's
-//! transactions, build on the executor pool, commit on the state owner, report to the pool),
-//! following the [`BlockRules`] the core copied out for it. It runs as a future apart from the
-//! actor, so the actor's mailbox keeps moving while a block executes.
+//! transactions, build through the executor client, commit on the state owner, report to the
+//! pool), following the [`BlockRules`] the core copied out for it. It runs as a future apart
+//! from the actor, so the actor's mailbox keeps moving while a block executes on the pool (a
+//! small block is built on this thread: `executor::inline`).
 
 use std::sync::Arc;
 
@@ -139,8 +140,8 @@ impl MineJob {
         Ok(self.peers.take_pending.send(take).await?)
     }
 
-    /// Has the executor pool build the block, then the state owner commit it, and tells the
-    /// pool what went in.
+    /// Has the executor client build the block (here if small, else on the pool), then the
+    /// state owner commit it, and tells the pool what went in.
     async fn build_and_commit(
         &self,
         kind: BlockKind,
@@ -177,8 +178,9 @@ impl MineJob {
         }
         let pool_left = self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
         // Where a block's time goes, for `scripts/mine-e2e.py`: building (execution, receipts,
-        // the transactions root) on the executor pool, then the state owner's commit (the
-        // state root and the durable write), then the pool's clean-up.
+        // the transactions root; on this thread for a block of at most 1M gas, else on the
+        // executor pool), then the state owner's commit (the state root and the durable
+        // write), then the pool's clean-up.
         debug!(
             target: "actors::miner",
             txs,

@@ -353,6 +353,10 @@ pub(crate) async fn patch(
             AccountPatch::Storage { slot: slot.0, value: value.0 }
         }
     };
+    // The state owner reads the account before patching it; on a fork, fetched here first so
+    // that read never waits on the upstream (the owner may share the pool's thread after a
+    // reset into a fork).
+    crate::eth::fork_warm::accounts(ctx, &[address]).await?;
     ctx.miner.patch_state(BetweenBlocks(PatchState { address, change })).await??;
     // A new nonce or balance may make pooled transactions stale.
     revalidate(ctx).await?;
