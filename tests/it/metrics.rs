@@ -20,6 +20,9 @@ fn metrics_count_requests_errors_and_rejections() {
         node.ok("eth_getBalance", json!([ALICE, "latest"]));
     }
     node.ok("eth_sendTransaction", json!([{"from": ALICE, "to": ALICE, "value": "0x1"}]));
+    // Given 2M gas, a block is over the miner's own-thread bound: the pool builds it.
+    let big = json!([{"from": ALICE, "to": ALICE, "value": "0x1", "gas": "0x1e8480"}]);
+    node.ok("eth_sendTransaction", big);
     assert!(node.call("eth_getBalance", json!(["0x12"])).get("error").is_some());
     // A batch over the item limit is shed whole.
     let items: Vec<_> = (0..1001)
@@ -42,13 +45,17 @@ fn metrics_count_requests_errors_and_rejections() {
     );
     assert_eq!(sample(&text, "hearth_rpc_rejections_total{path=\"batch_too_large\"}"), Some(1.0));
     assert_eq!(sample(&text, "hearth_rpc_rejections_total{path=\"executor_busy\"}"), Some(0.0));
-    assert_eq!(sample(&text, "hearth_block_number"), Some(1.0));
+    assert_eq!(sample(&text, "hearth_block_number"), Some(2.0));
+    let blocks = "hearth_executor_inline_blocks_total{outcome=";
+    assert_eq!(sample(&text, &format!("{blocks}\"built\"}}")), Some(1.0), "{text}");
+    assert_eq!(sample(&text, &format!("{blocks}\"handed_back\"}}")), Some(1.0), "{text}");
     assert_eq!(sample(&text, "hearth_executor_in_flight"), Some(0.0));
     assert_eq!(sample(&text, "hearth_executor_max_queue_delay_seconds"), Some(0.1));
     assert_eq!(sample(&text, "hearth_executor_max_queued"), Some(1024.0));
     assert_eq!(sample(&text, "hearth_executor_refusals_total{reason=\"queue_delay\"}"), Some(0.0));
     assert_eq!(sample(&text, "hearth_executor_refusals_total{reason=\"queue_full\"}"), Some(0.0));
-    // Block 1 was built on the pool: its wait for the thread is in the histogram.
+    // Block 2 was built on the pool (and block 1's gas estimated there): their waits for the
+    // thread are in the histogram.
     let waited = sample(&text, "hearth_executor_queue_delay_seconds_count").unwrap_or(0.0);
     assert!(waited >= 1.0, "{text}");
     assert_eq!(

@@ -105,6 +105,12 @@ impl ExecutorClient {
         self.inline.as_ref().map(|inline| inline.counts())
     }
 
+    /// Blocks built on the caller's thread (the miner's), and blocks the inline runner handed
+    /// back to the pool (see [`InlineCalls::try_build`]); `None` without an inline runner.
+    pub fn inline_block_counts(&self) -> Option<[u64; 2]> {
+        self.inline.as_ref().map(|inline| inline.block_counts())
+    }
+
     /// The mailbox each of `threads` executors needs under `limits`: every request the pool
     /// may hold (the queue cap, one running per thread) and the miner's block, which is never
     /// refused.

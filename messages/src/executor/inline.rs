@@ -49,11 +49,19 @@ pub(super) struct Inline {
     runner: Box<dyn InlineCalls>,
     answered: AtomicU64,
     handed_on: AtomicU64,
+    built: AtomicU64,
+    handed_back: AtomicU64,
 }
 
 impl Inline {
     pub(super) fn new(runner: Box<dyn InlineCalls>) -> Self {
-        Self { runner, answered: AtomicU64::new(0), handed_on: AtomicU64::new(0) }
+        Self {
+            runner,
+            answered: AtomicU64::new(0),
+            handed_on: AtomicU64::new(0),
+            built: AtomicU64::new(0),
+            handed_back: AtomicU64::new(0),
+        }
     }
 
     /// The call's outcome from the runner, counted, or `None` (counted too): send it to the pool.
@@ -64,9 +72,20 @@ impl Inline {
         outcome
     }
 
-    /// The block built by the runner, or `build` back for the pool.
+    /// The block built by the runner, or `build` back for the pool; counted either way.
     pub(super) fn try_build(&self, build: BuildBlock) -> BuildHere {
-        self.runner.try_build(build)
+        let here = self.runner.try_build(build);
+        let counter = match &here {
+            BuildHere::Built(_) => &self.built,
+            BuildHere::HandedBack(_) => &self.handed_back,
+        };
+        counter.fetch_add(1, Relaxed);
+        here
+    }
+
+    /// Blocks built on the caller's thread, and blocks handed back to the pool.
+    pub(super) fn block_counts(&self) -> [u64; 2] {
+        [self.built.load(Relaxed), self.handed_back.load(Relaxed)]
     }
 
     /// Calls answered inline, and calls handed on to the pool.

@@ -369,6 +369,16 @@ fn inline_metrics(out: &mut String, executor: &hearth_messages::executor::Execut
         let _ = writeln!(out, "{name}{{outcome=\"answered\"}} {answered}");
         let _ = writeln!(out, "{name}{{outcome=\"handed_on\"}} {handed_on}");
     }
+    if let Some([built, handed_back]) = executor.inline_block_counts() {
+        let name = "hearth_executor_inline_blocks_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Blocks the miner had built: on its own thread (at most 1M gas, not a fork), or handed back to the executor pool."
+        );
+        let _ = writeln!(out, "# TYPE {name} counter");
+        let _ = writeln!(out, "{name}{{outcome=\"built\"}} {built}");
+        let _ = writeln!(out, "{name}{{outcome=\"handed_back\"}} {handed_back}");
+    }
 }
 
 /// Appends the executor pool's admission figures: the limits, what is in the pool, the
