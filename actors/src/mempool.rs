@@ -397,4 +397,4 @@ impl Handler<hearth_messages::mempool::IsImpersonated> for MempoolActor {
     }
 }
 
-hearth_messages::answer_asks!(MempoolActor: SubmitTx, SubmitFilled, SubmitTxs, ThenMine<SubmitTx>, ThenMine<SubmitFilled>, ThenMine<SubmitTxs>, GetPooledTx, hearth_messages::mempool::GetPooledByNonce, hearth_messages::mempool::GetBlobs, hearth_messages::mempool::GetBlobTxs, TakePending, PendingNonce, PoolSize, GetPoolCounters, hearth_messages::mempool::IsImpersonated);
+hearth_messages::answer_asks!(MempoolActor: ThenMine<SubmitTx>, ThenMine<SubmitFilled>, ThenMine<SubmitTxs>, GetPooledTx, hearth_messages::mempool::GetPooledByNonce, hearth_messages::mempool::GetBlobs, hearth_messages::mempool::GetBlobTxs, TakePending, PendingNonce, PoolSize, GetPoolCounters, hearth_messages::mempool::IsImpersonated);

@@ -4,7 +4,8 @@
 //!   both, or manual), the block gas limit and coinbase, the clock that stamps blocks with its
 //!   offset, one-block overrides (next timestamp, base fee, prevrandao), the timestamp interval
 //!   (anvil_setBlockTimestampInterval) and the clocks saved with evm_snapshot.
-//! - **Takes:** `AutoMine` (as `Ask`, from the mempool after an admission, `ThenMine`), `MineBlocks`, `MineDetailed`, `MineSpaced`, `Rewind`
+//! - **Takes:** `AutoMine` (as `Ask`, from the mempool after an admission, `ThenMine`),
+//!   `MineBlocks`, `MineDetailed`, `MineSpaced`, `Rewind`
 //!   (anvil_rollback / anvil_reorg: the state owner's `Rollback`, then the new blocks, as one
 //!   run), `SetAutomine`, `SetIntervalMining`, `SetBlockParam`, `SetTime`,
 //!   `SetTimestampInterval`, `GetMiningStatus`, and `BetweenBlocks` of `PatchState`,

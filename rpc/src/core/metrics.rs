@@ -357,27 +357,33 @@ pub(crate) fn counter(out: &mut String, name: &str, help: &str, value: u64) {
     let _ = writeln!(out, "{name} {value}");
 }
 
-/// The calls the RPC workers ran themselves (`--executor.inline-budget`), when they do.
+/// The calls the RPC workers ran themselves and the blocks the miner built on its own thread
+/// (`--executor.inline-budget`), when there is an inline runner.
 fn inline_metrics(out: &mut String, executor: &hearth_messages::executor::ExecutorClient) {
     if let Some([answered, handed_on]) = executor.inline_counts() {
-        let name = "hearth_executor_inline_calls_total";
-        let _ = writeln!(
+        outcomes(
             out,
-            "# HELP {name} eth_calls tried on the RPC worker's thread (--executor.inline-budget): answered there, or handed on to the pool."
+            "hearth_executor_inline_calls_total",
+            "eth_calls tried on the RPC worker's thread (--executor.inline-budget): answered there, or handed on to the pool.",
+            [("answered", answered), ("handed_on", handed_on)],
         );
-        let _ = writeln!(out, "# TYPE {name} counter");
-        let _ = writeln!(out, "{name}{{outcome=\"answered\"}} {answered}");
-        let _ = writeln!(out, "{name}{{outcome=\"handed_on\"}} {handed_on}");
     }
     if let Some([built, handed_back]) = executor.inline_block_counts() {
-        let name = "hearth_executor_inline_blocks_total";
-        let _ = writeln!(
+        outcomes(
             out,
-            "# HELP {name} Blocks the miner had built: on its own thread (at most 1M gas, not a fork), or handed back to the executor pool."
+            "hearth_executor_inline_blocks_total",
+            "Blocks the miner had built: on its own thread (at most 1M gas, not a fork), or handed back to the executor pool.",
+            [("built", built), ("handed_back", handed_back)],
         );
-        let _ = writeln!(out, "# TYPE {name} counter");
-        let _ = writeln!(out, "{name}{{outcome=\"built\"}} {built}");
-        let _ = writeln!(out, "{name}{{outcome=\"handed_back\"}} {handed_back}");
+    }
+}
+
+/// Appends one counter split by `outcome`.
+fn outcomes<const N: usize>(out: &mut String, name: &str, help: &str, counts: [(&str, u64); N]) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for (outcome, count) in counts {
+        let _ = writeln!(out, "{name}{{outcome=\"{outcome}\"}} {count}");
     }
 }
 
