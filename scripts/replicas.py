@@ -366,17 +366,20 @@ def nonces(port, addrs):
 
 
 def wait_synced(ctx, ports, timeout=60.0):
-    """Waits until each replica's head equals the leader's (the leader being idle); returns
-    {port: seconds or None} and the leader head."""
+    """Waits until each replica holds the leader's head block (the leader being idle); returns
+    {port: seconds or None} and the leader head. The hash is compared, not only the number: after
+    evm_revert the leader mines a new block at a height a replica may still hold from the
+    abandoned branch, until it follows the reorg."""
     t0 = now()
     target = head_of(ctx.leader_port)
+    target_hash = block_of(ctx.leader_port, target)["hash"]
     done = {}
     while now() - t0 < timeout and len(done) < len(ports):
         for p in ports:
             if p in done:
                 continue
             try:
-                if head_of(p) >= target:
+                if head_of(p) >= target and (block_of(p, target) or {}).get("hash") == target_hash:
                     done[p] = now() - t0
             except Exception:  # noqa: BLE001 - not up yet
                 pass
