@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use actix::Addr;
+use actix::{Addr, Recipient};
 use alloy_primitives::Address;
 use alloy_signer_local::PrivateKeySigner;
 use hearth_actors::engine::{EngineActor, EngineConfig, EnginePeers};
@@ -32,7 +32,9 @@ use hearth_messages::filters::FilterClient;
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::MempoolClient;
 use hearth_messages::miner::MinerClient;
-use hearth_messages::state::{BlockCommitted, StateClient, SubscribeBlocks, SubscribeRemovals};
+use hearth_messages::state::{
+    BlockCommitted, Settle, StateClient, SubscribeBlocks, SubscribeRemovals,
+};
 use hearth_messages::subscriptions::SubscriptionClient;
 use hearth_rpc::{Extensions, LogSwitch, NodeFacts, RpcContext};
 use hearth_storage::{ChainDb, ChainWriter, StorageError};
@@ -781,15 +783,16 @@ impl Wiring<'_> {
         let pool_and_miner = actix::Arbiter::new();
         let state = StateActor::new(self.chain.clone())
             .with_commit_threads(self.config.parallel.threads.get());
-        let state = match self.config.storage {
-            StorageMode::Ephemeral if self.config.fork.is_none() => hearth_actors::start_on(
+        let shared_state =
+            matches!(self.config.storage, StorageMode::Ephemeral) && self.config.fork.is_none();
+        let state = if shared_state {
+            hearth_actors::start_on(
                 &pool_and_miner.handle(),
                 state.sharing_a_thread(),
                 self.config.mailbox,
-            ),
-            StorageMode::Ephemeral | StorageMode::Disk(_) => {
-                state.start_bounded(self.config.mailbox)
-            }
+            )
+        } else {
+            state.start_bounded(self.config.mailbox)
         };
         let listeners = self.start_listeners(&state)?;
         // The executors print calls' console output and the miner mined transactions'; both
@@ -803,7 +806,9 @@ impl Wiring<'_> {
         };
         let executor = self.start_executor_pool(l2, forks, show.clone());
         let mempool = self.start_mempool(&pool_and_miner, &listeners);
-        let miner = self.start_miner(&pool_and_miner, &mempool, &executor, &state, show.clone());
+        let settle = shared_state.then(|| state.clone().recipient());
+        let miner =
+            self.start_miner(&pool_and_miner, &mempool, &executor, (&state, settle), show.clone());
         info!(
             target: "node",
             threads = self.config.executor_threads.get(),
@@ -992,13 +997,14 @@ impl Wiring<'_> {
         hearth_actors::start_on(&arbiter.handle(), mempool, config.mailbox)
     }
 
-    /// The miner, on `arbiter` beside the mempool it takes transactions from.
+    /// The miner, on `arbiter` beside the mempool it takes transactions from; `settle` is the
+    /// state owner's when it shares that thread (`MinerPeers::settle`).
     fn start_miner(
         &mut self,
         arbiter: &actix::Arbiter,
         mempool: &Addr<MempoolActor>,
         executor: &ExecutorClient,
-        state: &Addr<StateActor>,
+        (state, settle): (&Addr<StateActor>, Option<Recipient<Settle>>),
         show: hearth_actors::Show,
     ) -> Addr<MinerActor> {
         let config = self.config;
@@ -1013,6 +1019,7 @@ impl Wiring<'_> {
                 replace: state.clone().recipient(),
                 head_writes: HeadWrites::of(state),
                 show,
+                settle,
             },
             MinerConfig {
                 automine: config.automine,

@@ -17,7 +17,8 @@
 //! - **Sends:** `TakePending` and `TxsMined` to the mempool, `BuildBlock` through
 //!   `ExecutorClient` (never refused: a small block is built on this thread by the inline
 //!   runner, any other on the executor pool), `CommitBlock`, `Rollback`, `ReplaceChain` and
-//!   the `BetweenBlocks` writes to the state owner.
+//!   the `BetweenBlocks` writes to the state owner, and, when the state owner shares this
+//!   thread, `Settle` once a block's senders are answered (`MinerPeers::settle`).
 //! - **Mailbox:** `--actors.mailbox` (default 1024). One block at a time: handlers are atomic
 //!   futures, so a second request waits in the mailbox until the first block is committed.
 //! - **Restart:** `Restart` (`supervise`): a panic in a handler or a mining run fails that
@@ -67,7 +68,7 @@ use hearth_messages::miner::{
 };
 use hearth_messages::reset::ResetTo;
 use hearth_messages::state::{
-    CommitBlock, LoadState, PatchState, ReplaceChain, RevertTo, Rollback, TakeSnapshot,
+    CommitBlock, LoadState, PatchState, ReplaceChain, RevertTo, Rollback, Settle, TakeSnapshot,
 };
 use hearth_storage::{ChainDb, SealedBlock};
 use tokio::sync::oneshot;
@@ -150,6 +151,11 @@ pub struct MinerPeers {
     /// What the node prints of the blocks it mines (`report`): their transactions and
     /// console output.
     pub show: crate::exec::Show,
+    /// The state owner's `Settle`, when it shares this thread (a chain in memory): sent once a
+    /// block is answered, so the block's apply to the store runs while the thread waits for
+    /// the next request rather than at the start of the next commit, on the next sender's
+    /// path. `None` when the state owner has a thread of its own (it applies at once).
+    pub settle: Option<Recipient<Settle>>,
 }
 
 /// The state owner's recipients for the head-state writes the miner passes on between blocks.
@@ -300,6 +306,11 @@ impl MinerActor {
         };
         if let Some(block) = last {
             self.core.blocks_made(block.header.timestamp, stamped, self.now());
+            if self.peers.settle.is_some() {
+                // Handled after this run's answer is sent (`ctx.wait` sends it once this
+                // returns), so the state owner's task is woken after the caller's.
+                ctx.notify(SettleAfterAnswer);
+            }
         }
         result
     }
@@ -399,6 +410,24 @@ impl Actor for MinerActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         self.arm_timer(ctx);
+    }
+}
+
+/// Sent to itself by a run that made a block: passes `Settle` on to a state owner on this
+/// thread once the run's answer is out.
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+struct SettleAfterAnswer;
+
+impl Handler<SettleAfterAnswer> for MinerActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: SettleAfterAnswer, _ctx: &mut Self::Context) {
+        // A full mailbox drops the nudge: the state owner's own timer, or the next commit,
+        // applies the block instead.
+        if let Some(settle) = &self.peers.settle {
+            let _ = settle.try_send(Settle);
+        }
     }
 }
 

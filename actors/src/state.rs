@@ -11,7 +11,8 @@
 //!   the miner); `SubscribeBlocks` (at startup); and
 //!   `Settle`, which it sends itself to apply a committed block to the store once the commit
 //!   is answered (`BlockWriter::set_deferred_apply`): at once on a thread of its own, 1 ms
-//!   later when it shares the miner's thread (a chain in memory, `sharing_a_thread`).
+//!   later when it shares the miner's thread (a chain in memory, `sharing_a_thread`), where
+//!   the miner also sends it as soon as it has answered the block.
 //! - **Thread:** its own for a store on disk (a flush must not hold up admission); the mempool
 //!   and miner's for a chain in memory (a commit is then a task switch, not a wake-up).
 //! - **Sends:** `BlockCommitted` to subscribers with `try_send` (a full subscriber misses one
@@ -33,7 +34,7 @@ use hearth_messages::interest::Interest;
 use hearth_messages::state::{
     AccountPatch, BlockCommitted, BlocksRemoved, CommitBlock, DumpState, HeadState, ListSnapshots,
     LoadState, MAX_REMOVED_BLOCKS, PatchState, ReplaceChain, RevertTo, Rollback, SetForkchoice,
-    SubscribeBlocks, SubscribeRemovals, TakeSnapshot,
+    Settle, SubscribeBlocks, SubscribeRemovals, TakeSnapshot,
 };
 use hearth_storage::trie::EMPTY_ROOT;
 use hearth_storage::{
@@ -81,9 +82,10 @@ pub struct StateActor {
 }
 
 /// How long a state owner that shares its thread waits before applying a committed block to
-/// the store. Applied at once, a 2,000-transaction block's apply (~9 ms) ran before the miner,
-/// on the same thread, could answer the block; a commit that comes sooner applies the previous
-/// block first, as always, so one sender's blocks lose nothing to the wait.
+/// the store when no `Settle` comes first. Applied at once, a 2,000-transaction block's apply
+/// (~9 ms) ran before the miner, on the same thread, could answer the block. A commit that
+/// comes sooner applies the previous block first, as always; one sender's blocks came every
+/// ~0.5 ms, so each apply ran on the next sender's path until the miner sent `Settle`.
 const SHARED_SETTLE_DELAY: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl StateActor {
@@ -109,8 +111,9 @@ impl StateActor {
     }
 
     /// For a state owner started on a thread it shares with the miner (a chain in memory): a
-    /// committed block is applied to the store a moment after its commit is answered, once the
-    /// miner has answered the block, not in the same turn of the thread.
+    /// committed block is applied to the store once the miner has answered the block (the
+    /// miner sends `Settle`), or 1 ms after its commit was answered for a commit the miner did
+    /// not ask for; not in the same turn of the thread, which would delay the answer.
     #[must_use]
     pub fn sharing_a_thread(mut self) -> Self {
         self.settle_after = Some(SHARED_SETTLE_DELAY);
@@ -372,19 +375,20 @@ impl Handler<CommitBlock> for StateActor {
     }
 }
 
-/// Sent to itself after a commit is answered: apply the block to sled now (`ChainWriter::settle`).
-/// Until then readers see it through the snapshot's overlay; the next commit settles it first
-/// if this message comes later.
-#[derive(actix::Message)]
-#[rtype(result = "()")]
-struct Settle;
+// `Settle` (messages): sent to itself after a commit is answered, and by a miner sharing the
+// thread once it has answered the block: apply the block to the store now
+// (`ChainWriter::settle`). Until then readers see it through the snapshot's overlay; the next
+// commit settles it first if no `Settle` came before it.
 
 impl Handler<Settle> for StateActor {
     type Result = ();
 
     fn handle(&mut self, _msg: Settle, _ctx: &mut Self::Context) -> Self::Result {
         let result = guarded(|| self.db.settle().map_err(StateError::from));
-        if let Ok(took) = &result {
+        // Nothing owed (the miner's Settle came first, or the next commit applied it): no line.
+        if let Ok(took) = &result
+            && !took.is_zero()
+        {
             tracing::debug!(target: "actors::state", apply_us = took.as_micros() as u64, "block applied to sled");
         }
         stop_on_storage_error(&result, "applying a block");

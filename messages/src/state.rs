@@ -29,6 +29,18 @@ impl Message for CommitBlock {
     type Result = Result<Arc<SealedBlock>, StateError>;
 }
 
+/// Apply the last committed block to the store now, if it is still owed (a no-op otherwise).
+/// The state owner sends it to itself after answering a commit; a miner on the same thread
+/// sends it once it has answered the block's senders, so that a chain in memory applies each
+/// block while the thread waits for the next request instead of at the start of the next
+/// commit (`StateActor::sharing_a_thread`).
+#[derive(Debug, Clone, Copy)]
+pub struct Settle;
+
+impl Message for Settle {
+    type Result = ();
+}
+
 /// A block was committed and is now the head. Sent to every subscriber.
 #[derive(Debug, Clone)]
 pub struct BlockCommitted {

@@ -23,7 +23,7 @@ use hearth_messages::mempool::{
 };
 use hearth_messages::miner::{AutoMine, BetweenBlocks, MineBlocks};
 use hearth_messages::state::{
-    AccountPatch, BlockCommitted, CommitBlock, ListSnapshots, PatchState, SubscribeBlocks,
+    AccountPatch, BlockCommitted, CommitBlock, ListSnapshots, PatchState, Settle, SubscribeBlocks,
 };
 use hearth_messages::{ExecError, StateError, TxError};
 use hearth_storage::{BlockDraft, StateDiff, StoredBody};
@@ -93,6 +93,7 @@ fn miner_on(
     txs_mined: actix::Recipient<TxsMined>,
     executor: ExecutorClient,
     automine: bool,
+    settle: Option<actix::Recipient<Settle>>,
 ) -> actix::Addr<MinerActor> {
     MinerActor::new(
         node.node.chain.clone(),
@@ -105,6 +106,7 @@ fn miner_on(
             replace: node.node.state.clone().recipient(),
             head_writes: HeadWrites::of(&node.node.state),
             show: hearth_actors::Show::default(),
+            settle,
         },
         MinerConfig {
             automine,
@@ -175,7 +177,7 @@ async fn a_patch_waits_for_the_block_being_built_and_survives_it() {
         touched,
         AdmissionLimits::default(),
     );
-    let miner = miner_on(&node, take_pending, txs_mined, executor, false);
+    let miner = miner_on(&node, take_pending, txs_mined, executor, false, None);
 
     // The block is built on bob's old balance and held before its commit: the order in which a
     // patch passed on at once was lost (built, patched, committed).
@@ -414,12 +416,25 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
     let left = Arc::clone(&queue);
     let (txs_mined, mut mined) =
         Probe::<TxsMined>::start(move |_| !left.lock().unwrap().is_empty());
-    let miner = miner_on(&node, take_pending, txs_mined, node.node.executor.clone(), true);
+    // A state owner sharing the miner's thread is told to settle each block once the block's
+    // answer is out: the task awaiting the answer runs before the `Settle` arrives (tasks on
+    // one thread run in the order they were woken).
+    let (settle, mut settled) = Probe::<Settle>::start(|_| ());
+    let executor = node.node.executor.clone();
+    let miner = miner_on(&node, take_pending, txs_mined, executor, true, Some(settle));
 
     // One transaction: one block, and no second ask, as the pool said nothing was left.
     let first = pooled(0);
     queue.lock().unwrap().push_back(first.clone());
-    assert_eq!(miner.send(AutoMine).await.unwrap().unwrap(), Some(1));
+    let asking = miner.clone();
+    let answered = actix::spawn(async move {
+        let answer = asking.send(AutoMine).await.unwrap().unwrap();
+        (answer, settled.try_recv().is_ok(), settled)
+    });
+    let (answer, settled_first, mut settled) = answered.await.unwrap();
+    assert_eq!(answer, Some(1));
+    assert!(!settled_first, "Settle was sent before the block's answer");
+    assert!(settled.recv().await.is_some(), "told to settle once the block was answered");
     let report = mined.recv().await.unwrap();
     assert_eq!((report.included, report.invalid), (vec![first.hash], vec![]));
     assert_eq!(asked.recv().await.unwrap().gas_limit, 30_000_000);
@@ -442,6 +457,10 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
     assert!(asked.recv().await.is_some());
     assert!(mined.try_recv().is_err(), "no empty block is reported");
     assert_eq!(node.node.chain.head_number(), Some(3));
+    // One Settle per run that made a block (the second run made two), none for no block.
+    assert!(settled.recv().await.is_some());
+    tokio::task::yield_now().await;
+    assert!(settled.try_recv().is_err(), "no Settle without a block");
 }
 
 /// `call` fails with `Busy` for `reason` on its first poll: refused at once, never queued.

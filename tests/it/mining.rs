@@ -126,6 +126,7 @@ fn probed_miner(
             replace: node.node.state.clone().recipient(),
             head_writes: HeadWrites::of(&node.node.state),
             show: hearth_actors::Show::default(),
+            settle: None,
         },
         MinerConfig {
             automine,
