@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use alloy_consensus::transaction::SignerRecoverable;
-use alloy_consensus::{Block, Header, TxEnvelope};
+use alloy_consensus::{Block, Header, Sealed, TxEnvelope};
 use alloy_primitives::B256;
 use hearth_actors::ExecutorActor;
 use hearth_actors::senders::recover_all;
@@ -113,7 +113,7 @@ pub fn import_with_requests(
         ..BlockEnvSpec::of_header(&header)
     };
     let built = executor
-        .build_block(BuildBlock { parent, env, txs, mode: BuildMode::Import })
+        .build_block(BuildBlock { parent: Sealed::new(parent), env, txs, mode: BuildMode::Import })
         .map_err(|source| ImportError::Execution { number, source })?;
     check_derived_fields(&header, &built.draft.header).map_err(|mismatch| {
         ImportError::Mismatch {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alloy_consensus::{Header, ReceiptEnvelope, Signed, TxEip1559, TxEnvelope};
+use alloy_consensus::{Header, ReceiptEnvelope, Sealed, Signed, TxEip1559, TxEnvelope};
 use alloy_primitives::{Address, B256, Bytes, Signature, TxKind, U256, keccak256};
 use hearth_actors::parallel::{ParallelStats, last_block_stats};
 use hearth_actors::{ExecConfig, ExecutorActor, ParallelConfig};
@@ -267,7 +267,8 @@ impl Kit {
         // The kit's chain has no system contracts: run the transactions only, so that an
         // imported block needs none either.
         env.rules = BlockRules::TransactionsOnly;
-        let msg = BuildBlock { parent: self.genesis.clone(), env, txs: txs.to_vec(), mode };
+        let msg =
+            BuildBlock { parent: Sealed::new(self.genesis.clone()), env, txs: txs.to_vec(), mode };
         let started = Instant::now();
         let built = executor.build_block(msg);
         let elapsed = started.elapsed();

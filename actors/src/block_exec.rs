@@ -12,8 +12,8 @@
 use std::time::{Duration, Instant};
 
 use alloy_consensus::{
-    Eip658Value, Header, Receipt, ReceiptEnvelope, ReceiptWithBloom, Transaction, TxEnvelope,
-    TxReceipt,
+    Eip658Value, Header, Receipt, ReceiptEnvelope, ReceiptWithBloom, Sealed, Transaction,
+    TxEnvelope, TxReceipt,
 };
 use alloy_eips::eip6110::{DEPOSIT_REQUEST_TYPE, MAINNET_DEPOSIT_CONTRACT_ADDRESS};
 use alloy_eips::eip7002::{WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS, WITHDRAWAL_REQUEST_TYPE};
@@ -146,7 +146,7 @@ pub(crate) fn execute_block(
     let parts = (scratch.take_frames(), scratch.take_local());
     let (mut evm, setup) =
         block_evm_in::<(), ReadAhead>(db, codes, defaults, parent.number, &env, (), parts);
-    open_block(&mut evm, (&env, &parent, setup.spec), mode, defaults)?;
+    open_block(&mut evm, (&env, parent.hash(), setup.spec), mode, defaults)?;
     // A parallel block's helpers claim, run and hand back transactions while the loop below
     // commits them in order (`parallel.rs`); they are scoped threads that end with the loop.
     let start = helpers.map(|_| evm.ctx.journaled_state.database.changes().clone());
@@ -191,7 +191,7 @@ pub(crate) fn execute_block(
 /// the mode asks, the pre-block system calls, then console capture.
 fn open_block(
     evm: &mut CommitterEvm<'_>,
-    (env, parent, spec): (&BlockEnvSpec, &Header, SpecId),
+    (env, parent_hash, spec): (&BlockEnvSpec, B256, SpecId),
     mode: BuildMode,
     defaults: &ExecConfig,
 ) -> Result<(), ExecError> {
@@ -200,7 +200,7 @@ fn open_block(
     // node receives; in blocks it packs from its own pool, an impersonated contract may send,
     // as anvil and Hardhat allow (a raw transaction cannot come from code: no key signs it).
     evm.ctx.cfg.disable_eip3607 = mode == BuildMode::Pack;
-    pre_block_calls(evm, env, parent, spec)?;
+    pre_block_calls(evm, env, parent_hash, spec)?;
     // After the system calls: what a block prints is its transactions' output.
     evm.precompiles.capture(defaults.show.console_in(mode));
     Ok(())
@@ -545,7 +545,7 @@ fn roots_beside(
 
 /// The block's header, its state root left to the caller (zero here).
 fn sealed_header(
-    parent: &Header,
+    parent: &Sealed<Header>,
     env: &BlockEnvSpec,
     spec: SpecId,
     roots: Roots,
@@ -560,7 +560,7 @@ fn sealed_header(
         keccak256(alloy_rlp::encode(&env.ommers))
     };
     Header {
-        parent_hash: parent.hash_slow(),
+        parent_hash: parent.hash(),
         ommers_hash,
         beneficiary: env.coinbase,
         state_root: B256::ZERO,
@@ -732,8 +732,12 @@ mod tests {
         let hash = *signed.hash();
         let pooled = PooledTx { tx: Arc::new(signed.into()), sender: SENDER, hash };
         let env = BlockEnvSpec::dev(1, 12, Address::ZERO, 30_000_000, 1_000_000_000, B256::ZERO);
-        let msg =
-            BuildBlock { parent: parent.clone(), env, txs: vec![pooled], mode: BuildMode::Pack };
+        let msg = BuildBlock {
+            parent: Sealed::new(parent.clone()),
+            env,
+            txs: vec![pooled],
+            mode: BuildMode::Pack,
+        };
         let built = executor.build_block(msg).expect("block builds");
         assert_eq!(built.draft.body.transactions.len(), 1, "the transaction is in the block");
         built
@@ -814,7 +818,12 @@ mod tests {
             let (mut executor, genesis) = console_chain(&senders, parallel);
             let env =
                 BlockEnvSpec::dev(1, 12, Address::ZERO, 30_000_000, 1_000_000_000, B256::ZERO);
-            let msg = BuildBlock { parent: genesis, env, txs: txs.clone(), mode: BuildMode::Pack };
+            let msg = BuildBlock {
+                parent: Sealed::new(genesis),
+                env,
+                txs: txs.clone(),
+                mode: BuildMode::Pack,
+            };
             executor.build_block(msg).expect("block builds").console
         };
         let sequential = run(ParallelConfig::default());
@@ -832,7 +841,7 @@ mod tests {
         let (mut executor, genesis) = console_chain(&senders, ParallelConfig::default());
         executor.config.show.console_log = false;
         let env = BlockEnvSpec::dev(1, 12, Address::ZERO, 30_000_000, 1_000_000_000, B256::ZERO);
-        let msg = BuildBlock { parent: genesis, env, txs, mode: BuildMode::Pack };
+        let msg = BuildBlock { parent: Sealed::new(genesis), env, txs, mode: BuildMode::Pack };
         assert!(executor.build_block(msg).expect("block builds").console.is_empty());
     }
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use actix::Message;
-use alloy_consensus::{Header, TxEnvelope};
+use alloy_consensus::{Header, Sealed, TxEnvelope};
 use alloy_eips::eip4895::Withdrawal;
 use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{Address, B256, Bytes, U256};
@@ -162,8 +162,10 @@ pub enum BuildMode {
 /// that fail validation are reported invalid; with [`BuildMode::Import`] either rejects the block.
 #[derive(Debug, Clone)]
 pub struct BuildBlock {
-    /// The parent header.
-    pub parent: Header,
+    /// The parent header with its hash (the new header's `parent_hash`, and EIP-2935's
+    /// system call), so that the hash is computed once, where the parent is read: the miner
+    /// takes it from the store (`ChainDb::sealed_header`), which holds every block's hash.
+    pub parent: Sealed<Header>,
     /// The new block's environment.
     pub env: BlockEnvSpec,
     /// Candidates in the order to try them.

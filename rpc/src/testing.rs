@@ -123,7 +123,7 @@ pub(crate) async fn build_block(ctx: &RpcContext, params: &Params) -> Result<Val
             attributes.prev_randao,
         )
     };
-    let build = BuildBlock { parent, env, txs, mode };
+    let build = BuildBlock { parent: alloy_consensus::Sealed::new(parent), env, txs, mode };
     let built = ctx.executor.build_payload(BuildPayload::build(build)).await?;
     Ok(payload_json(&built))
 }

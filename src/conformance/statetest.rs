@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use alloy_consensus::transaction::SignerRecoverable;
-use alloy_consensus::{Header, TxEnvelope};
+use alloy_consensus::{Header, Sealed, TxEnvelope};
 use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::{Log, keccak256};
 use hearth_actors::{ExecConfig, ExecutorActor};
@@ -104,7 +104,7 @@ fn run_entry(
     let hash = *tx.tx_hash();
     let pooled = PooledTx { tx: Arc::new(tx), sender, hash };
     let built = executor(&db, chain_id, spec, parallel).build_block(BuildBlock {
-        parent: genesis.clone(),
+        parent: Sealed::new(genesis.clone()),
         env: block_env,
         txs: vec![pooled],
         mode: BuildMode::Import,

@@ -100,7 +100,12 @@ pub fn replay(
     // Withdrawals are paid after every transaction of the block, so after `H` too: none here.
     let env = BlockEnvSpec::of_header(&upstream.header);
     let built = executor
-        .build_block(BuildBlock { parent, env, txs, mode: BuildMode::Import })
+        .build_block(BuildBlock {
+            parent: alloy_consensus::Sealed::new(parent),
+            env,
+            txs,
+            mode: BuildMode::Import,
+        })
         .map_err(|e| failed(e.to_string()))?;
     let sealed = hearth_storage::write_block(chain, built.draft, &built.diff)?;
     info!(

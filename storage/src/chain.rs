@@ -767,6 +767,19 @@ impl ChainDb {
         self.fork().filter(|fork| number < fork.block())
     }
 
+    /// Block `number`'s header with its hash, the hash as stored (never recomputed): `None`
+    /// when the store has no such block.
+    pub fn sealed_header(
+        &self,
+        number: u64,
+    ) -> Result<Option<alloy_consensus::Sealed<Header>>, StorageError> {
+        let (Some(header), Some(hash)) = (self.header(number)?, self.block_hash(number)?) else {
+            return Ok(None);
+        };
+        debug_assert_eq!(hash, header.hash_slow(), "block {number}'s stored hash");
+        Ok(Some(alloy_consensus::Sealed::new_unchecked(header, hash)))
+    }
+
     /// The hash of block `number`.
     pub fn block_hash(&self, number: u64) -> Result<Option<B256>, StorageError> {
         let snapshot = self.snapshot();

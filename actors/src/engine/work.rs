@@ -206,6 +206,7 @@ impl Work {
             withdrawals: block.extras.withdrawals.clone(),
             ..BlockEnvSpec::of_header(&block.header)
         };
+        let parent = alloy_consensus::Sealed::new(parent);
         let build = BuildBlock { parent, env, txs: block.txs, mode: BuildMode::Import };
         let received = ReceivedBlock {
             header: block.header,
@@ -506,7 +507,8 @@ impl Work {
                 request.prev_randao,
             )
         };
-        let id = payload_id(parent.hash_slow(), &request);
+        let parent = alloy_consensus::Sealed::new(parent);
+        let id = payload_id(parent.hash(), &request);
         let build = BuildBlock { parent, env, txs, mode };
         let built = self.peers.executor.build_payload(BuildPayload::build(build)).await?;
         Ok((id, Arc::new(built)))

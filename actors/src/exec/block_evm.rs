@@ -5,7 +5,6 @@
 
 use std::cell::Cell;
 
-use alloy_consensus::Header;
 use alloy_eips::eip2935::HISTORY_STORAGE_ADDRESS;
 use alloy_eips::eip4788::BEACON_ROOTS_ADDRESS;
 use alloy_eips::eip7840::BlobParams;
@@ -242,7 +241,7 @@ pub(crate) fn instrument<P: PublishedValues>(evm: &mut BlockEvm<'_, (), P>) {
 pub(crate) fn pre_block_calls<I, P: PublishedValues>(
     evm: &mut BlockEvm<'_, I, P>,
     env: &BlockEnvSpec,
-    parent: &Header,
+    parent_hash: B256,
     spec: SpecId,
 ) -> Result<(), ExecError> {
     if env.rules != BlockRules::Full {
@@ -263,7 +262,7 @@ pub(crate) fn pre_block_calls<I, P: PublishedValues>(
     if spec.is_enabled_in(SpecId::PRAGUE)
         && evm.ctx.journaled_state.database.has_code(HISTORY_STORAGE_ADDRESS)?
     {
-        let parent_hash = Bytes::copy_from_slice(parent.hash_slow().as_slice());
+        let parent_hash = Bytes::copy_from_slice(parent_hash.as_slice());
         hearth_storage::overwriting(HISTORY_STORAGE_ADDRESS, || {
             evm.system_call_commit(HISTORY_STORAGE_ADDRESS, parent_hash)
         })

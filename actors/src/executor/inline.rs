@@ -228,7 +228,7 @@ mod tests {
                 PooledTx { tx: std::sync::Arc::new(signed.into()), sender, hash }
             })
             .collect();
-        let parent = reader.header(0).expect("store").expect("genesis");
+        let parent = reader.sealed_header(0).expect("store").expect("genesis");
         let env = BlockEnvSpec::dev(1, 12, Address::ZERO, 30_000_000, 0, B256::ZERO);
         BuildBlock { parent, env, txs, mode: BuildMode::Pack }
     }

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use alloy_consensus::Header;
+use alloy_consensus::{Header, Sealed};
 use alloy_primitives::{B256, Bytes, keccak256};
 use hearth_messages::executor::{BlockEnvSpec, BuildBlock, BuildMode, BuiltBlock, PooledTx};
 use hearth_messages::mempool::{TakePending, TxsMined};
@@ -67,7 +67,7 @@ pub(super) struct ChunkRun {
 
 /// The block under construction: its parent, the state root it is built on, its base fee.
 struct Base {
-    parent: Header,
+    parent: Sealed<Header>,
     parent_root: B256,
     base_fee: u64,
 }
@@ -101,7 +101,7 @@ impl MineJob {
         let timestamp = self.rules.stamp(kind, base.parent.timestamp, (self.clock)())?;
         // Deterministic prevrandao per parent: a dev chain needs no real randomness.
         let prevrandao =
-            self.rules.prevrandao(kind).unwrap_or_else(|| keccak256(base.parent.hash_slow()));
+            self.rules.prevrandao(kind).unwrap_or_else(|| keccak256(base.parent.hash()));
         let env = BlockEnvSpec::dev(
             base.parent.number + 1,
             timestamp,
@@ -119,7 +119,7 @@ impl MineJob {
         let head = self.db.head_number().unwrap_or_default();
         let parent = self
             .db
-            .header(head)
+            .sealed_header(head)
             .map_err(|e| MineError::State(e.into()))?
             .ok_or(MineError::State(StateError::NotNext { head, got: head }))?;
         let parent_root = self
