@@ -25,7 +25,7 @@
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use actix::{Actor, Addr, AsyncContext, Context, Handler, Recipient};
+use actix::{Actor, Addr, AsyncContext, Context, Handler, Recipient, SpawnHandle};
 use alloy_consensus::Header;
 use alloy_eips::eip7685::EMPTY_REQUESTS_HASH;
 use alloy_primitives::{Address, B256, Bytes, U256};
@@ -79,6 +79,9 @@ pub struct StateActor {
     /// How long after answering a commit the block is applied to the store (`Settle`): at
     /// once on a thread of its own, later when sharing one (see [`StateActor::sharing_a_thread`]).
     settle_after: Option<std::time::Duration>,
+    /// The delayed `Settle` of the last commit, cancelled when a `Settle` comes first (the
+    /// miner's): one timer wake-up of the shared thread less per block.
+    settle_timer: Option<SpawnHandle>,
 }
 
 /// How long a state owner that shares its thread waits before applying a committed block to
@@ -107,6 +110,7 @@ impl StateActor {
             undo: Vec::new(),
             commit_threads: None,
             settle_after: None,
+            settle_timer: None,
         }
     }
 
@@ -367,7 +371,11 @@ impl Handler<CommitBlock> for StateActor {
             match self.settle_after {
                 None => ctx.notify(Settle),
                 Some(delay) => {
-                    ctx.notify_later(Settle, delay);
+                    if let Some(earlier) =
+                        self.settle_timer.replace(ctx.notify_later(Settle, delay))
+                    {
+                        ctx.cancel_future(earlier);
+                    }
                 }
             }
         }
@@ -383,7 +391,11 @@ impl Handler<CommitBlock> for StateActor {
 impl Handler<Settle> for StateActor {
     type Result = ();
 
-    fn handle(&mut self, _msg: Settle, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, _msg: Settle, ctx: &mut Self::Context) -> Self::Result {
+        // This Settle or an earlier one applies the block: its timer has nothing left to do.
+        if let Some(timer) = self.settle_timer.take() {
+            ctx.cancel_future(timer);
+        }
         let result = guarded(|| self.db.settle().map_err(StateError::from));
         // Nothing owed (the miner's Settle came first, or the next commit applied it): no line.
         if let Ok(took) = &result

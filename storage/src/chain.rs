@@ -461,6 +461,12 @@ impl ChainWriter {
         Ok((committed.applied, committed.journaled))
     }
 
+    /// Whether a block committed with a deferred apply still waits for [`ChainWriter::settle`]
+    /// (readers meanwhile see it through the snapshot's overlay).
+    pub fn owes_apply(&self) -> Result<bool, StorageError> {
+        Ok(self.journal()?.owes_apply())
+    }
+
     /// Applies a deferred block to sled (one written by a [`crate::BlockWriter`] with a
     /// deferred apply), then checkpoints when due; returns how long applying took. The state
     /// owner calls it once it has answered the block's commit.

@@ -375,6 +375,11 @@ impl Journal {
         Ok(Committed { applied, journaled, deferred })
     }
 
+    /// Whether a deferred commit waits for [`Journal::settle`].
+    pub(crate) const fn owes_apply(&self) -> bool {
+        self.deferred.is_some()
+    }
+
     /// Applies the deferred commit, if any, to sled; returns how long that took.
     pub(crate) fn settle(&mut self) -> Result<Duration, StorageError> {
         let Some(Deferred { seq, batch, recovery }) = self.deferred.take() else {

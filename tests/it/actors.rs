@@ -86,6 +86,46 @@ async fn state_actor_refuses_a_block_built_before_the_head_state_changed() {
     assert_eq!(balance, U256::from(1_000), "the patch stays");
 }
 
+/// A state owner sharing the miner's thread applies a committed block to the store 1 ms after
+/// answering it, unless a `Settle` (the miner's, once the block is answered) comes first.
+#[actix::test]
+async fn a_state_owner_sharing_a_thread_settles_when_told_or_after_a_millisecond() {
+    tokio::time::pause();
+    let writer = hearth_storage::ChainWriter::in_memory().expect("store");
+    let empty = |number| BlockDraft {
+        header: alloy_consensus::Header { number, ..Default::default() },
+        body: StoredBody { transactions: vec![], senders: vec![] },
+        receipts: vec![],
+        touched: Vec::new(),
+    };
+    let genesis = hearth_storage::write_block(&writer, empty(0), &StateDiff::default()).unwrap();
+    let state =
+        actix::Actor::start(hearth_actors::StateActor::new(writer.clone()).sharing_a_thread());
+    let commit = |number| CommitBlock {
+        draft: empty(number),
+        diff: StateDiff::default(),
+        parent_root: genesis.header.state_root,
+        received: None,
+    };
+
+    // Time here moves in the timer wheel's millisecond slots.
+    state.send(commit(1)).await.unwrap().unwrap();
+    assert!(writer.owes_apply().unwrap(), "answered before the apply");
+    tokio::task::yield_now().await;
+    assert!(writer.owes_apply().unwrap(), "not applied in the same turn of the thread");
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    assert!(!writer.owes_apply().unwrap(), "applied once the millisecond passed");
+
+    state.send(commit(2)).await.unwrap().unwrap();
+    assert!(writer.owes_apply().unwrap());
+    state.send(Settle).await.unwrap();
+    assert!(!writer.owes_apply().unwrap(), "applied when told, before the millisecond");
+    state.send(commit(3)).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    assert!(!writer.owes_apply().unwrap());
+    assert_eq!(writer.head_number(), Some(3));
+}
+
 /// A miner on `node`'s chain and state owner, with the given pool probes and executor.
 fn miner_on(
     node: &TestNode,
