@@ -184,6 +184,7 @@ pub(crate) fn execute_block(
         outputs,
         console: console.into_printed(),
         halts,
+        built_here: false,
     })
 }
 

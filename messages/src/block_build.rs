@@ -194,6 +194,10 @@ pub struct BuiltBlock {
     pub console: Vec<(usize, crate::console::ConsoleLines)>,
     /// Why included transactions halted: (position in the block, reason), for those that did.
     pub halts: Vec<(usize, revm::context::result::HaltReason)>,
+    /// Whether it was built on the asking thread by the inline runner (set by
+    /// `ExecutorClient::build_block`) rather than on the executor pool: the miner's `block
+    /// timings` debug line says which.
+    pub built_here: bool,
 }
 
 /// A transaction block building refused (revm's validation failed against the block's state),

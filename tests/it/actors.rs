@@ -14,8 +14,8 @@ use hearth_messages::admission::{
 };
 use hearth_messages::ask::Ask;
 use hearth_messages::executor::{
-    Admitted, BuildBlock, BuiltBlock, Call, CallOutcome, CallRequest, ExecutorClient, ExecutorLane,
-    PooledTx,
+    Admitted, BlockEnvSpec, BuildBlock, BuildMode, BuiltBlock, Call, CallOutcome, CallRequest,
+    ExecutorClient, ExecutorLane, PooledTx,
 };
 use hearth_messages::interest::Interest;
 use hearth_messages::mempool::{
@@ -124,6 +124,40 @@ async fn a_state_owner_sharing_a_thread_settles_when_told_or_after_a_millisecond
     tokio::time::sleep(Duration::from_millis(2)).await;
     assert!(!writer.owes_apply().unwrap());
     assert_eq!(writer.head_number(), Some(3));
+}
+
+/// The executor client builds a small block on the asking thread and says so
+/// (`BuiltBlock::built_here`, the miner's `block timings` line); a block given more than the
+/// inline bound goes to the pool. Both give the same block.
+#[actix::test]
+async fn the_executor_client_says_where_a_block_was_built() {
+    let node = TestNode::start_with(manual_mining());
+    let alice = node.signer(0);
+    let bob = node.signer(1).address();
+    let parent = node.node.chain.sealed_header(0).unwrap().unwrap();
+    let build = |gas_limit| {
+        let tx = fixtures::eip1559(&alice, 0, Some(bob), U256::from(1), Bytes::new(), gas_limit);
+        let pooled = PooledTx { hash: *tx.tx_hash(), sender: alice.address(), tx: Arc::new(tx) };
+        BuildBlock {
+            parent: parent.clone(),
+            env: BlockEnvSpec::dev(
+                1,
+                GENESIS_TIME + 1,
+                Address::ZERO,
+                30_000_000,
+                1_000_000_000,
+                B256::ZERO,
+            ),
+            txs: vec![pooled],
+            mode: BuildMode::Pack,
+        }
+    };
+    let here = node.node.executor.build_block(build(21_000)).await.unwrap();
+    let pool = node.node.executor.build_block(build(2_000_000)).await.unwrap();
+    assert!(here.built_here, "a 21,000-gas block is built on the asking thread");
+    assert!(!pool.built_here, "a 2M-gas block goes to the pool");
+    assert_eq!(here.draft.receipts.len(), 1);
+    assert_eq!(here.diff, pool.diff, "the same transfer, the same changes");
 }
 
 /// A miner on `node`'s chain and state owner, with the given pool probes and executor.

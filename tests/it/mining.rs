@@ -45,6 +45,7 @@ fn built(msg: &BuildBlock) -> BuiltBlock {
         outputs: vec![],
         console: vec![],
         halts: vec![],
+        built_here: false,
     }
 }
 

@@ -178,14 +178,15 @@ impl MineJob {
         }
         let pool_left = self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
         // Where a block's time goes, for `scripts/mine-e2e.py`: building (execution, receipts,
-        // the transactions root; on this thread for a block of at most 1M gas, else on the
-        // executor pool), then the state owner's commit (the state root and the durable
+        // the transactions root; on this thread for a block of at most 1M gas, `built_here`,
+        // else on the executor pool), then the state owner's commit (the state root and the durable
         // write), then the pool's clean-up.
         debug!(
             target: "actors::miner",
             txs,
             take_us,
             build_us = (built_at - build_started).as_micros() as u64,
+            built_here = built.built_here,
             commit_us = (committed_at - built_at).as_micros() as u64,
             pool_us = committed_at.elapsed().as_micros() as u64,
             "block timings"

@@ -440,7 +440,9 @@ impl ExecutorClient {
     pub async fn build_block(&self, build: BuildBlock) -> Result<BuiltBlock, ExecError> {
         let build = match &self.inline {
             Some(inline) => match inline.try_build(build) {
-                BuildHere::Built(built) => return built,
+                BuildHere::Built(built) => {
+                    return built.map(|built| BuiltBlock { built_here: true, ..built });
+                }
                 BuildHere::HandedBack(build) => build,
             },
             None => build,
