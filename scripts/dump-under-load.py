@@ -16,11 +16,11 @@ one is slow: keep `--accounts` to a few thousand there (20,000 took more than te
 """
 
 import argparse
+import multiprocessing
 import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -37,12 +37,12 @@ def fill(url, accounts):
     batch(url, calls, size=500)
 
 
-def sends(url, sender, seconds, stop=None):
+def sends(url, sender, seconds):
     """Sequential transfers for `seconds`; each one's latency in ms."""
     latencies = []
     end = time.monotonic() + seconds
     to = "0x" + "11" * 20
-    while time.monotonic() < end and not (stop and stop.is_set()):
+    while time.monotonic() < end:
         started = time.monotonic()
         answer = post(url, {"jsonrpc": "2.0", "id": 1, "method": "eth_sendTransaction",
                             "params": [{"from": sender, "to": to, "value": "0x1"}]})
@@ -53,6 +53,8 @@ def sends(url, sender, seconds, stop=None):
 
 
 def dumps(url, stop, took):
+    """Back-to-back anvil_dumpState until `stop`; each one's time in ms into `took`. Run in a
+    process of its own, so decoding a dump does not hold the sender's interpreter."""
     while not stop.is_set():
         started = time.monotonic()
         rpc(url, "anvil_dumpState", [])
@@ -81,15 +83,16 @@ def run(binary, store, args):
         sender = rpc(url, "eth_accounts", [])[0]
         name = f"{os.path.basename(binary)} ({store})"
         row(name, "sends alone", sends(url, sender, args.seconds), args.seconds, [])
-        stop, took = threading.Event(), []
-        dumper = threading.Thread(target=dumps, args=(url, stop, took))
-        dumper.start()
-        try:
-            latencies = sends(url, sender, args.seconds)
-        finally:
-            stop.set()
-            dumper.join()
-        row(name, "sends beside dumps", latencies, args.seconds, took)
+        with multiprocessing.Manager() as manager:
+            stop, took = manager.Event(), manager.list()
+            dumper = multiprocessing.Process(target=dumps, args=(url, stop, took))
+            dumper.start()
+            try:
+                latencies = sends(url, sender, args.seconds)
+            finally:
+                stop.set()
+                dumper.join()
+            row(name, "sends beside dumps", latencies, args.seconds, list(took))
     finally:
         node.kill()
         node.wait()

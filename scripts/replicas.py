@@ -379,7 +379,7 @@ def wait_synced(ctx, ports, timeout=60.0):
             if p in done:
                 continue
             try:
-                if head_of(p) >= target and (block_of(p, target) or {}).get("hash") == target_hash:
+                if head_of(p) == target and (block_of(p, target) or {}).get("hash") == target_hash:
                     done[p] = now() - t0
             except Exception:  # noqa: BLE001 - not up yet
                 pass

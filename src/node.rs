@@ -783,8 +783,10 @@ impl Wiring<'_> {
         let pool_and_miner = actix::Arbiter::new();
         let state = StateActor::new(self.chain.clone())
             .with_commit_threads(self.config.parallel.threads.get());
-        let shared_state =
-            matches!(self.config.storage, StorageMode::Ephemeral) && self.config.fork.is_none();
+        let shared_state = match self.config.storage {
+            StorageMode::Ephemeral => self.config.fork.is_none(),
+            StorageMode::Disk(_) => false,
+        };
         let state = if shared_state {
             hearth_actors::start_on(
                 &pool_and_miner.handle(),

@@ -18,7 +18,7 @@
 //!   `ExecutorClient` (never refused: a small block is built on this thread by the inline
 //!   runner, any other on the executor pool), `CommitBlock`, `Rollback`, `ReplaceChain` and
 //!   the `BetweenBlocks` writes to the state owner, and, when the state owner shares this
-//!   thread, `Settle` once a block's senders are answered (`MinerPeers::settle`).
+//!   thread, `Settle` once a run that made blocks has been answered (`MinerPeers::settle`).
 //! - **Mailbox:** `--actors.mailbox` (default 1024). One block at a time: handlers are atomic
 //!   futures, so a second request waits in the mailbox until the first block is committed.
 //! - **Restart:** `Restart` (`supervise`): a panic in a handler or a mining run fails that
@@ -152,9 +152,10 @@ pub struct MinerPeers {
     /// console output.
     pub show: crate::exec::Show,
     /// The state owner's `Settle`, when it shares this thread (a chain in memory): sent once a
-    /// block is answered, so the block's apply to the store runs while the thread waits for
-    /// the next request rather than at the start of the next commit, on the next sender's
-    /// path. `None` when the state owner has a thread of its own (it applies at once).
+    /// run that made blocks (automine, evm_mine and friends, an interval tick) has been
+    /// answered, so the last block's apply to the store runs while the thread waits for the
+    /// next request rather than at the start of the next commit, on the next caller's path.
+    /// `None` when the state owner has a thread of its own (it applies at once).
     pub settle: Option<Recipient<Settle>>,
 }
 
@@ -207,6 +208,8 @@ pub struct MinerActor {
     origin: Instant,
     timer: Option<SpawnHandle>,
     restarts: RestartCounter,
+    /// A `SettleAfterAnswer` is queued (at most one: under load the mailbox is served first).
+    settle_queued: bool,
 }
 
 impl std::fmt::Debug for MinerActor {
@@ -228,6 +231,7 @@ impl MinerActor {
             origin: Instant::now(),
             timer: None,
             restarts: RestartCounter::default(),
+            settle_queued: false,
         }
     }
 
@@ -306,13 +310,21 @@ impl MinerActor {
         };
         if let Some(block) = last {
             self.core.blocks_made(block.header.timestamp, stamped, self.now());
-            if self.peers.settle.is_some() {
-                // Handled after this run's answer is sent (`ctx.wait` sends it once this
-                // returns), so the state owner's task is woken after the caller's.
-                ctx.notify(SettleAfterAnswer);
-            }
+            // Handled after this run's answer is sent (`ctx.wait` sends it once this returns).
+            self.settle_soon(ctx);
         }
         result
+    }
+
+    /// Has a state owner on this thread apply the block just made once the current answer is
+    /// out: a notified message is handled after the running future has finished (and after
+    /// the messages already in the mailbox), so the caller's task is woken before the state
+    /// owner's. At most one is queued.
+    fn settle_soon(&mut self, ctx: &mut Context<Self>) {
+        if self.peers.settle.is_some() && !self.settle_queued {
+            self.settle_queued = true;
+            ctx.notify(SettleAfterAnswer);
+        }
     }
 
     /// Restarts the miner after a panic in one of its runs (the timer re-armed from its
@@ -395,6 +407,7 @@ impl MinerActor {
             match block {
                 Ok(Some(block)) => {
                     act.core.blocks_made(block.header.timestamp, Stamped::ByClock, act.now());
+                    act.settle_soon(ctx);
                 }
                 Ok(None) => {}
                 Err(panic) => {
@@ -413,8 +426,8 @@ impl Actor for MinerActor {
     }
 }
 
-/// Sent to itself by a run that made a block: passes `Settle` on to a state owner on this
-/// thread once the run's answer is out.
+/// Sent to itself by a run that made a block (automine, evm_mine and friends, an interval
+/// tick): passes `Settle` on to a state owner on this thread once the run's answer is out.
 #[derive(actix::Message)]
 #[rtype(result = "()")]
 struct SettleAfterAnswer;
@@ -423,6 +436,7 @@ impl Handler<SettleAfterAnswer> for MinerActor {
     type Result = ();
 
     fn handle(&mut self, _msg: SettleAfterAnswer, _ctx: &mut Self::Context) {
+        self.settle_queued = false;
         // A full mailbox drops the nudge: the state owner's own timer, or the next commit,
         // applies the block instead.
         if let Some(settle) = &self.peers.settle {
@@ -537,6 +551,10 @@ impl MinerActor {
             all.extend(mined);
         }
         let waiting = !series.reply.is_closed();
+        if last.is_some() {
+            // Handled after the answer below, and before the next chunk.
+            self.settle_soon(ctx);
+        }
         let last = last.map(|block| block.header.timestamp);
         match self.core.chunk_ended(series, &chunk, result, last, self.now(), waiting) {
             SeriesStep::Finished { reply, last } => reply.finish(last),

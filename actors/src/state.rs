@@ -115,9 +115,10 @@ impl StateActor {
     }
 
     /// For a state owner started on a thread it shares with the miner (a chain in memory): a
-    /// committed block is applied to the store once the miner has answered the block (the
-    /// miner sends `Settle`), or 1 ms after its commit was answered for a commit the miner did
-    /// not ask for; not in the same turn of the thread, which would delay the answer.
+    /// committed block is applied to the store once the miner has answered the run that made
+    /// it (the miner sends `Settle`), else 1 ms after its commit was answered (blocks the
+    /// engine API or a replica commits through the miner, and a Settle the miner could not
+    /// send); never in the same turn of the thread, which would delay the answer.
     #[must_use]
     pub fn sharing_a_thread(mut self) -> Self {
         self.settle_after = Some(SHARED_SETTLE_DELAY);

@@ -501,7 +501,8 @@ impl ExecutorActor {
         // A replay runs what the node accepted: a block it packed may hold an impersonated
         // contract's transaction (see `execute_block`), which EIP-3607 would refuse.
         evm.ctx.cfg.disable_eip3607 = true;
-        pre_block_calls(&mut evm, &replay.env, replay.parent.hash_slow(), setup.spec)?;
+        // The replayed block names its parent: no need to hash the parent's header again.
+        pre_block_calls(&mut evm, &replay.env, replay.header.parent_hash, setup.spec)?;
         // What the traced transactions send to console.log, for the views that show it (the
         // tap records calls to the console address only; execution is the same).
         evm.precompiles.capture(true);

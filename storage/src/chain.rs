@@ -773,17 +773,37 @@ impl ChainDb {
         self.fork().filter(|fork| number < fork.block())
     }
 
-    /// Block `number`'s header with its hash, the hash as stored (never recomputed): `None`
-    /// when the store has no such block.
+    /// Block `number`'s header with its hash, from one snapshot: a local block's hash as
+    /// stored beside it (never recomputed; the head's is in the snapshot), a forked base's
+    /// block hashed here, since the hash its upstream reports may not be its header's
+    /// (`fork.rs`). `None` when there is no such block.
     pub fn sealed_header(
         &self,
         number: u64,
     ) -> Result<Option<alloy_consensus::Sealed<Header>>, StorageError> {
-        let (Some(header), Some(hash)) = (self.header(number)?, self.block_hash(number)?) else {
-            return Ok(None);
+        use alloy_consensus::Sealed;
+        let snapshot = self.snapshot();
+        if let Some(block) = self.head_block(&snapshot, number) {
+            return Ok(Some(Sealed::new_unchecked(block.header.clone(), block.hash)));
+        }
+        let local: Option<Header> =
+            self.decode_in(&snapshot, &layout::number_key(layout::HEADER, number), "header")?;
+        let Some(header) = local else {
+            return Ok(match self.history_fork(number) {
+                Some(fork) => fork.header(number)?.map(Sealed::new),
+                None => None,
+            });
         };
-        debug_assert_eq!(hash, header.hash_slow(), "block {number}'s stored hash");
-        Ok(Some(alloy_consensus::Sealed::new_unchecked(header, hash)))
+        let stored = self.get_in(&snapshot, &layout::number_key(layout::HASH_BY_NUMBER, number))?;
+        Ok(Some(match stored {
+            Some(hash) => {
+                let hash = B256::from_slice(&hash);
+                debug_assert_eq!(hash, header.hash_slow(), "block {number}'s stored hash");
+                Sealed::new_unchecked(header, hash)
+            }
+            // Every commit writes the two together; hash what a store without it has.
+            None => Sealed::new(header),
+        }))
     }
 
     /// The hash of block `number`.

@@ -123,7 +123,15 @@ async fn a_state_owner_sharing_a_thread_settles_when_told_or_after_a_millisecond
     state.send(commit(3)).await.unwrap().unwrap();
     tokio::time::sleep(Duration::from_millis(2)).await;
     assert!(!writer.owes_apply().unwrap());
-    assert_eq!(writer.head_number(), Some(3));
+    // Two commits back to back: the second applies the first and replaces its timer, and a
+    // timer still applies the second. (Which of the two timers fires is not observable here:
+    // the wheel's millisecond slots can put both deadlines in one.)
+    state.send(commit(4)).await.unwrap().unwrap();
+    state.send(commit(5)).await.unwrap().unwrap();
+    assert!(writer.owes_apply().unwrap());
+    tokio::time::sleep(Duration::from_millis(3)).await;
+    assert!(!writer.owes_apply().unwrap(), "the last block is applied");
+    assert_eq!(writer.head_number(), Some(5));
 }
 
 /// The executor client builds a small block on the asking thread and says so
