@@ -318,8 +318,9 @@ impl MinerActor {
 
     /// Has a state owner on this thread apply the block just made once the current answer is
     /// out: a notified message is handled after the running future has finished (and after
-    /// the messages already in the mailbox), so the caller's task is woken before the state
-    /// owner's. At most one is queued.
+    /// the messages already in the mailbox), and it sends `Settle` from a task queued behind
+    /// the ones the answer woke, so the caller has its answer before the state owner applies.
+    /// At most one is queued.
     fn settle_soon(&mut self, ctx: &mut Context<Self>) {
         if self.peers.settle.is_some() && !self.settle_queued {
             self.settle_queued = true;
@@ -437,11 +438,15 @@ impl Handler<SettleAfterAnswer> for MinerActor {
 
     fn handle(&mut self, _msg: SettleAfterAnswer, _ctx: &mut Self::Context) {
         self.settle_queued = false;
-        // A full mailbox drops the nudge: the state owner's own timer, or the next commit,
-        // applies the block instead.
-        if let Some(settle) = &self.peers.settle {
+        let Some(settle) = self.peers.settle.clone() else { return };
+        // A task of its own, queued behind the tasks the answer woke (evm_mine's answer goes
+        // through one more task, the handler's response future), and once more behind what
+        // they wake: the block's apply comes after the caller has its answer. A full mailbox
+        // drops the nudge: the state owner's own timer, or the next commit, applies the block.
+        actix::spawn(async move {
+            tokio::task::yield_now().await;
             let _ = settle.try_send(Settle);
-        }
+        });
     }
 }
 

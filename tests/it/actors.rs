@@ -543,6 +543,17 @@ async fn miner_mines_what_the_pool_offers_and_reports_it() {
     assert!(settled.recv().await.is_some());
     tokio::task::yield_now().await;
     assert!(settled.try_recv().is_err(), "no Settle without a block");
+
+    // evm_mine's series too, once its answer is out.
+    let asking = miner.clone();
+    let answered = actix::spawn(async move {
+        let answer = asking.send(MineBlocks { count: 2, timestamp: None }).await.unwrap().unwrap();
+        (answer, settled.try_recv().is_ok(), settled)
+    });
+    let (answer, settled_first, mut settled) = answered.await.unwrap();
+    assert_eq!(answer, 5);
+    assert!(!settled_first, "Settle was sent before evm_mine's answer");
+    assert!(settled.recv().await.is_some(), "told to settle after evm_mine");
 }
 
 /// `call` fails with `Busy` for `reason` on its first poll: refused at once, never queued.
