@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use alloy_consensus::{Header, ReceiptEnvelope};
+use alloy_consensus::{Header, ReceiptEnvelope, Sealed};
 use alloy_primitives::{Address, B256, Bytes, U256};
 use alloy_rlp::Decodable;
 use arc_swap::ArcSwap;
@@ -780,8 +780,7 @@ impl ChainDb {
     pub fn sealed_header(
         &self,
         number: u64,
-    ) -> Result<Option<alloy_consensus::Sealed<Header>>, StorageError> {
-        use alloy_consensus::Sealed;
+    ) -> Result<Option<Sealed<Header>>, StorageError> {
         let snapshot = self.snapshot();
         if let Some(block) = self.head_block(&snapshot, number) {
             return Ok(Some(Sealed::new_unchecked(block.header.clone(), block.hash)));

@@ -179,8 +179,8 @@ impl MineJob {
         let pool_left = self.peers.txs_mined.send(TxsMined { included, invalid }).await?;
         // Where a block's time goes, for `scripts/mine-e2e.py`: building (execution, receipts,
         // the transactions root; on this thread for a block of at most 1M gas, `built_here`,
-        // else on the executor pool), then the state owner's commit (the state root and the durable
-        // write), then the pool's clean-up.
+        // else on the executor pool), then the state owner's commit (the state root and the
+        // durable write), then the pool's clean-up.
         debug!(
             target: "actors::miner",
             txs,
