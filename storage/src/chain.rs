@@ -777,10 +777,7 @@ impl ChainDb {
     /// stored beside it (never recomputed; the head's is in the snapshot), a forked base's
     /// block hashed here, since the hash its upstream reports may not be its header's
     /// (`fork.rs`). `None` when there is no such block.
-    pub fn sealed_header(
-        &self,
-        number: u64,
-    ) -> Result<Option<Sealed<Header>>, StorageError> {
+    pub fn sealed_header(&self, number: u64) -> Result<Option<Sealed<Header>>, StorageError> {
         let snapshot = self.snapshot();
         if let Some(block) = self.head_block(&snapshot, number) {
             return Ok(Some(Sealed::new_unchecked(block.header.clone(), block.hash)));
