@@ -355,13 +355,11 @@ impl<'x> BlockLoop<'x> {
         out.deposit_logs.extend(
             logs.iter().filter(|log| log.address == MAINNET_DEPOSIT_CONTRACT_ADDRESS).cloned(),
         );
-        let receipt = Receipt { status, cumulative_gas_used: out.gas_used, logs };
         // A helper made the bloom of a speculative run's logs (keccak of every address and
         // topic): the committer's loop is the block's sequential part.
-        let receipt = match bloom {
-            Some(bloom) => ReceiptWithBloom::new(receipt, bloom),
-            None => receipt.with_bloom(),
-        };
+        let bloom = bloom.unwrap_or_else(|| crate::log_bloom::logs_bloom(&logs));
+        let receipt = Receipt { status, cumulative_gas_used: out.gas_used, logs };
+        let receipt = ReceiptWithBloom::new(receipt, bloom);
         let receipt = ReceiptEnvelope::from_typed(candidate.tx.tx_type(), receipt);
         out.logs_bloom.accrue_bloom(&receipt.bloom());
         out.receipts.push(receipt);

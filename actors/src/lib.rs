@@ -21,6 +21,7 @@ pub mod executor;
 pub mod filters;
 pub mod follow;
 pub mod fork;
+mod log_bloom;
 pub mod mempool;
 pub mod miner;
 pub mod parallel;

@@ -57,7 +57,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use alloy_consensus::Transaction;
-use alloy_primitives::{Address, Bloom, U256, logs_bloom};
+use alloy_primitives::{Address, Bloom, U256};
 use crossbeam_utils::CachePadded;
 use hearth_messages::executor::{BlockEnvSpec, BuildMode, PooledTx};
 use hearth_storage::cpu::CallerCpu;
@@ -254,7 +254,8 @@ fn speculate(
         .and_then(|o| o.state.get(&coinbase))
         .is_some_and(|a| a.is_created() || a.is_selfdestructed());
     let observes_coinbase = named || remade || coinbase_seen();
-    let bloom = outcome.as_ref().map_or(Bloom::ZERO, |o| logs_bloom(o.result.logs()));
+    let bloom =
+        outcome.as_ref().map_or(Bloom::ZERO, |o| crate::log_bloom::logs_bloom(o.result.logs()));
     Speculated {
         outcome,
         bloom,
