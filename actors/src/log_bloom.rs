@@ -1,9 +1,8 @@
 //! A receipt's logs bloom, with the keccak of each address and topic remembered per thread.
 //!
 //! The bloom sets three bits per log address and per topic, each from that value's keccak: a
-//! token transfer's one log costs four hashes, about as much as the rest of its receipt, and
-//! 20% of a sequential ERC-20 block's transaction loop went to them (BENCHMARKS.md, session
-//! 24). The values repeat: a block's logs come from a few contracts, name a few event
+//! token transfer's one log costs four hashes, and 20% of a sequential ERC-20 block's
+//! transaction loop went to them (BENCHMARKS.md, session 24). The values repeat: a block's logs come from a few contracts, name a few event
 //! signatures, and their indexed topics name the same holders again. So each thread that builds
 //! receipts keeps the hashes of the last values it met in a small direct-mapped table (a fixed
 //! size: one slot per value, a new value takes its slot's place), compared in full before use.
@@ -12,7 +11,7 @@ use std::cell::RefCell;
 
 use alloy_primitives::{B256, Bloom, Log, keccak256};
 
-/// Slots of a thread's table: 2,048 of 66 bytes (the value, its length, its hash), 132 KiB.
+/// Slots of a thread's table: 2,048 of 65 bytes (the value, its length, its hash), 130 KiB.
 const SLOTS: usize = 2048;
 
 /// The last value seen in each slot (a length of 0: none yet) and its keccak.
