@@ -2,10 +2,13 @@
 //!
 //! The bloom sets three bits per log address and per topic, each from that value's keccak: a
 //! token transfer's one log costs four hashes, and 20% of a sequential ERC-20 block's
-//! transaction loop went to them (BENCHMARKS.md, session 24). The values repeat: a block's logs come from a few contracts, name a few event
-//! signatures, and their indexed topics name the same holders again. So each thread that builds
-//! receipts keeps the hashes of the last values it met in a small direct-mapped table (a fixed
-//! size: one slot per value, a new value takes its slot's place), compared in full before use.
+//! transaction loop went to them (BENCHMARKS.md, session 24). The values repeat: a block's logs
+//! come from a few contracts, name a few event signatures, and their indexed topics name the
+//! same holders again. So each thread that builds receipts keeps the hashes of the last values
+//! it met in a small direct-mapped table (a fixed size: one slot per value, a new value takes
+//! its slot's place), compared in full before use. The committer's and the miner's threads keep
+//! theirs from block to block; a parallel block's helper threads live for the block, so theirs
+//! start empty, and a thread makes its table only when it first meets a log.
 
 use std::cell::RefCell;
 
@@ -57,7 +60,10 @@ fn slot_of(padded: &[u8; 32]) -> usize {
 }
 
 /// The bloom of `logs`, as `alloy_primitives::logs_bloom` makes it.
-pub(crate) fn logs_bloom<'a>(logs: impl IntoIterator<Item = &'a Log>) -> Bloom {
+pub(crate) fn logs_bloom(logs: &[Log]) -> Bloom {
+    if logs.is_empty() {
+        return Bloom::ZERO;
+    }
     HASHES.with_borrow_mut(|hashes| {
         let mut bloom = Bloom::ZERO;
         for log in logs {

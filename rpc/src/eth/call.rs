@@ -24,7 +24,8 @@ use crate::core::{Hot, Reply};
 use crate::core::{Params, TxObject};
 use crate::core::{head, names_head, quantity, state_block};
 
-/// How many times a call at the head runs again after the head went back under it.
+/// How many times a call at the head runs again after its block was gone ("header not found"
+/// from the executor: the head went back under it).
 const HEAD_RETRIES: usize = 3;
 
 /// The block a call runs at: its number, and whether the request named the head by a tag
