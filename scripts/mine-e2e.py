@@ -5,7 +5,7 @@
 Usage:
     python3 scripts/mine-e2e.py --hearth target/release/hearth [--rounds 3] [--port-base 9500]
         [--workloads hashloop,erc20,one-sender,transfers] [--modes never,always,auto]
-        [--baseline OLD_BINARY] [--exec-threads N]
+        [--baseline OLD_BINARY] [--exec-threads N] [--perf DIR]
 
 For each workload and round, a fresh node per mode (`--no-mining`, a high `--gas-limit`, enough
 `--accounts`) deploys BenchToken, runs the workload's setup blocks, fills its pool through
@@ -32,6 +32,11 @@ Workloads (BenchToken from ../shared/peers/build/BenchToken.json):
 With `--baseline`, every mode also runs on the older binary in the same rounds (labelled
 `old-MODE`), so a before/after comparison shares the machine's load; each binary's parallel
 modes are compared with its own `never`.
+
+With `--perf DIR`, `perf record --call-graph dwarf` is attached to each node for its timed
+`evm_mine` only (from one second before it to a fifth of a second after), written to
+`DIR/WORKLOAD-MODE-rROUND.data`, for `scripts/perf-roles.py` (`--frames accrue_` gives the
+receipts' blooms' share of the block's loop, BENCHMARKS.md session 24).
 
 Every mode must give the same state root and transactions root for a workload (the blocks are
 built from the same pool on the same parent): `identical=yes`. The spin-loop speed-up is two
@@ -213,8 +218,9 @@ def workload_txs(name, node, bench):
     raise SystemExit(f"unknown workload {name}")
 
 
-def run_one(binary, port, mode, name, bench, exec_threads=None):
-    """(ms of the timed evm_mine, txs, state root, tx root, miner split, state split)."""
+def run_one(binary, port, mode, name, bench, exec_threads=None, perf_to=None):
+    """(ms of the timed evm_mine, txs, state root, tx root, miner split, state split); with
+    `perf_to`, the timed evm_mine is profiled into that file."""
     node = Node(binary, port, mode, 2201, exec_threads)
     try:
         warmup, txs = workload_txs(name, node, bench)
@@ -225,9 +231,20 @@ def run_one(binary, port, mode, name, bench, exec_threads=None):
         pending = int(status["pending"], 16)
         if pending != len(txs):
             raise RuntimeError(f"{name}/{mode}: {pending} pending, expected {len(txs)}")
+        perf = None
+        if perf_to:
+            perf = subprocess.Popen(
+                ["perf", "record", "-F", "4999", "--call-graph", "dwarf,16384", "-p",
+                 str(node.process.pid), "-o", perf_to],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1.0)  # perf attaches before the block
         start = time.perf_counter()
         node.mine()
         ms = (time.perf_counter() - start) * 1000
+        if perf:
+            time.sleep(0.2)
+            perf.send_signal(2)
+            perf.wait(timeout=60)
         block = rpc(node.url, "eth_getBlockByNumber", ["latest", False])
         if len(block["transactions"]) != len(txs):
             raise RuntimeError(f"{name}/{mode}: block has {len(block['transactions'])} of {len(txs)} txs")
@@ -247,7 +264,14 @@ def main():
     parser.add_argument("--modes", default="never,always,auto")
     parser.add_argument("--baseline", help="an older hearth binary to run beside --hearth")
     parser.add_argument("--exec-threads", help="--exec.threads for every node, or a list (1,2)")
+    parser.add_argument("--perf", help="a directory: profile each timed evm_mine into it")
     args = parser.parse_args()
+    if not 1 <= args.rounds <= 50:
+        sys.exit("--rounds must be in 1..=50")
+    if args.perf:
+        if shutil.which("perf") is None:
+            sys.exit("--perf needs perf (linux-tools) on PATH")
+        os.makedirs(args.perf, exist_ok=True)
     with open(TOKEN_JSON) as f:
         bench = json.load(f)
     # (label, binary, mode, threads): the binary under test, then the baseline's.
@@ -271,7 +295,10 @@ def main():
             order = modes if round_ % 2 == 0 else list(reversed(modes))
             for mode in order:
                 binary, flag, threads = binary_of[mode]
-                ms, txs, root, txroot, miner, state = run_one(binary, args.port_base, flag, name, bench, threads)
+                perf_to = (os.path.join(args.perf, f"{name}-{mode.replace('/', '-')}-r{round_ + 1}.data")
+                           if args.perf else None)
+                ms, txs, root, txroot, miner, state = run_one(binary, args.port_base, flag, name, bench,
+                                                              threads, perf_to)
                 samples[mode].append((ms, miner, state))
                 roots.add((root, txroot))
                 par = miner.get("parallel") or {}
